@@ -1,0 +1,148 @@
+"""The headless ``export`` command: arguments -> request -> trace -> files.
+
+Every user error becomes one line on stderr and exit status 2, with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from .config import (
+    DEFAULT_MAX_TOKENS,
+    DEVICES,
+    MASKS,
+    POSITIONAL,
+    SCORES,
+    AttentionConfig,
+    AttentionRequest,
+    InputError,
+)
+from .export import check_target, write_trace
+
+
+def _positions(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in text.replace(" ", "").split(",") if p)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _labels(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(","))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="main.py export",
+        description="Compute every stage of attention and write <stage>.npy files + manifest.json.",
+    )
+    src = p.add_argument_group("input")
+    src.add_argument("--sentence", help="the sentence whose tokens are the keys and values")
+    src.add_argument("--embeddings", metavar="X.npy", help="an n × d_model matrix instead of a sentence")
+    src.add_argument("--labels", type=_labels, help="comma-separated token labels for --embeddings")
+    src.add_argument("--cross-sentence", help="a second sentence supplying the queries")
+    src.add_argument("--cross-embeddings", metavar="XQ.npy", help="a matrix supplying the queries")
+    src.add_argument("--cross-labels", type=_labels, help="labels for --cross-embeddings")
+    src.add_argument("--model", metavar="PATH_OR_NAME",
+                     help="a pretrained model folder, a cached model name, or 'minilm' (built in)")  # fmt: skip
+    src.add_argument("--layer", type=int, default=0, help="the model layer to trace (with --model)")
+    att = p.add_argument_group("attention")
+    att.add_argument("--heads", type=int, default=2)
+    att.add_argument("--d-model", type=int, default=16)
+    att.add_argument("--d-k", type=int)
+    att.add_argument("--d-v", type=int)
+    att.add_argument("--d-out", type=int)
+    att.add_argument("--mask", choices=MASKS, help="default: none (the model's own with --model)")
+    att.add_argument("--pad-positions", type=_positions, default=(), metavar="3,4")
+    att.add_argument("--mask-file", metavar="M.npy", help="boolean n_q × n_k matrix for --mask custom")
+    att.add_argument("--score", choices=SCORES, default="scaled")
+    att.add_argument("--pe", choices=POSITIONAL, default="none")
+    att.add_argument("--temperature", type=float, default=1.0)
+    att.add_argument("--seed", type=int, default=0)
+    att.add_argument("--bias", action="store_true", help="random biases (a weights file has its own)")
+    att.add_argument("--weights", metavar="W.npz", help="projection weights (see README)")
+    att.add_argument("--device", choices=DEVICES, default="auto")
+    att.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
+    out = p.add_argument_group("output")
+    out.add_argument("--out", required=True, metavar="DIR", help="folder to create")
+    out.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    return p
+
+
+def load_matrix(path: str, what: str) -> np.ndarray:
+    """Read a ``.npy`` file without ever unpickling, with a clear message on failure."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} path is a folder, not a .npy file: {path}") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(f"cannot read {what} file {path}: {exc}") from None
+
+
+def request_from_args(args: argparse.Namespace) -> AttentionRequest:
+    from .weights import load_weights
+
+    if args.sentence is None and args.embeddings is None:
+        raise InputError("give --sentence or --embeddings")
+    if args.sentence is not None and args.embeddings is not None:
+        raise InputError("give --sentence or --embeddings, not both")
+    if args.cross_sentence is not None and args.cross_embeddings is not None:
+        raise InputError("give --cross-sentence or --cross-embeddings, not both")
+    cfg = AttentionConfig(
+        heads=args.heads, d_model=args.d_model, d_k=args.d_k, d_v=args.d_v, d_out=args.d_out,
+        mask=args.mask or "none", pad_positions=tuple(args.pad_positions), score=args.score,
+        pe=args.pe, temperature=args.temperature, seed=args.seed, bias=args.bias,
+        device=args.device, max_tokens=args.max_tokens,
+    ).validate()  # fmt: skip
+    embeddings = load_matrix(args.embeddings, "embeddings") if args.embeddings else None
+    cross = load_matrix(args.cross_embeddings, "cross embeddings") if args.cross_embeddings else None
+    mask = None
+    if cfg.mask == "custom":
+        if not args.mask_file:
+            raise InputError("--mask custom needs --mask-file M.npy (boolean, True = hidden)")
+        mask = load_matrix(args.mask_file, "mask")
+        if mask.dtype != bool:
+            raise InputError(f"mask file {args.mask_file} must hold booleans, got {mask.dtype}")
+    weights = load_weights(args.weights, cfg) if args.weights else None
+    return AttentionRequest(
+        config=cfg, sentence=args.sentence, embeddings=embeddings, labels=args.labels,
+        cross_sentence=args.cross_sentence, cross_embeddings=cross, cross_labels=args.cross_labels,
+        weights=weights, custom_mask=mask,
+    )  # fmt: skip
+
+
+def trace_from_args(args: argparse.Namespace):
+    if args.model:
+        from .pretrained import load_model
+
+        if not args.sentence:
+            raise InputError("--model needs --sentence")
+        model = load_model(args.model, device=args.device)
+        return model.trace(args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions)
+    from .pipeline import run
+
+    return run(request_from_args(args))
+
+
+def export_main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        check_target(args.out, args.force)  # fail before computing anything
+        trace = trace_from_args(args)
+        out = write_trace(trace, args.out, force=args.force)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("error: not enough memory for this input; use fewer tokens or heads", file=sys.stderr)
+        return 2
+    for notice in trace.meta.get("notices", []):
+        print(f"note: {notice}", file=sys.stderr)
+    print(f"wrote {len(trace.stages)} stages to {out} ({trace.device}, {trace.elapsed_ms:.1f} ms)")
+    return 0

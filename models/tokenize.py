@@ -1,0 +1,72 @@
+"""Sentence -> tokens -> ids -> embeddings, as in the study notes' worked example.
+
+Words and punctuation are tokens; CJK characters are one token each; emoji (with their
+modifiers and zero-width joiners) and other symbols stay whole and are never dropped.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import torch
+
+from .config import InputError
+
+# CJK ideographs, kana, hangul and fullwidth forms: one character per token.
+_CJK = (
+    "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002fa1f"
+)
+# A symbol followed by variation selectors, skin-tone modifiers and ZWJ-joined symbols.
+_SYMBOL = r"[^\w\s](?:[\ufe0e\ufe0f\U0001f3fb-\U0001f3ff]|\u200d[^\w\s])*"
+_TOKEN = re.compile(rf"[{_CJK}]|{_SYMBOL}|[^\W{_CJK}]+")
+
+
+def tokenize(sentence: str) -> list[str]:
+    """Split a sentence into word, punctuation, CJK-character and symbol tokens."""
+    return _TOKEN.findall(sentence)
+
+
+def build_vocab(*token_lists: list[str]) -> dict[str, int]:
+    """The distinct tokens of all given lists, in sorted order, mapped to their ids."""
+    return {tok: i for i, tok in enumerate(sorted(set().union(*token_lists)))}
+
+
+def embed(token_ids: list[list[int]], vocab_size: int, d_model: int, seed: int) -> list[torch.Tensor]:
+    """Look the ids up in a seeded ``torch.nn.Embedding(vocab_size, d_model)``.
+
+    The global RNG is forked so that seeding here never disturbs anyone else's randomness.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        table = torch.nn.Embedding(vocab_size, d_model)
+    with torch.no_grad():
+        return [table(torch.tensor(ids, dtype=torch.long)) for ids in token_ids]  # (n, d_model)
+
+
+def tokens_or_error(sentence: str | None, max_tokens: int, what: str = "sentence") -> list[str]:
+    tokens = tokenize(sentence or "")
+    if not tokens:
+        raise InputError(f"the {what} is empty: type at least one word")
+    if len(tokens) > max_tokens:
+        raise InputError(f"the {what} has {len(tokens)} tokens, more than the limit of {max_tokens}")
+    return tokens
+
+
+def check_embeddings(matrix: np.ndarray, d_model: int, max_tokens: int, what: str) -> np.ndarray:
+    """Validate a user-supplied ``(n, d_model)`` embeddings matrix and return it as float32."""
+    m = np.asarray(matrix)
+    if m.ndim != 2:
+        raise InputError(f"{what} must be a 2-D matrix (n x d_model), got shape {m.shape}")
+    if m.shape[0] == 0:
+        raise InputError(f"{what} has no rows: supply at least one token")
+    if m.shape[0] > max_tokens:
+        raise InputError(f"{what} has {m.shape[0]} rows, more than the limit of {max_tokens}")
+    if m.shape[1] != d_model:
+        raise InputError(f"{what} has {m.shape[1]} columns but d_model is {d_model}")
+    if not np.issubdtype(m.dtype, np.number) or np.iscomplexobj(m):
+        raise InputError(f"{what} must hold real numbers, got dtype {m.dtype}")
+    if not np.all(np.isfinite(m)):
+        raise InputError(f"{what} contains NaN or infinite values")
+    return m.astype(np.float32)

@@ -1,0 +1,124 @@
+"""Projection weights: seeded random by default, or read from a ``.npz`` file (never pickles)."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+
+import numpy as np
+import torch
+
+from .config import AttentionConfig, AttentionWeights, InputError
+
+REQUIRED = ("W_q", "W_k", "W_v")
+OPTIONAL = ("W_o", "b_q", "b_k", "b_v", "b_o", "W_1", "W_2", "w", "W_g")
+
+
+def _uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+    # Same bound as torch.nn.Linear's default init: U(-1/√fan_in, 1/√fan_in).
+    bound = 1.0 / np.sqrt(fan_in)
+    return ((torch.rand(shape, generator=gen, dtype=torch.float32) * 2 - 1) * bound).numpy()
+
+
+def random_weights(cfg: AttentionConfig) -> AttentionWeights:
+    """Seeded uniform random weights. Drawn on the CPU so every device sees the same numbers."""
+    h, d, dk, dv, do = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v, cfg.out_dim
+    gen = torch.Generator().manual_seed(cfg.seed + 1)  # +1: not the embedding table's stream
+    w = {
+        "W_q": _uniform(gen, (h, d, dk), d),
+        "W_k": _uniform(gen, (h, d, dk), d),
+        "W_v": _uniform(gen, (h, d, dv), d),
+        "W_o": _uniform(gen, (h * dv, do), h * dv),
+    }
+    if cfg.bias:
+        w |= {
+            "b_q": _uniform(gen, (h, dk), d),
+            "b_k": _uniform(gen, (h, dk), d),
+            "b_v": _uniform(gen, (h, dv), d),
+            "b_o": _uniform(gen, (do,), h * dv),
+        }
+    extra = {
+        "W_1": _uniform(gen, (h, dk, dk), dk),
+        "W_2": _uniform(gen, (h, dk, dk), dk),
+        "w": _uniform(gen, (h, dk), dk),
+        "W_g": _uniform(gen, (h, dk, dk), dk),
+    }
+    return AttentionWeights(**w, extra=extra)
+
+
+def complete_weights(cfg: AttentionConfig, given: AttentionWeights) -> AttentionWeights:
+    """Fill in what a weights file left out (W_o, score parameters) from the seeded defaults."""
+    base = random_weights(cfg.replace(bias=False))
+    return AttentionWeights(
+        W_q=given.W_q,
+        W_k=given.W_k,
+        W_v=given.W_v,
+        W_o=given.W_o if given.W_o is not None else base.W_o,
+        b_q=given.b_q,
+        b_k=given.b_k,
+        b_v=given.b_v,
+        b_o=given.b_o,
+        extra={**base.extra, **given.extra},
+    )
+
+
+def expected_shapes(cfg: AttentionConfig) -> dict[str, tuple[int, ...]]:
+    h, d, dk, dv, do = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v, cfg.out_dim
+    return {
+        "W_q": (h, d, dk), "W_k": (h, d, dk), "W_v": (h, d, dv), "W_o": (h * dv, do),
+        "b_q": (h, dk), "b_k": (h, dk), "b_v": (h, dv), "b_o": (do,),
+        "W_1": (h, dk, dk), "W_2": (h, dk, dk), "w": (h, dk), "W_g": (h, dk, dk),
+    }  # fmt: skip
+
+
+def load_weights(path: str | os.PathLike, cfg: AttentionConfig) -> AttentionWeights:
+    """Read ``W_q, W_k, W_v`` (+ optional ``W_o``, biases, score parameters) from a ``.npz``.
+
+    2-D projection matrices (and 1-D biases) are accepted for a single head. Any shape that
+    disagrees with the configuration is an :class:`InputError` naming the array and both shapes.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except FileNotFoundError:
+        raise InputError(f"weights file not found: {path}") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise InputError(f"cannot read weights file {path}: {exc}") from None
+    missing = [k for k in REQUIRED if k not in arrays]
+    if missing:
+        raise InputError(f"weights file {path} lacks {', '.join(missing)} (has {', '.join(arrays)})")
+    unknown = sorted(set(arrays) - set(REQUIRED) - set(OPTIONAL))
+    if unknown:
+        raise InputError(f"weights file {path} has unknown arrays: {', '.join(unknown)}")
+    shapes = expected_shapes(cfg)
+    checked: dict[str, np.ndarray] = {}
+    for name, arr in arrays.items():
+        if cfg.heads == 1 and name in ("W_q", "W_k", "W_v") and arr.ndim == 2:
+            arr = arr[None]
+        elif cfg.heads == 1 and name in ("b_q", "b_k", "b_v", "w") and arr.ndim == 1:
+            arr = arr[None]
+        elif cfg.heads == 1 and name in ("W_1", "W_2", "W_g") and arr.ndim == 2:
+            arr = arr[None]
+        if arr.shape != shapes[name]:
+            raise InputError(
+                f"weights file {path}: {name} has shape {arr.shape}, expected {shapes[name]} "
+                f"for heads={cfg.heads}, d_model={cfg.d_model}, d_k={cfg.head_dim_k}, "
+                f"d_v={cfg.head_dim_v}, d_out={cfg.out_dim}"
+            )
+        if not np.issubdtype(arr.dtype, np.number) or not np.all(np.isfinite(arr)):
+            raise InputError(f"weights file {path}: {name} must hold finite real numbers")
+        checked[name] = arr.astype(np.float32)
+    extra = {k: checked.pop(k) for k in ("W_1", "W_2", "w", "W_g") if k in checked}
+    given = AttentionWeights(
+        W_q=checked["W_q"], W_k=checked["W_k"], W_v=checked["W_v"], W_o=checked.get("W_o"),
+        b_q=checked.get("b_q"), b_k=checked.get("b_k"), b_v=checked.get("b_v"),
+        b_o=checked.get("b_o"), extra=extra,
+    )  # fmt: skip
+    return complete_weights(cfg, given)
+
+
+def save_weights(path: str | os.PathLike, weights: AttentionWeights) -> None:
+    """Write weights in the format :func:`load_weights` reads (handy for tests and users)."""
+    arrays = {k: getattr(weights, k) for k in ("W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o")}
+    arrays |= weights.extra
+    np.savez(path, **{k: v for k, v in arrays.items() if v is not None})
