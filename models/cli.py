@@ -76,13 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
 def load_matrix(path: str, what: str) -> np.ndarray:
     """Read a ``.npy`` file without ever unpickling, with a clear message on failure."""
     try:
-        return np.load(path, allow_pickle=False)
+        loaded = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise InputError(f"{what} file not found: {path}") from None
     except IsADirectoryError:
         raise InputError(f"{what} path is a folder, not a .npy file: {path}") from None
     except (OSError, ValueError, EOFError) as exc:
         raise InputError(f"cannot read {what} file {path}: {exc}") from None
+    if not isinstance(loaded, np.ndarray):  # a .npz archive, not a single matrix
+        loaded.close()
+        raise InputError(f"{what} file {path} is a .npz archive; give a single-matrix .npy file")
+    return loaded
 
 
 def request_from_args(args: argparse.Namespace) -> AttentionRequest:

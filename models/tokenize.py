@@ -18,8 +18,12 @@ _CJK = (
     "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff\u3400-\u4dbf"
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002fa1f"
 )
-# A symbol followed by variation selectors, skin-tone modifiers and ZWJ-joined symbols.
-_SYMBOL = r"[^\w\s](?:[\ufe0e\ufe0f\U0001f3fb-\U0001f3ff]|\u200d[^\w\s])*"
+# A symbol (or a flag's pair of regional indicators, or a keycap) followed by variation
+# selectors, skin-tone modifiers, tag characters (subdivision flags) and ZWJ-joined symbols.
+_SYMBOL = (
+    r"(?:[\U0001f1e6-\U0001f1ff]{2}|[#*0-9]\ufe0f?\u20e3|[^\w\s])"
+    r"(?:[\ufe0e\ufe0f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f]|\u200d[^\w\s])*"
+)
 _TOKEN = re.compile(rf"[{_CJK}]|{_SYMBOL}|[^\W{_CJK}]+")
 
 

@@ -78,12 +78,18 @@ def load_weights(path: str | os.PathLike, cfg: AttentionConfig) -> AttentionWeig
     disagrees with the configuration is an :class:`InputError` naming the array and both shapes.
     """
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
+        loaded = np.load(path, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):  # a single-array .npy file
+            arrays = None
+        else:
+            with loaded as npz:
+                arrays = {k: npz[k] for k in npz.files}
     except FileNotFoundError:
         raise InputError(f"weights file not found: {path}") from None
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise InputError(f"cannot read weights file {path}: {exc}") from None
+    if arrays is None:
+        raise InputError(f"weights file {path} is not a .npz archive (save it with numpy.savez)")
     missing = [k for k in REQUIRED if k not in arrays]
     if missing:
         raise InputError(f"weights file {path} lacks {', '.join(missing)} (has {', '.join(arrays)})")
@@ -105,7 +111,7 @@ def load_weights(path: str | os.PathLike, cfg: AttentionConfig) -> AttentionWeig
                 f"for heads={cfg.heads}, d_model={cfg.d_model}, d_k={cfg.head_dim_k}, "
                 f"d_v={cfg.head_dim_v}, d_out={cfg.out_dim}"
             )
-        if not np.issubdtype(arr.dtype, np.number) or not np.all(np.isfinite(arr)):
+        if not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr) or not np.all(np.isfinite(arr)):
             raise InputError(f"weights file {path}: {name} must hold finite real numbers")
         checked[name] = arr.astype(np.float32)
     extra = {k: checked.pop(k) for k in ("W_1", "W_2", "w", "W_g") if k in checked}
