@@ -96,6 +96,8 @@ def request_from_args(args: argparse.Namespace) -> AttentionRequest:
         raise InputError("give --sentence or --embeddings")
     if args.sentence is not None and args.embeddings is not None:
         raise InputError("give --sentence or --embeddings, not both")
+    if args.cross_sentence is not None and not args.cross_sentence.strip():
+        raise InputError("the second sentence (--cross-sentence) is empty: type at least one word")
     if args.cross_sentence is not None and args.cross_embeddings is not None:
         raise InputError("give --cross-sentence or --cross-embeddings, not both")
     cfg = AttentionConfig(

@@ -106,7 +106,7 @@ class AttentionWeights:
     W_q: np.ndarray
     W_k: np.ndarray
     W_v: np.ndarray
-    W_o: np.ndarray
+    W_o: np.ndarray | None = None  # None: seeded random (see models.weights.complete_weights)
     b_q: np.ndarray | None = None
     b_k: np.ndarray | None = None
     b_v: np.ndarray | None = None

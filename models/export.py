@@ -59,7 +59,11 @@ def check_target(out: str | os.PathLike, force: bool = False) -> Path:
         raise InputError(f"output path {out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise InputError(f"output folder {out} exists and is not empty (use --force to replace it)")
+    if out.is_dir() and Path.cwd().resolve().is_relative_to(out.resolve()):
+        raise InputError(f"output folder {out} contains the current folder; choose a new folder")
     parent = out.resolve().parent
+    if parent.exists() and not parent.is_dir():
+        raise InputError(f"cannot write to {out}: {parent} is a file, not a folder")
     if not parent.is_dir():
         raise InputError(f"cannot write to {out}: folder {parent} does not exist")
     if not os.access(parent, os.W_OK):

@@ -42,7 +42,7 @@ class _Recorder:
         )
 
 
-def _sequence(req: AttentionRequest, cross: bool, vocab_tokens: list[str] | None):
+def _sequence(req: AttentionRequest, cross: bool):
     """Tokens and (unembedded) source of one sequence: the keys' (cross=False) or the queries'."""
     cfg = req.config
     matrix = req.cross_embeddings if cross else req.embeddings
@@ -66,15 +66,16 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
     device, device_label, notice = pick_device(cfg.device)
     h, dk, dv = cfg.heads, cfg.head_dim_k, cfg.head_dim_v
 
-    key_tokens, key_matrix = _sequence(req, cross=False, vocab_tokens=None)
+    key_tokens, key_matrix = _sequence(req, cross=False)
     if req.is_cross:
-        query_tokens, query_matrix = _sequence(req, cross=True, vocab_tokens=None)
+        query_tokens, query_matrix = _sequence(req, cross=True)
     else:
         query_tokens, query_matrix = key_tokens, key_matrix
     n_q, n_k = len(query_tokens), len(key_tokens)
 
     # Embeddings: one seeded table over the distinct tokens of every sentence, sorted.
-    sentences = [t for t, m in ((key_tokens, key_matrix), (query_tokens, query_matrix)) if m is None]
+    sequences = [(key_tokens, key_matrix)] + ([(query_tokens, query_matrix)] if req.is_cross else [])
+    sentences = [tokens for tokens, matrix in sequences if matrix is None]
     if sentences:
         vocab = build_vocab(*sentences)
         looked_up = embed([[vocab[t] for t in toks] for toks in sentences], len(vocab), cfg.d_model, cfg.seed)

@@ -7,6 +7,7 @@ modifiers and zero-width joiners) and other symbols stay whole and are never dro
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import numpy as np
 import torch
@@ -28,8 +29,28 @@ _TOKEN = re.compile(rf"[{_CJK}]|{_SYMBOL}|[^\W{_CJK}]+")
 
 
 def tokenize(sentence: str) -> list[str]:
-    """Split a sentence into word, punctuation, CJK-character and symbol tokens."""
-    return _TOKEN.findall(sentence)
+    """Split a sentence into word, punctuation, CJK-character and symbol tokens.
+
+    Combining marks (Devanagari vowel signs and viramas, a separately typed accent) are not
+    word characters to ``re``; they stay attached to the token they follow.
+    """
+    tokens: list[str] = []
+    end = -1
+    for match in _TOKEN.finditer(sentence):
+        text = match.group()
+        joins = _is_mark(text[0]) or (
+            _is_mark(tokens[-1][-1]) and tokens[-1][0].isalnum() and text[0].isalnum() if tokens else False
+        )  # a word broken by a virama or vowel sign goes on after it
+        if tokens and match.start() == end and joins:
+            tokens[-1] += text
+        else:
+            tokens.append(text)
+        end = match.end()
+    return tokens
+
+
+def _is_mark(char: str) -> bool:
+    return unicodedata.category(char).startswith("M")
 
 
 def build_vocab(*token_lists: list[str]) -> dict[str, int]:

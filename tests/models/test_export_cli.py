@@ -424,3 +424,25 @@ def test_main_py_export_subprocess_succeeds_and_fails_cleanly(tmp_path):
     assert bad.stdout == ""
     assert bad.stderr.startswith("error: d_model=16 is not divisible by heads=3") and bad.stderr.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+def test_cli_says_the_parent_is_a_file_rather_than_missing(tmp_path, capsys):
+    # Regression: a parent that is a file was reported as a folder that "does not exist".
+    (tmp_path / "plain").write_text("a file")
+    _assert_refused(capsys, ["--sentence", "a b"], tmp_path / "plain" / "run", "is a file, not a folder")
+
+
+def test_cli_refuses_a_blank_second_sentence(tmp_path, capsys):
+    # Regression: --cross-sentence "" silently fell back to self-attention.
+    _assert_refused(capsys, ["--sentence", "a b", "--cross-sentence", "  "], tmp_path / "run", "second sentence")
+
+
+def test_cli_force_never_replaces_the_current_folder(tmp_path, capsys, monkeypatch):
+    # Regression: `--out . --force` tried to rename the folder the user is standing in.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "keep.txt").write_text("mine")
+    monkeypatch.chdir(work)
+    rc = export_main(["--sentence", "a b", "--out", ".", "--force"])
+    assert rc == 2 and "contains the current folder" in capsys.readouterr().err
+    assert (work / "keep.txt").read_text() == "mine"

@@ -90,3 +90,11 @@ def test_empty_and_over_long_sentences_are_input_errors():
     with pytest.raises(InputError, match="has 4 tokens, more than the limit of 3"):
         tokens_or_error("a b c d", 3)
     assert tokens_or_error("a b c", 3) == ["a", "b", "c"]
+
+
+def test_combining_marks_stay_inside_their_word():
+    # Regression: re's \w excludes combining marks, which split Devanagari words and a separately
+    # typed accent into pieces.
+    assert tokenize("नमस्ते दुनिया") == ["नमस्ते", "दुनिया"]
+    assert tokenize("cafe\u0301 ok") == ["cafe\u0301", "ok"]
+    assert tokenize("क्षत्रिय!") == ["क्षत्रिय", "!"]
