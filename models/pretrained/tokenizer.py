@@ -1,0 +1,63 @@
+"""The model's own tokenizer (tokenizer.json via the `tokenizers` library), so the axes show the
+real tokens: ``[CLS]``, ``##ing``, ``Ġthe``, ``▁the``.
+
+Special tokens come from the tokenizer's post-processor (BERT adds [CLS]/[SEP], LLaMA adds <s>,
+GPT-2 adds nothing), exactly as the model saw them in training. Padding and truncation settings
+stored in tokenizer.json are switched off: we trace one sentence and truncate it ourselves, keeping
+the special tokens, so that the user can be told.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from models.config import InputError
+
+
+@dataclass(frozen=True)
+class Encoded:
+    tokens: tuple[str, ...]
+    ids: tuple[int, ...]
+    type_ids: tuple[int, ...]
+    notices: tuple[str, ...] = ()
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+class ModelTokenizer:
+    def __init__(self, path: Path) -> None:
+        if not path.is_file():
+            raise InputError(f"{path.parent} has no tokenizer.json (needed to split sentences)")
+        try:
+            self.tokenizer = Tokenizer.from_file(str(path))
+        except Exception as e:  # the Rust side raises plain Exceptions
+            raise InputError(f"could not read {path}: {first_line(e)}") from e
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self.special = self.tokenizer.num_special_tokens_to_add(is_pair=False)
+
+    def encode(self, sentence: str, limit: int, why: str = "the model's maximum") -> Encoded:
+        """Tokenize one sentence, truncating it to ``limit`` tokens (special tokens included)."""
+        if not isinstance(sentence, str) or not sentence.strip():
+            raise InputError("the sentence is empty; type a few words")
+        enc = self.tokenizer.encode(sentence, add_special_tokens=False)
+        total = len(enc.ids) + self.special
+        notices = ()
+        if total > limit:
+            if limit <= self.special:
+                raise InputError(f"a limit of {limit} tokens leaves no room for the sentence")
+            enc.truncate(limit - self.special)
+            notices = (
+                f"Sentence truncated: {total} tokens, but {why} is {limit}; "
+                f"only the first {limit} are traced.",
+            )
+        enc = self.tokenizer.post_process(enc, None, add_special_tokens=True)
+        if not enc.ids:
+            raise InputError("the sentence produced no tokens")
+        return Encoded(tuple(enc.tokens), tuple(enc.ids), tuple(enc.type_ids), notices)
