@@ -1,0 +1,125 @@
+"""GUI benchmark: how fast a request reaches the screen, and how little the GUI thread waits.
+
+    QT_QPA_PLATFORM=offscreen python bench/bench_gui.py [--sizes 64 512 2048] [--runs 5]
+
+For n tokens (h = 8, d_model = 512), showing the softmax weights of all eight heads in a grid:
+  latency     submitting the request -> the matrix view has painted its result (median of runs)
+  gui         GUI-thread time handling one result: setting images, ticks, labels (median)
+  paint       the matrix view's paint of that result (median)
+  stall       the longest gap seen by a 2 ms QTimer probe while the request was in flight (max)
+Targets on 2 cores: latency <= 50 ms / 250 ms / 2 s for n = 64 / 512 / 2048; gui + paint <= 16 ms;
+stall <= 50 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from explorer.persistence import open_settings  # noqa: E402
+from explorer.state import Inputs  # noqa: E402
+from explorer.window import MainWindow  # noqa: E402
+
+HEADS, D_MODEL = 8, 512
+TIMEOUT_MS = 60_000
+
+
+class StallProbe:
+    """A 2 ms timer; the longest gap between two ticks is how long the event loop was blocked."""
+
+    def __init__(self):
+        self.timer = QTimer()
+        self.timer.setInterval(2)
+        self.timer.timeout.connect(self._tick)
+        self.longest_ms = 0.0
+        self._last = 0.0
+
+    def start(self) -> None:
+        self.longest_ms, self._last = 0.0, time.perf_counter()
+        self.timer.start()
+
+    def stop(self) -> None:
+        self.timer.stop()
+        self._tick()
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.longest_ms = max(self.longest_ms, (now - self._last) * 1000.0)
+        self._last = now
+
+
+def one_update(window: MainWindow, seed: int, probe: StallProbe) -> tuple[float, float, float, float]:
+    """Change the seed (a full recomputation), return (latency, gui, paint, stall) in ms."""
+    view = window.matrix_view
+    loop = QEventLoop()
+    done: dict[str, float] = {}
+
+    def painted(generation: int) -> None:
+        if generation == window.worker.latest_generation and "at" not in done:
+            done["at"] = time.perf_counter()
+            loop.quit()
+
+    view.painted.connect(painted)
+    QTimer.singleShot(TIMEOUT_MS, loop.quit)
+    probe.start()
+    t0 = time.perf_counter()
+    window.state.update_inputs(seed=seed)
+    window.submit_now()
+    loop.exec()
+    probe.stop()
+    view.painted.disconnect(painted)
+    if "at" not in done:
+        raise RuntimeError(f"no result painted within {TIMEOUT_MS} ms")
+    return (done["at"] - t0) * 1000.0, window.last_gui_ms, view.canvas.last_paint_ms, probe.longest_ms
+
+
+def bench(n: int, runs: int) -> dict[str, float]:
+    settings = open_settings(Path(tempfile.mkdtemp()) / "bench.ini")
+    sentence = " ".join(f"w{i}" for i in range(n))
+    window = MainWindow(settings, Inputs(sentence=sentence, heads=HEADS, d_model=D_MODEL), persist=False,
+                        stage="weights")  # fmt: skip
+    window.resize(1400, 900)
+    window.show()
+    probe = StallProbe()
+    try:
+        one_update(window, seed=1000, probe=probe)  # warm-up: first layout, caches, torch kernels
+        samples = [one_update(window, seed=s, probe=probe) for s in range(runs)]
+    finally:
+        window.close()
+        window.deleteLater()
+    latency, gui, paint, stall = zip(*samples)
+    return {
+        "latency": statistics.median(latency), "gui": statistics.median(gui),
+        "paint": statistics.median(paint), "stall": max(stall),
+    }  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[64, 512, 2048])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    app = QApplication.instance() or QApplication([])
+    print(f"GUI benchmark: h={HEADS}, d_model={D_MODEL}, all heads of 'weights' shown, {os.cpu_count()} cores")
+    print(f"{'n':>6} {'latency ms':>11} {'gui ms':>8} {'paint ms':>9} {'stall ms':>9}")
+    for n in args.sizes:
+        runs = args.runs if n < 2048 else max(3, args.runs // 2)
+        r = bench(n, runs)
+        print(f"{n:>6} {r['latency']:>11.1f} {r['gui']:>8.1f} {r['paint']:>9.1f} {r['stall']:>9.1f}", flush=True)
+    app.processEvents()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

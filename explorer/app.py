@@ -1,0 +1,166 @@
+"""``python main.py [options]``: parse the arguments, open the window (or take a screenshot and exit).
+
+    python main.py --sentence "The cat sat." --heads 2 --mask causal --stage weights --screenshot out.png
+
+Bad values print one clear line and exit with status 2, before any window opens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from models.config import POSITIONAL
+from models.trace import STAGE_ORDER
+
+from .limits import MASK_CHOICES, MAX_SEED, SCORE_CHOICES
+from .persistence import APPLICATION, ORGANIZATION, load_inputs, open_settings
+from .state import ALL_HEADS, Inputs, settings_problem
+
+SCREENSHOT_TIMEOUT_MS = 120_000
+STYLE_SHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
+
+
+class UsageError(Exception):
+    """A bad command-line value: printed as one line, exit status 2."""
+
+
+def _positions(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in text.replace(" ", "").split(",") if p)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="main.py",
+        description="Open the Attention Explorer window (or run 'main.py export --help' for the headless export).",
+    )
+    p.add_argument("--sentence", help="the sentence whose tokens attend to each other")
+    p.add_argument("--cross-sentence", help="a second sentence supplying the queries (cross-attention)")
+    p.add_argument("--heads", type=int)
+    p.add_argument("--d-model", type=int)
+    p.add_argument("--d-k", type=int, help="per-head query/key width (default: d_model / heads)")
+    p.add_argument("--d-v", type=int, help="per-head value width (default: d_k)")
+    p.add_argument("--mask", choices=MASK_CHOICES)
+    p.add_argument("--pad-positions", type=_positions, metavar="3,4", help="key positions hidden by --mask padding")
+    p.add_argument("--score", choices=SCORE_CHOICES)
+    p.add_argument("--pe", choices=POSITIONAL, help="positional encoding")
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
+    p.add_argument("--head", type=int, metavar="N", help="show head N (1-based) instead of all heads")
+    p.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
+    p.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
+    return p
+
+
+def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
+    """``base`` with every option given on the command line applied; UsageError when invalid."""
+    plain = ("sentence", "heads", "d_model", "d_k", "d_v", "mask", "score", "temperature", "seed")
+    changes = {name: getattr(args, name) for name in plain if getattr(args, name) is not None}
+    if args.cross_sentence is not None:
+        changes.update(cross_enabled=True, cross_sentence=args.cross_sentence)
+    if args.pe is not None:
+        changes["pe"] = args.pe == "sinusoidal"
+    if args.pad_positions is not None:
+        changes["pad_positions"] = args.pad_positions
+    for name in ("d_k", "d_v"):  # 0 would mean "auto" in the window; on the command line it is an error
+        if name in changes and changes[name] < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be a positive integer")
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
+        raise UsageError(f"--seed must be between 0 and {MAX_SEED}")
+    inputs = dataclasses.replace(base, **changes)
+    message, _ = settings_problem(inputs)
+    if message:
+        raise UsageError(message)
+    if args.head is not None and not 1 <= args.head <= inputs.heads:
+        raise UsageError(f"--head must be between 1 and {inputs.heads} (the number of heads)")
+    return inputs
+
+
+def run_app(argv: Sequence[str]) -> int:
+    try:
+        args = build_parser().parse_args(list(argv))
+    except SystemExit as exc:  # argparse has printed the usage and the reason
+        return int(exc.code or 0)
+    settings = open_settings(args.settings)
+    # A screenshot documents exactly the options given: start from the defaults, save nothing.
+    base = Inputs() if args.screenshot else load_inputs(settings)
+    try:
+        inputs = inputs_from_args(args, base)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    from PySide6.QtWidgets import QApplication
+
+    from .window import MainWindow
+
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "attention-explorer"])
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    if STYLE_SHEET.is_file():
+        app.setStyleSheet(STYLE_SHEET.read_text(encoding="utf-8"))
+    head = ALL_HEADS if args.head is None else args.head - 1
+    window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head)
+    try:
+        if args.screenshot:
+            return _screenshot(app, window, args.screenshot, args.stage)
+        window.show()
+        return app.exec()
+    finally:
+        window.close()  # stops and joins the worker thread
+        window.deleteLater()
+        app.processEvents()
+
+
+def _screenshot(app, window, path: str, stage: str | None) -> int:
+    """Show the window, wait until the result and the shown stage's image are on screen, save a PNG."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    outcome: dict[str, str] = {}
+    loop = QEventLoop()
+
+    def check() -> None:
+        # Polled rather than signalled: a fast first result may come before any connection here.
+        if not window.is_settled():
+            return
+        if window.last_error:
+            outcome["error"] = window.last_error
+        elif stage and stage not in window.state.display.trace:
+            names = ", ".join(window.state.display.trace.names)
+            outcome["error"] = f"this computation has no stage {stage!r}; it has {names}"
+        elif window.state.stage_name in window.state.display.images:
+            outcome["done"] = "yes"
+        if outcome:
+            loop.quit()
+
+    def give_up() -> None:
+        outcome.setdefault("error", "timed out")
+        loop.quit()
+
+    # Timer objects (not QTimer.singleShot) so that none is left pending once this returns.
+    poll, deadline = QTimer(), QTimer()
+    poll.timeout.connect(check)
+    deadline.setSingleShot(True)
+    deadline.timeout.connect(give_up)
+    window.show()
+    poll.start(10)
+    deadline.start(SCREENSHOT_TIMEOUT_MS)
+    loop.exec()
+    poll.stop()
+    deadline.stop()
+    if "error" in outcome:
+        print(f"error: {outcome['error']}", file=sys.stderr)
+        return 2
+    app.processEvents()  # let the layout settle and the views paint
+    if not window.save_screenshot(path):
+        print(f"error: cannot write screenshot to {path}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
+    return 0

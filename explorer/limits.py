@@ -1,0 +1,14 @@
+"""The ranges the controls offer, shared by the settings panel and the settings loader.
+
+No Qt and no torch here, so that widgets may import it.
+"""
+
+from models.config import SCORES
+
+MASK_CHOICES = ("none", "causal", "padding")  # 'custom' needs a matrix file: export CLI only
+SCORE_CHOICES = SCORES
+MAX_HEADS = 64
+MAX_D_MODEL = 4096
+MAX_HEAD_DIM = 1024
+MAX_SEED = 2**31 - 1
+TEMPERATURE_RANGE = (0.05, 20.0)

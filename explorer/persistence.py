@@ -1,0 +1,93 @@
+"""Settings that survive a restart (QSettings): the inputs, the window geometry, the export folder.
+
+The inputs are stored as one JSON object so that types survive every QSettings back end; a
+value that does not fit (an old version's, a hand-edited one) falls back to its default rather
+than stopping the app from starting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+from PySide6.QtCore import QSettings
+
+from .limits import MASK_CHOICES, MAX_SEED, SCORE_CHOICES, TEMPERATURE_RANGE
+from .state import Inputs
+
+SETTINGS_ENV = "ATTENTION_EXPLORER_SETTINGS"  # an INI file to use instead of the user's settings
+ORGANIZATION, APPLICATION = "attention-explorer", "Attention Explorer"
+INPUTS_KEY, GEOMETRY_KEY, EXPORT_FOLDER_KEY = "inputs", "window/geometry", "export/folder"
+
+
+def open_settings(path: str | os.PathLike | None = None) -> QSettings:
+    """An INI file when given (or named by $ATTENTION_EXPLORER_SETTINGS), else the user's settings."""
+    path = path or os.environ.get(SETTINGS_ENV)
+    if path:
+        return QSettings(str(path), QSettings.Format.IniFormat)
+    return QSettings(ORGANIZATION, APPLICATION)
+
+
+def load_inputs(settings: QSettings) -> Inputs:
+    try:
+        data = json.loads(str(settings.value(INPUTS_KEY, "{}")))
+    except (TypeError, ValueError):
+        data = {}
+    return inputs_from_dict(data if isinstance(data, dict) else {})
+
+
+def save_inputs(settings: QSettings, inputs: Inputs) -> None:
+    data = dataclasses.asdict(inputs)
+    data["pad_positions"] = list(inputs.pad_positions)
+    settings.setValue(INPUTS_KEY, json.dumps(data, ensure_ascii=False))
+
+
+def inputs_from_dict(data: dict) -> Inputs:
+    default = Inputs()
+    values = {}
+    for f in dataclasses.fields(Inputs):
+        if f.name in data:
+            try:
+                values[f.name] = _coerce(f.name, data[f.name], getattr(default, f.name))
+            except (TypeError, ValueError):
+                pass  # keep the default for this one field
+    return dataclasses.replace(default, **values)
+
+
+def _coerce(name: str, value, default):
+    if name in ("d_k", "d_v"):
+        return None if value is None else _positive_int(value)
+    if name == "pad_positions":
+        return tuple(sorted({int(p) for p in value if int(p) >= 0}))
+    if name == "mask" and value not in MASK_CHOICES or name == "score" and value not in SCORE_CHOICES:
+        raise ValueError(value)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise TypeError(value)
+        return value
+    if isinstance(default, int):
+        return _positive_int(value) if name != "seed" else min(max(0, int(value)), MAX_SEED)
+    if isinstance(default, float):
+        return min(max(TEMPERATURE_RANGE[0], float(value)), TEMPERATURE_RANGE[1])
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise TypeError(value)
+        return value
+    raise TypeError(name)
+
+
+def _positive_int(value) -> int:
+    if isinstance(value, bool) or int(value) != value or int(value) < 1:
+        raise ValueError(value)
+    return int(value)
+
+
+def export_folder(settings: QSettings) -> Path:
+    folder = Path(str(settings.value(EXPORT_FOLDER_KEY, "") or Path.home()))
+    return folder if folder.is_dir() else Path.home()
+
+
+def remember_export_folder(settings: QSettings, folder: Path) -> None:
+    settings.setValue(EXPORT_FOLDER_KEY, str(folder))

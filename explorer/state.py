@@ -1,0 +1,190 @@
+"""What the user asked for and what is shown. A QObject with *_changed signals and no widgets.
+
+Two halves, as in napari's Dims beside QtDims:
+- ``inputs``: everything the computation depends on (an immutable :class:`Inputs`); changing it
+  emits ``inputs_changed`` and the window turns it into a request for the worker.
+- what is shown: the latest trace, the stage, the head (-1 = all heads) and the focused query
+  row. Widgets subscribe to these signals and never compute anything themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, Signal
+
+from models.config import AttentionConfig, AttentionRequest, InputError
+from models.tokenize import tokenize
+from models.trace import STAGE_ORDER
+
+from .stage_image import StageImage
+from .worker import DisplayTrace
+
+ALL_HEADS = -1
+NO_QUERY = -1
+DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired."
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The user's settings, flat and JSON-friendly (they persist between launches)."""
+
+    sentence: str = DEFAULT_SENTENCE
+    cross_enabled: bool = False
+    cross_sentence: str = "Das Tier überquerte die Straße nicht."
+    heads: int = 2
+    d_model: int = 16
+    d_k: int | None = None  # None: auto (d_model // heads)
+    d_v: int | None = None  # None: same as d_k
+    mask: str = "none"
+    pad_positions: tuple[int, ...] = ()
+    score: str = "scaled"
+    pe: bool = False
+    temperature: float = 1.0
+    seed: int = 0
+
+    def config(self) -> AttentionConfig:
+        return AttentionConfig(
+            heads=self.heads, d_model=self.d_model, d_k=self.d_k, d_v=self.d_v, mask=self.mask,
+            pad_positions=tuple(self.pad_positions) if self.mask == "padding" else (),
+            score=self.score, pe="sinusoidal" if self.pe else "none",
+            temperature=self.temperature, seed=self.seed,
+        )  # fmt: skip
+
+    def request(self) -> AttentionRequest:
+        cross = self.cross_sentence if self.cross_enabled else None
+        return AttentionRequest(config=self.config(), sentence=self.sentence, cross_sentence=cross)
+
+
+def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
+    """``(message, names of the offending fields)``; ``("", ())`` when the settings are valid."""
+    try:
+        inputs.config().validate()
+    except InputError as exc:
+        message = str(exc)
+        fields = tuple(f for f in ("heads", "d_model", "d_k", "d_v", "temperature") if f in message)
+        return message, fields
+    return "", ()
+
+
+class ExplorerState(QObject):
+    inputs_changed = Signal(object)  # Inputs
+    settings_error_changed = Signal(str, tuple)  # message ('' when valid), offending field names
+    key_tokens_changed = Signal(tuple)  # the sentence's tokens, for the padding picker
+    trace_changed = Signal(object)  # DisplayTrace now shown
+    stage_image_added = Signal(str)  # a lazily converted stage arrived for the shown trace
+    stage_changed = Signal(str)
+    head_changed = Signal(int)
+    query_changed = Signal(int)
+    focus_head_changed = Signal(int)
+
+    def __init__(self, inputs: Inputs | None = None, parent: QObject | None = None):
+        super().__init__(parent)
+        self._inputs = inputs or Inputs()
+        self._key_tokens = tuple(tokenize(self._inputs.sentence))
+        self._problem = settings_problem(self._inputs)
+        self.display: DisplayTrace | None = None
+        self.stage_name = "weights"
+        self.head = ALL_HEADS
+        self.focus_head = 0  # the head the query panel explains (the one last clicked)
+        self.query = NO_QUERY
+
+    # --- inputs ----------------------------------------------------------------------------
+    @property
+    def inputs(self) -> Inputs:
+        return self._inputs
+
+    @property
+    def key_tokens(self) -> tuple[str, ...]:
+        return self._key_tokens
+
+    @property
+    def settings_error(self) -> str:
+        return self._problem[0]
+
+    def update_inputs(self, **changes) -> None:
+        new = dataclasses.replace(self._inputs, **changes)
+        tokens = tuple(tokenize(new.sentence))
+        if new.pad_positions:  # keep only positions that still name a key of the sentence
+            new = dataclasses.replace(new, pad_positions=tuple(p for p in new.pad_positions if p < len(tokens)))
+        if new == self._inputs:
+            return
+        self._inputs = new
+        if tokens != self._key_tokens:
+            self._key_tokens = tokens
+            self.key_tokens_changed.emit(tokens)
+        problem = settings_problem(new)
+        if problem != self._problem:
+            self._problem = problem
+            self.settings_error_changed.emit(*problem)
+        self.inputs_changed.emit(new)
+
+    def request(self) -> AttentionRequest | None:
+        """The request for the current inputs, or None while the settings are invalid."""
+        return None if self._problem[0] else self._inputs.request()
+
+    # --- what is shown ---------------------------------------------------------------------
+    def show_trace(self, display: DisplayTrace) -> None:
+        self.display = display
+        names = display.trace.names
+        if self.stage_name not in names:  # e.g. 'masked' after the mask was turned off
+            self.stage_name = _nearest_stage(self.stage_name, names)
+        heads = max(s.heads for s in display.trace.stages)
+        if self.head >= heads:
+            self.head = ALL_HEADS
+        self.focus_head = min(self.focus_head, heads - 1)
+        if not 0 <= self.query < len(display.trace.query_tokens):
+            # The last query sees every key under any mask: a good first word to explain.
+            self.query = len(display.trace.query_tokens) - 1
+        self.trace_changed.emit(display)
+
+    def add_stage_image(self, generation: int, image: StageImage) -> None:
+        if self.display is not None and self.display.generation == generation:
+            self.display.images[image.name] = image
+            self.stage_image_added.emit(image.name)
+
+    def set_stage(self, name: str) -> None:
+        if name != self.stage_name:
+            self.stage_name = name
+            self.stage_changed.emit(name)
+
+    def step(self, offset: int) -> None:
+        """Move ``offset`` stages along the shown trace, stopping at either end."""
+        if self.display is None:
+            return
+        names = self.display.trace.names
+        at = names.index(self.stage_name) if self.stage_name in names else 0
+        self.set_stage(names[max(0, min(len(names) - 1, at + offset))])
+
+    def step_to_end(self, last: bool) -> None:
+        if self.display is not None:
+            names = self.display.trace.names
+            self.set_stage(names[-1] if last else names[0])
+
+    def set_head(self, head: int) -> None:
+        if head != self.head:
+            self.head = head
+            self.head_changed.emit(head)
+        if head != ALL_HEADS:
+            self.set_focus_head(head)
+
+    def set_focus_head(self, head: int) -> None:
+        if head != self.focus_head:
+            self.focus_head = head
+            self.focus_head_changed.emit(head)
+
+    def set_query(self, row: int) -> None:
+        if row != self.query:
+            self.query = row
+            self.query_changed.emit(row)
+
+
+def _nearest_stage(wanted: str, names: tuple[str, ...]) -> str:
+    """The stage to show when ``wanted`` vanished: the next one in canonical order, else the last."""
+    if wanted in STAGE_ORDER:
+        at = STAGE_ORDER.index(wanted)
+        later = [n for n in names if n in STAGE_ORDER and STAGE_ORDER.index(n) > at]
+        if later:
+            return later[0]
+    return names[-1]

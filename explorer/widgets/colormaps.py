@@ -1,0 +1,33 @@
+"""The two colour maps and their 256-entry lookup tables (index 255 = masked grey).
+
+See explorer/stage_image.py for the index layout; the LUTs are built once on the GUI thread.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pyqtgraph as pg
+
+from explorer.stage_image import COLOURS, MASKED_INDEX
+
+DIVERGING = "CET-D1"  # blue - near white - red: signed values, white is 0
+SEQUENTIAL = "viridis"  # dark - yellow: weights in 0..1
+MASKED_RGB = (118, 118, 118)  # a mid grey no colour of either map comes close to
+MASKED_HEX = "#767676"
+
+
+@functools.cache
+def colour_map(sequential: bool) -> pg.ColorMap:
+    return pg.colormap.get(SEQUENTIAL if sequential else DIVERGING)
+
+
+@functools.cache
+def lookup_table(sequential: bool) -> np.ndarray:
+    """(256, 3) uint8: the map stretched over indices 0..254, then masked grey."""
+    lut = np.empty((MASKED_INDEX + 1, 3), dtype=np.uint8)
+    lut[:COLOURS] = colour_map(sequential).getLookupTable(nPts=COLOURS, alpha=False)
+    lut[MASKED_INDEX] = MASKED_RGB
+    lut.setflags(write=False)
+    return lut

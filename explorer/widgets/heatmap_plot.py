@@ -1,0 +1,84 @@
+"""One heatmap: a PlotItem holding a uint8 ImageItem, token axes and a query-row marker.
+
+Not a widget: MatrixView lays several of these out in one GraphicsLayoutWidget (one per head).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QPen
+from PySide6.QtWidgets import QGraphicsRectItem
+
+from .token_axis import TokenAxis
+
+FULL_INDEX_RANGE = (0, 255)  # uint8 indices map straight onto the 256-entry lookup table
+
+
+class HeatmapPlot:
+    def __init__(self, head: int):
+        self.head = head  # which head of a per-head stage this plot shows (0 for 2-D stages)
+        self.left = TokenAxis("left")
+        self.bottom = TokenAxis("bottom")
+        self.plot = pg.PlotItem(axisItems={"left": self.left, "bottom": self.bottom})
+        self.plot.invertY(True)  # row 0 (the first token) at the top, as in the notes
+        self.plot.hideButtons()
+        self.plot.setMenuEnabled(False)
+        self.plot.getViewBox().setDefaultPadding(0.0)
+        # Per-item row-major order (never the global option): indices[row, col] as in numpy.
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.plot.addItem(self.image)
+        # The focused query row: white on black, visible on both colour maps, 3 px at any zoom.
+        self.row_marker = QGraphicsRectItem()
+        self._row_marker_inner = QGraphicsRectItem(self.row_marker)
+        for item, colour, width in ((self.row_marker, Qt.GlobalColor.black, 3),
+                                    (self._row_marker_inner, Qt.GlobalColor.white, 1)):  # fmt: skip
+            pen = QPen(colour, width)
+            pen.setCosmetic(True)
+            item.setPen(pen)
+        self.row_marker.setZValue(10)
+        self.row_marker.hide()
+        self.plot.addItem(self.row_marker)
+        self.rows = self.cols = 0
+        self.title = ""
+
+    def set_matrix(
+        self, indices: np.ndarray, lut: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], title: str
+    ) -> None:
+        """Paint ``indices`` (possibly subsampled) over the full ``len(rows) × len(cols)`` cell grid."""
+        resized = (len(rows), len(cols)) != (self.rows, self.cols)
+        self.rows, self.cols = len(rows), len(cols)
+        shape_changed = self.image.image is None or self.image.image.shape != indices.shape
+        self.image.setImage(indices, autoLevels=False, levels=FULL_INDEX_RANGE, lut=lut)
+        # Geometry changes re-lay out the whole grid and cost a second paint: only when needed.
+        if resized or shape_changed:
+            # The rectangle is in cell units whatever the image resolution, so that hover and
+            # click map to exact rows and columns even when the image was subsampled.
+            self.image.setRect(QRectF(0, 0, self.cols, self.rows))
+        self.left.set_labels(rows)
+        self.bottom.set_labels(cols)
+        if title != self.title:
+            self.title = title
+            self.plot.setTitle(title, size="9pt")
+        if resized:
+            self.plot.getViewBox().setRange(xRange=(0, self.cols), yRange=(0, self.rows), padding=0)
+
+    def mark_row(self, row: int) -> None:
+        if 0 <= row < self.rows:
+            self.row_marker.setRect(QRectF(0, row, self.cols, 1))
+            self._row_marker_inner.setRect(QRectF(0, row, self.cols, 1))
+            self.row_marker.show()
+        else:
+            self.row_marker.hide()
+
+    def cell_at(self, scene_pos: QPointF) -> tuple[int, int] | None:
+        """The (row, col) under a scene position, or None outside the matrix."""
+        view = self.plot.getViewBox()
+        if not view.sceneBoundingRect().contains(scene_pos):
+            return None
+        point = view.mapSceneToView(scene_pos)
+        row, col = int(np.floor(point.y())), int(np.floor(point.x()))
+        if 0 <= row < self.rows and 0 <= col < self.cols:
+            return row, col
+        return None

@@ -1,0 +1,288 @@
+"""The heatmaps of the shown stage: all heads in a grid or one head, a colour bar, and a
+read-out of the exact value under the mouse.
+
+Given the state (explorer.state.ExplorerState, duck-typed: widgets do not import it), it
+repaints on trace/stage/head changes. It paints uint8 images converted on the worker; the float
+arrays are only read for the one cell under the mouse.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from html import escape
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from superqt.utils import signals_blocked
+
+from models.trace import Stage
+
+from .colormaps import MASKED_HEX, colour_map, lookup_table
+from .heatmap_plot import HeatmapPlot
+from .token_axis import EDGE_OVERHANG_PX
+
+ALL_HEADS = -1
+GRID_SPACING = 6
+COLOUR_BAR_PX = 75  # until the colour bar has been laid out once
+QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
+MINUS_INFINITY = "−∞ (masked)"
+
+
+class _Canvas(pg.GraphicsLayoutWidget):
+    """Reports each finished paint, so the app and the benchmark know when a result is on screen."""
+
+    painted = Signal()
+
+    def __init__(self):
+        super().__init__()
+        self.last_paint_ms = 0.0
+
+    def paintEvent(self, event):  # noqa: N802 - Qt API
+        t0 = time.perf_counter()
+        super().paintEvent(event)
+        self.last_paint_ms = (time.perf_counter() - t0) * 1000.0
+        self.painted.emit()
+
+
+def grid_columns(count: int, width: float, height: float, rows: int, cols: int) -> int:
+    """The number of grid columns that gives each matrix cell the most pixels."""
+    best, best_cell = 1, -1.0
+    for c in range(1, count + 1):
+        r = math.ceil(count / c)
+        cell = min(width / c / max(cols, 1), height / r / max(rows, 1))
+        if cell > best_cell:
+            best, best_cell = c, cell
+    return best
+
+
+def format_value(value: float) -> str:
+    """The exact float32 value (its shortest round-trip form); −∞ says it was masked."""
+    if np.isneginf(value):
+        return MINUS_INFINITY
+    return str(np.float32(value))
+
+
+class MatrixView(QWidget):
+    cell_clicked = Signal(int, int, int)  # head, row, col
+    image_missing = Signal(int, str)  # generation, stage name: ask the worker to convert it
+    painted = Signal(int)  # generation on screen after a paint
+
+    def __init__(self, state, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.state = state
+        self.plots: list[HeatmapPlot] = []
+        self._pool: list[HeatmapPlot] = []
+        self.shown_generation = 0
+        self.shown_stage: Stage | None = None
+        self._grid_key: tuple = ()
+        self._column_widths: tuple = ()
+
+        self.head_combo = QComboBox()
+        self.head_combo.setToolTip("Show every head side by side, or one head large")
+        self.head_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.head_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.head_combo.setMinimumContentsLength(9)  # "All heads" / "Head 12" in full
+        self.readout = QLabel("Hover: exact value of a cell · click a row: focus on that query")
+        self.readout.setObjectName("readout")
+        self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the view
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.range_label = QLabel()
+        self.range_label.setObjectName("rangeLabel")
+        self.canvas = _Canvas()
+        self.canvas.setBackground("w")
+        self.canvas.ci.setSpacing(GRID_SPACING)
+        self.colour_bar = pg.ColorBarItem(values=(0, 1), colorMap=colour_map(True), interactive=False,
+                                          colorMapMenu=False, width=16)  # fmt: skip
+        # In the scene from the start, so Qt owns it: a pyqtgraph item that Python's garbage
+        # collector destroys outside any scene can crash PySide6 (e.g. when no trace ever came).
+        self.canvas.ci.addItem(self.colour_bar, row=0, col=1)
+
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Show:"))
+        top.addWidget(self.head_combo)
+        top.addStretch(1)
+        top.addWidget(self.range_label)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addWidget(self.canvas, 1)
+        layout.addWidget(self.readout)
+
+        self.head_combo.activated.connect(lambda i: state.set_head(i - 1))
+        self.canvas.scene().sigMouseMoved.connect(self._hover)
+        self.canvas.scene().sigMouseClicked.connect(self._click)
+        self.canvas.painted.connect(lambda: self.painted.emit(self.shown_generation))
+        for signal in (state.trace_changed, state.stage_changed, state.head_changed):
+            signal.connect(self.refresh)
+        state.stage_image_added.connect(self._image_added)
+        state.query_changed.connect(self._mark_query)
+
+    # --- painting --------------------------------------------------------------------------
+    def refresh(self, *_) -> None:
+        display = self.state.display
+        if display is None or self.state.stage_name not in display.trace:
+            return
+        stage = display.trace[self.state.stage_name]
+        self._sync_head_combo(stage)
+        image = display.images.get(stage.name)
+        if image is None:  # a big trace converts lazily: ask, and paint when it arrives
+            self.readout.setText(f"Preparing {stage.title.lower()}…")
+            self.image_missing.emit(display.generation, stage.name)
+            return
+        heads = self._heads_to_show(stage)
+        self._ensure_plots(heads, stage)
+        lut = lookup_table(image.sequential)
+        for plot, head in zip(self.plots, heads):
+            plot.head = head
+            title = f"Head {head + 1}" if stage.per_head else stage.title
+            plot.set_matrix(image.indices[head if stage.per_head else 0], lut, stage.row_labels, stage.col_labels,
+                            title)  # fmt: skip
+        self._fit_columns()
+        if self.colour_bar.colorMap() is not colour_map(image.sequential):
+            self.colour_bar.setColorMap(colour_map(image.sequential))
+        self.colour_bar.setLevels(image.levels)
+        lo, hi = image.data_range
+        text = f"min {lo:.4g}   max {hi:.4g}" if np.isfinite(lo) else "no finite values"
+        if image.masked_cells:
+            text += f'   <span style="background:{MASKED_HEX};color:white">&nbsp;grey&nbsp;</span> = masked (−∞)'
+        self.range_label.setText(text)
+        self.shown_stage, self.shown_generation = stage, display.generation
+        self._mark_query()
+
+    def _image_added(self, name: str) -> None:
+        """Background conversions arrive for every stage; only the one on screen matters here."""
+        if name == self.state.stage_name:
+            self.refresh()
+
+    def _heads_to_show(self, stage: Stage) -> list[int]:
+        if not stage.per_head:
+            return [0]
+        if self.state.head == ALL_HEADS or self.state.head >= stage.heads:
+            return list(range(stage.heads))
+        return [self.state.head]
+
+    def _ensure_plots(self, heads: list[int], stage: Stage) -> None:
+        """(Re)build the grid when the number of plots or the best column count changes."""
+        size = self.canvas.size()
+        columns = grid_columns(len(heads), size.width() - 90, size.height(), len(stage.row_labels),
+                               len(stage.col_labels))  # fmt: skip
+        key = (len(heads), columns)
+        if key == self._grid_key:
+            return
+        self._grid_key, self._column_widths = key, ()
+        grid = self.canvas.ci
+        grid.clear()
+        for c in range(grid.layout.columnCount()):  # forget the previous grid's column widths
+            grid.layout.setColumnMinimumWidth(c, 0)
+            grid.layout.setColumnMaximumWidth(c, QWIDGETSIZE_MAX)
+        # PlotItems are slow to build (~10 ms each, menus included): keep them and reuse them.
+        while len(self._pool) < len(heads):
+            self._pool.append(HeatmapPlot(len(self._pool)))
+        self.plots = self._pool[: len(heads)]
+        for i, plot in enumerate(self.plots):
+            grid.addItem(plot.plot, row=i // columns, col=i % columns)
+            # Row labels once per grid row, on the left: more room for the matrices.
+            plot.plot.showAxis("left", i % columns == 0)
+            # Edge labels may reach into the margin of a single matrix, not into a neighbour's.
+            plot.bottom.setStyle(hideOverlappingLabels=EDGE_OVERHANG_PX if columns == 1 else GRID_SPACING // 2)
+            plot.left.setWidth(None)  # automatic until _fit_columns fixes it
+            plot.plot.show()
+        for spare in self._pool[len(heads) :]:
+            # Spares stay in the scene, hidden, so that Qt deletes them with the view: a
+            # pyqtgraph item left without a scene can crash Python when collected at exit.
+            self.canvas.scene().addItem(spare.plot)
+            spare.plot.hide()
+        grid.addItem(self.colour_bar, row=0, col=columns, rowspan=math.ceil(len(heads) / columns))
+
+    def _fit_columns(self) -> None:
+        """Give every matrix of a grid the same width: the first column also holds the row labels,
+        so it gets exactly their width more than the others."""
+        columns = self._grid_key[1] if self._grid_key else 1
+        if columns < 2 or not self.plots:
+            return
+        room = self.plots[0].left.label_room()
+        bar = self.colour_bar.geometry().width() or COLOUR_BAR_PX
+        left, _top, right, _bottom = self.canvas.ci.layout.getContentsMargins()
+        usable = self.canvas.viewport().width() - bar - left - right - GRID_SPACING * columns - 4
+        image = round(max(40.0, (usable - room) / columns))
+        if (room, image) == self._column_widths:
+            return  # unchanged: setting them again would re-lay out and repaint the whole grid
+        self._column_widths = (room, image)
+        for plot in self.plots[::columns]:
+            plot.left.setWidth(room)
+        self.canvas.ci.layout.setColumnFixedWidth(0, image + room)
+        for c in range(1, columns):
+            self.canvas.ci.layout.setColumnFixedWidth(c, image)
+
+    def _sync_head_combo(self, stage: Stage) -> None:
+        heads = stage.heads if stage.per_head else max(s.heads for s in self.state.display.trace.stages)
+        wanted = ["All heads"] + [f"Head {i + 1}" for i in range(heads)]
+        with signals_blocked(self.head_combo):
+            if [self.head_combo.itemText(i) for i in range(self.head_combo.count())] != wanted:
+                self.head_combo.clear()
+                self.head_combo.addItems(wanted)
+            self.head_combo.setCurrentIndex(self.state.head + 1 if self.state.head < heads else 0)
+        self.head_combo.setEnabled(stage.per_head)
+
+    def _mark_query(self, *_) -> None:
+        row = self.state.query if self._rows_are_queries() else -1
+        for plot in self.plots:
+            plot.mark_row(row)
+
+    def _rows_are_queries(self) -> bool:
+        display, stage = self.state.display, self.shown_stage
+        return display is not None and stage is not None and stage.row_labels == display.trace.query_tokens
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if self.shown_stage is not None and len(self.plots) > 1:
+            self.refresh()  # the best grid shape depends on the aspect ratio
+
+    # --- mouse -----------------------------------------------------------------------------
+    def _cell_at(self, scene_pos) -> tuple[HeatmapPlot, int, int] | None:
+        for plot in self.plots:
+            cell = plot.cell_at(scene_pos)
+            if cell is not None:
+                return plot, *cell
+        return None
+
+    def _hover(self, scene_pos) -> None:
+        hit, stage = self._cell_at(scene_pos), self.shown_stage
+        if hit is None or stage is None:
+            return
+        plot, row, col = hit
+        value = stage.head(plot.head)[row, col]
+        text = format_value(value)
+        if stage.name == "weights" and self._was_masked(plot.head, row, col):
+            text += " (masked)"
+        where = f"head {plot.head + 1} · " if stage.per_head else ""
+        self.readout.setText(
+            f"{where}row {row} <b>{escape(stage.row_labels[row])}</b> · "
+            f"col {col} <b>{escape(stage.col_labels[col])}</b> = <b>{text}</b>"
+        )
+
+    def _was_masked(self, head: int, row: int, col: int) -> bool:
+        trace = self.state.display.trace
+        return "masked" in trace and bool(np.isneginf(trace["masked"].head(head)[row, col]))
+
+    def _click(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        hit = self._cell_at(event.scenePos())
+        if hit is not None:
+            plot, row, col = hit
+            self.cell_clicked.emit(plot.head, row, col)
+
+    # --- for tests and export -------------------------------------------------------------
+    def shown_values(self) -> np.ndarray:
+        """The exact float matrices on screen, (plots, rows, cols)."""
+        stage = self.shown_stage
+        return np.stack([stage.head(p.head) for p in self.plots])
+
+    def shown_indices(self) -> np.ndarray:
+        """The uint8 colour indices the image items paint, (plots, rows', cols')."""
+        return np.stack([p.image.image for p in self.plots])
+

@@ -1,0 +1,130 @@
+"""The attention of one word: the focused query's weights over the keys as a bar chart, and its
+output as the weighted sum of the value rows, o_i = Σ_j a_ij v_j (top contributors + result)."""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from models.trace import AttentionTrace
+
+from .token_axis import TokenAxis, shorten
+
+TOP_CONTRIBUTORS = 5
+VECTOR_PREVIEW = 8  # values of o_i written out; the tooltip has all of them
+BAR_BRUSH = (68, 1, 84)  # viridis' dark end, as the weights heatmap
+PROMPT = "Click a row of the weights (or any query × key matrix) to focus on that word."
+
+
+def _num(x: float) -> str:
+    return f"{x:.4f}" if abs(x) >= 1e-4 or x == 0 else f"{x:.2e}"
+
+
+def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.ndarray) -> str:
+    """The largest weights of one query and the vector they produce, as a small HTML table."""
+    top = np.argsort(-weights, kind="stable")[:TOP_CONTRIBUTORS]
+    rows = "".join(
+        f"<tr><td align=right>{_num(weights[j])}</td><td>&nbsp;×&nbsp;v<sub>{j}</sub></td>"
+        f"<td><b>{escape(shorten(tokens[j], 16))}</b></td></tr>"
+        for j in top
+    )
+    rest = len(weights) - len(top)
+    if rest > 0:
+        rows += f"<tr><td align=right>{_num(float(weights.sum() - weights[top].sum()))}</td>"
+        rows += f"<td colspan=2>&nbsp;in the other {rest} keys</td></tr>"
+    preview = ", ".join(f"{v:.3f}" for v in output[:VECTOR_PREVIEW])
+    more = ", …" if len(output) > VECTOR_PREVIEW else ""
+    return (
+        "<b>o<sub>i</sub> = Σ<sub>j</sub> a<sub>ij</sub> v<sub>j</sub></b>, largest weights first:"
+        f"<table cellspacing=0 cellpadding=1>{rows}</table>"
+        f"<p>o<sub>i</sub> = [{preview}{more}] &nbsp;(d_v = {len(output)}, Σ<sub>j</sub> a<sub>ij</sub> = "
+        f"{weights.sum():.4f})</p>"
+    )
+
+
+class QueryFocusPanel(QGroupBox):
+    """Given the state (duck-typed), it follows the trace, the focused query and head."""
+
+    def __init__(self, state, parent: QWidget | None = None):
+        super().__init__("Focus on one query", parent)
+        self.state = state
+        self.header = QLabel(PROMPT)
+        self.header.setWordWrap(True)
+        self.header.setObjectName("focusHeader")
+        self.axis = TokenAxis("bottom")
+        self.chart = pg.PlotWidget(axisItems={"bottom": self.axis}, background="w")
+        self.chart.setMouseEnabled(x=False, y=False)
+        self.chart.hideButtons()
+        self.chart.setMenuEnabled(False)
+        self.chart.setLabel("left", "weight a_ij")
+        self.chart.getAxis("left").enableAutoSIPrefix(False)  # weights read as 0.1, never "100 (×0.001)"
+        self.chart.setMinimumHeight(180)
+        # No outline: with hundreds of keys the bars are thinner than a pixel and would be all outline.
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush=BAR_BRUSH, pen=None)
+        self.chart.addItem(self.bars)
+        self.bar_readout = QLabel(" ")
+        self.bar_readout.setObjectName("readout")
+        self.sum_text = QLabel()
+        self.sum_text.setTextFormat(Qt.TextFormat.RichText)
+        self.sum_text.setWordWrap(True)
+        for label in (self.header, self.sum_text):  # wrap to the panel's width rather than widen it
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        self.sum_text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.header)
+        layout.addWidget(self.chart, 1)
+        layout.addWidget(self.bar_readout)
+        layout.addWidget(self.sum_text)
+        self.weights_row: np.ndarray | None = None  # what the bars show, for tests
+
+        self.chart.scene().sigMouseMoved.connect(self._hover)
+        for signal in (state.trace_changed, state.query_changed, state.focus_head_changed):
+            signal.connect(self.refresh)
+
+    def refresh(self, *_) -> None:
+        display, row, head = self.state.display, self.state.query, self.state.focus_head
+        trace: AttentionTrace | None = display.trace if display is not None else None
+        if trace is None or "weights" not in trace or not 0 <= row < len(trace.query_tokens):
+            self._clear(PROMPT)
+            return
+        weights = trace["weights"].head(head)[row]  # (n_k,)
+        output = trace["head_output"].head(head)[row] if "head_output" in trace else np.zeros(0)
+        keys = trace.key_tokens
+        self.header.setText(
+            f"Query <b>“{escape(trace.query_tokens[row])}”</b> (row {row}), head {head + 1}: "
+            "how much it attends to each key."
+        )
+        self.weights_row = weights
+        x = np.arange(len(keys)) + 0.5
+        self.bars.setOpts(x=x, height=weights, width=0.8)
+        self.axis.set_labels(keys)
+        self.chart.setXRange(0, len(keys), padding=0.02)
+        self.chart.setYRange(0, max(float(weights.max()), 1e-6) * 1.1, padding=0)
+        self.sum_text.setText(contributions_html(keys, weights, output))
+        self.sum_text.setToolTip("o_i = [" + ", ".join(str(np.float32(v)) for v in output) + "]")
+
+    def _clear(self, message: str) -> None:
+        self.header.setText(message)
+        self.weights_row = None
+        self.bars.setOpts(x=[], height=[])
+        self.axis.set_labels(())
+        self.sum_text.setText("")
+        self.sum_text.setToolTip("")
+        self.bar_readout.setText(" ")
+
+    def _hover(self, scene_pos) -> None:
+        if self.weights_row is None:
+            return
+        view = self.chart.getPlotItem().getViewBox()
+        if not view.sceneBoundingRect().contains(scene_pos):
+            return
+        j = int(np.floor(view.mapSceneToView(scene_pos).x()))
+        if 0 <= j < len(self.weights_row):
+            token = self.state.display.trace.key_tokens[j]
+            self.bar_readout.setText(f"key {j} <b>{escape(token)}</b>: a = <b>{np.float32(self.weights_row[j])}</b>")
+

@@ -1,0 +1,100 @@
+"""The sentence field (recomputes as you type, debounced), example sentences, and the optional
+second sentence that turns self-attention into cross-attention."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QCheckBox, QComboBox, QGroupBox, QLineEdit, QVBoxLayout, QWidget
+from superqt.utils import signals_blocked
+
+TYPING_PAUSE_MS = 150  # recompute once the typist pauses: a blink, not every keystroke
+EXAMPLES_PROMPT = "Examples…"
+
+
+class SentencePanel(QGroupBox):
+    """Given the state (duck-typed), it writes the sentences into it and follows its changes."""
+
+    def __init__(self, state, examples: list[str], parent: QWidget | None = None):
+        super().__init__("Sentence", parent)
+        self.state = state
+        self.sentence_edit = QLineEdit()
+        self.sentence_edit.setPlaceholderText("Type a sentence: its words become the tokens")
+        self.sentence_edit.setClearButtonEnabled(True)
+        self.examples = QComboBox()
+        self.examples.addItem(EXAMPLES_PROMPT)
+        self.examples.addItems(examples)
+        self.examples.setToolTip("Pick an example sentence")
+        # Long examples must not widen the whole column: show about 30 characters of each.
+        self.examples.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.examples.setMinimumContentsLength(30)
+        self.cross_check = QCheckBox("Cross-attention (queries from a 2nd sentence)")
+        self.cross_check.setToolTip("The second sentence asks (queries); the first answers (keys, values)")
+        self.cross_edit = QLineEdit()
+        self.cross_edit.setPlaceholderText("Second sentence (the queries)")
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.sentence_edit)
+        layout.addWidget(self.examples)
+        layout.addWidget(self.cross_check)
+        layout.addWidget(self.cross_edit)
+
+        self._sentence_pause = self._typing_timer(self._push_sentence)
+        self._cross_pause = self._typing_timer(self._push_cross)
+        self.sentence_edit.textChanged.connect(self._sentence_pause.start)  # restart on every key
+        self.cross_edit.textChanged.connect(self._cross_pause.start)
+        self.examples.activated.connect(self._pick_example)
+        self.cross_check.toggled.connect(self._toggle_cross)
+        state.inputs_changed.connect(self.sync)
+        self.sync(state.inputs)
+
+    def sync(self, inputs) -> None:
+        """Show ``inputs`` without echoing them back (and without moving a typist's cursor)."""
+        for edit, text in ((self.sentence_edit, inputs.sentence), (self.cross_edit, inputs.cross_sentence)):
+            if edit.text() != text and not (edit.hasFocus() and self._pending(edit)):
+                with signals_blocked(edit):
+                    edit.setText(text)
+                    edit.setCursorPosition(0)  # show the start of a long sentence, not its end
+        with signals_blocked(self.cross_check):
+            self.cross_check.setChecked(inputs.cross_enabled)
+        self.cross_edit.setEnabled(inputs.cross_enabled)
+
+    def _typing_timer(self, push) -> QTimer:
+        timer = QTimer(self)
+        timer.setSingleShot(True)
+        timer.setInterval(TYPING_PAUSE_MS)
+        timer.timeout.connect(push)
+        return timer
+
+    def is_typing(self) -> bool:
+        """True while typed text waits for the typing pause before it reaches the state."""
+        return self._sentence_pause.isActive() or self._cross_pause.isActive()
+
+    def _pending(self, edit: QLineEdit) -> bool:
+        timer = self._sentence_pause if edit is self.sentence_edit else self._cross_pause
+        return timer.isActive()
+
+    def flush(self) -> None:
+        """Push any text still waiting for the typing pause (before saving, screenshots, tests)."""
+        for timer, push in ((self._sentence_pause, self._push_sentence), (self._cross_pause, self._push_cross)):
+            if timer.isActive():
+                timer.stop()
+                push()
+
+    def _push_sentence(self) -> None:
+        self.state.update_inputs(sentence=self.sentence_edit.text())
+
+    def _push_cross(self) -> None:
+        self.state.update_inputs(cross_sentence=self.cross_edit.text())
+
+    def _pick_example(self, index: int) -> None:
+        if index > 0:
+            self.sentence_edit.setText(self.examples.itemText(index))
+            self.flush()
+        with signals_blocked(self.examples):
+            self.examples.setCurrentIndex(0)
+
+    def _toggle_cross(self, on: bool) -> None:
+        self.cross_edit.setEnabled(on)
+        if on:
+            self.cross_edit.setFocus(Qt.FocusReason.OtherFocusReason)
+        self.state.update_inputs(cross_enabled=on, cross_sentence=self.cross_edit.text())

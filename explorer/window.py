@@ -1,0 +1,224 @@
+"""The main window: builds the panels and wires state -> worker -> state -> views. No maths."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget
+
+from models.device import describe_default_device
+from models.trace import AttentionTrace
+
+from .export_actions import ExportActions
+from .persistence import GEOMETRY_KEY, load_inputs, save_inputs
+from .state import ALL_HEADS, ExplorerState, Inputs
+from .widgets.matrix_view import MatrixView
+from .widgets.query_focus import QueryFocusPanel
+from .widgets.sentence_panel import SentencePanel
+from .widgets.settings_panel import SettingsPanel
+from .widgets.stage_list import StageList
+from .widgets.stage_stepper import StageStepper
+from .widgets.status_line import StatusLine
+from .worker import ComputeWorker, DisplayTrace
+
+RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+DEFAULT_SIZE = (1400, 900)
+
+
+def read_examples() -> list[str]:
+    try:
+        text = (RESOURCES / "examples.txt").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class MainWindow(QMainWindow):
+    shown = Signal(int)  # generation of a result now in the views (after its handling, before paint)
+
+    def __init__(self, settings: QSettings, inputs: Inputs | None = None, persist: bool = True,
+                 worker: ComputeWorker | None = None, stage: str | None = None, head: int = ALL_HEADS):  # fmt: skip
+        super().__init__()
+        self.setWindowTitle("Attention Explorer")
+        self.settings = settings
+        self.persist = persist  # False for --screenshot runs: they must not change the user's settings
+        self.state = ExplorerState(inputs if inputs is not None else load_inputs(settings), parent=self)
+        self.state.stage_name = stage or self.state.stage_name
+        self.state.set_head(head)  # also makes it the head the query panel explains
+        self.worker = worker or ComputeWorker()
+        self.last_gui_ms = 0.0  # GUI-thread time spent handling the latest result (for the benchmark)
+        self._submitted_at: dict[int, float] = {}
+        self._answered = 0  # the latest generation that produced a result or an error
+        self.last_error = ""  # the message of the latest request, if it failed
+
+        self.sentence_panel = SentencePanel(self.state, read_examples())
+        self.settings_panel = SettingsPanel(self.state, describe_default_device())
+        self.stepper = StageStepper(self.state)
+        self.stage_list = StageList(self.state)
+        self.matrix_view = MatrixView(self.state)
+        self.focus_panel = QueryFocusPanel(self.state)
+        self.status_line = StatusLine()
+        self.statusBar().addWidget(self.status_line, 1)
+        self.exports = ExportActions(self, self.state, self.matrix_view, settings,
+                                     self.status_line.show_info, self.status_line.show_error)  # fmt: skip
+        self._lay_out()
+        self._add_actions()
+
+        # Many input changes in one event-loop turn (a spin box held down, a restore) make one request.
+        self._submit_timer = QTimer(self)
+        self._submit_timer.setSingleShot(True)
+        self._submit_timer.setInterval(0)
+        self._submit_timer.timeout.connect(self.submit_now)
+        self.state.inputs_changed.connect(lambda _inputs: self._submit_timer.start())
+        self.state.settings_error_changed.connect(self._settings_problem)
+        self.worker.result_ready.connect(self._on_result)
+        self.worker.failed.connect(self._on_failed)
+        self.worker.stage_ready.connect(self.state.add_stage_image)
+        self.matrix_view.image_missing.connect(self.worker.prepare)
+        self.matrix_view.cell_clicked.connect(self._on_cell_clicked)
+
+        geometry = settings.value(GEOMETRY_KEY) if persist else None
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(*DEFAULT_SIZE)
+            left = self.splitter.widget(0).minimumWidth()
+            self.splitter.setSizes([left, DEFAULT_SIZE[0] - left - 330, 330])
+        self.worker.start()
+        self.submit_now()
+
+    # --- layout ----------------------------------------------------------------------------
+    def _lay_out(self) -> None:
+        left = QWidget()
+        column = QVBoxLayout(left)
+        column.setContentsMargins(6, 6, 6, 6)
+        column.addWidget(self.sentence_panel)
+        column.addWidget(self.settings_panel)
+        column.addWidget(self.stage_list, 1)
+        left_scroll = QScrollArea()
+        left_scroll.setWidget(left)
+        left_scroll.setWidgetResizable(True)
+        left_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # Wide enough for the panels (no horizontal scrolling); the scroll bar only appears when short.
+        left_scroll.setMinimumWidth(left.sizeHint().width() + left_scroll.verticalScrollBar().sizeHint().width())
+
+        centre = QWidget()
+        middle = QVBoxLayout(centre)
+        middle.setContentsMargins(6, 6, 6, 6)
+        middle.addWidget(self.stepper)
+        middle.addWidget(self.matrix_view, 1)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left_scroll)
+        splitter.addWidget(centre)
+        splitter.addWidget(self.focus_panel)
+        for index, stretch in enumerate((0, 1, 0)):
+            splitter.setStretchFactor(index, stretch)
+        self.focus_panel.setMinimumWidth(300)
+        self.splitter = splitter
+        splitter.setChildrenCollapsible(False)
+        self.setCentralWidget(splitter)
+
+    def _add_actions(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self.file_actions: dict[str, QAction] = {}
+        for name, text, keys in (
+            ("export_matrix", "Export matrix…", ["Ctrl+E"]),
+            ("export_all", "Export all…", ["Ctrl+Shift+E"]),
+            ("save_image", "Save image…", ["Ctrl+Shift+S", "Ctrl+P"]),
+        ):
+            action = file_menu.addAction(text)
+            action.setShortcuts([QKeySequence(k) for k in keys])
+            action.triggered.connect(lambda _checked=False, name=name: getattr(self.exports, name)())
+            self.file_actions[name] = action
+        file_menu.addSeparator()
+        file_menu.addAction("Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
+        # Window-wide stage keys. A focused line edit claims Left/Right/Home/End first (Qt's
+        # ShortcutOverride), so its cursor still moves; everywhere else these step the stages.
+        stage_menu = self.menuBar().addMenu("&Stage")
+        self.stage_actions: dict[str, QAction] = {}
+        for name, text, key, slot in (
+            ("previous", "Previous stage", Qt.Key.Key_Left, lambda: self.state.step(-1)),
+            ("next", "Next stage", Qt.Key.Key_Right, lambda: self.state.step(+1)),
+            ("first", "First stage", Qt.Key.Key_Home, lambda: self.state.step_to_end(last=False)),
+            ("last", "Last stage", Qt.Key.Key_End, lambda: self.state.step_to_end(last=True)),
+        ):
+            action = stage_menu.addAction(text)
+            action.setShortcut(QKeySequence(key))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(slot)
+            self.stage_actions[name] = action
+
+    # --- requests and results --------------------------------------------------------------
+    def submit_now(self) -> int | None:
+        """Send the current inputs to the worker; None while the settings are invalid."""
+        self._submit_timer.stop()
+        request = self.state.request()
+        if request is None:
+            return None
+        generation = self.worker.submit(request, focus_stage=self.state.stage_name)
+        self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
+        return generation
+
+    def is_settled(self) -> bool:
+        """True when the last input change has been computed and shown (or refused with a message)."""
+        return not (self.sentence_panel.is_typing() or self._submit_timer.isActive()) and (
+            self._answered == self.worker.latest_generation
+        )
+
+    def _on_result(self, display: DisplayTrace) -> None:
+        if display.generation != self.worker.latest_generation:
+            return  # stale: a newer request is on its way, never paint an old answer
+        self._answered, self.last_error = display.generation, ""
+        t0 = time.perf_counter()
+        old = self.state.display
+        self.state.show_trace(display)
+        if old is not None:
+            self.worker.discard(old)  # the views have let go of it: the worker frees it
+        del old
+        self.last_gui_ms = (time.perf_counter() - t0) * 1000.0
+        submitted = self._submitted_at.get(display.generation, t0)
+        self.status_line.show_info(_summary(display.trace, (t0 - submitted) * 1000.0))
+        self.shown.emit(display.generation)
+
+    def _on_failed(self, generation: int, message: str) -> None:
+        if generation == self.worker.latest_generation:
+            self._answered, self.last_error = generation, message
+            self.status_line.show_error(message)
+
+    def _settings_problem(self, message: str, _fields: tuple) -> None:
+        if message:
+            self.status_line.show_error(f"settings not applied: {message}")
+
+    def _on_cell_clicked(self, head: int, row: int, _col: int) -> None:
+        stage = self.matrix_view.shown_stage
+        if stage is None or self.state.display is None:
+            return
+        if stage.row_labels == self.state.display.trace.query_tokens:
+            self.state.set_query(row)
+        if stage.per_head:
+            self.state.set_focus_head(head)
+
+    # --- screenshots and closing -----------------------------------------------------------
+    def save_screenshot(self, path: str | Path) -> bool:
+        return self.grab().save(str(path), "PNG")
+
+    def closeEvent(self, event):  # noqa: N802 - Qt API
+        self.sentence_panel.flush()
+        if self.persist:
+            save_inputs(self.settings, self.state.inputs)
+            self.settings.setValue(GEOMETRY_KEY, self.saveGeometry())
+            self.settings.sync()
+        self.worker.stop()  # joins the thread: nothing keeps running after the window is gone
+        super().closeEvent(event)
+
+
+def _summary(trace: AttentionTrace, latency_ms: float) -> str:
+    sizes = f"{len(trace.query_tokens)} × {len(trace.key_tokens)} tokens" if trace.config.get("cross") else \
+        f"{len(trace.key_tokens)} tokens"
+    heads = trace.config.get("heads", "?")
+    text = (f"Computed {len(trace.stages)} stages for {sizes}, {heads} heads on {trace.device} "
+            f"in {trace.elapsed_ms:.1f} ms ({latency_ms:.0f} ms from request to view)")  # fmt: skip
+    notices = trace.meta.get("notices") or []
+    return text + ("  ·  " + "; ".join(notices) if notices else "")

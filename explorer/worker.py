@@ -1,0 +1,185 @@
+"""The only bridge to the torch engine: one long-lived thread, the latest request wins.
+
+The GUI thread calls :meth:`ComputeWorker.submit` and returns at once. The thread computes the
+trace, converts the stage on screen to uint8 colour indices (explorer.stage_image) and emits
+:attr:`ComputeWorker.result_ready`. A newer submit bumps the generation; the running computation
+sees that at its next stage boundary (``should_stop``) and is abandoned.
+
+Runners are looked up by request type, so a second kind of request (a pretrained model, say)
+only needs one more entry in ``runners``: a function ``(request, should_stop) -> AttentionTrace``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import torch
+from PySide6.QtCore import QThread, Signal
+
+from models import pipeline
+from models.config import AttentionRequest, Cancelled, InputError
+from models.trace import AttentionTrace
+
+from .stage_image import StageImage, stage_image
+
+Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
+DEFAULT_RUNNERS: Mapping[type, Runner] = {AttentionRequest: pipeline.run}
+# Traces up to this many float elements in total are converted whole before they are shown
+# (a few milliseconds), so stepping is instant. Bigger ones show the focused stage first and
+# convert the rest in the background, most likely next stages first.
+CONVERT_ALL_BELOW = 4_000_000
+
+
+@dataclass(eq=False)
+class DisplayTrace:
+    """A trace plus the colour-index images made for it so far (filled in as they arrive)."""
+
+    generation: int
+    trace: AttentionTrace
+    images: dict[str, StageImage] = field(default_factory=dict)
+    worker_ms: float = 0.0  # compute + conversion on the worker, for the status bar
+
+
+@dataclass(frozen=True)
+class _Job:
+    generation: int
+    request: object
+    focus_stage: str | None
+
+
+class ComputeWorker(QThread):
+    """Owns torch. Signals are emitted from this thread and delivered queued to the GUI thread."""
+
+    result_ready = Signal(object)  # DisplayTrace
+    stage_ready = Signal(int, object)  # generation, StageImage
+    failed = Signal(int, str)  # generation, one-line message
+
+    def __init__(self, runners: Mapping[type, Runner] | None = None, parent=None):
+        super().__init__(parent)
+        self.setObjectName("ComputeWorker")
+        self._runners = dict(runners or DEFAULT_RUNNERS)
+        self._cond = threading.Condition()
+        self._job: _Job | None = None
+        self._wanted: list[tuple[int, str]] = []  # (generation, stage) the GUI is waiting for
+        self._trash: list[object] = []  # old traces to free here rather than on the GUI thread
+        self._stopping = False
+        self._latest = 0
+
+    # --- GUI thread ------------------------------------------------------------------------
+    @property
+    def latest_generation(self) -> int:
+        return self._latest
+
+    def submit(self, request: object, focus_stage: str | None = None) -> int:
+        """Queue ``request`` (replacing any queued one) and return its generation number."""
+        with self._cond:
+            self._latest += 1
+            self._job = _Job(self._latest, request, focus_stage)
+            self._cond.notify()
+            return self._latest
+
+    def prepare(self, generation: int, stage_name: str) -> None:
+        """Ask for a stage's image ahead of the background order (lazy conversion)."""
+        with self._cond:
+            self._wanted.append((generation, stage_name))
+            self._cond.notify()
+
+    def discard(self, old: object) -> None:
+        """Let this thread drop ``old``: freeing a trace of hundreds of MB takes milliseconds."""
+        with self._cond:
+            self._trash.append(old)
+            self._cond.notify()
+
+    def stop(self) -> None:
+        """Abandon the current work and join the thread."""
+        with self._cond:
+            self._stopping = True
+            self._latest += 1  # makes should_stop() true for a running computation
+            self._cond.notify()
+        self.wait()
+
+    # --- worker thread ---------------------------------------------------------------------
+    def run(self) -> None:
+        # Leave one core to the GUI thread so painting never queues behind torch.
+        torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+        # The trace on screen and its stages not converted yet. It stays after a failed or
+        # cancelled job: the GUI still shows it and may still ask for its stages.
+        current: DisplayTrace | None = None
+        todo: list[str] = []
+        while True:
+            with self._cond:
+                # Background conversion only for the latest trace; a superseded one waits for requests.
+                while not (self._stopping or self._job or self._wanted or self._trash
+                           or (todo and current.generation == self._latest)):  # fmt: skip
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                job, self._job = self._job, None
+                wanted, self._wanted = self._wanted, []
+                trash, self._trash = self._trash, []
+            trash.clear()  # the last references to old traces: their memory is freed here
+            if job is not None:
+                computed = self._compute(job)
+                if computed is not None:
+                    current, todo = computed
+                continue
+            if current is None:
+                continue
+            names = [n for g, n in wanted if g == current.generation and n in todo]
+            if not names and current.generation == self._latest:
+                names = todo[:1]
+            for name in dict.fromkeys(names):  # in order, once each
+                todo.remove(name)
+                self.stage_ready.emit(current.generation, stage_image(current.trace[name]))
+
+    def _compute(self, job: _Job) -> tuple[DisplayTrace, list[str]] | None:
+        """Run, convert and emit one job; None when it failed or went stale."""
+        t0 = time.perf_counter()
+        is_stale = lambda: job.generation != self._latest
+        try:
+            runner = self._runner_for(job.request)
+            trace = runner(job.request, is_stale)
+            if is_stale():
+                return None
+            names = list(trace.names)
+            focus = job.focus_stage if job.focus_stage in names else names[-1]
+            total = sum(s.array.size for s in trace.stages)
+            first = names if total <= CONVERT_ALL_BELOW else [focus]
+            display = DisplayTrace(job.generation, trace, {n: stage_image(trace[n]) for n in first})
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message
+            if not is_stale():  # a stale job's failure (Cancelled included) interests no one
+                self.failed.emit(job.generation, _message(exc))
+            return None
+        display.worker_ms = (time.perf_counter() - t0) * 1000.0
+        if is_stale():
+            return None
+        self.result_ready.emit(display)
+        return display, _background_order([n for n in names if n not in display.images], names, focus)
+
+    def _runner_for(self, request: object) -> Runner:
+        for cls in type(request).__mro__:
+            if cls in self._runners:
+                return self._runners[cls]
+        raise InputError(f"no engine for a {type(request).__name__}")
+
+
+def _background_order(todo: list[str], names: list[str], focus: str) -> list[str]:
+    """Stages nearest the focused one first: those are the ones a user steps to next."""
+    at = names.index(focus)
+    return sorted(todo, key=lambda n: (abs(names.index(n) - at), names.index(n) < at))
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, InputError):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "not enough memory for this input; use fewer tokens or heads"
+    if isinstance(exc, Cancelled):
+        return "computation cancelled"
+    traceback.print_exception(exc)  # an engine bug: keep the traceback for whoever debugs it
+    return f"engine error ({type(exc).__name__}): {exc}"

@@ -1,0 +1,130 @@
+"""Export matrix / export all / save image, with the file dialogs replaced."""
+
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
+
+from models.export import read_trace_files
+
+
+@pytest.fixture
+def window(make_window):
+    return make_window()
+
+
+def _answer_dialogs(monkeypatch, window, path):
+    """Every file dialog answers ``path``; returns the list of suggestions the dialogs were given."""
+    asked = []
+
+    def answer(caption, suggested, *rest):
+        asked.append(suggested)
+        return str(path) if path is not None else None
+
+    monkeypatch.setattr(window.exports, "ask_save_path", answer)
+    monkeypatch.setattr(window.exports, "ask_folder", answer)
+    return asked
+
+
+def test_export_matrix_writes_the_shown_stage(monkeypatch, window, tmp_path, qtbot):
+    window.state.set_stage("scores")
+    _answer_dialogs(monkeypatch, window, tmp_path / "scores.npy")
+    path = window.exports.export_matrix()
+    np.testing.assert_array_equal(np.load(path), window.state.display.trace["scores"].array)
+    assert not window.status_line.is_error and str(path) in window.status_line.text()
+
+
+def test_export_matrix_of_one_head(monkeypatch, window, tmp_path):
+    window.state.set_stage("weights")
+    window.state.set_head(1)
+    asked = _answer_dialogs(monkeypatch, window, tmp_path / "w")
+    path = window.exports.export_matrix()
+    assert asked[0].name == "weights_head2.npy"
+    assert path.suffix == ".npy"
+    np.testing.assert_array_equal(np.load(path), window.state.display.trace["weights"].head(1))
+
+
+def test_export_all_matches_the_headless_layout(monkeypatch, window, tmp_path):
+    out = tmp_path / "trace"
+    out.mkdir()
+    _answer_dialogs(monkeypatch, window, out)
+    assert window.exports.export_all() == out
+    manifest, arrays = read_trace_files(out)
+    trace = window.state.display.trace
+    assert [s["name"] for s in manifest["stages"]] == list(trace.names)
+    for name in trace.names:
+        np.testing.assert_array_equal(arrays[name], trace[name].array)
+
+
+def test_export_all_into_a_full_folder_makes_a_subfolder(monkeypatch, window, tmp_path):
+    (tmp_path / "someone_else.txt").write_text("keep me")
+    _answer_dialogs(monkeypatch, window, tmp_path)
+    out = window.exports.export_all()
+    assert out == tmp_path / "attention-trace"
+    assert (tmp_path / "someone_else.txt").read_text() == "keep me"
+    assert (out / "manifest.json").is_file()
+
+
+def test_save_image_writes_a_png(monkeypatch, window, tmp_path):
+    _answer_dialogs(monkeypatch, window, tmp_path / "view")
+    path = window.exports.save_image()
+    assert path == tmp_path / "view.png"
+    image = QImage(str(path))
+    assert not image.isNull() and image.width() > 100
+
+
+def test_the_folder_is_remembered(monkeypatch, window, tmp_path):
+    _answer_dialogs(monkeypatch, window, tmp_path / "a.npy")
+    window.exports.export_matrix()
+    asked = _answer_dialogs(monkeypatch, window, None)  # cancelled dialog: nothing happens
+    assert window.exports.export_matrix() is None
+    assert asked[0].parent == tmp_path
+
+
+def test_unwritable_folder_is_a_status_message(monkeypatch, window, tmp_path):
+    # Permissions do not stop root, so the refusal the OS would give is simulated where it happens.
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
+    _answer_dialogs(monkeypatch, window, tmp_path / "x.npy")
+    assert window.exports.export_matrix() is None
+    assert window.status_line.is_error and "cannot write" in window.status_line.text()
+    assert "Permission denied" in window.status_line.text()
+    _answer_dialogs(monkeypatch, window, tmp_path)
+    assert window.exports.export_all() is None
+    assert window.status_line.is_error and "Permission denied" in window.status_line.text()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "settings.ini") == []
+
+
+def test_missing_folder_is_a_status_message(monkeypatch, window, tmp_path):
+    _answer_dialogs(monkeypatch, window, tmp_path / "no" / "such" / "x.npy")
+    assert window.exports.export_matrix() is None
+    assert window.status_line.is_error and "cannot write" in window.status_line.text()
+    _answer_dialogs(monkeypatch, window, tmp_path / "nope" / "deeper")
+    assert window.exports.export_all() is None
+    assert window.status_line.is_error
+    (tmp_path / "a_file").write_text("")
+    _answer_dialogs(monkeypatch, window, tmp_path / "a_file" / "x.npy")  # a file where a folder should be
+    assert window.exports.save_image() is None or not (tmp_path / "a_file" / "x.png").exists()
+    assert window.exports.export_matrix() is None
+    assert window.status_line.is_error
+
+
+def test_menu_actions_and_shortcuts_reach_the_exports(qtbot, monkeypatch, window):
+    called = []
+    for name in ("export_matrix", "export_all", "save_image"):
+        monkeypatch.setattr(window.exports, name, lambda name=name: called.append(name))
+    keys = {name: {s.toString() for s in a.shortcuts()} for name, a in window.file_actions.items()}
+    assert keys == {"export_matrix": {"Ctrl+E"}, "export_all": {"Ctrl+Shift+E"},
+                    "save_image": {"Ctrl+Shift+S", "Ctrl+P"}}  # fmt: skip
+    window.activateWindow()
+    window.matrix_view.canvas.setFocus()
+    qtbot.keyClick(window.matrix_view.canvas, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+    window.file_actions["export_all"].trigger()
+    window.file_actions["save_image"].trigger()
+    assert called == ["export_matrix", "export_all", "save_image"]

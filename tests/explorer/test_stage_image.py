@@ -1,0 +1,52 @@
+"""Stage -> uint8 colour indices (no Qt): levels, masked cells, subsampling."""
+
+import numpy as np
+import pytest
+
+from explorer.stage_image import MASKED_INDEX, MAX_DISPLAY_SIDE, stage_image
+from models.trace import Stage
+
+
+def _stage(array, name="scores", per_head=True):
+    array = np.asarray(array, dtype=np.float32)
+    rows, cols = array.shape[-2:]
+    return Stage(name=name, title=name, formula="", description="", array=array,
+                 row_labels=tuple(map(str, range(rows))), col_labels=tuple(map(str, range(cols))),
+                 per_head=per_head)  # fmt: skip
+
+
+def test_signed_matrix_is_symmetric_about_zero():
+    image = stage_image(_stage([[[-1.0, 0.0], [0.5, 2.0]]]))
+    assert image.levels == (-2.0, 2.0)
+    assert image.data_range == (-1.0, 2.0)
+    assert not image.sequential
+    # -1 -> a quarter of the way, 0 -> the middle, 2 -> the top colour.
+    np.testing.assert_array_equal(image.indices[0], [[64, 127], [159, 254]])
+
+
+def test_weights_use_fixed_zero_to_one_levels():
+    image = stage_image(_stage([[[0.25, 0.75]]], name="weights"))
+    assert image.sequential and image.levels == (0.0, 1.0)
+    np.testing.assert_array_equal(image.indices[0], [[64, 190]])
+
+
+def test_minus_infinity_gets_the_masked_index_and_is_counted():
+    image = stage_image(_stage([[[1.0, -np.inf], [-np.inf, -1.0]]], name="masked"))
+    assert image.masked_cells == 2
+    assert image.data_range == (-1.0, 1.0)
+    assert image.indices[0, 0, 1] == MASKED_INDEX and image.indices[0, 1, 0] == MASKED_INDEX
+    assert image.indices[0, 0, 0] == 254 and image.indices[0, 1, 1] == 0
+
+
+def test_two_dimensional_stage_becomes_one_plane():
+    image = stage_image(_stage(np.zeros((3, 5)), name="output", per_head=False))
+    assert image.indices.shape == (1, 3, 5)
+    assert image.levels == (-1.0, 1.0)  # all zeros: a neutral range, no division by zero
+
+
+@pytest.mark.parametrize("n", [MAX_DISPLAY_SIDE + 1, 2 * MAX_DISPLAY_SIDE])
+def test_huge_matrices_are_subsampled_for_display_only(n):
+    array = np.random.default_rng(0).standard_normal((1, n, 3)).astype(np.float32)
+    image = stage_image(_stage(array))
+    assert image.indices.shape[1] <= MAX_DISPLAY_SIDE
+    assert image.data_range == (float(array.min()), float(array.max()))  # exact, from every cell

@@ -1,0 +1,157 @@
+"""Stepping through the stages (buttons, keys, list) and inspecting cells and one query."""
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication
+
+from explorer.state import ALL_HEADS, Inputs
+from explorer.widgets.matrix_view import MINUS_INFINITY
+from explorer.widgets.stage_stepper import formula_line
+
+
+def _shown_title(window):
+    return window.stepper.title.text()
+
+
+def test_buttons_step_through_every_stage_in_order(qtbot, make_window):
+    window = make_window()
+    names = window.state.display.trace.names
+    window.state.step_to_end(last=False)
+    seen = [window.state.stage_name]
+    while window.stepper.next_button.isEnabled():
+        qtbot.mouseClick(window.stepper.next_button, Qt.MouseButton.LeftButton)
+        seen.append(window.state.stage_name)
+        stage = window.state.display.trace[window.state.stage_name]
+        assert _shown_title(window) == stage.title
+        assert window.stepper.formula.text() == formula_line(stage)
+        assert window.stepper.description.text() == stage.description
+        assert window.matrix_view.shown_stage.name == stage.name
+        assert window.stage_list.list.currentRow() == names.index(stage.name)
+    assert tuple(seen) == names
+    while window.stepper.prev_button.isEnabled():
+        qtbot.mouseClick(window.stepper.prev_button, Qt.MouseButton.LeftButton)
+    assert window.state.stage_name == names[0]
+
+
+def test_keys_step_even_when_the_matrix_view_has_focus(qtbot, make_window):
+    window = make_window()
+    names = window.state.display.trace.names
+    window.activateWindow()
+    canvas = window.matrix_view.canvas
+    canvas.setFocus()
+    qtbot.waitUntil(canvas.hasFocus)
+    qtbot.keyClick(canvas, Qt.Key.Key_Home)
+    assert window.state.stage_name == names[0]
+    for expected in names[1:]:
+        qtbot.keyClick(canvas, Qt.Key.Key_Right)
+        assert window.state.stage_name == expected
+    qtbot.keyClick(canvas, Qt.Key.Key_Right)  # stays at the end
+    assert window.state.stage_name == names[-1]
+    qtbot.keyClick(canvas, Qt.Key.Key_Left)
+    assert window.state.stage_name == names[-2]
+    qtbot.keyClick(canvas, Qt.Key.Key_Home)
+    assert window.state.stage_name == names[0]
+    qtbot.keyClick(canvas, Qt.Key.Key_End)
+    assert window.state.stage_name == names[-1]
+    assert window.matrix_view.shown_stage.name == names[-1]
+
+
+def test_the_stage_list_is_clickable(qtbot, make_window):
+    window = make_window()
+    stage_list = window.stage_list.list
+    row = window.state.display.trace.index("q")
+    rect = stage_list.visualItemRect(stage_list.item(row))
+    qtbot.mouseClick(stage_list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert window.state.stage_name == "q"
+    assert window.matrix_view.shown_stage.name == "q"
+
+
+def test_head_selector_shows_one_head_or_all(make_window):
+    window = make_window()
+    window.state.set_stage("weights")
+    assert len(window.matrix_view.plots) == 2
+    combo = window.matrix_view.head_combo
+    assert [combo.itemText(i) for i in range(combo.count())] == ["All heads", "Head 1", "Head 2"]
+    combo.activated.emit(2)
+    assert window.state.head == 1
+    assert [p.head for p in window.matrix_view.plots] == [1]
+    expected = window.state.display.trace["weights"].head(1)
+    np.testing.assert_array_equal(window.matrix_view.shown_values()[0], expected)
+    combo.activated.emit(0)
+    assert window.state.head == ALL_HEADS and len(window.matrix_view.plots) == 2
+
+
+def _cell_point(view, plot_index, row, col) -> QPoint:
+    """The canvas-viewport pixel at the centre of a cell."""
+    plot = view.plots[plot_index]
+    scene = plot.image.mapToScene(QPointF(col + 0.5, row + 0.5) * 1.0)
+    return view.canvas.mapFromScene(scene)
+
+
+def _hover(view, plot_index, row, col):
+    """A mouse move event through the view and its scene (pyqtgraph's sigMouseMoved)."""
+    QApplication.processEvents()  # let the grid take its final geometry before mapping a cell to pixels
+    point = QPointF(_cell_point(view, plot_index, row, col))
+    move = QMouseEvent(QEvent.Type.MouseMove, point, view.canvas.viewport().mapToGlobal(point),
+                       Qt.MouseButton.NoButton, Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)  # fmt: skip
+    QApplication.sendEvent(view.canvas.viewport(), move)
+
+
+@pytest.fixture
+def no_mouse_rate_limit():
+    """pyqtgraph drops mouse moves closer than 10 ms apart; a test moves faster than a hand."""
+    old = pg.getConfigOption("mouseRateLimit")
+    pg.setConfigOptions(mouseRateLimit=-1)
+    yield
+    pg.setConfigOptions(mouseRateLimit=old)
+
+
+def test_hover_reads_the_exact_value_and_masked_cells(qtbot, make_window, no_mouse_rate_limit):
+    window = make_window(Inputs(sentence="one two three four", heads=2, d_model=8, mask="causal"))
+    view, trace = window.matrix_view, window.state.display.trace
+    window.state.set_stage("scores")
+    _hover(view, 1, 2, 1)
+    value = trace["scores"].head(1)[2, 1]
+    assert str(np.float32(value)) in view.readout.text()
+    assert "three" in view.readout.text() and "two" in view.readout.text() and "head 2" in view.readout.text()
+
+    window.state.set_stage("masked")
+    _hover(view, 0, 0, 3)
+    assert MINUS_INFINITY in view.readout.text()
+    assert "masked" in view.range_label.text()
+
+    window.state.set_stage("weights")
+    _hover(view, 0, 0, 3)
+    assert "0.0 (masked)" in view.readout.text()
+
+
+def test_clicking_a_row_focuses_that_query(qtbot, make_window):
+    window = make_window(Inputs(sentence="one two three four", heads=2, d_model=8))
+    view, trace = window.matrix_view, window.state.display.trace
+    window.state.set_stage("weights")
+    qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=_cell_point(view, 1, 2, 0))
+    assert window.state.query == 2 and window.state.focus_head == 1
+    panel = window.focus_panel
+    np.testing.assert_array_equal(panel.weights_row, trace["weights"].head(1)[2])
+    assert "three" in panel.header.text() and "head 2" in panel.header.text()
+    output = trace["head_output"].head(1)[2]
+    assert f"{output[0]:.3f}" in panel.sum_text.text()
+    # The marker outlines the focused row in every heatmap.
+    assert all(p.row_marker.isVisible() for p in view.plots)
+
+
+def test_stages_converted_lazily_appear_when_stepped_to(qtbot, make_window, monkeypatch):
+    """Big traces send only the shown stage at first; every other one arrives when needed."""
+    import explorer.worker as worker_module
+
+    monkeypatch.setattr(worker_module, "CONVERT_ALL_BELOW", 0)
+    window = make_window()
+    names = window.state.display.trace.names
+    for name in reversed(names):
+        window.state.set_stage(name)
+        qtbot.waitUntil(lambda name=name: window.matrix_view.shown_stage.name == name, timeout=10_000)
+        np.testing.assert_array_equal(window.matrix_view.shown_values()[0],
+                                      window.state.display.trace[name].head(0))  # fmt: skip
