@@ -9,6 +9,16 @@ For n tokens (h = 8, d_model = 512), showing the softmax weights of all eight he
   stall       the longest gap seen by a 2 ms QTimer probe while the request was in flight (max)
 Targets on 2 cores: latency <= 50 ms / 250 ms / 2 s for n = 64 / 512 / 2048; gui + paint <= 16 ms;
 stall <= 50 ms.
+
+Then for each pretrained model (--models, default minilm when installed; all twelve heads of its
+'weights' shown for the default 16-token sentence), the same figures for
+  first load  choosing the model in a fresh window -> its weights painted (load + first trace),
+              with the model list opened for 0.3 s before, as a mouse user does (the view builds
+              its heatmaps meanwhile)
+  cold load   the same, chosen with the keyboard on the closed list (nothing prepared)
+  layer       changing the layer -> painted (the model is cached; median of runs)
+  sentence    editing the sentence -> painted (median of runs)
+  back        toy -> the model again -> painted (cached, no reload)
 """
 
 from __future__ import annotations
@@ -61,6 +71,11 @@ class StallProbe:
 
 def one_update(window: MainWindow, seed: int, probe: StallProbe) -> tuple[float, float, float, float]:
     """Change the seed (a full recomputation), return (latency, gui, paint, stall) in ms."""
+    return timed_change(window, lambda: window.state.update_inputs(seed=seed), probe)
+
+
+def timed_change(window: MainWindow, change, probe: StallProbe) -> tuple[float, float, float, float]:
+    """Make ``change()`` to the inputs, return (latency to painted, gui, paint, stall) in ms."""
     view = window.matrix_view
     loop = QEventLoop()
     done: dict[str, float] = {}
@@ -74,7 +89,7 @@ def one_update(window: MainWindow, seed: int, probe: StallProbe) -> tuple[float,
     QTimer.singleShot(TIMEOUT_MS, loop.quit)
     probe.start()
     t0 = time.perf_counter()
-    window.state.update_inputs(seed=seed)
+    change()
     window.submit_now()
     loop.exec()
     probe.stop()
@@ -105,10 +120,51 @@ def bench(n: int, runs: int) -> dict[str, float]:
     }  # fmt: skip
 
 
+def wait(ms: int) -> None:
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+def bench_model(model: str, runs: int, cold: bool = False) -> dict[str, tuple[float, ...]]:
+    """{what: (latency, gui, paint, stall)} for a pretrained model, see the module docstring.
+    ``cold``: only the first load, without opening the model list first."""
+    settings = open_settings(Path(tempfile.mkdtemp()) / "bench.ini")
+    window = MainWindow(settings, Inputs(), persist=False, stage="weights")
+    window.resize(1400, 900)
+    window.show()
+    probe = StallProbe()
+    update = window.state.update_inputs
+    results: dict[str, tuple[float, ...]] = {}
+    try:
+        timed_change(window, lambda: update(seed=1), probe)  # the toy first: a window that has painted
+        if cold:
+            return {"cold load": timed_change(window, lambda: update(model=model), probe)}
+        window.model_chooser.combo.showPopup()
+        wait(300)
+        window.model_chooser.combo.hidePopup()
+        results["first load"] = timed_change(window, lambda: update(model=model), probe)
+        if window.last_error:
+            raise RuntimeError(window.last_error)
+        layers = window.state.model_info.num_layers
+        samples = [timed_change(window, lambda i=i: update(layer=(i + 1) % layers), probe) for i in range(runs)]
+        results["layer"] = tuple(statistics.median(column) for column in zip(*samples))
+        samples = [timed_change(window, lambda i=i: update(sentence=f"The cat sat on mat number {i}."), probe)
+                   for i in range(runs)]  # fmt: skip
+        results["sentence"] = tuple(statistics.median(column) for column in zip(*samples))
+        timed_change(window, lambda: update(model=""), probe)
+        results["back"] = timed_change(window, lambda: update(model=model), probe)
+    finally:
+        window.close()
+        window.deleteLater()
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 512, 2048])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--models", nargs="*", default=["minilm"], help="pretrained models to time (none: skip)")
     args = parser.parse_args()
     app = QApplication.instance() or QApplication([])
     print(f"GUI benchmark: h={HEADS}, d_model={D_MODEL}, all heads of 'weights' shown, {os.cpu_count()} cores")
@@ -117,6 +173,12 @@ def main() -> int:
         runs = args.runs if n < 2048 else max(3, args.runs // 2)
         r = bench(n, runs)
         print(f"{n:>6} {r['latency']:>11.1f} {r['gui']:>8.1f} {r['paint']:>9.1f} {r['stall']:>9.1f}", flush=True)
+    for model in args.models:
+        print(f"\nPretrained {model}: all heads of 'weights' shown, default sentence")
+        print(f"{'change':>11} {'latency ms':>11} {'gui ms':>8} {'paint ms':>9} {'stall ms':>9}")
+        rows = {**bench_model(model, args.runs), **bench_model(model, args.runs, cold=True)}
+        for what, (latency, gui, paint, stall) in rows.items():
+            print(f"{what:>11} {latency:>11.1f} {gui:>8.1f} {paint:>9.1f} {stall:>9.1f}", flush=True)
     app.processEvents()
     return 0
 

@@ -1,6 +1,7 @@
 """``python main.py [options]``: parse the arguments, open the window (or take a screenshot and exit).
 
     python main.py --sentence "The cat sat." --heads 2 --mask causal --stage weights --screenshot out.png
+    python main.py --model minilm --layer 2 --sentence "The cat sat on the mat." --screenshot out.png
 
 Bad values print one clear line and exit with status 2, before any window opens.
 """
@@ -52,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pe", choices=POSITIONAL, help="positional encoding")
     p.add_argument("--temperature", type=float)
     p.add_argument("--seed", type=int)
+    p.add_argument("--model", metavar="NAME_OR_PATH",
+                   help="a pretrained model: 'minilm' (built in), a cached model name, or a model folder")
+    p.add_argument("--layer", type=int, metavar="L", help="the model layer to show, 0-based (default 0)")
     p.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
     p.add_argument("--head", type=int, metavar="N", help="show head N (1-based) instead of all heads")
     p.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
@@ -59,9 +63,42 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+TOY_ONLY = ("heads", "d_model", "d_k", "d_v", "score", "pe", "temperature", "seed", "cross_sentence")
+
+
+def model_from_arg(text: str) -> str:
+    """What to store for ``--model``: a folder as an absolute path, a name as given; UsageError
+    (one line) when there is no such model or its config.json is unusable. Nothing loads here."""
+    from models.config import InputError
+    from models.pretrained.registry import read_config, resolve_model
+
+    try:
+        folder = resolve_model(text)
+        read_config(folder)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    given = Path(text.strip()).expanduser()
+    return str(given.resolve()) if given.is_dir() else text.strip()
+
+
 def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     """``base`` with every option given on the command line applied; UsageError when invalid."""
-    plain = ("sentence", "heads", "d_model", "d_k", "d_v", "mask", "score", "temperature", "seed")
+    if args.model is not None:
+        given = [name for name in TOY_ONLY if getattr(args, name) is not None]
+        if given:
+            option = "--" + given[0].replace("_", "-")
+            raise UsageError(f"{option} is set by the model; leave it out with --model")
+        base = dataclasses.replace(base, model=model_from_arg(args.model), pad_positions=())
+    if args.layer is not None:
+        if not base.uses_model:
+            raise UsageError("--layer needs --model (the toy model has a single layer)")
+        if args.layer < 0:
+            raise UsageError("--layer must be 0 or more (the first layer is 0)")
+        base = dataclasses.replace(base, layer=args.layer)
+    plain = ["sentence", "heads", "d_model", "d_k", "d_v", "mask", "score", "temperature", "seed"]
+    if base.uses_model and args.mask is not None:  # --mask replaces the model's own, to compare
+        base = dataclasses.replace(base, model_mask=args.mask)
+        plain.remove("mask")
     changes = {name: getattr(args, name) for name in plain if getattr(args, name) is not None}
     if args.cross_sentence is not None:
         changes.update(cross_enabled=True, cross_sentence=args.cross_sentence)
@@ -78,7 +115,10 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     message, _ = settings_problem(inputs)
     if message:
         raise UsageError(message)
-    if args.head is not None and not 1 <= args.head <= inputs.heads:
+    if args.head is not None and args.head < 1:
+        raise UsageError("--head must be 1 or more (the first head is 1)")
+    if args.head is not None and not inputs.uses_model and args.head > inputs.heads:
+        # (a model's head count is known once it has loaded: the screenshot checks it then)
         raise UsageError(f"--head must be between 1 and {inputs.heads} (the number of heads)")
     return inputs
 
@@ -110,7 +150,7 @@ def run_app(argv: Sequence[str]) -> int:
     window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head)
     try:
         if args.screenshot:
-            return _screenshot(app, window, args.screenshot, args.stage)
+            return _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer)
         window.show()
         return app.exec()
     finally:
@@ -119,7 +159,7 @@ def run_app(argv: Sequence[str]) -> int:
         app.processEvents()
 
 
-def _screenshot(app, window, path: str, stage: str | None) -> int:
+def _screenshot(app, window, path: str, stage: str | None, head: int | None = None, layer: int | None = None) -> int:
     """Show the window, wait until the result and the shown stage's image are on screen, save a PNG."""
     from PySide6.QtCore import QEventLoop, QTimer
 
@@ -135,6 +175,13 @@ def _screenshot(app, window, path: str, stage: str | None) -> int:
         elif stage and stage not in window.state.display.trace:
             names = ", ".join(window.state.display.trace.names)
             outcome["error"] = f"this computation has no stage {stage!r}; it has {names}"
+        elif head is not None and head > (heads := max(s.heads for s in window.state.display.trace.stages)):
+            outcome["error"] = f"--head must be between 1 and {heads} (the number of heads)"
+        elif layer is not None and window.state.display.trace.meta.get("layer") != layer:
+            # the window showed the last layer instead; a screenshot must show what was asked for
+            config = window.state.display.trace.config
+            outcome["error"] = (f"--layer must be between 0 and {config['num_layers'] - 1} "
+                                f"({config['model']} has {config['num_layers']} layers)")  # fmt: skip
         elif window.state.stage_name in window.state.display.images:
             outcome["done"] = "yes"
         if outcome:

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 from models.config import InputError
 from models.export import write_array, write_trace
 
+from .heads import array_head, is_kv_stage
 from .persistence import export_folder, remember_export_folder
 from .state import ALL_HEADS, ExplorerState
 
@@ -46,8 +47,10 @@ class ExportActions(QObject):
             return None
         stage = display.trace[self.state.stage_name]
         one_head = stage.per_head and self.state.head != ALL_HEADS
-        array = stage.head(self.state.head) if one_head else stage.array
-        name = f"{stage.name}_head{self.state.head + 1}.npy" if one_head else f"{stage.name}.npy"
+        head = array_head(stage, self.state.head) if one_head else 0  # a GQA key/value head for k, v
+        array = stage.head(head) if one_head else stage.array
+        kind = "kvhead" if is_kv_stage(stage) else "head"
+        name = f"{stage.name}_{kind}{head + 1}.npy" if one_head else f"{stage.name}.npy"
         chosen = self.ask_save_path("Export matrix", export_folder(self.settings) / name, "NumPy array (*.npy)")
         if not chosen:
             return None

@@ -6,6 +6,7 @@ No Qt and no torch here, so that widgets may import it.
 from models.config import SCORES
 
 MASK_CHOICES = ("none", "causal", "padding")  # 'custom' needs a matrix file: export CLI only
+MODEL_MASK_CHOICES = ("default", *MASK_CHOICES)  # a pretrained model: its own mask, or one to compare
 SCORE_CHOICES = SCORES
 MAX_HEADS = 64
 MAX_D_MODEL = 4096

@@ -1,4 +1,5 @@
-"""Settings that survive a restart (QSettings): the inputs, the window geometry, the export folder.
+"""Settings that survive a restart (QSettings): the inputs (model and layer included), the window
+geometry, the export folder and the folder last opened a model from.
 
 The inputs are stored as one JSON object so that types survive every QSettings back end; a
 value that does not fit (an old version's, a hand-edited one) falls back to its default rather
@@ -14,12 +15,13 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
-from .limits import MASK_CHOICES, MAX_SEED, SCORE_CHOICES, TEMPERATURE_RANGE
+from .limits import MASK_CHOICES, MAX_SEED, MODEL_MASK_CHOICES, SCORE_CHOICES, TEMPERATURE_RANGE
 from .state import Inputs
 
 SETTINGS_ENV = "ATTENTION_EXPLORER_SETTINGS"  # an INI file to use instead of the user's settings
 ORGANIZATION, APPLICATION = "attention-explorer", "Attention Explorer"
 INPUTS_KEY, GEOMETRY_KEY, EXPORT_FOLDER_KEY = "inputs", "window/geometry", "export/folder"
+MODEL_FOLDER_KEY = "models/folder"  # where "Open folder…" starts
 
 
 def open_settings(path: str | os.PathLike | None = None) -> QSettings:
@@ -63,6 +65,12 @@ def _coerce(name: str, value, default):
         return tuple(sorted({int(p) for p in value if int(p) >= 0}))
     if name == "mask" and value not in MASK_CHOICES or name == "score" and value not in SCORE_CHOICES:
         raise ValueError(value)
+    if name == "model_mask" and value not in MODEL_MASK_CHOICES:
+        raise ValueError(value)
+    if name == "layer":
+        if isinstance(value, bool) or int(value) != value or int(value) < 0:
+            raise ValueError(value)
+        return int(value)  # 0-based: layer 0 is the first
     if isinstance(default, bool):
         if not isinstance(value, bool):
             raise TypeError(value)
@@ -85,7 +93,19 @@ def _positive_int(value) -> int:
 
 
 def export_folder(settings: QSettings) -> Path:
-    folder = Path(str(settings.value(EXPORT_FOLDER_KEY, "") or Path.home()))
+    return _folder(settings, EXPORT_FOLDER_KEY)
+
+
+def model_folder(settings: QSettings) -> Path:
+    return _folder(settings, MODEL_FOLDER_KEY)
+
+
+def remember_model_folder(settings: QSettings, folder: Path) -> None:
+    settings.setValue(MODEL_FOLDER_KEY, str(folder))
+
+
+def _folder(settings: QSettings, key: str) -> Path:
+    folder = Path(str(settings.value(key, "") or Path.home()))
     return folder if folder.is_dir() else Path.home()
 
 

@@ -2,7 +2,9 @@
 
 Two halves, as in napari's Dims beside QtDims:
 - ``inputs``: everything the computation depends on (an immutable :class:`Inputs`); changing it
-  emits ``inputs_changed`` and the window turns it into a request for the worker.
+  emits ``inputs_changed`` and the window turns it into a request for the worker. With
+  ``model`` empty that is the toy engine (random weights, every size settable); with a model
+  name or folder it is that pretrained model's layer, and the model sets the sizes.
 - what is shown: the latest trace, the stage, the head (-1 = all heads) and the focused query
   row. Widgets subscribe to these signals and never compute anything themselves.
 """
@@ -16,8 +18,9 @@ from PySide6.QtCore import QObject, Signal
 
 from models.config import AttentionConfig, AttentionRequest, InputError
 from models.tokenize import tokenize
-from models.trace import STAGE_ORDER
+from models.trace import STAGE_ORDER, AttentionTrace
 
+from .pretrained_runner import DEFAULT_MASK, PretrainedRequest
 from .stage_image import StageImage
 from .worker import DisplayTrace
 
@@ -43,6 +46,13 @@ class Inputs:
     pe: bool = False
     temperature: float = 1.0
     seed: int = 0
+    model: str = ""  # "": the toy engine; else a name ("minilm", "gpt2") or a model folder
+    layer: int = 0  # the model layer traced, 0-based like models.pretrained and `export --layer`
+    model_mask: str = DEFAULT_MASK  # the model's own mask, or none / causal / padding to compare
+
+    @property
+    def uses_model(self) -> bool:
+        return bool(self.model)
 
     def config(self) -> AttentionConfig:
         return AttentionConfig(
@@ -52,13 +62,46 @@ class Inputs:
             temperature=self.temperature, seed=self.seed,
         )  # fmt: skip
 
-    def request(self) -> AttentionRequest:
+    def request(self) -> AttentionRequest | PretrainedRequest:
+        if self.uses_model:
+            # Pad positions hide keys under every mask but 'none' (a decoder's causal mask included).
+            pads = tuple(self.pad_positions) if self.model_mask != "none" else ()
+            mask = None if self.model_mask == DEFAULT_MASK else self.model_mask
+            return PretrainedRequest(self.model, self.layer, self.sentence, mask, pads)
         cross = self.cross_sentence if self.cross_enabled else None
         return AttentionRequest(config=self.config(), sentence=self.sentence, cross_sentence=cross)
 
 
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the shown pretrained model is, read from its trace (never from its files: the GUI
+    thread does not open models)."""
+
+    name: str
+    model_type: str
+    num_layers: int
+    heads: int
+    kv_heads: int
+    d_model: int
+    d_k: int
+    default_mask: str
+    pe: str  # "learned" or "rotary"
+    device: str
+
+    @classmethod
+    def from_trace(cls, trace: AttentionTrace) -> ModelInfo | None:
+        c = trace.config
+        if c.get("source") != "pretrained":
+            return None
+        return cls(name=c["model"], model_type=c["model_type"], num_layers=c["num_layers"], heads=c["heads"],
+                   kv_heads=c["kv_heads"], d_model=c["d_model"], d_k=c["d_k"], default_mask=c["default_mask"],
+                   pe=c["pe"], device=trace.device)  # fmt: skip
+
+
 def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
     """``(message, names of the offending fields)``; ``("", ())`` when the settings are valid."""
+    if inputs.uses_model:  # the model sets every size; the toy settings wait, unchecked
+        return "", ()
     try:
         inputs.config().validate()
     except InputError as exc:
@@ -72,6 +115,7 @@ class ExplorerState(QObject):
     inputs_changed = Signal(object)  # Inputs
     settings_error_changed = Signal(str, tuple)  # message ('' when valid), offending field names
     key_tokens_changed = Signal(tuple)  # the sentence's tokens, for the padding picker
+    model_info_changed = Signal(object)  # ModelInfo of the shown model, or None (toy, loading)
     trace_changed = Signal(object)  # DisplayTrace now shown
     stage_image_added = Signal(str)  # a lazily converted stage arrived for the shown trace
     stage_changed = Signal(str)
@@ -82,8 +126,9 @@ class ExplorerState(QObject):
     def __init__(self, inputs: Inputs | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self._inputs = inputs or Inputs()
-        self._key_tokens = tuple(tokenize(self._inputs.sentence))
+        self._key_tokens = () if self._inputs.uses_model else tuple(tokenize(self._inputs.sentence))
         self._problem = settings_problem(self._inputs)
+        self.model_info: ModelInfo | None = None
         self.display: DisplayTrace | None = None
         self.stage_name = "weights"
         self.head = ALL_HEADS
@@ -103,30 +148,47 @@ class ExplorerState(QObject):
     def settings_error(self) -> str:
         return self._problem[0]
 
+    @property
+    def problem(self) -> tuple[str, tuple[str, ...]]:
+        """``(message, offending field names)``, as settings_error_changed last carried them."""
+        return self._problem
+
     def update_inputs(self, **changes) -> None:
-        new = dataclasses.replace(self._inputs, **changes)
-        tokens = tuple(tokenize(new.sentence))
-        if new.pad_positions:  # keep only positions that still name a key of the sentence
-            new = dataclasses.replace(new, pad_positions=tuple(p for p in new.pad_positions if p < len(tokens)))
-        if new == self._inputs:
+        old = self._inputs
+        new = dataclasses.replace(old, **changes)
+        model_changed = new.model != old.model
+        if model_changed and "pad_positions" not in changes:
+            new = dataclasses.replace(new, pad_positions=())  # positions of another tokenizer's tokens
+        if new.uses_model:
+            # The model's tokenizer runs on the worker: its tokens arrive with the trace.
+            tokens = () if model_changed else self._key_tokens
+        else:
+            tokens = tuple(tokenize(new.sentence))
+            if new.pad_positions:  # keep only positions that still name a key of the sentence
+                new = dataclasses.replace(new, pad_positions=tuple(p for p in new.pad_positions if p < len(tokens)))
+        if new == old:
             return
         self._inputs = new
         if tokens != self._key_tokens:
             self._key_tokens = tokens
             self.key_tokens_changed.emit(tokens)
+        if model_changed and self.model_info is not None:
+            self.model_info = None  # until the new model's first trace
+            self.model_info_changed.emit(None)
         problem = settings_problem(new)
         if problem != self._problem:
             self._problem = problem
             self.settings_error_changed.emit(*problem)
         self.inputs_changed.emit(new)
 
-    def request(self) -> AttentionRequest | None:
+    def request(self) -> AttentionRequest | PretrainedRequest | None:
         """The request for the current inputs, or None while the settings are invalid."""
         return None if self._problem[0] else self._inputs.request()
 
     # --- what is shown ---------------------------------------------------------------------
     def show_trace(self, display: DisplayTrace) -> None:
         self.display = display
+        self._follow_model(display.trace)
         names = display.trace.names
         if self.stage_name not in names:  # e.g. 'masked' after the mask was turned off
             self.stage_name = _nearest_stage(self.stage_name, names)
@@ -138,6 +200,20 @@ class ExplorerState(QObject):
             # The last query sees every key under any mask: a good first word to explain.
             self.query = len(display.trace.query_tokens) - 1
         self.trace_changed.emit(display)
+
+    def _follow_model(self, trace: AttentionTrace) -> None:
+        """Take the model's facts, its tokens and the layer it really traced from its trace."""
+        info = ModelInfo.from_trace(trace) if self._inputs.uses_model else None
+        if info is not None:
+            layer = trace.meta.get("layer", self._inputs.layer)
+            if layer != self._inputs.layer:  # the runner showed the deepest layer there is instead
+                self._inputs = dataclasses.replace(self._inputs, layer=layer)  # already computed: no request
+            if trace.key_tokens != self._key_tokens:
+                self._key_tokens = trace.key_tokens
+                self.key_tokens_changed.emit(trace.key_tokens)
+        if info != self.model_info or info is not None:
+            self.model_info = info
+            self.model_info_changed.emit(info)
 
     def add_stage_image(self, generation: int, image: StageImage) -> None:
         if self.display is not None and self.display.generation == generation:

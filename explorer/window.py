@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QProgressBar, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
+from models.config import InputError
 from models.device import describe_default_device
+from models.pretrained import list_models, resolve_model
 from models.trace import AttentionTrace
 
 from .export_actions import ExportActions
-from .persistence import GEOMETRY_KEY, load_inputs, save_inputs
+from .persistence import GEOMETRY_KEY, load_inputs, model_folder, remember_model_folder, save_inputs
+from .pretrained_runner import PretrainedRequest
 from .state import ALL_HEADS, ExplorerState, Inputs
 from .widgets.matrix_view import MatrixView
+from .widgets.model_chooser import ModelChooser
 from .widgets.query_focus import QueryFocusPanel
 from .widgets.sentence_panel import SentencePanel
 from .widgets.settings_panel import SettingsPanel
@@ -26,6 +31,7 @@ from .worker import ComputeWorker, DisplayTrace
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 DEFAULT_SIZE = (1400, 900)
+WARM_PLOTS = 12  # heads of BERT-base, GPT-2, MiniLM: heatmaps made ready while such a model loads
 
 
 def read_examples() -> list[str]:
@@ -45,7 +51,8 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Attention Explorer")
         self.settings = settings
         self.persist = persist  # False for --screenshot runs: they must not change the user's settings
-        self.state = ExplorerState(inputs if inputs is not None else load_inputs(settings), parent=self)
+        inputs, startup_notice = _available(inputs if inputs is not None else load_inputs(settings))
+        self.state = ExplorerState(inputs, parent=self)
         self.state.stage_name = stage or self.state.stage_name
         self.state.set_head(head)  # also makes it the head the query panel explains
         self.worker = worker or ComputeWorker()
@@ -53,7 +60,12 @@ class MainWindow(QMainWindow):
         self._submitted_at: dict[int, float] = {}
         self._answered = 0  # the latest generation that produced a result or an error
         self.last_error = ""  # the message of the latest request, if it failed
+        self._latest_request: object = None
+        self._shown_model = ""  # the model of the trace on screen: where a failed load goes back to
+        self._load_error = ""  # why the chooser went back; shown instead of the next summary
+        self._notices: list[str] = []  # shown with the next summary (e.g. a saved model that has gone)
 
+        self.model_chooser = ModelChooser(self.state, list_models())
         self.sentence_panel = SentencePanel(self.state, read_examples())
         self.settings_panel = SettingsPanel(self.state, describe_default_device())
         self.stepper = StageStepper(self.state)
@@ -62,6 +74,12 @@ class MainWindow(QMainWindow):
         self.focus_panel = QueryFocusPanel(self.state)
         self.status_line = StatusLine()
         self.statusBar().addWidget(self.status_line, 1)
+        self.load_bar = QProgressBar()  # while a model loads on the worker
+        self.load_bar.setRange(0, 100)
+        self.load_bar.setMaximumWidth(180)
+        self.load_bar.setFormat("Loading %p%")
+        self.load_bar.hide()
+        self.statusBar().addPermanentWidget(self.load_bar)
         self.exports = ExportActions(self, self.state, self.matrix_view, settings,
                                      self.status_line.show_info, self.status_line.show_error)  # fmt: skip
         self._lay_out()
@@ -76,6 +94,10 @@ class MainWindow(QMainWindow):
         self.state.settings_error_changed.connect(self._settings_problem)
         self.worker.result_ready.connect(self._on_result)
         self.worker.failed.connect(self._on_failed)
+        self.worker.load_progress.connect(self._on_load_progress)
+        self.model_chooser.open_folder_requested.connect(self.open_model_folder)
+        # Building a model's dozen heatmaps takes ~100 ms: do it while the user picks, not after.
+        self.model_chooser.about_to_choose.connect(lambda: self.matrix_view.warm_up(WARM_PLOTS))
         self.worker.stage_ready.connect(self.state.add_stage_image)
         self.matrix_view.image_missing.connect(self.worker.prepare)
         self.matrix_view.cell_clicked.connect(self._on_cell_clicked)
@@ -87,12 +109,16 @@ class MainWindow(QMainWindow):
             self.splitter.setSizes([left, DEFAULT_SIZE[0] - left - 330, 330])
         self.worker.start()
         self.submit_now()
+        if startup_notice:
+            self._notices.append(startup_notice)
+            self.status_line.show_info("", self._notices)
 
     # --- layout ----------------------------------------------------------------------------
     def _lay_out(self) -> None:
         left = QWidget()
         column = QVBoxLayout(left)
         column.setContentsMargins(6, 6, 6, 6)
+        column.addWidget(self.model_chooser)
         column.addWidget(self.sentence_panel)
         column.addWidget(self.settings_panel)
         column.addWidget(self.stage_list, 1)
@@ -159,7 +185,34 @@ class MainWindow(QMainWindow):
             return None
         generation = self.worker.submit(request, focus_stage=self.state.stage_name)
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
+        self._latest_request = request
         return generation
+
+    # --- models ----------------------------------------------------------------------------
+    def ask_model_folder(self, start: Path) -> str | None:
+        """The folder dialog (tests replace this method)."""
+        return QFileDialog.getExistingDirectory(self, "Open a model folder", str(start)) or None
+
+    def open_model_folder(self) -> None:
+        """"Open folder…": pick a Hugging Face model folder and trace it (it loads on the worker)."""
+        chosen = self.ask_model_folder(model_folder(self.settings))
+        if not chosen:
+            return
+        folder = str(Path(chosen).resolve())
+        remember_model_folder(self.settings, Path(folder).parent)
+        self.model_chooser.add_folder(folder)
+        self.state.update_inputs(model=folder)
+
+    def _on_load_progress(self, fraction: float, message: str) -> None:
+        self.matrix_view.warm_up(WARM_PLOTS)  # build heatmaps for its heads while it loads
+        self.load_bar.setVisible(fraction < 1.0)
+        self.load_bar.setValue(round(fraction * 100))
+        model = self.state.inputs.model
+        name = Path(model).name if Path(model).is_dir() else model  # a folder by its name, not its path
+        if fraction >= 1.0:  # "Loaded minilm"
+            self.status_line.show_info(f"{message}; tracing layer {self.state.inputs.layer}…")
+        else:
+            self.status_line.show_info(f"Loading {name or 'the model'}: {message}…")
 
     def is_settled(self) -> bool:
         """True when the last input change has been computed and shown (or refused with a message)."""
@@ -170,22 +223,38 @@ class MainWindow(QMainWindow):
     def _on_result(self, display: DisplayTrace) -> None:
         if display.generation != self.worker.latest_generation:
             return  # stale: a newer request is on its way, never paint an old answer
-        self._answered, self.last_error = display.generation, ""
+        # A load that failed and sent the chooser back stays the latest news (and the error).
+        self._answered, self.last_error, self._load_error = display.generation, self._load_error, ""
+        self.load_bar.hide()
         t0 = time.perf_counter()
         old = self.state.display
+        self._shown_model = self.state.inputs.model
         self.state.show_trace(display)
         if old is not None:
             self.worker.discard(old)  # the views have let go of it: the worker frees it
         del old
         self.last_gui_ms = (time.perf_counter() - t0) * 1000.0
         submitted = self._submitted_at.get(display.generation, t0)
-        self.status_line.show_info(_summary(display.trace, (t0 - submitted) * 1000.0))
+        if self.last_error:
+            self.status_line.show_error(self.last_error)
+        else:
+            summary = _summary(display.trace, (t0 - submitted) * 1000.0)
+            self.status_line.show_info(summary, [*self._notices, *(display.trace.meta.get("notices") or ())])
+            self._notices = []
         self.shown.emit(display.generation)
 
-    def _on_failed(self, generation: int, message: str) -> None:
-        if generation == self.worker.latest_generation:
-            self._answered, self.last_error = generation, message
-            self.status_line.show_error(message)
+    def _on_failed(self, generation: int, message: str, kind: str = "input") -> None:
+        if generation != self.worker.latest_generation:
+            return
+        self.load_bar.hide()
+        self._answered, self.last_error = generation, message
+        self.status_line.show_error(message)
+        failed_model = self._latest_request.model if isinstance(self._latest_request, PretrainedRequest) else ""
+        if kind == "load" and failed_model and failed_model != self._shown_model:
+            # The model did not open: back to the one on screen, which keeps working.
+            self._load_error = message
+            self.model_chooser.remove_folder(failed_model)
+            self.state.update_inputs(model=self._shown_model)
 
     def _settings_problem(self, message: str, _fields: tuple) -> None:
         if message:
@@ -214,11 +283,23 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
 
+def _available(inputs: Inputs) -> tuple[Inputs, str]:
+    """``inputs``, or the toy engine with a notice when their model has gone (a deleted folder,
+    an emptied cache) since it was saved."""
+    if not inputs.uses_model:
+        return inputs, ""
+    try:
+        resolve_model(inputs.model)
+    except InputError:
+        return dataclasses.replace(inputs, model="", pad_positions=()), \
+            f"the model {inputs.model} is no longer there: showing the toy model"  # fmt: skip
+    return inputs, ""
+
+
 def _summary(trace: AttentionTrace, latency_ms: float) -> str:
     sizes = f"{len(trace.query_tokens)} × {len(trace.key_tokens)} tokens" if trace.config.get("cross") else \
         f"{len(trace.key_tokens)} tokens"
     heads = trace.config.get("heads", "?")
-    text = (f"Computed {len(trace.stages)} stages for {sizes}, {heads} heads on {trace.device} "
+    source = f"{trace.meta['model']}, layer {trace.meta['layer']} · " if "model" in trace.meta else ""
+    return (f"{source}Computed {len(trace.stages)} stages for {sizes}, {heads} heads on {trace.device} "
             f"in {trace.elapsed_ms:.1f} ms ({latency_ms:.0f} ms from request to view)")  # fmt: skip
-    notices = trace.meta.get("notices") or []
-    return text + ("  ·  " + "; ".join(notices) if notices else "")

@@ -5,8 +5,9 @@ trace, converts the stage on screen to uint8 colour indices (explorer.stage_imag
 :attr:`ComputeWorker.result_ready`. A newer submit bumps the generation; the running computation
 sees that at its next stage boundary (``should_stop``) and is abandoned.
 
-Runners are looked up by request type, so a second kind of request (a pretrained model, say)
-only needs one more entry in ``runners``: a function ``(request, should_stop) -> AttentionTrace``.
+Runners are looked up by request type: ``AttentionRequest`` goes to the toy engine,
+``PretrainedRequest`` to a real model (loaded once, then cached here, on this thread). Another
+kind of request only needs one more entry in ``runners``: ``(request, should_stop) -> AttentionTrace``.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from models import pipeline
 from models.config import AttentionRequest, Cancelled, InputError
 from models.trace import AttentionTrace
 
+from .pretrained_runner import PretrainedRequest, PretrainedRunner
 from .stage_image import StageImage, stage_image
 
 Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
-DEFAULT_RUNNERS: Mapping[type, Runner] = {AttentionRequest: pipeline.run}
 # Traces up to this many float elements in total are converted whole before they are shown
 # (a few milliseconds), so stepping is instant. Bigger ones show the focused stage first and
 # convert the rest in the background, most likely next stages first.
@@ -57,12 +58,19 @@ class ComputeWorker(QThread):
 
     result_ready = Signal(object)  # DisplayTrace
     stage_ready = Signal(int, object)  # generation, StageImage
-    failed = Signal(int, str)  # generation, one-line message
+    # generation, one-line message, kind: "load" (the model could not be opened), "input"
+    # (anything else the user can fix), "error" (an engine bug)
+    failed = Signal(int, str, str)
+    load_progress = Signal(float, str)  # fraction 0..1, what is being read (while a model loads)
 
     def __init__(self, runners: Mapping[type, Runner] | None = None, parent=None):
+        """``runners`` are added to (or replace) the defaults for their request types."""
         super().__init__(parent)
         self.setObjectName("ComputeWorker")
-        self._runners = dict(runners or DEFAULT_RUNNERS)
+        # Called on this thread while a model loads; the signal carries it to the GUI thread.
+        self.models = PretrainedRunner(progress=self.load_progress.emit)
+        self._runners: dict[type, Runner] = {AttentionRequest: pipeline.run, PretrainedRequest: self.models}
+        self._runners.update(runners or {})
         self._cond = threading.Condition()
         self._job: _Job | None = None
         self._wanted: list[tuple[int, str]] = []  # (generation, stage) the GUI is waiting for
@@ -153,7 +161,7 @@ class ComputeWorker(QThread):
             display = DisplayTrace(job.generation, trace, {n: stage_image(trace[n]) for n in first})
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message
             if not is_stale():  # a stale job's failure (Cancelled included) interests no one
-                self.failed.emit(job.generation, _message(exc))
+                self.failed.emit(job.generation, _message(exc), _kind(exc))
             return None
         display.worker_ms = (time.perf_counter() - t0) * 1000.0
         if is_stale():
@@ -172,6 +180,12 @@ def _background_order(todo: list[str], names: list[str], focus: str) -> list[str
     """Stages nearest the focused one first: those are the ones a user steps to next."""
     at = names.index(focus)
     return sorted(todo, key=lambda n: (abs(names.index(n) - at), names.index(n) < at))
+
+
+def _kind(exc: BaseException) -> str:
+    if isinstance(exc, InputError):
+        return getattr(exc, "kind", "input")
+    return "input" if isinstance(exc, (MemoryError, Cancelled)) else "error"
 
 
 def _message(exc: BaseException) -> str:

@@ -21,7 +21,8 @@ class HeatmapPlot:
         self.head = head  # which head of a per-head stage this plot shows (0 for 2-D stages)
         self.left = TokenAxis("left")
         self.bottom = TokenAxis("bottom")
-        self.plot = pg.PlotItem(axisItems={"left": self.left, "bottom": self.bottom})
+        # No menus: the ViewBox's would cost a quarter of the ~10 ms a PlotItem takes to build.
+        self.plot = pg.PlotItem(axisItems={"left": self.left, "bottom": self.bottom}, enableMenu=False)
         self.plot.invertY(True)  # row 0 (the first token) at the top, as in the notes
         self.plot.hideButtons()
         self.plot.setMenuEnabled(False)

@@ -14,10 +14,11 @@ from html import escape
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
+from explorer.heads import array_head, head_name, head_title, is_kv_stage, query_heads_of
 from models.trace import Stage
 
 from .colormaps import MASKED_HEX, colour_map, lookup_table
@@ -27,6 +28,7 @@ from .token_axis import EDGE_OVERHANG_PX
 ALL_HEADS = -1
 GRID_SPACING = 6
 COLOUR_BAR_PX = 75  # until the colour bar has been laid out once
+PLOT_OVERHEAD_PX = 56  # a plot's title, token labels underneath and spacing, heightwise
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 MINUS_INFINITY = "−∞ (masked)"
 
@@ -47,12 +49,15 @@ class _Canvas(pg.GraphicsLayoutWidget):
         self.painted.emit()
 
 
-def grid_columns(count: int, width: float, height: float, rows: int, cols: int) -> int:
-    """The number of grid columns that gives each matrix cell the most pixels."""
+def grid_columns(count: int, width: float, height: float, rows: int, cols: int, row_overhead: float = 0.0) -> int:
+    """The number of grid columns that gives each matrix cell the most pixels.
+
+    ``row_overhead``: the pixels each grid row spends besides its matrices (title, token labels
+    underneath, spacing); with 12 heads that decides between 3 × 4 squashed plots and 4 × 3."""
     best, best_cell = 1, -1.0
     for c in range(1, count + 1):
         r = math.ceil(count / c)
-        cell = min(width / c / max(cols, 1), height / r / max(rows, 1))
+        cell = min(width / c / max(cols, 1), (height - r * row_overhead) / r / max(rows, 1))
         if cell > best_cell:
             best, best_cell = c, cell
     return best
@@ -79,12 +84,16 @@ class MatrixView(QWidget):
         self.shown_stage: Stage | None = None
         self._grid_key: tuple = ()
         self._column_widths: tuple = ()
+        self._pool_target = 0
+        self._pool_timer = QTimer(self)  # builds spare plots one per event-loop turn (warm_up)
+        self._pool_timer.setInterval(0)
+        self._pool_timer.timeout.connect(self._grow_pool)
 
         self.head_combo = QComboBox()
         self.head_combo.setToolTip("Show every head side by side, or one head large")
         self.head_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.head_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.head_combo.setMinimumContentsLength(9)  # "All heads" / "Head 12" in full
+        self.head_combo.setMinimumContentsLength(14)  # "All heads" / "Head 12 (kv 4)" in full
         self.readout = QLabel("Hover: exact value of a cell · click a row: focus on that query")
         self.readout.setObjectName("readout")
         self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the view
@@ -136,8 +145,8 @@ class MatrixView(QWidget):
         self._ensure_plots(heads, stage)
         lut = lookup_table(image.sequential)
         for plot, head in zip(self.plots, heads):
-            plot.head = head
-            title = f"Head {head + 1}" if stage.per_head else stage.title
+            plot.head = head  # the index into this stage's heads (a key/value head for k, v of GQA)
+            title = head_title(stage, head) if stage.per_head else stage.title
             plot.set_matrix(image.indices[head if stage.per_head else 0], lut, stage.row_labels, stage.col_labels,
                             title)  # fmt: skip
         self._fit_columns()
@@ -160,15 +169,16 @@ class MatrixView(QWidget):
     def _heads_to_show(self, stage: Stage) -> list[int]:
         if not stage.per_head:
             return [0]
-        if self.state.head == ALL_HEADS or self.state.head >= stage.heads:
+        if self.state.head == ALL_HEADS:
             return list(range(stage.heads))
-        return [self.state.head]
+        head = array_head(stage, self.state.head)  # the chosen query head's key/value head, for GQA
+        return [head] if head < stage.heads else list(range(stage.heads))
 
     def _ensure_plots(self, heads: list[int], stage: Stage) -> None:
         """(Re)build the grid when the number of plots or the best column count changes."""
         size = self.canvas.size()
         columns = grid_columns(len(heads), size.width() - 90, size.height(), len(stage.row_labels),
-                               len(stage.col_labels))  # fmt: skip
+                               len(stage.col_labels), PLOT_OVERHEAD_PX)  # fmt: skip
         key = (len(heads), columns)
         if key == self._grid_key:
             return
@@ -193,9 +203,27 @@ class MatrixView(QWidget):
         for spare in self._pool[len(heads) :]:
             # Spares stay in the scene, hidden, so that Qt deletes them with the view: a
             # pyqtgraph item left without a scene can crash Python when collected at exit.
-            self.canvas.scene().addItem(spare.plot)
+            if spare.plot.scene() is not self.canvas.scene():  # a spare of an earlier grid is there already
+                self.canvas.scene().addItem(spare.plot)
             spare.plot.hide()
         grid.addItem(self.colour_bar, row=0, col=columns, rowspan=math.ceil(len(heads) / columns))
+
+    def warm_up(self, plots: int) -> None:
+        """Build spare plots in idle time, one per event-loop turn (~10 ms each), up to ``plots``:
+        called while a model loads, so that its first result (12 heads, say) does not stall the
+        window for the 100 ms it takes to build them all at once."""
+        self._pool_target = max(self._pool_target, plots)
+        if len(self._pool) < self._pool_target:
+            self._pool_timer.start()
+
+    def _grow_pool(self) -> None:
+        if len(self._pool) >= self._pool_target:
+            self._pool_timer.stop()
+            return
+        spare = HeatmapPlot(len(self._pool))
+        self._pool.append(spare)
+        self.canvas.scene().addItem(spare.plot)  # owned by the scene, as every spare (see _ensure_plots)
+        spare.plot.hide()
 
     def _fit_columns(self) -> None:
         """Give every matrix of a grid the same width: the first column also holds the row labels,
@@ -218,8 +246,10 @@ class MatrixView(QWidget):
             self.canvas.ci.layout.setColumnFixedWidth(c, image)
 
     def _sync_head_combo(self, stage: Stage) -> None:
-        heads = stage.heads if stage.per_head else max(s.heads for s in self.state.display.trace.stages)
-        wanted = ["All heads"] + [f"Head {i + 1}" for i in range(heads)]
+        # Always the query heads (a GQA model's k and v show the key/value head a query head reads).
+        heads = max(s.heads for s in self.state.display.trace.stages)
+        groups = next((s.head_groups for s in self.state.display.trace.stages if s.head_groups), None)
+        wanted = ["All heads"] + [f"Head {i + 1}" + (f" (kv {groups[i] + 1})" if groups else "") for i in range(heads)]
         with signals_blocked(self.head_combo):
             if [self.head_combo.itemText(i) for i in range(self.head_combo.count())] != wanted:
                 self.head_combo.clear()
@@ -258,7 +288,7 @@ class MatrixView(QWidget):
         text = format_value(value)
         if stage.name == "weights" and self._was_masked(plot.head, row, col):
             text += " (masked)"
-        where = f"head {plot.head + 1} · " if stage.per_head else ""
+        where = f"{head_name(stage, plot.head)} · " if stage.per_head else ""
         self.readout.setText(
             f"{where}row {row} <b>{escape(stage.row_labels[row])}</b> · "
             f"col {col} <b>{escape(stage.col_labels[col])}</b> = <b>{text}</b>"
@@ -274,7 +304,16 @@ class MatrixView(QWidget):
         hit = self._cell_at(event.scenePos())
         if hit is not None:
             plot, row, col = hit
-            self.cell_clicked.emit(plot.head, row, col)
+            self.cell_clicked.emit(self._query_head(plot.head), row, col)
+
+    def _query_head(self, head: int) -> int:
+        """The query head a click on plot head ``head`` means: for a key/value head of a GQA
+        model, the focused query head when it reads that one, else the first that does."""
+        stage = self.shown_stage
+        if stage is None or not is_kv_stage(stage):
+            return head
+        readers = query_heads_of(stage, head)
+        return self.state.focus_head if self.state.focus_head in readers else readers[0]
 
     # --- for tests and export -------------------------------------------------------------
     def shown_values(self) -> np.ndarray:

@@ -24,8 +24,9 @@ def _num(x: float) -> str:
     return f"{x:.4f}" if abs(x) >= 1e-4 or x == 0 else f"{x:.2e}"
 
 
-def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.ndarray) -> str:
-    """The largest weights of one query and the vector they produce, as a small HTML table."""
+def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.ndarray, values: str = "") -> str:
+    """The largest weights of one query and the vector they produce, as a small HTML table.
+    ``values`` names whose value rows v_j are mixed (a GQA model's shared key/value head)."""
     top = np.argsort(-weights, kind="stable")[:TOP_CONTRIBUTORS]
     rows = "".join(
         f"<tr><td align=right>{_num(weights[j])}</td><td>&nbsp;×&nbsp;v<sub>{j}</sub></td>"
@@ -38,8 +39,9 @@ def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.
         rows += f"<td colspan=2>&nbsp;in the other {rest} keys</td></tr>"
     preview = ", ".join(f"{v:.3f}" for v in output[:VECTOR_PREVIEW])
     more = ", …" if len(output) > VECTOR_PREVIEW else ""
+    source = f" (v<sub>j</sub>: {escape(values)})" if values else ""
     return (
-        "<b>o<sub>i</sub> = Σ<sub>j</sub> a<sub>ij</sub> v<sub>j</sub></b>, largest weights first:"
+        f"<b>o<sub>i</sub> = Σ<sub>j</sub> a<sub>ij</sub> v<sub>j</sub></b>{source}, largest weights first:"
         f"<table cellspacing=0 cellpadding=1>{rows}</table>"
         f"<p>o<sub>i</sub> = [{preview}{more}] &nbsp;(d_v = {len(output)}, Σ<sub>j</sub> a<sub>ij</sub> = "
         f"{weights.sum():.4f})</p>"
@@ -95,8 +97,10 @@ class QueryFocusPanel(QGroupBox):
         weights = trace["weights"].head(head)[row]  # (n_k,)
         output = trace["head_output"].head(head)[row] if "head_output" in trace else np.zeros(0)
         keys = trace.key_tokens
+        groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
+        reads = f" (reads key/value head {groups[head] + 1})" if groups else ""
         self.header.setText(
-            f"Query <b>“{escape(trace.query_tokens[row])}”</b> (row {row}), head {head + 1}: "
+            f"Query <b>“{escape(trace.query_tokens[row])}”</b> (row {row}), head {head + 1}{reads}: "
             "how much it attends to each key."
         )
         self.weights_row = weights
@@ -105,7 +109,11 @@ class QueryFocusPanel(QGroupBox):
         self.axis.set_labels(keys)
         self.chart.setXRange(0, len(keys), padding=0.02)
         self.chart.setYRange(0, max(float(weights.max()), 1e-6) * 1.1, padding=0)
-        self.sum_text.setText(contributions_html(keys, weights, output))
+        values = ""
+        if groups:
+            sharing = ", ".join(str(q + 1) for q, g in enumerate(groups) if g == groups[head])
+            values = f"the values of key/value head {groups[head] + 1}, shared by heads {sharing}"
+        self.sum_text.setText(contributions_html(keys, weights, output, values))
         self.sum_text.setToolTip("o_i = [" + ", ".join(str(np.float32(v)) for v in output) + "]")
 
     def _clear(self, message: str) -> None:

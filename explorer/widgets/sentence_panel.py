@@ -9,6 +9,8 @@ from superqt.utils import signals_blocked
 
 TYPING_PAUSE_MS = 150  # recompute once the typist pauses: a blink, not every keystroke
 EXAMPLES_PROMPT = "Examples…"
+CROSS_TIP = "The second sentence asks (queries); the first answers (keys, values)"
+CROSS_MODEL_TIP = "Not with a pretrained model: its layers attend within one sentence (self-attention)"
 
 
 class SentencePanel(QGroupBox):
@@ -28,7 +30,7 @@ class SentencePanel(QGroupBox):
         self.examples.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.examples.setMinimumContentsLength(30)
         self.cross_check = QCheckBox("Cross-attention (queries from a 2nd sentence)")
-        self.cross_check.setToolTip("The second sentence asks (queries); the first answers (keys, values)")
+        self.cross_check.setToolTip(CROSS_TIP)
         self.cross_edit = QLineEdit()
         self.cross_edit.setPlaceholderText("Second sentence (the queries)")
 
@@ -56,7 +58,10 @@ class SentencePanel(QGroupBox):
                     edit.setCursorPosition(0)  # show the start of a long sentence, not its end
         with signals_blocked(self.cross_check):
             self.cross_check.setChecked(inputs.cross_enabled)
-        self.cross_edit.setEnabled(inputs.cross_enabled)
+        # A pretrained model's layer is self-attention: one sentence supplies queries, keys and values.
+        self.cross_check.setEnabled(not inputs.uses_model)
+        self.cross_check.setToolTip(CROSS_MODEL_TIP if inputs.uses_model else CROSS_TIP)
+        self.cross_edit.setEnabled(inputs.cross_enabled and not inputs.uses_model)
 
     def _typing_timer(self, push) -> QTimer:
         timer = QTimer(self)
@@ -94,7 +99,7 @@ class SentencePanel(QGroupBox):
             self.examples.setCurrentIndex(0)
 
     def _toggle_cross(self, on: bool) -> None:
-        self.cross_edit.setEnabled(on)
+        self.cross_edit.setEnabled(on and not self.state.inputs.uses_model)
         if on:
             self.cross_edit.setFocus(Qt.FocusReason.OtherFocusReason)
         self.state.update_inputs(cross_enabled=on, cross_sentence=self.cross_edit.text())

@@ -3,6 +3,10 @@
 An invalid combination (d_model not divisible by the heads while d_k is auto, ...) is refused
 here: the offending boxes turn red and the reason appears under them; nothing is computed
 until it is fixed. The state decides what is valid (AttentionConfig.validate); this only shows it.
+
+With a pretrained model the model sets the sizes, the score and the positions: those boxes show
+the model's values (from the state's ``model_info``), disabled, and their tooltips say why. The
+mask then offers the model's own mask plus none / causal / padding to compare.
 """
 
 from __future__ import annotations
@@ -23,7 +27,15 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from explorer.limits import MASK_CHOICES, MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_SEED, TEMPERATURE_RANGE
+from explorer.limits import (
+    MASK_CHOICES,
+    MAX_D_MODEL,
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_SEED,
+    MODEL_MASK_CHOICES,
+    TEMPERATURE_RANGE,
+)
 
 from .pad_picker import PadPicker
 
@@ -34,6 +46,10 @@ SCORES = {
     "additive": "additive  wᵀtanh(qW₁ + kW₂)",
     "general": "general  q W kᵀ",
 }
+SIZES = ("heads", "d_model", "d_k", "d_v", "temperature")  # the boxes a validation message can name
+PE_TOY = "sinusoidal (X + P)"
+PE_MODEL = {"learned": "learned (added to X)", "rotary": "rotary (rotates q, k)"}
+LOADING = "set by the model (loading…)"
 
 
 def _spin(low: int, high: int, tip: str, auto: bool = False) -> QSpinBox:
@@ -60,13 +76,12 @@ class SettingsPanel(QGroupBox):
         self.problem.setWordWrap(True)
         self.problem.hide()
         self.mask = QComboBox()
-        self.mask.addItems(MASK_CHOICES)
-        self.mask.setToolTip("causal: no peeking at later tokens; padding: hide the keys you tick below")
+        self._mask_mode: str | None = None  # "toy" or the model's default mask: what the items offer
         self.pad_picker = PadPicker()
         self.score = QComboBox()
         for key, label in SCORES.items():
             self.score.addItem(label, key)
-        self.pe = QCheckBox("sinusoidal (X + P)")
+        self.pe = QCheckBox(PE_TOY)
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(*TEMPERATURE_RANGE)
         self.temperature.setSingleStep(0.1)
@@ -77,7 +92,10 @@ class SettingsPanel(QGroupBox):
         self.device = QLabel(device_label)
         self.device.setObjectName("device")
 
-        self._tips = {n: getattr(self, n).toolTip() for n in ("heads", "d_model", "d_k", "d_v", "temperature")}
+        self._tips = {n: getattr(self, n).toolTip() for n in SIZES}
+        self._toy_tips = {n: getattr(self, n).toolTip() for n in ("score", "pe", "seed")}
+        self._toy_tips["new_seed"] = "Pick a random seed"
+        self._model_tips: dict[str, str] = {}  # why each control is disabled, while a model is chosen
         seed_row = QHBoxLayout()
         seed_row.addWidget(self.seed, 1)
         seed_row.addWidget(self.new_seed)
@@ -99,7 +117,7 @@ class SettingsPanel(QGroupBox):
         self.d_model.valueChanged.connect(lambda v: state.update_inputs(d_model=v))
         self.d_k.valueChanged.connect(lambda v: state.update_inputs(d_k=v or None))
         self.d_v.valueChanged.connect(lambda v: state.update_inputs(d_v=v or None))
-        self.mask.currentTextChanged.connect(lambda m: state.update_inputs(mask=m))
+        self.mask.currentIndexChanged.connect(self._mask_picked)
         self.pad_picker.positions_changed.connect(lambda p: state.update_inputs(pad_positions=p))
         self.score.currentIndexChanged.connect(lambda i: state.update_inputs(score=self.score.itemData(i)))
         self.pe.toggled.connect(lambda on: state.update_inputs(pe=on))
@@ -108,35 +126,112 @@ class SettingsPanel(QGroupBox):
         self.new_seed.clicked.connect(lambda: self.seed.setValue(random.randint(0, MAX_SEED)))
         state.inputs_changed.connect(self.sync)
         state.key_tokens_changed.connect(lambda _tokens: self.sync(state.inputs))
+        state.model_info_changed.connect(lambda _info: self.sync(state.inputs))
         state.settings_error_changed.connect(self.show_problem)
         self.sync(state.inputs)
-        self.show_problem(state.settings_error, ())
 
     def sync(self, inputs) -> None:
         """Show ``inputs`` in the controls without echoing changes back to the state."""
-        values = (
-            (self.heads, inputs.heads), (self.d_model, inputs.d_model), (self.d_k, inputs.d_k or AUTO),
-            (self.d_v, inputs.d_v or AUTO), (self.seed, inputs.seed), (self.temperature, inputs.temperature),
-        )  # fmt: skip
+        info = self.state.model_info if inputs.uses_model else None
+        self._sync_mask_items(inputs, info)
+        if info is not None:  # the model's own sizes, for reading only
+            heads, d_model, d_k, d_v, seed, temperature = info.heads, info.d_model, info.d_k, info.d_k, 0, 1.0
+        else:
+            heads, d_model, d_k, d_v = inputs.heads, inputs.d_model, inputs.d_k or AUTO, inputs.d_v or AUTO
+            seed, temperature = inputs.seed, inputs.temperature
+        values = ((self.heads, heads), (self.d_model, d_model), (self.d_k, d_k), (self.d_v, d_v), (self.seed, seed),
+                  (self.temperature, temperature))  # fmt: skip
         for box, value in values:
             if box.value() != value:
                 with signals_blocked(box):
                     box.setValue(value)
+        mask = inputs.model_mask if inputs.uses_model else inputs.mask
         with signals_blocked(self.mask), signals_blocked(self.score), signals_blocked(self.pe):
-            self.mask.setCurrentText(inputs.mask)
-            self.score.setCurrentIndex(max(0, self.score.findData(inputs.score)))
-            self.pe.setChecked(inputs.pe)
-        self.pad_picker.setVisible(inputs.mask == "padding")
-        if inputs.mask == "padding":
+            self.mask.setCurrentIndex(max(0, self.mask.findData(mask)))
+            self.score.setCurrentIndex(max(0, self.score.findData("scaled" if inputs.uses_model else inputs.score)))
+            self.pe.setChecked(info is not None or (not inputs.uses_model and inputs.pe))
+            self.pe.setText(PE_MODEL.get(info.pe, info.pe) if info is not None else PE_TOY)
+        for name in ("heads", "d_model", "d_k", "d_v", "score", "pe", "temperature", "seed", "new_seed"):
+            getattr(self, name).setEnabled(not inputs.uses_model)
+        self.mask.setToolTip(self._mask_tip(inputs, info))
+        self._show_tips(inputs, info)
+        # The toy hides keys under its padding mask only; a model's pads also apply under causal.
+        pads = mask != "none" if inputs.uses_model else mask == "padding"
+        self.pad_picker.setVisible(pads)
+        if pads:
             self.pad_picker.set_tokens(self.state.key_tokens, inputs.pad_positions)
+
+    def _sync_mask_items(self, inputs, info) -> None:
+        mode = "toy" if not inputs.uses_model else (info.default_mask if info is not None else "")
+        if mode == self._mask_mode:
+            return
+        self._mask_mode = mode
+        with signals_blocked(self.mask):
+            self.mask.clear()
+            if mode == "toy":
+                for m in MASK_CHOICES:
+                    self.mask.addItem(m, m)
+            else:
+                for m in MODEL_MASK_CHOICES:
+                    self.mask.addItem(f"model default: {mode}" if m == "default" and mode else
+                                      "model default" if m == "default" else m, m)  # fmt: skip
+
+    def _mask_picked(self, index: int) -> None:
+        mask = self.mask.itemData(index)
+        if mask is None:
+            return
+        if self.state.inputs.uses_model:
+            self.state.update_inputs(model_mask=mask)
+        else:
+            self.state.update_inputs(mask=mask)
+
+    @staticmethod
+    def _mask_tip(inputs, info) -> str:
+        if not inputs.uses_model:
+            return "causal: no peeking at later tokens; padding: hide the keys you tick below"
+        own = info.default_mask if info is not None else "its own"
+        return (f"The model's default is {own}. Another mask replaces it in every layer, to compare; "
+                "ticked key tokens are hidden as padding under any mask but none")  # fmt: skip
+
+    def _show_tips(self, inputs, info) -> None:
+        """Why a control is disabled: the model sets it (tooltips of enabled controls are the toy's)."""
+        if not inputs.uses_model:
+            for name, tip in self._toy_tips.items():
+                getattr(self, name).setToolTip(tip)
+            self.show_problem(*self.state.problem)
+            return
+        if info is None:
+            tips = dict.fromkeys((*SIZES, "score", "pe", "seed", "new_seed"), LOADING)
+        else:
+            heads = f"{info.heads} heads"
+            if info.kv_heads < info.heads:
+                heads = f"{info.heads} query heads sharing {info.kv_heads} key/value heads"
+            positions = "rotary position embeddings (RoPE)" if info.pe == "rotary" else \
+                "learned position embeddings, added to the input"  # fmt: skip
+            tips = {
+                "heads": f"set by the model: {heads}",
+                "d_model": f"set by the model: d_model = {info.d_model}",
+                "d_k": f"set by the model: d_k = {info.d_k} per head",
+                "d_v": f"set by the model: d_v = {info.d_k} per head",
+                "temperature": "set by the model: a plain softmax (temperature 1)",
+                "score": "set by the model: scaled dot product q·k / √d_k",
+                "pe": f"set by the model: {positions}",
+                "seed": "not used: the model's trained weights, no random ones",
+                "new_seed": "not used: the model's trained weights, no random ones",
+            }
+        for name, tip in tips.items():
+            getattr(self, name).setToolTip(tip)
+        self._model_tips = tips
+        self.show_problem("", ())
 
     def show_problem(self, message: str, fields: tuple[str, ...]) -> None:
         self.problem.setText(f"⚠ {message}" if message else "")
         self.problem.setVisible(bool(message))
-        for name in ("heads", "d_model", "d_k", "d_v", "temperature"):
+        model_tips = self._model_tips if self.state.inputs.uses_model else {}
+        for name in SIZES:
             box = getattr(self, name)
             bad = name in fields
             box.setProperty("invalid", bad)
-            box.setToolTip(message if bad else self._tips[name])
+            box.setToolTip(message if bad else model_tips.get(name, self._tips[name]))
             box.style().unpolish(box)  # re-apply the style sheet's [invalid="true"] rule
             box.style().polish(box)

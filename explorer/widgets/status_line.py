@@ -1,8 +1,13 @@
-"""The status-bar message: what was computed, where and how fast; errors in red."""
+"""The status-bar message: what was computed, where and how fast; notices in amber; errors in red."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QWidget
+from html import escape
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+NOTICE_COLOUR = "#8a5300"  # dark amber: worth reading, not a failure
 
 
 class StatusLine(QLabel):
@@ -10,17 +15,34 @@ class StatusLine(QLabel):
         super().__init__(parent)
         self.setObjectName("statusLine")
         self.is_error = False
+        self.notices: tuple[str, ...] = ()
+        # Never let a long message widen the window: the status bar clips it, the tooltip has it all.
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
-    def show_info(self, text: str) -> None:
-        self._show(text, error=False)
+    def show_info(self, text: str, notices: tuple[str, ...] | list[str] = ()) -> None:
+        """``text`` after the computation's notices (truncation, a replaced mask...): those come
+        first, so that a narrow window clips the routine part."""
+        self._show(text, error=False, notices=tuple(notices))
 
     def show_error(self, text: str) -> None:
         self._show(f"⚠ {text}", error=True)
 
-    def _show(self, text: str, error: bool) -> None:
-        self.is_error = error
+    def plain_text(self) -> str:
+        """The message without markup (what the tooltip shows)."""
+        return self.toolTip()
+
+    def _show(self, text: str, error: bool, notices: tuple[str, ...] = ()) -> None:
+        self.is_error, self.notices = error, notices
         self.setProperty("error", error)
         self.style().unpolish(self)  # re-apply the style sheet's [error="true"] rule
         self.style().polish(self)
-        self.setText(text)
-        self.setToolTip(text)
+        if notices:
+            self.setTextFormat(Qt.TextFormat.RichText)
+            marks = "  ".join(f"<b>Note:</b> {escape(n)}" for n in notices)
+            rest = f"  ·  {escape(text)}" if text else ""
+            self.setText(f'<span style="color:{NOTICE_COLOUR}">{marks}</span>{rest}')
+            self.setToolTip("\n".join([*(f"Note: {n}" for n in notices), *([text] if text else [])]))
+        else:
+            self.setTextFormat(Qt.TextFormat.PlainText)
+            self.setText(text)
+            self.setToolTip(text)

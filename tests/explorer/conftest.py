@@ -43,6 +43,17 @@ def settings(isolated_settings):
 
 
 @pytest.fixture
+def no_mouse_rate_limit():
+    """pyqtgraph drops mouse moves closer than 10 ms apart; a test moves faster than a hand."""
+    import pyqtgraph as pg
+
+    old = pg.getConfigOption("mouseRateLimit")
+    pg.setConfigOptions(mouseRateLimit=-1)
+    yield
+    pg.setConfigOptions(mouseRateLimit=old)
+
+
+@pytest.fixture
 def settle(qtbot):
     """``settle(window)``: wait until the window shows the result of its latest input (or its error)."""
 

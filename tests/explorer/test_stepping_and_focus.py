@@ -1,11 +1,8 @@
 """Stepping through the stages (buttons, keys, list) and inspecting cells and one query."""
 
 import numpy as np
-import pyqtgraph as pg
-import pytest
-from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
-from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QApplication
+from mouse import cell_point, hover
+from PySide6.QtCore import Qt
 
 from explorer.state import ALL_HEADS, Inputs
 from explorer.widgets.matrix_view import MINUS_INFINITY
@@ -84,47 +81,22 @@ def test_head_selector_shows_one_head_or_all(make_window):
     assert window.state.head == ALL_HEADS and len(window.matrix_view.plots) == 2
 
 
-def _cell_point(view, plot_index, row, col) -> QPoint:
-    """The canvas-viewport pixel at the centre of a cell."""
-    plot = view.plots[plot_index]
-    scene = plot.image.mapToScene(QPointF(col + 0.5, row + 0.5) * 1.0)
-    return view.canvas.mapFromScene(scene)
-
-
-def _hover(view, plot_index, row, col):
-    """A mouse move event through the view and its scene (pyqtgraph's sigMouseMoved)."""
-    QApplication.processEvents()  # let the grid take its final geometry before mapping a cell to pixels
-    point = QPointF(_cell_point(view, plot_index, row, col))
-    move = QMouseEvent(QEvent.Type.MouseMove, point, view.canvas.viewport().mapToGlobal(point),
-                       Qt.MouseButton.NoButton, Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)  # fmt: skip
-    QApplication.sendEvent(view.canvas.viewport(), move)
-
-
-@pytest.fixture
-def no_mouse_rate_limit():
-    """pyqtgraph drops mouse moves closer than 10 ms apart; a test moves faster than a hand."""
-    old = pg.getConfigOption("mouseRateLimit")
-    pg.setConfigOptions(mouseRateLimit=-1)
-    yield
-    pg.setConfigOptions(mouseRateLimit=old)
-
-
 def test_hover_reads_the_exact_value_and_masked_cells(qtbot, make_window, no_mouse_rate_limit):
     window = make_window(Inputs(sentence="one two three four", heads=2, d_model=8, mask="causal"))
     view, trace = window.matrix_view, window.state.display.trace
     window.state.set_stage("scores")
-    _hover(view, 1, 2, 1)
+    hover(view, 1, 2, 1)
     value = trace["scores"].head(1)[2, 1]
     assert str(np.float32(value)) in view.readout.text()
     assert "three" in view.readout.text() and "two" in view.readout.text() and "head 2" in view.readout.text()
 
     window.state.set_stage("masked")
-    _hover(view, 0, 0, 3)
+    hover(view, 0, 0, 3)
     assert MINUS_INFINITY in view.readout.text()
     assert "masked" in view.range_label.text()
 
     window.state.set_stage("weights")
-    _hover(view, 0, 0, 3)
+    hover(view, 0, 0, 3)
     assert "0.0 (masked)" in view.readout.text()
 
 
@@ -132,7 +104,7 @@ def test_clicking_a_row_focuses_that_query(qtbot, make_window):
     window = make_window(Inputs(sentence="one two three four", heads=2, d_model=8))
     view, trace = window.matrix_view, window.state.display.trace
     window.state.set_stage("weights")
-    qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=_cell_point(view, 1, 2, 0))
+    qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 1, 2, 0))
     assert window.state.query == 2 and window.state.focus_head == 1
     panel = window.focus_panel
     np.testing.assert_array_equal(panel.weights_row, trace["weights"].head(1)[2])

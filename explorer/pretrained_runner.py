@@ -1,0 +1,87 @@
+"""The request for a pretrained model's trace, and the worker-side runner that answers it.
+
+The runner loads each model once (keyed by folder and device) and keeps the last few, so that
+changing the layer or the sentence only traces. It never does maths: it calls
+:mod:`models.pretrained` and nothing else. It runs on the worker thread only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from models.config import InputError
+from models.pretrained import PretrainedModel, load_model, resolve_model
+from models.trace import AttentionTrace
+
+DEFAULT_MASK = "default"  # the model's own mask: padding for encoders, causal for decoders
+MODELS_KEPT = 2  # switching back and forth between two models never reloads either
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class PretrainedRequest:
+    """Trace one layer of a real model. ``model`` is what resolve_model accepts (a name or folder)."""
+
+    model: str
+    layer: int
+    sentence: str
+    mask: str | None = None  # None: the model's own
+    pad_positions: tuple[int, ...] = ()
+    device: str = "auto"
+
+
+class ModelLoadError(InputError):
+    """The model could not be opened (no such model, bad folder, corrupt weights...)."""
+
+    kind = "load"
+
+
+class PretrainedRunner:
+    """``runner(request, should_stop) -> AttentionTrace``, with a cache of loaded models."""
+
+    def __init__(self, progress: Progress | None = None, kept: int = MODELS_KEPT):
+        self.progress = progress or (lambda fraction, message: None)
+        self.kept = kept
+        self.loads = 0  # how many times a model was actually read from disk (for tests)
+        self._models: OrderedDict[tuple[str, str], PretrainedModel] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def model(self, name_or_path: str, device: str = "auto") -> PretrainedModel:
+        """The loaded model, from the cache when it was opened before."""
+        try:
+            key = (str(resolve_model(name_or_path).resolve()), device)
+        except InputError as exc:
+            raise ModelLoadError(str(exc)) from exc
+        with self._lock:
+            if key in self._models:
+                self._models.move_to_end(key)
+                return self._models[key]
+        try:
+            model = load_model(name_or_path, device=device, progress=self.progress)
+        except InputError as exc:
+            raise ModelLoadError(str(exc)) from exc
+        with self._lock:
+            self.loads += 1
+            self._models[key] = model
+            while len(self._models) > self.kept:
+                self._models.popitem(last=False)
+        return model
+
+    def __call__(self, request: PretrainedRequest, should_stop: Callable[[], bool]) -> AttentionTrace:
+        model = self.model(request.model, request.device)
+        layer, notices = request.layer, []
+        if not 0 <= layer < model.num_layers:  # e.g. layer 8 kept from a deeper model
+            layer = min(max(layer, 0), model.num_layers - 1)
+            notices.append(f"{model.name} has layers 0–{model.num_layers - 1}: showing layer {layer}")
+        pads = request.pad_positions
+        if pads:  # positions picked for an older sentence may lie past the end of this one
+            n = len(model.encode(request.sentence).ids)
+            pads = tuple(p for p in pads if p < n)
+        trace = model.trace(request.sentence, layer, mask=request.mask, pad_positions=pads, should_stop=should_stop)
+        if notices:
+            trace.meta["notices"] = notices + list(trace.meta.get("notices", []))
+        return trace
+

@@ -1,0 +1,138 @@
+"""Which attention to explore: the toy engine (random weights) or a real pretrained model, and
+which of its layers.
+
+The window hands in the models it found (objects with ``name``, ``path``, ``source``,
+``model_type``, e.g. models.pretrained.ModelEntry) and answers :attr:`open_folder_requested`
+with a folder dialog: this widget never opens models or files itself. What it knows of the
+model (layers, heads) comes from the state's ``model_info``, i.e. from the model's trace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QSpinBox, QWidget
+from superqt.utils import signals_blocked
+
+TOY = ""  # the model string of the toy engine
+OPEN_FOLDER = "\x00open-folder"  # the data of the "Open folder…" item (never a model string)
+TIP = Qt.ItemDataRole.ToolTipRole
+TOY_TEXT = "Toy (random weights)"
+TOY_INFO = "Random weights from the seed: every size below is yours to set."
+MAX_LAYER_UNKNOWN = 999  # the layer range before the model's first trace tells the real one
+
+
+class ModelChooser(QGroupBox):
+    """Given the state (duck-typed) and the models found, it writes ``model`` and ``layer``."""
+
+    open_folder_requested = Signal()
+    about_to_choose = Signal()  # the list opened: a model may be on its way (the view gets ready)
+
+    def __init__(self, state, entries, parent: QWidget | None = None):
+        super().__init__("Model", parent)
+        self.state = state
+        self.combo = _Combo(self.about_to_choose)
+        self.combo.setToolTip("The toy engine, a built-in or cached pretrained model, or a model folder")
+        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.combo.setMinimumContentsLength(24)
+        self.combo.addItem(TOY_TEXT, TOY)
+        self.combo.setItemData(0, "Random projection weights from the seed; you set every size", TIP)
+        for entry in entries:
+            self.combo.addItem(f"{entry.name}  ({entry.source}, {entry.model_type})", entry.name)
+            self.combo.setItemData(self.combo.count() - 1, str(entry.path), TIP)
+        self.combo.insertSeparator(self.combo.count())
+        self.combo.addItem("Open folder…", OPEN_FOLDER)
+        self.combo.setItemData(self.combo.count() - 1, "A Hugging Face model folder: config.json, "
+                               "model.safetensors (or pytorch_model.bin) and tokenizer.json", TIP)  # fmt: skip
+        self.layer = QSpinBox()
+        self.layer.setToolTip("The transformer block whose attention is traced; the first is layer 0")
+        self.layer_range = QLabel()
+        self.layer_range.setObjectName("layerRange")
+        self.info = QLabel(TOY_INFO)
+        self.info.setObjectName("modelInfo")
+        self.info.setWordWrap(True)
+
+        layer_row = QHBoxLayout()
+        layer_row.addWidget(self.layer, 1)
+        layer_row.addWidget(self.layer_range)
+        form = QFormLayout(self)
+        form.addRow(self.combo)
+        form.addRow("Layer", layer_row)
+        self._form = form  # the layer row is hidden for the toy engine (a single layer)
+        form.addRow(self.info)
+
+        self.combo.activated.connect(self._picked)
+        self.layer.valueChanged.connect(lambda v: state.update_inputs(layer=v))
+        state.inputs_changed.connect(self.sync)
+        state.model_info_changed.connect(lambda _info: self.sync(state.inputs))
+        self.sync(state.inputs)
+
+    # --- the list of models ----------------------------------------------------------------
+    def add_folder(self, folder: str) -> int:
+        """The item of a model folder, added above the separator when new."""
+        index = self.combo.findData(folder)
+        if index < 0:
+            index = self.combo.count() - 2  # above the separator and "Open folder…"
+            with signals_blocked(self.combo):
+                self.combo.insertItem(index, f"{Path(folder).name}  (folder)", folder)
+                self.combo.setItemData(index, folder, TIP)
+        return index
+
+    def remove_folder(self, folder: str) -> None:
+        """Forget a folder that did not open (the built-in and cached models always stay)."""
+        index = self.combo.findData(folder)
+        if index > 0 and self.combo.itemText(index).endswith("(folder)"):
+            with signals_blocked(self.combo):
+                self.combo.removeItem(index)
+
+    def models(self) -> list[str]:
+        """The model strings offered, toy first (for tests)."""
+        data = [self.combo.itemData(i) for i in range(self.combo.count())]
+        return [d for d in data if isinstance(d, str) and d != OPEN_FOLDER]
+
+    def _picked(self, index: int) -> None:
+        data = self.combo.itemData(index)
+        if data == OPEN_FOLDER:
+            self.sync(self.state.inputs)  # stay on the current model until a folder is chosen
+            self.open_folder_requested.emit()
+        elif isinstance(data, str):
+            self.state.update_inputs(model=data)
+
+    # --- following the state ---------------------------------------------------------------
+    def sync(self, inputs) -> None:
+        index = self.combo.findData(inputs.model)
+        if index < 0:  # a folder from the settings or the command line
+            index = self.add_folder(inputs.model)
+        with signals_blocked(self.combo):
+            self.combo.setCurrentIndex(index)
+        self.combo.setToolTip(inputs.model if inputs.uses_model else TOY_TEXT)
+        info = self.state.model_info
+        with signals_blocked(self.layer):
+            if not inputs.uses_model:
+                self.info.setText(TOY_INFO)
+            else:
+                last = info.num_layers - 1 if info is not None else MAX_LAYER_UNKNOWN
+                self.layer.setRange(0, last)
+                self.layer.setValue(inputs.layer)
+                self.layer_range.setText(f"of 0–{last}" if info is not None else "")
+                self.info.setText(_describe(info) if info is not None else "Loading…")
+        self._form.setRowVisible(1, inputs.uses_model)
+
+
+class _Combo(QComboBox):
+    def __init__(self, opened: Signal):
+        super().__init__()
+        self._opened = opened
+
+    def showPopup(self):  # noqa: N802 - Qt API
+        self._opened.emit()
+        super().showPopup()
+
+
+def _describe(info) -> str:
+    """One line about the model: "bert · 6 layers · 12 heads × 32 · d_model 384"."""
+    heads = f"{info.heads} heads × {info.d_k}"
+    if info.kv_heads < info.heads:
+        heads = f"{info.heads} query heads × {info.d_k}, {info.kv_heads} key/value heads"
+    return f"{info.model_type} · {info.num_layers} layers · {heads} · d_model {info.d_model}"

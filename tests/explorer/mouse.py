@@ -1,0 +1,21 @@
+"""Mouse helpers for the matrix view: the pixel of a cell, a hover through the real scene."""
+
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication
+
+
+def cell_point(view, plot_index, row, col) -> QPoint:
+    """The canvas-viewport pixel at the centre of a cell."""
+    plot = view.plots[plot_index]
+    scene = plot.image.mapToScene(QPointF(col + 0.5, row + 0.5) * 1.0)
+    return view.canvas.mapFromScene(scene)
+
+
+def hover(view, plot_index, row, col):
+    """A mouse move event through the view and its scene (pyqtgraph's sigMouseMoved)."""
+    QApplication.processEvents()  # let the grid take its final geometry before mapping a cell to pixels
+    point = QPointF(cell_point(view, plot_index, row, col))
+    move = QMouseEvent(QEvent.Type.MouseMove, point, view.canvas.viewport().mapToGlobal(point),
+                       Qt.MouseButton.NoButton, Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)  # fmt: skip
+    QApplication.sendEvent(view.canvas.viewport(), move)
