@@ -142,6 +142,8 @@ def run_app(argv: Sequence[str]) -> int:
     from .window import MainWindow
 
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "attention-explorer"])
+    if app.platformName() == "offscreen":
+        _quiet_offscreen_warnings()
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     if STYLE_SHEET.is_file():
@@ -157,6 +159,24 @@ def run_app(argv: Sequence[str]) -> int:
         window.close()  # stops and joins the worker thread
         window.deleteLater()
         app.processEvents()
+
+
+def _quiet_offscreen_warnings() -> None:
+    """Without a screen Qt warns about every window hint it cannot honour ("This plugin does not
+    support propagateSizeHints()"): noise in a screenshot run. Other messages pass on unchanged."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    previous = None
+
+    def handler(mode, context, message: str) -> None:
+        if message.startswith("This plugin does not support"):
+            return
+        if previous is not None:
+            previous(mode, context, message)
+        else:
+            print(message, file=sys.stderr)
+
+    previous = qInstallMessageHandler(handler)
 
 
 def _screenshot(app, window, path: str, stage: str | None, head: int | None = None, layer: int | None = None) -> int:

@@ -98,3 +98,5 @@ def test_main_py_screenshot_end_to_end(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert not QImage(str(out)).isNull()
+    # Regression: every run printed "This plugin does not support propagateSizeHints()" lines.
+    assert result.stderr == "", result.stderr
