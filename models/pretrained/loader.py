@@ -17,7 +17,7 @@ import torch
 from safetensors import safe_open
 from torch import Tensor
 
-from models.config import DEVICES, InputError
+from models.config import DEVICES, Cancelled, InputError
 from models.device import pick_device
 from models.pretrained.bert import Bert
 from models.pretrained.common import Architecture, Weights
@@ -89,6 +89,8 @@ def read_file(path: Path, done: Callable[[float], None]) -> dict[str, Tensor]:
                         done((i + 1) / len(keys))
                 return tensors
         state = torch.load(path, map_location="cpu", weights_only=True)
+    except Cancelled:  # raised by a progress callback whose caller gave up: not a corrupt file
+        raise
     except Exception as e:  # SafetensorError, pickle.UnpicklingError, RuntimeError, OSError...
         reason = first_line(e)
         raise InputError(f"could not read {path.name} (truncated or corrupt?): {reason}") from e

@@ -319,3 +319,17 @@ def test_hf_home(monkeypatch, tmp_path, tiny):
 def test_folder_path_wins(tiny):
     assert resolve_model(str(tiny)) == tiny
     fails("is a file", resolve_model, str(tiny / "config.json"))
+
+
+def test_a_progress_callback_can_abandon_a_load():
+    # Regression: Cancelled raised from the progress callback while reading weights was reported
+    # as a corrupt file (InputError), so a GUI could not abandon a stale load.
+    from models.config import Cancelled
+    from models.pretrained import load_model
+
+    def give_up(fraction, message):
+        if fraction > 0.1:
+            raise Cancelled("stale")
+
+    with pytest.raises(Cancelled):
+        load_model("minilm", device="cpu", progress=give_up)
