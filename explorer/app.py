@@ -18,7 +18,7 @@ from models.config import POSITIONAL
 from models.trace import STAGE_ORDER
 
 from .limits import MASK_CHOICES, MAX_SEED, SCORE_CHOICES
-from .persistence import APPLICATION, ORGANIZATION, load_inputs, open_settings
+from .persistence import APPLICATION, COLOUR_CHOICES, ORGANIZATION, load_inputs, open_settings
 from .state import ALL_HEADS, Inputs, settings_problem
 
 SCREENSHOT_TIMEOUT_MS = 120_000
@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layer", type=int, metavar="L", help="the model layer to show, 0-based (default 0)")
     p.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
     p.add_argument("--head", type=int, metavar="N", help="show head N (1-based) instead of all heads")
+    p.add_argument("--colours", choices=COLOUR_CHOICES,
+                   help="the weights' colour scale: fixed 0 to 1 (default), or fit 0 to their largest value")
     p.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
     p.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
     return p
@@ -149,7 +151,8 @@ def run_app(argv: Sequence[str]) -> int:
     if STYLE_SHEET.is_file():
         app.setStyleSheet(STYLE_SHEET.read_text(encoding="utf-8"))
     head = ALL_HEADS if args.head is None else args.head - 1
-    window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head)
+    fit = None if args.colours is None else args.colours == "fit"
+    window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head, fit_colours=fit)
     try:
         if args.screenshot:
             return _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer)

@@ -1,5 +1,5 @@
 """Settings that survive a restart (QSettings): the inputs (model and layer included), the window
-geometry, the export folder and the folder last opened a model from.
+geometry, the weights' colour scale, the export folder and the folder last opened a model from.
 
 The inputs are stored as one JSON object so that types survive every QSettings back end; a
 value that does not fit (an old version's, a hand-edited one) falls back to its default rather
@@ -22,6 +22,8 @@ SETTINGS_ENV = "ATTENTION_EXPLORER_SETTINGS"  # an INI file to use instead of th
 ORGANIZATION, APPLICATION = "attention-explorer", "Attention Explorer"
 INPUTS_KEY, GEOMETRY_KEY, EXPORT_FOLDER_KEY = "inputs", "window/geometry", "export/folder"
 MODEL_FOLDER_KEY = "models/folder"  # where "Open folder…" starts
+COLOURS_KEY = "view/colours"  # the weights' colour scale: "fixed" (0 to 1) or "fit" (0 to their max)
+COLOUR_CHOICES = ("fixed", "fit")
 
 
 def open_settings(path: str | os.PathLike | None = None) -> QSettings:
@@ -90,6 +92,15 @@ def _positive_int(value) -> int:
     if isinstance(value, bool) or int(value) != value or int(value) < 1:
         raise ValueError(value)
     return int(value)
+
+
+def load_fit_colours(settings: QSettings) -> bool:
+    """True for "fit to data"; anything but the stored word "fit" means 0 to 1."""
+    return str(settings.value(COLOURS_KEY, "fixed")) == "fit"
+
+
+def save_fit_colours(settings: QSettings, fit: bool) -> None:
+    settings.setValue(COLOURS_KEY, COLOUR_CHOICES[int(fit)])
 
 
 def export_folder(settings: QSettings) -> Path:

@@ -33,15 +33,17 @@ class StageImage:
     indices: np.ndarray  # (heads, rows', cols') uint8, rows'/cols' <= MAX_DISPLAY_SIDE
     levels: tuple[float, float]  # values painted with index 0 and index 254
     data_range: tuple[float, float]  # exact finite min and max (nan, nan when none)
-    sequential: bool  # True: 'weights' map 0..1; False: diverging map symmetric about 0
+    sequential: bool  # True: 'weights' on a sequential map; False: diverging map symmetric about 0
     masked_cells: int  # how many −∞ cells the stage holds
+    fitted: bool = False  # converted for "fit to data" (it changes the levels of sequential stages only)
 
 
-def colour_levels(stage: Stage, finite_min: float, finite_max: float) -> tuple[float, float]:
-    """Weights use 0..1 so that colours mean the same thing at every size; signed matrices are
-    symmetric about 0 so that white means zero."""
+def colour_levels(stage: Stage, finite_min: float, finite_max: float, fit: bool = False) -> tuple[float, float]:
+    """Weights use 0..1 so that colours mean the same thing at every size, or with ``fit``
+    0..their largest value (many keys: every weight is small, and 0..1 paints them all dark);
+    signed matrices are symmetric about 0 so that white means zero, and always fit their data."""
     if stage.name in SEQUENTIAL_STAGES:
-        return 0.0, 1.0
+        return (0.0, finite_max) if fit and np.isfinite(finite_max) and finite_max > 0.0 else (0.0, 1.0)
     bound = max(abs(finite_min), abs(finite_max))
     if not np.isfinite(bound) or bound == 0.0:
         bound = 1.0
@@ -52,8 +54,8 @@ def _display_step(size: int) -> int:
     return -(-size // MAX_DISPLAY_SIDE)  # ceil: 2048 -> 2, 1000 -> 1
 
 
-def stage_image(stage: Stage) -> StageImage:
-    """Convert every head of ``stage`` to uint8 colour indices."""
+def stage_image(stage: Stage, fit: bool = False) -> StageImage:
+    """Convert every head of ``stage`` to uint8 colour indices (``fit``: see colour_levels)."""
     array = stage.array if stage.per_head else stage.array[None]  # (heads, rows, cols)
     finite = np.isfinite(array)
     all_finite = bool(finite.all())
@@ -63,7 +65,7 @@ def stage_image(stage: Stage) -> StageImage:
         lo, hi = float(array[finite].min()), float(array[finite].max())
     else:
         lo, hi = np.nan, np.nan
-    levels = colour_levels(stage, lo, hi)
+    levels = colour_levels(stage, lo, hi, fit)
 
     row_step, col_step = _display_step(array.shape[1]), _display_step(array.shape[2])
     shown = array[:, ::row_step, ::col_step]
@@ -81,5 +83,5 @@ def stage_image(stage: Stage) -> StageImage:
     masked = 0 if all_finite else int(np.count_nonzero(np.isneginf(array)))
     return StageImage(
         name=stage.name, indices=indices, levels=levels, data_range=(lo, hi),
-        sequential=stage.name in SEQUENTIAL_STAGES, masked_cells=masked,
+        sequential=stage.name in SEQUENTIAL_STAGES, masked_cells=masked, fitted=fit,
     )  # fmt: skip

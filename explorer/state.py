@@ -12,6 +12,7 @@ Two halves, as in napari's Dims beside QtDims:
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal
@@ -26,6 +27,7 @@ from .worker import DisplayTrace
 
 ALL_HEADS = -1
 NO_QUERY = -1
+SPECIAL_TOKEN = re.compile(r"\[[A-Z]+\]|<[^<>\s]+>")
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired."
 
 
@@ -122,6 +124,7 @@ class ExplorerState(QObject):
     head_changed = Signal(int)
     query_changed = Signal(int)
     focus_head_changed = Signal(int)
+    colours_changed = Signal(bool)  # True: weights coloured 0..their max ("fit to data"), else 0..1
 
     def __init__(self, inputs: Inputs | None = None, parent: QObject | None = None):
         super().__init__(parent)
@@ -134,6 +137,7 @@ class ExplorerState(QObject):
         self.head = ALL_HEADS
         self.focus_head = 0  # the head the query panel explains (the one last clicked)
         self.query = NO_QUERY
+        self.fit_colours = False
 
     # --- inputs ----------------------------------------------------------------------------
     @property
@@ -197,8 +201,7 @@ class ExplorerState(QObject):
             self.head = ALL_HEADS
         self.focus_head = min(self.focus_head, heads - 1)
         if not 0 <= self.query < len(display.trace.query_tokens):
-            # The last query sees every key under any mask: a good first word to explain.
-            self.query = len(display.trace.query_tokens) - 1
+            self.query = default_query(display.trace.query_tokens)
         self.trace_changed.emit(display)
 
     def _follow_model(self, trace: AttentionTrace) -> None:
@@ -250,10 +253,27 @@ class ExplorerState(QObject):
             self.focus_head = head
             self.focus_head_changed.emit(head)
 
+    def set_fit_colours(self, fit: bool) -> None:
+        if fit != self.fit_colours:
+            self.fit_colours = fit
+            self.colours_changed.emit(fit)
+
     def set_query(self, row: int) -> None:
         if row != self.query:
             self.query = row
             self.query_changed.emit(row)
+
+
+def is_special_token(token: str) -> bool:
+    """A tokenizer's marker rather than a word: [CLS], [SEP], [PAD], <s>, </s>, <|endoftext|>."""
+    return bool(SPECIAL_TOKEN.fullmatch(token))
+
+
+def default_query(tokens: tuple[str, ...]) -> int:
+    """The query to explain first: the last one, which sees every key under any mask, unless it
+    is a special token (BERT's closing [SEP]); then the last real word before it."""
+    words = [i for i, token in enumerate(tokens) if not is_special_token(token)]
+    return words[-1] if words else len(tokens) - 1
 
 
 def _nearest_stage(wanted: str, names: tuple[str, ...]) -> str:

@@ -16,7 +16,15 @@ from models.pretrained import list_models, resolve_model
 from models.trace import AttentionTrace
 
 from .export_actions import ExportActions
-from .persistence import GEOMETRY_KEY, load_inputs, model_folder, remember_model_folder, save_inputs
+from .persistence import (
+    GEOMETRY_KEY,
+    load_fit_colours,
+    load_inputs,
+    model_folder,
+    remember_model_folder,
+    save_fit_colours,
+    save_inputs,
+)
 from .pretrained_runner import PretrainedRequest
 from .state import ALL_HEADS, ExplorerState, Inputs
 from .widgets.matrix_view import MatrixView
@@ -32,6 +40,7 @@ from .worker import ComputeWorker, DisplayTrace
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 DEFAULT_SIZE = (1400, 900)
 WARM_PLOTS = 12  # heads of BERT-base, GPT-2, MiniLM: heatmaps made ready while such a model loads
+IDLE_PLOTS = 16  # heatmaps built in idle time after start-up, so that a first model shows at once
 
 
 def read_examples() -> list[str]:
@@ -46,7 +55,8 @@ class MainWindow(QMainWindow):
     shown = Signal(int)  # generation of a result now in the views (after its handling, before paint)
 
     def __init__(self, settings: QSettings, inputs: Inputs | None = None, persist: bool = True,
-                 worker: ComputeWorker | None = None, stage: str | None = None, head: int = ALL_HEADS):  # fmt: skip
+                 worker: ComputeWorker | None = None, stage: str | None = None, head: int = ALL_HEADS,
+                 fit_colours: bool | None = None):  # fmt: skip
         super().__init__()
         self.setWindowTitle("Attention Explorer")
         self.settings = settings
@@ -55,7 +65,11 @@ class MainWindow(QMainWindow):
         self.state = ExplorerState(inputs, parent=self)
         self.state.stage_name = stage or self.state.stage_name
         self.state.set_head(head)  # also makes it the head the query panel explains
+        if fit_colours is None:  # not given (--colours): as last time, or 0 to 1 for a screenshot
+            fit_colours = persist and load_fit_colours(settings)
+        self.state.set_fit_colours(fit_colours)
         self.worker = worker or ComputeWorker()
+        self.worker.set_fit_colours(fit_colours)
         self.last_gui_ms = 0.0  # GUI-thread time spent handling the latest result (for the benchmark)
         self._submitted_at: dict[int, float] = {}
         self._answered = 0  # the latest generation that produced a result or an error
@@ -100,6 +114,7 @@ class MainWindow(QMainWindow):
         self.model_chooser.about_to_choose.connect(lambda: self.matrix_view.warm_up(WARM_PLOTS))
         self.worker.stage_ready.connect(self.state.add_stage_image)
         self.matrix_view.image_missing.connect(self.worker.prepare)
+        self.state.colours_changed.connect(self.worker.set_fit_colours)  # for the traces to come
         self.matrix_view.cell_clicked.connect(self._on_cell_clicked)
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
@@ -109,6 +124,9 @@ class MainWindow(QMainWindow):
             self.splitter.setSizes([left, DEFAULT_SIZE[0] - left - 330, 330])
         self.worker.start()
         self.submit_now()
+        # One plot per idle event-loop turn (~10 ms each), behind the first result: a model chosen
+        # later (12 heads, say) then finds its heatmaps built, even chosen from the keyboard.
+        self.matrix_view.warm_up(IDLE_PLOTS)
         if startup_notice:
             self._notices.append(startup_notice)
             self.status_line.show_info("", self._notices)
@@ -277,6 +295,7 @@ class MainWindow(QMainWindow):
         self.sentence_panel.flush()
         if self.persist:
             save_inputs(self.settings, self.state.inputs)
+            save_fit_colours(self.settings, self.state.fit_colours)
             self.settings.setValue(GEOMETRY_KEY, self.saveGeometry())
             self.settings.sync()
         self.worker.stop()  # joins the thread: nothing keeps running after the window is gone

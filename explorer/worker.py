@@ -77,6 +77,7 @@ class ComputeWorker(QThread):
         self._trash: list[object] = []  # old traces to free here rather than on the GUI thread
         self._stopping = False
         self._latest = 0
+        self._fit_colours = False  # weights on 0..max rather than 0..1 (see stage_image.colour_levels)
 
     # --- GUI thread ------------------------------------------------------------------------
     @property
@@ -91,11 +92,24 @@ class ComputeWorker(QThread):
             self._cond.notify()
             return self._latest
 
-    def prepare(self, generation: int, stage_name: str) -> None:
-        """Ask for a stage's image ahead of the background order (lazy conversion)."""
+    def prepare(self, generation: int, stage_name: str, fit_colours: bool | None = None) -> None:
+        """Ask for a stage's image ahead of the background order (lazy conversion), or again
+        for another colour scale (``fit_colours``, which then applies to later conversions too)."""
         with self._cond:
+            if fit_colours is not None:
+                self._fit_colours = fit_colours
             self._wanted.append((generation, stage_name))
             self._cond.notify()
+
+    def set_fit_colours(self, fit: bool) -> None:
+        """Convert weights for "fit to data" (or 0..1) from now on; the GUI then asks with
+        :meth:`prepare` for the stage it shows again: a conversion, never a recomputation."""
+        with self._cond:
+            self._fit_colours = fit
+
+    @property
+    def fit_colours(self) -> bool:
+        return self._fit_colours
 
     def discard(self, old: object) -> None:
         """Let this thread drop ``old``: freeing a trace of hundreds of MB takes milliseconds."""
@@ -138,12 +152,14 @@ class ComputeWorker(QThread):
                 continue
             if current is None:
                 continue
-            names = [n for g, n in wanted if g == current.generation and n in todo]
+            # A converted stage may be asked for again: the colour scale changed since.
+            names = [n for g, n in wanted if g == current.generation and n in current.trace]
             if not names and current.generation == self._latest:
                 names = todo[:1]
             for name in dict.fromkeys(names):  # in order, once each
-                todo.remove(name)
-                self.stage_ready.emit(current.generation, stage_image(current.trace[name]))
+                if name in todo:
+                    todo.remove(name)
+                self.stage_ready.emit(current.generation, stage_image(current.trace[name], self._fit_colours))
 
     def _compute(self, job: _Job) -> tuple[DisplayTrace, list[str]] | None:
         """Run, convert and emit one job; None when it failed or went stale."""
@@ -158,7 +174,8 @@ class ComputeWorker(QThread):
             focus = job.focus_stage if job.focus_stage in names else names[-1]
             total = sum(s.array.size for s in trace.stages)
             first = names if total <= CONVERT_ALL_BELOW else [focus]
-            display = DisplayTrace(job.generation, trace, {n: stage_image(trace[n]) for n in first})
+            fit = self._fit_colours
+            display = DisplayTrace(job.generation, trace, {n: stage_image(trace[n], fit) for n in first})
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message
             if not is_stale():  # a stale job's failure (Cancelled included) interests no one
                 self.failed.emit(job.generation, _message(exc), _kind(exc))

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBox
 from superqt.utils import signals_blocked
 
 from explorer.heads import array_head, head_name, head_title, is_kv_stage, query_heads_of
+from explorer.stage_image import SEQUENTIAL_STAGES
 from models.trace import Stage
 
 from .colormaps import MASKED_HEX, colour_map, lookup_table
@@ -31,6 +32,7 @@ COLOUR_BAR_PX = 75  # until the colour bar has been laid out once
 PLOT_OVERHEAD_PX = 56  # a plot's title, token labels underneath and spacing, heightwise
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 MINUS_INFINITY = "−∞ (masked)"
+COLOUR_SCALES = ("0 to 1", "fit to data")  # index 1: state.fit_colours
 
 
 class _Canvas(pg.GraphicsLayoutWidget):
@@ -72,7 +74,7 @@ def format_value(value: float) -> str:
 
 class MatrixView(QWidget):
     cell_clicked = Signal(int, int, int)  # head, row, col
-    image_missing = Signal(int, str)  # generation, stage name: ask the worker to convert it
+    image_missing = Signal(int, str, bool)  # generation, stage name, fit colours: ask the worker to convert it
     painted = Signal(int)  # generation on screen after a paint
 
     def __init__(self, state, parent: QWidget | None = None):
@@ -94,6 +96,14 @@ class MatrixView(QWidget):
         self.head_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.head_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.head_combo.setMinimumContentsLength(14)  # "All heads" / "Head 12 (kv 4)" in full
+        self.colour_combo = QComboBox()
+        self.colour_combo.addItems(COLOUR_SCALES)
+        self.colour_combo.setToolTip(
+            "Softmax weights: 0 to 1 (colours comparable between inputs), or 0 to the largest weight "
+            "shown (many keys make every weight small). Signed stages always fit their data, "
+            "symmetric about 0."
+        )
+        self.colour_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.readout = QLabel("Hover: exact value of a cell · click a row: focus on that query")
         self.readout.setObjectName("readout")
         self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the view
@@ -107,11 +117,14 @@ class MatrixView(QWidget):
                                           colorMapMenu=False, width=16)  # fmt: skip
         # In the scene from the start, so Qt owns it: a pyqtgraph item that Python's garbage
         # collector destroys outside any scene can crash PySide6 (e.g. when no trace ever came).
-        self.canvas.ci.addItem(self.colour_bar, row=0, col=1)
+        self._lay_out_grid([(self.colour_bar, 0, 1, 1)])
 
         top = QHBoxLayout()
         top.addWidget(QLabel("Show:"))
         top.addWidget(self.head_combo)
+        top.addSpacing(12)
+        top.addWidget(QLabel("Colours:"))
+        top.addWidget(self.colour_combo)
         top.addStretch(1)
         top.addWidget(self.range_label)
         layout = QVBoxLayout(self)
@@ -121,10 +134,11 @@ class MatrixView(QWidget):
         layout.addWidget(self.readout)
 
         self.head_combo.activated.connect(lambda i: state.set_head(i - 1))
+        self.colour_combo.currentIndexChanged.connect(lambda i: state.set_fit_colours(i == 1))
         self.canvas.scene().sigMouseMoved.connect(self._hover)
         self.canvas.scene().sigMouseClicked.connect(self._click)
         self.canvas.painted.connect(lambda: self.painted.emit(self.shown_generation))
-        for signal in (state.trace_changed, state.stage_changed, state.head_changed):
+        for signal in (state.trace_changed, state.stage_changed, state.head_changed, state.colours_changed):
             signal.connect(self.refresh)
         state.stage_image_added.connect(self._image_added)
         state.query_changed.connect(self._mark_query)
@@ -136,10 +150,14 @@ class MatrixView(QWidget):
             return
         stage = display.trace[self.state.stage_name]
         self._sync_head_combo(stage)
+        self._sync_colour_combo(stage)
         image = display.images.get(stage.name)
-        if image is None:  # a big trace converts lazily: ask, and paint when it arrives
-            self.readout.setText(f"Preparing {stage.title.lower()}…")
-            self.image_missing.emit(display.generation, stage.name)
+        # Converted for the other colour scale: ask again (what is on screen stays until it comes).
+        stale = image is not None and image.sequential and image.fitted != self.state.fit_colours
+        if image is None or stale:  # a big trace converts lazily: ask, and paint when it arrives
+            if image is None:
+                self.readout.setText(f"Preparing {stage.title.lower()}…")
+            self.image_missing.emit(display.generation, stage.name, self.state.fit_colours)
             return
         heads = self._heads_to_show(stage)
         self._ensure_plots(heads, stage)
@@ -183,30 +201,44 @@ class MatrixView(QWidget):
         if key == self._grid_key:
             return
         self._grid_key, self._column_widths = key, ()
-        grid = self.canvas.ci
-        grid.clear()
-        for c in range(grid.layout.columnCount()):  # forget the previous grid's column widths
-            grid.layout.setColumnMinimumWidth(c, 0)
-            grid.layout.setColumnMaximumWidth(c, QWIDGETSIZE_MAX)
         # PlotItems are slow to build (~10 ms each, menus included): keep them and reuse them.
         while len(self._pool) < len(heads):
-            self._pool.append(HeatmapPlot(len(self._pool)))
+            self._add_spare()
         self.plots = self._pool[: len(heads)]
         for i, plot in enumerate(self.plots):
-            grid.addItem(plot.plot, row=i // columns, col=i % columns)
             # Row labels once per grid row, on the left: more room for the matrices.
             plot.plot.showAxis("left", i % columns == 0)
             # Edge labels may reach into the margin of a single matrix, not into a neighbour's.
             plot.bottom.setStyle(hideOverlappingLabels=EDGE_OVERHANG_PX if columns == 1 else GRID_SPACING // 2)
-            plot.left.setWidth(None)  # automatic until _fit_columns fixes it
             plot.plot.show()
         for spare in self._pool[len(heads) :]:
-            # Spares stay in the scene, hidden, so that Qt deletes them with the view: a
-            # pyqtgraph item left without a scene can crash Python when collected at exit.
-            if spare.plot.scene() is not self.canvas.scene():  # a spare of an earlier grid is there already
-                self.canvas.scene().addItem(spare.plot)
-            spare.plot.hide()
-        grid.addItem(self.colour_bar, row=0, col=columns, rowspan=math.ceil(len(heads) / columns))
+            spare.plot.hide()  # kept (hidden) for the next bigger grid: a model switched back to
+        cells = [(plot.plot, i // columns, i % columns, 1) for i, plot in enumerate(self.plots)]
+        self._lay_out_grid([*cells, (self.colour_bar, 0, columns, math.ceil(len(heads) / columns))])
+
+    def _lay_out_grid(self, cells: list[tuple]) -> None:
+        """Put ``(item, row, col, rowspan)`` in the grid and lay it out once.
+
+        Straight into the QGraphicsGridLayout: pyqtgraph's GraphicsLayout.addItem re-lays out
+        the whole grid after every item (a dozen plots: ~40 ms), and its clear() takes items out
+        of the scene. Items taken out of the layout stay children of the layout's widget, so in
+        the scene, where Qt owns them (a pyqtgraph item that Python's garbage collector destroys
+        outside any scene can crash PySide6)."""
+        layout = self.canvas.ci.layout
+        while layout.count():
+            layout.removeAt(layout.count() - 1)
+        for c in range(layout.columnCount()):  # forget the previous grid's column widths
+            layout.setColumnMinimumWidth(c, 0)
+            layout.setColumnMaximumWidth(c, QWIDGETSIZE_MAX)
+        for item, row, col, rowspan in cells:
+            layout.addItem(item, row, col, rowspan, 1)
+        layout.activate()  # once, so that geometry (hover, column widths) is right at once
+
+    def _add_spare(self) -> None:
+        spare = HeatmapPlot(len(self._pool))
+        spare.plot.setParentItem(self.canvas.ci)  # in the scene from the start (see _lay_out_grid)
+        spare.plot.hide()
+        self._pool.append(spare)
 
     def warm_up(self, plots: int) -> None:
         """Build spare plots in idle time, one per event-loop turn (~10 ms each), up to ``plots``:
@@ -220,10 +252,7 @@ class MatrixView(QWidget):
         if len(self._pool) >= self._pool_target:
             self._pool_timer.stop()
             return
-        spare = HeatmapPlot(len(self._pool))
-        self._pool.append(spare)
-        self.canvas.scene().addItem(spare.plot)  # owned by the scene, as every spare (see _ensure_plots)
-        spare.plot.hide()
+        self._add_spare()
 
     def _fit_columns(self) -> None:
         """Give every matrix of a grid the same width: the first column also holds the row labels,
@@ -256,6 +285,11 @@ class MatrixView(QWidget):
                 self.head_combo.addItems(wanted)
             self.head_combo.setCurrentIndex(self.state.head + 1 if self.state.head < heads else 0)
         self.head_combo.setEnabled(stage.per_head)
+
+    def _sync_colour_combo(self, stage: Stage) -> None:
+        with signals_blocked(self.colour_combo):
+            self.colour_combo.setCurrentIndex(int(self.state.fit_colours))
+        self.colour_combo.setEnabled(stage.name in SEQUENTIAL_STAGES)  # signed stages always fit
 
     def _mark_query(self, *_) -> None:
         row = self.state.query if self._rows_are_queries() else -1

@@ -51,6 +51,9 @@ def spaced_indices(first: int, last: int, start: float, cell_px: float, widths: 
 class TokenAxis(pg.AxisItem):
     def __init__(self, orientation: str, **kwargs):
         super().__init__(orientation, **kwargs)
+        # No units, so no SI prefix: otherwise every range change (each layout) re-renders the
+        # axis label's HTML, ~30 times per plot while a grid is laid out.
+        self.enableAutoSIPrefix(False)
         if not self.vertical:  # let the first and last token's label reach a little past the matrix
             self.setStyle(hideOverlappingLabels=EDGE_OVERHANG_PX)
         self._labels: tuple[str, ...] = ()
@@ -65,6 +68,8 @@ class TokenAxis(pg.AxisItem):
             return
         self._labels = tuple(labels)
         self._widths = None
+        if self.vertical:  # as wide as the labels from the start, rather than grown while painting
+            self.setWidth(self.label_room())
         self.picture = None  # pyqtgraph caches the drawn axis; labels changed, so redraw
         self.update()
 

@@ -50,3 +50,19 @@ def test_huge_matrices_are_subsampled_for_display_only(n):
     image = stage_image(_stage(array))
     assert image.indices.shape[1] <= MAX_DISPLAY_SIDE
     assert image.data_range == (float(array.min()), float(array.max()))  # exact, from every cell
+
+
+def test_fit_to_data_maps_weights_from_zero_to_their_largest_value():
+    weights = np.array([[[0.02, 0.05], [0.01, 0.04]]], dtype=np.float32)
+    image = stage_image(_stage(weights, name="weights"), fit=True)
+    assert image.fitted and image.levels == (0.0, float(weights.max()))
+    assert image.indices[0, 0, 1] == 254  # the largest weight gets the top colour
+    np.testing.assert_array_equal(image.indices[0], np.rint(weights[0] / weights.max() * 254))
+    assert stage_image(_stage(weights, name="weights")).levels == (0.0, 1.0)  # the default stays 0..1
+
+
+def test_fit_to_data_leaves_signed_stages_symmetric():
+    array = [[[-1.0, 0.0], [0.5, 2.0]]]
+    fitted, fixed = stage_image(_stage(array), fit=True), stage_image(_stage(array))
+    assert fitted.levels == fixed.levels == (-2.0, 2.0)
+    np.testing.assert_array_equal(fitted.indices, fixed.indices)
