@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from explorer.app import quiet_offscreen_warnings  # noqa: E402
 from explorer.persistence import open_settings  # noqa: E402
 from explorer.state import Inputs  # noqa: E402
 from explorer.window import MainWindow  # noqa: E402
@@ -167,6 +168,7 @@ def main() -> int:
     parser.add_argument("--models", nargs="*", default=["minilm"], help="pretrained models to time (none: skip)")
     args = parser.parse_args()
     app = QApplication.instance() or QApplication([])
+    quiet_offscreen_warnings()
     print(f"GUI benchmark: h={HEADS}, d_model={D_MODEL}, all heads of 'weights' shown, {os.cpu_count()} cores")
     print(f"{'n':>6} {'latency ms':>11} {'gui ms':>8} {'paint ms':>9} {'stall ms':>9}")
     for n in args.sizes:

@@ -145,7 +145,7 @@ def run_app(argv: Sequence[str]) -> int:
 
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "attention-explorer"])
     if app.platformName() == "offscreen":
-        _quiet_offscreen_warnings()
+        quiet_offscreen_warnings()
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     if STYLE_SHEET.is_file():
@@ -164,7 +164,7 @@ def run_app(argv: Sequence[str]) -> int:
         app.processEvents()
 
 
-def _quiet_offscreen_warnings() -> None:
+def quiet_offscreen_warnings() -> None:
     """Without a screen Qt warns about every window hint it cannot honour ("This plugin does not
     support propagateSizeHints()"): noise in a screenshot run. Other messages pass on unchanged."""
     from PySide6.QtCore import qInstallMessageHandler
