@@ -249,10 +249,10 @@ class MatrixView(QWidget):
             self._pool_timer.start()
 
     def _grow_pool(self) -> None:
-        if len(self._pool) >= self._pool_target:
+        if len(self._pool) < self._pool_target:
+            self._add_spare()
+        if len(self._pool) >= self._pool_target:  # done: no idle tick left running
             self._pool_timer.stop()
-            return
-        self._add_spare()
 
     def _fit_columns(self) -> None:
         """Give every matrix of a grid the same width: the first column also holds the row labels,
