@@ -16,6 +16,19 @@ from .trace import AttentionTrace, Stage
 from .weights import complete_weights, random_weights
 
 StopCheck = Callable[[], bool] | None
+# A trace keeps every stage, so its size is known before computing. Above this it is refused with
+# a message rather than letting the operating system kill the process for lack of memory.
+MAX_TRACE_BYTES = 8 << 30
+
+
+def trace_bytes(cfg, n_q: int, n_k: int, cross: bool) -> int:
+    """Bytes the float32 stages of a trace will hold (an upper bound: every optional stage)."""
+    h, d, dk, dv = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v
+    inputs = 3 * n_k * d + (n_q * d if cross else 0)  # embeddings, positional encoding, input, query input
+    projections = h * (n_q * dk + n_k * dk + n_k * dv)  # q, k, v
+    pairs = 4 * h * n_q * n_k  # scores, scaled, masked, weights
+    outputs = h * n_q * dv + n_q * h * dv + n_q * cfg.out_dim  # head outputs, concat, output
+    return 4 * (inputs + projections + pairs + outputs)
 
 
 def _features(n: int) -> tuple[str, ...]:
@@ -72,6 +85,12 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
     else:
         query_tokens, query_matrix = key_tokens, key_matrix
     n_q, n_k = len(query_tokens), len(key_tokens)
+    needed = trace_bytes(cfg, n_q, n_k, req.is_cross)
+    if needed > MAX_TRACE_BYTES:
+        raise InputError(
+            f"{n_q}×{n_k} tokens with {h} heads need {needed / 2**30:.1f} GiB for all stages, more than "
+            f"the {MAX_TRACE_BYTES / 2**30:.0f} GiB limit; use fewer tokens or heads"
+        )
 
     # Embeddings: one seeded table over the distinct tokens of every sentence, sorted.
     sequences = [(key_tokens, key_matrix)] + ([(query_tokens, query_matrix)] if req.is_cross else [])

@@ -230,3 +230,20 @@ def test_bad_requests_raise_one_line_input_errors(request_kwargs, message):
     with pytest.raises(InputError, match=message) as info:
         run(AttentionRequest(**request_kwargs))
     assert "\n" not in str(info.value)
+
+
+def test_a_trace_too_big_for_memory_is_refused_before_computing(monkeypatch):
+    # Regression: 4096 tokens with 64 heads asked for ~16 GiB of stages and the OS killed the process.
+    import models.pipeline as pipeline_mod
+
+    cfg = AttentionConfig(heads=64, d_model=128, max_tokens=4096)
+    sentence = " ".join(f"w{i}" for i in range(4096))
+    with pytest.raises(InputError, match=r"4096×4096 tokens with 64 heads need 16\.\d GiB"):
+        run(AttentionRequest(config=cfg, sentence=sentence))
+    small = AttentionConfig(heads=2, d_model=8)
+    exact = pipeline_mod.trace_bytes(small, 3, 3, cross=False)
+    trace = run(AttentionRequest(config=small.replace(pe="sinusoidal", mask="causal"), sentence="a b c"))
+    assert sum(s.array.nbytes for s in trace.stages) == exact  # the estimate is the real size
+    monkeypatch.setattr(pipeline_mod, "MAX_TRACE_BYTES", exact - 1)
+    with pytest.raises(InputError, match="limit"):
+        run(AttentionRequest(config=small, sentence="a b c"))
