@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from models import attention as att
 from models.config import InputError
 
 MASK_MODES = ("none", "causal", "padding")
@@ -186,9 +187,7 @@ def attention(
     """Multi-head (or grouped-query) self-attention of ``x (n, d_model)``; returns (n, d_model).
 
     When ``record`` is a dict, every intermediate tensor is stored in it under its stage name.
-    A row whose keys are all hidden gets zero weights (softmax of only -inf would be NaN).
     """
-    n = x.shape[0]
     q = split_heads(linear(x, p.w_q, p.b_q), p.heads)  # (h, n, d_k)
     k = split_heads(linear(x, p.w_k, p.b_k), p.kv_heads)  # (kv, n, d_k)
     v = split_heads(linear(x, p.w_v, p.b_v), p.kv_heads)  # (kv, n, d_k)
@@ -202,15 +201,13 @@ def attention(
     rep = p.heads // p.kv_heads
     k_all = k.repeat_interleave(rep, dim=0) if rep > 1 else k  # (h, n, d_k): head i reads i//rep
     v_all = v.repeat_interleave(rep, dim=0) if rep > 1 else v
-    scores = q @ k_all.transpose(-1, -2)  # (h, n, n)
+    # From here on the same stage functions as the toy engine (models.attention).
+    scores = att.dot_scores(q, k_all)  # (h, n, n)
     scaled = scores * p.scale
-    masked = scaled.masked_fill(hidden, float("-inf"))
-    weights = torch.softmax(masked, dim=-1)
-    blind = hidden.all(dim=-1, keepdim=True)  # (n, 1): rows that may see nothing
-    if bool(blind.any()):
-        weights = weights.masked_fill(blind, 0.0)
-    head_output = weights @ v_all  # (h, n, d_k)
-    concat = head_output.transpose(0, 1).reshape(n, -1)  # (n, h*d_k)
+    masked = att.apply_mask(scaled, hidden)
+    weights = att.softmax(masked)  # an all-hidden row gets zero weights, never NaN
+    head_output = att.weighted_sum(weights, v_all)  # (h, n, d_k)
+    concat = att.concat_heads(head_output)  # (n, h*d_k)
     output = linear(concat, p.w_o, p.b_o)  # (n, d_model)
     if record is not None:
         record.update(
