@@ -6,9 +6,18 @@ import dataclasses
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QProgressBar, QScrollArea, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QMainWindow,
+    QProgressBar,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 
 from models.config import InputError
 from models.device import describe_default_device
@@ -259,7 +268,16 @@ class MainWindow(QMainWindow):
             summary = _summary(display.trace, (t0 - submitted) * 1000.0)
             self.status_line.show_info(summary, [*self._notices, *(display.trace.meta.get("notices") or ())])
             self._notices = []
+        self._settle()
         self.shown.emit(display.generation)
+
+    def _settle(self) -> None:
+        """Lay out what the result changed and hand the heatmaps' dirty regions to their view now,
+        so that one paint shows it all: otherwise the window paints once for the panels, the
+        layouts then run (posted after that paint) and the canvas paints again."""
+        QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        for view in (self.matrix_view.canvas, self.focus_panel.chart):
+            QApplication.sendPostedEvents(view.scene(), QEvent.Type.MetaCall)
 
     def _on_failed(self, generation: int, message: str, kind: str = "input") -> None:
         if generation != self.worker.latest_generation:

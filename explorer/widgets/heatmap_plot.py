@@ -23,6 +23,8 @@ class HeatmapPlot:
         self.bottom = TokenAxis("bottom")
         # No menus: the ViewBox's would cost a quarter of the ~10 ms a PlotItem takes to build.
         self.plot = pg.PlotItem(axisItems={"left": self.left, "bottom": self.bottom}, enableMenu=False)
+        for hidden in ("top", "right"):  # never shown, but linked to the view like the token axes:
+            self.plot.getAxis(hidden).enableAutoSIPrefix(False)  # see TokenAxis (label HTML per range change)
         self.plot.invertY(True)  # row 0 (the first token) at the top, as in the notes
         self.plot.hideButtons()
         self.plot.setMenuEnabled(False)
@@ -43,6 +45,7 @@ class HeatmapPlot:
         self.plot.addItem(self.row_marker)
         self.rows = self.cols = 0
         self.title = ""
+        _keep_title_hint_on_resize(self.plot.titleLabel)
 
     def set_matrix(
         self, indices: np.ndarray, lut: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], title: str
@@ -59,11 +62,14 @@ class HeatmapPlot:
             self.image.setRect(QRectF(0, 0, self.cols, self.rows))
         self.left.set_labels(rows)
         self.bottom.set_labels(cols)
-        if title != self.title:
-            self.title = title
-            self.plot.setTitle(title, size="9pt")
+        self.set_title(title)
         if resized:
             self.plot.getViewBox().setRange(xRange=(0, self.cols), yRange=(0, self.rows), padding=0)
+
+    def set_title(self, title: str) -> None:
+        if title != self.title:  # the title's HTML takes ~1 ms to lay out, and resizes the plot
+            self.title = title
+            self.plot.setTitle(title, size="9pt")
 
     def mark_row(self, row: int) -> None:
         if 0 <= row < self.rows:
@@ -83,3 +89,19 @@ class HeatmapPlot:
         if 0 <= row < self.rows and 0 <= col < self.cols:
             return row, col
         return None
+
+
+def _keep_title_hint_on_resize(label: pg.LabelItem) -> None:
+    """pyqtgraph's LabelItem recomputes its size hint on every resize and invalidates the plot's
+    layout even though the hint depends only on its text: each grid layout then posts a layout
+    request per plot, whose handling (after the paint) lays out the whole grid again. Here the
+    layout is only invalidated when the hint really changed (new text, angle)."""
+    update_min = label.updateMin
+
+    def update_min_if_changed() -> None:
+        bounds = label.itemRect()
+        hint = getattr(label, "_sizeHint", {}).get(Qt.SizeHint.PreferredSize)
+        if hint != (bounds.width(), bounds.height()):
+            update_min()
+
+    label.updateMin = update_min_if_changed

@@ -178,6 +178,7 @@ class MatrixView(QWidget):
         self.range_label.setText(text)
         self.shown_stage, self.shown_generation = stage, display.generation
         self._mark_query()
+        self._settle_layout()
 
     def _image_added(self, name: str) -> None:
         """Background conversions arrive for every stage; only the one on screen matters here."""
@@ -205,12 +206,16 @@ class MatrixView(QWidget):
         while len(self._pool) < len(heads):
             self._add_spare()
         self.plots = self._pool[: len(heads)]
+        overhang = EDGE_OVERHANG_PX if columns == 1 else GRID_SPACING // 2
         for i, plot in enumerate(self.plots):
+            # Shown first: a hidden axis sizes itself to 0 px (pyqtgraph), and would grow back while
+            # painting, which re-lays out the whole grid and paints it a second time.
+            plot.plot.show()
             # Row labels once per grid row, on the left: more room for the matrices.
             plot.plot.showAxis("left", i % columns == 0)
             # Edge labels may reach into the margin of a single matrix, not into a neighbour's.
-            plot.bottom.setStyle(hideOverlappingLabels=EDGE_OVERHANG_PX if columns == 1 else GRID_SPACING // 2)
-            plot.plot.show()
+            if plot.bottom.style["hideOverlappingLabels"] != overhang:
+                plot.bottom.setStyle(hideOverlappingLabels=overhang)
         for spare in self._pool[len(heads) :]:
             spare.plot.hide()  # kept (hidden) for the next bigger grid: a model switched back to
         cells = [(plot.plot, i // columns, i % columns, 1) for i, plot in enumerate(self.plots)]
@@ -232,10 +237,22 @@ class MatrixView(QWidget):
             layout.setColumnMaximumWidth(c, QWIDGETSIZE_MAX)
         for item, row, col, rowspan in cells:
             layout.addItem(item, row, col, rowspan, 1)
-        layout.activate()  # once, so that geometry (hover, column widths) is right at once
+        self._settle_layout()  # once, so that geometry (hover, column widths) is right at once
+
+    def _settle_layout(self) -> None:
+        """Lay the grid out now, inner layouts first, rather than from posted events after the paint.
+
+        A plot whose own layout changed (axis shown or hidden, widths, title) has a layout request
+        pending; handled after the grid is laid out, it invalidates the grid again, so that the
+        whole grid would be laid out twice and painted twice (the first time with stale geometry).
+        Activated here, the pending requests find nothing left to do."""
+        for plot in self.plots:
+            plot.plot.layout.activate()
+        self.canvas.ci.layout.activate()
 
     def _add_spare(self) -> None:
         spare = HeatmapPlot(len(self._pool))
+        spare.set_title(f"Head {len(self._pool) + 1}")  # its likely title (all heads), ready in advance
         spare.plot.setParentItem(self.canvas.ci)  # in the scene from the start (see _lay_out_grid)
         spare.plot.hide()
         self._pool.append(spare)

@@ -34,10 +34,16 @@ class PadPicker(QListWidget):
                     item.setSizeHint(QSize(self.fontMetrics().horizontalAdvance(item.text()) + 30, 22))
                     self.addItem(item)
                 self._tokens = tuple(tokens)
+                # Now rather than from a posted event after the window has painted (which would
+                # re-lay out the panels and paint again).
+                self.executeDelayedItemsLayout()
             hidden = set(checked)
             for i in range(self.count()):
                 state = Qt.CheckState.Checked if i in hidden else Qt.CheckState.Unchecked
-                self.item(i).setCheckState(state)
+                item = self.item(i)
+                # Each change re-lays out the list: only on a change (a new item has no box yet).
+                if item.data(Qt.ItemDataRole.CheckStateRole) is None or item.checkState() != state:
+                    item.setCheckState(state)
 
     def positions(self) -> tuple[int, ...]:
         return tuple(i for i in range(self.count()) if self.item(i).checkState() == Qt.CheckState.Checked)

@@ -231,7 +231,8 @@ class SettingsPanel(QGroupBox):
         for name in SIZES:
             box = getattr(self, name)
             bad = name in fields
-            box.setProperty("invalid", bad)
             box.setToolTip(message if bad else model_tips.get(name, self._tips[name]))
-            box.style().unpolish(box)  # re-apply the style sheet's [invalid="true"] rule
-            box.style().polish(box)
+            if bool(box.property("invalid")) != bad:  # re-polishing re-lays out the panel: only on a change
+                box.setProperty("invalid", bad)
+                box.style().unpolish(box)  # re-apply the style sheet's [invalid="true"] rule
+                box.style().polish(box)

@@ -80,6 +80,9 @@ def test_padding_mask_hides_the_clicked_key(make_window, settle):
     assert panel.pad_picker.isVisible()
     picker = panel.pad_picker
     assert picker.count() == len(window.state.key_tokens)
+    # Every token shows its check box, unchecked (not only the ones whose state changed).
+    assert [picker.item(i).data(Qt.ItemDataRole.CheckStateRole) for i in range(picker.count())] == \
+        [Qt.CheckState.Unchecked.value] * picker.count()  # fmt: skip
     picker.itemClicked.emit(picker.item(2))  # a click on key token 2
     settle(window)
     assert window.state.inputs.pad_positions == (2,)
