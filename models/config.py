@@ -12,7 +12,7 @@ MASKS = ("none", "causal", "padding", "custom")
 SCORES = ("dot", "scaled", "additive", "general")
 POSITIONAL = ("none", "sinusoidal")
 DEVICES = ("auto", "cpu", "cuda")
-DEFAULT_MAX_TOKENS = 4096
+DEFAULT_MAX_TOKENS = 16384
 
 
 class InputError(ValueError):

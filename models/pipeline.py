@@ -1,4 +1,4 @@
-"""Request -> trace: every stage of multi-head attention, recorded as numpy, under no_grad."""
+"""Request -> trace: every stage of multi-head attention, as numpy, under no_grad; n×n stages lazily."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from . import attention as att
+from . import pairs, stages
 from .config import AttentionRequest, Cancelled, InputError
 from .device import pick_device
 from .tokenize import build_vocab, check_embeddings, embed, tokens_or_error
@@ -16,43 +17,50 @@ from .trace import AttentionTrace, Stage
 from .weights import complete_weights, random_weights
 
 StopCheck = Callable[[], bool] | None
-# A trace keeps every stage, so its size is known before computing. Above this it is refused with
-# a message rather than letting the operating system kill the process for lack of memory.
+# What a trace holds eagerly (inputs, Q, K, V, head outputs, the output) plus the pair stores'
+# budget. Above this it is refused with a message rather than letting the allocator fail.
 MAX_TRACE_BYTES = 8 << 30
 
 
 def trace_bytes(cfg, n_q: int, n_k: int, cross: bool) -> int:
-    """Bytes the float32 stages of a trace will hold (an upper bound: every optional stage)."""
+    """Bytes a trace holds at most: the float32 stages kept whole plus the pair store's budget.
+    The n×n stages are computed per head and block of rows when looked at, never all at once."""
     h, d, dk, dv = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v
     inputs = 3 * n_k * d + (n_q * d if cross else 0)  # embeddings, positional encoding, input, query input
     projections = h * (n_q * dk + n_k * dk + n_k * dv)  # q, k, v
-    pairs = 4 * h * n_q * n_k  # scores, scaled, masked, weights
     outputs = h * n_q * dv + n_q * h * dv + n_q * cfg.out_dim  # head outputs, concat, output
-    return 4 * (inputs + projections + pairs + outputs)
+    return 4 * (inputs + projections + outputs) + min(pairs.DEFAULT_BUDGET, 4 * pairs.pair_bytes(h, n_q, n_k))
 
 
 def _features(n: int) -> tuple[str, ...]:
     return tuple(str(i) for i in range(n))
 
 
-def _dims(*shape: int) -> str:
-    return "×".join(str(s) for s in shape)
-
-
 class _Recorder:
-    """Collects stages as numpy and checks for cancellation at each stage boundary."""
+    """Collects stages (texts from the catalogue) and checks for cancellation at each boundary."""
 
-    def __init__(self, should_stop: StopCheck):
+    def __init__(self, ctx: stages.Context, should_stop: StopCheck):
         self.stages: list[Stage] = []
+        self.ctx = ctx
         self.should_stop = should_stop
 
-    def add(self, name: str, tensor: torch.Tensor, rows, cols, **kw) -> None:
+    def _check(self, name: str) -> None:
         if self.should_stop is not None and self.should_stop():
             raise Cancelled(name)
+
+    def _text(self, name: str) -> dict:
+        t = stages.describe(name, self.ctx)
+        return dict(title=t.title, formula=t.formula, description=t.description, shapes=t.shapes,
+                    row_axis=t.row_axis, col_axis=t.col_axis, per_head=t.per_head)  # fmt: skip
+
+    def add(self, name: str, tensor: torch.Tensor, rows, cols) -> None:
+        self._check(name)
         array = tensor.detach().to("cpu", torch.float32).numpy()
-        self.stages.append(
-            Stage(name=name, array=array, row_labels=tuple(rows), col_labels=tuple(cols), **kw)
-        )
+        self.stages.append(Stage(name, array=array, row_labels=rows, col_labels=cols, **self._text(name)))
+
+    def add_lazy(self, name: str, rows, cols, **source) -> None:
+        self._check(name)
+        self.stages.append(Stage(name, row_labels=rows, col_labels=cols, **self._text(name), **source))
 
 
 def _sequence(req: AttentionRequest, cross: bool):
@@ -72,8 +80,9 @@ def _sequence(req: AttentionRequest, cross: bool):
 
 
 def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
-    """Compute every stage for ``req``. Raises :class:`InputError` for bad input and
-    :class:`Cancelled` when ``should_stop()`` turns true between stages."""
+    """Compute the stages for ``req``: inputs and Q, K, V now; the n×n stages and what follows
+    them when they are read (see :mod:`models.pairs`). Raises :class:`InputError` for bad input
+    and :class:`Cancelled` when ``should_stop()`` turns true between stages."""
     t0 = time.perf_counter()
     cfg = req.config.validate()
     device, device_label, notice = pick_device(cfg.device)
@@ -88,9 +97,10 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
     needed = trace_bytes(cfg, n_q, n_k, req.is_cross)
     if needed > MAX_TRACE_BYTES:
         raise InputError(
-            f"{n_q}×{n_k} tokens with {h} heads need {needed / 2**30:.1f} GiB for all stages, more than "
+            f"{n_q}×{n_k} tokens with {h} heads need {needed / 2**30:.1f} GiB, more than "
             f"the {MAX_TRACE_BYTES / 2**30:.0f} GiB limit; use fewer tokens or heads"
         )
+    hidden = _mask(req, n_q, n_k)
 
     # Embeddings: one seeded table over the distinct tokens of every sentence, sorted.
     sequences = [(key_tokens, key_matrix)] + ([(query_tokens, query_matrix)] if req.is_cross else [])
@@ -113,107 +123,58 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
     def t(a: np.ndarray | None) -> torch.Tensor | None:
         return None if a is None else torch.as_tensor(a, dtype=torch.float32, device=device)
 
-    rec = _Recorder(should_stop)
+    biases = frozenset(n for n, b in (("q", w.b_q), ("k", w.b_k), ("v", w.b_v), ("o", w.b_o)) if b is not None)
+    ctx = stages.Context(
+        n_q=n_q, n_k=n_k, d_model=cfg.d_model, d_k=dk, d_v=dv, heads=h, d_out=cfg.out_dim, biases=biases,
+        score=cfg.score, temperature=cfg.temperature, mask=cfg.mask, pad_positions=tuple(cfg.pad_positions),
+        pe=cfg.pe, embedding_source="the embeddings file" if key_matrix is not None else "a seeded nn.Embedding table",
+    )  # fmt: skip
+    rec = _Recorder(ctx, should_stop)
     fk = _features(cfg.d_model)
     with torch.no_grad():
         x_k, x_q = x_k.to(device, torch.float32), x_q.to(device, torch.float32)
-        source = "the embeddings file" if key_matrix is not None else "a seeded nn.Embedding table"
-        rec.add("embeddings", x_k, key_tokens, fk, title="Embeddings", formula="X = Embedding(ids)",
-                description=f"Each token becomes a row of {cfg.d_model} numbers, read from {source}.",
-                shapes=f"→ {_dims(n_k, cfg.d_model)}")  # fmt: skip
+        rec.add("embeddings", x_k, key_tokens, fk)
         if cfg.pe == "sinusoidal":
             p_k = att.sinusoidal_encoding(n_k, cfg.d_model).to(device, torch.float32)  # (n_k, d)
-            rec.add("positional_encoding", p_k, key_tokens, fk, title="Positional encoding",
-                    formula="P[i,2j] = sin(i/10000^(2j/d)),  P[i,2j+1] = cos(i/10000^(2j/d))",
-                    description="A fixed wave pattern per position, so attention can tell word order.",
-                    shapes=f"→ {_dims(n_k, cfg.d_model)}")  # fmt: skip
+            rec.add("positional_encoding", p_k, key_tokens, fk)
             x_k = x_k + p_k
             if req.is_cross:
                 x_q = x_q + att.sinusoidal_encoding(n_q, cfg.d_model).to(device, torch.float32)
             else:
                 x_q = x_k
-        rec.add("input", x_k, key_tokens, fk, title="Input",
-                formula="X + P" if cfg.pe == "sinusoidal" else "X",
-                description="What attention reads: one row per token"
-                + (" (embedding plus position)." if cfg.pe == "sinusoidal" else "."),
-                shapes=f"→ {_dims(n_k, cfg.d_model)}")  # fmt: skip
+        rec.add("input", x_k, key_tokens, fk)
         if req.is_cross:
-            rec.add("query_input", x_q, query_tokens, fk, title="Query input",
-                    formula="X_q + P_q" if cfg.pe == "sinusoidal" else "X_q",
-                    description="The second sequence: its rows ask the questions (queries).",
-                    shapes=f"→ {_dims(n_q, cfg.d_model)}")  # fmt: skip
-
-        bias = " + b" if w.b_q is not None else ""
+            rec.add("query_input", x_q, query_tokens, fk)
         q = att.project(x_q, t(w.W_q), t(w.b_q))  # (h, n_q, d_k)
-        rec.add("q", q, query_tokens, _features(dk), per_head=True, title="Queries Q",
-                formula=f"Q_i = X W_Q^i{bias}", row_axis="query",
-                description="What each token is looking for, one matrix per head.",
-                shapes=f"({_dims(n_q, cfg.d_model)})·({_dims(cfg.d_model, dk)}) → {_dims(n_q, dk)}")  # fmt: skip
+        rec.add("q", q, query_tokens, _features(dk))
         k = att.project(x_k, t(w.W_k), t(w.b_k))  # (h, n_k, d_k)
-        rec.add("k", k, key_tokens, _features(dk), per_head=True, title="Keys K",
-                formula=f"K_i = X W_K^i{' + b' if w.b_k is not None else ''}", row_axis="key",
-                description="What each token offers to be matched against, per head.",
-                shapes=f"({_dims(n_k, cfg.d_model)})·({_dims(cfg.d_model, dk)}) → {_dims(n_k, dk)}")  # fmt: skip
+        rec.add("k", k, key_tokens, _features(dk))
         v = att.project(x_k, t(w.W_v), t(w.b_v))  # (h, n_k, d_v)
-        rec.add("v", v, key_tokens, _features(dv), per_head=True, title="Values V",
-                formula=f"V_i = X W_V^i{' + b' if w.b_v is not None else ''}", row_axis="key",
-                description="What each token hands over when it is attended to, per head.",
-                shapes=f"({_dims(n_k, cfg.d_model)})·({_dims(cfg.d_model, dv)}) → {_dims(n_k, dv)}")  # fmt: skip
+        rec.add("v", v, key_tokens, _features(dv))
 
-        pair = dict(row_axis="query", col_axis="key", per_head=True)
-        if cfg.score in ("dot", "scaled"):
-            s = att.dot_scores(q, k)  # (h, n_q, n_k)
-            formula, shapes = "S = Q Kᵀ", f"({_dims(n_q, dk)})·({_dims(dk, n_k)}) → {_dims(n_q, n_k)}"
-            desc = "How well each query matches each key: the dot product of their rows."
-        elif cfg.score == "general":
-            s = att.general_scores(q, k, t(w.extra["W_g"]))
-            formula = "S = Q W Kᵀ"
-            shapes = f"({_dims(n_q, dk)})·({_dims(dk, dk)})·({_dims(dk, n_k)}) → {_dims(n_q, n_k)}"
-            desc = "Bilinear match: the query is mixed by a learned matrix before meeting the key."
-        else:
-            s = att.additive_scores(q, k, t(w.extra["W_1"]), t(w.extra["W_2"]), t(w.extra["w"]))
-            formula, shapes = "S_ij = wᵀ tanh(q_i W_1 + k_j W_2)", f"→ {_dims(n_q, n_k)}"
-            desc = "Additive (Bahdanau) match: a tiny network scores every query-key pair."
-        rec.add("scores", s, query_tokens, key_tokens, title="Scores", formula=formula,
-                description=desc, shapes=shapes, **pair)  # fmt: skip
-        if cfg.score == "scaled":
-            s = att.scale(s, dk)
-            rec.add("scaled", s, query_tokens, key_tokens, title="Scaled scores",
-                    formula=f"S = Q Kᵀ / √d_k  (√{dk} = {np.sqrt(dk):.3g})",
-                    description="Dividing by √d_k keeps scores moderate so softmax does not saturate.",
-                    shapes=f"({_dims(n_q, dk)})·({_dims(dk, n_k)}) → {_dims(n_q, n_k)}", **pair)  # fmt: skip
+        score = {"scaled": "dot"}.get(cfg.score, cfg.score)
+        params = {name: t(w.extra[name]) for name in ("W_g", "W_1", "W_2", "w") if name in w.extra}
+        spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), mask=hidden, score=score, params=params,
+                              scale=pairs.sqrt_dk(dk) if cfg.score == "scaled" else None,
+                              temperature=cfg.temperature)  # fmt: skip
+        store = pairs.PairStore(spec)
+        for name in spec.names:
+            rec.add_lazy(name, query_tokens, key_tokens, store=store)
 
-        hidden = _mask(req, n_q, n_k, device)
-        if hidden is not None:
-            s = att.apply_mask(s, hidden)
-            what = {"causal": "keys after the query (j > i)", "padding": "the padding keys",
-                    "custom": "the keys the custom mask hides"}[cfg.mask]  # fmt: skip
-            rec.add("masked", s, query_tokens, key_tokens, title="Masked scores",
-                    formula="S_ij = −∞ where hidden", shapes=f"→ {_dims(n_q, n_k)}",
-                    description=f"Scores of {what} become −∞, so their weights will be exactly 0.",
-                    **pair)  # fmt: skip
+        def head_output() -> np.ndarray:
+            return store.head_output().to("cpu", torch.float32).numpy()  # (h, n_q, d_v)
 
-        a = att.softmax(s, cfg.temperature)  # (h, n_q, n_k)
-        temp = f" / {cfg.temperature:g}" if cfg.temperature != 1.0 else ""
-        rec.add("weights", a, query_tokens, key_tokens, title="Softmax weights",
-                formula=f"A = softmax(S{temp}) row-wise", shapes=f"→ {_dims(n_q, n_k)}",
-                description="Each row becomes a probability distribution over the keys: it sums to 1.",
-                **pair)  # fmt: skip
-        o = att.weighted_sum(a, v)  # (h, n_q, d_v)
-        rec.add("head_output", o, query_tokens, _features(dv), per_head=True, row_axis="query",
-                title="Head outputs", formula="O_i = A_i V_i",
-                description="Each token's output is the weighted sum of the value rows.",
-                shapes=f"({_dims(n_q, n_k)})·({_dims(n_k, dv)}) → {_dims(n_q, dv)}")  # fmt: skip
-        c = att.concat_heads(o)  # (n_q, h·d_v)
-        rec.add("concat", c, query_tokens, _features(h * dv), row_axis="query", title="Concatenation",
-                formula="C = [O_1 … O_h]", shapes=f"{h}×({_dims(n_q, dv)}) → {_dims(n_q, h * dv)}",
-                description="The heads' outputs side by side along the features.")  # fmt: skip
-        y = att.output_projection(c, t(w.W_o), t(w.b_o))  # (n_q, d_out)
-        do = cfg.out_dim
-        rec.add("output", y, query_tokens, _features(cfg.out_dim), row_axis="query", title="Output",
-                formula=f"Y = C W_O{' + b_O' if w.b_o is not None else ''}",
-                description="The output projection mixes the heads back into one vector per token.",
-                shapes=f"({_dims(n_q, h * dv)})·({_dims(h * dv, do)}) → {_dims(n_q, do)}")  # fmt: skip
+        def concat() -> np.ndarray:
+            return att.concat_heads(store.head_output()).to("cpu", torch.float32).numpy()  # (n_q, h·d_v)
+
+        def output() -> np.ndarray:
+            with torch.no_grad():
+                c = att.concat_heads(store.head_output())
+                return att.output_projection(c, t(w.W_o), t(w.b_o)).to("cpu", torch.float32).numpy()
+
+        rec.add_lazy("head_output", query_tokens, _features(dv), compute=head_output, shape=(h, n_q, dv))
+        rec.add_lazy("concat", query_tokens, _features(h * dv), compute=concat, shape=(n_q, h * dv))
+        rec.add_lazy("output", query_tokens, _features(cfg.out_dim), compute=output, shape=(n_q, cfg.out_dim))
 
     meta = {"notices": [notice] if notice else []}
     return AttentionTrace(
@@ -223,20 +184,29 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
     )  # fmt: skip
 
 
-def _mask(req: AttentionRequest, n_q: int, n_k: int, device: torch.device) -> torch.Tensor | None:
+def materialize(trace: AttentionTrace, should_stop: StopCheck = None) -> AttentionTrace:
+    """Compute every stage now (for small inputs and tests): reading is then free."""
+    for stage in trace.stages:
+        if should_stop is not None and should_stop():
+            raise Cancelled(stage.name)
+        _ = stage.array
+    return trace
+
+
+def _mask(req: AttentionRequest, n_q: int, n_k: int) -> pairs.MaskSpec:
     cfg = req.config
     if cfg.mask == "causal":
-        return att.causal_mask(n_q, n_k, device)
+        return pairs.MaskSpec(causal=True)
     if cfg.mask == "padding":
         bad = [p for p in cfg.pad_positions if p >= n_k]
         if bad:
             raise InputError(f"pad position(s) {bad} out of range: there are {n_k} keys (0..{n_k - 1})")
-        return att.padding_mask(n_q, n_k, cfg.pad_positions, device)
+        return pairs.MaskSpec(pads=tuple(sorted(set(cfg.pad_positions))))
     if cfg.mask == "custom":
         if req.custom_mask is None:
             raise InputError("mask 'custom' needs a boolean n_q × n_k matrix")
         m = np.asarray(req.custom_mask)
         if m.shape != (n_q, n_k):
             raise InputError(f"custom mask has shape {m.shape}, expected ({n_q}, {n_k})")
-        return torch.as_tensor(m.astype(bool), device=device)
-    return None
+        return pairs.MaskSpec(custom=m.astype(bool))
+    return pairs.MaskSpec()

@@ -1,71 +1,111 @@
-"""The result of a computation: an ordered list of named stages, each a numpy array.
+"""The result of a computation: an ordered list of named stages, read as numpy when asked.
 
-A trace is plain data (numpy + str), so it can cross threads, be exported without Qt and
-be compared in tests. Views only ever read traces; they never compute.
+A trace is plain data (numpy + str) plus, for the n×n stages, a :class:`~models.pairs.PairStore`
+that computes a head or a block of rows when it is looked at. So a trace can cross threads, be
+exported without Qt and be compared in tests, and 16,384 tokens never need 16,384² × h floats at
+once. Views only ever read traces; they never compute.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-# The canonical order of stages; a trace holds the applicable subset, in this order.
-STAGE_ORDER = (
-    "embeddings",
-    "positional_encoding",
-    "input",
-    "query_input",
-    "q",
-    "k",
-    "v",
-    "q_rotated",
-    "k_rotated",
-    "scores",
-    "scaled",
-    "masked",
-    "weights",
-    "head_output",
-    "concat",
-    "output",
-)
+from .stages import PAIR_STAGES, STAGE_ORDER
+
+if TYPE_CHECKING:
+    from .pairs import PairStore
+
+__all__ = ["PAIR_STAGES", "STAGE_ORDER", "AttentionTrace", "Stage"]
 
 
-@dataclass(frozen=True)
 class Stage:
     """One step of the computation.
 
-    ``array`` is either 2-D ``(rows, cols)`` or, for per-head stages, 3-D ``(h, rows, cols)``
+    Its matrix is either 2-D ``(rows, cols)`` or, for per-head stages, 3-D ``(h, rows, cols)``
     with the head axis first. ``row_labels``/``col_labels`` label the last two axes: token
-    strings for token axes, feature indices (as strings) otherwise.
+    strings for token axes, feature indices (as strings) otherwise. An n×n stage is *lazy*: it
+    has a ``store`` and its numbers are computed per head and rows when read.
     """
 
-    name: str
-    title: str  # short human name, e.g. "Softmax weights"
-    formula: str  # one-line formula, e.g. "A = softmax(S_masked / T)"
-    description: str  # one plain-language sentence
-    array: np.ndarray
-    row_labels: tuple[str, ...]
-    col_labels: tuple[str, ...]
-    row_axis: str = "token"  # what the rows are: "token", "query", "key", "feature"
-    col_axis: str = "feature"
-    per_head: bool = False
-    shapes: str = ""  # the formula's operand shapes, per head, e.g. "(6×24)·(24×6) → 6×6"
-    # For grouped-query attention: which key/value head each query head reads (len h).
-    head_groups: tuple[int, ...] | None = None
+    def __init__(self, name: str, title: str, formula: str, description: str, array: np.ndarray | None = None,
+                 row_labels: tuple[str, ...] = (), col_labels: tuple[str, ...] = (), row_axis: str = "token",
+                 col_axis: str = "feature", per_head: bool = False, shapes: str = "",
+                 head_groups: tuple[int, ...] | None = None, *, store: PairStore | None = None,
+                 compute: Callable[[], np.ndarray] | None = None,
+                 shape: tuple[int, ...] | None = None) -> None:  # fmt: skip
+        assert sum(x is not None for x in (array, store, compute)) == 1, "one of array, store, compute"
+        assert compute is None or shape is not None, "a computed stage states its shape"
+        self.name, self.title, self.formula, self.description = name, title, formula, description
+        self._array = array
+        self.store = store  # n×n stages: computed per head and block of rows
+        self._compute = compute  # stages after the weights: computed whole, once, when first read
+        self._shape = shape
+        self._lock = threading.Lock()
+        self.row_labels, self.col_labels = tuple(row_labels), tuple(col_labels)
+        self.row_axis, self.col_axis = row_axis, col_axis
+        self.per_head = per_head
+        self.shapes = shapes  # the formula's operand shapes, per head, e.g. "(6×24)·(24×6) → 6×6"
+        # For grouped-query attention: which key/value head each query head reads (len h).
+        self.head_groups = head_groups
+
+    def __repr__(self) -> str:
+        return f"Stage({self.name!r}, shape={self.shape}, lazy={self.lazy})"
+
+    @property
+    def lazy(self) -> bool:
+        """True while reading the stage still means computing it."""
+        return self.store is not None or self._array is None
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.array.shape)
+        if self.store is not None:
+            return (self.store.heads, self.store.n_q, self.store.n_k)
+        return tuple(self._array.shape) if self._array is not None else tuple(self._shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._array.dtype if self._array is not None else np.dtype(np.float32)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    @property
+    def array(self) -> np.ndarray:
+        """The whole stage. A lazy stage computes every head: prefer :meth:`head` or :meth:`rows`."""
+        if self.store is not None:
+            return self.store.full(self.name)
+        if self._array is None:
+            with self._lock:
+                if self._array is None:
+                    array = self._compute()
+                    assert array.shape == tuple(self._shape), (self.name, array.shape, self._shape)
+                    self._array = array
+        return self._array
 
     @property
     def heads(self) -> int:
-        return self.array.shape[0] if self.per_head else 1
+        return self.shape[0] if self.per_head else 1
 
     def head(self, i: int) -> np.ndarray:
         """The 2-D matrix of head ``i`` (or the whole matrix for a non-head stage)."""
+        if self.store is not None:
+            return self.store.head(self.name, i)
         return self.array[i] if self.per_head else self.array
+
+    def rows(self, i: int, r0: int, r1: int) -> np.ndarray:
+        """Rows ``r0:r1`` of head ``i``'s matrix, without computing the others."""
+        if self.store is not None:
+            return self.store.rows(self.name, i, r0, r1)
+        return self.head(i)[r0:r1]
+
+    def cell(self, i: int, row: int, col: int) -> float:
+        return float(self.rows(i, row, row + 1)[0, col])
 
 
 @dataclass(frozen=True)
@@ -97,3 +137,9 @@ class AttentionTrace:
 
     def index(self, name: str) -> int:
         return self.names.index(name)
+
+    @property
+    def nbytes(self) -> int:
+        """What the trace holds now: eager arrays plus the blocks its stores have cached."""
+        stores = {id(s.store): s.store for s in self.stages if s.store is not None}
+        return sum(s.nbytes for s in self.stages if not s.lazy) + sum(p.cached_bytes for p in stores.values())

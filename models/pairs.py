@@ -1,0 +1,236 @@
+"""The n_q × n_k stages of a layer (scores … weights), computed when asked, per head and block of rows.
+
+Both engines hand Q, K, V and how to go from them to the weights (:class:`PairSpec`) to a
+:class:`PairStore`; it computes the stage, head and rows that are looked at, with the very stage
+functions of :mod:`models.attention`, and keeps what it computed within a memory budget. Rows are
+always computed in the same fixed blocks, so a tile, a head and the whole stage agree bit for bit.
+
+Memory: Q, K, V and the head outputs are kept (``O(n·d)``); an n×n matrix never has to exist whole.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from . import attention as att
+from .config import Cancelled
+
+# What computed blocks may hold, in bytes; least recently used blocks go first.
+DEFAULT_BUDGET = 768 << 20
+BLOCK_BYTES = 16 << 20  # one block of one stage of one head: about this many bytes
+StopCheck = Callable[[], bool] | None
+
+
+@dataclass(frozen=True, eq=False)
+class MaskSpec:
+    """Which keys each query may not see; ``rows()`` builds only the rows asked for."""
+
+    causal: bool = False
+    pads: tuple[int, ...] = ()  # key positions hidden from every query
+    window: int | None = None  # sliding window: query i sees keys i − window < j ≤ i
+    custom: np.ndarray | None = None  # (n_q, n_k) bool, True = hidden
+
+    @property
+    def hides_anything(self) -> bool:
+        return self.causal or bool(self.pads) or self.window is not None or self.custom is not None
+
+    def rows(self, r0: int, r1: int, n_k: int, device: torch.device) -> torch.Tensor | None:
+        """``(r1 − r0, n_k)`` bool, True where query i may not see key j; None when nothing is hidden."""
+        if not self.hides_anything:
+            return None
+        i = torch.arange(r0, r1, device=device)[:, None]  # (r, 1)
+        j = torch.arange(n_k, device=device)[None, :]  # (1, n_k)
+        hidden = torch.zeros(r1 - r0, n_k, dtype=torch.bool, device=device)
+        if self.causal:
+            hidden |= j > i
+        if self.window is not None:
+            hidden |= j <= i - self.window
+        if self.pads:
+            hidden[:, list(self.pads)] = True
+        if self.custom is not None:
+            hidden |= torch.as_tensor(np.asarray(self.custom[r0:r1], dtype=bool), device=device)
+        return hidden
+
+
+@dataclass(frozen=True, eq=False)
+class PairSpec:
+    """Everything between Q, K, V and the head outputs, for ``h`` query heads.
+
+    q (h, n_q, d_k) after any norm or rotation; k (kv, n_k, d_k); v (kv, n_k, d_v); query head i
+    reads key/value head ``head_groups[i]``. ``score``: "dot" (also for scaled), "general"
+    (``params['W_g']`` (h, d_k, d_k)) or "additive" (``W_1``, ``W_2`` (h, d_k, d_a), ``w`` (h, d_a)).
+    ``scale``: ("div", √d_k) or ("mul", factor) or None (no scaled stage). ``softcap``: c or None.
+    """
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    head_groups: tuple[int, ...]
+    mask: MaskSpec
+    score: str = "dot"
+    params: dict | None = None
+    scale: tuple[str, float] | None = None
+    softcap: float | None = None
+    temperature: float = 1.0
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The n×n stages this spec has, in order."""
+        return tuple(
+            n
+            for n, present in (
+                ("scores", True),
+                ("scaled", self.scale is not None),
+                ("softcapped", self.softcap is not None),
+                ("masked", self.mask.hides_anything),
+                ("weights", True),
+            )
+            if present
+        )
+
+
+class PairStore:
+    """Answers "stage ``name``, head ``h``, rows ``r0:r1``" for one :class:`PairSpec`.
+
+    Thread-safe: the worker computes while the GUI thread may read one cell under the mouse.
+    """
+
+    def __init__(self, spec: PairSpec, budget: int = DEFAULT_BUDGET) -> None:
+        self.spec = spec
+        self.heads, self.n_q, _ = spec.q.shape
+        self.n_k = spec.k.shape[1]
+        self.d_v = spec.v.shape[-1]
+        self.budget = budget
+        # Fixed row blocks (a multiple of 8 rows), decided by n_k alone.
+        rows = max(8, BLOCK_BYTES // (4 * max(1, self.n_k)) // 8 * 8)
+        self.block_rows = min(rows, max(8, -(-self.n_q // 8) * 8))
+        self.blocks = -(-self.n_q // self.block_rows)
+        self._cache: OrderedDict[tuple[str, int, int], np.ndarray] = OrderedDict()
+        self._cached_bytes = 0
+        self._head_output: torch.Tensor | None = None
+        self._lock = threading.RLock()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.spec.names
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._cached_bytes
+
+    # --- computing one block -----------------------------------------------------------------
+    def _compute(self, name: str, head: int, block: int) -> torch.Tensor:
+        """Stage ``name`` of ``head`` for one block of rows, computed from Q, K, V."""
+        s = self.spec
+        r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
+        g = s.head_groups[head]
+        q, k = s.q[head : head + 1, r0:r1], s.k[g : g + 1]  # (1, r, d_k), (1, n_k, d_k)
+        if s.score == "general":
+            x = att.general_scores(q, k, s.params["W_g"][head : head + 1])
+        elif s.score == "additive":
+            p = s.params
+            x = att.additive_scores(q, k, p["W_1"][head : head + 1], p["W_2"][head : head + 1], p["w"][head : head + 1])
+        else:
+            x = att.dot_scores(q, k)  # (1, r, n_k)
+        if name == "scores":
+            return x[0]
+        if s.scale is not None:
+            kind, value = s.scale
+            x = x / value if kind == "div" else x * value
+            if name == "scaled":
+                return x[0]
+        if s.softcap is not None:
+            x = torch.tanh(x / s.softcap) * s.softcap
+            if name == "softcapped":
+                return x[0]
+        x = att.apply_mask(x, s.mask.rows(r0, r1, self.n_k, x.device))
+        if name == "masked":
+            return x[0]
+        return att.softmax(x, s.temperature)[0]  # (r, n_k)
+
+    def block(self, name: str, head: int, block: int) -> np.ndarray:
+        """One block of rows of a stage, float32 numpy, from the cache when it is there."""
+        if name not in self.names:
+            raise KeyError(f"no stage {name!r}; this layer has {', '.join(self.names)}")
+        key = (name, head, block)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+            with torch.no_grad():
+                array = self._compute(name, head, block).to("cpu", torch.float32).numpy()
+            if array.nbytes <= self.budget:
+                self._cache[key] = array
+                self._cached_bytes += array.nbytes
+                while self._cached_bytes > self.budget:
+                    _, old = self._cache.popitem(last=False)
+                    self._cached_bytes -= old.nbytes
+            return array
+
+    # --- public reads ------------------------------------------------------------------------
+    def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None) -> Iterator[tuple[int, np.ndarray]]:
+        """``(first row, block)`` for every block of one head's stage, in order."""
+        for b in range(self.blocks):
+            if should_stop is not None and should_stop():
+                raise Cancelled(name)
+            yield b * self.block_rows, self.block(name, head, b)
+
+    def rows(self, name: str, head: int, r0: int, r1: int) -> np.ndarray:
+        """Rows ``r0:r1`` of one head: ``(r1 − r0, n_k)``."""
+        r0, r1 = max(0, r0), min(self.n_q, r1)
+        out = np.empty((max(0, r1 - r0), self.n_k), dtype=np.float32)
+        if r1 <= r0:
+            return out
+        for b in range(r0 // self.block_rows, (r1 - 1) // self.block_rows + 1):
+            data, start = self.block(name, head, b), b * self.block_rows
+            lo, hi = max(r0, start), min(r1, start + data.shape[0])
+            out[lo - r0 : hi - r0] = data[lo - start : hi - start]
+        return out
+
+    def head(self, name: str, head: int, should_stop: StopCheck = None) -> np.ndarray:
+        out = np.empty((self.n_q, self.n_k), dtype=np.float32)
+        for start, data in self.iter_blocks(name, head, should_stop):
+            out[start : start + data.shape[0]] = data
+        return out
+
+    def full(self, name: str, should_stop: StopCheck = None) -> np.ndarray:
+        """The whole stage, ``(h, n_q, n_k)``: only for inputs small enough to hold it."""
+        out = np.empty((self.heads, self.n_q, self.n_k), dtype=np.float32)
+        for h in range(self.heads):
+            for start, data in self.iter_blocks(name, h, should_stop):
+                out[h, start : start + data.shape[0]] = data
+        return out
+
+    def cell(self, name: str, head: int, i: int, j: int) -> float:
+        return float(self.rows(name, head, i, i + 1)[0, j])
+
+    def head_output(self, should_stop: StopCheck = None) -> torch.Tensor:
+        """``O_i = A_i V_g(i)``, (h, n_q, d_v): computed once, block by block, from the weights."""
+        with self._lock:
+            if self._head_output is None:
+                s = self.spec
+                out = torch.empty(self.heads, self.n_q, self.d_v, dtype=s.v.dtype, device=s.v.device)
+                for h in range(self.heads):
+                    v = s.v[s.head_groups[h]]  # (n_k, d_v)
+                    for start, a in self.iter_blocks("weights", h, should_stop):
+                        a_t = torch.from_numpy(a).to(v.device)
+                        out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v)
+                self._head_output = out
+            return self._head_output
+
+
+def pair_bytes(heads: int, n_q: int, n_k: int) -> int:
+    """Bytes one n×n stage of every head would take if held whole (float32)."""
+    return 4 * heads * n_q * n_k
+
+
+def sqrt_dk(d_k: int) -> tuple[str, float]:
+    return ("div", math.sqrt(d_k))

@@ -1,0 +1,210 @@
+"""ONE catalogue of stages: name, title, formula, operand shapes, plain-language line and axes.
+
+The toy engine and every pretrained family describe their stages through :func:`describe`, so a
+stage reads the same wherever it comes from ("Softmax weights" everywhere), and its operand shapes
+are always there. Only the numbers differ: a :class:`Context` carries the sizes and options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# The canonical order of stages; a trace holds the applicable subset, in this order.
+STAGE_ORDER = (
+    "embeddings",
+    "positional_encoding",
+    "input",
+    "query_input",
+    "q",
+    "k",
+    "v",
+    "q_normed",
+    "k_normed",
+    "q_rotated",
+    "k_rotated",
+    "scores",
+    "scaled",
+    "softcapped",
+    "masked",
+    "weights",
+    "head_output",
+    "concat",
+    "output",
+)
+# Stages with one (n_q × n_k) matrix per head: computed lazily, per head and per block of rows.
+PAIR_STAGES = ("scores", "scaled", "softcapped", "masked", "weights")
+
+
+@dataclass(frozen=True)
+class Context:
+    """The sizes and options the texts of a trace's stages are written with."""
+
+    n_q: int
+    n_k: int
+    d_model: int
+    d_k: int
+    d_v: int
+    heads: int
+    kv_heads: int = 0  # 0: same as heads (no grouped-query attention)
+    d_out: int = 0  # 0: d_model
+    biases: frozenset[str] = frozenset()  # of "q", "k", "v", "o"
+    score: str = "scaled"  # dot, scaled, general, additive
+    scale: float = 0.0  # the multiplier of the scaled stage (0: 1/√d_k)
+    scale_text: str = "√d_k"  # what the scores are divided by, in words
+    softcap: float | None = None
+    temperature: float = 1.0
+    mask: str = "none"  # none, causal, padding, custom
+    pad_positions: tuple[int, ...] = ()
+    window: int | None = None  # sliding-window attention: a query sees at most this many keys
+    pe: str = "none"  # none, sinusoidal, learned, rotary
+    rotary_dim: int | None = None  # partial rotary: only this many features rotate
+    embedding_source: str = "a seeded nn.Embedding table"
+    input_title: str = "Input"
+    input_formula: str = ""  # "" : X (+ P)
+    input_description: str = ""
+    layer: int | None = None  # pretrained: the traced layer
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def gqa(self) -> bool:
+        return 0 < self.kv_heads < self.heads
+
+
+@dataclass(frozen=True)
+class StageText:
+    title: str
+    formula: str
+    description: str
+    shapes: str
+    row_axis: str
+    col_axis: str
+    per_head: bool
+
+
+def _d(*shape: int) -> str:
+    return "×".join(str(s) for s in shape)
+
+
+def _bias(c: Context, which: str, index: str) -> str:
+    return f" + b_{which.upper()},{index}" if which in c.biases else ""
+
+
+def _mask_description(c: Context) -> str:
+    parts = []
+    if c.mask == "causal":
+        parts.append("keys after the query (j > i)")
+    if c.window:
+        parts.append(f"keys more than {c.window - 1} positions back (sliding window of {c.window})")
+    if c.pad_positions and c.mask in ("causal", "padding"):
+        parts.append(f"the padding keys {list(c.pad_positions)}")
+    if c.mask == "custom":
+        parts.append("the keys the custom mask hides (True = hidden)")
+    if not parts:
+        if c.mask == "padding":
+            return "Padding mask with no padding key chosen: nothing is hidden."
+        return "No mask: every query may attend to every key."
+    return f"Scores of {', and '.join(parts)} become −∞, so their weights will be exactly 0."
+
+
+def describe(name: str, c: Context) -> StageText:
+    """Title, formula (with the actual sizes), operand shapes and description of stage ``name``."""
+    n_q, n_k, d, dk, dv, h = c.n_q, c.n_k, c.d_model, c.d_k, c.d_v, c.heads
+    g = "g" if c.gqa else "i"  # the key/value head a query head reads
+    shared = (
+        f" {c.kv_heads} key/value heads, each shared by {h // c.kv_heads} query heads "
+        f"(query head i reads key/value head g(i))."
+        if c.gqa
+        else ""
+    )
+    rot = c.pe == "rotary"
+    normed = "q_normed" in c.extra.get("stages", ())
+    q_sym = "Q'_i" if rot else ("Q̂_i" if normed else "Q_i")
+    k_sym = f"K'_{g}" if rot else (f"K̂_{g}" if normed else f"K_{g}")
+    d_out = c.d_out or d
+    pair = ("query", "key", True)
+    if name == "embeddings":
+        t = ("Embeddings", "X = Embedding(ids)", f"Each token becomes a row of {d} numbers, read from "
+             f"{c.embedding_source}.", f"→ {_d(n_k, d)}", "token", "feature", False)  # fmt: skip
+    elif name == "positional_encoding":
+        t = ("Positional encoding", "P[i,2j] = sin(i/10000^(2j/d)),  P[i,2j+1] = cos(i/10000^(2j/d))",
+             "A fixed wave pattern per position, so attention can tell word order.", f"→ {_d(n_k, d)}",
+             "token", "feature", False)  # fmt: skip
+    elif name == "input":
+        formula = c.input_formula or ("X + P" if c.pe == "sinusoidal" else "X")
+        desc = c.input_description or ("What attention reads: one row per token" +
+                                       (" (embedding plus position)." if c.pe == "sinusoidal" else "."))
+        t = (c.input_title, formula, desc, f"→ {_d(n_k, d)}", "token", "feature", False)
+    elif name == "query_input":
+        t = ("Query input", "X_q + P_q" if c.pe == "sinusoidal" else "X_q",
+             "The second sequence: its rows ask the questions (queries).", f"→ {_d(n_q, d)}",
+             "token", "feature", False)  # fmt: skip
+    elif name == "q":
+        t = ("Queries Q", f"Q_i = X W_Q,i{_bias(c, 'q', 'i')}", "What each token is looking for, one "
+             "matrix per head.", f"({_d(n_q, d)})·({_d(d, dk)}) → {_d(n_q, dk)}", "query", "feature", True)  # fmt: skip
+    elif name == "k":
+        t = ("Keys K", f"K_{g} = X W_K,{g}{_bias(c, 'k', g)}", "What each token offers to be matched "
+             "against, per head." + shared, f"({_d(n_k, d)})·({_d(d, dk)}) → {_d(n_k, dk)}", "key",
+             "feature", True)  # fmt: skip
+    elif name == "v":
+        t = ("Values V", f"V_{g} = X W_V,{g}{_bias(c, 'v', g)}", "What each token hands over when it "
+             "is attended to, per head." + shared, f"({_d(n_k, d)})·({_d(d, dv)}) → {_d(n_k, dv)}", "key",
+             "feature", True)  # fmt: skip
+    elif name in ("q_normed", "k_normed"):
+        sym, rows, n = ("Q", "query", n_q) if name == "q_normed" else ("K", "key", n_k)
+        t = (f"Normalised {'queries' if sym == 'Q' else 'keys'}", f"{sym}̂ = RMSNorm({sym}) per head row",
+             f"Each head's {'query' if sym == 'Q' else 'key'} vector is RMS-normalised and scaled by a "
+             "learned weight before the positions are applied.", f"→ {_d(n, dk)}", rows, "feature", True)  # fmt: skip
+    elif name in ("q_rotated", "k_rotated"):
+        sym, rows, n = ("Q", "query", n_q) if name == "q_rotated" else ("K", "key", n_k)
+        part = (f" Only the first {c.rotary_dim} of the {dk} features rotate; the rest pass unchanged."
+                if c.rotary_dim and c.rotary_dim < dk else "")
+        t = (f"Rotated {'queries' if sym == 'Q' else 'keys'}", f"{sym}' = RoPE({sym}, position)",
+             "Each pair of features (j, j + d/2) is rotated by an angle proportional to the token's "
+             "position, so that q·k depends on how far apart two tokens are." + part
+             + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature", True)  # fmt: skip
+    elif name == "scores":
+        if c.score == "general":
+            t = ("Scores", f"S_i = {q_sym} W_i {k_sym}ᵀ", "Bilinear match: the query is mixed by a "
+                 "learned matrix before meeting the key.",
+                 f"({_d(n_q, dk)})·({_d(dk, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
+        elif c.score == "additive":
+            t = ("Scores", "S_ij = wᵀ tanh(q_i W_1 + k_j W_2)", "Additive (Bahdanau) match: a tiny "
+                 "network scores every query-key pair.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
+        else:
+            t = ("Scores", f"S_i = {q_sym} {k_sym}ᵀ", "How well each query matches each key: the dot "
+                 "product of their rows.", f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
+    elif name == "scaled":
+        scale = c.scale or dk**-0.5
+        if c.scale_text == "√d_k":
+            formula = f"S_i / √d_k  (√{dk} = {dk ** 0.5:.4g})"
+        else:
+            formula = f"S_i / {c.scale_text}  (× {scale:.4g})"
+        t = ("Scaled scores", formula, f"Scores multiplied by {scale:.4g}, so that softmax does not "
+             "saturate as d_k grows.", f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
+    elif name == "softcapped":
+        cap = c.softcap
+        t = ("Soft-capped scores", f"S ← {cap:g} · tanh(S / {cap:g})", f"Scores are squashed smoothly "
+             f"into (−{cap:g}, {cap:g}), so that no single key can dominate.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
+    elif name == "masked":
+        window = f"  (window {c.window})" if c.window else ""
+        t = ("Masked scores", f"S_ij = −∞ where hidden{window}", _mask_description(c),
+             f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
+    elif name == "weights":
+        temp = f" / {c.temperature:g}" if c.temperature != 1.0 else ""
+        t = ("Softmax weights", f"A_i = softmax(S_i{temp}) row-wise", "Each row becomes a probability "
+             "distribution over the keys: it sums to 1 (all zero if every key is hidden).",
+             f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
+    elif name == "head_output":
+        t = ("Head outputs", f"O_i = A_i V_{g}", "Each token's output is the weighted sum of the value "
+             "rows.", f"({_d(n_q, n_k)})·({_d(n_k, dv)}) → {_d(n_q, dv)}", "query", "feature", True)  # fmt: skip
+    elif name == "concat":
+        t = ("Concatenation", "C = [O_1 … O_h]", f"The {h} heads' outputs side by side along the "
+             f"features ({h} × {dv} = {h * dv}).", f"{h}×({_d(n_q, dv)}) → {_d(n_q, h * dv)}", "query",
+             "feature", False)  # fmt: skip
+    elif name == "output":
+        t = ("Output", f"Y = C W_O{' + b_O' if 'o' in c.biases else ''}", "The output projection mixes "
+             "the heads back into one vector per token.", f"({_d(n_q, h * dv)})·({_d(h * dv, d_out)}) → "
+             f"{_d(n_q, d_out)}", "query", "feature", False)  # fmt: skip
+    else:
+        raise KeyError(f"no stage {name!r} in the catalogue; known: {', '.join(STAGE_ORDER)}")
+    return StageText(*t)
