@@ -1,11 +1,16 @@
-"""Stage array -> uint8 colour indices, the form a heatmap paints in well under a millisecond.
+"""Colour indices: the layout, levels and conversion of a reduced stage (numpy only, widgets may import it).
 
-Numpy only (no Qt, no torch): it runs on the worker thread, so the GUI thread never touches
-the float matrices except to read one value under the mouse.
+Stage -> uint8 colour indices at display resolution, the form a heatmap paints in well under a millisecond.
+
+Runs on the worker thread, so the GUI thread never touches the float matrices except to read one
+value under the mouse. A matrix larger than the screen is reduced by blocks that keep every peak
+(models.reduce), never by striding; a zoomed region is reduced again from the exact values.
 
 Index layout of the 256-entry lookup table the views build (see widgets/colormaps.py):
-    0 .. 254   the colour map, from ``levels[0]`` to ``levels[1]``
-    255        masked cells (−∞), painted a distinct grey
+    0 .. 126    the colour map, from ``levels[0]`` to ``levels[1]``
+    127 .. 253  the same colours washed towards grey: a block mixing masked and visible cells
+    254         NaN (never painted as masked)
+    255         masked cells (−∞), a distinct grey
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ import numpy as np
 
 from models.trace import Stage
 
-COLOURS = 255  # indices 0..254 carry the colour map
+COLOURS = 127  # indices 0..126 carry the colour map
+MIXED_OFFSET = COLOURS  # 127..253: the colour of the visible peak, washed (partly masked block)
+NAN_INDEX = 254
 MASKED_INDEX = 255
 SEQUENTIAL_STAGES = frozenset({"weights"})  # probabilities: 0..1 on a sequential map
-# Above this many elements per head a matrix is shown subsampled: a screen has fewer pixels
-# than that anyway, and Qt would drop the same rows when scaling. Hover still reads the
-# exact float array, so no number is lost.
+SCALES = ("unit", "fit", "log")  # weights: 0..1, 0..their max, log10 of [smallest shown, 1]
+LOG_FLOOR = 1e-6  # the log scale never reaches below this weight
+# A matrix is drawn at most this many pixels a side; hover still reads the exact value.
 MAX_DISPLAY_SIDE = 1024
 
 
@@ -31,57 +38,74 @@ class StageImage:
 
     name: str
     indices: np.ndarray  # (heads, rows', cols') uint8, rows'/cols' <= MAX_DISPLAY_SIDE
-    levels: tuple[float, float]  # values painted with index 0 and index 254
+    levels: tuple[float, float]  # values painted with index 0 and index COLOURS − 1 (log10 for "log")
     data_range: tuple[float, float]  # exact finite min and max (nan, nan when none)
     sequential: bool  # True: 'weights' on a sequential map; False: diverging map symmetric about 0
-    masked_cells: int  # how many −∞ cells the stage holds
-    fitted: bool = False  # converted for "fit to data" (it changes the levels of sequential stages only)
+    masked_cells: int  # how many blocks hold a −∞ cell (0: no grey legend needed)
+    fitted: bool | str = False  # the colour scale it was converted for (see SCALES)
+    region: tuple[int, int, int, int] | None = None  # rows r0:r1, cols c0:c1 shown (None: all)
+    step: tuple[int, int] = (1, 1)  # cells per pixel
+    nan_cells: int = 0
+
+    @property
+    def scale(self) -> str:
+        return as_scale(self.fitted)
 
 
-def colour_levels(stage: Stage, finite_min: float, finite_max: float, fit: bool = False) -> tuple[float, float]:
-    """Weights use 0..1 so that colours mean the same thing at every size, or with ``fit``
-    0..their largest value (many keys: every weight is small, and 0..1 paints them all dark);
-    signed matrices are symmetric about 0 so that white means zero, and always fit their data."""
+def as_scale(fit: bool | str) -> str:
+    if isinstance(fit, str):
+        assert fit in SCALES, fit
+        return fit
+    return "fit" if fit else "unit"
+
+
+def colour_levels(stage: Stage, finite_min: float, finite_max: float, fit: bool | str = False) -> tuple[float, float]:
+    """Weights use 0..1 so that colours mean the same thing at every size, or with "fit" 0..their
+    largest value, or with "log" log10 of [their smallest positive value, 1]; signed matrices are
+    symmetric about 0 so that white means zero, and always fit their data."""
+    scale = as_scale(fit)
     if stage.name in SEQUENTIAL_STAGES:
-        return (0.0, finite_max) if fit and np.isfinite(finite_max) and finite_max > 0.0 else (0.0, 1.0)
+        if scale == "fit" and np.isfinite(finite_max) and finite_max > 0.0:
+            return 0.0, finite_max
+        if scale == "log":
+            floor = finite_min if np.isfinite(finite_min) and finite_min > LOG_FLOOR else LOG_FLOOR
+            top = finite_max if np.isfinite(finite_max) and finite_max > floor else 1.0
+            return float(np.log10(floor)), float(np.log10(max(top, floor * 10)))
+        return 0.0, 1.0
     bound = max(abs(finite_min), abs(finite_max))
     if not np.isfinite(bound) or bound == 0.0:
         bound = 1.0
     return -bound, bound
 
 
-def _display_step(size: int) -> int:
-    return -(-size // MAX_DISPLAY_SIDE)  # ceil: 2048 -> 2, 1000 -> 1
+def to_indices(peak: np.ndarray, masked: np.ndarray | None, levels: tuple[float, float],
+               log: bool) -> tuple[np.ndarray, int]:  # fmt: skip
+    """Colour indices of one reduced head (``masked``: the share of −∞ cells per pixel, or None),
+    and how many of its pixels are NaN."""
+    x = peak.astype(np.float32, copy=True)
+    nan = np.isnan(x)
+    hidden = np.isneginf(x)
+    if log:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = np.log10(np.maximum(x, np.float32(10.0 ** levels[0])))
+    x -= np.float32(levels[0])
+    x *= np.float32((COLOURS - 1) / (levels[1] - levels[0]))
+    np.clip(x, 0, COLOURS - 1, out=x)
+    np.rint(x, out=x)
+    indices = np.nan_to_num(x).astype(np.uint8)
+    if masked is not None:
+        mixed = (masked > 0) & ~hidden
+        indices[mixed] += MIXED_OFFSET
+    indices[hidden] = MASKED_INDEX
+    indices[nan] = NAN_INDEX
+    return indices, int(nan.sum())
 
 
-def stage_image(stage: Stage, fit: bool = False) -> StageImage:
-    """Convert every head of ``stage`` to uint8 colour indices (``fit``: see colour_levels)."""
-    array = stage.array if stage.per_head else stage.array[None]  # (heads, rows, cols)
-    finite = np.isfinite(array)
-    all_finite = bool(finite.all())
-    if all_finite:
-        lo, hi = (float(array.min()), float(array.max())) if array.size else (np.nan, np.nan)
-    elif finite.any():
-        lo, hi = float(array[finite].min()), float(array[finite].max())
-    else:
-        lo, hi = np.nan, np.nan
-    levels = colour_levels(stage, lo, hi, fit)
-
-    row_step, col_step = _display_step(array.shape[1]), _display_step(array.shape[2])
-    shown = array[:, ::row_step, ::col_step]
-    scale = (COLOURS - 1) / (levels[1] - levels[0])
-    # (x - lo) * scale in float32, rounded and clipped, one head at a time to bound the temporary.
-    indices = np.empty(shown.shape, dtype=np.uint8)
-    for h in range(shown.shape[0]):
-        x = np.subtract(shown[h], np.float32(levels[0]), dtype=np.float32)
-        x *= np.float32(scale)
-        np.clip(x, 0, COLOURS - 1, out=x)  # NaN stays NaN, −∞ becomes 0 here ...
-        np.rint(x, out=x)
-        indices[h] = x.astype(np.uint8) if all_finite else np.nan_to_num(x).astype(np.uint8)
-        if not all_finite:
-            indices[h][~np.isfinite(shown[h])] = MASKED_INDEX  # ... and is marked masked here
-    masked = 0 if all_finite else int(np.count_nonzero(np.isneginf(array)))
-    return StageImage(
-        name=stage.name, indices=indices, levels=levels, data_range=(lo, hi),
-        sequential=stage.name in SEQUENTIAL_STAGES, masked_cells=masked, fitted=fit,
-    )  # fmt: skip
+def reduce_row(values: np.ndarray, max_bars: int) -> tuple[np.ndarray, int]:
+    """A row of weights as at most ``max_bars`` bars, each the largest weight of its keys."""
+    step = max(1, -(-values.shape[0] // max(1, max_bars)))
+    if step == 1:
+        return values, 1
+    pad = (-values.shape[0]) % step
+    padded = np.concatenate([values, np.full(pad, -np.inf, values.dtype)]) if pad else values
+    return padded.reshape(-1, step).max(axis=1), step

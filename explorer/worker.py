@@ -27,7 +27,8 @@ from models.config import AttentionRequest, Cancelled, InputError
 from models.trace import AttentionTrace
 
 from .pretrained_runner import PretrainedRequest, PretrainedRunner
-from .stage_image import StageImage, stage_image
+from .stage_image import StageImage
+from .stage_render import stage_image
 
 Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
 # Traces up to this many float elements in total are converted whole before they are shown
@@ -172,7 +173,7 @@ class ComputeWorker(QThread):
                 return None
             names = list(trace.names)
             focus = job.focus_stage if job.focus_stage in names else names[-1]
-            total = sum(s.array.size for s in trace.stages)
+            total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [focus]
             fit = self._fit_colours
             display = DisplayTrace(job.generation, trace, {n: stage_image(trace[n], fit) for n in first})

@@ -11,14 +11,25 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .stages import PAIR_STAGES, STAGE_ORDER
 
-if TYPE_CHECKING:
-    from .pairs import PairStore
+
+class PairStore(Protocol):
+    """What a lazy stage reads from (models.pairs.PairStore; named here so that this module,
+    which the widgets import, does not import torch)."""
+
+    heads: int
+    n_q: int
+    n_k: int
+    cached_bytes: int
+
+    def full(self, name: str) -> np.ndarray: ...
+    def head(self, name: str, head: int) -> np.ndarray: ...
+    def rows(self, name: str, head: int, r0: int, r1: int) -> np.ndarray: ...
 
 __all__ = ["PAIR_STAGES", "STAGE_ORDER", "AttentionTrace", "Stage"]
 
@@ -143,3 +154,19 @@ class AttentionTrace:
         """What the trace holds now: eager arrays plus the blocks its stores have cached."""
         stores = {id(s.store): s.store for s in self.stages if s.store is not None}
         return sum(s.nbytes for s in self.stages if not s.lazy) + sum(p.cached_bytes for p in stores.values())
+
+
+def query_row(trace: AttentionTrace, head: int, row: int) -> tuple[np.ndarray, np.ndarray]:
+    """One query's weights over the keys ``(n_k,)`` and its head output ``(d_v,)``, without
+    computing the other rows: ``o_i = Σ_j a_ij v_j`` from the value rows when the head outputs
+    have not been computed yet."""
+    weights = trace["weights"]
+    a = weights.rows(head, row, row + 1)[0]
+    if "head_output" not in trace:
+        return a, np.zeros(0, np.float32)
+    out = trace["head_output"]
+    if not out.lazy:
+        return a, out.head(head)[row]
+    groups = weights.head_groups
+    v = trace["v"].head(groups[head] if groups else head)  # (n_k, d_v)
+    return a, (a.astype(np.float64) @ v.astype(np.float64)).astype(np.float32)

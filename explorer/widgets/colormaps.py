@@ -10,12 +10,14 @@ import functools
 import numpy as np
 import pyqtgraph as pg
 
-from explorer.stage_image import COLOURS, MASKED_INDEX
+from explorer.stage_image import COLOURS, MASKED_INDEX, MIXED_OFFSET, NAN_INDEX
 
 DIVERGING = "CET-D1"  # blue - near white - red: signed values, white is 0
 SEQUENTIAL = "viridis"  # dark - yellow: weights in 0..1
 MASKED_RGB = (118, 118, 118)  # a mid grey no colour of either map comes close to
 MASKED_HEX = "#767676"
+NAN_RGB = (255, 0, 170)  # a NaN is never painted as masked: loud pink, in no colour map
+NAN_HEX = "#ff00aa"
 
 
 @functools.cache
@@ -25,9 +27,13 @@ def colour_map(sequential: bool) -> pg.ColorMap:
 
 @functools.cache
 def lookup_table(sequential: bool) -> np.ndarray:
-    """(256, 3) uint8: the map stretched over indices 0..254, then masked grey."""
+    """(256, 3) uint8: the map over indices 0..126, the same washed with grey (partly masked blocks),
+    NaN pink, masked grey."""
     lut = np.empty((MASKED_INDEX + 1, 3), dtype=np.uint8)
-    lut[:COLOURS] = colour_map(sequential).getLookupTable(nPts=COLOURS, alpha=False)
+    colours = colour_map(sequential).getLookupTable(nPts=COLOURS, alpha=False)
+    lut[:COLOURS] = colours
+    lut[MIXED_OFFSET : MIXED_OFFSET + COLOURS] = (colours.astype(np.uint16) + np.array(MASKED_RGB)) // 2
+    lut[NAN_INDEX] = NAN_RGB
     lut[MASKED_INDEX] = MASKED_RGB
     lut.setflags(write=False)
     return lut

@@ -335,7 +335,7 @@ class MatrixView(QWidget):
         if hit is None or stage is None:
             return
         plot, row, col = hit
-        value = stage.head(plot.head)[row, col]
+        value = stage.cell(plot.head, row, col)
         text = format_value(value)
         if stage.name == "weights" and self._was_masked(plot.head, row, col):
             text += " (masked)"
@@ -347,7 +347,7 @@ class MatrixView(QWidget):
 
     def _was_masked(self, head: int, row: int, col: int) -> bool:
         trace = self.state.display.trace
-        return "masked" in trace and bool(np.isneginf(trace["masked"].head(head)[row, col]))
+        return "masked" in trace and bool(np.isneginf(trace["masked"].cell(head, row, col)))
 
     def _click(self, event) -> None:
         if event.button() != Qt.MouseButton.LeftButton:

@@ -10,11 +10,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from models.trace import AttentionTrace
+from explorer.stage_image import reduce_row
+from models.trace import AttentionTrace, query_row
 
 from .token_axis import TokenAxis, shorten
 
 TOP_CONTRIBUTORS = 5
+MAX_BARS = 512  # more keys than this: one bar per block of keys, its largest weight
 VECTOR_PREVIEW = 8  # values of o_i written out; the tooltip has all of them
 BAR_BRUSH = (68, 1, 84)  # viridis' dark end, as the weights heatmap
 PROMPT = "Click a row of the weights (or any query × key matrix) to focus on that word."
@@ -94,8 +96,7 @@ class QueryFocusPanel(QGroupBox):
         if trace is None or "weights" not in trace or not 0 <= row < len(trace.query_tokens):
             self._clear(PROMPT)
             return
-        weights = trace["weights"].head(head)[row]  # (n_k,)
-        output = trace["head_output"].head(head)[row] if "head_output" in trace else np.zeros(0)
+        weights, output = query_row(trace, head, row)  # (n_k,), (d_v,)
         keys = trace.key_tokens
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
         reads = f" (reads key/value head {groups[head] + 1})" if groups else ""
@@ -104,8 +105,10 @@ class QueryFocusPanel(QGroupBox):
             "how much it attends to each key."
         )
         self.weights_row = weights
-        x = np.arange(len(keys)) + 0.5
-        self.bars.setOpts(x=x, height=weights, width=0.8)
+        # Many keys: one bar per block of keys, as tall as its largest weight (no peak lost).
+        heights, step = reduce_row(weights, MAX_BARS)
+        x = np.arange(len(heights)) * step + step / 2
+        self.bars.setOpts(x=x, height=heights, width=0.8 * step)
         self.axis.set_labels(keys)
         self.chart.setXRange(0, len(keys), padding=0.02)
         self.chart.setYRange(0, max(float(weights.max()), 1e-6) * 1.1, padding=0)

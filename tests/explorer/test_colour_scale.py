@@ -4,6 +4,7 @@ import numpy as np
 from mouse import hover
 
 from explorer.persistence import load_fit_colours
+from explorer.stage_image import COLOURS
 from explorer.state import ALL_HEADS, Inputs, default_query
 from explorer.widgets.matrix_view import format_value
 from explorer.worker import ComputeWorker
@@ -36,8 +37,8 @@ def test_fit_to_data_rescales_the_weights_without_recomputing(qtbot, make_window
     _wait_for_levels(qtbot, view, (0.0, top))
     assert len(calls) == 1  # converted again on the worker, not recomputed
     head, row, col = np.unravel_index(int(np.argmax(weights)), weights.shape)
-    assert view.shown_indices()[head, row, col] == 254  # the largest weight: the top colour
-    assert view.shown_indices().max() == 254
+    assert view.shown_indices()[head, row, col] == COLOURS - 1  # the largest weight: the top colour
+    assert view.shown_indices().max() == COLOURS - 1
     np.testing.assert_array_equal(view.shown_values(), weights)  # the numbers are untouched
     hover(view, int(head), int(row), int(col))
     assert f"= <b>{format_value(weights[head, row, col])}</b>" in view.readout.text()  # exact, as always
@@ -49,7 +50,7 @@ def test_fit_to_data_rescales_the_weights_without_recomputing(qtbot, make_window
 
     view.colour_combo.setCurrentIndex(0)  # back to 0 to 1
     _wait_for_levels(qtbot, view, (0.0, 1.0))
-    assert view.shown_indices().max() == round(new_top * 254)
+    assert view.shown_indices().max() == round(new_top * (COLOURS - 1))
 
 
 def test_signed_stages_keep_their_symmetric_levels(qtbot, make_window):

@@ -1,0 +1,39 @@
+"""Stage -> :class:`StageImage` on the worker thread: reduce every head (models.reduce), then colour it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.reduce import reduce_head
+from models.trace import Stage
+
+from .stage_image import MAX_DISPLAY_SIDE, SEQUENTIAL_STAGES, StageImage, as_scale, colour_levels, to_indices
+
+
+def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, int, int] | None = None,
+                max_side: int = MAX_DISPLAY_SIDE, heads: list[int] | None = None,
+                should_stop=None) -> StageImage:  # fmt: skip
+    """Every head of ``stage`` (or ``heads``; ``region`` of each) as colour indices (``fit``: see colour_levels)."""
+    sequential = stage.name in SEQUENTIAL_STAGES
+    wanted = heads if heads is not None else list(range(stage.heads))
+    reduced = [reduce_head(stage, h, max_side, region, signed=not sequential, should_stop=should_stop) for h in wanted]
+    lows = [r.finite_range[0] for r in reduced if np.isfinite(r.finite_range[0])]
+    highs = [r.finite_range[1] for r in reduced if np.isfinite(r.finite_range[1])]
+    lo, hi = (min(lows), max(highs)) if lows else (np.nan, np.nan)
+    scale = as_scale(fit)
+    if scale == "log" and sequential:
+        positive = [float(r.peak[r.peak > 0].min()) for r in reduced if (r.peak > 0).any()]
+        levels = colour_levels(stage, min(positive) if positive else np.nan, hi, "log")
+    else:
+        levels = colour_levels(stage, lo, hi, fit)
+    shape = reduced[0].peak.shape if reduced else (0, 0)
+    indices = np.empty((len(reduced), *shape), dtype=np.uint8)
+    masked = nans = 0
+    for i, r in enumerate(reduced):
+        indices[i], n = to_indices(r.peak, r.masked, levels, log=scale == "log" and sequential)
+        nans += n
+        masked += 0 if r.masked is None else int(np.count_nonzero(r.masked))
+    return StageImage(
+        name=stage.name, indices=indices, levels=levels, data_range=(lo, hi), sequential=sequential,
+        masked_cells=masked, fitted=fit, region=region, step=reduced[0].step if reduced else (1, 1), nan_cells=nans,
+    )  # fmt: skip

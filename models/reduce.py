@@ -1,0 +1,88 @@
+"""Reduce a matrix to the pixels it is drawn on without losing a peak.
+
+Each block of ``k_r × k_c`` cells becomes one pixel holding the value that matters: the largest
+for weights (a previous-token head at 16,384 tokens still shows its diagonal), the one of largest
+magnitude for signed stages. Masked (−∞) cells are counted, so that a block mixing masked and
+visible cells can be drawn unlike either alone; a NaN anywhere in a block makes the block NaN.
+Rows are read a band at a time from the stage (lazily computed stages included), so memory stays
+at one band whatever the size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .trace import Stage
+
+BAND_CELLS = 1 << 23  # cells read per band (32 MiB of float32)
+
+
+@dataclass(frozen=True, eq=False)
+class Reduced:
+    """One head's matrix (or a region of it) at display resolution."""
+
+    peak: np.ndarray  # (H, W) float32: the block's max (sequential) or largest-magnitude value (signed)
+    masked: np.ndarray | None  # (H, W) float32 fraction of −∞ cells per block, None when there are none
+    region: tuple[int, int, int, int]  # rows r0:r1, cols c0:c1 of the full matrix
+    step: tuple[int, int]  # cells per pixel, rows and columns
+    finite_range: tuple[float, float]  # exact min and max of the finite values read (nan, nan: none)
+
+
+def block_step(size: int, pixels: int) -> int:
+    return max(1, -(-size // max(1, pixels)))
+
+
+def reduce_head(
+    stage: Stage,
+    head: int,
+    max_side: int = 1024,
+    region: tuple[int, int, int, int] | None = None,
+    signed: bool = True,
+    should_stop=None,
+) -> Reduced:
+    """``stage``'s head ``head`` (rows r0:r1 × cols c0:c1 of it) reduced to at most ``max_side``
+    pixels a side, by blocks of whole cells."""
+    shape = stage.shape[-2:]
+    r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
+    kr, kc = block_step(r1 - r0, max_side), block_step(c1 - c0, max_side)
+    out_rows = -(-(r1 - r0) // kr)
+    band_rows = max(kr, (BAND_CELLS // max(1, c1 - c0)) // kr * kr)
+    peaks, masks, lo, hi, any_masked = [], [], np.inf, -np.inf, False
+    for start in range(r0, r1, band_rows):
+        if should_stop is not None and should_stop():
+            from .config import Cancelled
+
+            raise Cancelled(stage.name)
+        stop = min(r1, start + band_rows)
+        band = stage.rows(head, start, stop)[:, c0:c1]  # (r, c)
+        t = torch.from_numpy(np.ascontiguousarray(band))[None, None]  # (1, 1, r, c)
+        finite = torch.isfinite(t)
+        if bool(finite.any()):
+            values = t[finite]
+            lo, hi = min(lo, float(values.min())), max(hi, float(values.max()))
+        neg_inf = torch.isneginf(t)
+        has_masked = bool(neg_inf.any())
+        any_masked |= has_masked
+        with torch.no_grad():
+            top = F.max_pool2d(t, (kr, kc), ceil_mode=True)
+            if signed:
+                # −∞ (masked) must not count as a large magnitude: it is counted separately.
+                low = -F.max_pool2d(-t.masked_fill(neg_inf, float("inf")), (kr, kc), ceil_mode=True)
+                top = torch.where(torch.isneginf(top), top, torch.where(low.abs() > top.abs(), low, top))
+            peaks.append(top[0, 0].numpy())
+            if has_masked:
+                share = F.avg_pool2d(neg_inf.float(), (kr, kc), ceil_mode=True, count_include_pad=False)
+                masks.append(share[0, 0].numpy())
+            else:
+                masks.append(None)
+    peak = np.concatenate(peaks) if peaks else np.zeros((0, 0), np.float32)
+    masked = None
+    if any_masked:
+        masked = np.concatenate([m if m is not None else np.zeros_like(p) for m, p in zip(masks, peaks)])
+    assert peak.shape[0] == out_rows, (peak.shape, out_rows)
+    finite_range = (lo, hi) if lo <= hi else (float("nan"), float("nan"))
+    return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), finite_range)
