@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from models.config import InputError
+from models.config import Cancelled, InputError
 from models.pretrained import PretrainedModel, load_model, resolve_model
 from models.trace import AttentionTrace
 
@@ -61,8 +61,13 @@ class PretrainedRunner:
                 return self._models[key]
         try:
             model = load_model(name_or_path, device=device, progress=self.progress)
+        except Cancelled:
+            raise
         except InputError as exc:
             raise ModelLoadError(str(exc)) from exc
+        except Exception as exc:  # noqa: BLE001 - a hostile folder may raise anything: never stuck on "Loading…"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise ModelLoadError(f"could not open {name_or_path}: {type(exc).__name__}: {first}") from exc
         with self._lock:
             self.loads += 1
             self._models[key] = model

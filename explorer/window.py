@@ -84,7 +84,6 @@ class MainWindow(QMainWindow):
         self._answered = 0  # the latest generation that produced a result or an error
         self.last_error = ""  # the message of the latest request, if it failed
         self._latest_request: object = None
-        self._shown_model = ""  # the model of the trace on screen: where a failed load goes back to
         self._load_error = ""  # why the chooser went back; shown instead of the next summary
         self._notices: list[str] = []  # shown with the next summary (e.g. a saved model that has gone)
 
@@ -255,7 +254,6 @@ class MainWindow(QMainWindow):
         self.load_bar.hide()
         t0 = time.perf_counter()
         old = self.state.display
-        self._shown_model = self.state.inputs.model
         self.state.show_trace(display)
         if old is not None:
             self.worker.discard(old)  # the views have let go of it: the worker frees it
@@ -286,11 +284,19 @@ class MainWindow(QMainWindow):
         self._answered, self.last_error = generation, message
         self.status_line.show_error(message)
         failed_model = self._latest_request.model if isinstance(self._latest_request, PretrainedRequest) else ""
-        if kind == "load" and failed_model and failed_model != self._shown_model:
+        if kind == "load" and failed_model and failed_model != self.shown_model:
             # The model did not open: back to the one on screen, which keeps working.
             self._load_error = message
             self.model_chooser.remove_folder(failed_model)
-            self.state.update_inputs(model=self._shown_model)
+            self.state.update_inputs(model=self.shown_model)
+
+    @property
+    def shown_model(self) -> str:
+        """The model of the trace on screen ("" for the toy engine), read from the request that
+        made it: where a failed load goes back to."""
+        display = self.state.display
+        request = display.request if display is not None else None
+        return request.model if isinstance(request, PretrainedRequest) else ""
 
     def _settings_problem(self, message: str, _fields: tuple) -> None:
         if message:

@@ -44,6 +44,7 @@ class DisplayTrace:
     generation: int
     trace: AttentionTrace
     images: dict[str, StageImage] = field(default_factory=dict)
+    request: object = None  # the request that made it: what is on screen never comes from later inputs
     worker_ms: float = 0.0  # compute + conversion on the worker, for the status bar
 
 
@@ -176,7 +177,7 @@ class ComputeWorker(QThread):
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [focus]
             fit = self._fit_colours
-            display = DisplayTrace(job.generation, trace, {n: stage_image(trace[n], fit) for n in first})
+            display = DisplayTrace(job.generation, trace, {n: stage_image(trace[n], fit) for n in first}, job.request)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message
             if not is_stale():  # a stale job's failure (Cancelled included) interests no one
                 self.failed.emit(job.generation, _message(exc), _kind(exc))

@@ -385,3 +385,36 @@ def test_command_line_model_and_layer(tmp_path, isolated_settings, capsys, corru
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_result_arriving_while_a_model_is_chosen_does_not_make_it_the_shown_model(
+    qtbot, make_window, settle, corrupt, settings
+):
+    # Regression (the rollback race): a toy result handled after the broken folder was chosen but
+    # before it was submitted made the window believe the folder was on screen; when its load
+    # failed, the chooser stayed on the broken folder while the toy trace was shown.
+    window = make_window(MINILM)
+    window.submit_now()  # a toy request in flight...
+    window.model_chooser.add_folder(str(corrupt))
+    window.state.update_inputs(model=str(corrupt))  # ...when the folder is chosen (not submitted yet)
+    QThread.msleep(500)  # the toy result is queued first
+    settle(window)
+    assert window.status_line.is_error and "truncated or corrupt" in window.status_line.text()
+    assert window.state.inputs.model == TOY and window.shown_model == TOY
+    assert window.model_chooser.combo.currentData() == TOY
+    window.close()
+    assert json.loads(settings.value(INPUTS_KEY))["model"] == TOY  # the broken folder is not remembered
+
+
+def test_any_exception_while_loading_goes_back_with_a_message(qtbot, make_window, settle, monkeypatch, corrupt):
+    # Regression: a loader error other than InputError left the window on "Loading…" for good.
+    def explode(*args, **kwargs):
+        raise KeyError("rope_scaling")
+
+    monkeypatch.setattr(pretrained_runner, "load_model", explode)
+    window = make_window(MINILM)
+    open_folder(window, monkeypatch, corrupt)
+    settle(window)
+    assert window.status_line.is_error and "KeyError" in window.status_line.text()
+    assert window.state.inputs.model == TOY and not window.load_bar.isVisible()
+    assert window.settings_panel.isEnabled()
