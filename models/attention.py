@@ -90,16 +90,22 @@ def apply_mask(scores: torch.Tensor, hidden: torch.Tensor | None) -> torch.Tenso
 
 
 def softmax(scores: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """Row-wise, numerically stable softmax of ``scores / T``.
+    """Row-wise, numerically stable softmax of ``scores / T``, exact for any finite scores and
+    any positive temperature: the row maximum is subtracted *before* dividing by T, so a tiny T
+    cannot overflow (the largest score becomes 0, the others −large, never inf − inf).
 
     A row whose keys are all hidden (all -inf) gives zero weights, never NaN.
     """
-    x = scores / temperature if temperature != 1.0 else scores
-    row_max = x.amax(dim=-1, keepdim=True)  # (h, n_q, 1)
-    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
-    e = torch.exp(x - row_max)  # exp(-inf) = 0 for hidden keys
-    total = e.sum(dim=-1, keepdim=True)
-    return torch.where(total > 0, e / total.clamp_min(torch.finfo(x.dtype).tiny), 0.0)
+    row_max = scores.amax(dim=-1, keepdim=True)  # (h, n_q, 1)
+    dead = torch.isneginf(row_max)  # every key hidden
+    if temperature != 1.0:
+        x = (scores - torch.where(dead, torch.zeros_like(row_max), row_max)) / temperature
+    else:
+        x = scores
+    a = torch.softmax(x, dim=-1)  # subtracts the row max itself; an all −∞ row gives NaN ...
+    if bool(dead.any()):
+        a = a.masked_fill_(dead, 0.0)  # ... which becomes 0 here
+    return a
 
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

@@ -150,7 +150,9 @@ class PairStore:
             x = torch.tanh(x / s.softcap) * s.softcap
             if name == "softcapped":
                 return x[0]
-        x = att.apply_mask(x, s.mask.rows(r0, r1, self.n_k, x.device))
+        hidden = s.mask.rows(r0, r1, self.n_k, x.device)
+        if hidden is not None:  # x is this block's own fresh tensor: mask it in place
+            x = x.masked_fill_(hidden, float("-inf")) if x.is_contiguous() else att.apply_mask(x, hidden)
         if name == "masked":
             return x[0]
         return att.softmax(x, s.temperature)[0]  # (r, n_k)
