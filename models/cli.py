@@ -70,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     out = p.add_argument_group("output")
     out.add_argument("--out", required=True, metavar="DIR", help="folder to create")
     out.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    out.add_argument("--stages", type=_labels, metavar="weights,output",
+                     help="write only these stages (default: all)")  # fmt: skip
+    out.add_argument("--only-heads", type=_positions, metavar="1,3",
+                     help="write only these heads of per-head stages, numbered from 1 (default: all)")  # fmt: skip
     return p
 
 
@@ -143,7 +147,8 @@ def export_main(argv: Sequence[str]) -> int:
     try:
         check_target(args.out, args.force)  # fail before computing anything
         trace = trace_from_args(args)
-        out = write_trace(trace, args.out, force=args.force)
+        heads = [h - 1 for h in dict.fromkeys(args.only_heads)] if args.only_heads else None
+        out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -152,5 +157,5 @@ def export_main(argv: Sequence[str]) -> int:
         return 2
     for notice in trace.meta.get("notices", []):
         print(f"note: {notice}", file=sys.stderr)
-    print(f"wrote {len(trace.stages)} stages to {out} ({trace.device}, {trace.elapsed_ms:.1f} ms)")
+    print(f"wrote {len(args.stages or trace.stages)} stages to {out} ({trace.device}, {trace.elapsed_ms:.1f} ms)")
     return 0

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from .trace import AttentionTrace, Stage
 MANIFEST = "manifest.json"
 
 
-def manifest(trace: AttentionTrace) -> dict[str, Any]:
-    """The JSON description of a trace: tokens, config, device, and each stage in order."""
+def manifest(trace: AttentionTrace, stages: Sequence[str] | None = None,
+             heads: Sequence[int] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The JSON description of a trace: tokens, config, device, and each stage written, in order."""
     return {
         "format": "attention-explorer-trace/1",
         "query_tokens": list(trace.query_tokens),
@@ -33,23 +35,72 @@ def manifest(trace: AttentionTrace) -> dict[str, Any]:
         "torch_version": torch.__version__,
         "elapsed_ms": round(trace.elapsed_ms, 3),
         "meta": trace.meta,
-        "stages": [_stage_entry(s) for s in trace.stages],
+        "stages": [_stage_entry(trace[name], heads) for name in (stages or trace.names)],
     }
 
 
-def _stage_entry(stage: Stage) -> dict[str, Any]:
+def _stage_entry(stage: Stage, heads: Sequence[int] | None = None) -> dict[str, Any]:
     entry = {
         "name": stage.name,
         "title": stage.title,
         "formula": stage.formula,
         "file": f"{stage.name}.npy",
-        "shape": list(stage.shape),
-        "dtype": str(stage.array.dtype),
+        "shape": list(_written_shape(stage, heads)),
+        "dtype": str(stage.dtype),
         "axes": (["head"] if stage.per_head else []) + [stage.row_axis, stage.col_axis],
     }
+    if stage.per_head:  # which heads the file holds, numbered from 1 as the window's --head
+        entry["heads"] = [h + 1 for h in _stage_heads(stage, heads)]
     if stage.head_groups is not None:
         entry["head_groups"] = list(stage.head_groups)
     return entry
+
+
+def _stage_heads(stage: Stage, heads: Sequence[int] | None) -> list[int]:
+    """The 0-based heads of ``stage`` to write: the chosen query heads (for the key/value stages
+    of grouped-query attention, the key/value heads they read), or all."""
+    if heads is None or not stage.per_head:
+        return list(range(stage.heads))
+    groups = next((g for g in [stage.head_groups] if g), None)
+    if groups is not None and stage.heads < len(groups):  # k, v of GQA: key/value heads
+        return sorted({groups[h] for h in heads})
+    return list(heads)
+
+
+def _written_shape(stage: Stage, heads: Sequence[int] | None) -> tuple[int, ...]:
+    if not stage.per_head:
+        return stage.shape
+    return (len(_stage_heads(stage, heads)), *stage.shape[1:])
+
+
+def select(trace: AttentionTrace, stages: Sequence[str] | None, heads: Sequence[int] | None) -> None:
+    """Check ``--stages`` names and 0-based ``heads`` against the trace; one clear line if wrong."""
+    for name in stages or ():
+        if name not in trace:
+            raise InputError(f"this computation has no stage {name!r}; it has {', '.join(trace.names)}")
+    h = max(s.heads for s in trace.stages)
+    for head in heads or ():
+        if not 0 <= head < h:
+            raise InputError(f"--only-heads: head {head + 1} does not exist; the heads are 1..{h}")
+
+
+def save_stage(stage: Stage, path: Path, heads: Sequence[int] | None = None, should_stop=None) -> None:
+    """Write one stage as ``.npy``. A lazy n×n stage is streamed head by head and block by block
+    into a memory-mapped file, so that 16,384² per head never has to be in memory at once."""
+    chosen = _stage_heads(stage, heads)
+    if stage.store is None:
+        array = stage.array
+        if stage.per_head and chosen != list(range(stage.heads)):
+            array = array[chosen]
+        np.save(path, array, allow_pickle=False)
+        return
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
+              "shape": _written_shape(stage, heads)}  # fmt: skip
+    with open(path, "wb") as f:  # plain writes, not a memory map: no page of it stays resident
+        np.lib.format.write_array_header_2_0(f, header)
+        for h in chosen:
+            for _start, block in stage.store.iter_blocks(stage.name, h, should_stop, keep=False):
+                f.write(np.ascontiguousarray(block, dtype="<f4").data)
 
 
 def check_target(out: str | os.PathLike, force: bool = False) -> Path:
@@ -71,8 +122,10 @@ def check_target(out: str | os.PathLike, force: bool = False) -> Path:
     return out
 
 
-def write_trace(trace: AttentionTrace, out: str | os.PathLike, force: bool = False) -> Path:
-    """Write every stage and the manifest to folder ``out``; return its path."""
+def write_trace(trace: AttentionTrace, out: str | os.PathLike, force: bool = False,
+                stages: Sequence[str] | None = None, heads: Sequence[int] | None = None) -> Path:  # fmt: skip
+    """Write every stage (or ``stages``; per-head ones only for the 0-based ``heads``) and the
+    manifest to folder ``out``; return its path."""
     out = check_target(out, force)
     parent = out.resolve().parent
     try:
@@ -80,9 +133,11 @@ def write_trace(trace: AttentionTrace, out: str | os.PathLike, force: bool = Fal
     except OSError as exc:
         raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
     try:
-        for stage in trace.stages:
-            np.save(tmp / f"{stage.name}.npy", stage.array, allow_pickle=False)
-        text = json.dumps(manifest(trace), indent=2, ensure_ascii=False, allow_nan=False)
+        select(trace, stages, heads)
+        stages = [n for n in trace.names if stages is None or n in stages]  # in the trace's order
+        for name in stages:
+            save_stage(trace[name], tmp / f"{name}.npy", heads)
+        text = json.dumps(manifest(trace, stages, heads), indent=2, ensure_ascii=False, allow_nan=False)
         (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8")
         _replace(tmp, out)
     except BaseException as exc:

@@ -102,12 +102,12 @@ class PairStore:
     Thread-safe: the worker computes while the GUI thread may read one cell under the mouse.
     """
 
-    def __init__(self, spec: PairSpec, budget: int = DEFAULT_BUDGET) -> None:
+    def __init__(self, spec: PairSpec, budget: int | None = None) -> None:
         self.spec = spec
         self.heads, self.n_q, _ = spec.q.shape
         self.n_k = spec.k.shape[1]
         self.d_v = spec.v.shape[-1]
-        self.budget = budget
+        self.budget = DEFAULT_BUDGET if budget is None else budget
         # Fixed row blocks (a multiple of 8 rows), decided by n_k alone.
         rows = max(8, BLOCK_BYTES // (4 * max(1, self.n_k)) // 8 * 8)
         self.block_rows = min(rows, max(8, -(-self.n_q // 8) * 8))
@@ -157,8 +157,9 @@ class PairStore:
             return x[0]
         return att.softmax(x, s.temperature)[0]  # (r, n_k)
 
-    def block(self, name: str, head: int, block: int) -> np.ndarray:
-        """One block of rows of a stage, float32 numpy, from the cache when it is there."""
+    def block(self, name: str, head: int, block: int, keep: bool = True) -> np.ndarray:
+        """One block of rows of a stage, float32 numpy, from the cache when it is there
+        (``keep=False``: not added to the cache, for a pass over everything such as an export)."""
         if name not in self.names:
             raise KeyError(f"no stage {name!r}; this layer has {', '.join(self.names)}")
         key = (name, head, block)
@@ -167,23 +168,27 @@ class PairStore:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-            with torch.no_grad():
-                array = self._compute(name, head, block).to("cpu", torch.float32).numpy()
-            if array.nbytes <= self.budget:
-                self._cache[key] = array
-                self._cached_bytes += array.nbytes
+        # Computed outside the lock: the GUI thread reading one cell never waits for a whole pass.
+        with torch.no_grad():
+            array = self._compute(name, head, block).to("cpu", torch.float32).numpy()
+        if keep and array.nbytes <= self.budget:
+            with self._lock:
+                if key not in self._cache:
+                    self._cache[key] = array
+                    self._cached_bytes += array.nbytes
                 while self._cached_bytes > self.budget:
                     _, old = self._cache.popitem(last=False)
                     self._cached_bytes -= old.nbytes
-            return array
+        return array
 
     # --- public reads ------------------------------------------------------------------------
-    def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None) -> Iterator[tuple[int, np.ndarray]]:
+    def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None,
+                    keep: bool = True) -> Iterator[tuple[int, np.ndarray]]:  # fmt: skip
         """``(first row, block)`` for every block of one head's stage, in order."""
         for b in range(self.blocks):
             if should_stop is not None and should_stop():
                 raise Cancelled(name)
-            yield b * self.block_rows, self.block(name, head, b)
+            yield b * self.block_rows, self.block(name, head, b, keep)
 
     def rows(self, name: str, head: int, r0: int, r1: int) -> np.ndarray:
         """Rows ``r0:r1`` of one head: ``(r1 − r0, n_k)``."""
@@ -216,15 +221,19 @@ class PairStore:
 
     def head_output(self, should_stop: StopCheck = None) -> torch.Tensor:
         """``O_i = A_i V_g(i)``, (h, n_q, d_v): computed once, block by block, from the weights."""
+        done = self._head_output
+        if done is not None:
+            return done
+        s = self.spec
+        out = torch.empty(self.heads, self.n_q, self.d_v, dtype=s.v.dtype, device=s.v.device)
+        with torch.no_grad():
+            for h in range(self.heads):
+                v = s.v[s.head_groups[h]]  # (n_k, d_v)
+                for start, a in self.iter_blocks("weights", h, should_stop):
+                    a_t = torch.from_numpy(a).to(v.device)
+                    out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v)
         with self._lock:
             if self._head_output is None:
-                s = self.spec
-                out = torch.empty(self.heads, self.n_q, self.d_v, dtype=s.v.dtype, device=s.v.device)
-                for h in range(self.heads):
-                    v = s.v[s.head_groups[h]]  # (n_k, d_v)
-                    for start, a in self.iter_blocks("weights", h, should_stop):
-                        a_t = torch.from_numpy(a).to(v.device)
-                        out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v)
                 self._head_output = out
             return self._head_output
 
