@@ -92,14 +92,19 @@ def apply_mask(scores: torch.Tensor, hidden: torch.Tensor | None) -> torch.Tenso
 def softmax(scores: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     """Row-wise, numerically stable softmax of ``scores / T``.
 
-    A row whose keys are all hidden (all -inf) gives zero weights, never NaN.
+    Exact for any finite scores and any positive temperature: the row maximum is subtracted
+    *before* dividing by ``T``, so the largest entry is exactly 0 and the others are ≤ 0 (a tiny
+    ``T`` gives -inf, i.e. weight 0, never inf - inf). A row whose keys are all hidden (all -inf)
+    gives zero weights, never NaN.
     """
-    x = scores / temperature if temperature != 1.0 else scores
-    row_max = x.amax(dim=-1, keepdim=True)  # (h, n_q, 1)
+    row_max = scores.amax(dim=-1, keepdim=True)  # (h, n_q, 1)
     row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
-    e = torch.exp(x - row_max)  # exp(-inf) = 0 for hidden keys
-    total = e.sum(dim=-1, keepdim=True)
-    return torch.where(total > 0, e / total.clamp_min(torch.finfo(x.dtype).tiny), 0.0)
+    x = scores - row_max  # ≤ 0; exactly 0 at the row's maximum
+    if temperature != 1.0:
+        x = torch.where(x == 0, x, x / temperature)  # 0 / T stays 0 even if 1/T overflows
+    e = torch.exp(x)  # exp(-inf) = 0 for hidden keys
+    total = e.sum(dim=-1, keepdim=True)  # ≥ 1 in a row with any visible key
+    return torch.where(total > 0, e / total.clamp_min(1.0), 0.0)
 
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

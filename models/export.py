@@ -1,14 +1,15 @@
 """Trace -> one ``<stage>.npy`` per stage + ``manifest.json``, written atomically.
 
 Files go to a temporary folder beside the target and are renamed into place at the end, so an
-interrupted export leaves either nothing or the complete folder, never half of it.
+interrupted export leaves either nothing or the complete folder, never half of it; replacing a
+folder (``force``) is allowed only for a previous export and keeps the old one or the new one
+whole (models/atomic.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -16,15 +17,18 @@ from typing import Any
 import numpy as np
 import torch
 
+from .atomic import MANIFEST, TOOL, atomic_folder, check_target, umask
+from .checks import check_finite
 from .config import InputError
 from .trace import AttentionTrace, Stage
 
-MANIFEST = "manifest.json"
+__all__ = ["MANIFEST", "check_target", "manifest", "read_trace_files", "write_array", "write_trace"]
 
 
 def manifest(trace: AttentionTrace) -> dict[str, Any]:
     """The JSON description of a trace: tokens, config, device, and each stage in order."""
     return {
+        "tool": TOOL,
         "format": "attention-explorer-trace/1",
         "query_tokens": list(trace.query_tokens),
         "key_tokens": list(trace.key_tokens),
@@ -52,45 +56,18 @@ def _stage_entry(stage: Stage) -> dict[str, Any]:
     return entry
 
 
-def check_target(out: str | os.PathLike, force: bool = False) -> Path:
-    """Refuse a target that is a file, or a non-empty folder unless ``force``."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"output path {out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise InputError(f"output folder {out} exists and is not empty (use --force to replace it)")
-    if out.is_dir() and Path.cwd().resolve().is_relative_to(out.resolve()):
-        raise InputError(f"output folder {out} contains the current folder; choose a new folder")
-    parent = out.resolve().parent
-    if parent.exists() and not parent.is_dir():
-        raise InputError(f"cannot write to {out}: {parent} is a file, not a folder")
-    if not parent.is_dir():
-        raise InputError(f"cannot write to {out}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"cannot write to {out}: folder {parent} is not writable")
-    return out
-
-
 def write_trace(trace: AttentionTrace, out: str | os.PathLike, force: bool = False) -> Path:
-    """Write every stage and the manifest to folder ``out``; return its path."""
-    out = check_target(out, force)
-    parent = out.resolve().parent
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
-    except OSError as exc:
-        raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
-    try:
+    """Write every stage and the manifest to folder ``out``; return its path.
+
+    ``force`` replaces only a previous export of this tool (see :mod:`models.atomic`).
+    """
+    check_finite(trace)  # a NaN is never written to a file
+    with atomic_folder(out, force) as tmp:
         for stage in trace.stages:
             np.save(tmp / f"{stage.name}.npy", stage.array, allow_pickle=False)
         text = json.dumps(manifest(trace), indent=2, ensure_ascii=False, allow_nan=False)
         (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8")
-        _replace(tmp, out)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
-        raise
-    return out
+    return Path(out)
 
 
 def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
@@ -106,6 +83,7 @@ def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
     try:
         with os.fdopen(fd, "wb") as f:
             np.save(f, array, allow_pickle=False)
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a file should follow the umask
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
@@ -113,22 +91,6 @@ def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
             raise InputError(f"cannot write to {path}: {exc.strerror or exc}") from None
         raise
     return path
-
-
-def _replace(tmp: Path, out: Path) -> None:
-    """Move the finished ``tmp`` folder to ``out``, replacing an old ``out`` if there is one."""
-    if not out.exists():
-        os.replace(tmp, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.resolve().parent))
-    os.replace(out, old / "previous")
-    try:
-        os.replace(tmp, out)
-    except OSError:
-        os.replace(old / "previous", out)  # put the old folder back
-        raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def read_trace_files(folder: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
