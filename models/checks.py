@@ -32,7 +32,8 @@ def check_seed(seed: Any) -> int:
 def _first_bad(a: np.ndarray, bad: np.ndarray) -> str:
     index = tuple(int(i) for i in np.argwhere(bad)[0])
     where = f"[{', '.join(map(str, index))}]" if index else ""
-    return f"{a[index]!r}{' at ' + where if where else ''}"
+    value = a[index].item() if hasattr(a[index], "item") else a[index]
+    return f"{value!r}{' at ' + where if where else ''}"
 
 
 def finite_float32(a: np.ndarray, what: str) -> np.ndarray:
@@ -57,9 +58,14 @@ def check_finite(trace) -> None:
 
     Such values come from float32 overflowing on huge inputs or weights.
     """
-    largest = max((float(np.abs(s.array).max(initial=0)) for s in trace.stages
+    check_finite_stages(trace.stages)
+
+
+def check_finite_stages(stages) -> None:
+    """:func:`check_finite` for a sequence of :class:`~models.trace.Stage`."""
+    largest = max((float(np.abs(s.array).max(initial=0)) for s in stages
                    if s.name in ("input", "query_input")), default=0.0)  # fmt: skip
-    for stage in trace.stages:
+    for stage in stages:
         a = stage.array
         bad = ~np.isfinite(a)
         if stage.name == "masked":
@@ -115,3 +121,20 @@ def config_mapping(cfg: dict, name: str) -> dict:
     if not isinstance(value, dict):
         raise InputError(f"config.json: {name} must be a JSON object, got {short(value)}")
     return value
+
+
+# --- tensors and traces ---------------------------------------------------------------------------
+
+
+def finite_tensor(t, name: str):
+    """A checkpoint tensor (already float32) without NaN or ±inf, else a one-line refusal."""
+    import torch
+
+    bad = ~torch.isfinite(t)
+    if bool(bad.any()):
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        raise InputError(
+            f"tensor {name!r} of the checkpoint holds {float(t[index])!r} at {list(index)} "
+            f"(NaN, infinite, or beyond float32's range); the weights are corrupt"
+        )
+    return t

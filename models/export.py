@@ -66,7 +66,8 @@ def write_trace(trace: AttentionTrace, out: str | os.PathLike, force: bool = Fal
         for stage in trace.stages:
             np.save(tmp / f"{stage.name}.npy", stage.array, allow_pickle=False)
         text = json.dumps(manifest(trace), indent=2, ensure_ascii=False, allow_nan=False)
-        (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8")
+        # A name that is not UTF-8 (a folder's bytes) becomes a JSON \udcXX escape, still valid JSON.
+        (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8", errors="backslashreplace")
     return Path(out)
 
 

@@ -9,8 +9,10 @@ import numpy as np
 import torch
 
 from . import attention as att
+from .checks import check_finite_stages
 from .config import AttentionRequest, Cancelled, InputError
 from .device import pick_device
+from .memory import check_memory, estimate_toy_peak
 from .tokenize import build_vocab, check_embeddings, embed, tokens_or_error
 from .trace import AttentionTrace, Stage
 from .weights import complete_weights, random_weights
@@ -91,6 +93,7 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
             f"{n_q}×{n_k} tokens with {h} heads need {needed / 2**30:.1f} GiB for all stages, more than "
             f"the {MAX_TRACE_BYTES / 2**30:.0f} GiB limit; use fewer tokens or heads"
         )
+    check_memory(estimate_toy_peak(cfg, n_q, n_k, req.is_cross), f"{n_q}×{n_k} tokens with {h} heads")
 
     # Embeddings: one seeded table over the distinct tokens of every sentence, sorted.
     sequences = [(key_tokens, key_matrix)] + ([(query_tokens, query_matrix)] if req.is_cross else [])
@@ -215,6 +218,7 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
                 description="The output projection mixes the heads back into one vector per token.",
                 shapes=f"({_dims(n_q, h * dv)})·({_dims(h * dv, do)}) → {_dims(n_q, do)}")  # fmt: skip
 
+    check_finite_stages(rec.stages)  # float32 overflow (huge inputs or weights): refuse, never NaN
     meta = {"notices": [notice] if notice else []}
     return AttentionTrace(
         stages=tuple(rec.stages), query_tokens=tuple(query_tokens), key_tokens=tuple(key_tokens),

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from models import attention as att
+from models.checks import finite_tensor
 from models.config import InputError
 
 MASK_MODES = ("none", "causal", "padding")
@@ -45,7 +46,7 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
 
 
 def activation(name: str) -> Callable[[Tensor], Tensor]:
-    if name not in ACTIVATIONS:
+    if not isinstance(name, str) or name not in ACTIVATIONS:
         raise InputError(
             f"unsupported activation {name!r} in config.json; supported: {', '.join(ACTIVATIONS)}"
         )
@@ -99,7 +100,7 @@ class Weights:
             )
         if not t.is_floating_point():
             raise InputError(f"tensor {name!r} holds {t.dtype}, not floating-point weights")
-        return t.to(device=self.device, dtype=torch.float32)
+        return finite_tensor(t.to(device=self.device, dtype=torch.float32), name)
 
     def optional(self, name: str, *shape: int) -> Tensor | None:
         return self.take(name, *shape) if name in self.tensors else None
