@@ -102,9 +102,9 @@ def softmax(scores: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     x = scores - row_max  # ≤ 0; exactly 0 at the row's maximum
     if temperature != 1.0:
         x = torch.where(x == 0, x, x / temperature)  # 0 / T stays 0 even if 1/T overflows
-    e = torch.exp(x)  # exp(-inf) = 0 for hidden keys
+    e = x.exp_()  # in place (x is our own temporary): exp(-inf) = 0 for hidden keys
     total = e.sum(dim=-1, keepdim=True)  # ≥ 1 in a row with any visible key
-    return torch.where(total > 0, e / total.clamp_min(1.0), 0.0)
+    return torch.where(total > 0, e.div_(total.clamp_min(1.0)), 0.0)
 
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

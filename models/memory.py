@@ -143,7 +143,7 @@ def estimate_toy_peak(cfg, n_q: int, n_k: int, cross: bool) -> int:
     drawing = 2 * largest  # rand * 2 - 1, then * bound
     table = F32 * (n_q + n_k) * d * 2  # the nn.Embedding table and its lookups
     pair = F32 * h * n_q * n_k
-    softmax = 3 * pair + n_q * n_k  # x - max, exp, e / total (+ the bool mask)
+    softmax = 3 * pair + n_q * n_k  # x - max, x / T, the result (+ the bool mask)
     score = 0
     if cfg.score == "additive":
         score = 2 * F32 * min(h * n_q * n_k * dk, 1 << 24)  # one chunk: the sum and its tanh
