@@ -121,20 +121,3 @@ def config_mapping(cfg: dict, name: str) -> dict:
     if not isinstance(value, dict):
         raise InputError(f"config.json: {name} must be a JSON object, got {short(value)}")
     return value
-
-
-# --- tensors and traces ---------------------------------------------------------------------------
-
-
-def finite_tensor(t, name: str):
-    """A checkpoint tensor (already float32) without NaN or ±inf, else a one-line refusal."""
-    import torch
-
-    bad = ~torch.isfinite(t)
-    if bool(bad.any()):
-        index = tuple(int(i) for i in bad.nonzero()[0])
-        raise InputError(
-            f"tensor {name!r} of the checkpoint holds {float(t[index])!r} at {list(index)} "
-            f"(NaN, infinite, or beyond float32's range); the weights are corrupt"
-        )
-    return t

@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     att.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     out = p.add_argument_group("output")
     out.add_argument("--out", required=True, metavar="DIR", help="folder to create")
-    out.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    out.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
     return p
 
 

@@ -19,7 +19,6 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from models import attention as att
-from models.checks import finite_tensor
 from models.config import InputError
 
 MASK_MODES = ("none", "causal", "padding")
@@ -104,6 +103,18 @@ class Weights:
 
     def optional(self, name: str, *shape: int) -> Tensor | None:
         return self.take(name, *shape) if name in self.tensors else None
+
+
+def finite_tensor(t, name: str):
+    """A checkpoint tensor (already float32) without NaN or ±inf, else a one-line refusal."""
+    bad = ~torch.isfinite(t)
+    if bool(bad.any()):
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        raise InputError(
+            f"tensor {name!r} of the checkpoint holds {float(t[index])!r} at {list(index)} "
+            f"(NaN, infinite, or beyond float32's range); the weights are corrupt"
+        )
+    return t
 
 
 def config_int(cfg: dict, *names: str, default: int | None = None) -> int:
