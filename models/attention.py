@@ -99,7 +99,8 @@ def softmax(scores: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     row_max = scores.amax(dim=-1, keepdim=True)  # (h, n_q, 1)
     dead = torch.isneginf(row_max)  # every key hidden
     if temperature != 1.0:
-        x = (scores - torch.where(dead, torch.zeros_like(row_max), row_max)) / temperature
+        x = scores - torch.where(dead, torch.zeros_like(row_max), row_max)  # ≤ 0, exactly 0 at the max
+        x = torch.where(x == 0, x, x / temperature)  # 0 / T stays 0 even when T underflows float32
     else:
         x = scores
     a = torch.softmax(x, dim=-1)  # subtracts the row max itself; an all −∞ row gives NaN ...

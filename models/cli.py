@@ -22,11 +22,20 @@ from .config import (
     InputError,
 )
 from .export import check_target, write_trace
+from .memory import OUT_OF_MEMORY, is_out_of_memory
+
+# Options that only the toy engine reads: with --model they would be silently ignored.
+TOY_ONLY = ("embeddings", "labels", "cross_sentence", "cross_embeddings", "cross_labels", "heads",
+            "d_model", "d_k", "d_v", "d_out", "mask_file", "score", "pe", "temperature", "seed",
+            "bias", "weights")  # fmt: skip
+MODEL_ONLY = ("layer",)
+TEXT_OPTIONS = ("sentence", "cross_sentence", "labels", "cross_labels")
 
 
 def _positions(text: str) -> tuple[int, ...]:
+    """Comma-separated integers, sorted, duplicates merged."""
     try:
-        return tuple(int(p) for p in text.replace(" ", "").split(",") if p)
+        return tuple(sorted({int(p) for p in text.replace(" ", "").split(",") if p}))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
@@ -69,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     att.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
     out = p.add_argument_group("output")
     out.add_argument("--out", required=True, metavar="DIR", help="folder to create")
-    out.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    out.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
     out.add_argument("--stages", type=_labels, metavar="weights,output",
                      help="write only these stages (default: all)")  # fmt: skip
     out.add_argument("--only-heads", type=_positions, metavar="1,3",
@@ -127,8 +136,46 @@ def request_from_args(args: argparse.Namespace) -> AttentionRequest:
     )  # fmt: skip
 
 
+def given_options(argv: Sequence[str]) -> dict[str, str]:
+    """The options written on the command line (not defaults): ``{dest: "--option"}``."""
+    parser = build_parser()
+    names = {}
+    for action in parser._actions:
+        action.default, action.required = argparse.SUPPRESS, False
+        if action.option_strings:
+            names[action.dest] = action.option_strings[-1]
+    return {dest: names[dest] for dest in vars(parser.parse_args(argv))}
+
+
+def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> list[str]:
+    """Refuse options that would be ignored and text that is not valid UTF-8; return notes."""
+    for dest in TEXT_OPTIONS:
+        value = getattr(args, dest)
+        for text in value if isinstance(value, tuple) else [value]:
+            if isinstance(text, str) and any("\udc80" <= c <= "\udcff" for c in text):
+                raise InputError(f"{given[dest]} is not valid UTF-8 text: {ascii(text)}")
+    if args.model is not None:
+        ignored = [given[d] for d in TOY_ONLY if d in given]
+        if ignored:
+            raise InputError(
+                f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply with --model "
+                f"(the model fixes its heads, widths, scores and weights); remove "
+                f"{'it' if len(ignored) == 1 else 'them'}"
+            )
+    else:
+        ignored = [given[d] for d in MODEL_ONLY if d in given]
+        if ignored:
+            raise InputError(f"{', '.join(ignored)} applies only with --model; remove it")
+    notes = []
+    mask = args.mask or ("model" if args.model is not None else "none")
+    if args.pad_positions and args.model is None and mask != "padding":
+        shown = ",".join(map(str, args.pad_positions))
+        notes.append(f"--pad-positions {shown} ignored: mask '{mask}' does not use them (use --mask padding)")
+    return notes
+
+
 def trace_from_args(args: argparse.Namespace):
-    if args.model:
+    if args.model is not None:
         from .pretrained import load_model
 
         if not args.sentence:
@@ -142,20 +189,35 @@ def trace_from_args(args: argparse.Namespace):
     return run(request_from_args(args))
 
 
+def _error(message: str) -> int:
+    print(f"error: {_printable(message)}", file=sys.stderr)
+    return 2
+
+
+def _printable(text: str) -> str:
+    """One line, and bytes that are not UTF-8 (surrogate-escaped) shown as escapes."""
+    line = " ".join(str(text).split("\n")).strip()
+    return line.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def export_main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
+        notes = check_arguments(args, given_options(argv))
         check_target(args.out, args.force)  # fail before computing anything
         trace = trace_from_args(args)
         heads = [h - 1 for h in dict.fromkeys(args.only_heads)] if args.only_heads else None
         out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except MemoryError:
-        print("error: not enough memory for this input; use fewer tokens or heads", file=sys.stderr)
-        return 2
-    for notice in trace.meta.get("notices", []):
-        print(f"note: {notice}", file=sys.stderr)
-    print(f"wrote {len(args.stages or trace.stages)} stages to {out} ({trace.device}, {trace.elapsed_ms:.1f} ms)")
+        return _error(str(exc))
+    except RecursionError:
+        return _error("input nested too deeply to read")
+    except (MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        return _error(OUT_OF_MEMORY)
+    for notice in notes + list(trace.meta.get("notices", [])):
+        print(f"note: {_printable(notice)}", file=sys.stderr)
+    written = len(args.stages or trace.stages)
+    print(_printable(f"wrote {written} stages to {out} ({trace.device}, {trace.elapsed_ms:.1f} ms)"))
     return 0

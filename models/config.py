@@ -83,6 +83,9 @@ class AttentionConfig:
             raise InputError(f"unknown device {self.device!r}; choose one of {', '.join(DEVICES)}")
         if not (np.isfinite(self.temperature) and self.temperature > 0):
             raise InputError(f"temperature must be a positive number, got {self.temperature!r}")
+        from .checks import check_seed
+
+        check_seed(self.seed)  # torch takes 64 bits; refuse rather than overflow
         if any((not isinstance(p, int)) or p < 0 for p in self.pad_positions):
             raise InputError(f"pad positions must be non-negative integers, got {self.pad_positions}")
         return self

@@ -1,14 +1,15 @@
 """Trace -> one ``<stage>.npy`` per stage + ``manifest.json``, written atomically.
 
 Files go to a temporary folder beside the target and are renamed into place at the end, so an
-interrupted export leaves either nothing or the complete folder, never half of it.
+interrupted export leaves either nothing or the complete folder, never half of it; replacing a
+folder (``force``) is allowed only for a previous export and keeps the old one or the new one
+whole (models/atomic.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,16 +18,19 @@ from typing import Any
 import numpy as np
 import torch
 
+from .atomic import MANIFEST, TOOL, atomic_folder, check_target, umask
+from .checks import check_block_finite, check_finite_stages, largest_input
 from .config import InputError
 from .trace import AttentionTrace, Stage
 
-MANIFEST = "manifest.json"
+__all__ = ["MANIFEST", "check_target", "manifest", "read_trace_files", "write_array", "write_trace"]
 
 
 def manifest(trace: AttentionTrace, stages: Sequence[str] | None = None,
              heads: Sequence[int] | None = None) -> dict[str, Any]:  # fmt: skip
     """The JSON description of a trace: tokens, config, device, and each stage written, in order."""
     return {
+        "tool": TOOL,
         "format": "attention-explorer-trace/1",
         "query_tokens": list(trace.query_tokens),
         "key_tokens": list(trace.key_tokens),
@@ -84,11 +88,13 @@ def select(trace: AttentionTrace, stages: Sequence[str] | None, heads: Sequence[
             raise InputError(f"--only-heads: head {head + 1} does not exist; the heads are 1..{h}")
 
 
-def save_stage(stage: Stage, path: Path, heads: Sequence[int] | None = None, should_stop=None) -> None:
+def save_stage(stage: Stage, path: Path, heads: Sequence[int] | None = None, should_stop=None,
+               largest: float | None = None) -> None:  # fmt: skip
     """Write one stage as ``.npy``. A lazy n×n stage is streamed head by head and block by block
-    into a memory-mapped file, so that 16,384² per head never has to be in memory at once."""
+    into the file, so that 16,384² per head never has to be in memory at once."""
     chosen = _stage_heads(stage, heads)
     if stage.store is None:
+        check_finite_stages([stage])
         array = stage.array
         if stage.per_head and chosen != list(range(stage.heads)):
             array = array[chosen]
@@ -100,52 +106,28 @@ def save_stage(stage: Stage, path: Path, heads: Sequence[int] | None = None, sho
         np.lib.format.write_array_header_2_0(f, header)
         for h in chosen:
             for _start, block in stage.store.iter_blocks(stage.name, h, should_stop, keep=False):
+                check_block_finite(stage.name, block, largest)
                 f.write(np.ascontiguousarray(block, dtype="<f4").data)
-
-
-def check_target(out: str | os.PathLike, force: bool = False) -> Path:
-    """Refuse a target that is a file, or a non-empty folder unless ``force``."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"output path {out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise InputError(f"output folder {out} exists and is not empty (use --force to replace it)")
-    if out.is_dir() and Path.cwd().resolve().is_relative_to(out.resolve()):
-        raise InputError(f"output folder {out} contains the current folder; choose a new folder")
-    parent = out.resolve().parent
-    if parent.exists() and not parent.is_dir():
-        raise InputError(f"cannot write to {out}: {parent} is a file, not a folder")
-    if not parent.is_dir():
-        raise InputError(f"cannot write to {out}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"cannot write to {out}: folder {parent} is not writable")
-    return out
 
 
 def write_trace(trace: AttentionTrace, out: str | os.PathLike, force: bool = False,
                 stages: Sequence[str] | None = None, heads: Sequence[int] | None = None) -> Path:  # fmt: skip
     """Write every stage (or ``stages``; per-head ones only for the 0-based ``heads``) and the
-    manifest to folder ``out``; return its path."""
-    out = check_target(out, force)
-    parent = out.resolve().parent
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
-    except OSError as exc:
-        raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
-    try:
-        select(trace, stages, heads)
-        stages = [n for n in trace.names if stages is None or n in stages]  # in the trace's order
+    manifest to folder ``out``; return its path.
+
+    ``force`` replaces only a previous export of this tool (see :mod:`models.atomic`). A NaN or an
+    overflow is never written: the export is refused and nothing is left behind.
+    """
+    select(trace, stages, heads)
+    stages = [n for n in trace.names if stages is None or n in stages]  # in the trace's order
+    with atomic_folder(out, force) as tmp:
+        largest = largest_input(trace.stages)
         for name in stages:
-            save_stage(trace[name], tmp / f"{name}.npy", heads)
+            save_stage(trace[name], tmp / f"{name}.npy", heads, largest=largest)
         text = json.dumps(manifest(trace, stages, heads), indent=2, ensure_ascii=False, allow_nan=False)
-        (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8")
-        _replace(tmp, out)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
-        raise
-    return out
+        # A name that is not UTF-8 (a folder's bytes) becomes a JSON \udcXX escape, still valid JSON.
+        (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8", errors="backslashreplace")
+    return Path(out)
 
 
 def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
@@ -161,6 +143,7 @@ def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
     try:
         with os.fdopen(fd, "wb") as f:
             np.save(f, array, allow_pickle=False)
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a file should follow the umask
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
@@ -168,22 +151,6 @@ def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
             raise InputError(f"cannot write to {path}: {exc.strerror or exc}") from None
         raise
     return path
-
-
-def _replace(tmp: Path, out: Path) -> None:
-    """Move the finished ``tmp`` folder to ``out``, replacing an old ``out`` if there is one."""
-    if not out.exists():
-        os.replace(tmp, out)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.resolve().parent))
-    os.replace(out, old / "previous")
-    try:
-        os.replace(tmp, out)
-    except OSError:
-        os.replace(old / "previous", out)  # put the old folder back
-        raise
-    finally:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def read_trace_files(folder: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

@@ -10,8 +10,10 @@ import torch
 
 from . import attention as att
 from . import pairs, stages
+from .checks import check_finite_stages
 from .config import AttentionRequest, Cancelled, InputError
 from .device import pick_device
+from .memory import check_memory, estimate_toy_peak, trace_bytes
 from .tokenize import build_vocab, check_embeddings, embed, tokens_or_error
 from .trace import AttentionTrace, Stage
 from .weights import complete_weights, random_weights
@@ -20,16 +22,6 @@ StopCheck = Callable[[], bool] | None
 # What a trace holds eagerly (inputs, Q, K, V, head outputs, the output) plus the pair stores'
 # budget. Above this it is refused with a message rather than letting the allocator fail.
 MAX_TRACE_BYTES = 8 << 30
-
-
-def trace_bytes(cfg, n_q: int, n_k: int, cross: bool) -> int:
-    """Bytes a trace holds at most: the float32 stages kept whole plus the pair store's budget.
-    The n×n stages are computed per head and block of rows when looked at, never all at once."""
-    h, d, dk, dv = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v
-    inputs = 3 * n_k * d + (n_q * d if cross else 0)  # embeddings, positional encoding, input, query input
-    projections = h * (n_q * dk + n_k * dk + n_k * dv)  # q, k, v
-    outputs = h * n_q * dv + n_q * h * dv + n_q * cfg.out_dim  # head outputs, concat, output
-    return 4 * (inputs + projections + outputs) + min(pairs.DEFAULT_BUDGET, 4 * pairs.pair_bytes(h, n_q, n_k))
 
 
 def _features(n: int) -> tuple[str, ...]:
@@ -100,6 +92,7 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
             f"{n_q}×{n_k} tokens with {h} heads need {needed / 2**30:.1f} GiB, more than "
             f"the {MAX_TRACE_BYTES / 2**30:.0f} GiB limit; use fewer tokens or heads"
         )
+    check_memory(estimate_toy_peak(cfg, n_q, n_k, req.is_cross), f"{n_q}×{n_k} tokens with {h} heads")
     hidden = _mask(req, n_q, n_k)
 
     # Embeddings: one seeded table over the distinct tokens of every sentence, sorted.
@@ -176,6 +169,7 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
         rec.add_lazy("concat", query_tokens, _features(h * dv), compute=concat, shape=(n_q, h * dv))
         rec.add_lazy("output", query_tokens, _features(cfg.out_dim), compute=output, shape=(n_q, cfg.out_dim))
 
+    check_finite_stages(rec.stages)  # float32 overflow (huge inputs or weights): refuse, never NaN
     meta = {"notices": [notice] if notice else []}
     return AttentionTrace(
         stages=tuple(rec.stages), query_tokens=tuple(query_tokens), key_tokens=tuple(key_tokens),

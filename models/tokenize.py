@@ -90,8 +90,6 @@ def check_embeddings(matrix: np.ndarray, d_model: int, max_tokens: int, what: st
         raise InputError(f"{what} has {m.shape[0]} rows, more than the limit of {max_tokens}")
     if m.shape[1] != d_model:
         raise InputError(f"{what} has {m.shape[1]} columns but d_model is {d_model}")
-    if not np.issubdtype(m.dtype, np.number) or np.iscomplexobj(m):
-        raise InputError(f"{what} must hold real numbers, got dtype {m.dtype}")
-    if not np.all(np.isfinite(m)):
-        raise InputError(f"{what} contains NaN or infinite values")
-    return m.astype(np.float32)
+    from .checks import finite_float32
+
+    return finite_float32(m, what)  # real, finite, and within float32's range

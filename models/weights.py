@@ -8,6 +8,7 @@ import zipfile
 import numpy as np
 import torch
 
+from .checks import finite_float32
 from .config import AttentionConfig, AttentionWeights, InputError
 
 REQUIRED = ("W_q", "W_k", "W_v")
@@ -21,7 +22,10 @@ def _uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> np.nd
 
 
 def random_weights(cfg: AttentionConfig) -> AttentionWeights:
-    """Seeded uniform random weights. Drawn on the CPU so every device sees the same numbers."""
+    """Seeded uniform random weights. Drawn on the CPU so every device sees the same numbers.
+
+    Only the weights ``cfg.score`` uses are made (see :func:`score_weight_names`).
+    """
     h, d, dk, dv, do = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v, cfg.out_dim
     gen = torch.Generator().manual_seed(cfg.seed + 1)  # +1: not the embedding table's stream
     w = {
@@ -37,13 +41,24 @@ def random_weights(cfg: AttentionConfig) -> AttentionWeights:
             "b_v": _uniform(gen, (h, dv), d),
             "b_o": _uniform(gen, (do,), h * dv),
         }
-    extra = {
-        "W_1": _uniform(gen, (h, dk, dk), dk),
-        "W_2": _uniform(gen, (h, dk, dk), dk),
-        "w": _uniform(gen, (h, dk), dk),
-        "W_g": _uniform(gen, (h, dk, dk), dk),
-    }
+    # Score parameters are drawn in the order W_1, W_2, w, W_g (as they always were), but only
+    # the score function's own are kept: W_1, W_2, w for additive, W_g for general. For general,
+    # the unused W_1, W_2 and w are drawn and dropped at once so that W_g keeps its values.
+    extra = {}
+    if cfg.score == "additive":
+        extra["W_1"] = _uniform(gen, (h, dk, dk), dk)
+        extra["W_2"] = _uniform(gen, (h, dk, dk), dk)
+        extra["w"] = _uniform(gen, (h, dk), dk)
+    elif cfg.score == "general":
+        for shape in ((h, dk, dk), (h, dk, dk), (h, dk)):
+            torch.rand(shape, generator=gen, dtype=torch.float32)  # skipped: same stream as before
+        extra["W_g"] = _uniform(gen, (h, dk, dk), dk)
     return AttentionWeights(**w, extra=extra)
+
+
+def score_weight_names(score: str) -> tuple[str, ...]:
+    """The score parameters a score function reads."""
+    return {"additive": ("W_1", "W_2", "w"), "general": ("W_g",)}.get(score, ())
 
 
 def complete_weights(cfg: AttentionConfig, given: AttentionWeights) -> AttentionWeights:
@@ -111,9 +126,7 @@ def load_weights(path: str | os.PathLike, cfg: AttentionConfig) -> AttentionWeig
                 f"for heads={cfg.heads}, d_model={cfg.d_model}, d_k={cfg.head_dim_k}, "
                 f"d_v={cfg.head_dim_v}, d_out={cfg.out_dim}"
             )
-        if not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr) or not np.all(np.isfinite(arr)):
-            raise InputError(f"weights file {path}: {name} must hold finite real numbers")
-        checked[name] = arr.astype(np.float32)
+        checked[name] = finite_float32(arr, f"weights file {path}: {name}")
     extra = {k: checked.pop(k) for k in ("W_1", "W_2", "w", "W_g") if k in checked}
     given = AttentionWeights(
         W_q=checked["W_q"], W_k=checked["W_k"], W_v=checked["W_v"], W_o=checked.get("W_o"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from models.checks import config_float, config_str
 from models.config import InputError
 from models.pretrained.common import (
     Architecture,
@@ -32,7 +33,7 @@ class Bert(Architecture):
     )
 
     def __init__(self, cfg: dict, w: Weights) -> None:
-        pe = cfg.get("position_embedding_type", "absolute")
+        pe = config_str(cfg, "position_embedding_type", "absolute")
         if pe != "absolute":
             raise InputError(f"unsupported BERT position_embedding_type {pe!r}; only 'absolute'")
         d = self.hidden_size = config_int(cfg, "hidden_size")
@@ -45,8 +46,8 @@ class Bert(Architecture):
         self.vocab_size = config_int(cfg, "vocab_size")
         types = config_int(cfg, "type_vocab_size", default=2)
         ffn = config_int(cfg, "intermediate_size", default=4 * d)
-        self.eps = float(cfg.get("layer_norm_eps", 1e-12))
-        self.act = activation(cfg.get("hidden_act", "gelu"))
+        self.eps = config_float(cfg, "layer_norm_eps", 1e-12)
+        self.act = activation(config_str(cfg, "hidden_act", "gelu"))
 
         self.word = w.take("embeddings.word_embeddings.weight", self.vocab_size, d)
         self.position = w.take("embeddings.position_embeddings.weight", self.max_positions, d)

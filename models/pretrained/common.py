@@ -45,7 +45,7 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
 
 
 def activation(name: str) -> Callable[[Tensor], Tensor]:
-    if name not in ACTIVATIONS:
+    if not isinstance(name, str) or name not in ACTIVATIONS:
         raise InputError(
             f"unsupported activation {name!r} in config.json; supported: {', '.join(ACTIVATIONS)}"
         )
@@ -99,10 +99,22 @@ class Weights:
             )
         if not t.is_floating_point():
             raise InputError(f"tensor {name!r} holds {t.dtype}, not floating-point weights")
-        return t.to(device=self.device, dtype=torch.float32)
+        return finite_tensor(t.to(device=self.device, dtype=torch.float32), name)
 
     def optional(self, name: str, *shape: int) -> Tensor | None:
         return self.take(name, *shape) if name in self.tensors else None
+
+
+def finite_tensor(t, name: str):
+    """A checkpoint tensor (already float32) without NaN or ±inf, else a one-line refusal."""
+    bad = ~torch.isfinite(t)
+    if bool(bad.any()):
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        raise InputError(
+            f"tensor {name!r} of the checkpoint holds {float(t[index])!r} at {list(index)} "
+            f"(NaN, infinite, or beyond float32's range); the weights are corrupt"
+        )
+    return t
 
 
 def config_int(cfg: dict, *names: str, default: int | None = None) -> int:

@@ -13,6 +13,7 @@ import math
 import torch
 from torch import Tensor
 
+from models.checks import config_float, config_mapping, config_str, short
 from models.config import InputError
 from models.pretrained.common import (
     Architecture,
@@ -34,19 +35,30 @@ def rope_inv_freq(cfg: dict, head_dim: int) -> Tensor:
     Accepts both config layouts: transformers 5 (``rope_parameters``) and 4 (``rope_theta`` plus
     an optional ``rope_scaling``).
     """
-    params = {**(cfg.get("rope_scaling") or {}), **(cfg.get("rope_parameters") or {})}
+    params = {**config_mapping(cfg, "rope_scaling"), **config_mapping(cfg, "rope_parameters")}
     kind = params.get("rope_type", params.get("type", "default"))
-    if kind not in ROPE_TYPES:
-        raise InputError(f"unsupported rope type {kind!r}; supported: {', '.join(ROPE_TYPES)}")
-    base = float(params.get("rope_theta", cfg.get("rope_theta", 10000.0)))
+    if not isinstance(kind, str) or kind not in ROPE_TYPES:
+        raise InputError(f"unsupported rope type {short(kind)}; supported: {', '.join(ROPE_TYPES)}")
+    theta = {"rope_theta": params["rope_theta"]} if "rope_theta" in params else cfg
+    base = config_float(theta, "rope_theta", 10000.0)
+
+    def number(name: str) -> float:  # a required positive number of the rope parameters
+        if name not in params:
+            raise InputError(f"config.json: rope type {kind!r} needs {name!r} in its rope parameters")
+        return config_float(params, name, 1.0)
+
     steps = torch.arange(0, head_dim, 2, dtype=torch.int64).float()
     inv_freq = 1.0 / (base ** (steps / head_dim))
     if kind == "linear":
-        inv_freq = inv_freq / float(params["factor"])
+        inv_freq = inv_freq / number("factor")
     elif kind == "llama3":
-        factor = float(params["factor"])
-        low, high = float(params["low_freq_factor"]), float(params["high_freq_factor"])
-        old_len = params.get("original_max_position_embeddings", cfg["max_position_embeddings"])
+        factor = number("factor")
+        low, high = number("low_freq_factor"), number("high_freq_factor")
+        if high <= low:
+            raise InputError(f"config.json: rope high_freq_factor {high} must exceed low_freq_factor {low}")
+        old_len = config_float(
+            params, "original_max_position_embeddings", config_int(cfg, "max_position_embeddings")
+        )
         low_wavelen, high_wavelen = old_len / low, old_len / high
         wavelen = 2 * math.pi / inv_freq
         scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
@@ -78,8 +90,8 @@ class Llama(Architecture):
         self.max_positions = config_int(cfg, "max_position_embeddings")
         self.vocab_size = config_int(cfg, "vocab_size")
         ffn = config_int(cfg, "intermediate_size")
-        self.eps = float(cfg.get("rms_norm_eps", 1e-6))
-        self.act = activation(cfg.get("hidden_act", "silu"))
+        self.eps = config_float(cfg, "rms_norm_eps", 1e-6)
+        self.act = activation(config_str(cfg, "hidden_act", "silu"))
         self.inv_freq = rope_inv_freq(cfg, dk).to(w.device)
         self._rope: tuple[int, tuple[Tensor, Tensor]] | None = None
 

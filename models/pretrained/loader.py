@@ -19,6 +19,7 @@ from torch import Tensor
 
 from models.config import DEVICES, Cancelled, InputError
 from models.device import pick_device
+from models.memory import check_memory, estimate_pretrained_load
 from models.pretrained.bert import Bert
 from models.pretrained.common import Architecture, Weights
 from models.pretrained.gpt2 import GPT2
@@ -63,7 +64,7 @@ def weight_files(folder: Path) -> list[Path]:
         try:
             weight_map = json.loads(path.read_text(encoding="utf-8"))["weight_map"]
             shards = sorted(set(weight_map.values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
             raise InputError(f"could not read shard index {path}: {first_line(e)}") from e
         if not all(isinstance(s, str) and s == Path(s).name for s in shards):
             raise InputError(f"shard index {path} names files outside the model folder")
@@ -144,6 +145,7 @@ def load_model(
     cfg = read_config(folder)
     model_type = cfg["model_type"]
     files = weight_files(folder)
+    check_memory(estimate_pretrained_load(files), f"loading {display_name(folder)}")
     report(0.05, "Reading tokenizer.json")
     tokenizer = ModelTokenizer(folder / "tokenizer.json")
     dev, label, notice = resolve_device(device)

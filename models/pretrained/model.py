@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
+from models.memory import check_memory, estimate_pretrained_peak
 from models.pretrained.common import MASK_MODES, Architecture, attention, hidden_mask
 from models.pretrained.stages import build_trace
 from models.pretrained.tokenizer import Encoded, ModelTokenizer
@@ -171,6 +172,7 @@ class PretrainedModel:
         enc = self.encode(sentence, max_tokens)
         n = len(enc.ids)
         mode, pads, notices = self._mask(mask, pad_positions, n)
+        check_memory(estimate_pretrained_peak(self.arch, n, layer), f"tracing {n} tokens of {self.name}")
         with torch.no_grad():
             hidden = hidden_mask(n, mode, pads, self.device)
             key = (enc.ids, enc.type_ids, mode, pads)

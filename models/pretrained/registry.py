@@ -42,6 +42,8 @@ def read_config(folder: Path) -> dict:
         cfg = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(f"could not read {path}: {e}") from e
+    except RecursionError:  # json.loads on thousands of nested brackets
+        raise InputError(f"could not read {path}: JSON nested too deeply") from None
     if not isinstance(cfg, dict):
         raise InputError(f"{path} is not a JSON object")
     model_type = cfg.get("model_type")

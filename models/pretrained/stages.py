@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from torch import Tensor
 
+from models.checks import check_finite_stages
 from models.pretrained.common import AttentionParams
 from models.pretrained.tokenizer import Encoded
 from models.trace import AttentionTrace, Stage
@@ -232,6 +233,7 @@ def build_trace(
         "token_ids": list(enc.ids),
         "notices": list(notices),
     }
+    check_finite_stages(stages)  # overflow on huge weights: refuse rather than show NaN
     return AttentionTrace(
         stages=tuple(stages),
         query_tokens=tokens,

@@ -81,15 +81,19 @@ def test_export_into_an_existing_empty_folder_is_allowed(tmp_path):
     assert (tmp_path / "run" / MANIFEST).is_file()
 
 
-def test_export_refuses_a_non_empty_folder_and_force_replaces_it(tmp_path):
+def test_export_refuses_a_non_empty_folder_and_force_replaces_only_a_previous_export(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     (out / "old.txt").write_text("keep me")
     with pytest.raises(InputError, match="not empty"):
         write_trace(_trace(), out)
+    with pytest.raises(InputError, match="not a previous export"):
+        write_trace(_trace(), out, force=True)
     assert (out / "old.txt").read_text() == "keep me"
-    write_trace(_trace(), out, force=True)
-    assert not (out / "old.txt").exists() and (out / MANIFEST).is_file()
+    previous = tmp_path / "previous"
+    write_trace(_trace(mask="none"), previous)
+    write_trace(_trace(), previous, force=True)
+    assert read_trace_files(previous)[0]["config"]["mask"] == "causal"
     assert _leftovers(tmp_path) == []
 
 
@@ -119,13 +123,14 @@ def test_an_interrupted_export_leaves_nothing_behind(tmp_path, monkeypatch):
 
 def test_an_interrupted_forced_export_keeps_the_previous_folder(tmp_path, monkeypatch):
     out = tmp_path / "run"
-    out.mkdir()
-    (out / "old.txt").write_text("keep me")
+    write_trace(_trace(mask="none"), out)
+    before = sorted(p.name for p in out.iterdir())
     _save_that_fails_on_call(monkeypatch, 2, KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
         write_trace(_trace(), out, force=True)
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
-    assert [p.name for p in out.iterdir()] == ["old.txt"]
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert read_trace_files(out)[0]["config"]["mask"] == "none"
 
 
 def test_a_failing_temporary_folder_is_an_input_error(tmp_path, monkeypatch):
@@ -186,12 +191,13 @@ def test_cli_weights_file_reproduces_nn_multihead_attention(tmp_path, capsys, he
     np.testing.assert_allclose(arrays["weights"].mean(axis=0), weights, atol=1e-5, rtol=1e-5)
 
 
-def test_cli_force_replaces_a_non_empty_output_folder(tmp_path, capsys):
+def test_cli_force_replaces_a_previous_export(tmp_path, capsys):
     out = tmp_path / "run"
-    out.mkdir()
-    (out / "stale.npy").write_bytes(b"old")
+    assert export_main(["--sentence", "a b c", "--pe", "sinusoidal", "--out", str(out)]) == 0
+    assert (out / "positional_encoding.npy").is_file()
     assert export_main(["--sentence", "a b", "--out", str(out), "--force"]) == 0
-    assert not (out / "stale.npy").exists() and (out / MANIFEST).is_file()
+    assert not (out / "positional_encoding.npy").exists() and (out / MANIFEST).is_file()
+    assert read_trace_files(out)[0]["key_tokens"] == ["a", "b"]
     assert _leftovers(tmp_path) == []
 
 

@@ -117,9 +117,9 @@ def test_export_of_16384_tokens_streams_one_head(tmp_path):
     # One head of 16,384² weights (1 GiB) written block by block: the process never holds it whole.
     out = tmp_path / "long"
     code = (
-        "import resource, sys; from models.cli import export_main; "
-        "rc = export_main(sys.argv[1:]); "
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss); sys.exit(rc)"
+        "import sys; from models.cli import export_main; "
+        "rc = export_main(sys.argv[1:]); "  # VmHWM, not ru_maxrss (which a forked child inherits)
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0]); sys.exit(rc)"
     )
     sentence = " ".join(f"w{i % 3000}" for i in range(16384))
     args = ["--sentence", sentence, "--heads", "8", "--d-model", "64", "--mask", "causal",

@@ -36,10 +36,13 @@ def test_weights_file_round_trip_reproduces_nn_multihead_attention(tmp_path, hea
 def test_save_then_load_keeps_score_parameters_and_missing_parts_come_from_the_seed(tmp_path):
     cfg = AttentionConfig(heads=2, d_model=8, seed=9)
     full = random_weights(cfg)
-    save_weights(tmp_path / "full.npz", full)
-    back = load_weights(tmp_path / "full.npz", cfg)
-    for name in ("W_1", "W_2", "w", "W_g"):
-        np.testing.assert_array_equal(back.extra[name], full.extra[name])
+    for score, names in (("additive", ("W_1", "W_2", "w")), ("general", ("W_g",))):
+        scored = random_weights(cfg.replace(score=score))
+        save_weights(tmp_path / "full.npz", scored)
+        back = load_weights(tmp_path / "full.npz", cfg.replace(score=score))
+        assert sorted(scored.extra) == sorted(names)
+        for name in names:
+            np.testing.assert_array_equal(back.extra[name], scored.extra[name])
     np.savez(tmp_path / "qkv.npz", W_q=full.W_q, W_k=full.W_k, W_v=full.W_v)
     partial = load_weights(tmp_path / "qkv.npz", cfg)
     np.testing.assert_array_equal(partial.W_o, full.W_o)
@@ -68,9 +71,9 @@ def _good(cfg: AttentionConfig) -> dict[str, np.ndarray]:
         (dict(b_v=np.zeros(4)), r"b_v has shape \(4,\), expected \(2, 4\)"),
         (dict(W_v=None), "lacks W_v"),
         (dict(W_x=np.zeros(1)), "unknown arrays: W_x"),
-        (dict(W_q=np.full((2, 8, 4), np.inf)), "W_q must hold finite real numbers"),
-        (dict(W_q=np.zeros((2, 8, 4), bool)), "W_q must hold finite real numbers"),
-        (dict(W_q=np.zeros((2, 8, 4), complex)), "W_q must hold finite real numbers"),
+        (dict(W_q=np.full((2, 8, 4), np.inf)), "W_q contains NaN or infinite values"),
+        (dict(W_q=np.zeros((2, 8, 4), bool)), "W_q must hold real numbers"),
+        (dict(W_q=np.zeros((2, 8, 4), complex)), "W_q must hold real numbers"),
     ],
     ids=["wrong-shape", "wrong-W_o", "wrong-bias", "missing", "unknown", "infinite", "bool", "complex"],
 )

@@ -1,0 +1,208 @@
+"""Write a folder all at once: files go to a hidden temporary folder that replaces the target.
+
+``with atomic_folder(out, force) as tmp:`` yields an empty folder beside ``out``; whatever is
+written into it appears at ``out`` only when the block ends without an error. The replace step
+leaves either the old folder or the new one, whole, whatever happens:
+
+- on Linux the two folders are swapped in one ``renameat2(RENAME_EXCHANGE)`` system call;
+- elsewhere (or on a file system without it) the old folder is renamed aside, the new one into
+  place, and the old one put back if the second rename fails; Ctrl+C and SIGTERM are held back
+  (in the main thread) until both renames are done.
+
+``--force`` replaces only a folder that holds a previous export of this tool and nothing else
+(see :func:`is_previous_export`): a user's own files are never deleted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .config import InputError
+
+MANIFEST = "manifest.json"
+TOOL = "attention-explorer"
+# Keys every manifest ever written by this tool has (the ones before the "tool" marker included).
+LEGACY_KEYS = frozenset({"format", "query_tokens", "key_tokens", "config", "device", "stages"})
+LEGACY_FORMAT = "attention-explorer-trace/1"
+_MAX_MANIFEST_BYTES = 64 << 20
+
+
+def umask() -> int:
+    """The process umask, read without changing it (os.umask would race with other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)  # no /proc: the classic way (brief, and only on such systems)
+    os.umask(old)
+    return old
+
+
+def _why_not_previous_export(folder: Path) -> str | None:
+    """None when ``folder`` holds exactly a previous export of this tool, else the reason."""
+    path = folder / MANIFEST
+    try:
+        if not path.is_file():
+            return f"it has no {MANIFEST}"
+        if path.stat().st_size > _MAX_MANIFEST_BYTES:
+            return f"its {MANIFEST} is too large to be ours"
+        man = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return f"its {MANIFEST} cannot be read"
+    if not isinstance(man, dict):
+        return f"its {MANIFEST} was not written by this tool"
+    ours = man.get("tool") == TOOL or (
+        LEGACY_KEYS <= man.keys() and man.get("format") == LEGACY_FORMAT
+    )
+    stages = man.get("stages")
+    if not ours or not isinstance(stages, list):
+        return f"its {MANIFEST} was not written by this tool"
+    listed = {MANIFEST} | {s.get("file") for s in stages if isinstance(s, dict)}
+    try:
+        entries = list(folder.iterdir())
+    except OSError as exc:
+        return f"it cannot be listed ({exc.strerror or exc})"
+    foreign = sorted(p.name for p in entries if p.name not in listed or not p.is_file() or p.is_symlink())
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (" …" if len(foreign) > 3 else "")
+        return f"it also holds files this tool did not write ({shown})"
+    return None
+
+
+def is_previous_export(folder: str | os.PathLike) -> bool:
+    """True when ``folder`` holds a previous export of this tool and nothing else."""
+    return _why_not_previous_export(Path(folder)) is None
+
+
+def check_target(out: str | os.PathLike, force: bool = False) -> Path:
+    """Refuse a file, a non-empty folder (unless ``force`` and it is a previous export), or an
+    unwritable place; return ``out`` as a Path."""
+    out = Path(out)
+    if out.is_symlink():
+        raise InputError(f"output path {out} is a symbolic link; give a real folder")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"output path {out} exists and is not a folder")
+    try:
+        non_empty = out.is_dir() and any(out.iterdir())
+    except OSError as exc:
+        raise InputError(f"cannot read output folder {out}: {exc.strerror or exc}") from None
+    if non_empty and not force:
+        raise InputError(f"output folder {out} exists and is not empty (use --force to replace it)")
+    if out.is_dir() and Path.cwd().resolve().is_relative_to(out.resolve()):
+        raise InputError(f"output folder {out} contains the current folder; choose a new folder")
+    if non_empty:
+        why = _why_not_previous_export(out)
+        if why is not None:
+            raise InputError(
+                f"output folder {out} is not a previous export ({why}); --force replaces only "
+                f"those, choose a new or empty folder"
+            )
+    parent = out.resolve().parent
+    if parent.exists() and not parent.is_dir():
+        raise InputError(f"cannot write to {out}: {parent} is a file, not a folder")
+    if not parent.is_dir():
+        raise InputError(f"cannot write to {out}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"cannot write to {out}: folder {parent} is not writable")
+    return out
+
+
+@contextmanager
+def atomic_folder(out: str | os.PathLike, force: bool = False) -> Iterator[Path]:
+    """Yield an empty temporary folder; publish it as ``out`` when the block succeeds.
+
+    On any error the temporary folder is removed and ``out`` is left as it was. An ``OSError``
+    (disk full, permission) becomes a one-line :class:`InputError`.
+    """
+    out = check_target(out, force)
+    parent = out.resolve().parent
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
+        tmp.chmod(0o777 & ~umask())  # mkdtemp makes 0700; a folder should follow the umask
+    except OSError as exc:
+        raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
+    try:
+        yield tmp
+        check_target(out, force)  # it may have changed while we were writing
+        publish(tmp, out)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
+        raise
+
+
+def publish(tmp: Path, out: Path) -> None:
+    """Move the finished ``tmp`` folder to ``out``, replacing an old ``out`` if there is one."""
+    if not out.exists():
+        os.replace(tmp, out)  # an empty folder is replaced by rename(2) itself
+        return
+    if not _exchange(tmp, out):
+        _swap_by_renames(tmp, out)
+    shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old folder
+
+
+def _swap_by_renames(tmp: Path, out: Path) -> None:
+    """``out`` -> ``tmp`` and ``tmp`` -> ``out`` with two renames; undo the first if needed."""
+    aside = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:12]}")  # a name, not a folder
+    with _interrupts_held():
+        os.replace(out, aside)  # if this fails nothing has moved and nothing is left behind
+        try:
+            os.replace(tmp, out)
+        except BaseException:
+            os.replace(aside, out)  # put the old folder back
+            raise
+        os.replace(aside, tmp)  # so that the caller removes the old folder as ``tmp``
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one system call (Linux renameat2); False when unavailable."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: the file system cannot; use renames
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold Ctrl+C and SIGTERM back until the block ends (main thread only: elsewhere Python
+    delivers signals to the main thread, which is not in the middle of the renames)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    signals = [signal.SIGINT] + ([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])
+    previous = {}
+    try:
+        for sig in signals:
+            previous[sig] = signal.signal(sig, lambda num, frame: received.append(num))
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if received:
+            signal.raise_signal(received[0])  # delivered now, to the handler the caller had

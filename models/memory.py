@@ -1,0 +1,226 @@
+"""Refuse before allocating: what a request will hold at its peak, against what is available.
+
+``check_memory(estimate_toy_peak(cfg, n_q, n_k, cross), "...")`` raises a one-line
+:class:`InputError` when the estimate exceeds :func:`available_bytes`. Estimates count what the
+engine really holds at once (weights, temporaries, the trace), in bytes; they are upper bounds
+measured against the peak resident size in ``bench/bench_memory.py``. An out-of-memory that still
+happens (torch raises ``RuntimeError``, numpy ``MemoryError``) is recognised by
+:func:`is_out_of_memory` and reported with :data:`OUT_OF_MEMORY`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import struct
+from collections.abc import Iterable
+from pathlib import Path
+
+from .config import InputError
+
+F32 = 4
+# Python, torch's thread pools and allocator slack beyond the arrays themselves.
+MARGIN = 64 << 20
+OUT_OF_MEMORY = "not enough memory for this input; use fewer tokens or heads (or a smaller model)"
+_OOM_TEXT = ("not enough memory", "can't allocate memory", "out of memory", "cannot allocate memory",
+             "bad_alloc", "unable to allocate")  # fmt: skip
+
+
+# --- what is available ---------------------------------------------------------------------------
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:  # other Unixes: free physical pages
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _cgroup_available() -> int | None:
+    """Room left under a cgroup v2 memory limit (containers), if one is set."""
+    try:
+        line = Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines()[0]
+        group = Path("/sys/fs/cgroup") / line.split("::", 1)[1].lstrip("/")
+        limit = (group / "memory.max").read_text(encoding="ascii").strip()
+        if limit == "max":
+            return None
+        return int(limit) - int((group / "memory.current").read_text(encoding="ascii"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _status_bytes(field: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _rlimit_available() -> int | None:
+    """Room left under an address-space limit (``ulimit -v``), if one is set."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    used = _status_bytes("VmSize")
+    return soft - used if used is not None else soft
+
+
+def available_bytes() -> int:
+    """Memory this process can still take: the least of MemAvailable, the cgroup's room and the
+    room under RLIMIT_AS. Unknown everywhere: a very large number (no refusal)."""
+    found = [v for v in (_meminfo_available(), _cgroup_available(), _rlimit_available()) if v is not None]
+    return max(0, min(found)) if found else 1 << 62
+
+
+def human(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def check_memory(needed: int, what: str) -> None:
+    """Raise a one-line InputError when ``needed`` bytes exceed what is available."""
+    free = available_bytes()
+    if needed > free:
+        raise InputError(
+            f"{what} needs about {human(needed)} of memory but only {human(free)} is available; "
+            f"use fewer tokens or heads"
+        )
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for MemoryError and torch's out-of-memory RuntimeErrors (CPU allocator, CUDA)."""
+    if isinstance(exc, MemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and any(t in str(exc).lower() for t in _OOM_TEXT)
+
+
+# --- the toy engine -------------------------------------------------------------------------------
+
+
+def toy_weight_bytes(cfg) -> tuple[int, int]:
+    """(bytes of the weights the request uses, bytes of the largest single weight)."""
+    h, d, dk, dv, do = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v, cfg.out_dim
+    sizes = [h * d * dk, h * d * dk, h * d * dv, h * dv * do]
+    if cfg.bias:
+        sizes += [h * dk, h * dk, h * dv, do]
+    if cfg.score == "additive":
+        sizes += [h * dk * dk, h * dk * dk, h * dk]
+    elif cfg.score == "general":
+        sizes += [h * dk * dk]
+    return F32 * sum(sizes), F32 * max(sizes)
+
+
+def trace_bytes(cfg, n_q: int, n_k: int, cross: bool) -> int:
+    """Bytes a toy trace holds at most: the float32 stages kept whole (inputs, Q, K, V, head
+    outputs, concat, output) plus what the pair store may keep of the n×n stages (its budget);
+    those are computed per head and block of rows when read, never all at once (models.pairs)."""
+    from .pairs import DEFAULT_BUDGET
+
+    h, d, dk, dv = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v
+    inputs = 3 * n_k * d + (n_q * d if cross else 0)  # embeddings, positional encoding, input, query
+    projections = h * (n_q * dk + n_k * dk + n_k * dv)  # q, k, v
+    outputs = h * n_q * dv + n_q * h * dv + n_q * cfg.out_dim  # head outputs, concat, output
+    pairs = 4 * h * n_q * n_k  # scores, scaled, masked, weights
+    return F32 * (inputs + projections + outputs) + min(DEFAULT_BUDGET, F32 * pairs)
+
+
+def estimate_toy_peak(cfg, n_q: int, n_k: int, cross: bool) -> int:
+    """Peak bytes of one toy computation: weights (+ the two temporaries drawing the largest),
+    the embedding table, the trace, softmax's temporaries and the additive score chunk."""
+    h, d, dk = cfg.heads, cfg.d_model, cfg.head_dim_k
+    weights, largest = toy_weight_bytes(cfg)
+    drawing = 2 * largest  # rand * 2 - 1, then * bound
+    table = F32 * (n_q + n_k) * d * 2  # the nn.Embedding table and its lookups
+    from .pairs import BLOCK_BYTES
+    from .reduce import BAND_CELLS
+
+    pair = min(F32 * h * n_q * n_k, 2 * BLOCK_BYTES)  # one block of rows at a time (per thread)
+    softmax = 3 * pair + pair // F32  # x - max, x / T, the result (+ the bool mask)
+    softmax += 4 * F32 * BAND_CELLS  # the display's reduction of one band of rows
+    score = 0
+    if cfg.score == "additive":
+        score = 2 * F32 * min(h * n_q * n_k * dk, 1 << 24)  # one chunk: the sum and its tanh
+    elif cfg.score == "general":
+        score = F32 * h * n_q * dk
+    work = max(drawing, table + softmax + score)
+    return weights + trace_bytes(cfg, n_q, n_k, cross) + work + MARGIN
+
+
+# --- pretrained models ----------------------------------------------------------------------------
+
+_ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8,
+             "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}  # fmt: skip
+
+
+def _safetensors_sizes(path: Path) -> list[tuple[int, int, bool]]:
+    """(stored bytes, elements, is float32) of each tensor, from the file's JSON header only."""
+    with open(path, "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        if length > 100 << 20:
+            raise ValueError("header too large")
+        header = json.loads(f.read(length))
+    sizes = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        start, stop = info["data_offsets"]
+        item = _ITEMSIZE.get(info["dtype"], 4)
+        sizes.append((stop - start, (stop - start) // item, info["dtype"] == "F32"))
+    return sizes
+
+
+def _torch_sizes(path: Path) -> list[tuple[int, int, bool]]:
+    import torch
+
+    state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)  # reads no data
+    return [(t.nbytes, t.numel(), t.dtype == torch.float32) for t in state.values()]
+
+
+def estimate_pretrained_load(files: Iterable[Path]) -> int:
+    """Peak bytes while loading a checkpoint: every stored tensor read into memory, plus a
+    float32 copy of each tensor stored in another dtype (a float16 checkpoint costs ~3× its size)."""
+    total = 0
+    for path in files:
+        try:
+            sizes = _safetensors_sizes(path) if path.suffix == ".safetensors" else _torch_sizes(path)
+        except Exception:  # unreadable here: the loader reports it; assume float16 on disk
+            size = path.stat().st_size if path.is_file() else 0
+            sizes = [(size, size // 2, False)]
+        stored = sum(s for s, _, _ in sizes)
+        converted = sum(F32 * n for _, n, f32 in sizes if not f32)
+        largest = max((n for _, n, _ in sizes), default=0)  # the finiteness check's bool mask
+        total += stored + converted + largest
+    return total + MARGIN
+
+
+def estimate_pretrained_peak(arch, n: int, layer: int) -> int:
+    """Peak bytes of tracing ``layer`` on ``n`` tokens, beyond the loaded weights: the cached
+    hidden states, one block's temporaries and n×n tensors, and the trace's copies."""
+    h, d, dk = arch.num_heads, arch.hidden_size, arch.head_dim
+    ffn = max((t.shape[-1] for t in _ffn_weights(arch)), default=4 * d)
+    states = F32 * (layer + 2) * n * d
+    vectors = F32 * n * (3 * h * dk + 2 * h * dk + 6 * d + 3 * ffn)  # q k v, repeated k v, ffn
+    pairs = F32 * 8 * h * n * n + 2 * n * n  # scores…weights, softmax temporaries, trace copies
+    return states + vectors + pairs + MARGIN
+
+
+def _ffn_weights(arch):
+    layers = getattr(arch, "layers", None) or [{}]
+    for key in ("ffn_in", "fc", "gate"):
+        if key in layers[0]:
+            yield layers[0][key][0]
