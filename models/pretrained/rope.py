@@ -23,7 +23,10 @@ def rope_params(cfg: dict) -> dict:
     params = cfg.get("rope_parameters") or {}
     if params and all(isinstance(v, dict) for v in params.values()):
         return {}  # per layer type (gemma3): the caller picks one
-    return {**(cfg.get("rope_scaling") or {}), **params}
+    scaling = dict(cfg.get("rope_scaling") or {})
+    if "type" in scaling:  # the older spelling
+        scaling.setdefault("rope_type", scaling.pop("type"))
+    return {**params, **scaling}  # rope_scaling wins, as in transformers
 
 
 def rotary_dim(cfg: dict, head_dim: int, default_fraction: float = 1.0) -> int:
