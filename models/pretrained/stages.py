@@ -79,7 +79,7 @@ def window_text(p: AttentionParams, n: int) -> tuple[str, str]:
     if w is None:
         return "", ""
     note = "" if w < n else f" (the {n} tokens fit inside it: it hides nothing here)"
-    return f" or j ≤ i − {w} (sliding window {w})", (
+    return f" or j ≤ i − {w} (window)", (
         f" Sliding window of {w}: each query sees only its {w} most recent keys (itself "
         f"included); keys {w} or more positions back are −∞{note}."
     )

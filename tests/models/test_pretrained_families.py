@@ -183,7 +183,7 @@ def check_family_stages(name: str, trace, layer: int, n: int) -> None:
     if sliding:
         hidden = window_hidden(n, window)
         assert hidden.any() and np.all(np.isneginf(masked[:, hidden]))
-        assert f"sliding window {window}" in trace["masked"].formula
+        assert f"j ≤ i − {window} (window)" in trace["masked"].formula
         assert f"Sliding window of {window}" in trace["masked"].description
     if name.startswith("qwen3"):
         assert trace.names.index("q_normed") < trace.names.index("q_rotated")
