@@ -53,11 +53,12 @@ def qk_norm_text(p: AttentionParams) -> tuple[str, str]:
 def rope_text(p: AttentionParams) -> str:
     """What q_rotated / k_rotated show, partial rotary included."""
     rd, dk = p.rotary_dim, p.d_k
+    partial = rd is not None and rd < dk
     text = (
-        "Each pair of dimensions (j, j + r/2) is rotated by an angle proportional to the "
-        "token's position, so that q·k depends on how far apart two tokens are."
+        f"Each pair of dimensions (j, j + {'r' if partial else 'd_k'}/2) is rotated by an angle "
+        "proportional to the token's position, so that q·k depends on how far apart two tokens are."
     )
-    if rd is not None and rd < dk:
+    if partial:
         text += (
             f" Partial rotary: only the first r = {rd} of the {dk} features of each head rotate; "
             f"the other {dk - rd} pass unchanged."
