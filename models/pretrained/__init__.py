@@ -1,8 +1,9 @@
 """Real pretrained transformers, offline: step through the attention of an actual model.
 
 Opens Hugging Face model folders (config.json, model.safetensors or pytorch_model.bin,
-tokenizer.json) of three families — BERT encoders, GPT-2 and LLaMA-style decoders — runs their
-layers with a small torch implementation (no `transformers`), and traces one layer's attention
+tokenizer.json) of the families in ``SUPPORTED_TYPES`` (BERT-style encoders, GPT-2, GPT-NeoX and
+LLaMA-style decoders: Mistral, Qwen, Gemma, Phi-3), runs their layers with a small torch
+implementation (no `transformers`), reading big checkpoints layer by layer, and traces one layer's attention
 as an :class:`~models.trace.AttentionTrace`::
 
     model = load_model("minilm")                  # or "gpt2", "org/name", a folder path

@@ -20,6 +20,8 @@ from torch import Tensor
 
 from models import attention as att
 from models.config import InputError
+from models.pretrained.checkpoint import LayerStore, Weights
+from models.pretrained.rope import apply_rope
 
 MASK_MODES = ("none", "causal", "padding")
 
@@ -45,7 +47,7 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
 
 
 def activation(name: str) -> Callable[[Tensor], Tensor]:
-    if not isinstance(name, str) or name not in ACTIVATIONS:
+    if name not in ACTIVATIONS:
         raise InputError(
             f"unsupported activation {name!r} in config.json; supported: {', '.join(ACTIVATIONS)}"
         )
@@ -56,10 +58,11 @@ def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, eps: float) -> Tensor:
     return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
 
 
-def rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
-    """LLaMA's RMSNorm: scale by 1/rms(x), no centring, no bias."""
-    variance = x.pow(2).mean(-1, keepdim=True)
-    return weight * (x * torch.rsqrt(variance + eps))
+def rms_norm(x: Tensor, weight: Tensor, eps: float, plus_one: bool = False) -> Tensor:
+    """RMSNorm: scale by 1/rms(x), no centring, no bias; times ``weight`` (LLaMA) or
+    ``1 + weight`` (Gemma, whose checkpoints store the offset from 1)."""
+    normed = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return normed * (1.0 + weight) if plus_one else weight * normed
 
 
 def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
@@ -67,54 +70,7 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
     return x @ w if b is None else torch.addmm(b, x, w)
 
 
-# --- weights -----------------------------------------------------------------------------------
-
-
-class Weights:
-    """The tensors of one checkpoint, handed out as float32 on ``device`` when taken.
-
-    Only what an architecture takes is converted and kept, so unused buffers (GPT-2's stored
-    causal masks, heads) cost nothing once loading ends. A missing or misshapen tensor means the
-    folder is not the checkpoint config.json describes: a one-line :class:`InputError`, not a
-    torch shape error deep inside a forward pass.
-    """
-
-    def __init__(self, tensors: dict[str, Tensor], model_type: str, device: torch.device) -> None:
-        self.tensors = tensors
-        self.model_type = model_type
-        self.device = device
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.tensors
-
-    def take(self, name: str, *shape: int) -> Tensor:
-        if name not in self.tensors:
-            raise InputError(
-                f"the weights have no tensor {name!r}; is this really a {self.model_type} model?"
-            )
-        t = self.tensors[name]
-        if shape and tuple(t.shape) != shape:
-            raise InputError(
-                f"tensor {name!r} has shape {tuple(t.shape)} but config.json implies {shape}"
-            )
-        if not t.is_floating_point():
-            raise InputError(f"tensor {name!r} holds {t.dtype}, not floating-point weights")
-        return finite_tensor(t.to(device=self.device, dtype=torch.float32), name)
-
-    def optional(self, name: str, *shape: int) -> Tensor | None:
-        return self.take(name, *shape) if name in self.tensors else None
-
-
-def finite_tensor(t, name: str):
-    """A checkpoint tensor (already float32) without NaN or ±inf, else a one-line refusal."""
-    bad = ~torch.isfinite(t)
-    if bool(bad.any()):
-        index = tuple(int(i) for i in bad.nonzero()[0])
-        raise InputError(
-            f"tensor {name!r} of the checkpoint holds {float(t[index])!r} at {list(index)} "
-            f"(NaN, infinite, or beyond float32's range); the weights are corrupt"
-        )
-    return t
+# --- config ------------------------------------------------------------------------------------
 
 
 def config_int(cfg: dict, *names: str, default: int | None = None) -> int:
@@ -152,9 +108,40 @@ def hidden_mask(n: int, mode: str, pad_positions: tuple[int, ...], device: torch
 # --- attention ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class HeadNorm:
+    """An RMS norm applied to every head's q (or k) vector over its d_k features (qk-norm)."""
+
+    weight: Tensor  # (d_k,)
+    eps: float
+    plus_one: bool = False  # Gemma style: multiply by (1 + weight) instead of weight
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return rms_norm(x, self.weight, self.eps, self.plus_one)
+
+
 @dataclass
 class AttentionParams:
-    """One layer's attention, in right-multiplication form."""
+    """One layer's attention, in right-multiplication form.
+
+    The order of operations (:func:`attention`; a lazy trace recomputing one head's stages must
+    follow it exactly), with x the layer input ``(n, d_model)``:
+
+    1. ``q, k, v = x W_q + b_q, x W_k + b_k, x W_v + b_v`` split into heads: q ``(h, n, d_k)``,
+       k and v ``(kv, n, d_k)``.
+    2. ``q, k = q_norm(q), k_norm(k)`` when given (stages ``q_normed``/``k_normed``): RMS norm of
+       each head's vector over its d_k features, ``x / rms(x) · w`` (or ``· (1 + w)``).
+    3. ``q, k = RoPE(q), RoPE(k)`` when ``rope`` is given (stages ``q_rotated``/``k_rotated``);
+       only the first ``rotary_dim`` features of each head rotate, the rest pass unchanged.
+    4. grouped-query: key/value head ``g = i // (h / kv)`` serves query head i (``head_groups``).
+    5. ``scores = q kᵀ`` ``(h, n, n)``; ``scaled = scores · scale``.
+    6. ``softcapped = c · tanh(scaled / c)`` when ``softcap = c`` is given (stage ``softcapped``).
+    7. ``masked``: −∞ where the mask hides a key, the mask being the given one (causal/padding)
+       OR'ed with the sliding window (``i − j ≥ sliding_window`` hidden) when given.
+    8. ``weights = softmax(masked)`` per row (an all-hidden row gets zeros);
+       ``head_output = weights · v_g`` ``(h, n, d_k)``; ``concat`` ``(n, h·d_k)``;
+       ``output = concat W_o + b_o`` ``(n, d_model)``.
+    """
 
     w_q: Tensor  # (d_model, h*d_k)
     b_q: Tensor | None  # (h*d_k,)
@@ -169,7 +156,11 @@ class AttentionParams:
     d_k: int
     scale: float  # scaled = scores * scale
     scale_formula: str  # e.g. "S / √d_k"
-    rope: tuple[Tensor, Tensor] | None = None  # cos, sin: (n, d_k)
+    rope: tuple[Tensor, Tensor] | None = None  # cos, sin: (n, rotary_dim)
+    q_norm: HeadNorm | None = None  # step 2, on every query head
+    k_norm: HeadNorm | None = None  # step 2, on every key head
+    softcap: float | None = None  # step 6: c in c·tanh(S/c)
+    sliding_window: int | None = None  # step 7: query i sees keys j with i − j < sliding_window
 
     @property
     def head_groups(self) -> tuple[int, ...]:
@@ -177,15 +168,24 @@ class AttentionParams:
         rep = self.heads // self.kv_heads
         return tuple(i // rep for i in range(self.heads))
 
+    @property
+    def rotary_dim(self) -> int | None:
+        """How many of each head's d_k features rotate (None: no rotary positions)."""
+        return None if self.rope is None else self.rope[0].shape[-1]
 
-def rotate_half(x: Tensor) -> Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+def window_hidden(n: int, window: int, device: torch.device) -> Tensor:
+    """``(n, n)`` bool, True where key j lies ``window`` or more positions before query i."""
+    i = torch.arange(n, device=device)
+    return (i[:, None] - i[None, :]) >= window
 
 
-def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """Rotate each pair (x_j, x_{j+d/2}) by the angle of the token's position."""
-    return (x * cos) + (rotate_half(x) * sin)
+def layer_mask(hidden: Tensor, p: AttentionParams) -> Tensor:
+    """The mask this layer really applies: the given one plus its sliding window, if any."""
+    n = hidden.shape[-1]
+    if p.sliding_window is None or p.sliding_window >= n:
+        return hidden
+    return hidden | window_hidden(n, p.sliding_window, hidden.device)
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
@@ -198,13 +198,22 @@ def attention(
 ) -> Tensor:
     """Multi-head (or grouped-query) self-attention of ``x (n, d_model)``; returns (n, d_model).
 
-    When ``record`` is a dict, every intermediate tensor is stored in it under its stage name.
+    The steps are those listed in :class:`AttentionParams`. When ``record`` is a dict, every
+    intermediate tensor is stored in it under its stage name. Without ``record`` (the layers
+    below the traced one) torch's fused scaled_dot_product_attention computes the same thing,
+    except where it cannot express the family (soft-capping) or a row hides every key.
     """
     q = split_heads(linear(x, p.w_q, p.b_q), p.heads)  # (h, n, d_k)
     k = split_heads(linear(x, p.w_k, p.b_k), p.kv_heads)  # (kv, n, d_k)
     v = split_heads(linear(x, p.w_v, p.b_v), p.kv_heads)  # (kv, n, d_k)
     if record is not None:
         record.update(q=q, k=k, v=v)
+    if p.q_norm is not None:
+        q = p.q_norm(q)
+    if p.k_norm is not None:
+        k = p.k_norm(k)
+    if record is not None and (p.q_norm is not None or p.k_norm is not None):
+        record.update(q_normed=q, k_normed=k)
     if p.rope is not None:
         cos, sin = p.rope
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
@@ -213,15 +222,28 @@ def attention(
     rep = p.heads // p.kv_heads
     k_all = k.repeat_interleave(rep, dim=0) if rep > 1 else k  # (h, n, d_k): head i reads i//rep
     v_all = v.repeat_interleave(rep, dim=0) if rep > 1 else v
+    hidden = layer_mask(hidden, p)
+    if record is None and p.softcap is None and not bool(hidden.all(-1).any()):
+        # Fast path: (1, h, n, d_k) inputs, boolean mask True = keep.
+        keep = None if not bool(hidden.any()) else ~hidden
+        out = F.scaled_dot_product_attention(
+            q.unsqueeze(0), k_all.unsqueeze(0), v_all.unsqueeze(0), attn_mask=keep, scale=p.scale
+        )  # (1, h, n, d_k)
+        return linear(att.concat_heads(out[0]), p.w_o, p.b_o)
     # From here on the same stage functions as the toy engine (models.attention).
     scores = att.dot_scores(q, k_all)  # (h, n, n)
     scaled = scores * p.scale
-    masked = att.apply_mask(scaled, hidden)
+    capped = scaled
+    if p.softcap is not None:
+        capped = p.softcap * torch.tanh(scaled / p.softcap)
+    masked = att.apply_mask(capped, hidden)
     weights = att.softmax(masked)  # an all-hidden row gets zero weights, never NaN
     head_output = att.weighted_sum(weights, v_all)  # (h, n, d_k)
     concat = att.concat_heads(head_output)  # (n, h*d_k)
     output = linear(concat, p.w_o, p.b_o)  # (n, d_model)
     if record is not None:
+        if p.softcap is not None:
+            record["softcapped"] = capped
         record.update(
             scores=scores,
             scaled=scaled,
@@ -236,9 +258,15 @@ def attention(
 
 class Architecture:
     """What the engine needs from one model family. Subclasses fill in the class attributes
-    and implement :meth:`embed`, :meth:`attention_params` and :meth:`block`."""
+    and implement :meth:`embed`, :meth:`attention_params` and :meth:`block`.
+
+    ``anchor`` is the embedding matrix's key: whatever precedes it in the checkpoint ("bert.",
+    "model.", ...) is the base model's prefix. ``layers[i]`` is block i's tensors, read from
+    disk on first use (a :class:`~models.pretrained.checkpoint.LayerStore`).
+    """
 
     model_type = ""
+    anchor = ""
     default_mask = "padding"
     rotary = False
     input_formula = "X = h_L"
@@ -251,6 +279,11 @@ class Architecture:
     hidden_size: int
     max_positions: int
     vocab_size: int
+    layers: LayerStore
+
+    def load_layer(self, i: int, w: Weights) -> dict:
+        """Block ``i``'s tensors from ``w`` (called on first use, or with meta weights to check)."""
+        raise NotImplementedError
 
     def embed(self, ids: Tensor, type_ids: Tensor) -> Tensor:
         """Token ids ``(n,)`` -> the hidden state entering block 0, ``(n, d_model)``."""

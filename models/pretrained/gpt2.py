@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from models.checks import config_bool, config_float, config_str
 from models.config import InputError
+from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
     Architecture,
     AttentionParams,
@@ -26,6 +26,7 @@ from models.pretrained.common import (
 
 class GPT2(Architecture):
     model_type = "gpt2"
+    anchor = "wte.weight"
     default_mask = "causal"
     input_formula = "X = LN₁(h_L)"
     input_description = (
@@ -42,39 +43,38 @@ class GPT2(Architecture):
         self.num_layers = config_int(cfg, "n_layer", "num_hidden_layers")
         self.max_positions = config_int(cfg, "n_positions", "max_position_embeddings")
         self.vocab_size = config_int(cfg, "vocab_size")
-        ffn = config_int(cfg, "n_inner", default=4 * d)
-        self.eps = config_float(cfg, "layer_norm_epsilon", 1e-5)
-        self.act = activation(config_str(cfg, "activation_function", "gelu_new"))
-        self.scale_by_dk = config_bool(cfg, "scale_attn_weights", True)
-        self.scale_by_layer = config_bool(cfg, "scale_attn_by_inverse_layer_idx", False)
+        self.ffn = config_int(cfg, "n_inner", default=4 * d)
+        self.eps = float(cfg.get("layer_norm_epsilon", 1e-5))
+        self.act = activation(cfg.get("activation_function", "gelu_new"))
+        self.scale_by_dk = bool(cfg.get("scale_attn_weights", True))
+        self.scale_by_layer = bool(cfg.get("scale_attn_by_inverse_layer_idx", False))
 
         self.wte = w.take("wte.weight", self.vocab_size, d)
         self.wpe = w.take("wpe.weight", self.max_positions, d)
         self.ln_f = (w.take("ln_f.weight", d), w.take("ln_f.bias", d))
-        self.layers = []
-        for i in range(self.num_layers):
-            p = f"h.{i}."
+        self.layers = LayerStore(self.load_layer, self.num_layers, w)
 
-            def conv(name: str, n_in: int, n_out: int, p: str = p) -> tuple[Tensor, Tensor]:
-                return w.take(p + name + ".weight", n_in, n_out), w.take(p + name + ".bias", n_out)
+    def load_layer(self, i: int, w: Weights) -> dict:
+        p, d, ffn = f"h.{i}.", self.hidden_size, self.ffn
 
-            def ln(name: str, p: str = p) -> tuple[Tensor, Tensor]:
-                return w.take(p + name + ".weight", d), w.take(p + name + ".bias", d)
+        def conv(name: str, n_in: int, n_out: int) -> tuple[Tensor, Tensor]:
+            return w.take(p + name + ".weight", n_in, n_out), w.take(p + name + ".bias", n_out)
 
-            (w_qkv, b_qkv) = conv("attn.c_attn", d, 3 * d)
-            self.layers.append(
-                {
-                    # column slices of the fused matrix: views, no copies
-                    "q": (w_qkv[:, :d], b_qkv[:d]),
-                    "k": (w_qkv[:, d : 2 * d], b_qkv[d : 2 * d]),
-                    "v": (w_qkv[:, 2 * d :], b_qkv[2 * d :]),
-                    "o": conv("attn.c_proj", d, d),
-                    "ln_1": ln("ln_1"),
-                    "ln_2": ln("ln_2"),
-                    "fc": conv("mlp.c_fc", d, ffn),
-                    "proj": conv("mlp.c_proj", ffn, d),
-                }
-            )
+        def ln(name: str) -> tuple[Tensor, Tensor]:
+            return w.take(p + name + ".weight", d), w.take(p + name + ".bias", d)
+
+        (w_qkv, b_qkv) = conv("attn.c_attn", d, 3 * d)
+        return {
+            # column slices of the fused matrix: views, no copies
+            "q": (w_qkv[:, :d], b_qkv[:d]),
+            "k": (w_qkv[:, d : 2 * d], b_qkv[d : 2 * d]),
+            "v": (w_qkv[:, 2 * d :], b_qkv[2 * d :]),
+            "o": conv("attn.c_proj", d, d),
+            "ln_1": ln("ln_1"),
+            "ln_2": ln("ln_2"),
+            "fc": conv("mlp.c_fc", d, ffn),
+            "proj": conv("mlp.c_proj", ffn, d),
+        }
 
     def embed(self, ids: Tensor, type_ids: Tensor) -> Tensor:
         pos = torch.arange(ids.shape[0], device=ids.device)

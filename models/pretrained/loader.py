@@ -1,5 +1,8 @@
 """Open a model folder: config.json -> architecture, weights -> float32 tensors, tokenizer.json.
 
+A small checkpoint is read whole when opened; a big one reads its embeddings now and each
+layer when a trace first needs it (see checkpoint.py), converting one layer at a time.
+
 No code from the folder ever runs: weights are read with safetensors, or with
 ``torch.load(weights_only=True)`` for pytorch_model.bin (no pickle objects), and there is no
 trust_remote_code. Every problem with the folder becomes a one-line :class:`InputError`.
@@ -14,19 +17,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from safetensors import safe_open
-from torch import Tensor
 
-from models.config import DEVICES, Cancelled, InputError
+from models.config import DEVICES, InputError
 from models.device import pick_device
-from models.memory import check_memory, estimate_pretrained_load
-from models.pretrained.bert import Bert
-from models.pretrained.common import Architecture, Weights
+from models.pretrained.bert import Bert, DistilBert, Roberta, XLMRoberta
+from models.pretrained.checkpoint import LAYER_CACHE_BYTES, Checkpoint, Weights
+from models.pretrained.common import Architecture
+from models.pretrained.gemma import Gemma, Gemma2
 from models.pretrained.gpt2 import GPT2
+from models.pretrained.gpt_neox import GPTNeoX
 from models.pretrained.llama import Llama
 from models.pretrained.model import PretrainedModel
+from models.pretrained.phi3 import Phi3
+from models.pretrained.qwen import Mistral, Qwen2, Qwen3
 from models.pretrained.registry import (
     BUILTIN,
+    SUPPORTED_TYPES,
     WEIGHT_FILES,
     display_name,
     read_config,
@@ -36,14 +42,17 @@ from models.pretrained.tokenizer import ModelTokenizer, first_line
 
 Progress = Callable[[float, str], None]
 
-ARCHITECTURES: dict[str, type[Architecture]] = {"bert": Bert, "gpt2": GPT2, "llama": Llama}
-# The embedding matrix of each family; whatever precedes it in the key ("bert.", "transformer.",
-# "model.") is the base model's prefix, and keys outside it (lm_head, cls, ...) are not needed.
-ANCHORS = {
-    "bert": "embeddings.word_embeddings.weight",
-    "gpt2": "wte.weight",
-    "llama": "embed_tokens.weight",
-}
+ARCHITECTURES: dict[str, type[Architecture]] = {
+    arch.model_type: arch
+    for arch in (
+        Bert, Roberta, XLMRoberta, DistilBert, GPT2, GPTNeoX,
+        Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma2, Phi3,
+    )
+}  # fmt: skip
+assert tuple(ARCHITECTURES) == SUPPORTED_TYPES, "registry.SUPPORTED_TYPES is out of date"
+# A checkpoint whose files are at most this big is read whole when it is opened (every layer
+# checked and converted up front); a bigger one is read layer by layer when traced.
+PRELOAD_FILE_BYTES = LAYER_CACHE_BYTES // 2
 
 
 def resolve_device(device: str) -> tuple[torch.device, str, str | None]:
@@ -53,73 +62,41 @@ def resolve_device(device: str) -> tuple[torch.device, str, str | None]:
     return pick_device(device)
 
 
-def weight_files(folder: Path) -> list[Path]:
-    """The checkpoint files, safetensors preferred; a sharded checkpoint lists its shards."""
+def weight_files(folder: Path) -> tuple[list[Path], dict[str, str] | None]:
+    """The checkpoint files, safetensors preferred, and for a sharded checkpoint its index's
+    ``weight_map`` (stored key -> shard file name)."""
     for name in WEIGHT_FILES:
         path = folder / name
         if not path.is_file():
             continue
         if not name.endswith(".index.json"):
-            return [path]
+            return [path], None
         try:
             weight_map = json.loads(path.read_text(encoding="utf-8"))["weight_map"]
             shards = sorted(set(weight_map.values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise InputError(f"could not read shard index {path}: {first_line(e)}") from e
         if not all(isinstance(s, str) and s == Path(s).name for s in shards):
             raise InputError(f"shard index {path} names files outside the model folder")
-        return [folder / s for s in shards]
+        if not all(isinstance(k, str) for k in weight_map):
+            raise InputError(f"shard index {path} has a key that is not a string")
+        return [folder / s for s in shards], weight_map
     raise InputError(f"{folder} has no weights: expected model.safetensors or pytorch_model.bin")
 
 
-def read_file(path: Path, done: Callable[[float], None]) -> dict[str, Tensor]:
-    """All tensors of one weights file, on the CPU, in their stored dtype.
-
-    ``done(fraction)`` follows the reading of a .safetensors file tensor by tensor.
-    """
-    if not path.is_file():
-        raise InputError(f"missing weights file {path}")
-    try:
-        if path.suffix == ".safetensors":
-            with safe_open(str(path), framework="pt", device="cpu") as f:
-                keys = list(f.keys())
-                tensors = {}
-                for i, k in enumerate(keys):
-                    tensors[k] = f.get_tensor(k)
-                    if i % 16 == 15:
-                        done((i + 1) / len(keys))
-                return tensors
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Cancelled:  # raised by a progress callback whose caller gave up: not a corrupt file
-        raise
-    except Exception as e:  # SafetensorError, pickle.UnpicklingError, RuntimeError, OSError...
-        reason = first_line(e)
-        raise InputError(f"could not read {path.name} (truncated or corrupt?): {reason}") from e
-    if not isinstance(state, dict) or not all(isinstance(v, Tensor) for v in state.values()):
-        raise InputError(f"{path.name} does not hold a plain dict of tensors")
-    return state
-
-
-def read_weights(
-    files: list[Path], model_type: str, device: torch.device, progress: Progress
+def open_weights(
+    files: list[Path], weight_map: dict[str, str] | None, model_type: str, device: torch.device
 ) -> Weights:
-    """The base model's tensors (still on the CPU, as stored), keys without the prefix."""
-    tensors: dict[str, Tensor] = {}
-    for i, path in enumerate(files):
-        message = f"Reading {path.name}"
-
-        def done(fraction: float, i: int = i, message: str = message) -> None:
-            progress(0.1 + 0.8 * (i + fraction) / len(files), message)
-
-        done(0.0)
-        tensors.update(read_file(path, done))
-    anchor = ANCHORS[model_type]
-    hits = [k for k in tensors if k == anchor or k.endswith("." + anchor)]
+    """The base model's tensors by name (the prefix before the family's embedding key removed),
+    nothing read yet beyond the headers (of the single file; a sharded index names them all)."""
+    ckpt = Checkpoint.from_files(files, weight_map)
+    anchor = ARCHITECTURES[model_type].anchor
+    hits = [k for k in ckpt.keys if k == anchor or k.endswith("." + anchor)]
     if not hits:
         raise InputError(f"the weights have no {anchor!r}; is this really a {model_type} model?")
     prefix = min(hits, key=len)[: -len(anchor)]
-    weights = {}
-    for key, t in tensors.items():
+    names = {}
+    for key in ckpt.keys:
         if not key.startswith(prefix):
             continue  # outside the base model: lm_head, cls, ...
         name = key[len(prefix) :]
@@ -127,8 +104,8 @@ def read_weights(
             # very old BERT checkpoints call LayerNorm's weight and bias gamma and beta
             stem, kind = name.rsplit(".", 1)
             name = f"{stem}.{'weight' if kind == 'gamma' else 'bias'}"
-        weights[name] = t
-    return Weights(weights, model_type, device)
+        names[name] = key
+    return Weights(ckpt, names, model_type, device)
 
 
 def load_model(
@@ -144,19 +121,25 @@ def load_model(
     report(0.0, "Reading config.json")
     cfg = read_config(folder)
     model_type = cfg["model_type"]
-    files = weight_files(folder)
-    check_memory(estimate_pretrained_load(files), f"loading {display_name(folder)}")
     report(0.05, "Reading tokenizer.json")
     tokenizer = ModelTokenizer(folder / "tokenizer.json")
     dev, label, notice = resolve_device(device)
-    weights = read_weights(files, model_type, dev, report)
-    report(0.9, f"Building the {model_type} model")
+    files, weight_map = weight_files(folder)
+    report(0.1, "Reading the embeddings")
+    weights = open_weights(files, weight_map, model_type, dev)
     with torch.no_grad():
-        arch = ARCHITECTURES[model_type](cfg, weights)
+        with weights.ckpt.reading():
+            arch = ARCHITECTURES[model_type](cfg, weights)
+        if sum(f.stat().st_size for f in files) <= PRELOAD_FILE_BYTES:
+            # small: read every layer now (checked and converted), as one progress bar
+            with arch.layers.reading(range(arch.num_layers), report, span=(0.15, 0.95)):
+                for i in range(arch.num_layers):
+                    arch.layers[i]
     name = str(name_or_path).strip()
     if name.lower() != BUILTIN and Path(name).expanduser().is_dir():
         name = display_name(folder)
     model = PretrainedModel(name, folder, arch, tokenizer, dev, label, [notice] if notice else [])
+    model.progress = report  # later layers of a big checkpoint are read when first traced
     model.load_ms = (time.perf_counter() - start) * 1000
     report(1.0, f"Loaded {name}")
     return model

@@ -48,6 +48,8 @@ class PretrainedModel:
         self.device_label = device_label  # e.g. "cpu" or "cuda:0 (NVIDIA A100)"
         self.notices = list(notices or [])  # load-time notes (CPU fallback) for every trace
         self.load_ms = 0.0
+        # progress(fraction, message) while a trace reads layers not in memory (big checkpoints)
+        self.progress: Callable[[float, str], None] = lambda fraction, message: None
         self._lock = threading.Lock()
         self._cache_key: tuple | None = None
         self._states: list[Tensor] = []  # [embeddings, output of block 0, 1, ...]
@@ -107,6 +109,12 @@ class PretrainedModel:
                     raise Cancelled(f"stopped before layer {len(states) - 1}")
                 states.append(self.arch.block(len(states) - 1, states[-1], hidden))
             return states[: upto + 1]
+
+    def _reading(self, key: tuple, upto: int, should_stop: StopCheck | None):
+        """Progress in bytes for the layers that reaching layer ``upto`` will read."""
+        start = len(self._states) - 1 if self._cache_key == key and self._states else 0
+        last = min(upto, self.num_layers - 1)
+        return self.arch.layers.reading(range(start, last + 1), self.progress, should_stop)
 
     def clear_cache(self) -> None:
         with self._lock:
@@ -176,11 +184,12 @@ class PretrainedModel:
         with torch.no_grad():
             hidden = hidden_mask(n, mode, pads, self.device)
             key = (enc.ids, enc.type_ids, mode, pads)
-            h = self._states_upto(enc, hidden, key, layer, should_stop)[-1]
-            if should_stop is not None and should_stop():
-                raise Cancelled(f"stopped before tracing layer {layer}")
-            x = self.arch.attention_input(layer, h)
-            params = self.arch.attention_params(layer, n)
+            with self._reading(key, layer, should_stop):
+                h = self._states_upto(enc, hidden, key, layer, should_stop)[-1]
+                if should_stop is not None and should_stop():
+                    raise Cancelled(f"stopped before tracing layer {layer}")
+                x = self.arch.attention_input(layer, h)
+                params = self.arch.attention_params(layer, n)
             record: dict[str, Tensor] = {}
             attention(x, params, hidden, record)
         return build_trace(
@@ -209,6 +218,7 @@ class PretrainedModel:
         with torch.no_grad():
             hidden = hidden_mask(n, mode, pads, self.device)
             key = (enc.ids, enc.type_ids, mode, pads)
-            states = self._states_upto(enc, hidden, key, self.num_layers, None)
+            with self._reading(key, self.num_layers, None):
+                states = self._states_upto(enc, hidden, key, self.num_layers, None)
             states[-1] = self.arch.final(states[-1])
             return [s.detach().cpu().numpy().copy() for s in states]

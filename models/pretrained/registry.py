@@ -16,7 +16,10 @@ from pathlib import Path
 from models.config import InputError
 
 BUILTIN = "minilm"
-SUPPORTED_TYPES = ("bert", "gpt2", "llama")
+SUPPORTED_TYPES = (
+    "bert", "roberta", "xlm-roberta", "distilbert", "gpt2", "gpt_neox",
+    "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
+)  # fmt: skip
 WEIGHT_FILES = (
     "model.safetensors",
     "model.safetensors.index.json",

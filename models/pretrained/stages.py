@@ -39,6 +39,54 @@ def mask_description(mode: str, pads: tuple[int, ...]) -> str:
     return "No mask: every token may attend to every token."
 
 
+def qk_norm_text(p: AttentionParams) -> tuple[str, str]:
+    """(formula weight, description) of the per-head q/k RMS norm (stages q_normed, k_normed)."""
+    norm = p.q_norm or p.k_norm
+    assert norm is not None
+    w = "(1 + w)" if norm.plus_one else "w"
+    return w, (
+        f"Each head's vector is divided by its root mean square over its {p.d_k} features and "
+        f"multiplied by the learned {w} (RMS norm, ε = {norm.eps:g}), so that "
+        "query–key dot products cannot grow without bound."
+    )
+
+
+def rope_text(p: AttentionParams) -> str:
+    """What q_rotated / k_rotated show, partial rotary included."""
+    rd, dk = p.rotary_dim, p.d_k
+    partial = rd is not None and rd < dk
+    text = (
+        f"Each pair of dimensions (j, j + {'r' if partial else 'd_k'}/2) is rotated by an angle "
+        "proportional to the token's position, so that q·k depends on how far apart two tokens are."
+    )
+    if partial:
+        text += (
+            f" Partial rotary: only the first r = {rd} of the {dk} features of each head rotate; "
+            f"the other {dk - rd} pass unchanged."
+        )
+    return text
+
+
+def softcap_text(p: AttentionParams) -> tuple[str, str]:
+    c = p.softcap
+    return f"S_capped = {c:g} · tanh(S_scaled / {c:g})", (
+        f"Soft-capping: scores are squashed smoothly into (−{c:g}, {c:g}); small scores barely "
+        "change, large ones saturate, so no single key can dominate without limit."
+    )
+
+
+def window_text(p: AttentionParams, n: int) -> tuple[str, str]:
+    """(formula suffix, description) of the layer's sliding window, or ("", "")."""
+    w = p.sliding_window
+    if w is None:
+        return "", ""
+    note = "" if w < n else f" (the {n} tokens fit inside it: it hides nothing here)"
+    return f" or j ≤ i − {w} (window)", (
+        f" Sliding window of {w}: each query sees only its {w} most recent keys (itself "
+        f"included); keys {w} or more positions back are −∞{note}."
+    )
+
+
 def build_trace(
     model: PretrainedModel,
     enc: Encoded,
@@ -120,16 +168,38 @@ def build_trace(
             heads=True,
         ),
     ]
+    q_in, k_in = "Q_i", f"K_{g}"
+    q_sym, k_sym = "Q_i", kg
+    if "q_normed" in rec:
+        w, text = qk_norm_text(p)
+        stages += [
+            stage(
+                "q_normed",
+                "Normed queries",
+                f"Q̂_i = Q_i / rms(Q_i) · {w}",
+                text,
+                rows="query",
+                heads=True,
+            ),
+            stage(
+                "k_normed",
+                "Normed keys",
+                f"K̂_{g} = K_{g} / rms(K_{g}) · {w}",
+                text + shared,
+                rows="key",
+                heads=True,
+            ),
+        ]
+        q_in, k_in = "Q̂_i", f"K̂_{g}"
+        q_sym, k_sym = "Q̂_i", kg.replace("K", "K̂")
     if p.rope is not None:
-        rope = (
-            "Each pair of dimensions (j, j + d_k/2) is rotated by an angle proportional to the "
-            "token's position, so that q·k depends on how far apart two tokens are."
-        )
+        rope = rope_text(p)
+        part = "" if p.rotary_dim == p.d_k else f"[:{p.rotary_dim}]"
         stages += [
             stage(
                 "q_rotated",
                 "Rotated queries",
-                "Q'_i = RoPE(Q_i, position)",
+                f"Q'_i = RoPE({q_in}{part}, position)",
                 rope,
                 rows="query",
                 heads=True,
@@ -137,15 +207,13 @@ def build_trace(
             stage(
                 "k_rotated",
                 "Rotated keys",
-                f"K'_{g} = RoPE(K_{g}, position)",
+                f"K'_{g} = RoPE({k_in}{part}, position)",
                 rope + shared,
                 rows="key",
                 heads=True,
             ),
         ]
         q_sym, k_sym = "Q'_i", kg.replace("K", "K'")
-    else:
-        q_sym, k_sym = "Q_i", kg
     att = {"rows": "query", "cols": "key", "heads": True}
     stages += [
         stage(
@@ -162,11 +230,19 @@ def build_trace(
             f"Scores multiplied by {p.scale:.4g}, keeping their spread independent of d_k.",
             **att,
         ),
+    ]
+    masked_from = "S_scaled"
+    if p.softcap is not None:
+        formula, text = softcap_text(p)
+        stages.append(stage("softcapped", "Soft-capped scores", formula, text, **att))
+        masked_from = "S_capped"
+    window, window_note = window_text(p, len(tokens))
+    stages += [
         stage(
             "masked",
             "Masked scores",
-            "S_masked = S_scaled, −∞ where hidden",
-            mask_description(mode, pads),
+            f"S_masked = {masked_from}, −∞ where hidden{window}",
+            mask_description(mode, pads) + window_note,
             **att,
         ),
         stage(
@@ -220,6 +296,10 @@ def build_trace(
         "score": "scaled",
         "scale": float(p.scale),
         "pe": "rotary" if p.rope is not None else "learned",
+        "rotary_dim": p.rotary_dim,
+        "qk_norm": p.q_norm is not None or p.k_norm is not None,
+        "softcap": p.softcap,
+        "sliding_window": p.sliding_window,
         "bias": any(t is not None for t in bias.values()),
         "max_positions": arch.max_positions,
         "n_tokens": len(tokens),

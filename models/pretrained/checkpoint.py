@@ -1,0 +1,335 @@
+"""Read a checkpoint tensor by tensor, only what is needed, one layer at a time.
+
+A :class:`Checkpoint` knows where every tensor lives (the single file's header, or a sharded
+checkpoint's index ``weight_map``) and opens a file only when one of its tensors is wanted, so
+tracing layer 0 of a sharded model never touches the shards holding later layers. safetensors
+files are memory-mapped while a layer is read and closed afterwards: the pages of the stored
+(bf16/fp16) tensors do not stay resident once converted to float32.
+
+:class:`Weights` hands tensors out as float32 on the model's device, checking names, shapes and
+dtypes first (a "meta" twin checks and sizes a layer without reading it). :class:`LayerStore`
+loads each block's tensors on first use, keeps them under a memory budget (least recently used
+layers are freed first) and reports progress in bytes read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+from torch import Tensor
+
+from models.config import Cancelled, InputError
+
+LAYER_CACHE_BYTES = 1 << 30  # float32 layers kept in memory; older ones are read again if needed
+FLOAT_DTYPES = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8}
+OTHER_DTYPES = {"I8": 1, "U8": 1, "BOOL": 1, "I16": 2, "I32": 4, "I64": 8}
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def size_text(done: int, total: int) -> str:
+    """``"1.2 / 2.2 GB"`` (or MB for smaller totals)."""
+    unit, div = ("GB", 1e9) if total >= 1e9 else ("MB", 1e6)
+    return f"{done / div:.1f} / {total / div:.1f} {unit}"
+
+
+class Checkpoint:
+    """The tensors of one checkpoint: ``keys`` maps each stored key to the file holding it."""
+
+    def __init__(self, keys: dict[str, Path]) -> None:
+        self.keys = keys
+        self._infos: dict[Path, dict[str, tuple[tuple[int, ...], str, int]]] = {}
+        self._open: dict[Path, object] = {}  # files open during reading()
+        self._bins: dict[Path, dict[str, Tensor]] = {}  # pytorch_model.bin files, memory-mapped
+        self.opened: list[Path] = []  # every file opened, in order (tests check the shards read)
+        self._lock = threading.RLock()
+
+    @classmethod
+    def from_files(cls, files: list[Path], weight_map: dict[str, str] | None) -> Checkpoint:
+        for path in files:
+            if not path.is_file():
+                raise InputError(f"missing weights file {path}")
+        if weight_map is not None:
+            folder = files[0].parent
+            return cls({k: folder / f for k, f in weight_map.items()})
+        ckpt = cls({})
+        (path,) = files
+        ckpt.keys = dict.fromkeys(ckpt._info(path), path)
+        return ckpt
+
+    # --- files -----------------------------------------------------------------------------
+    def _fail(self, path: Path, e: Exception) -> InputError:
+        return InputError(f"could not read {path.name} (truncated or corrupt?): {first_line(e)}")
+
+    def _info(self, path: Path) -> dict[str, tuple[tuple[int, ...], str, int]]:
+        """``{key: (shape, dtype, nbytes)}`` of one file, from its header (data not read)."""
+        with self._lock:
+            if path in self._infos:
+                return self._infos[path]
+            info = {}
+            try:
+                if path.suffix == ".safetensors":
+                    self.opened.append(path)
+                    with safe_open(str(path), framework="pt", device="cpu") as f:
+                        for k in f.keys():
+                            s = f.get_slice(k)
+                            shape, dtype = tuple(s.get_shape()), s.get_dtype()
+                            size = {**FLOAT_DTYPES, **OTHER_DTYPES}.get(dtype, 1)
+                            info[k] = (shape, dtype, size * _numel(shape))
+                else:
+                    for k, t in self._bin(path).items():
+                        dtype = str(t.dtype).removeprefix("torch.")
+                        float_name = {"float16": "F16", "bfloat16": "BF16", "float32": "F32", "float64": "F64"}
+                        info[k] = (tuple(t.shape), float_name.get(dtype, dtype), t.nbytes)
+            except (Cancelled, InputError):
+                raise
+            except Exception as e:  # SafetensorError, OSError, ...
+                raise self._fail(path, e) from e
+            self._infos[path] = info
+            return info
+
+    def _bin(self, path: Path) -> dict[str, Tensor]:
+        if path not in self._bins:
+            self.opened.append(path)
+            try:  # memory-mapped: only the tensors taken are ever paged in
+                state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            except RuntimeError:  # the legacy (non-zip) format cannot be mapped
+                state = torch.load(path, map_location="cpu", weights_only=True)
+            if not isinstance(state, dict) or not all(isinstance(v, Tensor) for v in state.values()):
+                raise InputError(f"{path.name} does not hold a plain dict of tensors")
+            self._bins[path] = state
+        return self._bins[path]
+
+    def info(self, key: str) -> tuple[tuple[int, ...], str, int]:
+        path = self.keys[key]
+        info = self._info(path)
+        if key not in info:
+            raise InputError(f"{path.name} lacks tensor {key!r} although the index lists it there")
+        return info[key]
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Keep the files opened meanwhile open, and close them all at the end."""
+        with self._lock:
+            try:
+                yield
+            finally:
+                handles, self._open = self._open, {}
+                for f in handles.values():
+                    with suppress(Exception):
+                        f.__exit__(None, None, None)
+
+    def read(self, key: str) -> Tensor:
+        """One tensor, on the CPU, in its stored dtype (memory-mapped while reading())."""
+        path = self.keys[key]
+        with self._lock:
+            try:
+                if path.suffix != ".safetensors":
+                    return self._bin(path)[key]
+                if path not in self._open:
+                    self.opened.append(path)
+                    handle = safe_open(str(path), framework="pt", device="cpu")
+                    self._open[path] = handle.__enter__()
+                return self._open[path].get_tensor(key)
+            except (Cancelled, InputError):
+                raise
+            except Exception as e:
+                raise self._fail(path, e) from e
+
+
+def _numel(shape: Iterable[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+class Weights:
+    """The base model's tensors by name (prefix removed), handed out as float32 on ``device``.
+
+    A missing or misshapen tensor means the folder is not the checkpoint config.json describes:
+    a one-line :class:`InputError`, not a torch shape error deep inside a forward pass. With
+    ``meta`` set nothing is read: tensors come back on the meta device (shapes only) and
+    :attr:`taken` lists their stored sizes, which is how a layer is checked and sized before
+    it is read.
+    """
+
+    def __init__(
+        self,
+        ckpt: Checkpoint,
+        names: dict[str, str],
+        model_type: str,
+        device: torch.device,
+        meta: bool = False,
+    ) -> None:
+        self.ckpt = ckpt
+        self.names = names  # name without the base model's prefix -> stored key
+        self.model_type = model_type
+        self.device = device
+        self.meta = meta
+        self.taken: list[int] = []  # stored bytes of each tensor taken (meta)
+        self.on_read: Callable[[int], None] | None = None  # called with each tensor's bytes
+
+    def as_meta(self) -> Weights:
+        return Weights(self.ckpt, self.names, self.model_type, self.device, meta=True)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.names
+
+    def _check(self, name: str, shape: tuple[int, ...]) -> str:
+        if name not in self.names:
+            raise InputError(
+                f"the weights have no tensor {name!r}; is this really a {self.model_type} model?"
+            )
+        key = self.names[name]
+        stored, dtype, nbytes = self.ckpt.info(key)
+        if shape and stored != shape:
+            raise InputError(
+                f"tensor {name!r} has shape {stored} but config.json implies {shape}"
+            )
+        if dtype not in FLOAT_DTYPES:
+            raise InputError(f"tensor {name!r} holds {dtype}, not floating-point weights")
+        if self.meta:
+            self.taken.append(nbytes)
+        return key
+
+    def stored(self, name: str, *shape: int) -> Tensor:
+        """The tensor as stored (bf16 stays bf16) on the device, e.g. a big embedding matrix
+        whose rows are converted only when looked up."""
+        key = self._check(name, shape)
+        if self.meta:
+            return torch.empty(self.ckpt.info(key)[0], device="meta")
+        t = self.ckpt.read(key)
+        out = t.to(self.device)
+        if out.data_ptr() == t.data_ptr():  # never keep the file's memory map
+            out = out.clone()
+        if self.on_read is not None:
+            self.on_read(t.nbytes)
+        return out
+
+    def take(self, name: str, *shape: int) -> Tensor:
+        key = self._check(name, shape)
+        if self.meta:
+            return torch.empty(self.ckpt.info(key)[0], device="meta")
+        t = self.ckpt.read(key)
+        out = t.to(device=self.device, dtype=torch.float32)
+        if out.data_ptr() == t.data_ptr():  # never keep the file's memory map
+            out = out.clone()
+        if self.on_read is not None:
+            self.on_read(t.nbytes)
+        return out
+
+    def optional(self, name: str, *shape: int) -> Tensor | None:
+        return self.take(name, *shape) if name in self.names else None
+
+
+def _storage_bytes(obj, seen: set[int]) -> int:
+    if isinstance(obj, Tensor):
+        storage = obj.untyped_storage()
+        if storage.data_ptr() in seen:
+            return 0
+        seen.add(storage.data_ptr())
+        return storage.nbytes()
+    if isinstance(obj, dict):
+        obj = obj.values()
+    if isinstance(obj, (list, tuple, type({}.values()))):
+        return sum(_storage_bytes(o, seen) for o in obj)
+    return 0
+
+
+class LayerStore:
+    """``store[i]``: block i's tensors (whatever ``load(i, weights)`` builds), read on first use.
+
+    Loaded layers stay in memory up to ``budget`` bytes; beyond it the least recently used are
+    freed (and read again if needed). :meth:`reading` reports progress in bytes for the layers
+    about to be read and lets ``should_stop`` cancel between tensors.
+    """
+
+    def __init__(
+        self,
+        load: Callable[[int, Weights], dict],
+        count: int,
+        weights: Weights,
+        budget: int | None = None,
+    ) -> None:
+        self.load, self.count, self.weights = load, count, weights
+        self.budget = LAYER_CACHE_BYTES if budget is None else budget
+        self._cache: OrderedDict[int, tuple[dict, int]] = OrderedDict()
+        self._sizes: dict[int, int] = {}
+        self._lock = threading.RLock()
+        self.reads = 0  # layers read from disk (tests)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def stored_bytes(self, i: int) -> int:
+        """The bytes layer ``i`` occupies on disk; checks its tensors without reading them."""
+        if i not in self._sizes:
+            meta = self.weights.as_meta()
+            self.load(i, meta)
+            self._sizes[i] = sum(meta.taken)
+        return self._sizes[i]
+
+    def cached(self, i: int) -> bool:
+        return i in self._cache
+
+    def __getitem__(self, i: int) -> dict:
+        with self._lock:
+            if i in self._cache:
+                self._cache.move_to_end(i)
+                return self._cache[i][0]
+            self.stored_bytes(i)  # names and shapes checked before reading anything
+            with self.weights.ckpt.reading():
+                layer = self.load(i, self.weights)
+            self.reads += 1
+            self._cache[i] = (layer, _storage_bytes(layer, set()))
+            while len(self._cache) > 1 and sum(s for _, s in self._cache.values()) > self.budget:
+                self._cache.popitem(last=False)
+            return layer
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+    @contextmanager
+    def reading(
+        self,
+        layers: Iterable[int],
+        report: Callable[[float, str], None],
+        should_stop: Callable[[], bool] | None = None,
+        span: tuple[float, float] = (0.0, 1.0),
+    ) -> Iterator[None]:
+        """Report ``report(fraction, "Reading 1.2 / 2.2 GB")`` while ``layers`` are read inside
+        the block; ``should_stop()`` (or the report itself) may raise :class:`Cancelled`."""
+        with self._lock:
+            todo = [i for i in dict.fromkeys(layers) if i not in self._cache]
+            total = sum(self.stored_bytes(i) for i in todo)
+            if not total:
+                yield
+                return
+            done = 0
+            lo, hi = span
+
+            def on_read(nbytes: int) -> None:
+                nonlocal done
+                done += nbytes
+                if should_stop is not None and should_stop():
+                    raise Cancelled("stopped while reading the weights")
+                report(lo + (hi - lo) * min(done / total, 1.0), f"Reading {size_text(done, total)}")
+
+            report(lo, f"Reading {size_text(0, total)}")
+            self.weights.on_read = on_read
+            try:
+                yield
+            finally:
+                self.weights.on_read = None
+            report(hi, f"Read {size_text(done, total).split(' / ')[1]} of weights")

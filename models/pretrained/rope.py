@@ -1,0 +1,105 @@
+"""Rotary position embeddings (RoPE), full or partial, exactly as transformers computes them.
+
+Shared by every rotary family (llama, mistral, qwen2/3, gemma/gemma2, phi3, gpt_neox). Only the
+rope types reproduced exactly are accepted; any other (yarn, dynamic, longrope, ...) is refused
+by name with the supported list, never approximated.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from models.config import InputError
+
+ROPE_TYPES = ("default", "linear", "llama3")
+
+
+def rope_params(cfg: dict) -> dict:
+    """The rope settings of config.json in both layouts: transformers 5 (``rope_parameters``)
+    and 4 (``rope_theta`` plus an optional ``rope_scaling``)."""
+    params = cfg.get("rope_parameters") or {}
+    if params and all(isinstance(v, dict) for v in params.values()):
+        return {}  # per layer type (gemma3): the caller picks one
+    scaling = dict(cfg.get("rope_scaling") or {})
+    if "type" in scaling:  # the older spelling
+        scaling.setdefault("rope_type", scaling.pop("type"))
+    return {**params, **scaling}  # rope_scaling wins, as in transformers
+
+
+def rotary_dim(cfg: dict, head_dim: int, default_fraction: float = 1.0) -> int:
+    """How many features of each head rotate: ``int(d_k · partial_rotary_factor)``."""
+    params = rope_params(cfg)
+    fraction = params.get(
+        "partial_rotary_factor",
+        cfg.get("partial_rotary_factor", cfg.get("rotary_pct", default_fraction)),
+    )
+    dim = int(head_dim * float(fraction))
+    if dim < 2 or dim % 2:
+        raise InputError(f"config.json: {dim} rotary features per head (must be even and ≥ 2)")
+    return dim
+
+
+def rope_inv_freq(cfg: dict, dim: int, model_type: str, params: dict | None = None) -> Tensor:
+    """The rotation speed of each pair of rotated features, ``(dim/2,)``."""
+    params = rope_params(cfg) if params is None else params
+    kind = params.get("rope_type", params.get("type", "default"))
+    if kind not in ROPE_TYPES:
+        raise InputError(
+            f"{model_type} model: unsupported rope type {kind!r} (it cannot be reproduced "
+            f"exactly); supported: {', '.join(ROPE_TYPES)}"
+        )
+    base = float(
+        params.get("rope_theta", cfg.get("rope_theta", cfg.get("rotary_emb_base", 10000.0)))
+    )
+    steps = torch.arange(0, dim, 2, dtype=torch.int64).float()
+    inv_freq = 1.0 / (base ** (steps / dim))
+    if kind == "linear":
+        inv_freq = inv_freq / float(params["factor"])
+    elif kind == "llama3":
+        factor = float(params["factor"])
+        low, high = float(params["low_freq_factor"]), float(params["high_freq_factor"])
+        old_len = params.get("original_max_position_embeddings", cfg["max_position_embeddings"])
+        low_wavelen, high_wavelen = old_len / low, old_len / high
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+        smooth = (old_len / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+        inv_freq = torch.where(medium, smoothed, scaled)
+    return inv_freq
+
+
+class Rotary:
+    """cos and sin tables of every (position, rotated feature), cached per sentence length."""
+
+    def __init__(self, inv_freq: Tensor) -> None:
+        self.inv_freq = inv_freq
+        self.dim = 2 * inv_freq.shape[0]
+        self._cached: tuple[int, tuple[Tensor, Tensor]] | None = None
+
+    def __call__(self, n: int) -> tuple[Tensor, Tensor]:
+        cached = self._cached  # one read: another thread may replace it meanwhile
+        if cached is None or cached[0] != n:
+            pos = torch.arange(n, device=self.inv_freq.device).float()
+            freqs = pos[:, None] * self.inv_freq  # (n, dim/2)
+            emb = torch.cat((freqs, freqs), dim=-1)  # (n, dim)
+            cached = self._cached = (n, (emb.cos(), emb.sin()))
+        return cached[1]
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Rotate each pair (x_j, x_{j+r/2}) of the first r = cos.shape[-1] features by the angle of
+    the token's position; the other d_k − r features (partial rotary) pass unchanged."""
+    r = cos.shape[-1]
+    if r == x.shape[-1]:
+        return (x * cos) + (rotate_half(x) * sin)
+    rot, rest = x[..., :r], x[..., r:]
+    return torch.cat(((rot * cos) + (rotate_half(rot) * sin), rest), dim=-1)
