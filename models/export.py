@@ -10,6 +10,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +139,22 @@ def read_trace_files(folder: str | os.PathLike) -> tuple[dict[str, Any], dict[st
     man = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     arrays = {s["name"]: np.load(folder / s["file"], allow_pickle=False) for s in man["stages"]}
     return man, arrays
+
+
+@contextmanager
+def atomic_folder(out: str | os.PathLike, force: bool = False) -> Iterator[Path]:
+    """Yield a temporary folder beside ``out`` to write into; renamed to ``out`` when the block
+    ends, removed (``out`` untouched) when it raises. The same steps as :func:`write_trace`."""
+    out = check_target(out, force)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.resolve().parent))
+    except OSError as exc:
+        raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
+    try:
+        yield tmp
+        _replace(tmp, out)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
+        raise
