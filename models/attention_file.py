@@ -60,9 +60,7 @@ def _from_archive(archive, path: Path) -> tuple[np.ndarray, dict[str, np.ndarray
         others = [k for k in names if k not in TOKEN_KEYS]
         if len(others) != 1:
             listed = ", ".join(names) or "nothing"
-            raise InputError(
-                f"{path.name} holds {listed}; name the attention array one of {', '.join(ARRAY_KEYS)}"
-            )
+            raise InputError(f"{path.name} holds {listed}; name the attention array one of {', '.join(ARRAY_KEYS)}")
         key = others[0]
     return arrays[key], {k: arrays[k] for k in TOKEN_KEYS if k in arrays}
 

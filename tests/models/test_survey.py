@@ -132,8 +132,8 @@ def test_layers_arrive_in_order_and_equal_single_layer_traces():
     model = load_model("minilm", device="cpu")
     model.clear_cache()
     seen = []
-    tokens, weights = all_layer_weights(model, "A bird sang.", on_layer=lambda l, a: seen.append((l, a.copy())))
-    assert [l for l, _ in seen] == list(range(6)) and weights.shape == (6, 12, len(tokens), len(tokens))
+    tokens, weights = all_layer_weights(model, "A bird sang.", on_layer=lambda k, a: seen.append((k, a.copy())))
+    assert [k for k, _ in seen] == list(range(6)) and weights.shape == (6, 12, len(tokens), len(tokens))
     for layer, a in seen:
         np.testing.assert_array_equal(a, weights[layer])
         np.testing.assert_array_equal(model.trace("A bird sang.", layer)["weights"].array, a)
@@ -147,7 +147,7 @@ def test_cancel_between_layers():
     calls = []
     with pytest.raises(Cancelled):
         all_layer_weights(model, "Stop me please.", should_stop=lambda: len(calls) >= 2,
-                          on_layer=lambda l, a: calls.append(l))  # fmt: skip
+                          on_layer=lambda k, a: calls.append(k))  # fmt: skip
     assert calls == [0, 1]
 
 
