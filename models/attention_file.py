@@ -86,7 +86,9 @@ def _from_folder(folder: Path) -> tuple[np.ndarray, dict, dict]:
 
 
 def _labels(tokens: dict, key: str, n: int, warnings: list[str]) -> tuple[str, ...]:
-    given = tokens.get(key, tokens.get("tokens"))
+    if key not in tokens:
+        key = "tokens"
+    given = tokens.get(key)
     if given is None:
         return tuple(str(i) for i in range(n))
     given = np.asarray(given)
@@ -150,6 +152,7 @@ def open_attention(path: str | os.PathLike) -> AttentionFile:
     warnings: list[str] = []
     query = _labels(tokens, "query_tokens", n_q, warnings)
     key = _labels(tokens, "key_tokens", n_k, warnings)
+    warnings = list(dict.fromkeys(warnings))  # one "tokens" list may serve both axes
     warnings += check_weights(weights)
     if "decoder" in manifest:
         decoder = bool(manifest["decoder"])
