@@ -135,3 +135,30 @@ def test_block_max_keeps_every_peak():
     assert small.shape == (1, 60, 60) and small.max() == 1.0 and small[0, 123 // 5, 271 // 5] == 1.0
     idx = thumbnail_indices(a)
     assert idx.dtype == np.uint8 and idx.max() == 254
+
+
+def test_main_attention_option(qtbot, tmp_path, capsys):
+    from explorer.app import run_app
+
+    np.save(tmp_path / "w.npy", np.full((2, 3, 4, 4), 0.25))
+    shot = tmp_path / "shot.png"
+    assert run_app(["--attention", str(tmp_path / "w.npy"), "--screenshot", str(shot)]) == 0
+    assert shot.stat().st_size > 1000
+    (tmp_path / "bad.npy").write_bytes(b"junk")
+    assert run_app(["--attention", str(tmp_path / "bad.npy"), "--screenshot", str(shot)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: cannot read attention file") and len(err) == 1
+
+
+def test_window_whole_model_click_opens_the_layer_and_head(qtbot, make_window, tmp_path):
+    from explorer.state import Inputs
+
+    window = make_window(Inputs(sentence=SENTENCE, model="minilm"), persist=False)
+    survey = window.open_survey(model=True)
+    qtbot.addWidget(survey)
+    qtbot.waitUntil(lambda: survey.panel.survey is not None, timeout=60_000)
+    survey.panel.head_chosen.emit(4, 9)
+    assert window.state.inputs.layer == 4 and window.state.head == 9
+    np.save(tmp_path / "w.npy", np.full((4, 4), 0.25))
+    opened = window.open_survey(path=tmp_path / "w.npy")
+    assert opened.panel.survey.weights.shape == (1, 1, 4, 4)
