@@ -90,8 +90,8 @@ class HeadMetricsTable(QWidget):
         self.view.verticalHeader().hide()
         self.view.verticalHeader().setDefaultSectionSize(20)
         header = self.view.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        header.setMinimumSectionSize(header.fontMetrics().horizontalAdvance("max_weight ▲") + 12)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # metrics share the width
+        header.setMinimumSectionSize(header.fontMetrics().horizontalAdvance("0.0000") + 12)
         self.view.clicked.connect(self._clicked)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -99,6 +99,8 @@ class HeadMetricsTable(QWidget):
 
     def set_metrics(self, metrics: dict[str, np.ndarray]) -> None:
         self.model.set_metrics(metrics)
+        for column in (0, 1):  # layer and head: as narrow as their numbers
+            self.view.horizontalHeader().setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
 
     def sort_by(self, name: str, descending: bool = True) -> None:
         column = (["layer", "head"] + self.model.names).index(name)

@@ -41,6 +41,8 @@ class RolloutView(QWidget):
             plot.hideButtons()
             plot.getViewBox().setDefaultPadding(0.0)
         self.bars_plot.hideButtons()
+        self.canvas.ci.layout.setColumnStretchFactor(0, 3)
+        self.canvas.ci.layout.setColumnStretchFactor(1, 2)
         cmap = colour_map(True)
         self.map_image = pg.ImageItem(axisOrder="row-major")
         self.map_image.setColorMap(cmap)
@@ -110,7 +112,7 @@ class RolloutView(QWidget):
         self.rows_image.setRect(QRectF(0, 0, n, layers))
         token = self.tokens[self.token_box.currentIndex()]
         self.map_plot.setTitle(f"R after layer {layer}: row = token, column = input token", size="9pt")
-        self.rows_plot.setTitle(f"'{token}': each input token's share after each layer", size="9pt")
+        self.rows_plot.setTitle(f"'{token}': input tokens' shares, layer by layer", size="9pt")
         self.bars.setOpts(x=np.arange(n) + 0.5, height=rows[layer], width=0.8)
         self.bars_plot.setTitle(f"'{token}' after layer {layer}", size="9pt")
         self.bars_plot.setXRange(0, n, padding=0)
