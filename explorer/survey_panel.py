@@ -47,6 +47,7 @@ class SurveyPanel(QWidget):
         self.survey: Survey | None = None
         self._tokens: tuple[str, ...] = ()
         self._decoder = False
+        self._streamed_view: tuple[bool, bool] | None = None
         self._layers: dict[int, np.ndarray] = {}  # arriving layers (before the survey is complete)
         self.source_label = QLabel("No model or attention file yet")
         self.special_box = QCheckBox("Leave out special tokens")
@@ -113,7 +114,8 @@ class SurveyPanel(QWidget):
         path, _ = QFileDialog.getOpenFileName(self, "Open attention", "", FILE_FILTER)
         return bool(path) and self.open_attention(path)
 
-    def show_survey(self, survey: Survey) -> None:
+    def show_survey(self, survey: Survey, painted: bool = False) -> None:
+        """Show a complete survey; ``painted``: its thumbnails are on screen already (streamed)."""
         self.survey = survey
         self._layers = {}
         L, h, n_q, n_k = survey.weights.shape
@@ -121,7 +123,7 @@ class SurveyPanel(QWidget):
         self.source_label.setText(f"{survey.source}: {L} layers × {h} heads, {n_q} tokens{kind}")
         self.special_box.setEnabled(survey.square)
         self._show_message(survey.warnings)
-        self._refresh()
+        self._refresh(thumbnails=not painted)
         self.survey_shown.emit(survey)
 
     # --- worker results --------------------------------------------------------------------
@@ -129,6 +131,7 @@ class SurveyPanel(QWidget):
         if generation != self.worker.generation:
             return
         self.survey, self._tokens, self._decoder, self._layers = None, tuple(tokens), decoder, {}
+        self._streamed_view = self._view_options()
         keep = self._keep(tokens, decoder)
         m = len(tokens) if keep is None else int(keep.sum())
         self.model_view.set_shape(layers, heads, m, m)
@@ -137,6 +140,8 @@ class SurveyPanel(QWidget):
         if generation != self.worker.generation:
             return
         self._layers[layer] = weights
+        if self._view_options() != self._streamed_view:
+            return  # a toggle changed the mosaic's shape or scale: all of it is repainted at the end
         keep = self._keep(self._tokens, self._decoder)
         if keep is None:
             self.model_view.set_layer(layer, indices=thumbnails)
@@ -145,7 +150,10 @@ class SurveyPanel(QWidget):
 
     def _on_finished(self, generation: int, survey: Survey) -> None:
         if generation == self.worker.generation:
-            self.show_survey(survey)
+            # the streamed thumbnails stand unless the toggles changed the view meanwhile
+            painted = self.model_view.painted_layers == survey.weights.shape[0]
+            painted = painted and self._streamed_view == self._view_options()
+            self.show_survey(survey, painted=painted)
 
     def _on_failed(self, generation: int, message: str) -> None:
         if generation == self.worker.generation:
@@ -153,6 +161,9 @@ class SurveyPanel(QWidget):
             self._show_message([f"error: {message}"])
 
     # --- what is shown ---------------------------------------------------------------------
+    def _view_options(self) -> tuple[bool, bool]:
+        return self.special_box.isChecked(), self.model_view.fit_box.isChecked()
+
     def _keep(self, tokens, decoder: bool) -> np.ndarray | None:
         """The tokens kept, or None to keep all (toggle off, nothing special, or nothing left)."""
         if not self.special_box.isChecked():
@@ -171,7 +182,7 @@ class SurveyPanel(QWidget):
             return self.survey.metrics
         return head_metrics(self.survey.weights, keep=keep)
 
-    def _refresh(self) -> None:
+    def _refresh(self, thumbnails: bool = True) -> None:
         survey = self.survey
         if survey is None:
             return
@@ -180,9 +191,10 @@ class SurveyPanel(QWidget):
         q_tokens, k_tokens = survey.query_tokens, survey.key_tokens
         if keep is not None:
             q_tokens = k_tokens = tuple(t for t, k in zip(q_tokens, keep) if k)
-        self.model_view.set_shape(L, h, len(q_tokens), len(k_tokens))
         fit = self.model_view.fit_box.isChecked()
-        for layer in range(L):
+        for layer in range(L if thumbnails else 0):
+            if layer == 0:
+                self.model_view.set_shape(L, h, len(q_tokens), len(k_tokens))
             a = survey.weights[layer]  # (h, n_q, n_k)
             shown = a if keep is None else a[:, keep][:, :, keep]
             self.model_view.set_layer(layer, indices=thumbnail_indices(shown, fit))

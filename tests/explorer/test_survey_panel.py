@@ -162,3 +162,10 @@ def test_window_whole_model_click_opens_the_layer_and_head(qtbot, make_window, t
     np.save(tmp_path / "w.npy", np.full((4, 4), 0.25))
     opened = window.open_survey(path=tmp_path / "w.npy")
     assert opened.panel.survey.weights.shape == (1, 1, 4, 4)
+
+
+def test_toggle_while_layers_stream_repaints_at_the_end(qtbot, panel, minilm):
+    panel.worker.layer_ready.connect(lambda *args: panel.special_box.setChecked(True))
+    survey = computed(qtbot, panel, minilm, "A dog barked at the moon.")
+    n = len(survey.query_tokens) - 2
+    assert panel.model_view.tile == (n, n) and panel.model_view.painted_layers == 6
