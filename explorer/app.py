@@ -61,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--colours", choices=COLOUR_CHOICES,
                    help="the weights' colour scale: fixed 0 to 1 (default), or fit 0 to their largest value")
     p.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
+    p.add_argument("--attention", metavar="FILE",
+                   help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
     p.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
     return p
 
@@ -152,7 +154,14 @@ def run_app(argv: Sequence[str]) -> int:
         app.setStyleSheet(STYLE_SHEET.read_text(encoding="utf-8"))
     head = ALL_HEADS if args.head is None else args.head - 1
     fit = None if args.colours is None else args.colours == "fit"
+    if args.attention:  # issue 10: a file refused before any window opens; --screenshot shows just it
+        from .survey_panel import attention_screenshot, check_attention_arg
+
+        if (problem := check_attention_arg(args.attention)) or args.screenshot:
+            return attention_screenshot(args.attention, args.screenshot) if not problem else _fail(problem)
     window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head, fit_colours=fit)
+    if args.attention:
+        window.open_survey(path=args.attention)
     try:
         if args.screenshot:
             return _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer)
@@ -162,6 +171,11 @@ def run_app(argv: Sequence[str]) -> int:
         window.close()  # stops and joins the worker thread
         window.deleteLater()
         app.processEvents()
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 def quiet_offscreen_warnings() -> None:

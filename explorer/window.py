@@ -185,6 +185,9 @@ class MainWindow(QMainWindow):
             action.triggered.connect(lambda _checked=False, name=name: getattr(self.exports, name)())
             self.file_actions[name] = action
         file_menu.addSeparator()
+        file_menu.addAction("Open attention…", lambda: self.open_survey(path=None))  # issue 10
+        file_menu.addAction("Whole model (every layer and head)…", lambda: self.open_survey(model=True))
+        file_menu.addSeparator()
         file_menu.addAction("Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
         # Window-wide stage keys. A focused line edit claims Left/Right/Home/End first (Qt's
         # ShortcutOverride), so its cursor still moves; everywhere else these step the stages.
@@ -310,6 +313,17 @@ class MainWindow(QMainWindow):
             self.state.set_query(row)
         if stage.per_head:
             self.state.set_focus_head(head)
+
+    def open_survey(self, path=None, model: bool = False):
+        """The whole-model window: an attention file, or every layer of the current model."""
+        from .survey_panel import open_attention_window, open_model_survey
+
+        if model:
+            survey = open_model_survey(self, self.worker.models, self.state, self.status_line.show_error)
+        else:
+            survey = open_attention_window(self, path)
+        self._survey_window = survey or getattr(self, "_survey_window", None)
+        return survey
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:

@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--model", metavar="PATH_OR_NAME",
                      help="a pretrained model folder, a cached model name, or 'minilm' (built in)")  # fmt: skip
     src.add_argument("--layer", type=int, default=0, help="the model layer to trace (with --model)")
+    src.add_argument("--all-layers", action="store_true",
+                     help="with --model: every layer and head, rollout and head metrics (see README)")  # fmt: skip
     att = p.add_argument_group("attention")
     att.add_argument("--heads", type=int, default=2)
     att.add_argument("--d-model", type=int, default=16)
@@ -205,6 +207,10 @@ def export_main(argv: Sequence[str]) -> int:
     try:
         notes = check_arguments(args, given_options(argv))
         check_target(args.out, args.force)  # fail before computing anything
+        if args.all_layers:
+            from .survey_export import export_all_layers
+
+            return export_all_layers(args)
         trace = trace_from_args(args)
         heads = [h - 1 for h in dict.fromkeys(args.only_heads)] if args.only_heads else None
         out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads)

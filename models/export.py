@@ -23,7 +23,7 @@ from .checks import check_block_finite, check_finite_stages, largest_input
 from .config import InputError
 from .trace import AttentionTrace, Stage
 
-__all__ = ["MANIFEST", "check_target", "manifest", "read_trace_files", "write_array", "write_trace"]
+__all__ = ["MANIFEST", "atomic_folder", "check_target", "manifest", "read_trace_files", "write_array", "write_trace"]
 
 
 def manifest(trace: AttentionTrace, stages: Sequence[str] | None = None,

@@ -206,6 +206,46 @@ class PretrainedModel:
             elapsed_ms=(time.perf_counter() - start) * 1000,
         )
 
+    def layer_weights(
+        self,
+        sentence: str,
+        mask: str | None = None,
+        pad_positions=(),
+        should_stop: StopCheck | None = None,
+        max_tokens: int | None = None,
+        on_layer: Callable[[int, np.ndarray], None] | None = None,
+        out: np.ndarray | None = None,
+    ) -> tuple[Encoded, np.ndarray, list[str]]:
+        """Every layer's attention weights in one forward pass: ``(encoded, (L, h, n, n), notices)``.
+
+        Each block runs once (the cached hidden states of :meth:`trace`); the weights of block l
+        are recorded by :func:`attention` on the very input that block reads, and written to
+        ``out[l]`` (a preallocated or memory-mapped array; float32 otherwise) before
+        ``on_layer(l, weights_l)`` is called, so a view can paint layers as they arrive.
+        """
+        enc = self.encode(sentence, max_tokens)
+        n = len(enc.ids)
+        mode, pads, notices = self._mask(mask, pad_positions, n)
+        shape = (self.num_layers, self.num_heads, n, n)
+        if out is None:
+            out = np.empty(shape, dtype=np.float32)
+        elif out.shape != shape:
+            raise InputError(f"output array has shape {out.shape}, expected {shape}")
+        with torch.no_grad():
+            hidden = hidden_mask(n, mode, pads, self.device)
+            key = (enc.ids, enc.type_ids, mode, pads)
+            for layer in range(self.num_layers):
+                h = self._states_upto(enc, hidden, key, layer, should_stop)[-1]  # runs block l-1 only
+                if should_stop is not None and should_stop():
+                    raise Cancelled(f"stopped before layer {layer}")
+                record: dict[str, Tensor] = {}
+                x = self.arch.attention_input(layer, h)
+                attention(x, self.arch.attention_params(layer, n), hidden, record=record)
+                out[layer] = record["weights"].detach().cpu().numpy()  # (h, n, n)
+                if on_layer is not None:
+                    on_layer(layer, out[layer])
+        return enc, out, self.notices + list(enc.notices) + notices
+
     def hidden_states(
         self, sentence: str, mask: str | None = None, pad_positions=()
     ) -> list[np.ndarray]:

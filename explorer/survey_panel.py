@@ -1,0 +1,286 @@
+"""The whole model at once: the model view, the head metrics table and the rollout, together.
+
+Fed either by a model (:meth:`SurveyPanel.compute`, on :class:`SurveyWorker`, painted layer by
+layer as they arrive) or by a file of attention computed anywhere (:meth:`open_attention`).
+"Leave out special tokens" drops the rows and key columns of [CLS], [SEP], <s>, </s>,
+<|endoftext|> (and a decoder's first token) from the thumbnails, the metrics (recomputed by
+:func:`models.survey.head_metrics` with ``keep``) and the rollout shown.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from models.attention_file import open_attention
+from models.config import InputError
+from models.survey import Survey, complete, head_metrics, special_token_mask
+
+from .pretrained_runner import DEFAULT_MASK
+from .survey_worker import SurveyWorker
+from .thumbnails import thumbnail_indices
+from .widgets.head_metrics_table import HeadMetricsTable
+from .widgets.model_view import ModelView
+from .widgets.rollout_view import RolloutView
+
+FILE_FILTER = "Attention (*.npy *.npz);;All files (*)"
+
+
+class SurveyPanel(QWidget):
+    head_chosen = Signal(int, int)  # layer, head: open it in the stepper
+    survey_shown = Signal(object)  # the Survey now complete on screen
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.worker = SurveyWorker(self)
+        self.survey: Survey | None = None
+        self._tokens: tuple[str, ...] = ()
+        self._decoder = False
+        self._streamed_view: tuple[bool, bool] | None = None
+        self._layers: dict[int, np.ndarray] = {}  # arriving layers (before the survey is complete)
+        self.source_label = QLabel("No model or attention file yet")
+        self.special_box = QCheckBox("Leave out special tokens")
+        self.special_box.setToolTip("Drop [CLS], [SEP], <s>, </s>, <|endoftext|> (and a decoder's first token) "
+                                    "from the thumbnails, the metrics and the rollout")  # fmt: skip
+        self.message = QLabel("")  # warnings about a file, errors: one line each
+        self.message.setWordWrap(True)
+        self.message.setStyleSheet("color: #a04000;")
+        self.message.hide()
+        self.model_view = ModelView()
+        self.table = HeadMetricsTable()
+        self.rollout_view = RolloutView()
+        tabs = QTabWidget()
+        tabs.addTab(self.table, "Head metrics")
+        tabs.addTab(self.rollout_view, "Rollout")
+        self.tabs = tabs
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.model_view)
+        splitter.addWidget(tabs)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        top = QHBoxLayout()
+        top.addWidget(self.source_label, 1)
+        top.addWidget(self.special_box)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.message)
+        layout.addWidget(splitter, 1)
+
+        self.worker.started.connect(self._on_started)
+        self.worker.layer_ready.connect(self._on_layer)
+        self.worker.finished.connect(self._on_finished)
+        self.worker.failed.connect(self._on_failed)
+        self.special_box.toggled.connect(lambda _on: self._refresh())
+        self.model_view.fit_box.toggled.connect(lambda _on: self._refresh())
+        self.model_view.head_chosen.connect(self.head_chosen)
+        self.table.head_chosen.connect(self.head_chosen)
+
+    # --- sources ---------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self.worker.busy
+
+    def compute(self, model, sentence: str, mask: str | None = None, max_tokens: int | None = None) -> int:
+        """Survey a model (a PretrainedModel or a callable returning one) on the worker."""
+        self._show_message([])
+        self.source_label.setText("Computing every layer…")
+        return self.worker.submit(model, sentence, mask, max_tokens, self.model_view.fit_box.isChecked())
+
+    def open_attention(self, path) -> bool:
+        """Show an attention file (see models.attention_file); False, with the reason shown, if unusable."""
+        self.worker.cancel()
+        try:
+            opened = open_attention(path)
+        except InputError as exc:
+            self._show_message([f"error: {exc}"])
+            return False
+        survey = Survey(opened.weights, opened.query_tokens, opened.key_tokens, opened.source,
+                        decoder=opened.decoder, warnings=list(opened.warnings))  # fmt: skip
+        self.show_survey(complete(survey))
+        return True
+
+    def ask_and_open_attention(self) -> bool:
+        path, _ = QFileDialog.getOpenFileName(self, "Open attention", "", FILE_FILTER)
+        return bool(path) and self.open_attention(path)
+
+    def show_survey(self, survey: Survey, painted: bool = False) -> None:
+        """Show a complete survey; ``painted``: its thumbnails are on screen already (streamed)."""
+        self.survey = survey
+        self._layers = {}
+        L, h, n_q, n_k = survey.weights.shape
+        kind = "" if survey.square else f" (cross attention: {n_q} queries × {n_k} keys)"
+        self.source_label.setText(f"{survey.source}: {L} layers × {h} heads, {n_q} tokens{kind}")
+        self.special_box.setEnabled(survey.square)
+        self._show_message(survey.warnings)
+        self._refresh(thumbnails=not painted)
+        self.survey_shown.emit(survey)
+
+    # --- worker results --------------------------------------------------------------------
+    def _on_started(self, generation: int, tokens, layers: int, heads: int, decoder: bool) -> None:
+        if generation != self.worker.generation:
+            return
+        self.survey, self._tokens, self._decoder, self._layers = None, tuple(tokens), decoder, {}
+        self._streamed_view = self._view_options()
+        keep = self._keep(tokens, decoder)
+        m = len(tokens) if keep is None else int(keep.sum())
+        self.model_view.set_shape(layers, heads, m, m)
+
+    def _on_layer(self, generation: int, layer: int, weights: np.ndarray, thumbnails: np.ndarray) -> None:
+        if generation != self.worker.generation:
+            return
+        self._layers[layer] = weights
+        if self._view_options() != self._streamed_view:
+            return  # a toggle changed the mosaic's shape or scale: all of it is repainted at the end
+        keep = self._keep(self._tokens, self._decoder)
+        if keep is None:
+            self.model_view.set_layer(layer, indices=thumbnails)
+        else:
+            self.model_view.set_layer(layer, weights[:, keep][:, :, keep])
+
+    def _on_finished(self, generation: int, survey: Survey) -> None:
+        if generation == self.worker.generation:
+            # the streamed thumbnails stand unless the toggles changed the view meanwhile
+            painted = self.model_view.painted_layers == survey.weights.shape[0]
+            painted = painted and self._streamed_view == self._view_options()
+            self.show_survey(survey, painted=painted)
+
+    def _on_failed(self, generation: int, message: str) -> None:
+        if generation == self.worker.generation:
+            self.source_label.setText("The survey failed")
+            self._show_message([f"error: {message}"])
+
+    # --- what is shown ---------------------------------------------------------------------
+    def _view_options(self) -> tuple[bool, bool]:
+        return self.special_box.isChecked(), self.model_view.fit_box.isChecked()
+
+    def _keep(self, tokens, decoder: bool) -> np.ndarray | None:
+        """The tokens kept, or None to keep all (toggle off, nothing special, or nothing left)."""
+        if not self.special_box.isChecked():
+            return None
+        keep = ~special_token_mask(tokens, decoder)
+        return None if keep.all() or not keep.any() else keep
+
+    def keep_mask(self) -> np.ndarray | None:
+        if self.survey is None or not self.survey.square:
+            return None
+        return self._keep(self.survey.query_tokens, self.survey.decoder)
+
+    def shown_metrics(self) -> dict[str, np.ndarray]:
+        keep = self.keep_mask()
+        if keep is None:
+            return self.survey.metrics
+        return head_metrics(self.survey.weights, keep=keep)
+
+    def _refresh(self, thumbnails: bool = True) -> None:
+        survey = self.survey
+        if survey is None:
+            return
+        L, h, n_q, n_k = survey.weights.shape
+        keep = self.keep_mask()
+        q_tokens, k_tokens = survey.query_tokens, survey.key_tokens
+        if keep is not None:
+            q_tokens = k_tokens = tuple(t for t, k in zip(q_tokens, keep) if k)
+        fit = self.model_view.fit_box.isChecked()
+        for layer in range(L if thumbnails else 0):
+            if layer == 0:
+                self.model_view.set_shape(L, h, len(q_tokens), len(k_tokens))
+            a = survey.weights[layer]  # (h, n_q, n_k)
+            shown = a if keep is None else a[:, keep][:, :, keep]
+            self.model_view.set_layer(layer, indices=thumbnail_indices(shown, fit))
+        metrics = self.shown_metrics()
+        self.model_view.set_metrics(metrics)
+        self.table.set_metrics(metrics)
+        if survey.rollout is None:
+            self.rollout_view.set_rollout(None, (), "No rollout: it needs square self-attention (n_q = n_k).")
+        else:
+            rollout = survey.rollout if keep is None else survey.rollout[:, keep][:, :, keep]
+            self.rollout_view.set_rollout(rollout, q_tokens)
+
+    def _show_message(self, lines: list[str]) -> None:
+        self.message.setText("\n".join(f"⚠ {line}" if not line.startswith("error:") else line for line in lines))
+        self.message.setVisible(bool(lines))
+
+    def closeEvent(self, event):  # noqa: N802 - Qt API
+        self.worker.stop()
+        super().closeEvent(event)
+
+
+class SurveyWindow(QMainWindow):
+    """The panel in its own top-level window (File → Open attention…, ``main.py --attention``)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Attention Explorer: the whole model")
+        self.panel = SurveyPanel()
+        self.setCentralWidget(self.panel)
+        self.resize(1300, 800)
+
+    def closeEvent(self, event):  # noqa: N802 - Qt API
+        self.panel.worker.stop()
+        super().closeEvent(event)
+
+
+def open_attention_window(parent: QWidget | None, path=None) -> SurveyWindow | None:
+    """Open (or ask for) an attention file in a new survey window; None when nothing was chosen."""
+    window = SurveyWindow(parent)
+    opened = window.panel.open_attention(path) if path else window.panel.ask_and_open_attention()
+    if not opened and not path:
+        window.deleteLater()
+        return None
+    window.show()  # also on failure with a path: the error is shown in the panel
+    return window
+
+
+def open_model_survey(parent: QWidget | None, models, state, show_error) -> SurveyWindow | None:
+    """Every layer of the window's current model and sentence in a survey window; a click on a
+    head opens that layer and head in the stepper. ``models``: the worker's PretrainedRunner
+    (models load, or come from its cache, on the survey's own thread)."""
+    inputs = state.inputs
+    if not inputs.uses_model:
+        show_error("the whole-model view needs a pretrained model: choose one first")
+        return None
+    window = SurveyWindow(parent)
+
+    def open_head(layer: int, head: int) -> None:
+        state.update_inputs(layer=layer)
+        state.set_head(head)
+
+    window.panel.head_chosen.connect(open_head)
+    mask = None if inputs.model_mask == DEFAULT_MASK else inputs.model_mask
+    window.panel.compute(lambda: models.model(inputs.model), inputs.sentence, mask=mask)
+    window.show()
+    return window
+
+
+def check_attention_arg(path) -> str:
+    """``main.py --attention FILE``: '' when the file opens, else the one-line reason."""
+    try:
+        open_attention(path)
+    except InputError as exc:
+        return str(exc)
+    return ""
+
+
+def attention_screenshot(path, out) -> int:
+    """``main.py --attention FILE --screenshot OUT.png``: the survey window alone, saved as PNG."""
+    from PySide6.QtWidgets import QApplication
+
+    window = open_attention_window(None, path)
+    QApplication.processEvents()
+    ok = window.grab().save(str(out), "PNG")
+    window.close()
+    window.deleteLater()
+    QApplication.processEvents()
+    print(f"wrote {out}" if ok else f"error: cannot write screenshot to {out}")
+    return 0 if ok else 2

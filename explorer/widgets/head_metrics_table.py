@@ -1,0 +1,120 @@
+"""The head metrics table: one row per (layer, head), sortable by any column.
+
+A QTableView over a small QAbstractTableModel behind a QSortFilterProxyModel that sorts on the
+exact numbers (``SORT_ROLE``), not on the text shown. NaN (a metric with no meaning for this
+attention, e.g. ``self`` of cross attention) shows as "—" and sorts last.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
+
+SORT_ROLE = Qt.ItemDataRole.UserRole
+TOOLTIPS = {
+    "entropy": "mean over query rows of −Σ a ln a (natural log): high = spread out",
+    "max_weight": "mean over query rows of the largest weight: high = sharp",
+    "self": "mean weight of a token on itself",
+    "previous": "mean weight on the previous token (rows 1..n−1)",
+    "first": "mean weight on the first token",
+    "distance": "mean over rows of Σ a_ij |i − j|: how far a head looks",
+}
+
+
+class HeadMetricsModel(QAbstractTableModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.names: list[str] = []
+        self.values = np.zeros((0, 0))  # (rows, metrics)
+        self.keys = np.zeros((0, 2), int)  # (rows, 2): layer, head
+
+    def set_metrics(self, metrics: dict[str, np.ndarray]) -> None:
+        self.beginResetModel()
+        self.names = list(metrics)
+        first = next(iter(metrics.values()), np.zeros((0, 0)))
+        layers, heads = first.shape
+        self.keys = np.array([(l, h) for l in range(layers) for h in range(heads)], int).reshape(-1, 2)  # noqa: E741
+        self.values = np.stack([np.asarray(metrics[n], float).reshape(-1) for n in self.names], axis=1) \
+            if self.names else np.zeros((0, 0))  # fmt: skip
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()):  # noqa: N802, B008 - Qt API
+        return 0 if parent.isValid() else len(self.keys)
+
+    def columnCount(self, parent=QModelIndex()):  # noqa: N802, B008 - Qt API
+        return 0 if parent.isValid() else 2 + len(self.names)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802 - Qt API
+        if orientation != Qt.Orientation.Horizontal:
+            return None
+        name = (["layer", "head"] + self.names)[section]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return name
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return TOOLTIPS.get(name)
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        row, col = index.row(), index.column()
+        if col < 2:
+            value = int(self.keys[row, col])
+            return value if role in (Qt.ItemDataRole.DisplayRole, SORT_ROLE) else None
+        value = float(self.values[row, col - 2])
+        if role == SORT_ROLE:
+            return math.inf if math.isnan(value) else value
+        if role == Qt.ItemDataRole.DisplayRole:
+            return "—" if math.isnan(value) else f"{value:.4f}"
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+
+class HeadMetricsTable(QWidget):
+    head_chosen = Signal(int, int)  # layer, head of the row clicked
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model = HeadMetricsModel(self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.view = QTableView()
+        self.view.setModel(self.proxy)
+        self.view.setSortingEnabled(True)
+        self.view.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # layer, head order until a header is clicked
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.view.verticalHeader().hide()
+        self.view.verticalHeader().setDefaultSectionSize(20)
+        header = self.view.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # metrics share the width
+        header.setMinimumSectionSize(header.fontMetrics().horizontalAdvance("0.0000") + 12)
+        self.view.clicked.connect(self._clicked)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.view)
+
+    def set_metrics(self, metrics: dict[str, np.ndarray]) -> None:
+        self.model.set_metrics(metrics)
+        for column in (0, 1):  # layer and head: as narrow as their numbers
+            self.view.horizontalHeader().setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+
+    def sort_by(self, name: str, descending: bool = True) -> None:
+        column = (["layer", "head"] + self.model.names).index(name)
+        order = Qt.SortOrder.DescendingOrder if descending else Qt.SortOrder.AscendingOrder
+        self.view.sortByColumn(column, order)
+
+    def shown_rows(self) -> list[tuple[int, int]]:
+        """(layer, head) of each row in the order shown."""
+        rows = []
+        for r in range(self.proxy.rowCount()):
+            source = self.proxy.mapToSource(self.proxy.index(r, 0)).row()
+            rows.append(tuple(int(v) for v in self.model.keys[source]))
+        return rows
+
+    def _clicked(self, index) -> None:
+        layer, head = self.model.keys[self.proxy.mapToSource(index).row()]
+        self.head_chosen.emit(int(layer), int(head))

@@ -1,0 +1,189 @@
+"""The model view: every layer × head as a small thumbnail, plus a layers × heads heat table.
+
+All thumbnails are ONE uint8 ImageItem (a mosaic with a 256-entry lookup table), so a 12 × 12
+model paints as one image and the event loop stays free. Layers are rows (layer 0 at the top),
+heads are columns, both 0-based like heads.csv. Beside it, the heat table colours each (layer,
+head) by the metric chosen in the combo box. Hover shows layer, head and the metric; a click on
+either emits :attr:`ModelView.head_chosen`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from explorer.thumbnails import EMPTY_INDEX, THUMB, thumbnail_indices
+
+from .colormaps import lookup_table
+
+GAP = 3  # pixels between thumbnails
+EMPTY_RGB = (236, 236, 236)  # gaps and layers not computed yet
+METRIC_MAP = "CET-L17"  # white -> orange -> dark: distinct from the thumbnails' viridis
+
+
+def _mosaic_lut() -> np.ndarray:
+    lut = np.array(lookup_table(True), copy=True)
+    lut[EMPTY_INDEX] = EMPTY_RGB
+    return lut
+
+
+class ModelView(QWidget):
+    head_chosen = Signal(int, int)  # layer, head (0-based)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.metric_box = QComboBox()
+        self.metric_box.setToolTip("The metric that colours the heat table (definitions: README)")
+        self.fit_box = QCheckBox("Fit each head")
+        self.fit_box.setToolTip("Colour each thumbnail from 0 to its own largest weight (else 0 to 1)")
+        self.fit_box.setChecked(True)
+        self.hover_label = QLabel(" ")
+        self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Colour the table by"))
+        bar.addWidget(self.metric_box)
+        bar.addWidget(self.fit_box)
+        bar.addStretch(1)
+        self.canvas = pg.GraphicsLayoutWidget()
+        self.canvas.setBackground("w")
+        self.mosaic_plot = self.canvas.addPlot(row=0, col=0, enableMenu=False)
+        self.table_plot = self.canvas.addPlot(row=1, col=0, enableMenu=False)
+        self.canvas.ci.layout.setRowStretchFactor(0, 3)
+        self.canvas.ci.layout.setRowStretchFactor(1, 2)
+        for plot, title in ((self.mosaic_plot, "Attention of every layer × head"), (self.table_plot, "")):
+            plot.invertY(True)
+            plot.hideButtons()
+            plot.setMouseEnabled(False, False)
+            plot.getViewBox().setAspectLocked(True)
+            plot.getViewBox().setDefaultPadding(0.0)
+            plot.showAxis("top")
+            plot.hideAxis("bottom")
+            plot.setTitle(title, size="9pt")
+        self.mosaic = pg.ImageItem(axisOrder="row-major")
+        self.mosaic_plot.addItem(self.mosaic)
+        self.table = pg.ImageItem(axisOrder="row-major")
+        self.table_plot.addItem(self.table)
+        self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get(METRIC_MAP), interactive=False, width=12)
+        self.colour_bar.setImageItem(self.table, insert_in=self.table_plot)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(bar)
+        layout.addWidget(self.canvas, 1)
+        layout.addWidget(self.hover_label)
+
+        self._lut = _mosaic_lut()
+        self.layers = self.heads = 0
+        self.tile = (THUMB, THUMB)  # thumbnail rows, cols (pixels)
+        self.painted_layers = 0  # how many layers arrived since set_shape (for tests and the bench)
+        self.metrics: dict[str, np.ndarray] = {}
+        self._pixels = np.zeros((0, 0), np.uint8)
+        self.metric_box.currentTextChanged.connect(lambda _name: self._paint_table())
+        self.canvas.scene().sigMouseMoved.connect(self._hover)
+        self.canvas.scene().sigMouseClicked.connect(self._clicked)
+
+    # --- content ---------------------------------------------------------------------------
+    def set_shape(self, layers: int, heads: int, n_q: int, n_k: int) -> None:
+        """Start a new survey: an empty mosaic of ``layers × heads`` thumbnails."""
+        self.layers, self.heads, self.painted_layers = layers, heads, 0
+        self.tile = thumbnail_indices(np.zeros((1, n_q, n_k), np.float32)).shape[1:]
+        t_q, t_k = self.tile
+        self._pixels = np.full((layers * (t_q + GAP) - GAP, heads * (t_k + GAP) - GAP), EMPTY_INDEX, np.uint8)
+        self.mosaic.setImage(self._pixels, autoLevels=False, levels=(0, 255), lut=self._lut)
+        self.mosaic.setRect(QRectF(0, 0, self._pixels.shape[1], self._pixels.shape[0]))
+        left, top = self.mosaic_plot.getAxis("left"), self.mosaic_plot.getAxis("top")
+        left.setTicks([[(l * (t_q + GAP) + t_q / 2, f"L{l}") for l in range(layers)]])  # noqa: E741
+        top.setTicks([[(h * (t_k + GAP) + t_k / 2, f"H{h}") for h in range(heads)]])
+        self.table_plot.getAxis("left").setTicks([[(l + 0.5, f"L{l}") for l in range(layers)]])  # noqa: E741
+        self.table_plot.getAxis("top").setTicks([[(h + 0.5, f"H{h}") for h in range(heads)]])
+        self.mosaic_plot.setRange(xRange=(0, self._pixels.shape[1]), yRange=(0, self._pixels.shape[0]), padding=0)
+        self.metrics = {}
+        self.table.clear()
+
+    def set_layer(self, layer: int, weights: np.ndarray | None = None, indices: np.ndarray | None = None) -> None:
+        """Paint one layer: ``weights (h, n_q, n_k)`` floats, or ready ``indices (h, t_q, t_k)``."""
+        if indices is None:
+            indices = thumbnail_indices(weights, self.fit_box.isChecked())
+        t_q, t_k = self.tile
+        if indices.shape != (self.heads, t_q, t_k):
+            raise ValueError(f"layer {layer}: thumbnails {indices.shape}, expected {(self.heads, t_q, t_k)}")
+        y = layer * (t_q + GAP)
+        for h in range(self.heads):
+            x = h * (t_k + GAP)
+            self._pixels[y : y + t_q, x : x + t_k] = indices[h]
+        self.mosaic.updateImage(self._pixels)
+        self.painted_layers += 1
+
+    def set_metrics(self, metrics: dict[str, np.ndarray]) -> None:
+        """Metrics ``{name: (layers, heads)}``: fill the combo box and colour the heat table."""
+        self.metrics = metrics
+        current = self.metric_box.currentText()
+        if [self.metric_box.itemText(i) for i in range(self.metric_box.count())] != list(metrics):
+            self.metric_box.blockSignals(True)
+            self.metric_box.clear()
+            self.metric_box.addItems(list(metrics))
+            if current in metrics:
+                self.metric_box.setCurrentText(current)
+            self.metric_box.blockSignals(False)
+        self._paint_table()
+
+    def choose_metric(self, name: str) -> None:
+        self.metric_box.setCurrentText(name)
+
+    def _paint_table(self) -> None:
+        name = self.metric_box.currentText()
+        if name not in self.metrics:
+            return
+        values = np.asarray(self.metrics[name], dtype=np.float64)
+        finite = values[np.isfinite(values)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if hi <= lo:
+            hi = lo + 1e-9
+        self.table.setImage(np.where(np.isfinite(values), values, lo), autoLevels=False)
+        self.table.setRect(QRectF(0, 0, self.heads, self.layers))
+        self.colour_bar.setLevels((lo, hi))
+        self.table_plot.setTitle(f"Heads coloured by {name}", size="9pt")
+        self.table_plot.setRange(xRange=(0, self.heads), yRange=(0, self.layers), padding=0)
+
+    # --- mouse -----------------------------------------------------------------------------
+    def head_at(self, scene_pos: QPointF) -> tuple[int, int] | None:
+        """(layer, head) under a scene position, on a thumbnail or a heat-table cell."""
+        for plot in (self.mosaic_plot, self.table_plot):
+            view = plot.getViewBox()
+            if not view.sceneBoundingRect().contains(scene_pos):
+                continue
+            p = view.mapSceneToView(scene_pos)
+            x, y = p.x(), p.y()
+            if plot is self.table_plot:
+                layer, head = int(np.floor(y)), int(np.floor(x))
+            else:
+                t_q, t_k = self.tile
+                layer, head = int(np.floor(y / (t_q + GAP))), int(np.floor(x / (t_k + GAP)))
+                if y - layer * (t_q + GAP) >= t_q or x - head * (t_k + GAP) >= t_k:
+                    return None  # in a gap
+            if 0 <= layer < self.layers and 0 <= head < self.heads:
+                return layer, head
+        return None
+
+    def scene_pos_of(self, layer: int, head: int) -> QPointF:
+        """The scene position of a thumbnail's centre (for tests)."""
+        t_q, t_k = self.tile
+        point = QPointF(head * (t_k + GAP) + t_k / 2, layer * (t_q + GAP) + t_q / 2)
+        return self.mosaic_plot.getViewBox().mapViewToScene(point)
+
+    def describe(self, layer: int, head: int) -> str:
+        text = f"layer {layer} · head {head}"
+        name = self.metric_box.currentText()
+        if name in self.metrics:
+            text += f" · {name} = {self.metrics[name][layer, head]:.4f}"
+        return text
+
+    def _hover(self, scene_pos: QPointF) -> None:
+        found = self.head_at(scene_pos)
+        self.hover_label.setText(self.describe(*found) + " (click to open it)" if found else " ")
+
+    def _clicked(self, event) -> None:
+        found = self.head_at(event.scenePos())
+        if found is not None and event.button() == Qt.MouseButton.LeftButton:
+            self.head_chosen.emit(*found)

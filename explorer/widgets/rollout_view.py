@@ -1,0 +1,118 @@
+"""Attention rollout: ``R_l`` as a token × token heatmap (layer slider), and for one chosen token
+its row of ``R_l`` — how much each input token contributes — after every layer (layers × tokens),
+with the slider's layer as bars."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
+
+from .colormaps import colour_map
+from .token_axis import TokenAxis
+
+
+class RolloutView(QWidget):
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, 0)
+        self.layer_label = QLabel("after layer 0")
+        self.token_box = QComboBox()
+        self.token_box.setToolTip("The token whose rollout row the lower plots show")
+        self.message = QLabel("")
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Rollout"))
+        bar.addWidget(self.slider, 1)
+        bar.addWidget(self.layer_label)
+        bar.addWidget(QLabel("  token"))
+        bar.addWidget(self.token_box)
+        self.canvas = pg.GraphicsLayoutWidget()
+        self.canvas.setBackground("w")
+        self.axes = {side: TokenAxis(side) for side in ("left", "bottom")}
+        self.map_plot = self.canvas.addPlot(row=0, col=0, rowspan=2, axisItems=dict(self.axes), enableMenu=False)
+        self.rows_axes = {"left": pg.AxisItem("left"), "bottom": TokenAxis("bottom")}
+        self.rows_plot = self.canvas.addPlot(row=0, col=1, axisItems=dict(self.rows_axes), enableMenu=False)
+        self.bars_axis = TokenAxis("bottom")
+        self.bars_plot = self.canvas.addPlot(row=1, col=1, axisItems={"bottom": self.bars_axis}, enableMenu=False)
+        for plot in (self.map_plot, self.rows_plot):
+            plot.invertY(True)
+            plot.hideButtons()
+            plot.getViewBox().setDefaultPadding(0.0)
+        self.bars_plot.hideButtons()
+        self.canvas.ci.layout.setColumnStretchFactor(0, 3)
+        self.canvas.ci.layout.setColumnStretchFactor(1, 2)
+        cmap = colour_map(True)
+        self.map_image = pg.ImageItem(axisOrder="row-major")
+        self.map_image.setColorMap(cmap)
+        self.map_plot.addItem(self.map_image)
+        self.rows_image = pg.ImageItem(axisOrder="row-major")
+        self.rows_image.setColorMap(cmap)
+        self.rows_plot.addItem(self.rows_image)
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush="#3b6ea5")
+        self.bars_plot.addItem(self.bars)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(bar)
+        layout.addWidget(self.message)
+        layout.addWidget(self.canvas, 1)
+        self.rollout: np.ndarray | None = None  # (L, n, n) as shown (special tokens maybe left out)
+        self.tokens: tuple[str, ...] = ()
+        self.slider.valueChanged.connect(lambda _v: self._paint())
+        self.token_box.currentIndexChanged.connect(lambda _i: self._paint())
+
+    def set_rollout(self, rollout: np.ndarray | None, tokens: tuple[str, ...], why_none: str = "") -> None:
+        """``rollout (L, n, n)`` with its token labels; None (with a reason) when there is none."""
+        self.rollout, self.tokens = rollout, tuple(tokens)
+        self.message.setText(why_none if rollout is None else "")
+        self.message.setVisible(rollout is None)
+        self.canvas.setVisible(rollout is not None)
+        if rollout is None:
+            return
+        layers, n, _ = rollout.shape
+        keep_layer, keep_token = self.slider.value(), self.token_box.currentIndex()
+        self.slider.blockSignals(True)
+        first = self.slider.maximum() == 0  # nothing shown before: start at the last layer
+        self.slider.setRange(0, layers - 1)
+        self.slider.setValue(layers - 1 if first else min(keep_layer, layers - 1))
+        self.slider.blockSignals(False)
+        self.token_box.blockSignals(True)
+        self.token_box.clear()
+        self.token_box.addItems([f"{i}: {t}" for i, t in enumerate(self.tokens)])
+        self.token_box.setCurrentIndex(min(max(keep_token, 0), n - 1))
+        self.token_box.blockSignals(False)
+        self.axes["left"].set_labels(self.tokens)
+        self.axes["bottom"].set_labels(self.tokens)
+        self.rows_axes["bottom"].set_labels(self.tokens)
+        self.rows_axes["left"].setTicks([[(l + 0.5, f"L{l}") for l in range(layers)]])  # noqa: E741
+        self.bars_axis.set_labels(self.tokens)
+        self.map_plot.setRange(xRange=(0, n), yRange=(0, n), padding=0)
+        self.rows_plot.setRange(xRange=(0, n), yRange=(0, layers), padding=0)
+        self._paint()
+
+    def choose(self, layer: int, token: int) -> None:
+        self.slider.setValue(layer)
+        self.token_box.setCurrentIndex(token)
+
+    def contributions(self) -> np.ndarray:
+        """(L, n): row ``token`` of every ``R_l``, what the lower plots show."""
+        return self.rollout[:, self.token_box.currentIndex(), :]
+
+    def _paint(self) -> None:
+        if self.rollout is None or self.token_box.currentIndex() < 0:
+            return
+        layer = self.slider.value()
+        layers, n, _ = self.rollout.shape
+        self.layer_label.setText(f"after layer {layer}")
+        self.map_image.setImage(self.rollout[layer], autoLevels=False, levels=(0.0, float(self.rollout[layer].max())))
+        self.map_image.setRect(QRectF(0, 0, n, n))
+        rows = self.contributions()
+        self.rows_image.setImage(rows, autoLevels=False, levels=(0.0, float(rows.max()) or 1.0))
+        self.rows_image.setRect(QRectF(0, 0, n, layers))
+        token = self.tokens[self.token_box.currentIndex()]
+        self.map_plot.setTitle(f"R after layer {layer}: row = token, column = input token", size="9pt")
+        self.rows_plot.setTitle(f"'{token}': input tokens' shares, layer by layer", size="9pt")
+        self.bars.setOpts(x=np.arange(n) + 0.5, height=rows[layer], width=0.8)
+        self.bars_plot.setTitle(f"'{token}' after layer {layer}", size="9pt")
+        self.bars_plot.setXRange(0, n, padding=0)
