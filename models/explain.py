@@ -36,9 +36,8 @@ class Term:
     factors: tuple[float, ...] = ()
 
     def describe(self) -> str:
-        if len(self.factors) == 2:
-            a, b = self.factors
-            return f"{self.label} = {num(a)} × {num(b)} = {num(self.value)}"
+        if len(self.factors) >= 2:
+            return f"{self.label} = {' × '.join(num(f) for f in self.factors)} = {num(self.value)}"
         return f"{self.label} = {num(self.value)}"
 
     def to_dict(self) -> dict[str, Any]:

@@ -76,7 +76,7 @@ def _sum_formula(lhs: str, symbolic: str, terms: list[Term], bias: Term | None) 
     else:
         body = f"({len(products)} products, together {num(_sum(products))})"
     if bias is not None:
-        body += f" + {num(bias.value)}"
+        body += f" {'−' if bias.value < 0 else '+'} {num(abs(bias.value))}"
     return f"{lhs} = {symbolic} = {body} = {num(_sum(terms), 6)}"
 
 
@@ -300,7 +300,7 @@ def scaled(ctx: Context) -> Derivation:
         formula += f"; capped: {num(cap * math.tanh(s * scale / cap), 6)}"
     else:
         raw, _, _, _ = _score_terms(ctx, h, i, j)
-        terms = [Term(t.label + f"×{num(scale)}", t.value * scale, t.factors) for t in raw]
+        terms = [Term(t.label + "·scale", t.value * scale, t.factors + (scale,)) for t in raw]
         steps.append(f"Equivalently, each of the {len(terms)} summands of α_{i},{j} times {num(scale, 6)}.")
     return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Scaled score"), formula, ctx.value, sum_of=terms,
                       steps=steps, details={"score": s, "scale": scale, "d_k": d_k},
