@@ -39,7 +39,7 @@ def build_explain_parser() -> argparse.ArgumentParser:
     what = p.add_argument_group("cell")
     what.add_argument("--stage", required=True, help="a stage name, e.g. q, scores, weights, output")
     what.add_argument("--cell", required=True, type=_cell, metavar="H,I,J",
-                      help="the 0-based index into <stage>.npy: head,row,col for per-head stages, else row,col")  # fmt: skip
+                      help="0-based index into <stage>.npy: head,row,col per head, else row,col")  # fmt: skip
     what.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_input_arguments(p)
     return p

@@ -200,8 +200,8 @@ def _projection(ctx: Context, kind: str) -> Derivation:
         steps.append(f"This model then normalises each {kind} head vector ({kind}_norm) before scoring.")
     return Derivation(ctx.stage, ctx.cell, f"{names[kind]} · {head} {h} · token {tok} · feature {c}",
                       _sum_formula(f"{kind}_{i},{c}", symbolic, all_terms, bias), ctx.value, sum_of=all_terms,
-                      steps=steps, details={"bias": bias.value if bias else None},
-                      bars=all_terms, bars_caption="products x_im·W[m,c]" + (" and the bias" if bias else ""))  # fmt: skip
+                      steps=steps, details={"bias": bias.value if bias else None}, bars=all_terms,
+                      bars_caption="products x_im·W[m,c]" + (" and the bias" if bias else ""))  # fmt: skip
 
 
 def _rotated(ctx: Context, kind: str) -> Derivation:
@@ -334,9 +334,10 @@ def masked(ctx: Context) -> Derivation:
     weight = float(ctx.trace["weights"].array[ctx.cell]) if "weights" in ctx.trace else None
     if math.isinf(ctx.value) and ctx.value < 0:
         why = _why_hidden(ctx, i, j) or ["the mask hides this key from this query"]
+        shown = f" (weights[{h},{i},{j}] = {num(weight)})." if weight is not None else "."
         steps = ["Hidden, because " + "; and ".join(why) + ".",
                  f"The score {num(before, 6)} is replaced by −∞ (the notes' −1e999): e^(−∞) = 0, so its weight "
-                 f"will be exactly 0" + (f" (weights[{h},{i},{j}] = {num(weight)})." if weight is not None else ".")]  # fmt: skip
+                 f"will be exactly 0" + shown]  # fmt: skip
         return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Masked score"), f"α_{i},{j} = −∞ (hidden)",
                           ctx.value, steps=steps, details={"hidden": True, "why": why, "before": before,
                           "weight": weight})  # fmt: skip
@@ -367,7 +368,8 @@ def weights(ctx: Context) -> Derivation:
                    f"{num(e[j] / total, 6)}")  # fmt: skip
     steps = [f"The row's scores come from '{src}'" + (f", divided by the temperature T = {num(T)}" if T != 1 else "")
              + f"; their maximum m = {num(m, 6)} is subtracted first so that e^x never overflows.",
-             f"Σ_l e^(α_{i},l − m) = {num(total, 6)}; row {i} of the weights sums to {num(row_sum, 8)}."]  # fmt: skip
+             f"Σ_l e^(α_{i},l − m) = {num(total, 6)}; row {i} of the weights sums to {1 if total else 0} "
+             f"({num(row_sum, 8)} in float32)."]  # fmt: skip
     if not finite[j]:
         steps.insert(0, f"Key {j} is hidden (−∞): e^(−∞) = 0, so its weight is exactly 0.")
     details = {"scores": row * T, "temperature": T, "max": m, "exponentials": e, "exp_sum": total,
@@ -399,7 +401,8 @@ def concat(ctx: Context) -> Derivation:
     return Derivation(ctx.stage, ctx.cell, f"Concatenation · token {ctx.qtok(i)} · column {col}",
                       f"C[{i},{col}] = O_{h}[{i},{c}] = {num(src, 6)}", ctx.value,
                       sum_of=[Term(f"O_{h}[{i},{c}] (copy)", src)], steps=steps,
-                      details={"head": h, "column": c, "copy_of": {"stage": "head_output", "cell": [h, i, c]}})  # fmt: skip
+                      details={"head": h, "column": c,
+                               "copy_of": {"stage": "head_output", "cell": [h, i, c]}})  # fmt: skip
 
 
 def output(ctx: Context) -> Derivation:
