@@ -61,6 +61,8 @@ class Derivation:
     details: dict[str, Any] = field(default_factory=dict)  # stage-specific numbers (JSON-safe)
     bars: list[Term] | None = None  # what a chart shows: the summands, the exponentials, a row
     bars_caption: str = ""
+    focus_bar: int | None = None  # the bar that is this cell itself (a weight's key, a row's column)
+    bar_ticks: list[str] | None = None  # short tick labels for the bars (key tokens), when they have them
 
     def largest(self, k: int = LARGEST) -> tuple[list[Term], float, int]:
         """The ``k`` bars of largest magnitude (in their order), the sum and count of the rest."""

@@ -123,7 +123,7 @@ def embeddings(ctx: Context) -> Derivation:
     return Derivation(ctx.stage, ctx.cell, f"Embedding · token {ctx.ktok(i)} · feature {c}",
                       f"X[{i},{c}] = Embedding(id)[{c}] = {num(ctx.value, 6)}", ctx.value,
                       steps=steps, details=details, bars=_row_bars(row, "X", i),
-                      bars_caption=f"the row X[{i}] of {len(row)} numbers")  # fmt: skip
+                      bars_caption=f"the row X[{i}] of {len(row)} numbers", focus_bar=c)  # fmt: skip
 
 
 def positional_encoding(ctx: Context) -> Derivation:
@@ -152,7 +152,8 @@ def _input_like(ctx: Context, query: bool) -> Derivation:
                   "the token's embedding before layer 0.")]  # fmt: skip
         return Derivation(ctx.stage, ctx.cell, title, f"{ctx.trace[ctx.stage].formula}:  x[{i},{c}] = "
                           f"{num(ctx.value, 6)}", ctx.value, steps=steps, details=details,
-                          bars=_row_bars(ctx.a(ctx.stage)[i], "x", i), bars_caption=f"the row x[{i}]")  # fmt: skip
+                          bars=_row_bars(ctx.a(ctx.stage)[i], "x", i), bars_caption=f"the row x[{i}]",
+                          focus_bar=c)  # fmt: skip
     if query:
         x = ctx.params.query_embeddings.astype(F64)[i, c]
     else:
@@ -375,7 +376,8 @@ def weights(ctx: Context) -> Derivation:
     details = {"scores": row * T, "temperature": T, "max": m, "exponentials": e, "exp_sum": total,
                "row_sum": row_sum}  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Weight"), formula, ctx.value, steps=steps,
-                      details=details, bars=bars, bars_caption="the row's exponentials e^(α − m)")  # fmt: skip
+                      details=details, bars=bars, bars_caption="the row's exponentials e^(α − m)",
+                      focus_bar=j, bar_ticks=list(ctx.trace.key_tokens))  # fmt: skip
 
 
 def head_output(ctx: Context) -> Derivation:
@@ -388,7 +390,8 @@ def head_output(ctx: Context) -> Derivation:
              f"the weights (which sums to 1)."] + ctx.head_note(h)  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, f"Head output · head {h} · query {ctx.qtok(i)} · feature {c}",
                       _sum_formula(f"o_{i},{c}", f"Σ_j α'_{i}j v_j{c}", terms, None), ctx.value, sum_of=terms,
-                      steps=steps, bars=terms, bars_caption="weighted values α'_ij·v_jc")  # fmt: skip
+                      steps=steps, bars=terms, bars_caption="weighted values α'_ij·v_jc",
+                      bar_ticks=list(ctx.trace.key_tokens))  # fmt: skip
 
 
 def concat(ctx: Context) -> Derivation:
