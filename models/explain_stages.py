@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.explain import Derivation, Term, num
+from models.derivation import Derivation, Term, num
 from models.params import LayerParams
 from models.trace import AttentionTrace
 

@@ -1,4 +1,4 @@
-"""The cell inspector: one cell's derivation with its real numbers (see models/explain.py).
+"""The cell inspector: one cell's derivation with its real numbers (see models/explain.py, models/derivation.py).
 
 Shows a :class:`models.explain.Derivation` as a title, the formula with the numbers filled in,
 the explanation, a bar chart of the summands (or of a softmax row's exponentials), the largest
@@ -16,12 +16,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from models.explain import num
+from models.derivation import num
 
 from .labels import display_label
 
 if TYPE_CHECKING:
-    from models.explain import Derivation
+    from models.derivation import Derivation
 
 POSITIVE = (200, 70, 60)  # the diverging map's ends: red for positive terms,
 NEGATIVE = (50, 100, 180)  # blue for negative ones
