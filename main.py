@@ -1,4 +1,4 @@
-"""Attention Explorer: ``python main.py`` opens the window, ``python main.py export ...`` is headless."""
+"""Attention Explorer: ``python main.py`` opens the window, ``python main.py export|explain ...`` are headless."""
 
 import sys
 
@@ -8,6 +8,10 @@ def main(argv: list[str]) -> int:
         from models.cli import export_main
 
         return export_main(argv[1:])
+    if argv[:1] == ["explain"]:
+        from models.explain_cli import explain_main
+
+        return explain_main(argv[1:])
     from explorer.app import run_app
 
     return run_app(argv)

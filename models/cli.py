@@ -49,6 +49,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="main.py export",
         description="Compute every stage of attention and write <stage>.npy files + manifest.json.",
     )
+    add_input_arguments(p)
+    out = p.add_argument_group("output")
+    out.add_argument("--out", required=True, metavar="DIR", help="folder to create")
+    out.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
+    out.add_argument("--stages", type=_labels, metavar="weights,output",
+                     help="write only these stages (default: all)")  # fmt: skip
+    out.add_argument("--only-heads", type=_positions, metavar="1,3",
+                     help="write only these heads of per-head stages, numbered from 1 (default: all)")  # fmt: skip
+    return p
+
+
+def add_input_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Every option saying what to compute (shared by ``export`` and ``explain``)."""
     src = p.add_argument_group("input")
     src.add_argument("--sentence", help="the sentence whose tokens are the keys and values")
     src.add_argument("--embeddings", metavar="X.npy", help="an n × d_model matrix instead of a sentence")
@@ -78,13 +91,6 @@ def build_parser() -> argparse.ArgumentParser:
     att.add_argument("--weights", metavar="W.npz", help="projection weights (see README)")
     att.add_argument("--device", choices=DEVICES, default="auto")
     att.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
-    out = p.add_argument_group("output")
-    out.add_argument("--out", required=True, metavar="DIR", help="folder to create")
-    out.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
-    out.add_argument("--stages", type=_labels, metavar="weights,output",
-                     help="write only these stages (default: all)")  # fmt: skip
-    out.add_argument("--only-heads", type=_positions, metavar="1,3",
-                     help="write only these heads of per-head stages, numbered from 1 (default: all)")  # fmt: skip
     return p
 
 
@@ -176,16 +182,23 @@ def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> list[str
     return notes
 
 
+def model_from_args(args: argparse.Namespace):
+    from .pretrained import load_model
+
+    if not args.sentence:
+        raise InputError("--model needs --sentence")
+    return load_model(args.model, device=args.device)
+
+
+def model_trace_from_args(model, args: argparse.Namespace):
+    return model.trace(
+        args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions, max_tokens=args.max_tokens
+    )
+
+
 def trace_from_args(args: argparse.Namespace):
     if args.model is not None:
-        from .pretrained import load_model
-
-        if not args.sentence:
-            raise InputError("--model needs --sentence")
-        model = load_model(args.model, device=args.device)
-        return model.trace(
-            args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions, max_tokens=args.max_tokens
-        )
+        return model_trace_from_args(model_from_args(args), args)
     from .pipeline import run
 
     return run(request_from_args(args))

@@ -13,6 +13,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtGui import QFont, QFontMetricsF
 
+from .labels import display_label
+
 MAX_LABEL_CHARS = 12
 ROW_PITCH_PX = 15  # vertical space one label needs
 LABEL_GAP_PX = 6  # horizontal space between two labels
@@ -57,6 +59,7 @@ class TokenAxis(pg.AxisItem):
         if not self.vertical:  # let the first and last token's label reach a little past the matrix
             self.setStyle(hideOverlappingLabels=EDGE_OVERHANG_PX)
         self._labels: tuple[str, ...] = ()
+        self._shown: tuple[str, ...] = ()
         self._widths: list[float] | None = None  # pixel width of each shortened label, measured lazily
 
     @property
@@ -67,6 +70,9 @@ class TokenAxis(pg.AxisItem):
         if labels == self._labels:
             return
         self._labels = tuple(labels)
+        # What is drawn: characters no installed font covers become code points (U+4E2D), never boxes.
+        font = self.style["tickFont"] or QFont()
+        self._shown = tuple(display_label(s, font) for s in self._labels)
         self._widths = None
         if self.vertical:  # as wide as the labels from the start, rather than grown while painting
             self.setWidth(self.label_room())
@@ -76,7 +82,7 @@ class TokenAxis(pg.AxisItem):
     def _label_widths(self) -> list[float]:
         if self._widths is None:
             metrics = QFontMetricsF(self.style["tickFont"] or QFont())
-            self._widths = [metrics.horizontalAdvance(shorten(s)) for s in self._labels]
+            self._widths = [metrics.horizontalAdvance(shorten(s)) for s in self._shown]
         return self._widths
 
     def label_room(self) -> int:
@@ -102,4 +108,4 @@ class TokenAxis(pg.AxisItem):
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
         n = len(self._labels)
-        return [shorten(self._labels[int(v)]) if 0 <= int(v) < n else "" for v in values]
+        return [shorten(self._shown[int(v)]) if 0 <= int(v) < n else "" for v in values]

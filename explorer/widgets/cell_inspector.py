@@ -1,0 +1,144 @@
+"""The cell inspector: one cell's derivation with its real numbers (see models/explain.py, models/derivation.py).
+
+Shows a :class:`models.explain.Derivation` as a title, the formula with the numbers filled in,
+the explanation, a bar chart of the summands (or of a softmax row's exponentials), the largest
+terms with the rest summed, and the value. It only formats: every number comes from the
+derivation, which was computed from the trace's own arrays.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from models.derivation import num
+
+from .labels import display_label
+
+if TYPE_CHECKING:
+    from models.derivation import Derivation
+
+POSITIVE = (200, 70, 60)  # the diverging map's ends: red for positive terms,
+NEGATIVE = (50, 100, 180)  # blue for negative ones
+FOCUS = (240, 170, 30)  # the bar that is the explained cell itself
+MAX_TICKS = 16  # label every bar with its token when there are at most this many
+
+
+class CellInspector(QWidget):
+    """``show_derivation(d)`` shows one cell's derivation; ``clear()`` empties the panel."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("cellInspector")
+        self.derivation: Derivation | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+        layout.setSpacing(6)
+        self.title = self._label(bold=True, size_delta=2)
+        self.formula = self._label(mono=True)
+        self.steps = self._label()
+        self.steps.setStyleSheet("color: #444;")
+        self.caption = self._label(size_delta=-1)
+        self.plot = pg.PlotWidget(background="w", enableMenu=False)
+        self.plot.setMinimumHeight(170)
+        self.plot.hideButtons()
+        self.plot.setMouseEnabled(False, False)
+        self.plot.showGrid(y=True, alpha=0.25)
+        self.plot.getPlotItem().getAxis("left").enableAutoSIPrefix(False)
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
+        self.plot.addItem(self.bars)
+        self.zero = pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen((90, 90, 90), width=1))
+        self.plot.addItem(self.zero)
+        self.terms = self._label(mono=True)
+        self.value = self._label(bold=True, size_delta=1)
+        for w in (self.title, self.formula, self.steps, self.caption, self.plot, self.terms, self.value):
+            layout.addWidget(w)
+        layout.addStretch(1)
+        self.clear()
+
+    def _label(self, bold: bool = False, mono: bool = False, size_delta: int = 0) -> QLabel:
+        label = QLabel()
+        label.setWordWrap(True)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        font = QFont(label.font())
+        if mono:
+            font.setFamilies(["DejaVu Sans Mono", "Menlo", "Consolas", "monospace"])
+            font.setStyleHint(QFont.StyleHint.Monospace)
+        font.setBold(bold)
+        if size_delta:
+            font.setPointSizeF(max(6.0, font.pointSizeF() + size_delta))
+        label.setFont(font)
+        return label
+
+    # --- public ---------------------------------------------------------------------------------------
+    def clear(self) -> None:
+        self.derivation = None
+        self.title.setText("Click a cell to see where its number comes from.")
+        for label in (self.formula, self.steps, self.caption, self.terms, self.value):
+            label.setText("")
+        self.bars.setOpts(x=[], height=[])
+        self.plot.hide()
+
+    def show_derivation(self, d: Derivation) -> None:
+        self.derivation = d
+        font = self.title.font()
+        self.title.setText(display_label(d.title, font))
+        self.formula.setText(display_label(d.formula, self.formula.font()))
+        self.steps.setText(display_label("\n".join(d.steps), self.steps.font()))
+        self._show_bars(d)
+        self.terms.setText(display_label(self._terms_text(d), self.terms.font()))
+        total = d.total()
+        value = f"value = {num(d.value, 8)}"
+        if total is not None and d.sum_of is not None and len(d.sum_of) > 1:
+            value = f"sum of {len(d.sum_of)} terms = {num(total, 8)}   ·   {value}"
+        self.value.setText(value)
+
+    # --- pieces ---------------------------------------------------------------------------------------
+    def bar_heights(self) -> list[float]:
+        """The heights of the bars on screen (for tests and screenshots)."""
+        heights = self.bars.opts.get("height")
+        return [] if heights is None else [float(h) for h in heights]
+
+    def _show_bars(self, d: Derivation) -> None:
+        terms = d.bars or []
+        if not terms:
+            self.caption.setText("")
+            self.bars.setOpts(x=[], height=[])
+            self.plot.hide()
+            return
+        heights = [t.value for t in terms]
+        brushes = [pg.mkBrush(*(POSITIVE if h >= 0 else NEGATIVE), 220) for h in heights]
+        if d.focus_bar is not None and 0 <= d.focus_bar < len(brushes):
+            brushes[d.focus_bar] = pg.mkBrush(*FOCUS)
+        x = np.arange(len(terms))
+        self.bars.setOpts(x=x, height=heights, width=0.8, brushes=brushes, pen=pg.mkPen(None))
+        bottom = self.plot.getPlotItem().getAxis("bottom")
+        if d.bar_ticks and len(d.bar_ticks) == len(terms) and len(terms) <= MAX_TICKS:
+            ticks = [(i, display_label(t, bottom.font())[:10]) for i, t in enumerate(d.bar_ticks)]
+            bottom.setTicks([ticks])
+        else:
+            bottom.setTicks(None)
+        self.plot.setXRange(-0.6, len(terms) - 0.4, padding=0)
+        low, high = min(0.0, *heights), max(0.0, *heights)
+        pad = 0.08 * (high - low or 1.0)
+        self.plot.setYRange(low - pad, high + pad, padding=0)
+        self.caption.setText(f"{d.bars_caption} ({len(terms)} bars" + (", the cell's own in orange)"
+                             if d.focus_bar is not None else ")"))  # fmt: skip
+        self.plot.show()
+
+    @staticmethod
+    def _terms_text(d: Derivation) -> str:
+        if not d.bars:
+            return ""
+        shown, rest, count = d.largest()
+        head = f"the {len(shown)} largest of {len(d.bars)}:" if count else "every term:"
+        lines = [head] + ["  " + t.describe() for t in shown]
+        if count:
+            lines.append(f"  … and {count} more, together {num(rest)}")
+        return "\n".join(lines)

@@ -1,0 +1,81 @@
+"""Labels that never show an empty box: characters no installed font covers become ``U+4E2D``.
+
+Qt falls back to any installed font that has a glyph, so a character shows correctly when the
+label's font or any other installed family covers it. Only when none does, the character is
+written as its code point, so that the user still learns what the token was. Coverage is read
+from each font's character map (QRawFont.supportsCharacter), cached per code point.
+"""
+
+from __future__ import annotations
+
+import functools
+import unicodedata
+
+from PySide6.QtGui import QFont, QFontDatabase, QRawFont
+
+# Invisible by design (joiners, variation selectors, tags, controls, spaces): nothing to cover.
+_INVISIBLE_CATEGORIES = ("Cc", "Cf", "Zs", "Zl", "Zp")
+
+
+def _invisible(cp: int) -> bool:
+    if 0xFE00 <= cp <= 0xFE0F or 0xE0100 <= cp <= 0xE01EF:  # variation selectors
+        return True
+    return unicodedata.category(chr(cp)) in _INVISIBLE_CATEGORIES
+
+
+@functools.cache
+def _installed_fonts() -> tuple[QRawFont, ...]:
+    """One raw font per installed family (built once: families do not change while running)."""
+    return tuple(QRawFont.fromFont(QFont(family)) for family in QFontDatabase.families())
+
+
+@functools.cache
+def installed_font_covers(cp: int) -> bool:
+    """True when some installed font family has a glyph for code point ``cp``."""
+    return any(raw.supportsCharacter(cp) for raw in _installed_fonts())
+
+
+@functools.lru_cache(maxsize=16)
+def _raw_font(description: str) -> QRawFont:
+    font = QFont()
+    font.fromString(description)
+    return QRawFont.fromFont(font)
+
+
+def covered(char: str, font: QFont | None = None) -> bool:
+    """True when ``char`` shows as itself: in ``font`` or in a fallback font (or is invisible)."""
+    cp = ord(char)
+    if _invisible(cp):
+        return True
+    if font is not None and _raw_font(font.toString()).supportsCharacter(cp):
+        return True
+    return installed_font_covers(cp)
+
+
+def display_label(text: str, font: QFont | None = None) -> str:
+    """``text`` where every character is covered; otherwise the uncovered ones as ``U+XXXX``.
+
+    Code points are set apart by spaces: ``"a中b"`` -> ``"a U+4E2D b"`` when no font has 中. In
+    such a label the invisible joiners and selectors are written as code points too (an emoji
+    sequence then reads ``U+1F468 U+200D U+1F469``).
+    """
+    if text.isascii() and text.isprintable():  # every font has these: the common case, kept fast
+        return text
+    raw = _raw_font(font.toString()) if font is not None else None
+    visible = [_invisible(ord(c)) or (raw is not None and raw.supportsCharacter(ord(c)))
+               or installed_font_covers(ord(c)) for c in text]  # fmt: skip
+    if all(visible):
+        return text
+    parts: list[str] = []
+    run = ""
+    for char, ok in zip(text, visible):
+        if ok and not _invisible(ord(char)):
+            run += char
+            continue
+        if run:
+            parts.append(run)
+            run = ""
+        parts.append(f"U+{ord(char):04X}")
+    if run:
+        parts.append(run)
+    return " ".join(parts)

@@ -1,0 +1,66 @@
+"""Explain one number: where a traced cell comes from, with its real inputs.
+
+``explain(trace, params, stage, cell)`` returns a :class:`Derivation`: the cell's formula with the
+numbers filled in, its value (exactly ``trace[stage].array[cell]``) and, for every cell that is a
+sum, every summand in order (bias included) so that they add up to the value. The summands are
+computed in float64 from the trace's own float32 arrays and the layer's parameters
+(:class:`models.params.LayerParams`). Notation follows the study notes: ``α_ij = q_i · k_j``,
+``α'_ij = softmax`` weights, ``W_C`` (= ``W_O``) the output matrix, ``P[i, 2j] = sin(i/10000^(2j/d))``.
+
+The data type and its renderings are in models/derivation.py, the per-stage derivations in
+models/explain_stages.py; this module checks the requested cell and dispatches.
+"""
+
+from __future__ import annotations
+
+from models.config import InputError
+from models.derivation import Derivation, Term, num
+from models.params import LayerParams
+from models.trace import STAGE_ORDER, AttentionTrace
+
+__all__ = ["Derivation", "Term", "check_cell", "explain", "num", "stage_axes"]
+
+
+# --- the entry point ------------------------------------------------------------------------------
+
+
+def stage_axes(trace: AttentionTrace, stage: str) -> list[str]:
+    s = trace[stage]
+    return (["head"] if s.per_head else []) + [s.row_axis, s.col_axis]
+
+
+def check_cell(trace: AttentionTrace, stage: str, cell) -> tuple[int, ...]:
+    """Validate ``stage`` and ``cell`` against the trace; a one-line :class:`InputError` if wrong."""
+    if stage not in STAGE_ORDER:
+        raise InputError(f"unknown stage {stage!r}; choose one of {', '.join(STAGE_ORDER)}")
+    if stage not in trace:
+        raise InputError(f"this input has no stage {stage!r}; its stages are {', '.join(trace.names)}")
+    shape = trace[stage].shape
+    axes = stage_axes(trace, stage)
+    try:
+        index = tuple(int(c) for c in cell)
+        if any(isinstance(c, bool) or int(c) != c for c in cell):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InputError(f"a cell is {len(axes)} integers ({','.join(axes)}), got {cell!r}") from None
+    if len(index) != len(shape):
+        raise InputError(
+            f"stage {stage!r} is indexed by {len(shape)} numbers ({','.join(axes)}), got {len(index)}"
+        )
+    if any(not 0 <= i < n for i, n in zip(index, shape)):
+        raise InputError(
+            f"cell {','.join(map(str, index))} is outside stage {stage!r} of shape "
+            f"{'×'.join(map(str, shape))} ({','.join(axes)}, counted from 0)"
+        )
+    return index
+
+
+def explain(trace: AttentionTrace, params: LayerParams, stage: str, cell) -> Derivation:
+    """Derive cell ``cell`` of stage ``stage`` of ``trace`` from its inputs."""
+    from models import explain_stages
+
+    index = check_cell(trace, stage, cell)
+    derive = explain_stages.DERIVATIONS[stage]
+    d = derive(explain_stages.Context(trace, params, stage, index))
+    d.value = float(trace[stage].array[index])
+    return d

@@ -1,0 +1,79 @@
+"""The headless ``explain`` command: the same inputs as ``export``, then one cell's derivation.
+
+``python main.py explain --stage scores --cell 0,2,1 --sentence "The cat sat." [--json]``
+prints how that cell is computed (text, or one JSON object with ``--json``). Every user error is
+one ``error:`` line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .cli import add_input_arguments, model_from_args, model_trace_from_args, request_from_args
+from .config import InputError
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one ``error:`` line (and exit 2) like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}\n")
+
+
+def _cell(text: str) -> tuple[int, ...]:
+    try:
+        cell = tuple(int(p) for p in text.replace(" ", "").split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 0,2,1, got {text!r}") from None
+    return cell
+
+
+def build_explain_parser() -> argparse.ArgumentParser:
+    p = _OneLineParser(
+        prog="main.py explain",
+        description="Explain one cell of one stage: its formula with the real numbers, and every summand.",
+    )
+    what = p.add_argument_group("cell")
+    what.add_argument("--stage", required=True, help="a stage name, e.g. q, scores, weights, output")
+    what.add_argument("--cell", required=True, type=_cell, metavar="H,I,J",
+                      help="0-based index into <stage>.npy: head,row,col per head, else row,col")  # fmt: skip
+    what.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_input_arguments(p)
+    return p
+
+
+def derive_from_args(args: argparse.Namespace):
+    """Compute the trace the arguments describe, its layer's parameters, and the derivation."""
+    from .explain import explain
+    from .params import pretrained_params, toy_params
+
+    if args.model:
+        model = model_from_args(args)
+        trace = model_trace_from_args(model, args)
+        params = pretrained_params(model, args.layer, len(trace.query_tokens),
+                                   mask=trace.config["mask"], pad_positions=trace.config["pad_positions"])  # fmt: skip
+    else:
+        from .pipeline import run
+
+        req = request_from_args(args)
+        trace, params = run(req), toy_params(req)
+    return trace, explain(trace, params, args.stage, args.cell)
+
+
+def explain_main(argv: Sequence[str]) -> int:
+    args = build_explain_parser().parse_args(argv)
+    try:
+        trace, derivation = derive_from_args(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("error: not enough memory for this input; use fewer tokens or heads", file=sys.stderr)
+        return 2
+    for notice in trace.meta.get("notices", []):
+        print(f"note: {notice}", file=sys.stderr)
+    print(derivation.to_json() if args.json else derivation.text(), end="\n" if args.json else "")
+    return 0
