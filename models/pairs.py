@@ -79,6 +79,7 @@ class PairSpec:
     scale: tuple[str, float] | None = None
     softcap: float | None = None
     temperature: float = 1.0
+    always_masked: bool = False  # a "masked" stage even when nothing is hidden (a model's own mask)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -89,7 +90,7 @@ class PairSpec:
                 ("scores", True),
                 ("scaled", self.scale is not None),
                 ("softcapped", self.softcap is not None),
-                ("masked", self.mask.hides_anything),
+                ("masked", self.mask.hides_anything or self.always_masked),
                 ("weights", True),
             )
             if present

@@ -63,6 +63,9 @@ class Context:
     input_formula: str = ""  # "" : X (+ P)
     input_description: str = ""
     layer: int | None = None  # pretrained: the traced layer
+    qk_norm: str = ""  # "w" or "(1 + w)": the per-head RMS norm's weight (q_normed, k_normed)
+    qk_norm_eps: float = 0.0
+    mask_note: str = ""  # an extra sentence for the masked stage (e.g. the model's own mask)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -94,16 +97,18 @@ def _mask_description(c: Context) -> str:
     if c.mask == "causal":
         parts.append("keys after the query (j > i)")
     if c.window:
-        parts.append(f"keys more than {c.window - 1} positions back (sliding window of {c.window})")
+        parts.append(f"keys {c.window} or more positions back (a sliding window of {c.window}: each query sees "
+                     f"its {c.window} most recent keys, itself included)")  # fmt: skip
     if c.pad_positions and c.mask in ("causal", "padding"):
         parts.append(f"the padding keys {list(c.pad_positions)}")
     if c.mask == "custom":
         parts.append("the keys the custom mask hides (True = hidden)")
+    note = f" {c.mask_note}" if c.mask_note else ""
     if not parts:
         if c.mask == "padding":
-            return "Padding mask with no padding key chosen: nothing is hidden."
-        return "No mask: every query may attend to every key."
-    return f"Scores of {', and '.join(parts)} become −∞, so their weights will be exactly 0."
+            return "Padding mask with no padding key chosen: nothing is hidden." + note
+        return "No mask: every query may attend to every key." + note
+    return f"Scores of {', and '.join(parts)} become −∞, so their weights will be exactly 0." + note
 
 
 def describe(name: str, c: Context) -> StageText:
@@ -117,7 +122,7 @@ def describe(name: str, c: Context) -> StageText:
         else ""
     )
     rot = c.pe == "rotary"
-    normed = "q_normed" in c.extra.get("stages", ())
+    normed = bool(c.qk_norm)
     q_sym = "Q'_i" if rot else ("Q̂_i" if normed else "Q_i")
     k_sym = f"K'_{g}" if rot else (f"K̂_{g}" if normed else f"K_{g}")
     d_out = c.d_out or d
@@ -150,15 +155,21 @@ def describe(name: str, c: Context) -> StageText:
              "is attended to, per head." + shared, f"({_d(n_k, d)})·({_d(d, dv)}) → {_d(n_k, dv)}", "key",
              "feature", True)  # fmt: skip
     elif name in ("q_normed", "k_normed"):
-        sym, rows, n = ("Q", "query", n_q) if name == "q_normed" else ("K", "key", n_k)
-        t = (f"Normalised {'queries' if sym == 'Q' else 'keys'}", f"{sym}̂ = RMSNorm({sym}) per head row",
-             f"Each head's {'query' if sym == 'Q' else 'key'} vector is RMS-normalised and scaled by a "
-             "learned weight before the positions are applied.", f"→ {_d(n, dk)}", rows, "feature", True)  # fmt: skip
+        sym, rows, n, i = ("Q", "query", n_q, "i") if name == "q_normed" else ("K", "key", n_k, g)
+        w = c.qk_norm or "w"
+        t = (f"Normed {'queries' if sym == 'Q' else 'keys'}", f"{sym}̂_{i} = {sym}_{i} / rms({sym}_{i}) · {w}",
+             f"Each head's vector is divided by its root mean square over its {dk} features and multiplied "
+             f"by the learned {w} (RMS norm, ε = {c.qk_norm_eps:g}), so that query–key dot products cannot "
+             "grow without bound." + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature",
+             True)  # fmt: skip
     elif name in ("q_rotated", "k_rotated"):
-        sym, rows, n = ("Q", "query", n_q) if name == "q_rotated" else ("K", "key", n_k)
-        part = (f" Only the first {c.rotary_dim} of the {dk} features rotate; the rest pass unchanged."
-                if c.rotary_dim and c.rotary_dim < dk else "")
-        t = (f"Rotated {'queries' if sym == 'Q' else 'keys'}", f"{sym}' = RoPE({sym}, position)",
+        sym, rows, n, i = ("Q", "query", n_q, "i") if name == "q_rotated" else ("K", "key", n_k, g)
+        partial = bool(c.rotary_dim and c.rotary_dim < dk)
+        part = (f" Partial rotary: only the first r = {c.rotary_dim} of the {dk} features of each head rotate; "
+                f"the other {dk - (c.rotary_dim or 0)} pass unchanged." if partial else "")
+        src = f"{sym}̂_{i}" if normed else f"{sym}_{i}"
+        t = (f"Rotated {'queries' if sym == 'Q' else 'keys'}",
+             f"{sym}'_{i} = RoPE({src}{f'[:{c.rotary_dim}]' if partial else ''}, position)",
              "Each pair of features (j, j + d/2) is rotated by an angle proportional to the token's "
              "position, so that q·k depends on how far apart two tokens are." + part
              + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature", True)  # fmt: skip
@@ -183,10 +194,11 @@ def describe(name: str, c: Context) -> StageText:
              "saturate as d_k grows.", f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "softcapped":
         cap = c.softcap
-        t = ("Soft-capped scores", f"S ← {cap:g} · tanh(S / {cap:g})", f"Scores are squashed smoothly "
-             f"into (−{cap:g}, {cap:g}), so that no single key can dominate.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
+        t = ("Soft-capped scores", f"S ← {cap:g} · tanh(S / {cap:g})", f"Soft-capping: scores are squashed "
+             f"smoothly into (−{cap:g}, {cap:g}); small scores barely change, large ones saturate, so no single "
+             "key can dominate without limit.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "masked":
-        window = f"  (window {c.window})" if c.window else ""
+        window = f" or j ≤ i − {c.window} (window {c.window})" if c.window else ""
         t = ("Masked scores", f"S_ij = −∞ where hidden{window}", _mask_description(c),
              f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "weights":

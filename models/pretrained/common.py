@@ -193,16 +193,11 @@ def split_heads(x: Tensor, heads: int) -> Tensor:
     return x.view(n, heads, -1).transpose(0, 1)  # (heads, n, d_k)
 
 
-def attention(
-    x: Tensor, p: AttentionParams, hidden: Tensor, record: dict[str, Tensor] | None = None
-) -> Tensor:
-    """Multi-head (or grouped-query) self-attention of ``x (n, d_model)``; returns (n, d_model).
-
-    The steps are those listed in :class:`AttentionParams`. When ``record`` is a dict, every
-    intermediate tensor is stored in it under its stage name. Without ``record`` (the layers
-    below the traced one) torch's fused scaled_dot_product_attention computes the same thing,
-    except where it cannot express the family (soft-capping) or a row hides every key.
-    """
+def project_qkv(
+    x: Tensor, p: AttentionParams, record: dict[str, Tensor] | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Steps 1–3 of :class:`AttentionParams`: q ``(h, n, d_k)``, k, v ``(kv, n, d_k)``, after any
+    qk-norm and rotation; ``record`` gets every intermediate under its stage name."""
     q = split_heads(linear(x, p.w_q, p.b_q), p.heads)  # (h, n, d_k)
     k = split_heads(linear(x, p.w_k, p.b_k), p.kv_heads)  # (kv, n, d_k)
     v = split_heads(linear(x, p.w_v, p.b_v), p.kv_heads)  # (kv, n, d_k)
@@ -219,6 +214,20 @@ def attention(
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if record is not None:
             record.update(q_rotated=q, k_rotated=k)
+    return q, k, v
+
+
+def attention(
+    x: Tensor, p: AttentionParams, hidden: Tensor, record: dict[str, Tensor] | None = None
+) -> Tensor:
+    """Multi-head (or grouped-query) self-attention of ``x (n, d_model)``; returns (n, d_model).
+
+    The steps are those listed in :class:`AttentionParams`. When ``record`` is a dict, every
+    intermediate tensor is stored in it under its stage name. Without ``record`` (the layers
+    below the traced one) torch's fused scaled_dot_product_attention computes the same thing,
+    except where it cannot express the family (soft-capping) or a row hides every key.
+    """
+    q, k, v = project_qkv(x, p, record)
     rep = p.heads // p.kv_heads
     k_all = k.repeat_interleave(rep, dim=0) if rep > 1 else k  # (h, n, d_k): head i reads i//rep
     v_all = v.repeat_interleave(rep, dim=0) if rep > 1 else v

@@ -19,7 +19,7 @@ from torch import Tensor
 
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
 from models.memory import check_memory, estimate_pretrained_peak
-from models.pretrained.common import MASK_MODES, Architecture, attention, hidden_mask
+from models.pretrained.common import MASK_MODES, Architecture, attention, hidden_mask, project_qkv
 from models.pretrained.stages import build_trace
 from models.pretrained.tokenizer import Encoded, ModelTokenizer
 from models.trace import AttentionTrace
@@ -191,7 +191,7 @@ class PretrainedModel:
                 x = self.arch.attention_input(layer, h)
                 params = self.arch.attention_params(layer, n)
             record: dict[str, Tensor] = {}
-            attention(x, params, hidden, record)
+            project_qkv(x, params, record)  # the n×n stages are computed when looked at (models.pairs)
         return build_trace(
             self,
             enc,

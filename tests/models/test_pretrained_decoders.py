@@ -159,7 +159,7 @@ def test_gpt2_stages(built):
     model = load_model(built["gpt2"][0], device="cpu")
     trace = model.trace(SENTENCE, 1)
     assert "q_rotated" not in trace and trace["k"].shape[0] == 4
-    assert trace.config["bias"] and trace["output"].formula.endswith("+ b_o")
+    assert trace.config["bias"] and trace["output"].formula.endswith("+ b_O")
     assert trace.config["pe"] == "learned"
 
 

@@ -183,8 +183,8 @@ def check_family_stages(name: str, trace, layer: int, n: int) -> None:
     if sliding:
         hidden = window_hidden(n, window)
         assert hidden.any() and np.all(np.isneginf(masked[:, hidden]))
-        assert f"j ≤ i − {window} (window)" in trace["masked"].formula
-        assert f"Sliding window of {window}" in trace["masked"].description
+        assert f"j ≤ i − {window} (window {window})" in trace["masked"].formula
+        assert f"a sliding window of {window}" in trace["masked"].description
     if name.startswith("qwen3"):
         assert trace.names.index("q_normed") < trace.names.index("q_rotated")
         rms = np.sqrt((trace["q_normed"].array ** 2).mean(-1))
@@ -205,7 +205,7 @@ def check_family_stages(name: str, trace, layer: int, n: int) -> None:
         # the features past rotary_dim pass unchanged
         np.testing.assert_array_equal(trace["q"].array[..., rd:], trace["q_rotated"].array[..., rd:])
     if name.startswith("qwen2"):
-        assert trace.config["bias"] and "+ b_q" in trace["q"].formula
+        assert trace.config["bias"] and "+ b_Q" in trace["q"].formula
 
 
 def test_roberta_positions_skip_the_padding_index(tmp_path):
