@@ -25,6 +25,7 @@ from models.pretrained import list_models, resolve_model
 from models.trace import AttentionTrace
 
 from .export_actions import ExportActions
+from .inspector_panel import InspectorPanel
 from .persistence import (
     GEOMETRY_KEY,
     load_fit_colours,
@@ -38,6 +39,7 @@ from .pretrained_runner import PretrainedRequest
 from .state import ALL_HEADS, ExplorerState, Inputs
 from .widgets.matrix_view import MatrixView
 from .widgets.model_chooser import ModelChooser
+from .widgets.pe_lens import PeLens
 from .widgets.query_focus import QueryFocusPanel
 from .widgets.sentence_panel import SentencePanel
 from .widgets.settings_panel import SettingsPanel
@@ -94,6 +96,7 @@ class MainWindow(QMainWindow):
         self.stage_list = StageList(self.state)
         self.matrix_view = MatrixView(self.state)
         self.focus_panel = QueryFocusPanel(self.state)
+        self.inspector = InspectorPanel()
         self.status_line = StatusLine()
         self.statusBar().addWidget(self.status_line, 1)
         self.load_bar = QProgressBar()  # while a model loads on the worker
@@ -124,6 +127,7 @@ class MainWindow(QMainWindow):
         self.matrix_view.image_missing.connect(self.worker.prepare)
         self.state.colours_changed.connect(self.worker.set_fit_colours)  # for the traces to come
         self.matrix_view.cell_clicked.connect(self._on_cell_clicked)
+        self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
         if geometry is None or not self.restoreGeometry(geometry):
@@ -164,7 +168,11 @@ class MainWindow(QMainWindow):
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left_scroll)
         splitter.addWidget(centre)
-        splitter.addWidget(self.focus_panel)
+        right = QSplitter(Qt.Orientation.Vertical)  # the focused query above, the clicked cell below
+        right.addWidget(self.focus_panel)
+        right.addWidget(self.inspector)
+        right.setChildrenCollapsible(False)
+        splitter.addWidget(right)
         for index, stretch in enumerate((0, 1, 0)):
             splitter.setStretchFactor(index, stretch)
         self.focus_panel.setMinimumWidth(300)
@@ -187,6 +195,7 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction("Open attention…", lambda: self.open_survey(path=None))  # issue 10
         file_menu.addAction("Whole model (every layer and head)…", lambda: self.open_survey(model=True))
+        file_menu.addAction("Positional-encoding lens…", self.open_pe_lens)
         file_menu.addSeparator()
         file_menu.addAction("Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
         # Window-wide stage keys. A focused line edit claims Left/Right/Home/End first (Qt's
@@ -305,14 +314,33 @@ class MainWindow(QMainWindow):
         if message:
             self.status_line.show_error(f"settings not applied: {message}")
 
-    def _on_cell_clicked(self, head: int, row: int, _col: int) -> None:
+    def _on_cell_clicked(self, head: int, row: int, col: int) -> None:
         stage = self.matrix_view.shown_stage
         if stage is None or self.state.display is None:
             return
+        self.inspector.explain_cell(self.state.display, stage, head, row, col)
         if stage.row_labels == self.state.display.trace.query_tokens:
             self.state.set_query(row)
         if stage.per_head:
             self.state.set_focus_head(head)
+
+    def open_pe_lens(self) -> PeLens:
+        """The encoding's columns, P Pᵀ and the relative-position property, for this sentence's
+        length and d_model (the notes' 60 positions × 32 when a model with learned positions is shown)."""
+        display = self.state.display
+        config = display.trace.config if display is not None else {}
+        n = len(display.trace.key_tokens) if display is not None else 60
+        d = int(config.get("d_model", 32))
+        if config.get("source") == "pretrained" or n < 2:
+            n, d = 60, 32
+        lens = getattr(self, "pe_lens", None) or PeLens()
+        lens.setWindowTitle("Positional-encoding lens")
+        lens.set_encoding(min(n, 512), d)
+        lens.resize(900, 700)
+        lens.show()
+        lens.raise_()
+        self.pe_lens = lens
+        return lens
 
     def open_survey(self, path=None, model: bool = False):
         """The whole-model window: an attention file, or every layer of the current model."""

@@ -24,6 +24,7 @@ from PySide6.QtCore import QThread, Signal
 
 from models import pipeline
 from models.config import AttentionRequest, Cancelled, InputError
+from models.params import pretrained_params, toy_params
 from models.trace import AttentionTrace
 
 from .pretrained_runner import PretrainedRequest, PretrainedRunner
@@ -45,6 +46,7 @@ class DisplayTrace:
     trace: AttentionTrace
     images: dict[str, StageImage] = field(default_factory=dict)
     request: object = None  # the request that made it: what is on screen never comes from later inputs
+    params: object = None  # models.params.LayerParams of the traced layer (for the cell inspector), or None
     worker_ms: float = 0.0  # compute + conversion on the worker, for the status bar
 
 
@@ -182,11 +184,25 @@ class ComputeWorker(QThread):
             if not is_stale():  # a stale job's failure (Cancelled included) interests no one
                 self.failed.emit(job.generation, _message(exc), _kind(exc))
             return None
+        display.params = self._params(job.request, trace)
         display.worker_ms = (time.perf_counter() - t0) * 1000.0
         if is_stale():
             return None
         self.result_ready.emit(display)
         return display, _background_order([n for n in names if n not in display.images], names, focus)
+
+    def _params(self, request: object, trace: AttentionTrace):
+        """The layer's weights in one form for both engines, for explaining a cell; None if unknown."""
+        try:
+            if isinstance(request, AttentionRequest):
+                return toy_params(request)
+            if isinstance(request, PretrainedRequest):
+                model = self.models.model(request.model, request.device)
+                c = trace.config
+                return pretrained_params(model, c["layer"], len(trace.query_tokens), c["mask"], c["pad_positions"])
+        except Exception:  # noqa: BLE001 - the inspector then says it cannot explain; the trace still shows
+            return None
+        return None
 
     def _runner_for(self, request: object) -> Runner:
         for cls in type(request).__mro__:

@@ -1,0 +1,46 @@
+"""The cell inspector in the window: clicking a cell derives it from its real inputs."""
+
+import numpy as np
+from mouse import cell_point
+from PySide6.QtCore import Qt
+
+from explorer.state import Inputs
+
+
+def _click(qtbot, view, plot, row, col):
+    qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, plot, row, col))
+
+
+def test_clicking_a_weight_shows_its_softmax_derivation(qtbot, make_window):
+    window = make_window(Inputs(sentence="one two three four five", heads=2, d_model=8, mask="causal"))
+    window.state.set_stage("weights")
+    view, trace = window.matrix_view, window.state.display.trace
+    _click(qtbot, view, 1, 3, 2)
+    d = window.inspector.inspector.derivation
+    assert d is not None and d.stage == "weights" and tuple(d.cell) == (1, 3, 2)
+    assert d.value == float(trace["weights"].head(1)[3, 2])
+    assert window.inspector.inspector.isVisible()
+
+
+def test_clicking_a_score_lists_its_products_adding_up_to_it(qtbot, make_window):
+    window = make_window(Inputs(sentence="one two three four", heads=2, d_model=8))
+    window.state.set_stage("scores")
+    view, trace = window.matrix_view, window.state.display.trace
+    _click(qtbot, view, 0, 2, 1)
+    d = window.inspector.inspector.derivation
+    assert d.value == float(trace["scores"].head(0)[2, 1])
+    terms = [t.value for t in d.sum_of]
+    assert len(terms) == trace["q"].shape[-1]  # one product per feature of q and k
+    np.testing.assert_allclose(sum(terms), d.value, rtol=1e-5, atol=1e-6)
+    window.state.update_inputs(seed=3)  # a new trace: the old derivation's numbers are gone
+    qtbot.waitUntil(lambda: window.inspector.inspector.derivation is None or not window.inspector.inspector.isVisible())
+
+
+def test_the_positional_encoding_lens_opens_for_the_sentence(qtbot, make_window):
+    window = make_window(Inputs(sentence="one two three four five six", heads=2, d_model=8, pe=True))
+    lens = window.open_pe_lens()
+    qtbot.addWidget(lens)
+    assert (lens.n, lens.d) == (6, 8)
+    for delta in (1, 2, 4):
+        lens.set_delta(delta)
+        assert lens.largest_error() < 1e-5
