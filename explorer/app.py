@@ -14,10 +14,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from models.config import POSITIONAL
+from models.cli import add_input_arguments
 from models.trace import STAGE_ORDER
 
-from .limits import MASK_CHOICES, MAX_SEED, SCORE_CHOICES
+from .limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_SEED, TEMPERATURE_RANGE
 from .persistence import APPLICATION, COLOUR_CHOICES, ORGANIZATION, load_inputs, open_settings
 from .state import ALL_HEADS, Inputs, settings_problem
 
@@ -29,45 +29,32 @@ class UsageError(Exception):
     """A bad command-line value: printed as one line, exit status 2."""
 
 
-def _positions(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(p) for p in text.replace(" ", "").split(",") if p)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """The window's options: every input option of ``main.py export`` (one definition, in
+    models.cli), then what only the window has (stage, head, colours, screenshot, ...)."""
     p = argparse.ArgumentParser(
         prog="main.py",
         description="Open the Attention Explorer window (or run 'main.py export --help' for the headless export).",
     )
-    p.add_argument("--sentence", help="the sentence whose tokens attend to each other")
-    p.add_argument("--cross-sentence", help="a second sentence supplying the queries (cross-attention)")
-    p.add_argument("--heads", type=int)
-    p.add_argument("--d-model", type=int)
-    p.add_argument("--d-k", type=int, help="per-head query/key width (default: d_model / heads)")
-    p.add_argument("--d-v", type=int, help="per-head value width (default: d_k)")
-    p.add_argument("--mask", choices=MASK_CHOICES)
-    p.add_argument("--pad-positions", type=_positions, metavar="3,4", help="key positions hidden by --mask padding")
-    p.add_argument("--score", choices=SCORE_CHOICES)
-    p.add_argument("--pe", choices=POSITIONAL, help="positional encoding")
-    p.add_argument("--temperature", type=float)
-    p.add_argument("--seed", type=int)
-    p.add_argument("--model", metavar="NAME_OR_PATH",
-                   help="a pretrained model: 'minilm' (built in), a cached model name, or a model folder")
-    p.add_argument("--layer", type=int, metavar="L", help="the model layer to show, 0-based (default 0)")
-    p.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
-    p.add_argument("--head", type=int, metavar="N", help="show head N (1-based) instead of all heads")
-    p.add_argument("--colours", choices=COLOUR_CHOICES,
-                   help="the weights' colour scale: fixed 0 to 1 (default), or fit 0 to their largest value")
-    p.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
-    p.add_argument("--attention", metavar="FILE",
-                   help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
-    p.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
+    add_input_arguments(p)
+    # Not given = None: the window then keeps what was saved last time (or the defaults).
+    p.set_defaults(**{a.dest: None for a in p._actions if a.dest != "help"})
+    view = p.add_argument_group("window")
+    view.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
+    view.add_argument("--head", type=int, metavar="N", help="show head N (1-based) instead of all heads")
+    view.add_argument("--colours", choices=COLOUR_CHOICES,
+                      help="the weights' colour scale: fixed 0 to 1 (default), or fit 0 to their largest value")
+    view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
+    view.add_argument("--attention", metavar="FILE",
+                      help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
+    view.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
     return p
 
 
-TOY_ONLY = ("heads", "d_model", "d_k", "d_v", "score", "pe", "temperature", "seed", "cross_sentence")
+TOY_ONLY = ("heads", "d_model", "d_k", "d_v", "d_out", "score", "pe", "temperature", "seed", "cross_sentence",
+            "embeddings", "cross_embeddings", "weights", "mask_file", "bias")  # fmt: skip
+FILES = {"embeddings": "embeddings_file", "cross_embeddings": "cross_embeddings_file", "weights": "weights_file",
+         "mask_file": "mask_file"}  # fmt: skip
 
 
 def model_from_arg(text: str) -> str:
@@ -99,7 +86,8 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
         if args.layer < 0:
             raise UsageError("--layer must be 0 or more (the first layer is 0)")
         base = dataclasses.replace(base, layer=args.layer)
-    plain = ["sentence", "heads", "d_model", "d_k", "d_v", "mask", "score", "temperature", "seed"]
+    plain = ["sentence", "heads", "d_model", "d_k", "d_v", "d_out", "mask", "score", "temperature", "seed", "bias",
+             "labels", "cross_labels"]  # fmt: skip
     if base.uses_model and args.mask is not None:  # --mask replaces the model's own, to compare
         base = dataclasses.replace(base, model_mask=args.mask)
         plain.remove("mask")
@@ -108,6 +96,14 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
         changes.update(cross_enabled=True, cross_sentence=args.cross_sentence)
     if args.pe is not None:
         changes["pe"] = args.pe == "sinusoidal"
+    for option, field in FILES.items():  # read and checked with export's code when the request is built
+        if getattr(args, option) is not None:
+            changes[field] = str(Path(getattr(args, option)).expanduser().resolve())
+    if args.cross_embeddings is not None:
+        changes["cross_enabled"] = True
+    for option in ("device", "max_tokens", "all_layers"):
+        if getattr(args, option) not in (None, False, "auto"):
+            raise UsageError(f"--{option.replace('_', '-')} applies to 'main.py export' only")
     if args.pad_positions is not None:
         changes["pad_positions"] = args.pad_positions
     for name in ("d_k", "d_v"):  # 0 would mean "auto" in the window; on the command line it is an error
@@ -115,6 +111,13 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
             raise UsageError(f"--{name.replace('_', '-')} must be a positive integer")
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         raise UsageError(f"--seed must be between 0 and {MAX_SEED}")
+    ranges = (("--heads", args.heads, (1, MAX_HEADS)), ("--d-model", args.d_model, (1, MAX_D_MODEL)),
+              ("--d-k", args.d_k, (1, MAX_HEAD_DIM)), ("--d-v", args.d_v, (1, MAX_HEAD_DIM)),
+              ("--temperature", args.temperature, TEMPERATURE_RANGE))  # fmt: skip
+    for option, value, (low, high) in ranges:
+        if value is not None and not low <= value <= high:  # the controls could not show it: refuse, never clamp
+            raise UsageError(f"{option} {value:g} is outside what the window shows ({low:g} to {high:g}); "
+                             "use 'main.py export' for it")  # fmt: skip
     inputs = dataclasses.replace(base, **changes)
     message, _ = settings_problem(inputs)
     if message:

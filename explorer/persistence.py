@@ -45,14 +45,22 @@ def load_inputs(settings: QSettings) -> Inputs:
 def save_inputs(settings: QSettings, inputs: Inputs) -> None:
     data = dataclasses.asdict(inputs)
     data["pad_positions"] = list(inputs.pad_positions)
+    for name in TRANSIENT:  # the command line's files are for that run only
+        data.pop(name, None)
+    if data.get("mask") == "custom":  # its matrix came from a file: not remembered either
+        data["mask"] = "none"
     settings.setValue(INPUTS_KEY, json.dumps(data, ensure_ascii=False))
+
+
+TRANSIENT = ("d_out", "bias", "embeddings_file", "labels", "cross_embeddings_file", "cross_labels",
+             "weights_file", "mask_file")  # fmt: skip
 
 
 def inputs_from_dict(data: dict) -> Inputs:
     default = Inputs()
     values = {}
     for f in dataclasses.fields(Inputs):
-        if f.name in data:
+        if f.name in data and f.name not in TRANSIENT:
             try:
                 values[f.name] = _coerce(f.name, data[f.name], getattr(default, f.name))
             except (TypeError, ValueError):

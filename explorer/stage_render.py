@@ -19,7 +19,8 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
     reduced = [reduce_head(stage, h, max_side, region, signed=not sequential, should_stop=should_stop) for h in wanted]
     lows = [r.finite_range[0] for r in reduced if np.isfinite(r.finite_range[0])]
     highs = [r.finite_range[1] for r in reduced if np.isfinite(r.finite_range[1])]
-    lo, hi = (min(lows), max(highs)) if lows else (np.nan, np.nan)
+    lo = min(lows) if lows and len(lows) == len(reduced) else np.nan  # nan: not read (large weights)
+    hi = max(highs) if highs else np.nan
     scale = as_scale(fit)
     if scale == "log" and sequential:
         positive = [float(r.peak[r.peak > 0].min()) for r in reduced if (r.peak > 0).any()]

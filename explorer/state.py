@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from PySide6.QtCore import QObject, Signal
 
+from models.cli import request_from_args
 from models.config import AttentionConfig, AttentionRequest, InputError
 from models.tokenize import tokenize
 from models.trace import STAGE_ORDER, AttentionTrace
@@ -51,6 +53,15 @@ class Inputs:
     model: str = ""  # "": the toy engine; else a name ("minilm", "gpt2") or a model folder
     layer: int = 0  # the model layer traced, 0-based like models.pretrained and `export --layer`
     model_mask: str = DEFAULT_MASK  # the model's own mask, or none / causal / padding to compare
+    # What the command line's files give (`export` takes the same options); not saved between launches.
+    d_out: int | None = None
+    bias: bool = False
+    embeddings_file: str = ""  # an n × d_model .npy instead of the sentence
+    labels: tuple[str, ...] = ()
+    cross_embeddings_file: str = ""
+    cross_labels: tuple[str, ...] = ()
+    weights_file: str = ""  # W.npz
+    mask_file: str = ""  # boolean .npy for mask "custom"
 
     @property
     def uses_model(self) -> bool:
@@ -58,20 +69,38 @@ class Inputs:
 
     def config(self) -> AttentionConfig:
         return AttentionConfig(
-            heads=self.heads, d_model=self.d_model, d_k=self.d_k, d_v=self.d_v, mask=self.mask,
+            heads=self.heads, d_model=self.d_model, d_k=self.d_k, d_v=self.d_v, d_out=self.d_out, mask=self.mask,
             pad_positions=tuple(self.pad_positions) if self.mask == "padding" else (),
             score=self.score, pe="sinusoidal" if self.pe else "none",
-            temperature=self.temperature, seed=self.seed,
+            temperature=self.temperature, seed=self.seed, bias=self.bias,
         )  # fmt: skip
 
+    @property
+    def uses_files(self) -> bool:
+        return any((self.embeddings_file, self.cross_embeddings_file, self.weights_file, self.mask_file))
+
     def request(self) -> AttentionRequest | PretrainedRequest:
+        """The request, built by the same code as ``main.py export`` (models.cli.request_from_args):
+        files are read and checked there, with the same messages (InputError)."""
         if self.uses_model:
             # Pad positions hide keys under every mask but 'none' (a decoder's causal mask included).
             pads = tuple(self.pad_positions) if self.model_mask != "none" else ()
             mask = None if self.model_mask == DEFAULT_MASK else self.model_mask
             return PretrainedRequest(self.model, self.layer, self.sentence, mask, pads)
         cross = self.cross_sentence if self.cross_enabled else None
-        return AttentionRequest(config=self.config(), sentence=self.sentence, cross_sentence=cross)
+        if not self.uses_files:
+            return AttentionRequest(config=self.config(), sentence=self.sentence, cross_sentence=cross)
+        c = self.config()
+        options = SimpleNamespace(
+            sentence=None if self.embeddings_file else self.sentence, embeddings=self.embeddings_file or None,
+            labels=self.labels or None, cross_sentence=None if self.cross_embeddings_file else cross,
+            cross_embeddings=self.cross_embeddings_file or None, cross_labels=self.cross_labels or None,
+            heads=c.heads, d_model=c.d_model, d_k=c.d_k, d_v=c.d_v, d_out=self.d_out, mask=c.mask,
+            pad_positions=c.pad_positions, mask_file=self.mask_file or None, score=c.score, pe=c.pe,
+            temperature=c.temperature, seed=c.seed, bias=self.bias, weights=self.weights_file or None,
+            device=c.device, max_tokens=c.max_tokens,
+        )  # fmt: skip
+        return request_from_args(options)
 
 
 @dataclass(frozen=True)
@@ -106,6 +135,8 @@ def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
         return "", ()
     try:
         inputs.config().validate()
+        if inputs.uses_files:
+            inputs.request()  # reads the files: a bad one is named here, as `export` names it
     except InputError as exc:
         message = str(exc)
         fields = tuple(f for f in ("heads", "d_model", "d_k", "d_v", "temperature") if f in message)

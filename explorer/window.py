@@ -172,6 +172,8 @@ class MainWindow(QMainWindow):
         right.addWidget(self.focus_panel)
         right.addWidget(self.inspector)
         right.setChildrenCollapsible(False)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
         splitter.addWidget(right)
         for index, stretch in enumerate((0, 1, 0)):
             splitter.setStretchFactor(index, stretch)

@@ -22,7 +22,7 @@ from explorer.heads import array_head, head_name, head_title, is_kv_stage, query
 from explorer.stage_image import SEQUENTIAL_STAGES
 from models.trace import Stage
 
-from .colormaps import MASKED_HEX, colour_map, lookup_table
+from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
 from .heatmap_plot import HeatmapPlot
 from .token_axis import EDGE_OVERHANG_PX
 
@@ -172,7 +172,14 @@ class MatrixView(QWidget):
             self.colour_bar.setColorMap(colour_map(image.sequential))
         self.colour_bar.setLevels(image.levels)
         lo, hi = image.data_range
-        text = f"min {lo:.4g}   max {hi:.4g}" if np.isfinite(lo) else "no finite values"
+        if np.isfinite(lo):
+            text = f"min {lo:.4g}   max {hi:.4g}"
+        else:
+            text = f"max {hi:.4g}" if np.isfinite(hi) else "no finite values"
+        if image.nan_cells:
+            text += f'   <span style="background:{NAN_HEX};color:white">&nbsp;pink&nbsp;</span> = NaN'
+        if image.step != (1, 1):
+            text += f"   ({image.step[0]}×{image.step[1]} cells a pixel, each its peak)"
         if image.masked_cells:
             text += f'   <span style="background:{MASKED_HEX};color:white">&nbsp;grey&nbsp;</span> = masked (−∞)'
         self.range_label.setText(text)

@@ -12,6 +12,7 @@ mask then offers the model's own mask plus none / causal / padding to compare.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -163,14 +164,18 @@ class SettingsPanel(QGroupBox):
 
     def _sync_mask_items(self, inputs, info) -> None:
         mode = "toy" if not inputs.uses_model else (info.default_mask if info is not None else "")
+        if mode == "toy" and inputs.mask_file:
+            mode = "toy-custom"  # a mask file was given (--mask-file): "custom" is offered too
         if mode == self._mask_mode:
             return
         self._mask_mode = mode
         with signals_blocked(self.mask):
             self.mask.clear()
-            if mode == "toy":
+            if mode.startswith("toy"):
                 for m in MASK_CHOICES:
                     self.mask.addItem(m, m)
+                if mode == "toy-custom":
+                    self.mask.addItem(f"custom: {Path(inputs.mask_file).name}", "custom")
             else:
                 for m in MODEL_MASK_CHOICES:
                     self.mask.addItem(f"model default: {mode}" if m == "default" and mode else
