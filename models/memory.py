@@ -208,19 +208,21 @@ def estimate_pretrained_load(files: Iterable[Path]) -> int:
     return total + MARGIN
 
 
+def estimate_tensors_read(stored: Iterable[int], held: Iterable[int]) -> int:
+    """Peak bytes of reading some checkpoint tensors: their stored bytes, what they hold once
+    converted (``held``), and the finiteness check's bool mask of the largest."""
+    held = list(held)
+    return sum(stored) + sum(held) + max(held, default=0) // 2 + MARGIN
+
+
 def estimate_pretrained_peak(arch, n: int, layer: int) -> int:
     """Peak bytes of tracing ``layer`` on ``n`` tokens, beyond the loaded weights: the cached
-    hidden states, one block's temporaries and n×n tensors, and the trace's copies."""
+    hidden states, one block's temporaries and n×n tensors, and the trace's copies. Layers of a
+    big checkpoint not read yet are counted by the caller (``LayerStore.bytes_to_read``)."""
     h, d, dk = arch.num_heads, arch.hidden_size, arch.head_dim
-    ffn = max((t.shape[-1] for t in _ffn_weights(arch)), default=4 * d)
+    ffn = getattr(arch, "ffn", None) or 4 * d  # never arch.layers[0]: that would read it
     states = F32 * (layer + 2) * n * d
     vectors = F32 * n * (3 * h * dk + 2 * h * dk + 6 * d + 3 * ffn)  # q k v, repeated k v, ffn
     pairs = F32 * 8 * h * n * n + 2 * n * n  # scores…weights, softmax temporaries, trace copies
     return states + vectors + pairs + MARGIN
 
-
-def _ffn_weights(arch):
-    layers = getattr(arch, "layers", None) or [{}]
-    for key in ("ffn_in", "fc", "gate"):
-        if key in layers[0]:
-            yield layers[0][key][0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from models.checks import config_float, config_str, short
 from models.config import InputError
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
@@ -50,7 +51,7 @@ class Bert(Architecture):
     token_types = True
 
     def __init__(self, cfg: dict, w: Weights) -> None:
-        pe = cfg.get("position_embedding_type", "absolute")
+        pe = config_str(cfg, "position_embedding_type", "absolute")
         if pe not in (None, "absolute"):
             raise InputError(
                 f"{self.model_type} model: unsupported position_embedding_type {pe!r}; "
@@ -79,8 +80,8 @@ class Bert(Architecture):
         self.positions = self.max_positions = config_int(cfg, "max_position_embeddings")
         self.vocab_size = config_int(cfg, "vocab_size")
         self.ffn = config_int(cfg, "intermediate_size", default=4 * d)
-        self.eps = float(cfg.get("layer_norm_eps", 1e-12))
-        self.act = activation(cfg.get("hidden_act", "gelu"))
+        self.eps = config_float(cfg, "layer_norm_eps", 1e-12)
+        self.act = activation(config_str(cfg, "hidden_act", "gelu"))
 
     def load_layer(self, i: int, w: Weights) -> dict:
         p, d, ffn = self.layer_prefix.format(i=i), self.hidden_size, self.ffn
@@ -148,7 +149,7 @@ class Roberta(Bert):
         super().read_config(cfg)
         pad = cfg.get("pad_token_id", 1)
         if not isinstance(pad, int) or isinstance(pad, bool) or pad < 0:
-            raise InputError(f"config.json: pad_token_id must be an integer, got {pad!r}")
+            raise InputError(f"config.json: pad_token_id must be an integer, got {short(pad)}")
         self.padding_idx = pad
         self.max_positions = self.positions - pad - 1
         if self.max_positions < 1:
@@ -191,4 +192,4 @@ class DistilBert(Bert):
         self.vocab_size = config_int(cfg, "vocab_size")
         self.ffn = config_int(cfg, "hidden_dim", default=4 * d)
         self.eps = 1e-12  # fixed in DistilBERT
-        self.act = activation(cfg.get("activation", "gelu"))
+        self.act = activation(config_str(cfg, "activation", "gelu"))

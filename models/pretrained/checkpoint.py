@@ -177,6 +177,7 @@ class Weights:
         self.device = device
         self.meta = meta
         self.taken: list[int] = []  # stored bytes of each tensor taken (meta)
+        self.held: list[int] = []  # bytes each tensor taken occupies once read (meta)
         self.on_read: Callable[[int], None] | None = None  # called with each tensor's bytes
 
     def as_meta(self) -> Weights:
@@ -207,29 +208,46 @@ class Weights:
         whose rows are converted only when looked up."""
         key = self._check(name, shape)
         if self.meta:
-            return torch.empty(self.ckpt.info(key)[0], device="meta")
+            stored, dtype, nbytes = self.ckpt.info(key)
+            self.held.append(_numel(stored) * 4 if dtype == "F64" else nbytes)
+            return torch.empty(stored, device="meta")
         t = self.ckpt.read(key)
-        out = t.to(self.device)
+        # float64 has no use beyond float32 here, and its values must fit float32 (checked below)
+        out = t.to(self.device, dtype=torch.float32 if t.dtype == torch.float64 else t.dtype)
         if out.data_ptr() == t.data_ptr():  # never keep the file's memory map
             out = out.clone()
         if self.on_read is not None:
             self.on_read(t.nbytes)
-        return out
+        return finite_tensor(out, name)
 
     def take(self, name: str, *shape: int) -> Tensor:
         key = self._check(name, shape)
         if self.meta:
-            return torch.empty(self.ckpt.info(key)[0], device="meta")
+            stored = self.ckpt.info(key)[0]
+            self.held.append(_numel(stored) * 4)
+            return torch.empty(stored, device="meta")
         t = self.ckpt.read(key)
         out = t.to(device=self.device, dtype=torch.float32)
         if out.data_ptr() == t.data_ptr():  # never keep the file's memory map
             out = out.clone()
         if self.on_read is not None:
             self.on_read(t.nbytes)
-        return out
+        return finite_tensor(out, name)
 
     def optional(self, name: str, *shape: int) -> Tensor | None:
         return self.take(name, *shape) if name in self.names else None
+
+
+def finite_tensor(t: Tensor, name: str) -> Tensor:
+    """A checkpoint tensor (after its conversion) without NaN or ±inf, else a one-line refusal
+    naming it: a float64 value beyond float32's range has become inf by then."""
+    if bool(torch.isfinite(t).all()):  # one bool per element, freed at once
+        return t
+    index = tuple(int(i) for i in (~torch.isfinite(t)).nonzero()[0])
+    raise InputError(
+        f"tensor {name!r} of the checkpoint holds {float(t[index])!r} at {list(index)} "
+        f"(NaN, infinite, or beyond float32's range); the weights are corrupt"
+    )
 
 
 def _storage_bytes(obj, seen: set[int]) -> int:
@@ -265,6 +283,7 @@ class LayerStore:
         self.budget = LAYER_CACHE_BYTES if budget is None else budget
         self._cache: OrderedDict[int, tuple[dict, int]] = OrderedDict()
         self._sizes: dict[int, int] = {}
+        self._held: dict[int, int] = {}
         self._lock = threading.RLock()
         self.reads = 0  # layers read from disk (tests)
 
@@ -277,7 +296,20 @@ class LayerStore:
             meta = self.weights.as_meta()
             self.load(i, meta)
             self._sizes[i] = sum(meta.taken)
+            self._held[i] = sum(meta.held)
         return self._sizes[i]
+
+    def held_bytes(self, i: int) -> int:
+        """The bytes layer ``i`` occupies once read (float32); checks it without reading it."""
+        self.stored_bytes(i)
+        return self._held[i]
+
+    def bytes_to_read(self, layers: Iterable[int]) -> int:
+        """Memory that reading ``layers`` (those not in memory yet) adds at its peak: the
+        float32 layers up to the cache's budget plus the one being read."""
+        todo = [i for i in dict.fromkeys(layers) if i not in self._cache]
+        sizes = [self.held_bytes(i) for i in todo]
+        return min(sum(sizes), self.budget + max(sizes, default=0))
 
     def cached(self, i: int) -> bool:
         return i in self._cache

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from models import attention as att
+from models.checks import short
 from models.config import InputError
 from models.pretrained.checkpoint import LayerStore, Weights
 from models.pretrained.rope import apply_rope
@@ -47,9 +48,10 @@ ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
 
 
 def activation(name: str) -> Callable[[Tensor], Tensor]:
-    if name not in ACTIVATIONS:
+    if not isinstance(name, str) or name not in ACTIVATIONS:
         raise InputError(
-            f"unsupported activation {name!r} in config.json; supported: {', '.join(ACTIVATIONS)}"
+            f"unsupported activation {short(name)} in config.json; "
+            f"supported: {', '.join(ACTIVATIONS)}"
         )
     return ACTIVATIONS[name]
 
@@ -79,7 +81,7 @@ def config_int(cfg: dict, *names: str, default: int | None = None) -> int:
         if cfg.get(name) is not None:
             value = cfg[name]
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"config.json: {name} must be a positive integer, got {value!r}")
+                raise InputError(f"config.json: {name} must be a positive integer, got {short(value)}")
             return value
     if default is not None:
         return default

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from models.checks import config_bool, config_float, config_str
 from models.config import InputError
 from models.pretrained.common import Weights, config_int
 from models.pretrained.llama import Llama
@@ -23,7 +24,8 @@ class Gemma(Llama):
     input_formula = "X = RMSNorm₁(h_L)"
 
     def activation_name(self, cfg: dict) -> str:
-        name = cfg.get("hidden_activation") or cfg.get("hidden_act") or self.default_act
+        key = "hidden_activation" if cfg.get("hidden_activation") is not None else "hidden_act"
+        name = config_str(cfg, key, self.default_act)
         return "gelu_pytorch_tanh" if name == "gelu" else name  # as transformers reads it
 
 
@@ -32,14 +34,14 @@ class Gemma2(Gemma):
     sandwich = True
 
     def __init__(self, cfg: dict, w: Weights) -> None:
-        if cfg.get("use_bidirectional_attention"):
+        if config_bool(cfg, "use_bidirectional_attention", False):
             raise InputError("gemma2 model: use_bidirectional_attention is not supported")
         super().__init__(cfg, w)
-        scalar = config_int(cfg, "query_pre_attn_scalar", default=256)
+        scalar = config_float(cfg, "query_pre_attn_scalar", 256)
         self.scale = scalar**-0.5
-        self.scale_formula = f"S / √{scalar} (query_pre_attn_scalar)"
+        self.scale_formula = f"S / √{scalar:g} (query_pre_attn_scalar)"
         cap = cfg.get("attn_logit_softcapping")
-        self.softcap = None if cap is None else float(cap)
+        self.softcap = None if cap is None else config_float(cfg, "attn_logit_softcapping", 1.0)
 
     def default_window(self, cfg: dict, i: int) -> int | None:
         if cfg.get("sliding_window") is None or i % 2:

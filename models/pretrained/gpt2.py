@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from models.checks import config_bool, config_float, config_str
 from models.config import InputError
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
@@ -44,10 +45,10 @@ class GPT2(Architecture):
         self.max_positions = config_int(cfg, "n_positions", "max_position_embeddings")
         self.vocab_size = config_int(cfg, "vocab_size")
         self.ffn = config_int(cfg, "n_inner", default=4 * d)
-        self.eps = float(cfg.get("layer_norm_epsilon", 1e-5))
-        self.act = activation(cfg.get("activation_function", "gelu_new"))
-        self.scale_by_dk = bool(cfg.get("scale_attn_weights", True))
-        self.scale_by_layer = bool(cfg.get("scale_attn_by_inverse_layer_idx", False))
+        self.eps = config_float(cfg, "layer_norm_epsilon", 1e-5)
+        self.act = activation(config_str(cfg, "activation_function", "gelu_new"))
+        self.scale_by_dk = config_bool(cfg, "scale_attn_weights", True)
+        self.scale_by_layer = config_bool(cfg, "scale_attn_by_inverse_layer_idx", False)
 
         self.wte = w.take("wte.weight", self.vocab_size, d)
         self.wpe = w.take("wpe.weight", self.max_positions, d)

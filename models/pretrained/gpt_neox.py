@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from models.checks import config_bool, config_float, config_str
 from models.config import InputError
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
@@ -48,9 +49,9 @@ class GPTNeoX(Architecture):
         self.max_positions = config_int(cfg, "max_position_embeddings")
         self.vocab_size = config_int(cfg, "vocab_size")
         self.ffn = config_int(cfg, "intermediate_size", default=4 * d)
-        self.eps = float(cfg.get("layer_norm_eps", 1e-5))
-        self.act = activation(cfg.get("hidden_act", "gelu"))
-        self.parallel = bool(cfg.get("use_parallel_residual", True))
+        self.eps = config_float(cfg, "layer_norm_eps", 1e-5)
+        self.act = activation(config_str(cfg, "hidden_act", "gelu"))
+        self.parallel = config_bool(cfg, "use_parallel_residual", True)
         rd = rotary_dim(cfg, dk, default_fraction=0.25)
         self.rotary_table = Rotary(rope_inv_freq(cfg, rd, self.model_type).to(w.device))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from models.checks import config_float, config_str, short
 from models.config import InputError
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
@@ -67,7 +68,7 @@ class Llama(Architecture):
         self.max_positions = config_int(cfg, "max_position_embeddings")
         self.vocab_size = config_int(cfg, "vocab_size")
         self.ffn = config_int(cfg, "intermediate_size")
-        self.eps = float(cfg.get("rms_norm_eps", 1e-6))
+        self.eps = config_float(cfg, "rms_norm_eps", 1e-6)
         self.act = activation(self.activation_name(cfg))
         self.windows = self.layer_windows(cfg)
         self.scale, self.scale_formula = dk**-0.5, "S / √d_k"
@@ -81,7 +82,7 @@ class Llama(Architecture):
 
     # --- configuration hooks ---------------------------------------------------------------
     def activation_name(self, cfg: dict) -> str:
-        return cfg.get("hidden_act") or self.default_act
+        return config_str(cfg, "hidden_act", self.default_act)
 
     def layer_windows(self, cfg: dict) -> list[int | None]:
         """Each layer's sliding window (None: it sees every earlier token), from
@@ -92,10 +93,10 @@ class Llama(Architecture):
             return [self.default_window(cfg, i) for i in range(self.num_layers)]
         if not isinstance(types, list) or len(types) != self.num_layers:
             raise InputError(f"config.json: layer_types must list {self.num_layers} layers")
-        unknown = sorted({t for t in types} - {"full_attention", "sliding_attention"})
+        unknown = [t for t in types if t not in ("full_attention", "sliding_attention")]
         if unknown:
             raise InputError(
-                f"{self.model_type} model: unsupported layer type {unknown[0]!r}; "
+                f"{self.model_type} model: unsupported layer type {short(unknown[0])}; "
                 "supported: full_attention, sliding_attention"
             )
         if window is not None:

@@ -20,6 +20,7 @@ import torch
 
 from models.config import DEVICES, InputError
 from models.device import pick_device
+from models.memory import check_memory, estimate_pretrained_load, estimate_tensors_read
 from models.pretrained.bert import Bert, DistilBert, Roberta, XLMRoberta
 from models.pretrained.checkpoint import LAYER_CACHE_BYTES, Checkpoint, Weights
 from models.pretrained.common import Architecture
@@ -76,6 +77,8 @@ def weight_files(folder: Path) -> tuple[list[Path], dict[str, str] | None]:
             shards = sorted(set(weight_map.values()))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise InputError(f"could not read shard index {path}: {first_line(e)}") from e
+        except RecursionError:  # json.loads on thousands of nested brackets
+            raise InputError(f"could not read shard index {path}: JSON nested too deeply") from None
         if not all(isinstance(s, str) and s == Path(s).name for s in shards):
             raise InputError(f"shard index {path} names files outside the model folder")
         if not all(isinstance(k, str) for k in weight_map):
@@ -125,12 +128,20 @@ def load_model(
     tokenizer = ModelTokenizer(folder / "tokenizer.json")
     dev, label, notice = resolve_device(device)
     files, weight_map = weight_files(folder)
+    weights = open_weights(files, weight_map, model_type, dev)  # headers only
+    whole = sum(f.stat().st_size for f in files) <= PRELOAD_FILE_BYTES
+    what = f"loading {display_name(folder)}"
+    if whole:  # read whole now: every tensor and its float32 copy
+        check_memory(estimate_pretrained_load(files), what)
+    else:  # only what the model reads when built (embeddings, final norm); the layers
+        meta = weights.as_meta()  # are checked by each trace (PretrainedModel.trace)
+        ARCHITECTURES[model_type](cfg, meta)
+        check_memory(estimate_tensors_read(meta.taken, meta.held), what)
     report(0.1, "Reading the embeddings")
-    weights = open_weights(files, weight_map, model_type, dev)
     with torch.no_grad():
         with weights.ckpt.reading():
             arch = ARCHITECTURES[model_type](cfg, weights)
-        if sum(f.stat().st_size for f in files) <= PRELOAD_FILE_BYTES:
+        if whole:
             # small: read every layer now (checked and converted), as one progress bar
             with arch.layers.reading(range(arch.num_layers), report, span=(0.15, 0.95)):
                 for i in range(arch.num_layers):

@@ -180,7 +180,9 @@ class PretrainedModel:
         enc = self.encode(sentence, max_tokens)
         n = len(enc.ids)
         mode, pads, notices = self._mask(mask, pad_positions, n)
-        check_memory(estimate_pretrained_peak(self.arch, n, layer), f"tracing {n} tokens of {self.name}")
+        needed = estimate_pretrained_peak(self.arch, n, layer)
+        needed += self.arch.layers.bytes_to_read(range(layer + 1))  # a big checkpoint's layers
+        check_memory(needed, f"tracing {n} tokens of {self.name}")
         with torch.no_grad():
             hidden = hidden_mask(n, mode, pads, self.device)
             key = (enc.ids, enc.type_ids, mode, pads)

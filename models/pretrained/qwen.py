@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from models.checks import config_bool, short
+from models.config import InputError
 from models.pretrained.common import config_int
 from models.pretrained.llama import Llama
 
@@ -25,13 +27,16 @@ class Qwen2(Llama):
     model_type = "qwen2"
 
     def default_window(self, cfg: dict, i: int) -> int | None:
-        if not cfg.get("use_sliding_window") or cfg.get("sliding_window") is None:
+        if not config_bool(cfg, "use_sliding_window", False) or cfg.get("sliding_window") is None:
             return None
-        first = cfg.get("max_window_layers", 28)
+        first = cfg.get("max_window_layers")
+        first = 28 if first is None else first
+        if isinstance(first, bool) or not isinstance(first, int) or first < 0:
+            raise InputError(f"config.json: max_window_layers must be an integer ≥ 0, got {short(first)}")
         return config_int(cfg, "sliding_window") if i >= first else None
 
     def layer_windows(self, cfg: dict) -> list[int | None]:
-        if not cfg.get("use_sliding_window"):  # transformers drops the window then
+        if not config_bool(cfg, "use_sliding_window", False):  # transformers drops the window then
             cfg = {**cfg, "sliding_window": None}
         return super().layer_windows(cfg)
 

@@ -12,6 +12,7 @@ import math
 import torch
 from torch import Tensor
 
+from models.checks import config_float, config_mapping, short
 from models.config import InputError
 
 ROPE_TYPES = ("default", "linear", "llama3")
@@ -20,25 +21,41 @@ ROPE_TYPES = ("default", "linear", "llama3")
 def rope_params(cfg: dict) -> dict:
     """The rope settings of config.json in both layouts: transformers 5 (``rope_parameters``)
     and 4 (``rope_theta`` plus an optional ``rope_scaling``)."""
-    params = cfg.get("rope_parameters") or {}
+    params = config_mapping(cfg, "rope_parameters")
     if params and all(isinstance(v, dict) for v in params.values()):
         return {}  # per layer type (gemma3): the caller picks one
-    scaling = dict(cfg.get("rope_scaling") or {})
+    scaling = dict(config_mapping(cfg, "rope_scaling"))
     if "type" in scaling:  # the older spelling
         scaling.setdefault("rope_type", scaling.pop("type"))
     return {**params, **scaling}  # rope_scaling wins, as in transformers
 
 
+def _first_float(default: float | None, *places: tuple[dict, str]) -> float:
+    """The first ``(mapping, name)`` present (not null), checked as a positive number;
+    ``default`` None: one must be present."""
+    for where, name in places:
+        if where.get(name) is not None:
+            return config_float(where, name, 1.0)
+    if default is None:
+        raise InputError(f"config.json lacks {places[-1][1]!r}")
+    return default
+
+
 def rotary_dim(cfg: dict, head_dim: int, default_fraction: float = 1.0) -> int:
     """How many features of each head rotate: ``int(d_k · partial_rotary_factor)``."""
     params = rope_params(cfg)
-    fraction = params.get(
-        "partial_rotary_factor",
-        cfg.get("partial_rotary_factor", cfg.get("rotary_pct", default_fraction)),
+    fraction = _first_float(
+        default_fraction,
+        (params, "partial_rotary_factor"),
+        (cfg, "partial_rotary_factor"),
+        (cfg, "rotary_pct"),
     )
-    dim = int(head_dim * float(fraction))
-    if dim < 2 or dim % 2:
-        raise InputError(f"config.json: {dim} rotary features per head (must be even and ≥ 2)")
+    dim = int(head_dim * fraction)
+    if dim < 2 or dim % 2 or dim > head_dim:
+        raise InputError(
+            f"config.json: {dim} rotary features per head of {head_dim} (must be even, ≥ 2 and "
+            f"at most d_k)"
+        )
     return dim
 
 
@@ -46,22 +63,34 @@ def rope_inv_freq(cfg: dict, dim: int, model_type: str, params: dict | None = No
     """The rotation speed of each pair of rotated features, ``(dim/2,)``."""
     params = rope_params(cfg) if params is None else params
     kind = params.get("rope_type", params.get("type", "default"))
-    if kind not in ROPE_TYPES:
+    if not isinstance(kind, str) or kind not in ROPE_TYPES:
         raise InputError(
-            f"{model_type} model: unsupported rope type {kind!r} (it cannot be reproduced "
+            f"{model_type} model: unsupported rope type {short(kind)} (it cannot be reproduced "
             f"exactly); supported: {', '.join(ROPE_TYPES)}"
         )
-    base = float(
-        params.get("rope_theta", cfg.get("rope_theta", cfg.get("rotary_emb_base", 10000.0)))
+    base = _first_float(
+        10000.0, (params, "rope_theta"), (cfg, "rope_theta"), (cfg, "rotary_emb_base")
     )
+
+    def number(name: str) -> float:  # a required positive number of the rope parameters
+        if params.get(name) is None:
+            raise InputError(f"config.json: rope type {kind!r} needs {name!r} in its rope parameters")
+        return config_float(params, name, 1.0)
+
     steps = torch.arange(0, dim, 2, dtype=torch.int64).float()
     inv_freq = 1.0 / (base ** (steps / dim))
     if kind == "linear":
-        inv_freq = inv_freq / float(params["factor"])
+        inv_freq = inv_freq / number("factor")
     elif kind == "llama3":
-        factor = float(params["factor"])
-        low, high = float(params["low_freq_factor"]), float(params["high_freq_factor"])
-        old_len = params.get("original_max_position_embeddings", cfg["max_position_embeddings"])
+        factor = number("factor")
+        low, high = number("low_freq_factor"), number("high_freq_factor")
+        if high <= low:
+            raise InputError(
+                f"config.json: rope high_freq_factor {high} must exceed low_freq_factor {low}"
+            )
+        old_len = _first_float(
+            None, (params, "original_max_position_embeddings"), (cfg, "max_position_embeddings")
+        )
         low_wavelen, high_wavelen = old_len / low, old_len / high
         wavelen = 2 * math.pi / inv_freq
         scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
