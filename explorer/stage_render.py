@@ -12,7 +12,7 @@ from .stage_image import MAX_DISPLAY_SIDE, SEQUENTIAL_STAGES, StageImage, as_sca
 
 def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, int, int] | None = None,
                 max_side: int = MAX_DISPLAY_SIDE, heads: list[int] | None = None,
-                should_stop=None) -> StageImage:  # fmt: skip
+                should_stop=None, levels: tuple[float, float] | None = None) -> StageImage:  # fmt: skip
     """Every head of ``stage`` (or ``heads``; ``region`` of each) as colour indices (``fit``: see colour_levels)."""
     sequential = stage.name in SEQUENTIAL_STAGES
     wanted = heads if heads is not None else list(range(stage.heads))
@@ -22,7 +22,9 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
     lo = min(lows) if lows and len(lows) == len(reduced) else np.nan  # nan: not read (large weights)
     hi = max(highs) if highs else np.nan
     scale = as_scale(fit)
-    if scale == "log" and sequential:
+    if levels is not None:  # a zoomed region keeps the colours of the whole matrix
+        pass
+    elif scale == "log" and sequential:
         positive = [float(r.peak[r.peak > 0].min()) for r in reduced if (r.peak > 0).any()]
         levels = colour_levels(stage, min(positive) if positive else np.nan, hi, "log")
     else:

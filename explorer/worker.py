@@ -62,6 +62,7 @@ class ComputeWorker(QThread):
 
     result_ready = Signal(object)  # DisplayTrace
     stage_ready = Signal(int, object)  # generation, StageImage
+    region_ready = Signal(int, int, object)  # generation, head, StageImage of a zoomed region (exact cells)
     # generation, one-line message, kind: "load" (the model could not be opened), "input"
     # (anything else the user can fix), "error" (an engine bug)
     failed = Signal(int, str, str)
@@ -78,6 +79,7 @@ class ComputeWorker(QThread):
         self._cond = threading.Condition()
         self._job: _Job | None = None
         self._wanted: list[tuple[int, str]] = []  # (generation, stage) the GUI is waiting for
+        self._regions: dict[int, tuple] = {}  # head -> (generation, stage, region): the latest zoom per plot
         self._trash: list[object] = []  # old traces to free here rather than on the GUI thread
         self._stopping = False
         self._latest = 0
@@ -103,6 +105,14 @@ class ComputeWorker(QThread):
             if fit_colours is not None:
                 self._fit_colours = fit_colours
             self._wanted.append((generation, stage_name))
+            self._cond.notify()
+
+    def prepare_region(self, generation: int, stage_name: str, head: int, region: tuple[int, int, int, int],
+                       levels: tuple[float, float] | None = None) -> None:  # fmt: skip
+        """Reduce ``region`` (rows r0:r1, cols c0:c1) of one head again from the exact values, at the
+        view's resolution: a zoomed heatmap is sharp down to single cells. The latest ask per head wins."""
+        with self._cond:
+            self._regions[head] = (generation, stage_name, tuple(region), levels)
             self._cond.notify()
 
     def set_fit_colours(self, fit: bool) -> None:
@@ -140,13 +150,14 @@ class ComputeWorker(QThread):
         while True:
             with self._cond:
                 # Background conversion only for the latest trace; a superseded one waits for requests.
-                while not (self._stopping or self._job or self._wanted or self._trash
+                while not (self._stopping or self._job or self._wanted or self._trash or self._regions
                            or (todo and current.generation == self._latest)):  # fmt: skip
                     self._cond.wait()
                 if self._stopping:
                     return
                 job, self._job = self._job, None
                 wanted, self._wanted = self._wanted, []
+                regions, self._regions = self._regions, {}
                 trash, self._trash = self._trash, []
             trash.clear()  # the last references to old traces: their memory is freed here
             if job is not None:
@@ -156,14 +167,26 @@ class ComputeWorker(QThread):
                 continue
             if current is None:
                 continue
-            # A converted stage may be asked for again: the colour scale changed since.
-            names = [n for g, n in wanted if g == current.generation and n in current.trace]
-            if not names and current.generation == self._latest:
-                names = todo[:1]
-            for name in dict.fromkeys(names):  # in order, once each
-                if name in todo:
-                    todo.remove(name)
-                self.stage_ready.emit(current.generation, stage_image(current.trace[name], self._fit_colours))
+            # A new request interrupts a conversion; the trace on screen still converts when asked,
+            # even when a newer request failed and it stays on screen.
+            stale = lambda: self._job is not None or self._stopping  # noqa: E731
+            try:
+                for head, (generation, name, region, levels) in regions.items():
+                    if generation == current.generation and name in current.trace:
+                        image = stage_image(current.trace[name], self._fit_colours, region=region, heads=[head],
+                                            should_stop=stale, levels=levels)  # fmt: skip
+                        self.region_ready.emit(generation, head, image)
+                # A converted stage may be asked for again: the colour scale changed since.
+                names = [n for g, n in wanted if g == current.generation and n in current.trace]
+                if not names and not regions and current.generation == self._latest:
+                    names = todo[:1]
+                for name in dict.fromkeys(names):  # in order, once each
+                    if name in todo:
+                        todo.remove(name)
+                    image = stage_image(current.trace[name], self._fit_colours, should_stop=stale)
+                    self.stage_ready.emit(current.generation, image)
+            except Cancelled:  # a newer request came: it goes first
+                continue
 
     def _compute(self, job: _Job) -> tuple[DisplayTrace, list[str]] | None:
         """Run, convert and emit one job; None when it failed or went stale."""
@@ -179,7 +202,8 @@ class ComputeWorker(QThread):
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [focus]
             fit = self._fit_colours
-            display = DisplayTrace(job.generation, trace, {n: stage_image(trace[n], fit) for n in first}, job.request)
+            images = {n: stage_image(trace[n], fit, should_stop=is_stale) for n in first}
+            display = DisplayTrace(job.generation, trace, images, job.request)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message
             if not is_stale():  # a stale job's failure (Cancelled included) interests no one
                 self.failed.emit(job.generation, _message(exc), _kind(exc))

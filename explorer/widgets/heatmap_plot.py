@@ -44,6 +44,7 @@ class HeatmapPlot:
         self.row_marker.hide()
         self.plot.addItem(self.row_marker)
         self.rows = self.cols = 0
+        self.region: tuple[int, int, int, int] | None = None  # a zoomed region painted from exact cells
         self.title = ""
         _keep_title_hint_on_resize(self.plot.titleLabel)
 
@@ -56,7 +57,8 @@ class HeatmapPlot:
         shape_changed = self.image.image is None or self.image.image.shape != indices.shape
         self.image.setImage(indices, autoLevels=False, levels=FULL_INDEX_RANGE, lut=lut)
         # Geometry changes re-lay out the whole grid and cost a second paint: only when needed.
-        if resized or shape_changed:
+        if resized or shape_changed or self.region is not None:
+            self.region = None
             # The rectangle is in cell units whatever the image resolution, so that hover and
             # click map to exact rows and columns even when the image was subsampled.
             self.image.setRect(QRectF(0, 0, self.cols, self.rows))
@@ -65,6 +67,13 @@ class HeatmapPlot:
         self.set_title(title)
         if resized:
             self.plot.getViewBox().setRange(xRange=(0, self.cols), yRange=(0, self.rows), padding=0)
+
+    def set_region(self, indices: np.ndarray, lut: np.ndarray, region: tuple[int, int, int, int]) -> None:
+        """Paint a zoomed region (rows r0:r1, cols c0:c1) reduced again from the exact values."""
+        r0, r1, c0, c1 = region
+        self.region = region
+        self.image.setImage(indices, autoLevels=False, levels=FULL_INDEX_RANGE, lut=lut)
+        self.image.setRect(QRectF(c0, r0, c1 - c0, r1 - r0))
 
     def set_title(self, title: str) -> None:
         if title != self.title:  # the title's HTML takes ~1 ms to lay out, and resizes the plot

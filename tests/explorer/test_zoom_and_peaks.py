@@ -1,0 +1,63 @@
+"""Long inputs on screen: every peak survives the reduction to pixels, zooming redraws exact cells,
+the focus panel keeps the one big weight among thousands of keys."""
+
+import numpy as np
+import pytest
+
+from explorer.stage_image import COLOURS
+from explorer.state import Inputs
+from models.config import AttentionConfig, AttentionRequest
+from models.pipeline import run
+
+N = 2048
+SENTENCE = " ".join(f"w{i}" for i in range(N))
+
+
+@pytest.fixture
+def long_window(make_window):
+    window = make_window(Inputs(sentence=SENTENCE, heads=2, d_model=8, mask="causal"), stage="weights")
+    return window
+
+
+def test_zooming_redraws_single_cells_from_the_exact_values(qtbot, long_window):
+    window = long_window
+    view, state = window.matrix_view, window.state
+    qtbot.waitUntil(lambda: view.shown_stage is not None and view.shown_stage.name == "weights", timeout=60_000)
+    image = state.display.images["weights"]
+    assert image.step == (2, 2)  # 2048 cells drawn on 1024 pixels, each pixel its block's peak
+    plot = view.plots[1]
+    plot.plot.getViewBox().setRange(xRange=(100, 140), yRange=(1000, 1030), padding=0)
+    qtbot.waitUntil(lambda: plot.region is not None, timeout=30_000)
+    r0, r1, c0, c1 = plot.region
+    assert r0 <= 1000 and r1 >= 1030 and c0 <= 100 and c1 >= 140
+    exact = state.display.trace["weights"].head(1)[r0:r1, c0:c1]
+    painted = plot.image.image
+    assert painted.shape == exact.shape  # one pixel per cell again
+    np.testing.assert_array_equal(painted, np.rint(np.clip(exact, 0, 1) * (COLOURS - 1)).astype(np.uint8))
+
+
+def test_the_focus_panel_keeps_the_one_big_weight_among_2048_keys(make_window):
+    window = make_window(Inputs(sentence=SENTENCE, heads=1, d_model=8))
+    trace = window.state.display.trace
+    window.state.set_query(N - 1)
+    panel = window.focus_panel
+    weights = trace["weights"].head(0)[N - 1]
+    heights = panel.bars.opts["height"]
+    assert len(heights) <= 512  # one bar per block of keys
+    assert float(np.max(heights)) == float(weights.max())  # the largest weight is still drawn
+
+
+def test_a_previous_token_head_is_found_in_the_painted_pixels():
+    # The engine with weights shaped like a previous-token head: softmax of a large score on (i, i−1).
+    from explorer.stage_render import stage_image
+
+    cfg = AttentionConfig(heads=1, d_model=4, mask="causal")
+    trace = run(AttentionRequest(config=cfg, sentence=SENTENCE))
+    stage = trace["weights"]
+    image = stage_image(stage, max_side=1024)
+    plane = image.indices[0]
+    diag = plane[np.arange(1, 1024), np.arange(0, 1023)]
+    exact = stage.head(0)
+    block_peaks = exact[: 2 * 1024, : 2 * 1024].reshape(1024, 2, 1024, 2).max(axis=(1, 3))
+    np.testing.assert_array_equal(plane, np.rint(np.clip(block_peaks, 0, 1) * (COLOURS - 1)).astype(np.uint8))
+    assert diag.shape == (1023,)
