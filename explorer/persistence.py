@@ -23,7 +23,7 @@ ORGANIZATION, APPLICATION = "attention-explorer", "Attention Explorer"
 INPUTS_KEY, GEOMETRY_KEY, EXPORT_FOLDER_KEY = "inputs", "window/geometry", "export/folder"
 MODEL_FOLDER_KEY = "models/folder"  # where "Open folder…" starts
 COLOURS_KEY = "view/colours"  # the weights' colour scale: "fixed" (0 to 1) or "fit" (0 to their max)
-COLOUR_CHOICES = ("fixed", "fit")
+COLOUR_CHOICES = ("fixed", "fit", "log")  # state.fit_colours: False, True, "log"
 
 
 def open_settings(path: str | os.PathLike | None = None) -> QSettings:
@@ -102,13 +102,14 @@ def _positive_int(value) -> int:
     return int(value)
 
 
-def load_fit_colours(settings: QSettings) -> bool:
-    """True for "fit to data"; anything but the stored word "fit" means 0 to 1."""
-    return str(settings.value(COLOURS_KEY, "fixed")) == "fit"
+def load_fit_colours(settings: QSettings) -> bool | str:
+    """True for "fit to data", "log" for the logarithmic scale; anything else means 0 to 1."""
+    value = str(settings.value(COLOURS_KEY, "fixed"))
+    return "log" if value == "log" else value == "fit"
 
 
 def save_fit_colours(settings: QSettings, fit: bool) -> None:
-    settings.setValue(COLOURS_KEY, COLOUR_CHOICES[int(fit)])
+    settings.setValue(COLOURS_KEY, "log" if fit == "log" else COLOUR_CHOICES[int(bool(fit))])
 
 
 def export_folder(settings: QSettings) -> Path:

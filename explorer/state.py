@@ -155,7 +155,7 @@ class ExplorerState(QObject):
     head_changed = Signal(int)
     query_changed = Signal(int)
     focus_head_changed = Signal(int)
-    colours_changed = Signal(bool)  # True: weights coloured 0..their max ("fit to data"), else 0..1
+    colours_changed = Signal(object)  # True: weights 0..their max ("fit to data"), "log": log10, False: 0..1
 
     def __init__(self, inputs: Inputs | None = None, parent: QObject | None = None):
         super().__init__(parent)
@@ -284,8 +284,8 @@ class ExplorerState(QObject):
             self.focus_head = head
             self.focus_head_changed.emit(head)
 
-    def set_fit_colours(self, fit: bool) -> None:
-        if fit != self.fit_colours:
+    def set_fit_colours(self, fit: bool | str) -> None:
+        if fit != self.fit_colours or type(fit) is not type(self.fit_colours):
             self.fit_colours = fit
             self.colours_changed.emit(fit)
 

@@ -32,7 +32,8 @@ COLOUR_BAR_PX = 75  # until the colour bar has been laid out once
 PLOT_OVERHEAD_PX = 56  # a plot's title, token labels underneath and spacing, heightwise
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 MINUS_INFINITY = "−∞ (masked)"
-COLOUR_SCALES = ("0 to 1", "fit to data")  # index 1: state.fit_colours
+COLOUR_SCALES = ("0 to 1", "fit to data", "log")  # state.fit_colours: False, True, "log"
+SCALE_VALUES = (False, True, "log")
 
 
 class _Canvas(pg.GraphicsLayoutWidget):
@@ -74,7 +75,7 @@ def format_value(value: float) -> str:
 
 class MatrixView(QWidget):
     cell_clicked = Signal(int, int, int)  # head, row, col
-    image_missing = Signal(int, str, bool)  # generation, stage name, fit colours: ask the worker to convert it
+    image_missing = Signal(int, str, object)  # generation, stage name, colour scale (False, True, "log"): ask the worker to convert it
     # generation, stage, head, (r0, r1, c0, c1), levels: a zoomed region to reduce again from exact cells
     region_wanted = Signal(int, str, int, tuple, tuple)
     painted = Signal(int)  # generation on screen after a paint
@@ -106,8 +107,8 @@ class MatrixView(QWidget):
         self.colour_combo = QComboBox()
         self.colour_combo.addItems(COLOUR_SCALES)
         self.colour_combo.setToolTip(
-            "Softmax weights: 0 to 1 (colours comparable between inputs), or 0 to the largest weight "
-            "shown (many keys make every weight small). Signed stages always fit their data, "
+            "Softmax weights: 0 to 1 (colours comparable between inputs), 0 to the largest weight "
+            "shown, or log10 (many keys make every weight small). Signed stages always fit their data, "
             "symmetric about 0."
         )
         self.colour_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
@@ -141,7 +142,7 @@ class MatrixView(QWidget):
         layout.addWidget(self.readout)
 
         self.head_combo.activated.connect(lambda i: state.set_head(i - 1))
-        self.colour_combo.currentIndexChanged.connect(lambda i: state.set_fit_colours(i == 1))
+        self.colour_combo.currentIndexChanged.connect(lambda i: state.set_fit_colours(SCALE_VALUES[i]))
         self.canvas.scene().sigMouseMoved.connect(self._hover)
         self.canvas.scene().sigMouseClicked.connect(self._click)
         self.canvas.painted.connect(lambda: self.painted.emit(self.shown_generation))
@@ -178,6 +179,7 @@ class MatrixView(QWidget):
         if self.colour_bar.colorMap() is not colour_map(image.sequential):
             self.colour_bar.setColorMap(colour_map(image.sequential))
         self.colour_bar.setLevels(image.levels)
+        self.colour_bar.setLabel("right", "log₁₀ weight" if image.sequential and image.scale == "log" else "")
         lo, hi = image.data_range
         if np.isfinite(lo):
             text = f"min {lo:.4g}   max {hi:.4g}"
@@ -186,7 +188,7 @@ class MatrixView(QWidget):
         if image.nan_cells:
             text += f'   <span style="background:{NAN_HEX};color:white">&nbsp;pink&nbsp;</span> = NaN'
         if image.step != (1, 1):
-            text += f"   ({image.step[0]}×{image.step[1]} cells a pixel, each its peak)"
+            text += f"   {image.step[0]}×{image.step[1]} cells/pixel (peaks)"
         if image.masked_cells:
             text += f'   <span style="background:{MASKED_HEX};color:white">&nbsp;grey&nbsp;</span> = masked (−∞)'
         self.range_label.setText(text)
@@ -361,7 +363,7 @@ class MatrixView(QWidget):
 
     def _sync_colour_combo(self, stage: Stage) -> None:
         with signals_blocked(self.colour_combo):
-            self.colour_combo.setCurrentIndex(int(self.state.fit_colours))
+            self.colour_combo.setCurrentIndex(SCALE_VALUES.index(self.state.fit_colours))
         self.colour_combo.setEnabled(stage.name in SEQUENTIAL_STAGES)  # signed stages always fit
 
     def _mark_query(self, *_) -> None:
