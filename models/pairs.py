@@ -41,21 +41,34 @@ class MaskSpec:
     def hides_anything(self) -> bool:
         return self.causal or bool(self.pads) or self.window is not None or self.custom is not None
 
-    def rows(self, r0: int, r1: int, n_k: int, device: torch.device) -> torch.Tensor | None:
-        """``(r1 − r0, n_k)`` bool, True where query i may not see key j; None when nothing is hidden."""
+    def visible_columns(self, r0: int, r1: int, n_k: int) -> tuple[int, int]:
+        """Keys ``c0:c1`` outside which every key is hidden from queries ``r0:r1`` (causal: nothing
+        after the last query; sliding window: nothing before the first query's window)."""
+        c0, c1 = 0, n_k
+        if self.causal:
+            c1 = min(n_k, r1)
+        if self.window is not None:
+            c0 = min(c1, max(0, r0 - self.window + 1))
+        return c0, c1
+
+    def rows(self, r0: int, r1: int, n_k: int, device: torch.device, c0: int = 0,
+             c1: int | None = None) -> torch.Tensor | None:  # fmt: skip
+        """``(r1 − r0, c1 − c0)`` bool, True where query i may not see key j; None when nothing is hidden."""
         if not self.hides_anything:
             return None
+        c1 = n_k if c1 is None else c1
         i = torch.arange(r0, r1, device=device)[:, None]  # (r, 1)
-        j = torch.arange(n_k, device=device)[None, :]  # (1, n_k)
-        hidden = torch.zeros(r1 - r0, n_k, dtype=torch.bool, device=device)
+        j = torch.arange(c0, c1, device=device)[None, :]  # (1, c)
+        hidden = torch.zeros(r1 - r0, c1 - c0, dtype=torch.bool, device=device)
         if self.causal:
             hidden |= j > i
         if self.window is not None:
             hidden |= j <= i - self.window
         if self.pads:
-            hidden[:, list(self.pads)] = True
+            pads = [p - c0 for p in self.pads if c0 <= p < c1]
+            hidden[:, pads] = True
         if self.custom is not None:
-            hidden |= torch.as_tensor(np.asarray(self.custom[r0:r1], dtype=bool), device=device)
+            hidden |= torch.as_tensor(np.asarray(self.custom[r0:r1, c0:c1], dtype=bool), device=device)
         return hidden
 
 
@@ -128,18 +141,33 @@ class PairStore:
 
     # --- computing one block -----------------------------------------------------------------
     def _compute(self, name: str, head: int, block: int) -> torch.Tensor:
-        """Stage ``name`` of ``head`` for one block of rows, computed from Q, K, V."""
+        """Stage ``name`` of ``head`` for one block of rows, computed from Q, K, V.
+
+        From the mask on, only the keys some query of the block can see are computed (under a causal
+        mask, half of them): the others are −∞ (masked) and exactly 0 (weights) by definition."""
         s = self.spec
         r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
+        before_mask = name in ("scores", "scaled", "softcapped")
+        c0, c1 = (0, self.n_k) if before_mask else s.mask.visible_columns(r0, r1, self.n_k)
+        x = self._chain(name, head, r0, r1, c0, c1)  # (r, c1 − c0)
+        if (c0, c1) == (0, self.n_k):
+            return x
+        fill = float("-inf") if name == "masked" else 0.0
+        out = torch.full((r1 - r0, self.n_k), fill, dtype=x.dtype, device=x.device)
+        out[:, c0:c1] = x
+        return out
+
+    def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+        s = self.spec
         g = s.head_groups[head]
-        q, k = s.q[head : head + 1, r0:r1], s.k[g : g + 1]  # (1, r, d_k), (1, n_k, d_k)
+        q, k = s.q[head : head + 1, r0:r1], s.k[g : g + 1, c0:c1]  # (1, r, d_k), (1, c, d_k)
         if s.score == "general":
             x = att.general_scores(q, k, s.params["W_g"][head : head + 1])
         elif s.score == "additive":
             p = s.params
             x = att.additive_scores(q, k, p["W_1"][head : head + 1], p["W_2"][head : head + 1], p["w"][head : head + 1])
         else:
-            x = att.dot_scores(q, k)  # (1, r, n_k)
+            x = att.dot_scores(q, k)  # (1, r, c)
         if name == "scores":
             return x[0]
         if s.scale is not None:
@@ -151,12 +179,12 @@ class PairStore:
             x = torch.tanh(x / s.softcap) * s.softcap
             if name == "softcapped":
                 return x[0]
-        hidden = s.mask.rows(r0, r1, self.n_k, x.device)
+        hidden = s.mask.rows(r0, r1, self.n_k, x.device, c0, c1)
         if hidden is not None:  # x is this block's own fresh tensor: mask it in place
             x = x.masked_fill_(hidden, float("-inf")) if x.is_contiguous() else att.apply_mask(x, hidden)
         if name == "masked":
             return x[0]
-        return att.softmax(x, s.temperature)[0]  # (r, n_k)
+        return att.softmax(x, s.temperature)[0]  # (r, c)
 
     def block(self, name: str, head: int, block: int, keep: bool = True) -> np.ndarray:
         """One block of rows of a stage, float32 numpy, from the cache when it is there
