@@ -75,7 +75,7 @@ def format_value(value: float) -> str:
 
 class MatrixView(QWidget):
     cell_clicked = Signal(int, int, int)  # head, row, col
-    image_missing = Signal(int, str, object)  # generation, stage name, colour scale (False, True, "log"): ask the worker to convert it
+    image_missing = Signal(int, str, object)  # generation, stage, colour scale (False, True, "log"): convert it
     # generation, stage, head, (r0, r1, c0, c1), levels: a zoomed region to reduce again from exact cells
     region_wanted = Signal(int, str, int, tuple, tuple)
     painted = Signal(int)  # generation on screen after a paint
