@@ -66,7 +66,7 @@ def hide_token(key: int, n_q: int, hidden: bool = True) -> list[Edit]:
     return [hide_key(i, key, hidden) for i in range(n_q)]
 
 
-def _check(edit: Edit, shapes: dict[str, tuple[int, ...]]) -> None:
+def check_edit(edit: Edit, shapes: dict[str, tuple[int, ...]]) -> None:
     if edit.stage not in EDITABLE:
         raise InputError(f"cannot edit stage {edit.stage!r}; editable: {', '.join(EDITABLE)}")
     if edit.stage not in shapes:
@@ -78,7 +78,7 @@ def _check(edit: Edit, shapes: dict[str, tuple[int, ...]]) -> None:
         raise InputError(f"edit of {edit.stage}: value {edit.value!r} is not a finite float32 number")
 
 
-def _shapes(trace: AttentionTrace) -> dict[str, tuple[int, ...]]:
+def edit_shapes(trace: AttentionTrace) -> dict[str, tuple[int, ...]]:
     shapes = {name: trace[name].shape for name in (*TENSOR_STAGES, "scores") if name in trace}
     shapes["mask"] = (len(trace.query_tokens), len(trace.key_tokens))
     return shapes
@@ -114,9 +114,9 @@ def apply_edits(request: AttentionRequest, edits: Iterable[Edit], original: Atte
         return pipeline.run(request, should_stop)
     if original is None:
         original = pipeline.run(request, should_stop)  # cheap: the n×n stages are not computed
-    shapes = _shapes(original)
+    shapes = edit_shapes(original)
     for e in edits:
-        _check(e, shapes)
+        check_edit(e, shapes)
     by_stage: dict[str, list[Edit]] = {}
     for e in edits:
         by_stage.setdefault(e.stage, []).append(e)
