@@ -12,7 +12,8 @@ from models.pipeline import materialize, run
 from models.session import Run, Session, load_session, save_session
 
 TOY = Inputs(sentence="The cat sat on the mat.", heads=4, d_model=8, d_k=3, mask="padding", pad_positions=(1, 3),
-             score="additive", pe=True, temperature=0.5, seed=7, cross_enabled=True, cross_sentence="Die Katze")  # fmt: skip
+             score="additive", pe=True, temperature=0.5, seed=7, cross_enabled=True,
+             cross_sentence="Die Katze")  # fmt: skip
 
 
 def test_window_inputs_round_trip_through_a_session_and_compute_the_same_numbers(tmp_path):
@@ -50,7 +51,8 @@ def test_screenshot_saves_its_session_and_session_reopens_it(qtbot, tmp_path, ca
     assert (session.stage, session.head) == ("masked", 1)
     assert session.run.options["--mask"] == "causal" and session.run.options["--heads"] == 2
     again = tmp_path / "b.zip"
-    assert run_app(["--session", str(saved), "--screenshot", str(tmp_path / "b.png"), "--save-session", str(again)]) == 0
+    argv = ["--session", str(saved), "--screenshot", str(tmp_path / "b.png"), "--save-session", str(again)]
+    assert run_app(argv) == 0
     back = load_session(again)
     assert (back.run.options, back.stage, back.head) == (session.run.options, session.stage, session.head)
 
