@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--attention", metavar="FILE",
                       help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
     view.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
+    view.add_argument("--session", metavar="FILE", help="open a saved session (other options given apply on top)")
+    view.add_argument("--save-session", metavar="FILE", help="with --screenshot: also save the session it shows")
     return p
 
 
@@ -140,6 +142,10 @@ def run_app(argv: Sequence[str]) -> int:
     # A screenshot documents exactly the options given: start from the defaults, save nothing.
     base = Inputs() if args.screenshot else load_inputs(settings)
     try:
+        if args.session or args.save_session:  # issue 9 (explorer/session_io.py)
+            from .session_io import session_arguments
+
+            base = session_arguments(args, base)
         inputs = inputs_from_args(args, base)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -168,7 +174,12 @@ def run_app(argv: Sequence[str]) -> int:
         window.open_survey(path=args.attention)
     try:
         if args.screenshot:
-            return _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer)
+            code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer)
+            if code == 0 and args.save_session:
+                from .session_io import save_shown_session
+
+                code = save_shown_session(args.save_session, window.state)
+            return code
         window.show()
         return app.exec()
     finally:

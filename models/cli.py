@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compute every stage of attention and write <stage>.npy files + manifest.json.",
     )
     add_input_arguments(p)
+    p.add_argument("--session", metavar="FILE", help="compute what a saved session shows (not with input options)")
     out = p.add_argument_group("output")
     out.add_argument("--out", required=True, metavar="DIR", help="folder to create")
     out.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
@@ -157,6 +158,10 @@ def given_options(argv: Sequence[str]) -> dict[str, str]:
 
 def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> list[str]:
     """Refuse options that would be ignored and text that is not valid UTF-8; return notes."""
+    if getattr(args, "session", None) is not None:  # issue 9: the session holds every input
+        from .session import check_session_options
+
+        return check_session_options(given)
     for dest in TEXT_OPTIONS:
         value = getattr(args, dest)
         for text in value if isinstance(value, tuple) else [value]:
@@ -197,6 +202,10 @@ def model_trace_from_args(model, args: argparse.Namespace):
 
 
 def trace_from_args(args: argparse.Namespace):
+    if getattr(args, "session", None) is not None:
+        from .session import load_session
+
+        return load_session(args.session).trace()
     if args.model is not None:
         return model_trace_from_args(model_from_args(args), args)
     from .pipeline import run

@@ -93,6 +93,8 @@ class PairSpec:
     softcap: float | None = None
     temperature: float = 1.0
     always_masked: bool = False  # a "masked" stage even when nothing is hidden (a model's own mask)
+    # What-if edits of the raw scores, {(head, row, col): value}: later stages follow from them.
+    score_edits: dict[tuple[int, int, int], float] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -168,6 +170,9 @@ class PairStore:
             x = att.additive_scores(q, k, p["W_1"][head : head + 1], p["W_2"][head : head + 1], p["w"][head : head + 1])
         else:
             x = att.dot_scores(q, k)  # (1, r, c)
+        for (h, row, col), value in (s.score_edits or {}).items():
+            if h == head and r0 <= row < r1 and c0 <= col < c1:
+                x[0, row - r0, col - c0] = value
         if name == "scores":
             return x[0]
         if s.scale is not None:

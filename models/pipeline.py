@@ -19,6 +19,9 @@ from .trace import AttentionTrace, Stage
 from .weights import complete_weights, random_weights
 
 StopCheck = Callable[[], bool] | None
+# ``override(stage name, tensor) -> tensor``: what-if edits (models/edits.py) replace an eager
+# stage's value before it is recorded and before anything after it is computed from it.
+Override = Callable[[str, torch.Tensor], torch.Tensor] | None
 # What a trace holds eagerly (inputs, Q, K, V, head outputs, the output) plus the pair stores'
 # budget. Above this it is refused with a message rather than letting the allocator fail.
 MAX_TRACE_BYTES = 8 << 30
@@ -71,10 +74,18 @@ def _sequence(req: AttentionRequest, cross: bool):
     return tokens_or_error(sentence, cfg.max_tokens, "second sentence" if cross else "sentence"), None
 
 
-def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
+def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override = None,
+        score_edits: dict[tuple[int, int, int], float] | None = None) -> AttentionTrace:  # fmt: skip
     """Compute the stages for ``req``: inputs and Q, K, V now; the n×n stages and what follows
     them when they are read (see :mod:`models.pairs`). Raises :class:`InputError` for bad input
-    and :class:`Cancelled` when ``should_stop()`` turns true between stages."""
+    and :class:`Cancelled` when ``should_stop()`` turns true between stages.
+
+    ``override`` and ``score_edits`` are what-if edits (see :mod:`models.edits`): every stage
+    after an edited one is computed from the edited value."""
+
+    def edited(name: str, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor if override is None else override(name, tensor)
+
     t0 = time.perf_counter()
     cfg = req.config.validate()
     device, device_label, notice = pick_device(cfg.device)
@@ -126,6 +137,9 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
     fk = _features(cfg.d_model)
     with torch.no_grad():
         x_k, x_q = x_k.to(device, torch.float32), x_q.to(device, torch.float32)
+        x_k = edited("embeddings", x_k)
+        if not req.is_cross:
+            x_q = x_k
         rec.add("embeddings", x_k, key_tokens, fk)
         if cfg.pe == "sinusoidal":
             p_k = att.sinusoidal_encoding(n_k, cfg.d_model).to(device, torch.float32)  # (n_k, d)
@@ -135,21 +149,23 @@ def run(req: AttentionRequest, should_stop: StopCheck = None) -> AttentionTrace:
                 x_q = x_q + att.sinusoidal_encoding(n_q, cfg.d_model).to(device, torch.float32)
             else:
                 x_q = x_k
+        x_k = edited("input", x_k)
+        x_q = edited("query_input", x_q) if req.is_cross else x_k
         rec.add("input", x_k, key_tokens, fk)
         if req.is_cross:
             rec.add("query_input", x_q, query_tokens, fk)
-        q = att.project(x_q, t(w.W_q), t(w.b_q))  # (h, n_q, d_k)
+        q = edited("q", att.project(x_q, t(w.W_q), t(w.b_q)))  # (h, n_q, d_k)
         rec.add("q", q, query_tokens, _features(dk))
-        k = att.project(x_k, t(w.W_k), t(w.b_k))  # (h, n_k, d_k)
+        k = edited("k", att.project(x_k, t(w.W_k), t(w.b_k)))  # (h, n_k, d_k)
         rec.add("k", k, key_tokens, _features(dk))
-        v = att.project(x_k, t(w.W_v), t(w.b_v))  # (h, n_k, d_v)
+        v = edited("v", att.project(x_k, t(w.W_v), t(w.b_v)))  # (h, n_k, d_v)
         rec.add("v", v, key_tokens, _features(dv))
 
         score = {"scaled": "dot"}.get(cfg.score, cfg.score)
         params = {name: t(w.extra[name]) for name in ("W_g", "W_1", "W_2", "w") if name in w.extra}
         spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), mask=hidden, score=score, params=params,
                               scale=pairs.sqrt_dk(dk) if cfg.score == "scaled" else None,
-                              temperature=cfg.temperature)  # fmt: skip
+                              temperature=cfg.temperature, score_edits=score_edits or None)  # fmt: skip
         store = pairs.PairStore(spec)
         for name in spec.names:
             rec.add_lazy(name, query_tokens, key_tokens, store=store)

@@ -1,0 +1,350 @@
+"""Session files: one ``.zip`` holding everything needed to reopen a view, readable without this tool.
+
+Members:
+
+- ``session.json``: ``{"format": "attention-explorer-session", "version": 1, "run": RUN,
+  "view": {"stage": "weights", "head": -1, "query": -1}, "edits": [EDIT, ...], "pinned": RUN | null}``
+  where ``RUN = {"options": {"--sentence": "...", "--heads": 2, "--bias": true, ...}, "arrays":
+  {"embeddings": "run/embeddings.npy", ...}}``. Options are ``main.py export`` options as written on
+  the command line (a flag is ``true``); file options (``--embeddings``, ``--cross-embeddings``,
+  ``--mask-file``, ``--weights``) are members instead. ``head`` and ``query`` are 0-based, -1 = all
+  heads / no query. An edit is ``{"stage": "q", "cell": [head, row, col], "value": 5.0}`` (models/edits.py).
+- ``.npy`` members, read with ``allow_pickle=False``: ``embeddings``, ``cross_embeddings``, ``mask``
+  (bool, True = hidden) and ``weights/<name>`` (``W_q`` …, as in a weights ``.npz``).
+
+A session is checked as the command line checks the same options (the very same code), so a bad
+one is refused with one line: a newer version, a corrupt or truncated file, a missing member, a
+wrong shape, a model that is not here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from .atomic import umask
+from .config import AttentionRequest, InputError
+from .edits import Edit
+
+FORMAT = "attention-explorer-session"
+VERSION = 1
+JSON_MEMBER = "session.json"
+FILE_OPTIONS = {"embeddings": "embeddings", "cross_embeddings": "cross_embeddings", "mask_file": "mask"}
+NOT_STORED = ("all_layers",)  # an export mode, not an input
+_MAX_JSON_BYTES = 64 << 20
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise InputError(message)
+
+
+def _input_parser() -> argparse.ArgumentParser:
+    from .cli import add_input_arguments
+
+    return add_input_arguments(_Parser(prog="session", add_help=False))
+
+
+def _option_names() -> dict[str, argparse.Action]:
+    """``{"--sentence": action, ...}``: the options a session may hold."""
+    skip = set(FILE_OPTIONS) | {"weights", *NOT_STORED}
+    return {a.option_strings[-1]: a for a in _input_parser()._actions if a.option_strings and a.dest not in skip}
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """One computation: command-line options plus the matrices its files held."""
+
+    options: dict[str, Any] = field(default_factory=dict)  # {"--sentence": "…", "--heads": 2, "--bias": True}
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)  # embeddings, cross_embeddings, mask, weights/W_q
+
+    def argv(self) -> list[str]:
+        """The options as a command line (without the file options)."""
+        known = _option_names()
+        argv = []
+        for option, value in self.options.items():
+            action = known.get(option)
+            if action is None:
+                raise InputError(f"unknown option {option!r}")
+            if isinstance(action, argparse._StoreTrueAction):
+                if not isinstance(value, bool):
+                    raise InputError(f"option {option} must be true or false, got {value!r}")
+                argv += [option] if value else []
+            elif isinstance(value, list | tuple):
+                argv.append(f"{option}={','.join(str(v) for v in value)}")
+            elif isinstance(value, str | int | float) and not isinstance(value, bool):
+                argv.append(f"{option}={value}")
+            else:
+                raise InputError(f"option {option} has a value of the wrong kind: {value!r}")
+        return argv
+
+    @contextmanager
+    def namespace(self) -> Iterator[argparse.Namespace]:
+        """The ``argparse`` namespace ``main.py export`` would have for this run, its matrices in
+        temporary files (removed at the end of the block)."""
+        args = _input_parser().parse_args(self.argv())
+        args.all_layers = False
+        with tempfile.TemporaryDirectory(prefix="attention-session-") as folder:
+            for dest, name in FILE_OPTIONS.items():
+                if name in self.arrays:
+                    path = os.path.join(folder, f"{name}.npy")
+                    np.save(path, self.arrays[name], allow_pickle=False)
+                    setattr(args, dest, path)
+            weights = {k.removeprefix("weights/"): a for k, a in self.arrays.items() if k.startswith("weights/")}
+            if weights:
+                args.weights = os.path.join(folder, "weights.npz")
+                np.savez(args.weights, **weights)
+            yield args
+
+    def given(self) -> dict[str, str]:
+        """``{dest: "--option"}`` of what this run sets, as models.cli.check_arguments takes it."""
+        known = _option_names()
+        given = {known[o].dest: o for o in self.options if o in known}
+        given |= {dest: "--" + dest.replace("_", "-") for dest, name in FILE_OPTIONS.items() if name in self.arrays}
+        if any(k.startswith("weights/") for k in self.arrays):
+            given["weights"] = "--weights"
+        return given
+
+    @property
+    def model(self) -> str | None:
+        return self.options.get("--model")
+
+    def request(self) -> AttentionRequest:
+        """The toy engine's request, built by the command line's own code."""
+        from .cli import request_from_args
+
+        if self.model is not None:
+            raise InputError("this session traces a pretrained model, not the toy engine")
+        with self.namespace() as args:
+            return request_from_args(args)
+
+    def trace(self, edits=()):
+        """The trace ``main.py export`` computes for these options, with ``edits`` applied."""
+        from .cli import trace_from_args
+
+        if self.model is None:
+            from .edits import apply_edits
+
+            return apply_edits(self.request(), edits)
+        if edits:
+            raise InputError("edits of a pretrained layer cannot be applied yet")
+        with self.namespace() as args:
+            return trace_from_args(args)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Run:
+        """A run from ``main.py export`` arguments (its files read now)."""
+        from .cli import load_matrix
+
+        options = {}
+        for option, action in _option_names().items():
+            value = getattr(args, action.dest, None)
+            if value is not None and value != action.default:
+                options[option] = list(value) if isinstance(value, tuple) else value
+        arrays = {name: load_matrix(getattr(args, dest), dest) for dest, name in FILE_OPTIONS.items()
+                  if getattr(args, dest, None)}  # fmt: skip
+        if getattr(args, "weights", None):
+            with np.load(args.weights, allow_pickle=False) as npz:
+                arrays |= {f"weights/{k}": npz[k] for k in npz.files}
+        return cls(options, arrays)
+
+
+@dataclass(frozen=True, eq=False)
+class Session:
+    run: Run
+    stage: str | None = None
+    head: int = -1  # 0-based; -1: all heads
+    query: int = -1  # 0-based; -1: none focused
+    edits: tuple[Edit, ...] = ()
+    pinned: Run | None = None  # the run shown beside this one for comparison
+
+    def request(self) -> AttentionRequest:
+        return self.run.request()
+
+    def trace(self):
+        return self.run.trace(self.edits)
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def _npy(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _run_json(run: Run, prefix: str, members: dict[str, bytes]) -> dict:
+    names = {}
+    for key, array in run.arrays.items():
+        names[key] = f"{prefix}/{key}.npy"
+        members[names[key]] = _npy(array)
+    return {"options": dict(run.options), "arrays": names}
+
+
+def save_session(path: str | os.PathLike, session: Session) -> Path:
+    """Write ``session`` to ``path`` atomically: a temporary file beside it, renamed into place."""
+    path = Path(path)
+    members: dict[str, bytes] = {}
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "run": _run_json(session.run, "run", members),
+        "view": {"stage": session.stage, "head": session.head, "query": session.query},
+        "edits": [e.to_json() for e in session.edits],
+        "pinned": None if session.pinned is None else _run_json(session.pinned, "pinned", members),
+    }
+    text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.resolve().parent)
+    except OSError as exc:
+        raise InputError(f"cannot write session {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(JSON_MEMBER, text.encode("utf-8", "backslashreplace"))
+            for name, data in members.items():
+                zf.writestr(name, data)
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a file should follow the umask
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write session {path}: {exc.strerror or exc}") from None
+        raise
+    return path
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def load_session(path: str | os.PathLike) -> Session:
+    """Read and check a session file; one-line :class:`InputError` for anything wrong."""
+    try:
+        return _load(Path(path))
+    except InputError as exc:
+        raise InputError(f"session {path}: {exc}") from None
+    except RecursionError:
+        raise InputError(f"session {path}: nested too deeply to read") from None
+
+
+def _load(path: Path) -> Session:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            doc = _read_json(zf)
+            run = _read_run(zf, doc.get("run"), "run")
+            pinned = None if doc.get("pinned") is None else _read_run(zf, doc["pinned"], "pinned")
+    except FileNotFoundError:
+        raise InputError("file not found") from None
+    except IsADirectoryError:
+        raise InputError("is a folder, not a session file") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        raise InputError(f"not a readable session file (corrupt or truncated: {exc})") from None
+    view = doc.get("view") or {}
+    if not isinstance(view, dict):
+        raise InputError("'view' must be an object")
+    stage, head, query = view.get("stage"), view.get("head", -1), view.get("query", -1)
+    if stage is not None and not isinstance(stage, str):
+        raise InputError(f"view stage must be a stage name, got {stage!r}")
+    for name, value in (("head", head), ("query", query)):
+        if type(value) is not int or value < -1:
+            raise InputError(f"view {name} must be an integer ≥ -1, got {value!r}")
+    edits = doc.get("edits") or []
+    if not isinstance(edits, list):
+        raise InputError("'edits' must be a list")
+    session = Session(run, stage, head, query, tuple(Edit.from_json(e) for e in edits), pinned)
+    check_session(session)
+    return session
+
+
+def _read_json(zf: zipfile.ZipFile) -> dict:
+    try:
+        info = zf.getinfo(JSON_MEMBER)
+    except KeyError:
+        raise InputError(f"no {JSON_MEMBER} inside: not a session file") from None
+    if info.file_size > _MAX_JSON_BYTES:
+        raise InputError(f"{JSON_MEMBER} is too large")
+    try:
+        doc = json.loads(zf.read(info).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{JSON_MEMBER} is not valid JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise InputError(f"{JSON_MEMBER} is not an {FORMAT} document")
+    version = doc.get("version")
+    if type(version) is not int or version < 1:
+        raise InputError(f"unknown format version {version!r}")
+    if version > VERSION:
+        raise InputError(f"written by a newer version (format {version}); this one reads format {VERSION}")
+    return doc
+
+
+def _read_run(zf: zipfile.ZipFile, data, what: str) -> Run:
+    if not isinstance(data, dict) or not isinstance(data.get("options", {}), dict):
+        raise InputError(f"'{what}' must be an object with 'options'")
+    names = data.get("arrays") or {}
+    if not isinstance(names, dict) or not all(isinstance(v, str) for v in names.values()):
+        raise InputError(f"'{what}.arrays' must map names to members")
+    allowed = set(FILE_OPTIONS.values())
+    arrays = {}
+    for key, member in names.items():
+        if key not in allowed and not key.startswith("weights/"):
+            raise InputError(f"unknown array {key!r} in {what}")
+        try:
+            data_bytes = zf.read(member)
+        except KeyError:
+            raise InputError(f"member {member} is missing") from None
+        try:
+            arrays[key] = np.load(io.BytesIO(data_bytes), allow_pickle=False)
+        except (ValueError, EOFError, OSError) as exc:
+            raise InputError(f"member {member} is not a readable .npy ({exc})") from None
+    return Run(dict(data.get("options", {})), arrays)
+
+
+def check_session(session: Session) -> None:
+    """Check each run as ``main.py export`` checks its options, and the edits against the trace."""
+    traces = [check_run(run) for run in [session.run] + ([session.pinned] if session.pinned else [])]
+    if session.edits:
+        if traces[0] is None:
+            raise InputError("edits of a pretrained layer cannot be applied yet")
+        from .edits import check_edit, edit_shapes
+
+        shapes = edit_shapes(traces[0])
+        for e in session.edits:
+            check_edit(e, shapes)
+
+
+def check_session_options(given: dict[str, str]) -> list[str]:
+    """``export --session``: refuse input options beside it (the session holds the inputs)."""
+    output = {"session", "out", "force", "stages", "only_heads"}
+    extra = [option for dest, option in given.items() if dest not in output]
+    if extra:
+        raise InputError(f"--session holds the inputs; remove {', '.join(extra)}")
+    return []
+
+
+def check_run(run: Run):
+    """Refuse what ``main.py export`` would refuse for these options; the toy trace (cheap: the
+    n×n stages are lazy) for a toy run, None for a model (resolved, not loaded)."""
+    from .cli import check_arguments
+
+    with run.namespace() as args:
+        check_arguments(args, run.given())
+    if run.model is not None:
+        from .pretrained import resolve_model
+
+        resolve_model(run.model)
+        return None
+    from .pipeline import run as run_pipeline
+
+    return run_pipeline(run.request())

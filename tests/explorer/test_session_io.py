@@ -1,0 +1,67 @@
+"""Sessions in the window: Inputs ⇄ session, main.py --session / --save-session."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from explorer.app import run_app
+from explorer.session_io import inputs_from_session, session_from_inputs
+from explorer.state import Inputs
+from models.edits import Edit
+from models.pipeline import materialize, run
+from models.session import Run, Session, load_session, save_session
+
+TOY = Inputs(sentence="The cat sat on the mat.", heads=4, d_model=8, d_k=3, mask="padding", pad_positions=(1, 3),
+             score="additive", pe=True, temperature=0.5, seed=7, cross_enabled=True,
+             cross_sentence="Die Katze")  # fmt: skip
+
+
+def test_window_inputs_round_trip_through_a_session_and_compute_the_same_numbers(tmp_path):
+    path = save_session(tmp_path / "s.zip", session_from_inputs(TOY, "weights", 2, 1))
+    shown = inputs_from_session(load_session(path))
+    assert shown.inputs == TOY and (shown.stage, shown.head, shown.query) == ("weights", 2, 1)
+    assert shown.not_applied == ()
+    window = materialize(run(TOY.request()))
+    exported = materialize(load_session(path).trace())  # what export --session computes
+    assert window.names == exported.names
+    for name in window.names:
+        np.testing.assert_array_equal(window[name].array, exported[name].array, err_msg=name)
+
+
+def test_a_model_session_maps_to_the_model_inputs():
+    inputs = Inputs(sentence="a b", model="minilm", layer=2, model_mask="causal", pad_positions=(1,))
+    shown = inputs_from_session(session_from_inputs(inputs))
+    assert (shown.inputs.model, shown.inputs.layer, shown.inputs.model_mask) == ("minilm", 2, "causal")
+    assert shown.inputs.pad_positions == (1,)
+
+
+def test_what_the_window_cannot_show_is_listed():
+    session = Session(Run({"--sentence": "a b", "--mask": "custom", "--bias": True},
+                          {"mask": np.zeros((2, 2), bool)}), edits=(Edit("q", (0, 0, 0), 1.0),),
+                      pinned=Run({"--sentence": "a"}))  # fmt: skip
+    left = inputs_from_session(session).not_applied
+    assert left == ("--mask custom", "--bias True", "the mask array", "1 edit(s)", "the pinned run")
+
+
+def test_screenshot_saves_its_session_and_session_reopens_it(qtbot, tmp_path, capsys):
+    shot, saved = tmp_path / "a.png", tmp_path / "a.zip"
+    argv = ["--sentence", "The cat sat.", "--heads", "2", "--mask", "causal", "--stage", "masked", "--head", "2"]
+    assert run_app([*argv, "--screenshot", str(shot), "--save-session", str(saved)]) == 0
+    session = load_session(saved)
+    assert (session.stage, session.head) == ("masked", 1)
+    assert session.run.options["--mask"] == "causal" and session.run.options["--heads"] == 2
+    again = tmp_path / "b.zip"
+    argv = ["--session", str(saved), "--screenshot", str(tmp_path / "b.png"), "--save-session", str(again)]
+    assert run_app(argv) == 0
+    back = load_session(again)
+    assert (back.run.options, back.stage, back.head) == (session.run.options, session.stage, session.head)
+
+
+def test_bad_session_or_save_without_screenshot_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"nope")
+    assert run_app(["--session", str(bad), "--screenshot", str(tmp_path / "x.png")]) == 2
+    assert "corrupt or truncated" in capsys.readouterr().err
+    assert run_app(["--save-session", str(tmp_path / "s.zip")]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: --save-session needs --screenshot")
+    assert not (tmp_path / "x.png").exists() and not (tmp_path / "s.zip").exists()
