@@ -61,6 +61,18 @@ def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int):
         yield start, stage.rows(head, start, min(r1, start + band_rows))
 
 
+def _exact(values: np.ndarray, region: tuple[int, int, int, int]) -> Reduced:
+    finite = np.isfinite(values)
+    if finite.all():
+        lo, hi = (float(values.min()), float(values.max())) if values.size else (np.nan, np.nan)
+        return Reduced(values.astype(np.float32, copy=True), None, region, (1, 1), (lo, hi))
+    shown = values[finite]
+    lo, hi = (float(shown.min()), float(shown.max())) if shown.size else (np.nan, np.nan)
+    masked = np.isneginf(values)
+    return Reduced(values.astype(np.float32, copy=True), masked.astype(np.float32) if masked.any() else None,
+                   region, (1, 1), (lo, hi))  # fmt: skip
+
+
 def reduce_head(
     stage: Stage,
     head: int,
@@ -75,6 +87,8 @@ def reduce_head(
     r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
     kr, kc = block_step(r1 - r0, max_side), block_step(c1 - c0, max_side)
     out_rows = -(-(r1 - r0) // kr)
+    if kr == kc == 1:  # a pixel per cell: nothing to reduce (small matrices, zoomed regions)
+        return _exact(stage.rows(head, r0, r1)[:, c0:c1], (r0, r1, c0, c1))
     band_rows = max(kr, (BAND_CELLS // max(1, c1 - c0)) // kr * kr)
     peaks, masks, lo, hi, any_masked = [], [], np.inf, -np.inf, False
     # The exact minimum costs a second pass: for weights (whose peaks are maxima) only when small.
