@@ -121,6 +121,29 @@ def check_target(out: str | os.PathLike, force: bool = False) -> Path:
 
 
 @contextmanager
+def atomic_file(path: str | os.PathLike, what: str = "") -> Iterator:
+    """Yield a binary file to write ``path``'s new contents into: a temporary file beside it,
+    renamed into place (with the umask's permissions) when the block ends, removed when it raises,
+    so an interrupted write never leaves half a file where the old one was."""
+    path = Path(path)
+    label = f"{what} {path}" if what else str(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", suffix=path.suffix, dir=path.resolve().parent)
+    except OSError as exc:
+        raise InputError(f"cannot write {label}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a file should follow the umask
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise InputError(f"cannot write {label}: {exc.strerror or exc}") from None
+        raise
+
+
+@contextmanager
 def atomic_folder(out: str | os.PathLike, force: bool = False) -> Iterator[Path]:
     """Yield an empty temporary folder; publish it as ``out`` when the block succeeds.
 

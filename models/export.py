@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .atomic import MANIFEST, TOOL, atomic_folder, check_target, umask
+from .atomic import MANIFEST, TOOL, atomic_file, atomic_folder, check_target
 from .checks import check_block_finite, check_finite_stages, largest_input
 from .config import InputError
 from .trace import AttentionTrace, Stage
@@ -135,21 +134,8 @@ def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
     path = Path(path)
     if path.suffix != ".npy":
         path = path.with_name(path.name + ".npy")
-    parent = path.resolve().parent
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", suffix=".npy", dir=parent)
-    except OSError as exc:
-        raise InputError(f"cannot write to {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array, allow_pickle=False)
-        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a file should follow the umask
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write to {path}: {exc.strerror or exc}") from None
-        raise
+    with atomic_file(path, "to") as f:
+        np.save(f, array, allow_pickle=False)
     return path
 
 

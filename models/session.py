@@ -34,7 +34,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from .atomic import umask
+from .atomic import atomic_file
 from .config import AttentionRequest, InputError
 from .edits import Edit
 
@@ -207,22 +207,10 @@ def save_session(path: str | os.PathLike, session: Session) -> Path:
         "pinned": None if session.pinned is None else _run_json(session.pinned, "pinned", members),
     }
     text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", dir=path.resolve().parent)
-    except OSError as exc:
-        raise InputError(f"cannot write session {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr(JSON_MEMBER, text.encode("utf-8", "backslashreplace"))
-            for name, data in members.items():
-                zf.writestr(name, data)
-        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a file should follow the umask
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write session {path}: {exc.strerror or exc}") from None
-        raise
+    with atomic_file(path, "session") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(JSON_MEMBER, text.encode("utf-8", "backslashreplace"))
+        for name, data in members.items():
+            zf.writestr(name, data)
     return path
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,6 @@ import torch
 from engine_refs import make_mha, mha_to_weights, run_mha
 
 import models.device as device_mod
-import models.export as export_mod
 from models.cli import export_main
 from models.config import AttentionConfig, AttentionRequest, InputError
 from models.export import MANIFEST, read_trace_files, write_array, write_trace
@@ -137,7 +137,7 @@ def test_a_failing_temporary_folder_is_an_input_error(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(export_mod.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(tempfile, "mkdtemp", refuse)
     with pytest.raises(InputError, match="cannot write to .*Permission denied"):
         write_trace(_trace(), tmp_path / "run")
     assert list(tmp_path.iterdir()) == []
