@@ -223,6 +223,12 @@ def estimate_pretrained_peak(arch, n: int, layer: int) -> int:
     ffn = getattr(arch, "ffn", None) or 4 * d  # never arch.layers[0]: that would read it
     states = F32 * (layer + 2) * n * d
     vectors = F32 * n * (3 * h * dk + 2 * h * dk + 6 * d + 3 * ffn)  # q k v, repeated k v, ffn
-    pairs = F32 * 8 * h * n * n + 2 * n * n  # scores…weights, softmax temporaries, trace copies
+    from .pairs import BLOCK_BYTES, DEFAULT_BUDGET
+
+    # The traced layer's n×n stages are computed per head and block of rows, kept within the pair
+    # store's budget; the layers below run fused (SDPA) with the boolean masks (n² bytes each) ...
+    pairs = min(DEFAULT_BUDGET, F32 * 5 * h * n * n) + 8 * BLOCK_BYTES + 3 * n * n
+    if getattr(arch, "softcap", None) is not None:  # ... except soft-capped ones, taken apart whole
+        pairs += F32 * 8 * h * n * n
     return states + vectors + pairs + MARGIN
 

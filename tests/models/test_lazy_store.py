@@ -135,3 +135,29 @@ def test_export_of_16384_tokens_streams_one_head(tmp_path):
     for row in (0, 1, 8191, 16383):
         assert abs(float(weights[0, row, : row + 1].sum()) - 1.0) < 1e-4
         assert not weights[0, row, row + 1 :].any()  # causal: exactly 0 above the diagonal
+
+
+def test_a_decoder_traces_16384_tokens(tmp_path):
+    # Regression: the memory estimate counted every n×n tensor whole (32 GiB at 16,384 tokens) and
+    # refused; the traced layer is lazy and the layers below run fused.
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from models.pretrained import load_model
+
+    words = [f"w{i}" for i in range(50)]
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
+    config = transformers.LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16384)  # fmt: skip
+    torch.manual_seed(0)
+    transformers.LlamaModel(config).eval().save_pretrained(tmp_path)
+    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    trace = load_model(tmp_path, device="cpu").trace(" ".join(words[i % 50] for i in range(16384)), 1)
+    weights = trace["weights"]
+    assert weights.shape == (4, 16384, 16384) and weights.lazy
+    row = weights.rows(3, 16383, 16384)[0]
+    assert abs(float(row.sum()) - 1.0) < 1e-4
+    first = weights.rows(0, 0, 1)[0]
+    assert first[0] == 1.0 and not first[1:].any()  # causal: the first token sees only itself
