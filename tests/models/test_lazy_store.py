@@ -147,8 +147,9 @@ def test_a_decoder_traces_16384_tokens(tmp_path):
 
     words = [f"w{i}" for i in range(50)]
     vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
-    config = transformers.LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16384)  # fmt: skip
+    config = transformers.LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64,
+                                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                      max_position_embeddings=16384)  # fmt: skip
     torch.manual_seed(0)
     transformers.LlamaModel(config).eval().save_pretrained(tmp_path)
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
