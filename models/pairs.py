@@ -177,7 +177,7 @@ class PairStore:
             return x[0]
         if s.scale is not None:
             kind, value = s.scale
-            x = x / value if kind == "div" else x * value
+            x = x.div_(value) if kind == "div" else x.mul_(value)  # x is this block's own fresh tensor
             if name == "scaled":
                 return x[0]
         if s.softcap is not None:

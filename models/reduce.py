@@ -101,8 +101,9 @@ def reduce_head(
         t = torch.from_numpy(band)[None, None, :, c0:c1]  # (1, 1, r, c), a view
         if c0 or c1 != band.shape[1]:
             t = t.contiguous()
-        neg_inf = torch.isneginf(t)
-        has_masked = bool(neg_inf.any())
+        # Weights (the unsigned stage) are never −∞: a masked key's weight is 0; skip that pass.
+        neg_inf = torch.isneginf(t) if signed else None
+        has_masked = neg_inf is not None and bool(neg_inf.any())
         any_masked |= has_masked
         with torch.no_grad():
             top = _block_max(t, kr, kc)  # block max (−∞: all masked; NaN spreads)
