@@ -35,6 +35,10 @@ bench: $(VENV)/.dev
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_engine.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_gui.py
 	$(BIN)/python bench/bench_pretrained.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_long.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_survey.py
+	$(BIN)/python bench/bench_memory.py
+# bench/bench_big_checkpoint.py writes a 2.2 GB checkpoint to a temporary folder: run it by hand.
 
 clean:
 	rm -rf $(VENV)

@@ -2,7 +2,8 @@
 
     python bench/bench_engine.py [--sizes 64,512,2048] [--repeats 5] [--device cpu]
 
-Every run computes the full trace (all stages kept as numpy) for h = 8 heads, d_model = 512,
+Every run computes the full trace (every stage read once: ``pipeline.materialize``, the eager
+equivalent of the lazy core; see bench_long.py for what the window computes) for h = 8 heads, d_model = 512,
 scaled dot-product scores and a causal mask, from a generated sentence of n distinct words
 (so tokenizing and the embedding table are part of the time). The time is the median of the
 repeats after one warm-up run; "trace" is the sum of the bytes of every stage array.
@@ -25,7 +26,7 @@ if str(ROOT) not in sys.path:
 import torch  # noqa: E402
 
 from models.config import AttentionConfig, AttentionRequest  # noqa: E402
-from models.pipeline import run  # noqa: E402
+from models.pipeline import materialize, run  # noqa: E402
 
 HEADS, D_MODEL = 8, 512
 
@@ -55,12 +56,12 @@ def human_bytes(n: float) -> str:
 def bench(n: int, repeats: int, device: str) -> dict[str, float]:
     cfg = AttentionConfig(heads=HEADS, d_model=D_MODEL, score="scaled", mask="causal", device=device, max_tokens=n)
     req = AttentionRequest(config=cfg, sentence=sentence_of(n))
-    trace = run(req)  # warm-up; also the trace whose size is reported
+    trace = materialize(run(req))  # warm-up; also the trace whose size is reported
     assert len(trace.key_tokens) == n, (len(trace.key_tokens), n)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        run(req)
+        materialize(run(req))
         times.append((time.perf_counter() - t0) * 1000.0)
     weights = trace["weights"].array.nbytes
     return {

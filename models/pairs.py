@@ -264,8 +264,10 @@ class PairStore:
             for h in range(self.heads):
                 v = s.v[s.head_groups[h]]  # (n_k, d_v)
                 for start, a in self.iter_blocks("weights", h, should_stop):
-                    a_t = torch.from_numpy(a).to(v.device)
-                    out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v)
+                    # Keys no query of the block sees have weight 0 exactly: leave them out of the sum.
+                    c0, c1 = s.mask.visible_columns(start, start + a.shape[0], self.n_k)
+                    a_t = torch.from_numpy(a[:, c0:c1]).to(v.device)
+                    out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v[c0:c1])
         with self._lock:
             if self._head_output is None:
                 self._head_output = out
