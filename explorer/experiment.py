@@ -89,7 +89,8 @@ class Experiment(QObject):
             return False
         cell = (head, row, col) if stage.per_head else (row, col)
         earlier = [e.value for e in self.edits if e.stage == stage.name and e.cell == cell]
-        current = earlier[-1] if earlier else 0.0 if display.trace.meta.get("difference") else stage.cell(head, row, col)
+        shown = 0.0 if display.trace.meta.get("difference") else stage.cell(head, row, col)
+        current = earlier[-1] if earlier else shown
         value = self.ask_value(stage.title, cell, float(current))
         if value is None:
             return False

@@ -11,9 +11,8 @@ from explorer.state import Inputs
 from models import pipeline
 from models.edits import Edit, apply_edits
 
-from conftest import SMALL
-
 ROOT = Path(__file__).resolve().parents[2]
+SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
 
 
 def _arrays(trace):
