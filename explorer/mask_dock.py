@@ -31,6 +31,7 @@ class MaskDock(QDockWidget):
         self.state.trace_changed.connect(lambda _display: self._follow_trace())
         window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self)
         self._previous_mask = self.state.inputs.mask
+        self._following = False
         self.setVisible(self.wanted())
 
     def wanted(self) -> bool:
@@ -44,7 +45,8 @@ class MaskDock(QDockWidget):
             QTimer.singleShot(0, lambda: self._start(previous if previous in STARTS else "none"))
 
     def _start(self, kind: str) -> None:
-        if self._follow_trace():
+        painted = self.state.inputs.painted_mask  # one already painted (or a session's) is kept
+        if self._follow_trace() and not painted:
             self.painter.start_from(kind)
 
     def _follow_trace(self) -> bool:
@@ -53,15 +55,21 @@ class MaskDock(QDockWidget):
         if not self.wanted() or display is None:
             return False
         inputs = self.state.inputs
-        self.painter.set_tokens(display.trace.query_tokens, display.trace.key_tokens, inputs.pad_positions)
-        painted = np.array(inputs.painted_mask, bool) if inputs.painted_mask else None
-        if painted is not None and painted.shape == self.painter.shape:
-            if not np.array_equal(painted, self.painter.mask()):
-                self.painter.set_mask(painted)
-        else:
-            self._painted(self.painter.mask())
+        # Only the user's strokes change the inputs: a trace still on screen from earlier inputs
+        # (another sentence) must not replace a session's mask with an empty one.
+        self._following = True
+        try:
+            self.painter.set_tokens(display.trace.query_tokens, display.trace.key_tokens, inputs.pad_positions)
+            painted = np.array(inputs.painted_mask, bool) if inputs.painted_mask else None
+            if painted is not None and painted.shape == self.painter.shape:
+                if not np.array_equal(painted, self.painter.mask()):
+                    self.painter.set_mask(painted)
+            elif painted is not None:
+                self.painter.start_from("none")  # what is computed for a mask that does not fit
+        finally:
+            self._following = False
         return True
 
     def _painted(self, mask: np.ndarray) -> None:
-        if self.wanted():
+        if self.wanted() and not self._following:
             self.state.update_inputs(painted_mask=as_rows(mask))

@@ -38,6 +38,7 @@ from .persistence import (
     save_inputs,
 )
 from .pretrained_runner import PretrainedRequest
+from .session_actions import SessionActions
 from .state import ALL_HEADS, ExplorerState, Inputs
 from .widgets.matrix_view import MatrixView
 from .widgets.model_chooser import ModelChooser
@@ -113,6 +114,7 @@ class MainWindow(QMainWindow):
         self._add_actions()
         self.mask_dock = MaskDock(self)  # issue 9: the painted custom mask
         self.experiment = Experiment(self)  # issue 9: what-if edits, difference view
+        self.sessions = SessionActions(self)  # issue 9: File → Save session… / Open session…
 
         # Many input changes in one event-loop turn (a spin box held down, a restore) make one request.
         self._submit_timer = QTimer(self)
