@@ -5,8 +5,8 @@ No Qt and no torch here, so that widgets may import it.
 
 from models.config import SCORES
 
-MASK_CHOICES = ("none", "causal", "padding")  # 'custom' needs a matrix file: export CLI only
-MODEL_MASK_CHOICES = ("default", *MASK_CHOICES)  # a pretrained model: its own mask, or one to compare
+MASK_CHOICES = ("none", "causal", "padding", "custom")  # custom: painted in the window, or --mask-file
+MODEL_MASK_CHOICES = ("default", "none", "causal", "padding")  # a pretrained model: its own mask, or one to compare
 SCORE_CHOICES = SCORES
 MAX_HEADS = 64
 MAX_D_MODEL = 4096

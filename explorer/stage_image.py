@@ -64,7 +64,7 @@ def colour_levels(stage: Stage, finite_min: float, finite_max: float, fit: bool 
     largest value, or with "log" log10 of [their smallest positive value, 1]; signed matrices are
     symmetric about 0 so that white means zero, and always fit their data."""
     scale = as_scale(fit)
-    if stage.name in SEQUENTIAL_STAGES:
+    if stage.name in SEQUENTIAL_STAGES and not getattr(stage, "difference", False):  # a Δ is signed
         if scale == "fit" and np.isfinite(finite_max) and finite_max > 0.0:
             return 0.0, finite_max
         if scale == "log":

@@ -14,7 +14,7 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
                 max_side: int = MAX_DISPLAY_SIDE, heads: list[int] | None = None,
                 should_stop=None, levels: tuple[float, float] | None = None) -> StageImage:  # fmt: skip
     """Every head of ``stage`` (or ``heads``; ``region`` of each) as colour indices (``fit``: see colour_levels)."""
-    sequential = stage.name in SEQUENTIAL_STAGES
+    sequential = stage.name in SEQUENTIAL_STAGES and not getattr(stage, "difference", False)
     wanted = heads if heads is not None else list(range(stage.heads))
     reduced = [reduce_head(stage, h, max_side, region, signed=not sequential, should_stop=should_stop) for h in wanted]
     lows = [r.finite_range[0] for r in reduced if np.isfinite(r.finite_range[0])]

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from models.cli import request_from_args
@@ -62,6 +63,9 @@ class Inputs:
     cross_labels: tuple[str, ...] = ()
     weights_file: str = ""  # W.npz
     mask_file: str = ""  # boolean .npy for mask "custom"
+    # Mask "custom" without a file: the mask painted in the window, rows of True = hidden (not saved
+    # between launches; sessions hold it). () or another shape: nothing hidden.
+    painted_mask: tuple[tuple[bool, ...], ...] = ()
 
     @property
     def uses_model(self) -> bool:
@@ -89,18 +93,40 @@ class Inputs:
             return PretrainedRequest(self.model, self.layer, self.sentence, mask, pads)
         cross = self.cross_sentence if self.cross_enabled else None
         if not self.uses_files:
-            return AttentionRequest(config=self.config(), sentence=self.sentence, cross_sentence=cross)
+            request = AttentionRequest(config=self.config(), sentence=self.sentence, cross_sentence=cross)
+            return with_painted_mask(request, self.painted_mask)
         c = self.config()
+        painted = c.mask == "custom" and not self.mask_file
         options = SimpleNamespace(
             sentence=None if self.embeddings_file else self.sentence, embeddings=self.embeddings_file or None,
             labels=self.labels or None, cross_sentence=None if self.cross_embeddings_file else cross,
             cross_embeddings=self.cross_embeddings_file or None, cross_labels=self.cross_labels or None,
-            heads=c.heads, d_model=c.d_model, d_k=c.d_k, d_v=c.d_v, d_out=self.d_out, mask=c.mask,
+            heads=c.heads, d_model=c.d_model, d_k=c.d_k, d_v=c.d_v, d_out=self.d_out,
+            mask="none" if painted else c.mask,
             pad_positions=c.pad_positions, mask_file=self.mask_file or None, score=c.score, pe=c.pe,
             temperature=c.temperature, seed=c.seed, bias=self.bias, weights=self.weights_file or None,
             device=c.device, max_tokens=c.max_tokens,
         )  # fmt: skip
-        return request_from_args(options)
+        request = request_from_args(options)
+        if painted:
+            request = dataclasses.replace(request, config=request.config.replace(mask="custom"))
+            return with_painted_mask(request, self.painted_mask)
+        return request
+
+
+def with_painted_mask(request: AttentionRequest, painted: tuple) -> AttentionRequest:
+    """Mask "custom" without a file: the painted mask, or nothing hidden when it does not fit."""
+    if request.config.mask != "custom" or request.custom_mask is not None:
+        return request
+    n_k = len(request.embeddings) if request.embeddings is not None else len(tokenize(request.sentence or ""))
+    if request.cross_embeddings is not None:
+        n_q = len(request.cross_embeddings)
+    else:
+        n_q = len(tokenize(request.cross_sentence)) if request.is_cross else n_k
+    mask = np.array(painted, dtype=bool) if painted else np.zeros((0, 0), bool)
+    if mask.shape != (n_q, n_k):
+        mask = np.zeros((n_q, n_k), bool)
+    return dataclasses.replace(request, custom_mask=mask)
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,10 @@ from models.device import describe_default_device
 from models.pretrained import list_models, resolve_model
 from models.trace import AttentionTrace
 
+from .experiment import Experiment
 from .export_actions import ExportActions
 from .inspector_panel import InspectorPanel
+from .mask_dock import MaskDock
 from .persistence import (
     GEOMETRY_KEY,
     load_fit_colours,
@@ -36,6 +38,7 @@ from .persistence import (
     save_inputs,
 )
 from .pretrained_runner import PretrainedRequest
+from .session_actions import SessionActions
 from .state import ALL_HEADS, ExplorerState, Inputs
 from .widgets.matrix_view import MatrixView
 from .widgets.model_chooser import ModelChooser
@@ -109,6 +112,9 @@ class MainWindow(QMainWindow):
                                      self.status_line.show_info, self.status_line.show_error)  # fmt: skip
         self._lay_out()
         self._add_actions()
+        self.mask_dock = MaskDock(self)  # issue 9: the painted custom mask
+        self.experiment = Experiment(self)  # issue 9: what-if edits, difference view
+        self.sessions = SessionActions(self)  # issue 9: File → Save session… / Open session…
 
         # Many input changes in one event-loop turn (a spin box held down, a restore) make one request.
         self._submit_timer = QTimer(self)
@@ -225,6 +231,7 @@ class MainWindow(QMainWindow):
         request = self.state.request()
         if request is None:
             return None
+        request = self.experiment.wrap(request)
         generation = self.worker.submit(request, focus_stage=self.state.stage_name)
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
         self._latest_request = request

@@ -27,6 +27,7 @@ from models.config import AttentionRequest, Cancelled, InputError
 from models.params import pretrained_params, toy_params
 from models.trace import AttentionTrace
 
+from .edited_runner import EditedRequest, run_edited
 from .pretrained_runner import PretrainedRequest, PretrainedRunner
 from .stage_image import StageImage
 from .stage_render import stage_image
@@ -74,7 +75,8 @@ class ComputeWorker(QThread):
         self.setObjectName("ComputeWorker")
         # Called on this thread while a model loads; the signal carries it to the GUI thread.
         self.models = PretrainedRunner(progress=self.load_progress.emit)
-        self._runners: dict[type, Runner] = {AttentionRequest: pipeline.run, PretrainedRequest: self.models}
+        self._runners: dict[type, Runner] = {AttentionRequest: pipeline.run, PretrainedRequest: self.models,
+                                             EditedRequest: run_edited}  # fmt: skip
         self._runners.update(runners or {})
         self._cond = threading.Condition()
         self._job: _Job | None = None

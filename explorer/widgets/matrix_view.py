@@ -75,6 +75,7 @@ def format_value(value: float) -> str:
 
 class MatrixView(QWidget):
     cell_clicked = Signal(int, int, int)  # head, row, col
+    cell_double_clicked = Signal(int, int, int)  # plot head (the stage's own head index), row, col
     image_missing = Signal(int, str, object)  # generation, stage, colour scale (False, True, "log"): convert it
     # generation, stage, head, (r0, r1, c0, c1), levels: a zoomed region to reduce again from exact cells
     region_wanted = Signal(int, str, int, tuple, tuple)
@@ -133,6 +134,7 @@ class MatrixView(QWidget):
         top.addSpacing(12)
         top.addWidget(QLabel("Colours:"))
         top.addWidget(self.colour_combo)
+        self.controls = top  # others add theirs with add_control (e.g. the difference view)
         top.addStretch(1)
         top.addWidget(self.range_label)
         layout = QVBoxLayout(self)
@@ -413,7 +415,15 @@ class MatrixView(QWidget):
         hit = self._cell_at(event.scenePos())
         if hit is not None:
             plot, row, col = hit
+            if event.double():
+                self.cell_double_clicked.emit(plot.head, row, col)
+                return
             self.cell_clicked.emit(self._query_head(plot.head), row, col)
+
+    def add_control(self, widget: QWidget) -> None:
+        """Put ``widget`` in the row of controls, after Show and Colours."""
+        self.controls.insertSpacing(self.controls.count() - 2, 12)
+        self.controls.insertWidget(self.controls.count() - 2, widget)
 
     def _query_head(self, head: int) -> int:
         """The query head a click on plot head ``head`` means: for a key/value head of a GQA

@@ -172,10 +172,9 @@ class SettingsPanel(QGroupBox):
         with signals_blocked(self.mask):
             self.mask.clear()
             if mode.startswith("toy"):
-                for m in MASK_CHOICES:
-                    self.mask.addItem(m, m)
-                if mode == "toy-custom":
-                    self.mask.addItem(f"custom: {Path(inputs.mask_file).name}", "custom")
+                for m in MASK_CHOICES:  # custom: painted, or the file given with --mask-file
+                    file = m == "custom" and mode == "toy-custom"
+                    self.mask.addItem(f"custom: {Path(inputs.mask_file).name}" if file else m, m)
             else:
                 for m in MODEL_MASK_CHOICES:
                     self.mask.addItem(f"model default: {mode}" if m == "default" and mode else

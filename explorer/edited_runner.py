@@ -1,0 +1,72 @@
+"""A toy-engine request with what-if edits, and the worker's runner for it (no Qt).
+
+``EditedRequest(base, edits)`` runs :func:`models.edits.apply_edits`; with ``difference=True`` the
+trace holds ``edited − original`` of every stage instead (0 where both are equal, −∞ cells
+included), stages marked ``difference`` so that they are painted on the diverging map.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from models import pipeline
+from models.config import AttentionRequest
+from models.edits import Edit, apply_edits
+from models.trace import AttentionTrace, Stage
+
+
+@dataclass(frozen=True, eq=False)
+class EditedRequest:
+    base: AttentionRequest
+    edits: tuple[Edit, ...]
+    difference: bool = False
+
+
+def run_edited(request: EditedRequest, should_stop=None) -> AttentionTrace:
+    original = pipeline.run(request.base, should_stop)
+    edited = apply_edits(request.base, request.edits, original, should_stop)
+    count = len(request.edits)
+    notice = f"{count} edit{'s' if count != 1 else ''} applied (Edit menu: Undo, Redo, Reset edits)"
+    trace = difference_trace(original, edited) if request.difference else edited
+    trace.meta["notices"] = [*(trace.meta.get("notices") or ()), notice]
+    return trace
+
+
+def stage_delta(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``b − a`` as float32; 0 where both are equal (both −∞ included), NaN where either is NaN."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        delta = np.where(a64 == b64, 0.0, b64 - a64)
+    return delta.astype(np.float32)
+
+
+def difference_trace(original: AttentionTrace, edited: AttentionTrace) -> AttentionTrace:
+    """Every stage the two traces share, as edited minus original."""
+    stages = []
+    for stage in edited.stages:
+        if stage.name not in original or original[stage.name].shape != stage.shape:
+            continue
+        delta = stage_delta(original[stage.name].array, stage.array)
+        diff = Stage(stage.name, f"Δ {stage.title}", f"edited − original: {stage.formula}", stage.description,
+                     delta, stage.row_labels, stage.col_labels, stage.row_axis, stage.col_axis, stage.per_head,
+                     stage.shapes, stage.head_groups)  # fmt: skip
+        diff.difference = True  # painted on the diverging map, weights included
+        stages.append(diff)
+    return dataclasses.replace(edited, stages=tuple(stages), meta={**edited.meta, "difference": True})
+
+
+def largest_change(stage: Stage, heads: list[int]) -> tuple[int, int, int, float] | None:
+    """``(head, row, col, value)`` of the largest |delta| among ``heads`` of a difference stage."""
+    best = None
+    for h in heads:
+        m = stage.head(h)  # (rows, cols)
+        if not m.size:
+            continue
+        finite = np.where(np.isnan(m), 0.0, m)
+        r, c = np.unravel_index(int(np.argmax(np.abs(finite))), m.shape)
+        if best is None or abs(finite[r, c]) > abs(best[3]):
+            best = (h, int(r), int(c), float(m[r, c]))
+    return best

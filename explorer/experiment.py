@@ -1,0 +1,177 @@
+"""What-if edits in the window: double-click a cell of an input-side stage, enter a number, and
+every later stage recomputes on the worker (explorer.edited_runner); Edit menu: Undo, Redo,
+Reset edits; edited cells outlined; a "Difference" view of edited − original. Toy engine only."""
+
+from __future__ import annotations
+
+from html import escape
+
+from PySide6.QtCore import QObject, QRectF, Qt
+from PySide6.QtGui import QKeySequence, QPen
+from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel
+
+from models.config import AttentionRequest
+from models.edits import Edit
+
+from .edited_runner import EditedRequest, largest_change
+
+CELL_STAGES = ("embeddings", "input", "query_input", "q", "k", "v", "scores")  # double-click edits these
+MARK_COLOUR = "#ff8c00"
+NOT_SUPPORTED = "editing values is not supported yet for a pretrained model (toy engine only)"
+
+
+class Experiment(QObject):
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_, self.state, self.view = window, window.state, window.matrix_view
+        self.edits: list[Edit] = []
+        self.redo_list: list[Edit] = []
+        self._marks: list[tuple[object, QGraphicsRectItem]] = []
+        self._inputs = self.state.inputs
+        self.difference = QCheckBox("Difference")
+        self.difference.setToolTip("Edited − original of this stage, on a diverging map centred on 0")
+        self.difference.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.difference.toggled.connect(lambda _on: self._recompute())
+        self.largest = QLabel()
+        self.largest.setObjectName("largestChange")
+        self.view.add_control(self.difference)
+        self.view.add_control(self.largest)
+        menu = window.menuBar().addMenu("&Edit")
+        self.actions = {}
+        for name, text, keys, slot in (("undo", "Undo edit", "Ctrl+Z", self.undo),
+                                       ("redo", "Redo edit", "Ctrl+Shift+Z", self.redo),
+                                       ("reset", "Reset edits", None, self.reset)):  # fmt: skip
+            action = menu.addAction(text, slot)
+            if keys:
+                action.setShortcut(QKeySequence(keys))
+            self.actions[name] = action
+        self._sync_actions()
+        self.view.cell_double_clicked.connect(self.edit_cell)
+        self.state.inputs_changed.connect(self._inputs_changed)
+        for signal in (self.state.trace_changed, self.state.stage_changed, self.state.head_changed,
+                       self.state.stage_image_added):  # fmt: skip
+            signal.connect(self._refresh)  # after the matrix view's own refresh (connected first)
+
+    # --- requests --------------------------------------------------------------------------
+    def wrap(self, request):
+        """The request the worker runs: with the edits (and as a difference) for the toy engine."""
+        if isinstance(request, AttentionRequest) and (self.edits or self.difference.isChecked()):
+            return EditedRequest(request, tuple(self.edits), self.difference.isChecked())
+        return request
+
+    def _recompute(self) -> None:
+        self._sync_actions()
+        self.window_.submit_now()
+
+    def _inputs_changed(self, inputs) -> None:
+        old, self._inputs = self._inputs, inputs
+        if self.edits and _without_mask(old) != _without_mask(inputs):
+            self.edits, self.redo_list = [], []  # they were edits of another computation
+            self.window_._notices.append("edits cleared: the inputs changed")
+            self._sync_actions()
+
+    # --- editing ---------------------------------------------------------------------------
+    def ask_value(self, stage_title: str, cell: tuple[int, ...], current: float) -> float | None:
+        """The number dialog (tests replace this method)."""
+        value, ok = QInputDialog.getDouble(self.window_, "Edit a value", f"{stage_title} {list(cell)}:",
+                                           current, -1e30, 1e30, 6)  # fmt: skip
+        return value if ok else None
+
+    def edit_cell(self, head: int, row: int, col: int) -> bool:
+        """Double-click on a cell of the shown stage: ask for a number and recompute."""
+        stage, display = self.view.shown_stage, self.state.display
+        if stage is None or display is None:
+            return False
+        if self.state.inputs.uses_model:
+            self.window_.status_line.show_error(NOT_SUPPORTED)
+            return False
+        if stage.name not in CELL_STAGES:
+            return False
+        cell = (head, row, col) if stage.per_head else (row, col)
+        earlier = [e.value for e in self.edits if e.stage == stage.name and e.cell == cell]
+        shown = 0.0 if display.trace.meta.get("difference") else stage.cell(head, row, col)
+        current = earlier[-1] if earlier else shown
+        value = self.ask_value(stage.title, cell, float(current))
+        if value is None:
+            return False
+        self.add_edit(Edit(stage.name, cell, float(value)))
+        return True
+
+    def add_edit(self, edit: Edit) -> None:
+        self.edits.append(edit)
+        self.redo_list.clear()
+        self._recompute()
+
+    def undo(self) -> None:
+        if self.edits:
+            self.redo_list.append(self.edits.pop())
+            self._recompute()
+
+    def redo(self) -> None:
+        if self.redo_list:
+            self.edits.append(self.redo_list.pop())
+            self._recompute()
+
+    def reset(self) -> None:
+        if self.edits or self.redo_list:
+            self.edits, self.redo_list = [], []
+            self._recompute()
+
+    def set_edits(self, edits) -> None:
+        """A session's edits (after its inputs were set)."""
+        self.edits, self.redo_list = list(edits), []
+        self._recompute()
+
+    def _sync_actions(self) -> None:
+        self.actions["undo"].setEnabled(bool(self.edits))
+        self.actions["redo"].setEnabled(bool(self.redo_list))
+        self.actions["reset"].setEnabled(bool(self.edits or self.redo_list))
+
+    # --- on screen -------------------------------------------------------------------------
+    def _refresh(self, *_args) -> None:
+        self._draw_marks()
+        self._name_largest()
+
+    def _draw_marks(self) -> None:
+        for plot_item, rect in self._marks:
+            plot_item.removeItem(rect)
+        self._marks = []
+        stage = self.view.shown_stage
+        if stage is None:
+            return
+        pen = QPen(Qt.GlobalColor.black)
+        pen.setColor(MARK_COLOUR)
+        pen.setWidth(3)
+        pen.setCosmetic(True)
+        for edit in self.edits:
+            if edit.stage != stage.name:
+                continue
+            head, row, col = edit.cell if stage.per_head else (0, *edit.cell)
+            for plot in self.view.plots:
+                if stage.per_head and plot.head != head:
+                    continue
+                rect = QGraphicsRectItem(QRectF(col, row, 1, 1))
+                rect.setPen(pen)
+                rect.setZValue(20)
+                plot.plot.addItem(rect)
+                self._marks.append((plot.plot, rect))
+
+    def _name_largest(self) -> None:
+        display, stage = self.state.display, self.view.shown_stage
+        if display is None or stage is None or not display.trace.meta.get("difference"):
+            self.largest.setText("")
+            return
+        found = largest_change(stage, [p.head for p in self.view.plots])
+        if found is None or found[3] == 0.0:
+            self.largest.setText("no change here")
+            return
+        head, row, col, value = found
+        where = f"head {head + 1} · " if stage.per_head else ""
+        self.largest.setText(f"largest Δ: {where}<b>{escape(stage.row_labels[row])}</b> × "
+                             f"<b>{escape(stage.col_labels[col])}</b> = <b>{value:+.4g}</b>")  # fmt: skip
+
+
+def _without_mask(inputs):
+    import dataclasses
+
+    return dataclasses.replace(inputs, painted_mask=())
