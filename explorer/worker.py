@@ -24,6 +24,7 @@ from PySide6.QtCore import QThread, Signal
 
 from models import pipeline
 from models.config import AttentionRequest, Cancelled, InputError
+from models.memory import OUT_OF_MEMORY, is_out_of_memory
 from models.params import pretrained_params, toy_params
 from models.trace import AttentionTrace
 
@@ -246,14 +247,14 @@ def _background_order(todo: list[str], names: list[str], focus: str) -> list[str
 def _kind(exc: BaseException) -> str:
     if isinstance(exc, InputError):
         return getattr(exc, "kind", "input")
-    return "input" if isinstance(exc, (MemoryError, Cancelled)) else "error"
+    return "input" if isinstance(exc, Cancelled) or is_out_of_memory(exc) else "error"
 
 
 def _message(exc: BaseException) -> str:
     if isinstance(exc, InputError):
         return str(exc)
-    if isinstance(exc, MemoryError):
-        return "not enough memory for this input; use fewer tokens or heads"
+    if is_out_of_memory(exc):  # torch raises RuntimeError, not MemoryError: the command line's one line
+        return OUT_OF_MEMORY
     if isinstance(exc, Cancelled):
         return "computation cancelled"
     traceback.print_exception(exc)  # an engine bug: keep the traceback for whoever debugs it

@@ -7,6 +7,8 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QCheckBox, QComboBox, QGroupBox, QLineEdit, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
+MAX_TEXT = (1 << 31) - 1  # QLineEdit's own default is 32,767 characters, silently cut
+
 TYPING_PAUSE_MS = 150  # recompute once the typist pauses: a blink, not every keystroke
 EXAMPLES_PROMPT = "Examples…"
 CROSS_TIP = "The second sentence asks (queries); the first answers (keys, values)"
@@ -20,6 +22,8 @@ class SentencePanel(QGroupBox):
         super().__init__("Sentence", parent)
         self.state = state
         self.sentence_edit = QLineEdit()
+        # Qt cuts text silently at 32,767 characters: no cut here; the token limit answers with a message.
+        self.sentence_edit.setMaxLength(MAX_TEXT)
         self.sentence_edit.setPlaceholderText("Type a sentence: its words become the tokens")
         self.sentence_edit.setClearButtonEnabled(True)
         self.examples = QComboBox()
@@ -32,6 +36,7 @@ class SentencePanel(QGroupBox):
         self.cross_check = QCheckBox("Cross-attention (queries from a 2nd sentence)")
         self.cross_check.setToolTip(CROSS_TIP)
         self.cross_edit = QLineEdit()
+        self.cross_edit.setMaxLength(MAX_TEXT)
         self.cross_edit.setPlaceholderText("Second sentence (the queries)")
 
         layout = QVBoxLayout(self)
