@@ -1,4 +1,4 @@
-"""What the user asked for and what is shown. A QObject with *_changed signals and no widgets.
+"""What the user asked for and what is shown: Qt-free data with one psygnal event per field.
 
 Two halves, as in napari's Dims beside QtDims:
 - ``inputs``: everything the computation depends on (an immutable :class:`Inputs`); changing it
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
-from PySide6.QtCore import QObject, Signal
+from psygnal import Signal
 
 from models.cli import request_from_args
 from models.config import AttentionConfig, AttentionRequest, InputError
@@ -25,8 +25,8 @@ from models.tokenize import tokenize
 from models.trace import STAGE_ORDER, AttentionTrace
 
 from .pretrained_runner import DEFAULT_MASK, PretrainedRequest
+from .run import DisplayTrace
 from .stage_image import StageImage
-from .worker import DisplayTrace
 
 ALL_HEADS = -1
 NO_QUERY = -1
@@ -170,7 +170,7 @@ def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
     return "", ()
 
 
-class ExplorerState(QObject):
+class ExplorerState:
     inputs_changed = Signal(object)  # Inputs
     settings_error_changed = Signal(str, tuple)  # message ('' when valid), offending field names
     key_tokens_changed = Signal(tuple)  # the sentence's tokens, for the padding picker
@@ -183,8 +183,8 @@ class ExplorerState(QObject):
     focus_head_changed = Signal(int)
     colours_changed = Signal(object)  # True: weights 0..their max ("fit to data"), "log": log10, False: 0..1
 
-    def __init__(self, inputs: Inputs | None = None, parent: QObject | None = None):
-        super().__init__(parent)
+    def __init__(self, inputs: Inputs | None = None, parent: object = None):
+        # ``parent``: ignored (kept for callers written for the QObject this used to be).
         self._inputs = inputs or Inputs()
         self._key_tokens = () if self._inputs.uses_model else tuple(tokenize(self._inputs.sentence))
         self._problem = settings_problem(self._inputs)

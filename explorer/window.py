@@ -38,6 +38,7 @@ from .persistence import (
     save_inputs,
 )
 from .pretrained_runner import PretrainedRequest
+from .run import DisplayTrace
 from .session_actions import SessionActions
 from .state import ALL_HEADS, ExplorerState, Inputs
 from .widgets.matrix_view import MatrixView
@@ -49,7 +50,7 @@ from .widgets.settings_panel import SettingsPanel
 from .widgets.stage_list import StageList
 from .widgets.stage_stepper import StageStepper
 from .widgets.status_line import StatusLine
-from .worker import ComputeWorker, DisplayTrace
+from .worker import ComputeWorker
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 DEFAULT_SIZE = (1400, 900)

@@ -17,7 +17,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from PySide6.QtCore import QThread, Signal
@@ -30,7 +30,7 @@ from models.trace import AttentionTrace
 
 from .edited_runner import EditedRequest, run_edited
 from .pretrained_runner import PretrainedRequest, PretrainedRunner
-from .stage_image import StageImage
+from .run import DisplayTrace
 from .stage_render import stage_image
 
 Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
@@ -38,18 +38,6 @@ Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
 # (a few milliseconds), so stepping is instant. Bigger ones show the focused stage first and
 # convert the rest in the background, most likely next stages first.
 CONVERT_ALL_BELOW = 4_000_000
-
-
-@dataclass(eq=False)
-class DisplayTrace:
-    """A trace plus the colour-index images made for it so far (filled in as they arrive)."""
-
-    generation: int
-    trace: AttentionTrace
-    images: dict[str, StageImage] = field(default_factory=dict)
-    request: object = None  # the request that made it: what is on screen never comes from later inputs
-    params: object = None  # models.params.LayerParams of the traced layer (for the cell inspector), or None
-    worker_ms: float = 0.0  # compute + conversion on the worker, for the status bar
 
 
 @dataclass(frozen=True)

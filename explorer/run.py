@@ -1,0 +1,24 @@
+"""A run as the window holds it: the trace, the request that made it and what was made for it so far.
+
+Qt-free plain data: the worker builds it, the session state shows it, tests read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from models.trace import AttentionTrace
+
+from .stage_image import StageImage
+
+
+@dataclass(eq=False)
+class DisplayTrace:
+    """A trace plus the colour-index images made for it so far (filled in as they arrive)."""
+
+    generation: int
+    trace: AttentionTrace
+    images: dict[str, StageImage] = field(default_factory=dict)
+    request: object = None  # the request that made it: what is on screen never comes from later inputs
+    params: object = None  # models.params.LayerParams of the traced layer (for the cell inspector), or None
+    worker_ms: float = 0.0  # compute + conversion on the worker, for the status bar
