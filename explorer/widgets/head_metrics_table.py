@@ -99,8 +99,12 @@ class HeadMetricsTable(QWidget):
 
     def set_metrics(self, metrics: dict[str, np.ndarray]) -> None:
         self.model.set_metrics(metrics)
-        for column in (0, 1):  # layer and head: as narrow as their numbers
-            self.view.horizontalHeader().setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header = self.view.horizontalHeader()
+        for column, name in ((0, "layer"), (1, "head")):  # as narrow as their titles and numbers
+            # Fixed widths from the font, not ResizeToContents: that measures every row on each paint.
+            width = header.fontMetrics().horizontalAdvance(f"{name}  ▼") + 16
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
+            header.resizeSection(column, width)
 
     def sort_by(self, name: str, descending: bool = True) -> None:
         column = (["layer", "head"] + self.model.names).index(name)
