@@ -22,6 +22,8 @@ from explorer.heads import array_head, head_name, head_title, is_kv_stage, query
 from explorer.stage_image import SEQUENTIAL_STAGES
 from models.trace import Stage
 
+from .cell_numbers import CellNumbers
+from .cell_selection import CellSelection
 from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
 from .heatmap_plot import HeatmapPlot
 from .token_axis import EDGE_OVERHANG_PX
@@ -152,6 +154,8 @@ class MatrixView(QWidget):
             signal.connect(self.refresh)
         state.stage_image_added.connect(self._image_added)
         state.query_changed.connect(self._mark_query)
+        self.numbers = CellNumbers(self)  # each cell's value written on it when there is room
+        self.selection = CellSelection(self)  # Ctrl+arrows move an outlined cell, Enter explains it
 
     # --- painting --------------------------------------------------------------------------
     def refresh(self, *_) -> None:
@@ -200,6 +204,8 @@ class MatrixView(QWidget):
             self._zoom_timer.start()
         self._mark_query()
         self._settle_layout()
+        self.numbers.update()
+        self.selection.sync()
 
     def _image_added(self, name: str) -> None:
         """Background conversions arrive for every stage; only the one on screen matters here."""
@@ -330,6 +336,7 @@ class MatrixView(QWidget):
         for plot in self.plots:
             if plot.head == head and image.region is not None:
                 plot.set_region(image.indices[0], lookup_table(image.sequential), image.region)
+                self.numbers.schedule()
 
     def _fit_columns(self) -> None:
         """Give every matrix of a grid the same width: the first column also holds the row labels,

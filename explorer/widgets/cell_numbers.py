@@ -1,0 +1,187 @@
+"""Numbers in the cells: each cell's exact value written on it when the cells are big enough.
+
+One :class:`NumbersItem` per heatmap paints all its texts in one go (no item per cell), in device
+pixels, so the font stays the same size at any zoom. :class:`CellNumbers` decides when to show them
+(cells at least :data:`MIN_CELL_PX` on screen, at most :data:`MAX_CELLS` visible per plot), reads the
+values from the stage (only the visible cells) and picks black or white text from the colour of each
+cell's uint8 index in the lookup table. Updated on refresh, resize and zoom (debounced).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import QRectF, Qt, QTimer
+from PySide6.QtGui import QColor, QFont, QFontMetricsF
+from PySide6.QtWidgets import QCheckBox, QGraphicsItem
+
+from .colormaps import lookup_table
+
+MIN_CELL_PX = (34.0, 16.0)  # width, height of a cell on screen that can hold "−0.123"
+MAX_CELLS = 400  # visible cells per plot above which nothing is written
+MAX_FONT_PX = 12.0
+MIN_FONT_PX = 7.0
+DEBOUNCE_MS = 40
+LIGHT_LUMA = 140.0  # above this the cell is light: black text, else white
+BLACK, WHITE = QColor(0, 0, 0), QColor(255, 255, 255)
+
+
+def cell_text(value: float) -> str:
+    """A cell's value in 3 significant digits, with a real minus sign; −∞ for masked scores."""
+    if np.isnan(value):
+        return "NaN"
+    if np.isinf(value):
+        return "−∞" if value < 0 else "∞"
+    return f"{value:.3g}".replace("-", "−")
+
+
+def parse_cell_text(text: str) -> float:
+    """The float a :func:`cell_text` stands for (tests)."""
+    return float(text.replace("−∞", "-inf").replace("∞", "inf").replace("−", "-"))
+
+
+def is_light(lut: np.ndarray, index: int) -> bool:
+    r, g, b = (float(v) for v in lut[index][:3])
+    return 0.299 * r + 0.587 * g + 0.114 * b > LIGHT_LUMA
+
+
+def text_colour(lut: np.ndarray, index: int) -> QColor:
+    """Black on a light cell, white on a dark one."""
+    return BLACK if is_light(lut, index) else WHITE
+
+
+class NumbersItem(QGraphicsItem):
+    """All the numbers of one plot, in the view's cell coordinates (row, col = y, x)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cells: list[tuple[int, int, str, QColor]] = []  # row, col, text, colour
+        self._rect = QRectF()
+        self.font = QFont()
+        self.setZValue(5)  # above the image, under the row marker and the selection outline
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIgnoresParentOpacity)
+
+    def set_cells(self, cells: list[tuple[int, int, str, QColor]], font_px: float) -> None:
+        self.prepareGeometryChange()
+        self.cells = cells
+        self.font.setPixelSize(max(1, round(font_px)))
+        if cells:
+            rows = [c[0] for c in cells]
+            cols = [c[1] for c in cells]
+            self._rect = QRectF(min(cols), min(rows), max(cols) - min(cols) + 1, max(rows) - min(rows) + 1)
+        else:
+            self._rect = QRectF()
+        self.update()
+
+    def texts(self) -> dict[tuple[int, int], str]:
+        """(row, col) → the text written there (tests)."""
+        return {(r, c): text for r, c, text, _ in self.cells}
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        return self._rect
+
+    def paint(self, painter, _option, _widget=None) -> None:
+        if not self.cells:
+            return
+        transform = painter.transform()
+        painter.save()
+        painter.resetTransform()  # draw in device pixels: the text keeps its size at any zoom
+        painter.setFont(self.font)
+        for row, col, text, colour in self.cells:
+            painter.setPen(colour)
+            painter.drawText(transform.mapRect(QRectF(col, row, 1, 1)), Qt.AlignmentFlag.AlignCenter, text)
+        painter.restore()
+
+
+class CellNumbers:
+    """Keeps a :class:`NumbersItem` on every plot of a MatrixView up to date, with its toggle."""
+
+    def __init__(self, view) -> None:
+        self.view = view
+        self.items: dict[int, NumbersItem] = {}  # id(HeatmapPlot) → its item
+        self.checkbox = QCheckBox("Numbers")
+        self.checkbox.setChecked(True)
+        self.checkbox.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
+        self.checkbox.setToolTip(
+            f"Write each cell's value on it when the cells are at least {MIN_CELL_PX[0]:.0f}×{MIN_CELL_PX[1]:.0f} px "
+            f"and at most {MAX_CELLS} are visible (zoom in on a big matrix)"
+        )
+        self.checkbox.toggled.connect(lambda _on: self.update())
+        view.add_control(self.checkbox)
+        self.timer = QTimer(view)
+        self.timer.setSingleShot(True)
+        self.timer.setInterval(DEBOUNCE_MS)
+        self.timer.timeout.connect(self.update)
+
+    @property
+    def enabled(self) -> bool:
+        return self.checkbox.isChecked()
+
+    def schedule(self, *_) -> None:
+        self.timer.start()
+
+    def item_for(self, plot) -> NumbersItem:
+        item = self.items.get(id(plot))
+        if item is None:
+            item = NumbersItem()
+            box = plot.plot.getViewBox()
+            box.addItem(item, ignoreBounds=True)
+            box.sigRangeChanged.connect(self.schedule)
+            box.sigResized.connect(self.schedule)
+            self.items[id(plot)] = item
+        return item
+
+    def update(self) -> None:
+        self.timer.stop()
+        view, stage = self.view, self.view.shown_stage
+        display = view.state.display
+        image = display.images.get(stage.name) if display is not None and stage is not None else None
+        for plot in view.plots:
+            item = self.item_for(plot)
+            cells: list = []
+            if self.enabled and image is not None and plot.rows == len(stage.row_labels):
+                cells, font_px = self._cells_of(plot, stage, lookup_table(image.sequential))
+            item.set_cells(cells, font_px if cells else MAX_FONT_PX)
+
+    def _cells_of(self, plot, stage, lut: np.ndarray) -> tuple[list, float]:
+        """The visible cells' texts and colours, or [] when they are too small or too many."""
+        box = plot.plot.getViewBox()
+        px_w, px_h = box.viewPixelSize()  # view units (cells) per screen pixel
+        if px_w <= 0 or px_h <= 0:
+            return [], 0.0
+        cell_w, cell_h = 1.0 / px_w, 1.0 / px_h
+        if cell_w < MIN_CELL_PX[0] or cell_h < MIN_CELL_PX[1]:
+            return [], 0.0
+        (x0, x1), (y0, y1) = box.viewRange()
+        r0, r1 = max(0, math.floor(y0)), min(plot.rows, math.ceil(y1))
+        c0, c1 = max(0, math.floor(x0)), min(plot.cols, math.ceil(x1))
+        if r1 <= r0 or c1 <= c0 or (r1 - r0) * (c1 - c0) > MAX_CELLS:
+            return [], 0.0
+        values = stage.rows(plot.head, r0, r1)[:, c0:c1]  # (rows visible, cols visible)
+        indices = self._indices(plot, r0, r1, c0, c1)
+        texts = [[cell_text(float(v)) for v in row] for row in values]
+        font_px = self._font_px(texts, cell_w, cell_h)
+        cells = [(r0 + i, c0 + j, texts[i][j], text_colour(lut, int(indices[i, j])))
+                 for i in range(r1 - r0) for j in range(c1 - c0)]  # fmt: skip
+        return cells, font_px
+
+    @staticmethod
+    def _indices(plot, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        """The uint8 colour index painted at each visible cell's centre (the image may be
+        subsampled, or a zoomed region: its rectangle is in cell units)."""
+        image = plot.image.image
+        rect = plot.image.mapRectToParent(plot.image.boundingRect())
+        h, w = image.shape[:2]
+        rows = ((np.arange(r0, r1) + 0.5 - rect.y()) * h / max(rect.height(), 1e-9)).astype(int).clip(0, h - 1)
+        cols = ((np.arange(c0, c1) + 0.5 - rect.x()) * w / max(rect.width(), 1e-9)).astype(int).clip(0, w - 1)
+        return image[np.ix_(rows, cols)]
+
+    @staticmethod
+    def _font_px(texts: list[list[str]], cell_w: float, cell_h: float) -> float:
+        """The largest font (up to MAX_FONT_PX) at which the widest text fits its cell."""
+        font = QFont()
+        font.setPixelSize(round(MAX_FONT_PX))
+        widest = max(QFontMetricsF(font).horizontalAdvance(t) for row in texts for t in row)
+        size = min(MAX_FONT_PX, cell_h * 0.7, MAX_FONT_PX * (cell_w - 4) / max(widest, 1.0))
+        return max(MIN_FONT_PX, size)

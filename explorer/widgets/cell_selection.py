@@ -1,0 +1,99 @@
+"""A selected cell in the matrix view, outlined, moved with Ctrl+arrows and explained with Enter.
+
+Plain Left/Right step the stages (window-wide), so the cell moves with Ctrl+arrows while the canvas
+has the keyboard focus (a click on a cell gives it). Enter/Return explains the selected cell, the
+same as a click (MatrixView.cell_clicked).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, QRectF, Qt
+from PySide6.QtGui import QPen
+from PySide6.QtWidgets import QGraphicsRectItem
+
+MOVES = {Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1), Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0)}
+ENTER = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+
+
+class CellSelection(QObject):
+    def __init__(self, view) -> None:
+        super().__init__(view)
+        self.view = view
+        self.cell: tuple[int, int, int] | None = None  # plot index, row, col
+        self.outlines: dict[int, QGraphicsRectItem] = {}  # id(HeatmapPlot) → its outline
+        view.canvas.installEventFilter(self)
+        view.canvas.scene().sigMouseClicked.connect(self._clicked)
+
+    def select(self, plot_index: int, row: int, col: int) -> None:
+        self.cell = (plot_index, row, col)
+        self.sync()
+
+    def sync(self, *_) -> None:
+        """Outline the selected cell (clamped to the plots now shown); hide the other outlines."""
+        plots = self.view.plots
+        if self.cell is not None and plots:
+            p, row, col = self.cell
+            p = min(p, len(plots) - 1)
+            plot = plots[p]
+            self.cell = (p, min(row, max(plot.rows - 1, 0)), min(col, max(plot.cols - 1, 0)))
+        for i, plot in enumerate(plots):
+            outline = self._outline_for(plot)
+            if self.cell is not None and self.cell[0] == i and plot.rows and plot.cols:
+                rect = QRectF(self.cell[2], self.cell[1], 1, 1)
+                outline.setRect(rect)
+                outline.childItems()[0].setRect(rect)  # the white line on the black one
+                outline.show()
+            else:
+                outline.hide()
+
+    def _outline_for(self, plot) -> QGraphicsRectItem:
+        outline = self.outlines.get(id(plot))
+        if outline is None:
+            outline = QGraphicsRectItem()
+            inner = QGraphicsRectItem(outline)
+            for item, colour, width in ((outline, Qt.GlobalColor.black, 4), (inner, Qt.GlobalColor.white, 2)):
+                pen = QPen(colour, width)
+                pen.setCosmetic(True)
+                item.setPen(pen)
+            outline.setZValue(11)  # above the numbers and the query-row marker
+            plot.plot.getViewBox().addItem(outline, ignoreBounds=True)
+            self.outlines[id(plot)] = outline
+        return outline
+
+    def _clicked(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        hit = self.view._cell_at(event.scenePos())
+        if hit is not None:
+            plot, row, col = hit
+            self.select(self.view.plots.index(plot), row, col)
+            self.view.canvas.setFocus(Qt.FocusReason.MouseFocusReason)
+
+    def move(self, d_row: int, d_col: int) -> None:
+        plots = self.view.plots
+        if not plots:
+            return
+        if self.cell is None:
+            self.select(0, 0, 0)
+            return
+        p, row, col = self.cell
+        plot = plots[p]
+        self.select(p, max(0, min(plot.rows - 1, row + d_row)), max(0, min(plot.cols - 1, col + d_col)))
+
+    def explain(self) -> None:
+        if self.cell is None or not self.view.plots:
+            return
+        p, row, col = self.cell
+        self.view.cell_clicked.emit(self.view._query_head(self.view.plots[p].head), row, col)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() != QEvent.Type.KeyPress:
+            return False
+        key, modifiers = event.key(), event.modifiers()
+        if key in MOVES and modifiers & Qt.KeyboardModifier.ControlModifier:
+            self.move(*MOVES[Qt.Key(key)])
+            return True
+        if key in ENTER:
+            self.explain()
+            return True
+        return False
