@@ -24,6 +24,7 @@ from models.device import describe_default_device
 from models.pretrained import list_models, resolve_model
 from models.trace import AttentionTrace
 
+from .compare_actions import CompareActions
 from .experiment import Experiment
 from .export_actions import ExportActions
 from .inspector_panel import InspectorPanel
@@ -115,6 +116,7 @@ class MainWindow(QMainWindow):
         self.mask_dock = MaskDock(self)  # issue 9: the painted custom mask
         self.experiment = Experiment(self)  # issue 9: what-if edits, difference view
         self.sessions = SessionActions(self)  # issue 9: File → Save session… / Open session…
+        self.compare = CompareActions(self)  # issue 9: Stage → Pin this run, compared with the current one
 
         # Many input changes in one event-loop turn (a spin box held down, a restore) make one request.
         self._submit_timer = QTimer(self)
