@@ -49,15 +49,16 @@ class CompareView(QWidget):
         """Paint ``comparison`` (pinned, current, difference); ``what_changed`` heads the panel."""
         self.comparison = comparison
         head = f" · head {comparison.head + 1}" if comparison.pinned is not None else ""
-        self.heading.setText(f"<b>{escape(comparison.title)}</b>{head} &nbsp; "
-                             f"<span style='color:#555'>changed since pinned: {escape(what_changed)}</span>")  # fmt: skip
+        changed = f"<span style='color:#555'>changed since pinned: {escape(what_changed)}</span>"
+        self.heading.setText(f"<b>{escape(comparison.title)}</b>{head} &nbsp; {changed}")
         self.message.setText(escape(comparison.message))
         self.message.setStyleSheet("color:#a33" if comparison.message else "")
         self.message.setVisible(bool(comparison.message))
         self.largest.setText(escape(comparison.largest_text()))
         images = (comparison.pinned, comparison.current, comparison.difference)
         labels = (comparison.pinned_labels, comparison.current_labels, comparison.current_labels)
-        for plot, image, (rows, cols), name in zip(self.plots, images, labels, ("pinned", "current", "current − pinned")):
+        names = ("pinned", "current", "current − pinned")
+        for plot, image, (rows, cols), name in zip(self.plots, images, labels, names, strict=True):
             plot.plot.setVisible(image is not None)
             if image is not None:
                 plot.set_matrix(image.indices[0], lookup_table(image.sequential), rows, cols, name)
