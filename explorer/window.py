@@ -199,6 +199,7 @@ class MainWindow(QMainWindow):
             ("export_matrix", "Export matrix…", ["Ctrl+E"]),
             ("export_all", "Export all…", ["Ctrl+Shift+E"]),
             ("save_image", "Save image…", ["Ctrl+Shift+S", "Ctrl+P"]),
+            ("save_window_image", "Save window image…", []),
         ):
             action = file_menu.addAction(text)
             action.setShortcuts([QKeySequence(k) for k in keys])
