@@ -27,6 +27,7 @@ from models.trace import AttentionTrace
 from .compare_actions import CompareActions
 from .experiment import Experiment
 from .export_actions import ExportActions
+from .file_actions import FileActions
 from .inspector_panel import InspectorPanel
 from .mask_dock import MaskDock
 from .persistence import (
@@ -116,6 +117,7 @@ class MainWindow(QMainWindow):
         self.mask_dock = MaskDock(self)  # issue 9: the painted custom mask
         self.experiment = Experiment(self)  # issue 9: what-if edits, difference view
         self.sessions = SessionActions(self)  # issue 9: File → Save session… / Open session…
+        self.files = FileActions(self)  # issue 9: File → Open embeddings… / weights… / mask…
         self.compare = CompareActions(self)  # issue 9: Stage → Pin this run, compared with the current one
 
         # Many input changes in one event-loop turn (a spin box held down, a restore) make one request.
