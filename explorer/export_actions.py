@@ -1,4 +1,5 @@
-"""Export matrix (.npy), export all (folder + manifest.json, as `main.py export`), save image (PNG).
+"""Export matrix (.npy), export all (folder + manifest.json, as `main.py export`), save image (PNG or SVG
+of the matrix view, PNG of the window).
 
 The file dialogs sit behind :meth:`ExportActions.ask_save_path` and :meth:`ExportActions.ask_folder`
 so that tests can replace them. Every failure is one line in the status bar, never a traceback.
@@ -16,6 +17,7 @@ from models.config import InputError
 from models.export import write_array, write_trace
 
 from .heads import array_head, is_kv_stage
+from .image_export import NAME_FILTER, save_scene, save_widget_png
 from .persistence import export_folder, remember_export_folder
 from .state import ALL_HEADS, ExplorerState
 
@@ -69,21 +71,26 @@ class ExportActions(QObject):
                            f"{len(trace.stages)} stages + manifest.json")  # fmt: skip
 
     def save_image(self) -> Path | None:
+        """The matrix view's canvas as PNG or SVG (by the extension; PNG when there is none)."""
         if self.state.display is None:
             self.error("nothing to save yet")
             return None
         suggested = export_folder(self.settings) / f"{self.state.stage_name}.png"
-        chosen = self.ask_save_path("Save image", suggested, "PNG image (*.png)")
+        chosen = self.ask_save_path("Save image of the matrix view", suggested, NAME_FILTER)
         if not chosen:
             return None
-        path = Path(chosen) if Path(chosen).suffix.lower() == ".png" else Path(chosen + ".png")
+        canvas = getattr(self.image_source, "canvas", None)  # the matrix view's pyqtgraph canvas
+        if canvas is None:
+            return self._write(lambda: save_widget_png(self.image_source, chosen), "image of the view")
+        return self._write(lambda: save_scene(canvas.scene(), chosen), "image of the matrix view")
 
-        def save() -> Path:
-            if not self.image_source.grab().save(str(path), "PNG"):
-                raise InputError(f"cannot write image to {path}")
-            return path
-
-        return self._write(save, "image of the view")
+    def save_window_image(self) -> Path | None:
+        """The whole window as PNG."""
+        suggested = export_folder(self.settings) / "attention-explorer.png"
+        chosen = self.ask_save_path("Save image of the window", suggested, "PNG image (*.png)")
+        if not chosen:
+            return None
+        return self._write(lambda: save_widget_png(self.parent_widget, chosen), "image of the window")
 
     # --- helpers ---------------------------------------------------------------------------
     def _display_or_complain(self):

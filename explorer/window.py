@@ -24,8 +24,10 @@ from models.device import describe_default_device
 from models.pretrained import list_models, resolve_model
 from models.trace import AttentionTrace
 
+from .compare_actions import CompareActions
 from .experiment import Experiment
 from .export_actions import ExportActions
+from .file_actions import FileActions
 from .inspector_panel import InspectorPanel
 from .mask_dock import MaskDock
 from .persistence import (
@@ -116,6 +118,8 @@ class MainWindow(QMainWindow):
         self.mask_dock = MaskDock(self)  # issue 9: the painted custom mask
         self.experiment = Experiment(self)  # issue 9: what-if edits, difference view
         self.sessions = SessionActions(self)  # issue 9: File → Save session… / Open session…
+        self.files = FileActions(self)  # issue 9: File → Open embeddings… / weights… / mask…
+        self.compare = CompareActions(self)  # issue 9: Stage → Pin this run, compared with the current one
 
         # Many input changes in one event-loop turn (a spin box held down, a restore) make one request.
         self._submit_timer = QTimer(self)
@@ -198,6 +202,7 @@ class MainWindow(QMainWindow):
             ("export_matrix", "Export matrix…", ["Ctrl+E"]),
             ("export_all", "Export all…", ["Ctrl+Shift+E"]),
             ("save_image", "Save image…", ["Ctrl+Shift+S", "Ctrl+P"]),
+            ("save_window_image", "Save window image…", []),
         ):
             action = file_menu.addAction(text)
             action.setShortcuts([QKeySequence(k) for k in keys])

@@ -121,7 +121,7 @@ def test_menu_actions_and_shortcuts_reach_the_exports(qtbot, monkeypatch, window
         monkeypatch.setattr(window.exports, name, lambda name=name: called.append(name))
     keys = {name: {s.toString() for s in a.shortcuts()} for name, a in window.file_actions.items()}
     assert keys == {"export_matrix": {"Ctrl+E"}, "export_all": {"Ctrl+Shift+E"},
-                    "save_image": {"Ctrl+Shift+S", "Ctrl+P"}}  # fmt: skip
+                    "save_image": {"Ctrl+Shift+S", "Ctrl+P"}, "save_window_image": set()}  # fmt: skip
     window.activateWindow()
     window.matrix_view.canvas.setFocus()
     qtbot.keyClick(window.matrix_view.canvas, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)

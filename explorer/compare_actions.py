@@ -1,0 +1,73 @@
+"""Stage → Pin this run (Ctrl+K) / Unpin: keep the DisplayTrace on screen (no recomputation) and
+show it beside every later run in a compare window that follows the stepper and the head choice."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QKeySequence
+
+from .compare import Comparison, changes, compare
+from .state import ALL_HEADS
+from .widgets.compare_view import CompareView
+
+
+class CompareActions(QObject):
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_, self.state = window, window.state
+        self.pinned = None  # the DisplayTrace pinned (kept alive here: the worker never frees it)
+        self.comparison: Comparison | None = None
+        self.view: CompareView | None = None
+        menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Stage")
+        menu.addSeparator()
+        self.pin_action = menu.addAction("Pin this run", self.pin)
+        self.pin_action.setShortcut(QKeySequence("Ctrl+K"))
+        self.pin_action.setToolTip("Keep this run; change anything and compare it with the new one")
+        self.unpin_action = menu.addAction("Unpin", self.unpin)
+        self.unpin_action.setEnabled(False)
+        for signal in (self.state.trace_changed, self.state.stage_changed, self.state.head_changed,
+                       self.state.focus_head_changed, self.state.colours_changed):  # fmt: skip
+            signal.connect(self.refresh)
+
+    def pin(self) -> bool:
+        display = self.state.display
+        if display is None:
+            self.window_.status_line.show_error("nothing to pin yet: the first computation has not finished")
+            return False
+        self.pinned = display
+        if self.view is None:
+            self.view = CompareView(self.window_)  # a window of its own, closed with the main one
+            self.view.setWindowFlag(Qt.WindowType.Window)
+            self.view.setWindowTitle("Compare runs: pinned and current")
+            self.view.resize(1100, 460)
+            self.view.closeEvent = self._view_closed
+        self.unpin_action.setEnabled(True)
+        self.refresh()
+        self.view.show()
+        self.view.raise_()
+        self.window_.status_line.show_info("run pinned: change anything and compare it in the compare window")
+        return True
+
+    def unpin(self) -> None:
+        self.pinned, self.comparison = None, None
+        self.unpin_action.setEnabled(False)
+        if self.view is not None:
+            self.view.hide()
+
+    def _view_closed(self, event) -> None:
+        self.pinned, self.comparison = None, None
+        self.unpin_action.setEnabled(False)
+        event.accept()
+
+    def shown_head(self) -> int:
+        """The head compared: the one picked, or the focused one when all heads are shown."""
+        return self.state.head if self.state.head != ALL_HEADS else self.state.focus_head
+
+    def refresh(self, *_args) -> None:
+        display = self.state.display
+        if self.pinned is None or display is None or self.view is None:
+            return
+        pinned, current = self.pinned.trace, display.trace
+        self.comparison = compare(pinned, current, self.state.stage_name, self.shown_head(),
+                                  self.state.fit_colours)  # fmt: skip
+        self.view.show_comparison(self.comparison, changes(pinned, current))

@@ -1,0 +1,100 @@
+"""File → Open embeddings… / Open weights… / Open mask…: what `main.py export` takes as
+--embeddings (+ --labels), --weights and --mask custom --mask-file, for the toy engine.
+
+A file is checked before anything changes: the request is built from a copy of the inputs by
+the same code as `export` (models.cli.request_from_args, via Inputs.request) and its cheap part
+run (models.pipeline.run computes inputs and Q, K, V; the n×n stages stay lazy), so a bad file
+gives export's one-line message in the status bar and the view stays as it was."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QFileDialog, QInputDialog
+
+from models import pipeline
+from models.cli import load_matrix
+from models.config import InputError
+
+NPY = "NumPy array (*.npy)"
+NPZ = "Weights archive (*.npz)"
+
+
+class FileActions(QObject):
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_, self.state = window, window.state
+        menu = window.menuBar().actions()[0].menu()  # File
+        first = next((a for a in menu.actions() if a.text().startswith("Open attention")), None)
+        self.actions = {}
+        for name, text in (("embeddings", "Open embeddings…"), ("weights", "Open weights…"),
+                           ("mask", "Open mask…"), ("close", "Close opened files")):  # fmt: skip
+            action = menu.addAction(text, getattr(self, f"open_{name}" if name != "close" else "close_files"))
+            if first is not None:
+                menu.insertAction(first, action)
+            self.actions[name] = action
+        if first is not None:
+            menu.insertSeparator(first)
+
+    # --- dialogs (tests replace these) -----------------------------------------------------
+    def ask_path(self, caption: str, name_filter: str) -> str | None:
+        path, _ = QFileDialog.getOpenFileName(self.window_, caption, "", name_filter)
+        return path or None
+
+    def ask_labels(self, rows: int) -> str | None:
+        """Comma-separated labels for the rows, "" for #0, #1, … (None: cancelled)."""
+        text, ok = QInputDialog.getText(self.window_, "Token labels (optional)",
+                                        f"{rows} comma-separated labels, or leave empty for #0, #1, …:")  # fmt: skip
+        return text if ok else None
+
+    # --- actions ---------------------------------------------------------------------------
+    def open_embeddings(self, path: str | None = None) -> bool:
+        path = path or self.ask_path("Open embeddings (n × d_model)", NPY)
+        if not path:
+            return False
+        try:
+            matrix = load_matrix(path, "embeddings")
+        except InputError as exc:
+            return self._refuse(exc)
+        changes = {"embeddings_file": path, "labels": ()}
+        if matrix.ndim == 2 and matrix.shape[1] != self.state.inputs.d_model:
+            changes["d_model"] = int(matrix.shape[1])  # the file sets the width, as the model's would
+        text = self.ask_labels(matrix.shape[0] if matrix.ndim else 0)
+        if text is None:
+            return False
+        if text.strip():
+            changes["labels"] = tuple(p.strip() for p in text.split(","))
+        return self._apply(changes, f"embeddings {path}")
+
+    def open_weights(self, path: str | None = None) -> bool:
+        path = path or self.ask_path("Open projection weights", NPZ)
+        return bool(path) and self._apply({"weights_file": path}, f"weights {path}")
+
+    def open_mask(self, path: str | None = None) -> bool:
+        path = path or self.ask_path("Open mask (boolean, True = hidden)", NPY)
+        return bool(path) and self._apply({"mask": "custom", "mask_file": path}, f"mask {path}")
+
+    def close_files(self) -> None:
+        inputs = self.state.inputs
+        mask = "none" if inputs.mask_file else inputs.mask
+        self.state.update_inputs(embeddings_file="", labels=(), weights_file="", mask_file="", mask=mask)
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _apply(self, changes: dict, what: str) -> bool:
+        inputs = self.state.inputs
+        if inputs.uses_model:
+            return self._refuse(InputError("files apply to the toy model; choose it in the model list first"))
+        candidate = dataclasses.replace(inputs, **changes)
+        try:
+            candidate.config().validate()
+            pipeline.run(candidate.request())  # export's checks: shapes, widths, finite values
+        except InputError as exc:
+            return self._refuse(exc)
+        self.state.update_inputs(**changes)
+        self.window_._notices.append(f"opened {what}")
+        return True
+
+    def _refuse(self, exc: InputError) -> bool:
+        self.window_.status_line.show_error(str(exc))
+        return False

@@ -1,0 +1,89 @@
+"""Images for slides and papers: a pyqtgraph scene as PNG or SVG (vector, the token labels as
+text), a widget as PNG; always written atomically (a temporary file beside the target, renamed
+into place), so a failed save never leaves a half-written file where the old one was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QWidget
+
+from models.atomic import atomic_file
+from models.config import InputError
+
+FORMATS = {".png": "PNG", ".svg": "SVG"}
+NAME_FILTER = "PNG image (*.png);;SVG vector image (*.svg)"
+
+
+def image_path(chosen: str | Path, formats=FORMATS) -> Path:
+    """``chosen`` with a known extension kept (any case), else with ``.png`` added."""
+    path = Path(chosen)
+    return path if path.suffix.lower() in formats else path.with_name(path.name + ".png")
+
+
+def png_bytes(image: QImage) -> bytes:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if image.isNull() or not image.save(buffer, "PNG"):
+        raise InputError("cannot make the image: it is empty")
+    buffer.close()
+    return bytes(data.data())
+
+
+def scene_bytes(scene, fmt: str) -> bytes:
+    """The whole scene of a pyqtgraph GraphicsView as PNG or SVG bytes (pyqtgraph.exporters)."""
+    from pyqtgraph import exporters
+
+    if fmt == "SVG":
+        try:
+            return exporters.SVGExporter(scene).export(toBytes=True)
+        except ValueError:  # pyqtgraph 0.14 cannot parse the closed paths ("… Z") of Qt 6.x (its #3495)
+            return qt_svg_bytes(scene)
+    return png_bytes(exporters.ImageExporter(scene).export(toBytes=True))
+
+
+def qt_svg_bytes(scene) -> bytes:
+    """The scene as Qt's own SVG generator draws its view: text stays text, images are embedded."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QPainter
+    from PySide6.QtSvg import QSvgGenerator
+
+    view = scene.views()[0]
+    size = view.viewport().size()
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    generator = QSvgGenerator()
+    generator.setOutputDevice(buffer)
+    generator.setSize(size)
+    generator.setViewBox(QRect(0, 0, size.width(), size.height()))
+    generator.setResolution(view.logicalDpiX())  # else text is laid out at 72 dpi, out of place
+    generator.setTitle("Attention Explorer")
+    painter = QPainter(generator)
+    try:
+        view.render(painter)
+    finally:
+        painter.end()
+    buffer.close()
+    return bytes(data.data())
+
+
+def write_bytes(data: bytes, path: Path) -> Path:
+    with atomic_file(path, "image to") as f:
+        f.write(data)
+    return path
+
+
+def save_scene(scene, chosen: str | Path) -> Path:
+    """Write ``scene`` to ``chosen``: SVG for ``.svg``, else PNG (``.png`` added when missing)."""
+    path = image_path(chosen)
+    return write_bytes(scene_bytes(scene, FORMATS[path.suffix.lower()]), path)
+
+
+def save_widget_png(widget: QWidget, chosen: str | Path) -> Path:
+    """``widget`` as it is on screen, as PNG (``.png`` added unless given)."""
+    path = image_path(chosen, {".png": "PNG"})
+    return write_bytes(png_bytes(widget.grab().toImage()), path)

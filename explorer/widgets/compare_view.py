@@ -1,0 +1,69 @@
+"""The compare panel: the pinned run, the current run and current − pinned, side by side.
+
+Handed a :class:`explorer.compare.Comparison` (already converted to colour indices); paints it and
+never computes. The two runs share one colour scale; the difference has its own, centred on 0.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from .colormaps import colour_map, lookup_table
+from .heatmap_plot import HeatmapPlot
+
+
+class CompareView(QWidget):
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("compareView")
+        self.heading = QLabel()
+        self.heading.setObjectName("compareHeading")
+        self.heading.setWordWrap(True)
+        self.message = QLabel()
+        self.message.setObjectName("compareMessage")
+        self.message.setWordWrap(True)
+        self.largest = QLabel()
+        self.largest.setObjectName("compareLargest")
+        self.largest.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.canvas = pg.GraphicsLayoutWidget()
+        self.canvas.setBackground("w")
+        self.plots = [HeatmapPlot(0) for _ in range(3)]  # pinned, current, difference
+        self.bars = [pg.ColorBarItem(values=(0, 1), colorMap=colour_map(True), interactive=False,
+                                     colorMapMenu=False, width=14) for _ in range(2)]  # fmt: skip
+        for col, item in enumerate([self.plots[0].plot, self.plots[1].plot, self.bars[0],
+                                    self.plots[2].plot, self.bars[1]]):  # fmt: skip
+            self.canvas.addItem(item, 0, col)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.heading)
+        layout.addWidget(self.message)
+        layout.addWidget(self.canvas, 1)
+        layout.addWidget(self.largest)
+        self.comparison = None
+
+    def show_comparison(self, comparison, what_changed: str) -> None:
+        """Paint ``comparison`` (pinned, current, difference); ``what_changed`` heads the panel."""
+        self.comparison = comparison
+        head = f" · head {comparison.head + 1}" if comparison.pinned is not None else ""
+        changed = f"<span style='color:#555'>changed since pinned: {escape(what_changed)}</span>"
+        self.heading.setText(f"<b>{escape(comparison.title)}</b>{head} &nbsp; {changed}")
+        self.message.setText(escape(comparison.message))
+        self.message.setStyleSheet("color:#a33" if comparison.message else "")
+        self.message.setVisible(bool(comparison.message))
+        self.largest.setText(escape(comparison.largest_text()))
+        images = (comparison.pinned, comparison.current, comparison.difference)
+        labels = (comparison.pinned_labels, comparison.current_labels, comparison.current_labels)
+        names = ("pinned", "current", "current − pinned")
+        for plot, image, (rows, cols), name in zip(self.plots, images, labels, names, strict=True):
+            plot.plot.setVisible(image is not None)
+            if image is not None:
+                plot.set_matrix(image.indices[0], lookup_table(image.sequential), rows, cols, name)
+        for bar, image in zip(self.bars, (comparison.current, comparison.difference)):
+            bar.setVisible(image is not None)
+            if image is not None:
+                bar.setColorMap(colour_map(image.sequential))
+                bar.setLevels(image.levels)

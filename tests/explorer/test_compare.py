@@ -1,0 +1,102 @@
+"""Stage → Pin this run: the pinned run beside the current one, and their difference."""
+
+import dataclasses
+
+import numpy as np
+
+from explorer.compare import MAX_COMPARE_TOKENS, compare
+from explorer.state import Inputs
+from models import pipeline
+from models.export import read_trace_files, write_trace
+
+SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
+
+
+def _exported(trace, folder):
+    write_trace(trace, folder)
+    return read_trace_files(folder)[1]
+
+
+def _expected_delta(pinned, current, stage, head, tmp_path):
+    tmp_path.mkdir(exist_ok=True)
+    a = _exported(pinned, tmp_path / "pinned")[stage]
+    b = _exported(current, tmp_path / "current")[stage]
+    a, b = (a[head], b[head]) if a.ndim == 3 else (a, b)
+    with np.errstate(invalid="ignore"):
+        return np.where(a == b, np.float32(0), b - a)  # two equal cells (−∞ included): no change
+
+
+def _pin_then(window, settle, **changes):
+    assert window.compare.pin()
+    pinned = window.state.display.trace
+    window.state.update_inputs(**changes)
+    settle(window)
+    assert window.state.display.trace is not pinned  # a new run, the pinned one kept as it was
+    return pinned, window.state.display.trace
+
+
+def test_temperature_change_difference_equals_the_exports(make_window, settle, tmp_path):
+    window = make_window()
+    window.state.set_stage("weights")
+    window.state.set_head(1)
+    pinned, current = _pin_then(window, settle, temperature=2.0)
+    shown = window.compare.comparison
+    assert shown.message == "" and shown.stage == "weights" and shown.head == 1
+    expected = _expected_delta(pinned, current, "weights", 1, tmp_path)
+    np.testing.assert_array_equal(shown.delta, expected)
+    assert np.abs(expected).max() > 0
+    r, c, value = shown.largest
+    assert abs(value) == np.abs(expected).max() and value == expected[r, c]
+    assert "largest Δ" in window.compare.view.largest.text()
+    assert "temperature 1.0 → 2.0" in window.compare.view.heading.text()
+    assert window.compare.view.isVisible()
+
+
+def test_sentence_change_follows_the_stepper(make_window, settle, tmp_path):
+    window = make_window()
+    window.state.set_stage("scores")
+    pinned, current = _pin_then(window, settle, sentence="The dog sat on the rug.")  # as many tokens
+    head = window.state.focus_head  # all heads shown: the focused one is compared
+    np.testing.assert_array_equal(window.compare.comparison.delta,
+                                  _expected_delta(pinned, current, "scores", head, tmp_path))  # fmt: skip
+    window.state.step(+1)  # the compare panel steps with the window
+    assert window.compare.comparison.stage == window.state.stage_name == "scaled"
+    np.testing.assert_array_equal(window.compare.comparison.delta,
+                                  _expected_delta(pinned, current, "scaled", head, tmp_path / "2"))  # fmt: skip
+    window.state.set_stage("output")  # a stage without heads
+    np.testing.assert_array_equal(window.compare.comparison.delta,
+                                  _expected_delta(pinned, current, "output", 0, tmp_path / "3"))  # fmt: skip
+
+
+def test_shape_mismatch_is_reported_without_a_difference(make_window, settle):
+    window = make_window()
+    window.state.set_stage("weights")
+    _pin_then(window, settle, sentence="A much longer sentence than the one we had before it.")
+    shown = window.compare.comparison
+    assert shown.delta is None and shown.difference is None
+    assert shown.message.startswith("shapes differ: pinned 2×7×7, current 2×12×12")
+    assert shown.pinned is not None and shown.current is not None  # still side by side
+    view = window.compare.view
+    assert view.message.text().startswith("shapes differ") and not view.plots[2].plot.isVisible()
+    window.state.update_inputs(heads=4)  # another head count, on a stage without heads: same shape again
+    settle(window)
+    window.state.set_stage("input")
+    assert window.compare.comparison.message.startswith("shapes differ")  # still another length
+
+
+def test_unpin_closes_the_panel_and_stops_comparing(make_window, settle):
+    window = make_window()
+    window.compare.pin_action.trigger()
+    assert window.compare.view.isVisible() and window.compare.unpin_action.isEnabled()
+    window.compare.unpin_action.trigger()
+    assert not window.compare.view.isVisible() and window.compare.pinned is None
+    window.state.update_inputs(seed=3)
+    settle(window)
+    assert window.compare.comparison is None
+    assert window.compare.pin_action.shortcut().toString() == "Ctrl+K"
+
+
+def test_beyond_the_token_limit_it_says_so():
+    trace = pipeline.run(dataclasses.replace(SMALL, sentence=" ".join(["a"] * (MAX_COMPARE_TOKENS + 1))).request())
+    shown = compare(trace, trace, "weights", 0)
+    assert shown.delta is None and str(MAX_COMPARE_TOKENS) in shown.message
