@@ -28,6 +28,7 @@ from .compare_actions import CompareActions
 from .experiment import Experiment
 from .export_actions import ExportActions
 from .file_actions import FileActions
+from .hide_keys import KeyHider
 from .inspector_panel import InspectorPanel
 from .mask_dock import MaskDock
 from .persistence import (
@@ -117,6 +118,7 @@ class MainWindow(QMainWindow):
         self._add_actions()
         self.mask_dock = MaskDock(self)  # issue 9: the painted custom mask
         self.experiment = Experiment(self)  # issue 9: what-if edits, difference view
+        self.key_hider = KeyHider(self)  # Alt+click hides a key from a query (Shift: from every query)
         self.sessions = SessionActions(self)  # issue 9: File → Save session… / Open session…
         self.files = FileActions(self)  # issue 9: File → Open embeddings… / weights… / mask…
         self.compare = CompareActions(self)  # issue 9: Stage → Pin this run, compared with the current one

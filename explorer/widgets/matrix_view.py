@@ -78,6 +78,7 @@ def format_value(value: float) -> str:
 class MatrixView(QWidget):
     cell_clicked = Signal(int, int, int)  # head, row, col
     cell_double_clicked = Signal(int, int, int)  # plot head (the stage's own head index), row, col
+    key_toggled = Signal(int, int, bool)  # Alt+click on a query × key cell: row, col, whole token (Shift)
     image_missing = Signal(int, str, object)  # generation, stage, colour scale (False, True, "log"): convert it
     # generation, stage, head, (r0, r1, c0, c1), levels: a zoomed region to reduce again from exact cells
     region_wanted = Signal(int, str, int, tuple, tuple)
@@ -424,6 +425,11 @@ class MatrixView(QWidget):
             plot, row, col = hit
             if event.double():
                 self.cell_double_clicked.emit(plot.head, row, col)
+                return
+            modifiers = event.modifiers()
+            if modifiers & Qt.KeyboardModifier.AltModifier and self.shown_stage is not None \
+                    and self.shown_stage.col_axis == "key":  # fmt: skip
+                self.key_toggled.emit(row, col, bool(modifiers & Qt.KeyboardModifier.ShiftModifier))
                 return
             self.cell_clicked.emit(self._query_head(plot.head), row, col)
 
