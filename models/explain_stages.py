@@ -207,7 +207,8 @@ def _projection(ctx: Context, kind: str) -> Derivation:
 
 def _rotated(ctx: Context, kind: str) -> Derivation:
     h, i, c = ctx.cell
-    x = ctx.a(kind)[h, i]  # (d_k,)
+    source = f"{kind}_normed" if f"{kind}_normed" in ctx.trace else kind  # rotary acts on the normed vector
+    x = ctx.a(source)[h, i]  # (d_k,)
     cos, sin = (r.astype(F64) for r in ctx.params.rope)  # (n, r)
     r = cos.shape[1]
     title = f"Rotated {'query' if kind == 'q' else 'key'} · head {h} · token " + (
@@ -310,8 +311,8 @@ def scaled(ctx: Context) -> Derivation:
 
 def _previous(ctx: Context, before: str) -> str:
     """The stage the given one reads its scores from: the last present of scores/scaled/masked."""
-    order = ["scores", "scaled", "masked"]
-    return [s for s in order[: order.index(before) if before in order else 3] if s in ctx.trace][-1]
+    order = ["scores", "scaled", "softcapped", "masked"]
+    return [s for s in order[: order.index(before) if before in order else 4] if s in ctx.trace][-1]
 
 
 def _why_hidden(ctx: Context, i: int, j: int) -> list[str]:
@@ -425,6 +426,39 @@ def output(ctx: Context) -> Derivation:
                       bars_caption="products C_im·W_C[m,c]" + (" and the bias" if bias else ""))  # fmt: skip
 
 
+def _normed(ctx: Context, which: str) -> Derivation:
+    """q̂ / k̂: one feature of a head's RMS-normed vector (qk-norm families)."""
+    h, r, c = ctx.cell
+    norm = getattr(ctx.params, f"{which}_norm", None)
+    row = ctx.a(which)[h, r]  # (d_k,) the vector before the norm
+    weight = np.asarray(norm.weight.detach().cpu().numpy(), F64) if norm is not None else np.ones_like(row)
+    eps = float(norm.eps) if norm is not None else 0.0
+    plus_one = bool(norm.plus_one) if norm is not None else False
+    factor = (1.0 + weight[c]) if plus_one else weight[c]
+    rms = math.sqrt(float(np.mean(row * row)) + eps)
+    sym = which.upper()
+    w = f"(1 + w_{c})" if plus_one else f"w_{c}"
+    formula = (f"{sym}̂_{r},{c} = {sym}_{r},{c} / rms({sym}_{r}) · {w} = {num(row[c], 6)} / {num(rms, 6)} × "
+               f"{num(factor, 6)} = {num(row[c] / rms * factor, 6)}")  # fmt: skip
+    steps = [f"rms({sym}_{r}) = √(mean of the {row.size} squared features + ε) with ε = {eps:g}.",
+             "The norm is taken over one head's vector, so every head's query/key has a comparable size."]
+    tok = ctx.qtok(r) if which == "q" else ctx.ktok(r)
+    return Derivation(ctx.stage, ctx.cell, f"{'Normed query' if which == 'q' else 'Normed key'} · head {h} · "
+                      f"token {tok} · feature {c}", formula, ctx.value, steps=steps,
+                      details={"before": float(row[c]), "rms": rms, "weight": float(factor), "eps": eps})  # fmt: skip
+
+
+def softcapped(ctx: Context) -> Derivation:
+    h, i, j = ctx.cell
+    x = float(ctx.trace["scaled"].array[ctx.cell])
+    cap = float(ctx.params.softcap)
+    formula = f"{num(cap)} · tanh({num(x, 6)} / {num(cap)}) = {num(cap * math.tanh(x / cap), 6)}"
+    steps = [f"Soft-capping squashes the scaled score smoothly into (−{num(cap)}, {num(cap)}): small scores "
+             "barely change, large ones saturate."]  # fmt: skip
+    return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Soft-capped score"), formula, ctx.value,
+                      steps=steps, details={"scaled": x, "cap": cap})  # fmt: skip
+
+
 DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
     "embeddings": embeddings,
     "positional_encoding": positional_encoding,
@@ -433,10 +467,13 @@ DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
     "q": lambda ctx: _projection(ctx, "q"),
     "k": lambda ctx: _projection(ctx, "k"),
     "v": lambda ctx: _projection(ctx, "v"),
+    "q_normed": lambda ctx: _normed(ctx, "q"),
+    "k_normed": lambda ctx: _normed(ctx, "k"),
     "q_rotated": lambda ctx: _rotated(ctx, "q"),
     "k_rotated": lambda ctx: _rotated(ctx, "k"),
     "scores": scores,
     "scaled": scaled,
+    "softcapped": softcapped,
     "masked": masked,
     "weights": weights,
     "head_output": head_output,
