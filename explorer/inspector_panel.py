@@ -25,11 +25,17 @@ class InspectorPanel(QWidget):
         self.inspector = CellInspector()
         self.note = QLabel(PROMPT)
         self.note.setWordWrap(True)
+        # The derivation numbers heads, rows and columns from 0, as `main.py explain` and the .npy files.
+        self.indices = QLabel("Indices from 0, as in the exported arrays: the grid's Head 1 is head 0 here.")
+        self.indices.setObjectName("indicesNote")
+        self.indices.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.note)
         layout.addWidget(self.inspector, 1)
+        layout.addWidget(self.indices)
         self.inspector.hide()
+        self.indices.hide()
 
     def explain_cell(self, display, stage, head: int, row: int, col: int) -> None:
         """Show how ``stage``'s cell (query head ``head``, ``row``, ``col``) was computed."""
@@ -48,6 +54,7 @@ class InspectorPanel(QWidget):
             return self._say(str(exc))
         self.note.hide()
         self.inspector.show()
+        self.indices.setVisible(stage.per_head)
         self.inspector.show_derivation(derivation)
 
     def clear(self) -> None:
@@ -55,5 +62,6 @@ class InspectorPanel(QWidget):
 
     def _say(self, text: str) -> None:
         self.inspector.hide()
+        self.indices.hide()
         self.note.setText(text)
         self.note.show()
