@@ -285,6 +285,7 @@ class MainWindow(QMainWindow):
         self.load_bar.hide()
         t0 = time.perf_counter()
         old = self.state.display
+        plots_before = len(self.matrix_view.plots)
         self.state.show_trace(display)
         if old is not None:
             self.worker.discard(old)  # the views have let go of it: the worker frees it
@@ -297,7 +298,10 @@ class MainWindow(QMainWindow):
             summary = _summary(display.trace, (t0 - submitted) * 1000.0)
             self.status_line.show_info(summary, [*self._notices, *(display.trace.meta.get("notices") or ())])
             self._notices = []
-        self._settle()
+        if len(self.matrix_view.plots) == plots_before:
+            self._settle()  # the same grid: one paint shows it all
+        # A new grid (another head count, a model switch): its layout and its paint come in later
+        # event-loop turns of their own, each short, rather than all in this one (the longest stall).
         self.shown.emit(display.generation)
 
     def _settle(self) -> None:
