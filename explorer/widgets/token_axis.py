@@ -50,6 +50,9 @@ def spaced_indices(first: int, last: int, start: float, cell_px: float, widths: 
     return kept
 
 
+MEASURED_LABELS = 512  # beyond this many tokens, label widths are bounded, not measured one by one
+
+
 class TokenAxis(pg.AxisItem):
     def __init__(self, orientation: str, **kwargs):
         super().__init__(orientation, **kwargs)
@@ -82,7 +85,11 @@ class TokenAxis(pg.AxisItem):
     def _label_widths(self) -> list[float]:
         if self._widths is None:
             metrics = QFontMetricsF(self.style["tickFont"] or QFont())
-            self._widths = [metrics.horizontalAdvance(shorten(s)) for s in self._shown]
+            if len(self._shown) <= MEASURED_LABELS:
+                self._widths = [metrics.horizontalAdvance(shorten(s)) for s in self._shown]
+            else:  # thousands of tokens: measuring each (~3 µs) would stall a paint; a bound per length
+                per_char = metrics.horizontalAdvance("W")
+                self._widths = [per_char * len(shorten(s)) for s in self._shown]
         return self._widths
 
     def label_room(self) -> int:
