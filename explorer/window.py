@@ -139,7 +139,7 @@ class MainWindow(QMainWindow):
         self.worker.stage_ready.connect(self.state.add_stage_image)
         self.matrix_view.image_missing.connect(self.worker.prepare)
         self.matrix_view.region_wanted.connect(self.worker.prepare_region)
-        self.worker.region_ready.connect(self.matrix_view.region_arrived)
+        self.worker.region_ready.connect(self.matrix_view.zoom.arrived)
         self.state.colours_changed.connect(self.worker.set_fit_colours)  # for the traces to come
         self.matrix_view.cell_clicked.connect(self._on_cell_clicked)
         self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone

@@ -27,6 +27,7 @@ from .cell_selection import CellSelection
 from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
 from .heatmap_plot import HeatmapPlot
 from .token_axis import EDGE_OVERHANG_PX
+from .zoom_regions import ZoomRegions
 
 ALL_HEADS = -1
 GRID_SPACING = 6
@@ -97,11 +98,7 @@ class MatrixView(QWidget):
         self._pool_timer = QTimer(self)  # builds spare plots one per event-loop turn (warm_up)
         self._pool_timer.setInterval(0)
         self._pool_timer.timeout.connect(self._grow_pool)
-        self._zoomed: set[int] = set()  # ids of plots whose range changed since the last ask
-        self._zoom_timer = QTimer(self)  # zooming and panning ask the worker once they pause
-        self._zoom_timer.setSingleShot(True)
-        self._zoom_timer.setInterval(120)
-        self._zoom_timer.timeout.connect(self._ask_regions)
+        self.zoom = ZoomRegions(self)  # zooming and panning redraw the visible region from exact cells
 
         self.head_combo = QComboBox()
         self.head_combo.setToolTip("Show every head side by side, or one head large")
@@ -201,8 +198,7 @@ class MatrixView(QWidget):
         self.range_label.setText(text)
         self.shown_stage, self.shown_generation = stage, display.generation
         if image.step != (1, 1):  # a plot still zoomed in shows the new stage sharp too
-            self._zoomed.update(id(p) for p in self.plots)
-            self._zoom_timer.start()
+            self.zoom.changed(*self.plots)
         self._mark_query()
         self._settle_layout()
         self.numbers.update()
@@ -280,7 +276,7 @@ class MatrixView(QWidget):
 
     def _add_spare(self) -> None:
         spare = HeatmapPlot(len(self._pool))
-        spare.plot.getViewBox().sigRangeChanged.connect(lambda *_a, p=spare: self._zoom_changed(p))
+        spare.plot.getViewBox().sigRangeChanged.connect(lambda *_a, p=spare: self.zoom.changed(p))
         spare.set_title(f"Head {len(self._pool) + 1}")  # its likely title (all heads), ready in advance
         spare.plot.setParentItem(self.canvas.ci)  # in the scene from the start (see _lay_out_grid)
         spare.plot.hide()
@@ -299,45 +295,6 @@ class MatrixView(QWidget):
             self._add_spare()
         if len(self._pool) >= self._pool_target:  # done: no idle tick left running
             self._pool_timer.stop()
-
-    # --- zoom and pan: a reduced matrix is redrawn from its exact cells ---------------------
-    def _zoom_changed(self, plot: HeatmapPlot) -> None:
-        self._zoomed.add(id(plot))
-        self._zoom_timer.start()
-
-    def _ask_regions(self) -> None:
-        display, stage = self.state.display, self.shown_stage
-        if display is None or stage is None or display.generation != self.shown_generation:
-            return
-        image = display.images.get(stage.name)
-        zoomed, self._zoomed = self._zoomed, set()
-        if image is None or image.step == (1, 1):
-            return  # every cell already has its own pixel
-        lut = lookup_table(image.sequential)
-        for plot in self.plots:
-            if id(plot) not in zoomed:
-                continue
-            (x0, x1), (y0, y1) = plot.plot.getViewBox().viewRange()
-            region = (max(0, math.floor(y0)), min(plot.rows, math.ceil(y1)),
-                      max(0, math.floor(x0)), min(plot.cols, math.ceil(x1)))  # fmt: skip
-            if region[1] <= region[0] or region[3] <= region[2]:
-                continue
-            if region == (0, plot.rows, 0, plot.cols):
-                if plot.region is not None:  # zoomed out again: the whole matrix's image
-                    head = plot.head if stage.per_head else 0
-                    plot.set_region(image.indices[head], lut, region)
-                continue
-            self.region_wanted.emit(display.generation, stage.name, plot.head, region, tuple(image.levels))
-
-    def region_arrived(self, generation: int, head: int, image) -> None:
-        """The worker's reduction of a zoomed region: paint it on the plot showing that head."""
-        stage = self.shown_stage
-        if stage is None or generation != self.shown_generation or image.name != stage.name:
-            return
-        for plot in self.plots:
-            if plot.head == head and image.region is not None:
-                plot.set_region(image.indices[0], lookup_table(image.sequential), image.region)
-                self.numbers.schedule()
 
     def _fit_columns(self) -> None:
         """Give every matrix of a grid the same width: the first column also holds the row labels,
