@@ -118,17 +118,7 @@ class Bert(Architecture):
 
     def attention_params(self, i: int, n: int) -> AttentionParams:
         L = self.layers[i]
-        return AttentionParams(
-            *L["q"],
-            *L["k"],
-            *L["v"],
-            *L["o"],
-            heads=self.num_heads,
-            kv_heads=self.num_kv_heads,
-            d_k=self.head_dim,
-            scale=self.head_dim**-0.5,
-            scale_formula="S / √d_k",
-        )
+        return self.layer_params(L)
 
     def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
         L = self.layers[i]

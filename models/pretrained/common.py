@@ -307,6 +307,16 @@ class Architecture:
     def attention_params(self, i: int, n: int) -> AttentionParams:
         raise NotImplementedError
 
+    def layer_params(self, layer: dict, *, scale: float | None = None, scale_formula: str = "S / √d_k",
+                     **extra) -> AttentionParams:  # fmt: skip
+        """The AttentionParams of a layer whose ``layer`` dict holds (weight, bias) pairs "q", "k",
+        "v", "o"; ``scale`` defaults to 1/√d_k; ``extra``: rope, q_norm, softcap, ..."""
+        return AttentionParams(
+            *layer["q"], *layer["k"], *layer["v"], *layer["o"],
+            heads=self.num_heads, kv_heads=self.num_kv_heads, d_k=self.head_dim,
+            scale=self.head_dim**-0.5 if scale is None else scale, scale_formula=scale_formula, **extra,
+        )  # fmt: skip
+
     def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
         """Block ``i``: hidden state in, hidden state out, both ``(n, d_model)``."""
         raise NotImplementedError

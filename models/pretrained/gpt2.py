@@ -91,17 +91,7 @@ class GPT2(Architecture):
             scale, formula = self.head_dim**-0.5, "S / √d_k"
         if self.scale_by_layer:
             scale, formula = scale / float(i + 1), f"{formula} / {i + 1}"
-        return AttentionParams(
-            *L["q"],
-            *L["k"],
-            *L["v"],
-            *L["o"],
-            heads=self.num_heads,
-            kv_heads=self.num_kv_heads,
-            d_k=self.head_dim,
-            scale=scale,
-            scale_formula=formula,
-        )
+        return self.layer_params(L, scale=scale, scale_formula=formula)
 
     def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
         L = self.layers[i]

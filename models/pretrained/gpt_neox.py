@@ -96,18 +96,7 @@ class GPTNeoX(Architecture):
 
     def attention_params(self, i: int, n: int) -> AttentionParams:
         L = self.layers[i]
-        return AttentionParams(
-            *L["q"],
-            *L["k"],
-            *L["v"],
-            *L["o"],
-            heads=self.num_heads,
-            kv_heads=self.num_kv_heads,
-            d_k=self.head_dim,
-            scale=self.head_dim**-0.5,
-            scale_formula="S / √d_k",
-            rope=self.rotary_table(n),
-        )
+        return self.layer_params(L, rope=self.rotary_table(n))
 
     def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
         L = self.layers[i]

@@ -162,22 +162,9 @@ class Llama(Architecture):
         if self.qk_norm:
             q_norm = HeadNorm(L["q_norm"], self.eps, self.norm_plus_one)
             k_norm = HeadNorm(L["k_norm"], self.eps, self.norm_plus_one)
-        return AttentionParams(
-            *L["q"],
-            *L["k"],
-            *L["v"],
-            *L["o"],
-            heads=self.num_heads,
-            kv_heads=self.num_kv_heads,
-            d_k=self.head_dim,
-            scale=self.scale,
-            scale_formula=self.scale_formula,
-            rope=self.rope(n),
-            q_norm=q_norm,
-            k_norm=k_norm,
-            softcap=self.softcap,
-            sliding_window=self.windows[i],
-        )
+        return self.layer_params(L, scale=self.scale, scale_formula=self.scale_formula, rope=self.rope(n),
+                                 q_norm=q_norm, k_norm=k_norm, softcap=self.softcap,
+                                 sliding_window=self.windows[i])  # fmt: skip
 
     def mlp(self, L: dict, x: Tensor) -> Tensor:
         return linear(self.act(linear(x, *L["gate"])) * linear(x, *L["up"]), *L["down"])
