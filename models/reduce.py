@@ -73,6 +73,16 @@ def _exact(values: np.ndarray, region: tuple[int, int, int, int]) -> Reduced:
                    region, (1, 1), (lo, hi))  # fmt: skip
 
 
+def _seen_width(stage: Stage, r0: int, rows: int, c0: int, c1: int, kc: int) -> int:
+    """Columns (from ``c0``, a multiple of ``kc``) holding every key some of these query rows can
+    see: beyond them a lazy weights stage is exactly 0 (causal). Else the whole width."""
+    store = stage.store
+    if store is None or stage.name != "weights" or c0 != 0:
+        return c1 - c0
+    _, visible_end = store.spec.mask.visible_columns(r0, r0 + rows, store.n_k)
+    return min(c1, -(-visible_end // kc) * kc) - c0
+
+
 def reduce_head(
     stage: Stage,
     head: int,
@@ -93,7 +103,7 @@ def reduce_head(
     peaks, masks, lo, hi, any_masked = [], [], np.inf, -np.inf, False
     # The exact minimum costs a second pass: for weights (whose peaks are maxima) only when small.
     want_low = signed or (r1 - r0) * (c1 - c0) <= 1 << 22
-    for _start, band in _bands(stage, head, r0, r1, band_rows, kr):
+    for start, band in _bands(stage, head, r0, r1, band_rows, kr):
         if should_stop is not None and should_stop():
             from .config import Cancelled
 
@@ -106,7 +116,13 @@ def reduce_head(
         has_masked = neg_inf is not None and bool(neg_inf.any())
         any_masked |= has_masked
         with torch.no_grad():
-            top = _block_max(t, kr, kc)  # block max (−∞: all masked; NaN spreads)
+            width = _seen_width(stage, start, band.shape[0], c0, c1, kc) if not want_low else c1 - c0
+            if width < c1 - c0:
+                # Weights of keys no query of the band sees are exactly 0: their pixels are 0 too.
+                top = torch.zeros((1, 1, -(-band.shape[0] // kr), -(-(c1 - c0) // kc)), dtype=t.dtype)
+                top[..., : width // kc] = _block_max(t[..., :width].contiguous(), kr, kc)
+            else:
+                top = _block_max(t, kr, kc)  # block max (−∞: all masked; NaN spreads)
             finite_top = top[torch.isfinite(top)]
             if finite_top.numel():
                 hi = max(hi, float(finite_top.max()))
