@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from models.derivation import Derivation, Term, num
 
-if TYPE_CHECKING:
-    from models.explain_stages import Context
-
-F64 = np.float64
-
-
-def _sum(terms) -> float:
-    from models.explain_stages import _sum as total
-
-    return total(terms)
-
-
-def _pair_title(ctx: Context, what: str) -> str:
-    from models.explain_stages import _pair_title as title
-
-    return title(ctx, what)
+# A cycle on purpose: explain_stages imports this module last, once these names exist there.
+from models.explain_stages import F64, Context, _pair_title, _sum
 
 
 def normed(ctx: Context, which: str) -> Derivation:

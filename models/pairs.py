@@ -274,10 +274,5 @@ class PairStore:
             return self._head_output
 
 
-def pair_bytes(heads: int, n_q: int, n_k: int) -> int:
-    """Bytes one n×n stage of every head would take if held whole (float32)."""
-    return 4 * heads * n_q * n_k
-
-
 def sqrt_dk(d_k: int) -> tuple[str, float]:
     return ("div", math.sqrt(d_k))

@@ -27,10 +27,6 @@ Override = Callable[[str, torch.Tensor], torch.Tensor] | None
 MAX_TRACE_BYTES = 8 << 30
 
 
-def _features(n: int) -> tuple[str, ...]:
-    return tuple(str(i) for i in range(n))
-
-
 class _Recorder:
     """Collects stages (texts from the catalogue) and checks for cancellation at each boundary."""
 
@@ -134,7 +130,7 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
         pe=cfg.pe, embedding_source="the embeddings file" if key_matrix is not None else "a seeded nn.Embedding table",
     )  # fmt: skip
     rec = _Recorder(ctx, should_stop)
-    fk = _features(cfg.d_model)
+    fk = stages.features(cfg.d_model)
     with torch.no_grad():
         x_k, x_q = x_k.to(device, torch.float32), x_q.to(device, torch.float32)
         x_k = edited("embeddings", x_k)
@@ -155,11 +151,11 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
         if req.is_cross:
             rec.add("query_input", x_q, query_tokens, fk)
         q = edited("q", att.project(x_q, t(w.W_q), t(w.b_q)))  # (h, n_q, d_k)
-        rec.add("q", q, query_tokens, _features(dk))
+        rec.add("q", q, query_tokens, stages.features(dk))
         k = edited("k", att.project(x_k, t(w.W_k), t(w.b_k)))  # (h, n_k, d_k)
-        rec.add("k", k, key_tokens, _features(dk))
+        rec.add("k", k, key_tokens, stages.features(dk))
         v = edited("v", att.project(x_k, t(w.W_v), t(w.b_v)))  # (h, n_k, d_v)
-        rec.add("v", v, key_tokens, _features(dv))
+        rec.add("v", v, key_tokens, stages.features(dv))
 
         score = {"scaled": "dot"}.get(cfg.score, cfg.score)
         params = {name: t(w.extra[name]) for name in ("W_g", "W_1", "W_2", "w") if name in w.extra}
@@ -181,9 +177,9 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
                 c = att.concat_heads(store.head_output())
                 return att.output_projection(c, t(w.W_o), t(w.b_o)).to("cpu", torch.float32).numpy()
 
-        rec.add_lazy("head_output", query_tokens, _features(dv), compute=head_output, shape=(h, n_q, dv))
-        rec.add_lazy("concat", query_tokens, _features(h * dv), compute=concat, shape=(n_q, h * dv))
-        rec.add_lazy("output", query_tokens, _features(cfg.out_dim), compute=output, shape=(n_q, cfg.out_dim))
+        rec.add_lazy("head_output", query_tokens, stages.features(dv), compute=head_output, shape=(h, n_q, dv))
+        rec.add_lazy("concat", query_tokens, stages.features(h * dv), compute=concat, shape=(n_q, h * dv))
+        rec.add_lazy("output", query_tokens, stages.features(cfg.out_dim), compute=output, shape=(n_q, cfg.out_dim))
 
     check_finite_stages(rec.stages)  # float32 overflow (huge inputs or weights): refuse, never NaN
     meta = {"notices": [notice] if notice else []}

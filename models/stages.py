@@ -35,6 +35,11 @@ STAGE_ORDER = (
 PAIR_STAGES = ("scores", "scaled", "softcapped", "masked", "weights")
 
 
+def features(n: int) -> tuple[str, ...]:
+    """Labels of a feature axis: "0", "1", ..."""
+    return tuple(str(j) for j in range(n))
+
+
 @dataclass(frozen=True)
 class Context:
     """The sizes and options the texts of a trace's stages are written with."""

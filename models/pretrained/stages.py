@@ -27,10 +27,6 @@ def to_numpy(t: Tensor) -> np.ndarray:
     return np.array(t.detach().cpu().numpy(), dtype=np.float32, copy=True)
 
 
-def features(n: int) -> tuple[str, ...]:
-    return tuple(str(j) for j in range(n))
-
-
 def build_trace(
     model: PretrainedModel,
     enc: Encoded,
@@ -77,7 +73,7 @@ def build_trace(
 
     def eager(name: str, tensor: Tensor) -> Stage:
         array = to_numpy(tensor)
-        cols = features(array.shape[-1])
+        cols = stages.features(array.shape[-1])
         return Stage(name, array=array, row_labels=tokens, col_labels=cols, **text(name))
 
     built = [eager("input", x)] + [eager(name, rec[name]) for name in stages.STAGE_ORDER if name in rec]
@@ -101,7 +97,7 @@ def build_trace(
 
     for name, compute, shape in (("head_output", head_output, (h, n, dk)), ("concat", concat, (n, h * dk)),
                                  ("output", output, (n, arch.hidden_size))):  # fmt: skip
-        built.append(Stage(name, row_labels=tokens, col_labels=features(shape[-1]), compute=compute, shape=shape,
+        built.append(Stage(name, row_labels=tokens, col_labels=stages.features(shape[-1]), compute=compute, shape=shape,
                            **text(name)))  # fmt: skip
     check_finite_stages(built)  # the eager stages; the lazy ones are checked as they are written
     stages_ = tuple(built)
