@@ -34,6 +34,7 @@ class Experiment(QObject):
         self.difference.toggled.connect(lambda _on: self._recompute())
         self.largest = QLabel()
         self.largest.setObjectName("largestChange")
+        self.largest.setMinimumWidth(1)  # its text must not widen the view (see rangeLabel)
         self.view.add_control(self.difference)
         self.view.add_control(self.largest)
         menu = window.menuBar().addMenu("&Edit")

@@ -140,6 +140,7 @@ class MainWindow(QMainWindow):
         self.matrix_view.image_missing.connect(self.worker.prepare)
         self.matrix_view.region_wanted.connect(self.worker.prepare_region)
         self.worker.region_ready.connect(self.matrix_view.zoom.arrived)
+        self.matrix_view.painted.connect(self.worker.painted)  # then it converts the other stages
         self.state.colours_changed.connect(self.worker.set_fit_colours)  # for the traces to come
         self.matrix_view.cell_clicked.connect(self._on_cell_clicked)
         self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone

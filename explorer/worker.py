@@ -38,6 +38,11 @@ Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
 # (a few milliseconds), so stepping is instant. Bigger ones show the focused stage first and
 # convert the rest in the background, most likely next stages first.
 CONVERT_ALL_BELOW = 4_000_000
+# After a result is sent, background conversions wait until the GUI has painted it (see
+# ComputeWorker.painted), at most this long: converting needs the interpreter lock in short
+# bursts, and each burst the GUI thread waits for (up to sys.getswitchinterval(), 5 ms) is
+# multiplied by the hundred Python calls of one paint, which doubled the window's longest stall.
+QUIET_AFTER_RESULT_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,8 @@ class ComputeWorker(QThread):
         self._stopping = False
         self._latest = 0
         self._fit_colours = False  # weights on 0..max rather than 0..1 (see stage_image.colour_levels)
+        self._painted = 0  # the newest generation the GUI has painted
+        self._quiet_until = 0.0  # time.monotonic() until which background conversion waits for that
 
     # --- GUI thread ------------------------------------------------------------------------
     @property
@@ -116,6 +123,18 @@ class ComputeWorker(QThread):
     def fit_colours(self) -> bool:
         return self._fit_colours
 
+    def painted(self, generation: int) -> None:
+        """The GUI has painted ``generation``: background conversion may use the lock again."""
+        with self._cond:
+            self._painted = max(self._painted, generation)
+            self._cond.notify()
+
+    def _background_allowed(self, current: DisplayTrace | None, todo: list[str]) -> bool:
+        """Called with the lock held: convert the rest of the latest trace once it is on screen."""
+        if not todo or current is None or current.generation != self._latest:
+            return False
+        return self._painted >= current.generation or time.monotonic() >= self._quiet_until
+
     def discard(self, old: object) -> None:
         """Let this thread drop ``old``: freeing a trace of hundreds of MB takes milliseconds."""
         with self._cond:
@@ -142,8 +161,9 @@ class ComputeWorker(QThread):
             with self._cond:
                 # Background conversion only for the latest trace; a superseded one waits for requests.
                 while not (self._stopping or self._job or self._wanted or self._trash or self._regions
-                           or (todo and current.generation == self._latest)):  # fmt: skip
-                    self._cond.wait()
+                           or self._background_allowed(current, todo)):  # fmt: skip
+                    quiet = todo and current is not None and current.generation == self._latest
+                    self._cond.wait(max(0.0, self._quiet_until - time.monotonic()) + 0.001 if quiet else None)
                 if self._stopping:
                     return
                 job, self._job = self._job, None
@@ -169,7 +189,7 @@ class ComputeWorker(QThread):
                         self.region_ready.emit(generation, head, image)
                 # A converted stage may be asked for again: the colour scale changed since.
                 names = [n for g, n in wanted if g == current.generation and n in current.trace]
-                if not names and not regions and current.generation == self._latest:
+                if not names and not regions and self._background_allowed(current, todo):
                     names = todo[:1]
                 for name in dict.fromkeys(names):  # in order, once each
                     if name in todo:
@@ -203,6 +223,8 @@ class ComputeWorker(QThread):
         display.worker_ms = (time.perf_counter() - t0) * 1000.0
         if is_stale():
             return None
+        with self._cond:
+            self._quiet_until = time.monotonic() + QUIET_AFTER_RESULT_S
         self.result_ready.emit(display)
         return display, _background_order([n for n in names if n not in display.images], names, focus)
 

@@ -1,6 +1,6 @@
 """The head metrics table: one row per (layer, head), sortable by any column.
 
-A QTableView over a small QAbstractTableModel behind a QSortFilterProxyModel that sorts on the
+A QTableView over a QStandardItemModel behind a QSortFilterProxyModel that sorts on the
 exact numbers (``SORT_ROLE``), not on the text shown. NaN (a metric with no meaning for this
 attention, e.g. ``self`` of cross attention) shows as "—" and sorts last.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
+from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
@@ -24,7 +25,11 @@ TOOLTIPS = {
 }
 
 
-class HeadMetricsModel(QAbstractTableModel):
+class HeadMetricsModel(QStandardItemModel):
+    """The numbers as Qt items: the table reads and sorts them in C++. A Python ``data()`` was
+    called some ten times per cell and paint (the roles a delegate asks for): 6,800 calls, ~90 ms
+    on the GUI thread each time a survey's 72 rows arrived."""
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.names: list[str] = []
@@ -32,44 +37,32 @@ class HeadMetricsModel(QAbstractTableModel):
         self.keys = np.zeros((0, 2), int)  # (rows, 2): layer, head
 
     def set_metrics(self, metrics: dict[str, np.ndarray]) -> None:
-        self.beginResetModel()
         self.names = list(metrics)
         first = next(iter(metrics.values()), np.zeros((0, 0)))
         layers, heads = first.shape
         self.keys = np.array([(l, h) for l in range(layers) for h in range(heads)], int).reshape(-1, 2)  # noqa: E741
         self.values = np.stack([np.asarray(metrics[n], float).reshape(-1) for n in self.names], axis=1) \
             if self.names else np.zeros((0, 0))  # fmt: skip
-        self.endResetModel()
+        self.clear()
+        self.setHorizontalHeaderLabels(["layer", "head", *self.names])
+        for column, name in enumerate(self.names, start=2):
+            self.horizontalHeaderItem(column).setToolTip(TOOLTIPS.get(name, ""))
+        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        for keys, values in zip(self.keys.tolist(), self.values.tolist(), strict=True):
+            row = [_item(k, k) for k in keys]
+            for value in values:
+                nan = math.isnan(value)
+                item = _item("—" if nan else f"{value:.4f}", math.inf if nan else value)
+                item.setTextAlignment(right)
+                row.append(item)
+            self.appendRow(row)
 
-    def rowCount(self, parent=QModelIndex()):  # noqa: N802, B008 - Qt API
-        return 0 if parent.isValid() else len(self.keys)
 
-    def columnCount(self, parent=QModelIndex()):  # noqa: N802, B008 - Qt API
-        return 0 if parent.isValid() else 2 + len(self.names)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802 - Qt API
-        if orientation != Qt.Orientation.Horizontal:
-            return None
-        name = (["layer", "head"] + self.names)[section]
-        if role == Qt.ItemDataRole.DisplayRole:
-            return name
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return TOOLTIPS.get(name)
-        return None
-
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        row, col = index.row(), index.column()
-        if col < 2:
-            value = int(self.keys[row, col])
-            return value if role in (Qt.ItemDataRole.DisplayRole, SORT_ROLE) else None
-        value = float(self.values[row, col - 2])
-        if role == SORT_ROLE:
-            return math.inf if math.isnan(value) else value
-        if role == Qt.ItemDataRole.DisplayRole:
-            return "—" if math.isnan(value) else f"{value:.4f}"
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
+def _item(text, sort_key) -> QStandardItem:
+    item = QStandardItem()
+    item.setData(text, Qt.ItemDataRole.DisplayRole)
+    item.setData(sort_key, SORT_ROLE)
+    return item
 
 
 class HeadMetricsTable(QWidget):

@@ -119,6 +119,10 @@ class MatrixView(QWidget):
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.range_label = QLabel()
         self.range_label.setObjectName("rangeLabel")
+        # Its text changes with every result: were its width its text's, the controls' row would
+        # now and then need more than the view has (its minimum), the splitter would widen the centre and every
+        # heatmap would be laid out and painted again (the 40–130 ms stalls of a seed change).
+        self.range_label.setMinimumWidth(1)
         self.canvas = _Canvas()
         self.canvas.setBackground("w")
         self.canvas.ci.setSpacing(GRID_SPACING)
@@ -196,6 +200,7 @@ class MatrixView(QWidget):
         if image.masked_cells:
             text += f'   <span style="background:{MASKED_HEX};color:white">&nbsp;grey&nbsp;</span> = masked (−∞)'
         self.range_label.setText(text)
+        self.range_label.setToolTip(text)  # the whole text when the row is too narrow for it
         self.shown_stage, self.shown_generation = stage, display.generation
         if image.step != (1, 1):  # a plot still zoomed in shows the new stage sharp too
             self.zoom.changed(*self.plots)

@@ -182,3 +182,18 @@ def test_sentence_line_edit_keeps_left_and_right(qtbot, make_window):
     qtbot.keyClick(edit, Qt.Key.Key_Right)
     assert edit.cursorPosition() == 6
     assert window.state.stage_name == stage  # the keys moved the cursor, not the stage
+
+
+def test_a_longer_range_text_never_resizes_the_heatmaps(qtbot, make_window):
+    """The range line changes with every result; its length must not widen the centre column
+    (which re-laid out and repainted every heatmap: the 40–130 ms stalls of a seed change)."""
+    window = make_window()
+    window.resize(1400, 900)
+    qtbot.wait(50)
+    before = window.matrix_view.canvas.size()
+    label = window.matrix_view.range_label
+    label.setText(label.text() + "   " + "min −1234.5678   max 9876.5432   " * 8)
+    qtbot.wait(50)
+    assert window.matrix_view.canvas.size() == before
+    window.matrix_view.refresh()
+    assert label.toolTip() == label.text() != ""  # all of it on hover when the row is too narrow

@@ -167,3 +167,28 @@ def test_stages_of_the_shown_trace_still_arrive_after_a_failed_request(qtbot, mo
         assert ready.args[0] == shown and ready.args[1].name == "q"
     finally:
         worker.stop()
+
+
+def test_background_conversion_waits_until_the_result_is_painted(qtbot, monkeypatch):
+    """Converting takes the interpreter lock in bursts: not while the GUI paints the result."""
+    import explorer.worker as worker_module
+
+    monkeypatch.setattr(worker_module, "CONVERT_ALL_BELOW", 0)
+    monkeypatch.setattr(worker_module, "QUIET_AFTER_RESULT_S", 60.0)  # only the painted news ends it
+    worker = ComputeWorker()
+    worker.start()
+    arrived = []
+    worker.stage_ready.connect(lambda g, image: arrived.append(image.name))
+    try:
+        with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
+            worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")
+        display = blocker.args[0]
+        qtbot.wait(300)
+        assert arrived == []  # not painted yet: nothing converted behind the GUI's back
+        with qtbot.waitSignal(worker.stage_ready, timeout=10_000):
+            worker.prepare(display.generation, "q")  # what the GUI asks for still comes at once
+        assert arrived == ["q"]
+        worker.painted(display.generation)
+        qtbot.waitUntil(lambda: len(arrived) == len(display.trace.names) - 1, timeout=10_000)
+    finally:
+        worker.stop()
