@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -122,9 +123,10 @@ def main() -> None:
 
     from models.pretrained import load_model
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    print(f"torch threads: {torch.get_num_threads()}")
+    threads = args.threads or torch.get_num_threads()
+    # The headless figures use these threads; the panel's worker leaves a core to the GUI (as in the app).
+    torch.set_num_threads(threads)
+    print(f"torch threads: {threads} headless, {max(1, (os.cpu_count() or 2) - 1)} behind the panel")
     print("MiniLM (bundled):")
     minilm = load_model("minilm", device="cpu")
     compute(minilm, 128, args.runs, SMALL_TARGET_S)
@@ -133,6 +135,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         print("BERT-base size, random weights:")
         big = big_model(Path(tmp))
+        torch.set_num_threads(threads)
         compute(big, 512, max(1, args.runs // 2), None)
         if not args.no_gui:
             gui(big, 512, BIG_PAINT_TARGET_S)

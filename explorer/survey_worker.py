@@ -19,6 +19,7 @@ from models.config import Cancelled, InputError
 from models.survey import Survey, complete
 
 from .thumbnails import thumbnail_indices
+from .worker import leave_a_core_to_the_gui
 
 
 class SurveyWorker(QObject):
@@ -68,6 +69,7 @@ class SurveyWorker(QObject):
 
     def _run(self, generation, model, sentence, mask, max_tokens, fit_each, done: threading.Event) -> None:
         should_stop: Callable[[], bool] = lambda: not self._current(generation)  # noqa: E731
+        leave_a_core_to_the_gui()
         try:
             if callable(model) and not hasattr(model, "layer_weights"):
                 model = model()

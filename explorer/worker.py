@@ -45,6 +45,12 @@ CONVERT_ALL_BELOW = 4_000_000
 QUIET_AFTER_RESULT_S = 0.25
 
 
+def leave_a_core_to_the_gui() -> None:
+    """torch on every core but one, so that painting never queues behind a computation
+    (torch's thread count is the process's: the survey worker calls this too)."""
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+
+
 @dataclass(frozen=True)
 class _Job:
     generation: int
@@ -151,8 +157,7 @@ class ComputeWorker(QThread):
 
     # --- worker thread ---------------------------------------------------------------------
     def run(self) -> None:
-        # Leave one core to the GUI thread so painting never queues behind torch.
-        torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+        leave_a_core_to_the_gui()
         # The trace on screen and its stages not converted yet. It stays after a failed or
         # cancelled job: the GUI still shows it and may still ask for its stages.
         current: DisplayTrace | None = None
