@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from explorer.app import quiet_offscreen_warnings  # noqa: E402
+from explorer.app import freeze_startup_objects, quiet_offscreen_warnings  # noqa: E402
 from explorer.persistence import open_settings  # noqa: E402
 from explorer.state import Inputs  # noqa: E402
 from explorer.window import MainWindow  # noqa: E402
@@ -116,6 +116,7 @@ def bench(n: int, runs: int) -> dict[str, float]:
                         stage="weights")  # fmt: skip
     window.resize(1400, 900)
     window.show()
+    freeze_startup_objects()  # as main.py does once the window is up
     probe = StallProbe()
     try:
         one_update(window, seed=1000, probe=probe)  # warm-up: first layout, caches, torch kernels
@@ -149,6 +150,7 @@ def bench_model(model: str, runs: int, cold: bool = False) -> dict[str, tuple[fl
     window = MainWindow(settings, Inputs(), persist=False, stage="weights")
     window.resize(1400, 900)
     window.show()
+    freeze_startup_objects()  # as main.py does once the window is up
     probe = StallProbe()
     update = window.state.update_inputs
     results: dict[str, tuple[float, ...]] = {}

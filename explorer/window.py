@@ -275,7 +275,7 @@ class MainWindow(QMainWindow):
     def is_settled(self) -> bool:
         """True when the last input change has been computed and shown (or refused with a message)."""
         return not (self.sentence_panel.is_typing() or self._submit_timer.isActive()) and (
-            self._answered == self.worker.latest_generation
+            self._answered == self.worker.latest_generation and not self.matrix_view.building
         )
 
     def _on_result(self, display: DisplayTrace) -> None:

@@ -95,6 +95,7 @@ class MatrixView(QWidget):
         self._grid_key: tuple = ()
         self._column_widths: tuple = ()
         self._pool_target = 0
+        self._waiting_for = 0  # plots a shown result needs that are still being built (0: none)
         self._pool_timer = QTimer(self)  # builds spare plots one per event-loop turn (warm_up)
         self._pool_timer.setInterval(0)
         self._pool_timer.timeout.connect(self._grow_pool)
@@ -176,7 +177,9 @@ class MatrixView(QWidget):
             self.image_missing.emit(display.generation, stage.name, self.state.fit_colours)
             return
         heads = self._heads_to_show(stage)
-        self._ensure_plots(heads, stage)
+        if not self._ensure_plots(heads, stage):  # its heatmaps are built first, one per turn
+            self.readout.setText(f"Preparing {len(heads)} heatmaps…")
+            return
         lut = lookup_table(image.sequential)
         for plot, head in zip(self.plots, heads):
             plot.head = head  # the index into this stage's heads (a key/value head for k, v of GQA)
@@ -222,18 +225,24 @@ class MatrixView(QWidget):
         head = array_head(stage, self.state.head)  # the chosen query head's key/value head, for GQA
         return [head] if head < stage.heads else list(range(stage.heads))
 
-    def _ensure_plots(self, heads: list[int], stage: Stage) -> None:
-        """(Re)build the grid when the number of plots or the best column count changes."""
+    def _ensure_plots(self, heads: list[int], stage: Stage) -> bool:
+        """(Re)build the grid when the number of plots or the best column count changes; False
+        (and the grid unchanged) while the pool is still short of plots: they are then built in
+        event-loop turns of their own (~15 ms each, 60 ms for four: the stall of a first load)
+        and the view refreshes once they are all there."""
+        if len(self._pool) < len(heads):
+            self._waiting_for = len(heads)
+            self.warm_up(len(heads))
+            return False
+        self._waiting_for = 0
         size = self.canvas.size()
         columns = grid_columns(len(heads), size.width() - 90, size.height(), len(stage.row_labels),
                                len(stage.col_labels), PLOT_OVERHEAD_PX)  # fmt: skip
         key = (len(heads), columns)
         if key == self._grid_key:
-            return
+            return True
         self._grid_key, self._column_widths = key, ()
-        # PlotItems are slow to build (~10 ms each, menus included): keep them and reuse them.
-        while len(self._pool) < len(heads):
-            self._add_spare()
+        # PlotItems are slow to build (~10 ms each, menus included): kept and reused.
         self.plots = self._pool[: len(heads)]
         overhang = EDGE_OVERHANG_PX if columns == 1 else GRID_SPACING // 2
         for i, plot in enumerate(self.plots):
@@ -249,6 +258,7 @@ class MatrixView(QWidget):
             spare.plot.hide()  # kept (hidden) for the next bigger grid: a model switched back to
         cells = [(plot.plot, i // columns, i % columns, 1) for i, plot in enumerate(self.plots)]
         self._lay_out_grid([*cells, (self.colour_bar, 0, columns, math.ceil(len(heads) / columns))])
+        return True
 
     def _lay_out_grid(self, cells: list[tuple]) -> None:
         """Put ``(item, row, col, rowspan)`` in the grid and lay it out once.
@@ -295,11 +305,18 @@ class MatrixView(QWidget):
         if len(self._pool) < self._pool_target:
             self._pool_timer.start()
 
+    @property
+    def building(self) -> bool:
+        """True while the result on screen waits for heatmaps still being built."""
+        return self._waiting_for > 0
+
     def _grow_pool(self) -> None:
         if len(self._pool) < self._pool_target:
             self._add_spare()
         if len(self._pool) >= self._pool_target:  # done: no idle tick left running
             self._pool_timer.stop()
+        if self._waiting_for and len(self._pool) >= self._waiting_for:
+            QTimer.singleShot(0, self.refresh)  # a turn of its own, not the last plot's
 
     def _fit_columns(self) -> None:
         """Give every matrix of a grid the same width: the first column also holds the row labels,

@@ -197,3 +197,26 @@ def test_a_longer_range_text_never_resizes_the_heatmaps(qtbot, make_window):
     assert window.matrix_view.canvas.size() == before
     window.matrix_view.refresh()
     assert label.toolTip() == label.text() != ""  # all of it on hover when the row is too narrow
+
+
+def test_a_result_with_more_heads_than_built_heatmaps_waits_for_them(qtbot, make_window, settle):
+    """Building a heatmap takes ~15 ms: never several inside the result's turn (a first model's
+    load stalled 50–60 ms so). They are built one per turn, then the result shows, complete."""
+    import inspect
+
+    window = make_window()
+    view = window.matrix_view
+    built_inside_a_result = []
+    add_spare = view._add_spare
+
+    def add() -> None:
+        built_inside_a_result.append(any(f.function == "show_trace" for f in inspect.stack()))
+        add_spare()
+
+    view._add_spare = add
+    heads = len(view._pool) + 3
+    window.state.update_inputs(heads=heads, d_model=8 * heads)
+    settle(window)
+    assert len(built_inside_a_result) >= 3 and not any(built_inside_a_result)
+    assert len(view.plots) == heads and view.shown_generation == window.worker.latest_generation
+    assert_view_matches_engine(window)
