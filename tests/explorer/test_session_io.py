@@ -35,12 +35,22 @@ def test_a_model_session_maps_to_the_model_inputs():
     assert shown.inputs.pad_positions == (1,)
 
 
-def test_what_the_window_cannot_show_is_listed():
-    session = Session(Run({"--sentence": "a b", "--mask": "custom", "--bias": True},
-                          {"mask": np.zeros((2, 2), bool)}), edits=(Edit("q", (0, 0, 0), 1.0),),
-                      pinned=Run({"--sentence": "a"}))  # fmt: skip
-    left = inputs_from_session(session).not_applied
-    assert left == ("--mask custom", "--bias True", "the mask array", "1 edit(s)", "the pinned run")
+def test_the_window_shows_everything_but_the_export_only_options():
+    mask = np.eye(2, dtype=bool)
+    session = Session(Run({"--sentence": "a b", "--mask": "custom", "--bias": True, "--d-out": 6, "--device": "cpu"},
+                          {"mask": mask}), edits=(Edit("q", (0, 0, 0), 1.0),),
+                      pinned=Run({"--sentence": "a", "--max-tokens": 9}))  # fmt: skip
+    shown = inputs_from_session(session)
+    assert shown.not_applied == ("--device cpu", "pinned --max-tokens 9")
+    assert (shown.inputs.mask, shown.inputs.bias, shown.inputs.d_out) == ("custom", True, 6)
+    assert np.array_equal(np.array(shown.inputs.painted_mask), mask)
+    assert shown.edits == (Edit("q", (0, 0, 0), 1.0),) and shown.pinned.inputs.sentence == "a"
+
+
+def test_a_toy_session_resets_what_the_window_had_before():
+    before = Inputs(model="minilm", layer=3, d_k=5, cross_enabled=True, labels=("x",), weights_file="/w.npz")
+    shown = inputs_from_session(session_from_inputs(Inputs(sentence="a b c")), before)
+    assert shown.inputs == Inputs(sentence="a b c", layer=3)  # the model's layer waits behind the toy
 
 
 def test_screenshot_saves_its_session_and_session_reopens_it(qtbot, tmp_path, capsys):
