@@ -75,3 +75,24 @@ def test_bad_session_or_save_without_screenshot_exit_2(tmp_path, capsys):
     assert run_app(["--save-session", str(tmp_path / "s.zip")]) == 2
     assert capsys.readouterr().err.strip().startswith("error: --save-session needs --screenshot")
     assert not (tmp_path / "x.png").exists() and not (tmp_path / "s.zip").exists()
+
+
+def test_a_request_with_arrays_becomes_a_run_with_the_same_numbers():
+    from explorer.edited_runner import EditedRequest
+    from explorer.held_arrays import HeldArrays
+    from explorer.request_run import run_from_request
+
+    rng = np.random.default_rng(8)
+    held = HeldArrays({"embeddings": rng.standard_normal((4, 6)), "cross_embeddings": rng.standard_normal((3, 6)),
+                       **{f"weights/{k}": rng.standard_normal((2, 6, 3)) for k in ("W_q", "W_k", "W_v")}})  # fmt: skip
+    inputs = Inputs(heads=2, d_model=6, d_out=5, bias=True, score="additive", mask="custom", cross_enabled=True,
+                    painted_mask=((True, False, False, False),) * 3, labels=tuple("abcd"), held=held)  # fmt: skip
+    edits = (Edit("v", (1, 0, 2), 9.0),)
+    saved, back_edits, difference = run_from_request(EditedRequest(inputs.request(), edits))
+    assert back_edits == edits and not difference and saved.options["--labels"] == list("abcd")
+    original = materialize(run(inputs.request()))
+    again = materialize(saved.trace())
+    for name in original.names:
+        np.testing.assert_array_equal(original[name].array, again[name].array, err_msg=name)
+    restored = inputs_from_session(Session(saved)).inputs
+    assert restored.request().custom_mask.tolist() == [[True, False, False, False]] * 3
