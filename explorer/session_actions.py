@@ -110,8 +110,10 @@ class SessionActions(QObject):
         self._pending = None
         if generation == wanted and not message:
             self.window_.compare.pin()
-        else:
-            self.window_._notices.append(f"the pinned run could not be computed{': ' + message if message else ''}")
+        elif generation == wanted:
+            self.window_._notices.append(f"the pinned run could not be computed: {message}")
+        else:  # another request went first (the user changed something meanwhile)
+            self.window_._notices.append("the session's pinned run was replaced before it was computed: not pinned")
         self._show(shown)
 
     def _show(self, shown: WindowSession) -> None:
