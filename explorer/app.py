@@ -173,13 +173,17 @@ def run_app(argv: Sequence[str]) -> int:
     window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head, fit_colours=fit)
     if args.attention:
         window.open_survey(path=args.attention)
+    if getattr(args, "window_session", None) is not None:  # issue 9: its edits, pinned run and query
+        from .session_io import on_top
+
+        window.sessions.restore(on_top(args.window_session, inputs, args.stage, head))
     try:
         if args.screenshot:
             code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer)
             if code == 0 and args.save_session:
                 from .session_io import save_shown_session
 
-                code = save_shown_session(args.save_session, window.state)
+                code = save_shown_session(args.save_session, window)
             return code
         window.show()
         freeze_startup_objects()

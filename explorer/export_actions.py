@@ -1,5 +1,5 @@
 """Export matrix (.npy), export all (folder + manifest.json, as `main.py export`), save image (PNG or SVG
-of the matrix view, PNG of the window).
+of the matrix view or of the whole window).
 
 The file dialogs sit behind :meth:`ExportActions.ask_save_path` and :meth:`ExportActions.ask_folder`
 so that tests can replace them. Every failure is one line in the status bar, never a traceback.
@@ -17,7 +17,7 @@ from models.config import InputError
 from models.export import write_array, write_trace
 
 from .heads import array_head, is_kv_stage
-from .image_export import NAME_FILTER, save_scene, save_widget_png
+from .image_export import NAME_FILTER, save_scene, save_widget, save_widget_png
 from .persistence import export_folder, remember_export_folder
 from .state import ALL_HEADS, ExplorerState
 
@@ -85,12 +85,12 @@ class ExportActions(QObject):
         return self._write(lambda: save_scene(canvas.scene(), chosen), "image of the matrix view")
 
     def save_window_image(self) -> Path | None:
-        """The whole window as PNG."""
+        """The whole window as PNG or SVG (by the extension; PNG when there is none)."""
         suggested = export_folder(self.settings) / "attention-explorer.png"
-        chosen = self.ask_save_path("Save image of the window", suggested, "PNG image (*.png)")
+        chosen = self.ask_save_path("Save image of the window", suggested, NAME_FILTER)
         if not chosen:
             return None
-        return self._write(lambda: save_widget_png(self.parent_widget, chosen), "image of the window")
+        return self._write(lambda: save_widget(self.parent_widget, chosen), "image of the window")
 
     # --- helpers ---------------------------------------------------------------------------
     def _display_or_complain(self):

@@ -17,6 +17,8 @@ from models import pipeline
 from models.cli import load_matrix
 from models.config import InputError
 
+from .held_arrays import HeldArrays
+
 NPY = "NumPy array (*.npy)"
 NPZ = "Weights archive (*.npz)"
 
@@ -57,7 +59,7 @@ class FileActions(QObject):
             matrix = load_matrix(path, "embeddings")
         except InputError as exc:
             return self._refuse(exc)
-        changes = {"embeddings_file": path, "labels": ()}
+        changes = {"embeddings_file": path, "labels": (), "held": self.state.inputs.held.without("embeddings")}
         if matrix.ndim == 2 and matrix.shape[1] != self.state.inputs.d_model:
             changes["d_model"] = int(matrix.shape[1])  # the file sets the width, as the model's would
         text = self.ask_labels(matrix.shape[0] if matrix.ndim else 0)
@@ -69,7 +71,8 @@ class FileActions(QObject):
 
     def open_weights(self, path: str | None = None) -> bool:
         path = path or self.ask_path("Open projection weights", NPZ)
-        return bool(path) and self._apply({"weights_file": path}, f"weights {path}")
+        held = self.state.inputs.held.without("weights")  # a session's weights give way to the file
+        return bool(path) and self._apply({"weights_file": path, "held": held}, f"weights {path}")
 
     def open_mask(self, path: str | None = None) -> bool:
         path = path or self.ask_path("Open mask (boolean, True = hidden)", NPY)
@@ -78,7 +81,8 @@ class FileActions(QObject):
     def close_files(self) -> None:
         inputs = self.state.inputs
         mask = "none" if inputs.mask_file else inputs.mask
-        self.state.update_inputs(embeddings_file="", labels=(), weights_file="", mask_file="", mask=mask)
+        self.state.update_inputs(embeddings_file="", labels=(), weights_file="", mask_file="", mask=mask,
+                                 held=HeldArrays())  # also what a session brought
 
     # --- helpers ---------------------------------------------------------------------------
     def _apply(self, changes: dict, what: str) -> bool:

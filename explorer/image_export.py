@@ -1,5 +1,5 @@
-"""Images for slides and papers: a pyqtgraph scene as PNG or SVG (vector, the token labels as
-text), a widget as PNG; always written atomically (a temporary file beside the target, renamed
+"""Images for slides and papers: a pyqtgraph scene or a whole window as PNG or SVG (vector, the
+token labels as text); always written atomically (a temporary file beside the target, renamed
 into place), so a failed save never leaves a half-written file where the old one was."""
 
 from __future__ import annotations
@@ -47,12 +47,23 @@ def scene_bytes(scene, fmt: str) -> bytes:
 
 def qt_svg_bytes(scene) -> bytes:
     """The scene as Qt's own SVG generator draws its view: text stays text, images are embedded."""
+    view = scene.views()[0]
+    return _svg_bytes(view, view.viewport().size(), view.render)  # QGraphicsView.render: the scene
+
+
+def widget_svg_bytes(widget: QWidget) -> bytes:
+    """``widget`` and all its children (a whole window) as Qt's SVG generator draws them: labels and
+    axis ticks stay text, the heatmaps are embedded images."""
+    from PySide6.QtCore import QPoint
+
+    return _svg_bytes(widget, widget.size(), lambda painter: QWidget.render(widget, painter, QPoint(0, 0)))
+
+
+def _svg_bytes(view: QWidget, size, draw) -> bytes:
     from PySide6.QtCore import QRect
     from PySide6.QtGui import QPainter
     from PySide6.QtSvg import QSvgGenerator
 
-    view = scene.views()[0]
-    size = view.viewport().size()
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
@@ -64,7 +75,7 @@ def qt_svg_bytes(scene) -> bytes:
     generator.setTitle("Attention Explorer")
     painter = QPainter(generator)
     try:
-        view.render(painter)
+        draw(painter)
     finally:
         painter.end()
     buffer.close()
@@ -86,4 +97,13 @@ def save_scene(scene, chosen: str | Path) -> Path:
 def save_widget_png(widget: QWidget, chosen: str | Path) -> Path:
     """``widget`` as it is on screen, as PNG (``.png`` added unless given)."""
     path = image_path(chosen, {".png": "PNG"})
+    return write_bytes(png_bytes(widget.grab().toImage()), path)
+
+
+def save_widget(widget: QWidget, chosen: str | Path) -> Path:
+    """``widget`` (the whole window) as it is on screen: SVG for ``.svg`` (its labels as text),
+    else PNG (``.png`` added when missing)."""
+    path = image_path(chosen)
+    if FORMATS[path.suffix.lower()] == "SVG":
+        return write_bytes(widget_svg_bytes(widget), path)
     return write_bytes(png_bytes(widget.grab().toImage()), path)

@@ -53,7 +53,7 @@ def save_inputs(settings: QSettings, inputs: Inputs) -> None:
 
 
 TRANSIENT = ("d_out", "bias", "embeddings_file", "labels", "cross_embeddings_file", "cross_labels",
-             "weights_file", "mask_file", "painted_mask")  # fmt: skip
+             "weights_file", "mask_file", "painted_mask", "held")  # fmt: skip
 
 
 def inputs_from_dict(data: dict) -> Inputs:

@@ -1,22 +1,26 @@
-"""File → Save session… / Open session…: the inputs, stage, head, focused query, the painted
-mask and the edits, in the session file of models/session.py (explorer/session_io.py does the
-inputs). A bad file gives one line in the status bar and leaves the window as it was."""
+"""File → Save session… / Open session…: everything on screen in the session file of
+models/session.py (explorer/session_io.py maps it to the window's inputs): the inputs with their
+files' arrays, the painted mask, the edits and the Difference toggle, the pinned run, the stage,
+head and focused query. A bad file gives one line in the status bar and leaves the window as it was.
+
+Opening a session with a pinned run computes that run first (the worker's usual path), pins it,
+then shows the session's own run: the compare window shows both exactly as when it was saved.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
 
-import numpy as np
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QSignalBlocker
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QFileDialog
 
 from models.config import InputError
-from models.session import Run, Session, load_session, save_session
+from models.session import Session, save_session
 
-from .mask_dock import as_rows
-from .session_io import inputs_from_session, session_from_inputs
+from .request_run import run_from_request
+from .session_io import WindowRun, WindowSession, open_window_session, run_from_inputs
 
 FILTER = "Attention Explorer session (*.zip)"
 
@@ -25,6 +29,7 @@ class SessionActions(QObject):
     def __init__(self, window):
         super().__init__(window)
         self.window_, self.state = window, window.state
+        self._pending: tuple[int, WindowSession] | None = None  # (generation of the pinned run, the rest)
         menu = window.menuBar().actions()[0].menu()  # File
         quit_action = menu.actions()[-1]
         self.open_action = menu.addAction("Open session…", lambda: self.open_session())
@@ -33,6 +38,8 @@ class SessionActions(QObject):
         for action in (self.open_action, self.save_action):
             menu.insertAction(quit_action, action)
         menu.insertSeparator(quit_action)
+        window.shown.connect(self._arrived)
+        window.worker.failed.connect(lambda generation, message, _kind: self._arrived(generation, message))
 
     def ask_path(self, save: bool) -> str | None:
         """The file dialog (tests replace this method)."""
@@ -44,14 +51,14 @@ class SessionActions(QObject):
 
     # --- saving ----------------------------------------------------------------------------
     def session(self) -> Session:
-        state = self.state
-        session = session_from_inputs(state.inputs, state.stage_name, state.head, state.query)
-        run = session.run
-        if not state.inputs.uses_model and state.inputs.mask == "custom":
-            request = state.request()
-            if request is not None and request.custom_mask is not None:
-                run = Run({**run.options, "--mask": "custom"}, {**run.arrays, "mask": np.asarray(request.custom_mask)})
-        return dataclasses.replace(session, run=run, edits=tuple(self.window_.experiment.edits))
+        """What the window shows, as a session (InputError when a file it uses cannot be read)."""
+        state, experiment = self.state, self.window_.experiment
+        pinned = self.window_.compare.pinned
+        pinned_run, pinned_edits, pinned_difference = (None, (), False) if pinned is None else \
+            run_from_request(pinned.request)  # fmt: skip
+        return Session(run_from_inputs(state.inputs), state.stage_name, state.head, state.query,
+                       tuple(experiment.edits), pinned_run, experiment.difference.isChecked(),
+                       pinned_edits, pinned_difference)  # fmt: skip
 
     def save_session(self, path: str | None = None) -> bool:
         path = path or self.ask_path(save=True)
@@ -71,30 +78,57 @@ class SessionActions(QObject):
         if not path:
             return False
         try:
-            session = load_session(path)
-            run = session.run
-            mask = run.arrays.get("mask") if run.options.get("--mask") == "custom" else None
-            if mask is not None:  # a painted mask: the window shows it as one
-                options = {k: v for k, v in run.options.items() if k != "--mask"}
-                arrays = {k: v for k, v in run.arrays.items() if k != "mask"}
-                run = Run(options, arrays)
-            shown = inputs_from_session(dataclasses.replace(session, run=run, edits=()), self.state.inputs)
-            if shown.stage is not None and not isinstance(shown.stage, str):
-                raise InputError(f"session {path}: bad stage")
+            shown = open_window_session(path, self.state.inputs)
         except InputError as exc:
             self.window_.status_line.show_error(str(exc))
             return False
-        inputs = shown.inputs
-        if mask is not None:
-            inputs = dataclasses.replace(inputs, mask="custom", painted_mask=as_rows(mask), mask_file="")
-        else:
-            inputs = dataclasses.replace(inputs, painted_mask=())
+        self.restore(shown)
+        return True
+
+    def restore(self, shown: WindowSession) -> None:
+        """Show ``shown``: its pinned run first (computed on the worker, then pinned), then its run."""
         if shown.not_applied:
-            self.window_._notices.append(f"the window does not show yet: {', '.join(shown.not_applied)}")
-        self.state.update_inputs(**{f.name: getattr(inputs, f.name) for f in dataclasses.fields(inputs)})
-        self.window_.experiment.set_edits(session.edits)
+            self.window_._notices.append(f"the window does not show: {', '.join(shown.not_applied)}")
+        self.window_.compare.unpin()
+        self._pending = None
+        if shown.pinned is None:
+            self._show(shown)
+            return
+        self._apply(shown.pinned)
+        generation = self.window_.submit_now()
+        if generation is None:  # its settings are not valid here: nothing to pin
+            self.window_._notices.append("the pinned run could not be computed")
+            self._show(shown)
+            return
+        self._pending = (generation, shown)
+
+    def _arrived(self, generation: int, message: str = "") -> None:
+        """A result (or a failure) came: when it is the pinned run's, pin it and show the session's run."""
+        if self._pending is None or generation < self._pending[0]:
+            return
+        wanted, shown = self._pending
+        self._pending = None
+        if generation == wanted and not message:
+            self.window_.compare.pin()
+        elif generation == wanted:
+            self.window_._notices.append(f"the pinned run could not be computed: {message}")
+        else:  # another request went first (the user changed something meanwhile)
+            self.window_._notices.append("the session's pinned run was replaced before it was computed: not pinned")
+        self._show(shown)
+
+    def _show(self, shown: WindowSession) -> None:
+        self._apply(WindowRun(shown.inputs, shown.edits, shown.difference))
         if shown.stage:
             self.state.set_stage(shown.stage)
         self.state.set_head(shown.head)
         self.state.set_query(shown.query)
-        return True
+
+    def _apply(self, run: WindowRun) -> None:
+        """Set the inputs, the Difference toggle and the edits of ``run`` (one request follows)."""
+        experiment = self.window_.experiment
+        experiment.edits, experiment.redo_list = [], []  # replaced below, not "cleared by the inputs"
+        inputs = run.inputs
+        self.state.update_inputs(**{f.name: getattr(inputs, f.name) for f in dataclasses.fields(inputs)})
+        with QSignalBlocker(experiment.difference):
+            experiment.difference.setChecked(run.difference)
+        experiment.set_edits(run.edits)

@@ -1,9 +1,10 @@
-"""Sessions (models/session.py) to and from what the window shows: :class:`~explorer.state.Inputs`
-plus the stage, head and focused query.
+"""Sessions (models/session.py) to and from what the window shows: :class:`~explorer.state.Inputs`,
+the edits and the Difference toggle, the pinned run, the stage, head and focused query. Qt-free.
 
-What the window cannot show yet (embeddings and weights files, a painted custom mask, edits, a
-pinned run, --d-out, --bias, …) is listed by :func:`inputs_from_session` so that the caller can
-say so, rather than silently showing something else.
+A run's files become arrays inside the session (read when it is saved); on opening, the arrays
+stay in memory (``Inputs.held``, the painted mask): nothing is written to the user's disk. What a
+session holds that the window cannot show (``--device``, ``--max-tokens``) is listed in
+``not_applied`` so that the caller can say so, rather than silently showing something else.
 """
 
 from __future__ import annotations
@@ -11,15 +12,28 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import numpy as np
+
+from models.cli import load_matrix
 from models.config import InputError
+from models.edits import Edit
 from models.session import Run, Session, load_session, save_session
 
+from .held_arrays import HeldArrays
+from .pretrained_runner import DEFAULT_MASK
 from .state import ALL_HEADS, NO_QUERY, Inputs
 
-# session option -> Inputs field, for options that carry over as they are
-_PLAIN = {"--sentence": "sentence", "--heads": "heads", "--d-model": "d_model", "--d-k": "d_k", "--d-v": "d_v",
-          "--score": "score", "--temperature": "temperature", "--seed": "seed", "--layer": "layer"}  # fmt: skip
 _SHOWABLE_MASKS = ("none", "causal", "padding")
+_EXPORT_ONLY = ("--device", "--max-tokens")  # the window always computes on its own device, unlimited
+
+
+@dataclass(frozen=True)
+class WindowRun:
+    """One run as the window shows it: its inputs, edits and whether edited − original is shown."""
+
+    inputs: Inputs
+    edits: tuple[Edit, ...] = ()
+    difference: bool = False
 
 
 @dataclass(frozen=True)
@@ -28,66 +42,132 @@ class WindowSession:
     stage: str | None
     head: int  # 0-based, ALL_HEADS (-1) for all
     query: int  # 0-based, NO_QUERY (-1) for none
-    not_applied: tuple[str, ...]  # what the session holds that the window does not show yet
+    not_applied: tuple[str, ...]  # what the session holds that the window does not show
+    edits: tuple[Edit, ...] = ()
+    difference: bool = False
+    pinned: WindowRun | None = None  # computed first and pinned, then this session's run is shown
+
+
+# --- session -> window ----------------------------------------------------------------------
+
+
+def inputs_from_run(run: Run, base: Inputs | None = None) -> tuple[Inputs, tuple[str, ...]]:
+    """The window's inputs for ``run``, with what they cannot show. Every setting the run's kind
+    (toy or model) uses comes from the run, defaults filled in as ``main.py export`` fills them;
+    ``base`` keeps only the other kind's settings (the toy sizes behind a model, …)."""
+    base = base or Inputs()
+    args = run.parsed()
+    left = tuple(f"{o} {run.options[o]}" for o in _EXPORT_ONLY if o in run.options)
+    cleared = dict(embeddings_file="", cross_embeddings_file="", weights_file="", mask_file="", held=HeldArrays(),
+                   labels=(), cross_labels=(), painted_mask=())  # fmt: skip
+    if run.model is not None:
+        return dataclasses.replace(base, model=run.model, layer=args.layer, sentence=args.sentence or "",
+                                   model_mask=args.mask or DEFAULT_MASK, pad_positions=tuple(args.pad_positions),
+                                   **cleared), left  # fmt: skip
+    arrays = dict(run.arrays)
+    mask, painted = args.mask or "none", ()
+    if mask == "custom":
+        if "mask" not in arrays:
+            raise InputError("--mask custom needs its mask array")
+        painted = tuple(tuple(bool(v) for v in row) for row in np.asarray(arrays.pop("mask"), bool))
+    arrays.pop("mask", None)  # a mask array without --mask custom hides nothing
+    cross = args.cross_sentence is not None or "cross_embeddings" in arrays
+    inputs = dataclasses.replace(
+        base, model="", sentence=base.sentence if args.sentence is None else args.sentence,
+        cross_enabled=cross, cross_sentence=args.cross_sentence or base.cross_sentence,
+        heads=args.heads, d_model=args.d_model, d_k=args.d_k, d_v=args.d_v, d_out=args.d_out, mask=mask,
+        pad_positions=tuple(args.pad_positions), score=args.score, pe=args.pe == "sinusoidal",
+        temperature=args.temperature, seed=args.seed, bias=args.bias, labels=tuple(args.labels or ()),
+        cross_labels=tuple(args.cross_labels or ()), painted_mask=painted, held=HeldArrays(arrays),
+        embeddings_file="", cross_embeddings_file="", weights_file="", mask_file="",
+    )  # fmt: skip
+    return inputs, left
 
 
 def inputs_from_session(session: Session, base: Inputs | None = None) -> WindowSession:
-    """The window's inputs for ``session`` (``base`` for anything the session does not set)."""
-    run = session.run
-    options = dict(run.options)
-    changes, left = {}, []
-    for option, name in _PLAIN.items():
-        if option in options:
-            changes[name] = options.pop(option)
-    if "--cross-sentence" in options:
-        changes |= {"cross_enabled": True, "cross_sentence": options.pop("--cross-sentence")}
-    if "--pe" in options:
-        changes["pe"] = options.pop("--pe") == "sinusoidal"
-    if "--pad-positions" in options:
-        changes["pad_positions"] = tuple(options.pop("--pad-positions"))
-    mask = options.pop("--mask", None)
-    if "--model" in options:
-        changes["model"] = options.pop("--model")
-        if mask is not None:
-            changes["model_mask"] = mask
-        changes.setdefault("layer", 0)
-    elif mask in _SHOWABLE_MASKS:
-        changes["mask"] = mask
-    elif mask is not None:
-        left.append(f"--mask {mask}")
-    left += [f"{o} {v}" for o, v in options.items()]
-    left += [f"the {name.replace('weights/', 'weights ')} array" for name in run.arrays]
-    if session.edits:
-        left.append(f"{len(session.edits)} edit(s)")
+    """What the window shows for ``session`` (``base`` for the settings its runs do not use)."""
+    inputs, left = inputs_from_run(session.run, base)
+    pinned = None
     if session.pinned is not None:
-        left.append("the pinned run")
-    inputs = dataclasses.replace(base or Inputs(), **changes)
-    return WindowSession(inputs, session.stage, session.head, session.query, tuple(left))
+        pinned_inputs, pinned_left = inputs_from_run(session.pinned, base)
+        pinned = WindowRun(pinned_inputs, session.pinned_edits, session.pinned_difference)
+        left += tuple(f"pinned {item}" for item in pinned_left)
+    return WindowSession(inputs, session.stage, session.head, session.query, left, session.edits,
+                         session.difference, pinned)  # fmt: skip
 
 
 def open_window_session(path: str, base: Inputs | None = None) -> WindowSession:
     """Read ``path``; one-line :class:`InputError` when it cannot be shown."""
-    return inputs_from_session(load_session(path), base)
+    session = load_session(path)
+    try:
+        return inputs_from_session(session, base)
+    except InputError as exc:
+        raise InputError(f"session {path}: {exc}") from None
 
 
-def session_from_inputs(inputs: Inputs, stage: str | None = None, head: int = ALL_HEADS,
-                        query: int = NO_QUERY) -> Session:  # fmt: skip
-    """The session of what the window shows: options as ``main.py export`` takes them."""
+# --- window -> session ----------------------------------------------------------------------
+
+
+def run_from_inputs(inputs: Inputs) -> Run:
+    """The run of ``inputs``: options as ``main.py export`` takes them, files read into arrays."""
     if inputs.uses_model:
         options = {"--model": inputs.model, "--layer": inputs.layer, "--sentence": inputs.sentence}
         if inputs.model_mask in _SHOWABLE_MASKS:
             options["--mask"] = inputs.model_mask
+        if inputs.pad_positions and inputs.model_mask != "none":
+            options["--pad-positions"] = list(inputs.pad_positions)
+        return Run(options)
+    options, arrays = {}, {}
+    embeddings = _matrix(inputs.embeddings_file, inputs.held, "embeddings")
+    if embeddings is None:
+        options["--sentence"] = inputs.sentence
     else:
-        options = {"--sentence": inputs.sentence, "--heads": inputs.heads, "--d-model": inputs.d_model,
-                   "--mask": inputs.mask, "--score": inputs.score, "--pe": "sinusoidal" if inputs.pe else "none",
-                   "--temperature": inputs.temperature, "--seed": inputs.seed}  # fmt: skip
-        options |= {o: v for o, v in (("--d-k", inputs.d_k), ("--d-v", inputs.d_v)) if v}
-        if inputs.cross_enabled:
+        arrays["embeddings"] = embeddings
+    options |= {"--heads": inputs.heads, "--d-model": inputs.d_model, "--mask": inputs.mask, "--score": inputs.score,
+                "--pe": "sinusoidal" if inputs.pe else "none", "--temperature": inputs.temperature,
+                "--seed": inputs.seed}  # fmt: skip
+    options |= {o: v for o, v in (("--d-k", inputs.d_k), ("--d-v", inputs.d_v), ("--d-out", inputs.d_out)) if v}
+    if inputs.bias:
+        options["--bias"] = True
+    if inputs.labels:
+        options["--labels"] = list(inputs.labels)
+    if inputs.cross_enabled:
+        cross = _matrix(inputs.cross_embeddings_file, inputs.held, "cross_embeddings")
+        if cross is None:
             options["--cross-sentence"] = inputs.cross_sentence
-    pads_apply = inputs.model_mask != "none" if inputs.uses_model else inputs.mask == "padding"
-    if inputs.pad_positions and pads_apply:
+        else:
+            arrays["cross_embeddings"] = cross
+            if inputs.cross_labels:
+                options["--cross-labels"] = list(inputs.cross_labels)
+    if inputs.pad_positions and inputs.mask == "padding":
         options["--pad-positions"] = list(inputs.pad_positions)
-    return Session(Run(options), stage, head, query)
+    arrays |= {f"weights/{k}": a for k, a in (_weights(inputs) or {}).items()}
+    if inputs.mask == "custom":
+        mask = load_matrix(inputs.mask_file, "mask") if inputs.mask_file else inputs.request().custom_mask
+        arrays["mask"] = np.asarray(mask)
+    return Run(options, arrays)
+
+
+def _matrix(path: str, held: HeldArrays, name: str) -> np.ndarray | None:
+    if path:
+        return load_matrix(path, name.replace("_", " "))
+    return held.get(name)
+
+
+def _weights(inputs: Inputs) -> dict[str, np.ndarray] | None:
+    if not inputs.weights_file:
+        return inputs.held.weights()
+    try:
+        with np.load(inputs.weights_file, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, EOFError, AttributeError) as exc:  # AttributeError: a .npy, not a .npz
+        raise InputError(f"cannot read weights file {inputs.weights_file}: {exc}") from None
+
+
+def session_from_inputs(inputs: Inputs, stage: str | None = None, head: int = ALL_HEADS,
+                        query: int = NO_QUERY) -> Session:  # fmt: skip
+    """The session of what the window shows (no edits, nothing pinned)."""
+    return Session(run_from_inputs(inputs), stage, head, query)
 
 
 def save_window_session(path: str, inputs: Inputs, stage: str | None = None, head: int = ALL_HEADS,
@@ -100,13 +180,19 @@ def save_window_session(path: str, inputs: Inputs, stage: str | None = None, hea
     return None
 
 
+# --- the command line -----------------------------------------------------------------------
+
+
 def session_arguments(args, base: Inputs) -> Inputs:
     """``main.py --session FILE``: the session's inputs as the base the other options apply to;
-    its stage and head unless --stage / --head are given. Raises the app's UsageError (one line)."""
+    its stage and head unless --stage / --head are given; the whole :class:`WindowSession` in
+    ``args.window_session`` (the window restores its edits, pinned run and query). Raises the
+    app's UsageError (one line)."""
     import sys
 
     from .app import UsageError
 
+    args.window_session = None
     if args.save_session and not args.screenshot:
         raise UsageError("--save-session needs --screenshot (the window saves sessions from its File menu)")
     if not args.session:
@@ -123,19 +209,33 @@ def session_arguments(args, base: Inputs) -> Inputs:
         args.stage = shown.stage
     if args.head is None and shown.head != ALL_HEADS:
         args.head = shown.head + 1  # --head counts from 1
-    left = list(shown.not_applied) + ([f"the focused query {shown.query}"] if shown.query != NO_QUERY else [])
-    if left:
-        print(f"note: the window does not show yet: {', '.join(left)}", file=sys.stderr)
+    if shown.not_applied:
+        print(f"note: the window does not show: {', '.join(shown.not_applied)}", file=sys.stderr)
+    args.window_session = shown
     return shown.inputs
 
 
-def save_shown_session(path: str, state) -> int:
-    """After a screenshot: write the session of what ``state`` (ExplorerState) shows; exit status."""
+def on_top(shown: WindowSession, inputs: Inputs, stage: str | None, head: int) -> WindowSession:
+    """``shown`` with the command line's options applied on top (``inputs``, ``stage``, ``head``);
+    its edits only when the options left its inputs as they were (else they edit another run)."""
     import sys
 
-    problem = save_window_session(path, state.inputs, state.stage_name, state.head, state.query)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
+    edits = shown.edits
+    if edits and inputs != shown.inputs:
+        print("note: the session's edits are not applied: options given beside --session change its run",
+              file=sys.stderr)  # fmt: skip
+        edits = ()
+    return dataclasses.replace(shown, inputs=inputs, stage=stage, head=head, edits=edits, not_applied=())
+
+
+def save_shown_session(path: str, window) -> int:
+    """After a screenshot: write the session of what ``window`` shows; exit status."""
+    import sys
+
+    try:
+        save_session(path, window.sessions.session())
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path}")
     return 0

@@ -24,6 +24,7 @@ from models.config import AttentionConfig, AttentionRequest, InputError
 from models.tokenize import tokenize
 from models.trace import STAGE_ORDER, AttentionTrace
 
+from .held_arrays import HeldArrays
 from .pretrained_runner import DEFAULT_MASK, PretrainedRequest
 from .run import DisplayTrace
 from .stage_image import StageImage
@@ -66,6 +67,8 @@ class Inputs:
     # Mask "custom" without a file: the mask painted in the window, rows of True = hidden (not saved
     # between launches; sessions hold it). () or another shape: nothing hidden.
     painted_mask: tuple[tuple[bool, ...], ...] = ()
+    # Embeddings / weights a session brought, held in memory (no file on disk); a file above wins.
+    held: HeldArrays = HeldArrays()
 
     @property
     def uses_model(self) -> bool:
@@ -81,7 +84,8 @@ class Inputs:
 
     @property
     def uses_files(self) -> bool:
-        return any((self.embeddings_file, self.cross_embeddings_file, self.weights_file, self.mask_file))
+        return bool(self.held) or any((self.embeddings_file, self.cross_embeddings_file, self.weights_file,
+                                       self.mask_file))  # fmt: skip
 
     def request(self) -> AttentionRequest | PretrainedRequest:
         """The request, built by the same code as ``main.py export`` (models.cli.request_from_args):
@@ -97,14 +101,16 @@ class Inputs:
             return with_painted_mask(request, self.painted_mask)
         c = self.config()
         painted = c.mask == "custom" and not self.mask_file
+        embeddings = self.embeddings_file or self.held.get("embeddings")  # a path, an array or None
+        cross_embeddings = self.cross_embeddings_file or self.held.get("cross_embeddings")
         options = SimpleNamespace(
-            sentence=None if self.embeddings_file else self.sentence, embeddings=self.embeddings_file or None,
-            labels=self.labels or None, cross_sentence=None if self.cross_embeddings_file else cross,
-            cross_embeddings=self.cross_embeddings_file or None, cross_labels=self.cross_labels or None,
+            sentence=None if embeddings is not None else self.sentence, embeddings=embeddings,
+            labels=self.labels or None, cross_sentence=None if cross_embeddings is not None else cross,
+            cross_embeddings=cross_embeddings, cross_labels=self.cross_labels or None,
             heads=c.heads, d_model=c.d_model, d_k=c.d_k, d_v=c.d_v, d_out=self.d_out,
             mask="none" if painted else c.mask,
             pad_positions=c.pad_positions, mask_file=self.mask_file or None, score=c.score, pe=c.pe,
-            temperature=c.temperature, seed=c.seed, bias=self.bias, weights=self.weights_file or None,
+            temperature=c.temperature, seed=c.seed, bias=self.bias, weights=self.weights_file or self.held.weights(),
             device=c.device, max_tokens=c.max_tokens,
         )  # fmt: skip
         request = request_from_args(options)

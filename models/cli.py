@@ -111,8 +111,17 @@ def load_matrix(path: str, what: str) -> np.ndarray:
     return loaded
 
 
+def _matrix(source, what: str) -> np.ndarray | None:
+    """A file option's matrix: read from its path, or given in memory (a session's array)."""
+    if source is None or isinstance(source, str) and not source:
+        return None
+    return source if isinstance(source, np.ndarray) else load_matrix(source, what)
+
+
 def request_from_args(args: argparse.Namespace) -> AttentionRequest:
-    from .weights import load_weights
+    """The toy engine's request; the file options (``embeddings``, ``cross_embeddings``,
+    ``mask_file``, ``weights``) may also hold their arrays in memory (a dict for ``weights``)."""
+    from .weights import load_weights, weights_from_arrays
 
     if args.sentence is None and args.embeddings is None:
         raise InputError("give --sentence or --embeddings")
@@ -128,16 +137,20 @@ def request_from_args(args: argparse.Namespace) -> AttentionRequest:
         pe=args.pe, temperature=args.temperature, seed=args.seed, bias=args.bias,
         device=args.device, max_tokens=args.max_tokens,
     ).validate()  # fmt: skip
-    embeddings = load_matrix(args.embeddings, "embeddings") if args.embeddings else None
-    cross = load_matrix(args.cross_embeddings, "cross embeddings") if args.cross_embeddings else None
+    embeddings = _matrix(args.embeddings, "embeddings")
+    cross = _matrix(args.cross_embeddings, "cross embeddings")
     mask = None
     if cfg.mask == "custom":
-        if not args.mask_file:
+        mask = _matrix(args.mask_file, "mask")
+        if mask is None:
             raise InputError("--mask custom needs --mask-file M.npy (boolean, True = hidden)")
-        mask = load_matrix(args.mask_file, "mask")
         if mask.dtype != bool:
-            raise InputError(f"mask file {args.mask_file} must hold booleans, got {mask.dtype}")
-    weights = load_weights(args.weights, cfg) if args.weights else None
+            where = "the mask" if isinstance(args.mask_file, np.ndarray) else f"mask file {args.mask_file}"
+            raise InputError(f"{where} must hold booleans, got {mask.dtype}")
+    if isinstance(args.weights, dict):  # in memory (a session's): checked as a file's would be
+        weights = weights_from_arrays(args.weights, cfg, "the session's weights")
+    else:
+        weights = load_weights(args.weights, cfg) if args.weights else None
     return AttentionRequest(
         config=cfg, sentence=args.sentence, embeddings=embeddings, labels=args.labels,
         cross_sentence=args.cross_sentence, cross_embeddings=cross, cross_labels=args.cross_labels,

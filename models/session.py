@@ -3,12 +3,17 @@
 Members:
 
 - ``session.json``: ``{"format": "attention-explorer-session", "version": 1, "run": RUN,
-  "view": {"stage": "weights", "head": -1, "query": -1}, "edits": [EDIT, ...], "pinned": RUN | null}``
+  "view": {"stage": "weights", "head": -1, "query": -1, "difference": false}, "edits": [EDIT, ...],
+  "pinned": RUN | null}``
   where ``RUN = {"options": {"--sentence": "...", "--heads": 2, "--bias": true, ...}, "arrays":
   {"embeddings": "run/embeddings.npy", ...}}``. Options are ``main.py export`` options as written on
   the command line (a flag is ``true``); file options (``--embeddings``, ``--cross-embeddings``,
   ``--mask-file``, ``--weights``) are members instead. ``head`` and ``query`` are 0-based, -1 = all
   heads / no query. An edit is ``{"stage": "q", "cell": [head, row, col], "value": 5.0}`` (models/edits.py).
+  ``difference``: the window shows edited − original (optional, false when absent).
+- Version 2 adds, to the pinned run only, ``"edits": [EDIT, ...]`` and ``"difference": true`` (a
+  pinned run that was edited, or shown as a difference); a file is written as version 2 only when
+  its pinned run has either, so every other file still opens in version 1 readers.
 - ``.npy`` members, read with ``allow_pickle=False``: ``embeddings``, ``cross_embeddings``, ``mask``
   (bool, True = hidden) and ``weights/<name>`` (``W_q`` …, as in a weights ``.npz``).
 
@@ -39,7 +44,7 @@ from .config import AttentionRequest, InputError
 from .edits import Edit
 
 FORMAT = "attention-explorer-session"
-VERSION = 1
+VERSION = 2  # the newest format read; files are written with the oldest that holds them
 JSON_MEMBER = "session.json"
 FILE_OPTIONS = {"embeddings": "embeddings", "cross_embeddings": "cross_embeddings", "mask_file": "mask"}
 NOT_STORED = ("all_layers",)  # an export mode, not an input
@@ -90,12 +95,17 @@ class Run:
                 raise InputError(f"option {option} has a value of the wrong kind: {value!r}")
         return argv
 
+    def parsed(self) -> argparse.Namespace:
+        """The options as ``main.py export`` reads them, every default filled in (no files)."""
+        args = _input_parser().parse_args(self.argv())
+        args.all_layers = False
+        return args
+
     @contextmanager
     def namespace(self) -> Iterator[argparse.Namespace]:
         """The ``argparse`` namespace ``main.py export`` would have for this run, its matrices in
         temporary files (removed at the end of the block)."""
-        args = _input_parser().parse_args(self.argv())
-        args.all_layers = False
+        args = self.parsed()
         with tempfile.TemporaryDirectory(prefix="attention-session-") as folder:
             for dest, name in FILE_OPTIONS.items():
                 if name in self.arrays:
@@ -169,6 +179,9 @@ class Session:
     query: int = -1  # 0-based; -1: none focused
     edits: tuple[Edit, ...] = ()
     pinned: Run | None = None  # the run shown beside this one for comparison
+    difference: bool = False  # the window shows edited − original
+    pinned_edits: tuple[Edit, ...] = ()  # the pinned run's own edits (format 2)
+    pinned_difference: bool = False  # the pinned run was shown as edited − original (format 2)
 
     def request(self) -> AttentionRequest:
         return self.run.request()
@@ -198,13 +211,17 @@ def save_session(path: str | os.PathLike, session: Session) -> Path:
     """Write ``session`` to ``path`` atomically: a temporary file beside it, renamed into place."""
     path = Path(path)
     members: dict[str, bytes] = {}
+    pinned = None if session.pinned is None else _run_json(session.pinned, "pinned", members)
+    if pinned is not None and (session.pinned_edits or session.pinned_difference):
+        pinned |= {"edits": [e.to_json() for e in session.pinned_edits], "difference": session.pinned_difference}
     doc = {
         "format": FORMAT,
-        "version": VERSION,
+        "version": 2 if pinned is not None and "edits" in pinned else 1,
         "run": _run_json(session.run, "run", members),
-        "view": {"stage": session.stage, "head": session.head, "query": session.query},
+        "view": {"stage": session.stage, "head": session.head, "query": session.query,
+                 "difference": session.difference},  # fmt: skip
         "edits": [e.to_json() for e in session.edits],
-        "pinned": None if session.pinned is None else _run_json(session.pinned, "pinned", members),
+        "pinned": pinned,
     }
     text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
     with atomic_file(path, "session") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -248,12 +265,28 @@ def _load(path: Path) -> Session:
     for name, value in (("head", head), ("query", query)):
         if type(value) is not int or value < -1:
             raise InputError(f"view {name} must be an integer ≥ -1, got {value!r}")
-    edits = doc.get("edits") or []
-    if not isinstance(edits, list):
-        raise InputError("'edits' must be a list")
-    session = Session(run, stage, head, query, tuple(Edit.from_json(e) for e in edits), pinned)
+    difference = _flag(view, "difference", "view")
+    pinned_doc = doc.get("pinned") or {}
+    pinned_edits = _edits(pinned_doc.get("edits"), "pinned.edits")
+    session = Session(run, stage, head, query, _edits(doc.get("edits"), "edits"), pinned, difference,
+                      pinned_edits, _flag(pinned_doc, "difference", "pinned"))  # fmt: skip
     check_session(session)
     return session
+
+
+def _edits(data, what: str) -> tuple[Edit, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list):
+        raise InputError(f"'{what}' must be a list")
+    return tuple(Edit.from_json(e) for e in data)
+
+
+def _flag(data: dict, name: str, what: str) -> bool:
+    value = data.get(name, False)
+    if not isinstance(value, bool):
+        raise InputError(f"{what} {name} must be true or false, got {value!r}")
+    return value
 
 
 def _read_json(zf: zipfile.ZipFile) -> dict:
@@ -301,14 +334,17 @@ def _read_run(zf: zipfile.ZipFile, data, what: str) -> Run:
 
 def check_session(session: Session) -> None:
     """Check each run as ``main.py export`` checks its options, and the edits against the trace."""
-    traces = [check_run(run) for run in [session.run] + ([session.pinned] if session.pinned else [])]
-    if session.edits:
-        if traces[0] is None:
+    runs = [(session.run, session.edits)] + ([(session.pinned, session.pinned_edits)] if session.pinned else [])
+    for run, edits in runs:
+        trace = check_run(run)
+        if not edits:
+            continue
+        if trace is None:
             raise InputError("edits of a pretrained layer cannot be applied yet")
         from .edits import check_edit, edit_shapes
 
-        shapes = edit_shapes(traces[0])
-        for e in session.edits:
+        shapes = edit_shapes(trace)
+        for e in edits:
             check_edit(e, shapes)
 
 

@@ -105,12 +105,18 @@ def load_weights(path: str | os.PathLike, cfg: AttentionConfig) -> AttentionWeig
         raise InputError(f"cannot read weights file {path}: {exc}") from None
     if arrays is None:
         raise InputError(f"weights file {path} is not a .npz archive (save it with numpy.savez)")
+    return weights_from_arrays(arrays, cfg, f"weights file {path}")
+
+
+def weights_from_arrays(arrays: dict[str, np.ndarray], cfg: AttentionConfig, where: str) -> AttentionWeights:
+    """Check and complete weights already in memory (a session's), as :func:`load_weights` checks
+    a file's; ``where`` names them in the messages ("weights file W.npz")."""
     missing = [k for k in REQUIRED if k not in arrays]
     if missing:
-        raise InputError(f"weights file {path} lacks {', '.join(missing)} (has {', '.join(arrays)})")
+        raise InputError(f"{where} lacks {', '.join(missing)} (has {', '.join(arrays)})")
     unknown = sorted(set(arrays) - set(REQUIRED) - set(OPTIONAL))
     if unknown:
-        raise InputError(f"weights file {path} has unknown arrays: {', '.join(unknown)}")
+        raise InputError(f"{where} has unknown arrays: {', '.join(unknown)}")
     shapes = expected_shapes(cfg)
     checked: dict[str, np.ndarray] = {}
     for name, arr in arrays.items():
@@ -122,11 +128,11 @@ def load_weights(path: str | os.PathLike, cfg: AttentionConfig) -> AttentionWeig
             arr = arr[None]
         if arr.shape != shapes[name]:
             raise InputError(
-                f"weights file {path}: {name} has shape {arr.shape}, expected {shapes[name]} "
+                f"{where}: {name} has shape {arr.shape}, expected {shapes[name]} "
                 f"for heads={cfg.heads}, d_model={cfg.d_model}, d_k={cfg.head_dim_k}, "
                 f"d_v={cfg.head_dim_v}, d_out={cfg.out_dim}"
             )
-        checked[name] = finite_float32(arr, f"weights file {path}: {name}")
+        checked[name] = finite_float32(arr, f"{where}: {name}")
     extra = {k: checked.pop(k) for k in ("W_1", "W_2", "w", "W_g") if k in checked}
     given = AttentionWeights(
         W_q=checked["W_q"], W_k=checked["W_k"], W_v=checked["W_v"], W_o=checked.get("W_o"),

@@ -1,4 +1,4 @@
-"""File → Save image…: the matrix view as PNG or SVG (token labels as text), the window as PNG, atomically."""
+"""File → Save image…: the matrix view or the whole window as PNG or SVG (token labels as text), atomically."""
 
 import numpy as np
 import pytest
@@ -42,10 +42,26 @@ def test_png_of_the_canvas_by_default(monkeypatch, window, tmp_path):
 
 
 def test_window_image_is_a_png_of_the_whole_window(monkeypatch, window, tmp_path):
-    _answer(monkeypatch, window, tmp_path / "window.svg")  # the whole window is PNG only
+    _answer(monkeypatch, window, tmp_path / "window")
     path = window.exports.save_window_image()
-    assert path == tmp_path / "window.svg.png"
+    assert path == tmp_path / "window.png"
     assert QImage(str(path)).width() == window.grab().width()
+
+
+def test_window_image_as_svg_holds_every_panel_with_its_text(monkeypatch, window, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    window.state.set_stage("weights")
+    _answer(monkeypatch, window, tmp_path / "window.svg")
+    path = window.exports.save_window_image()
+    assert path == tmp_path / "window.svg" and _files(tmp_path) == ["window.svg"]
+    root = ET.fromstring(path.read_text(encoding="utf-8"))
+    assert root.tag.endswith("svg")
+    texts = {"".join(e.itertext()).strip() for e in root.iter() if e.tag.endswith("text")}
+    assert {"The", "cat", "mat"} <= texts  # the token labels, as text
+    assert "Softmax weights" in texts and "Focus on one query" in texts  # the stepper and the side panel
+    assert sum(1 for e in root.iter() if e.tag.endswith("image")) >= 2  # the heatmaps, embedded
+    assert not window.status_line.is_error
 
 
 def test_an_unwritable_folder_leaves_nothing_behind(monkeypatch, window, tmp_path):

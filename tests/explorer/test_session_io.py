@@ -35,12 +35,22 @@ def test_a_model_session_maps_to_the_model_inputs():
     assert shown.inputs.pad_positions == (1,)
 
 
-def test_what_the_window_cannot_show_is_listed():
-    session = Session(Run({"--sentence": "a b", "--mask": "custom", "--bias": True},
-                          {"mask": np.zeros((2, 2), bool)}), edits=(Edit("q", (0, 0, 0), 1.0),),
-                      pinned=Run({"--sentence": "a"}))  # fmt: skip
-    left = inputs_from_session(session).not_applied
-    assert left == ("--mask custom", "--bias True", "the mask array", "1 edit(s)", "the pinned run")
+def test_the_window_shows_everything_but_the_export_only_options():
+    mask = np.eye(2, dtype=bool)
+    session = Session(Run({"--sentence": "a b", "--mask": "custom", "--bias": True, "--d-out": 6, "--device": "cpu"},
+                          {"mask": mask}), edits=(Edit("q", (0, 0, 0), 1.0),),
+                      pinned=Run({"--sentence": "a", "--max-tokens": 9}))  # fmt: skip
+    shown = inputs_from_session(session)
+    assert shown.not_applied == ("--device cpu", "pinned --max-tokens 9")
+    assert (shown.inputs.mask, shown.inputs.bias, shown.inputs.d_out) == ("custom", True, 6)
+    assert np.array_equal(np.array(shown.inputs.painted_mask), mask)
+    assert shown.edits == (Edit("q", (0, 0, 0), 1.0),) and shown.pinned.inputs.sentence == "a"
+
+
+def test_a_toy_session_resets_what_the_window_had_before():
+    before = Inputs(model="minilm", layer=3, d_k=5, cross_enabled=True, labels=("x",), weights_file="/w.npz")
+    shown = inputs_from_session(session_from_inputs(Inputs(sentence="a b c")), before)
+    assert shown.inputs == Inputs(sentence="a b c", layer=3)  # the model's layer waits behind the toy
 
 
 def test_screenshot_saves_its_session_and_session_reopens_it(qtbot, tmp_path, capsys):
@@ -65,3 +75,24 @@ def test_bad_session_or_save_without_screenshot_exit_2(tmp_path, capsys):
     assert run_app(["--save-session", str(tmp_path / "s.zip")]) == 2
     assert capsys.readouterr().err.strip().startswith("error: --save-session needs --screenshot")
     assert not (tmp_path / "x.png").exists() and not (tmp_path / "s.zip").exists()
+
+
+def test_a_request_with_arrays_becomes_a_run_with_the_same_numbers():
+    from explorer.edited_runner import EditedRequest
+    from explorer.held_arrays import HeldArrays
+    from explorer.request_run import run_from_request
+
+    rng = np.random.default_rng(8)
+    held = HeldArrays({"embeddings": rng.standard_normal((4, 6)), "cross_embeddings": rng.standard_normal((3, 6)),
+                       **{f"weights/{k}": rng.standard_normal((2, 6, 3)) for k in ("W_q", "W_k", "W_v")}})  # fmt: skip
+    inputs = Inputs(heads=2, d_model=6, d_out=5, bias=True, score="additive", mask="custom", cross_enabled=True,
+                    painted_mask=((True, False, False, False),) * 3, labels=tuple("abcd"), held=held)  # fmt: skip
+    edits = (Edit("v", (1, 0, 2), 9.0),)
+    saved, back_edits, difference = run_from_request(EditedRequest(inputs.request(), edits))
+    assert back_edits == edits and not difference and saved.options["--labels"] == list("abcd")
+    original = materialize(run(inputs.request()))
+    again = materialize(saved.trace())
+    for name in original.names:
+        np.testing.assert_array_equal(original[name].array, again[name].array, err_msg=name)
+    restored = inputs_from_session(Session(saved)).inputs
+    assert restored.request().custom_mask.tolist() == [[True, False, False, False]] * 3

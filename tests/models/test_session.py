@@ -142,7 +142,7 @@ def _rewrite(path, change, raw: bytes | None = None):
 @pytest.mark.parametrize(
     "damage, words",
     [
-        ("newer", "written by a newer version (format 2); this one reads format 1"),
+        ("newer", "written by a newer version (format 3); this one reads format 2"),
         ("truncated", "corrupt or truncated"),
         ("garbage", "corrupt or truncated"),
         ("no-json", "no session.json inside"),
@@ -164,7 +164,7 @@ def test_every_bad_session_is_refused_with_one_line(tmp_path, damage, words):
     path = save_session(tmp_path / "s.zip", Session(Run.from_args(_args(argv))))
     rng = np.random.default_rng(1)
     if damage == "newer":
-        _rewrite(path, lambda d, m: d.update(version=2))
+        _rewrite(path, lambda d, m: d.update(version=3))
     elif damage == "truncated":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     elif damage == "garbage":

@@ -1,0 +1,69 @@
+"""Arrays the window holds in memory instead of a file on disk: what a session brought (its
+embeddings, cross embeddings and weights), so that reopening one writes nothing to the user's disk.
+
+:class:`HeldArrays` is immutable and compares by value (dtype, shape and bytes), so that it can sit
+in the frozen :class:`explorer.state.Inputs` and ``Inputs == Inputs`` still means "the same
+computation". Names are a session's (models/session.py): ``embeddings``, ``cross_embeddings``,
+``weights/W_q`` …
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+ROLES = ("embeddings", "cross_embeddings", "weights")  # what Inputs can take from memory
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array = np.array(array, copy=True)
+    array.flags.writeable = False
+    return array
+
+
+class HeldArrays(Mapping[str, np.ndarray]):
+    """``{"embeddings": (n, d_model), "weights/W_q": (h, d_model, d_k), …}``, read-only."""
+
+    __slots__ = ("_arrays", "_key")
+
+    def __init__(self, arrays: Mapping[str, np.ndarray] | None = None):
+        self._arrays = {name: _frozen(a) for name, a in sorted((arrays or {}).items())}
+        self._key = tuple((n, a.dtype.str, a.shape, a.tobytes()) for n, a in self._arrays.items())
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._arrays[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, HeldArrays) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __deepcopy__(self, memo) -> HeldArrays:  # immutable: dataclasses.asdict may share it
+        return self
+
+    def __repr__(self) -> str:
+        return f"HeldArrays({', '.join(f'{n}: {a.shape}' for n, a in self._arrays.items())})"
+
+    def weights(self) -> dict[str, np.ndarray] | None:
+        """The weights as a ``.npz`` would hold them (``W_q`` …), or None when there are none."""
+        found = {n.removeprefix("weights/"): a for n, a in self._arrays.items() if n.startswith("weights/")}
+        return found or None
+
+    def without(self, role: str) -> HeldArrays:
+        """These arrays less ``role`` ("embeddings", "cross_embeddings" or "weights")."""
+        keep = {n: a for n, a in self._arrays.items() if n != role and not n.startswith(role + "/")}
+        return HeldArrays(keep)
+
+    def describe(self) -> str:
+        """"embeddings 5×12, weights" (for notices)."""
+        parts = [f"{n.replace('_', ' ')} {'×'.join(map(str, self._arrays[n].shape))}"
+                 for n in ("embeddings", "cross_embeddings") if n in self._arrays]  # fmt: skip
+        return ", ".join(parts + (["weights"] if self.weights() else []))

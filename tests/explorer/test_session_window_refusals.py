@@ -1,0 +1,117 @@
+"""A bad session file is refused with one line and leaves the window exactly as it was: its
+inputs, held arrays, edits, pinned run and view. A failed save keeps the old file whole."""
+
+import json
+import os
+import zipfile
+
+import numpy as np
+import pytest
+
+from explorer.state import Inputs
+from models.edits import Edit
+from models.session import Run, Session, save_session
+
+SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
+
+
+def _rewrite_json(path, change):
+    with zipfile.ZipFile(path) as zf:
+        members = {name: zf.read(name) for name in zf.namelist()}
+    doc = json.loads(members["session.json"])
+    change(doc)
+    members["session.json"] = json.dumps(doc).encode()
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+
+
+@pytest.fixture
+def busy_window(make_window, settle, tmp_path):
+    """A window with a session's arrays in memory, an edit, a pinned run and a chosen view."""
+    rng = np.random.default_rng(3)
+    save_session(tmp_path / "start.zip", Session(Run({"--heads": 2, "--d-model": 6},
+                                                     {"embeddings": rng.standard_normal((4, 6))})))  # fmt: skip
+    window = make_window()
+    assert window.sessions.open_session(str(tmp_path / "start.zip"))
+    settle(window)
+    assert window.compare.pin()
+    window.experiment.add_edit(Edit("q", (1, 0, 0), 2.0))
+    settle(window)
+    window.state.set_stage("scores")
+    window.state.set_head(1)
+    return window
+
+
+def _snapshot(window):
+    return (window.state.inputs, list(window.experiment.edits), window.compare.pinned, window.state.stage_name,
+            window.state.head, window.state.query, window.state.display)  # fmt: skip
+
+
+@pytest.mark.parametrize("damage, words", [
+    ("newer", "written by a newer version (format 3); this one reads format 2"),
+    ("corrupt", "corrupt or truncated"),
+    ("truncated", "corrupt or truncated"),
+    ("missing-model", "no model 'surely-not-a-model'"),
+    ("missing-pinned-model", "no model 'surely-not-a-model'"),
+    ("bad-pinned-edit", "outside its shape"),
+    ("bad-difference", "view difference must be true or false"),
+    ("missing", "file not found"),
+])  # fmt: skip
+def test_a_bad_session_changes_nothing(busy_window, settle, qtbot, tmp_path, damage, words):
+    window = busy_window
+    before = _snapshot(window)
+    path = tmp_path / "bad.zip"
+    good = Session(Run({"--sentence": "a b c"}), pinned=Run({"--sentence": "a b"}))
+    save_session(path, good)
+    if damage == "newer":
+        _rewrite_json(path, lambda d: d.update(version=3))
+    elif damage == "corrupt":
+        path.write_bytes(b"PK\x03\x04" + os.urandom(200))
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:-40])
+    elif damage == "missing-model":
+        save_session(path, Session(Run({"--model": "surely-not-a-model", "--sentence": "a"})))
+    elif damage == "missing-pinned-model":
+        save_session(path, Session(Run({"--sentence": "a"}), pinned=Run({"--model": "surely-not-a-model",
+                                                                          "--sentence": "a"})))  # fmt: skip
+    elif damage == "bad-pinned-edit":
+        save_session(path, Session(Run({"--sentence": "a"}), pinned=Run({"--sentence": "a b"}),
+                                   pinned_edits=(Edit("q", (0, 9, 0), 1.0),)))  # fmt: skip
+    elif damage == "bad-difference":
+        _rewrite_json(path, lambda d: d["view"].update(difference="yes"))
+    elif damage == "missing":
+        path.unlink()
+    assert not window.sessions.open_session(str(path))
+    text = window.status_line.plain_text()
+    assert window.status_line.is_error and words in text and "\n" not in text
+    qtbot.wait(50)  # nothing queued behind the refusal either
+    assert window.is_settled() and _snapshot(window) == before
+
+
+def test_a_failed_save_keeps_the_old_file_whole(busy_window, tmp_path, monkeypatch):
+    window = busy_window
+    old = tmp_path / "s.zip"
+    assert window.sessions.save_session(str(old))
+    data = old.read_bytes()
+    window.state.update_inputs(seed=11)
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", fail)
+    assert not window.sessions.save_session(str(old))
+    assert "No space left" in window.status_line.text() and "\n" not in window.status_line.text()
+    assert old.read_bytes() == data
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "settings.ini") == ["s.zip", "start.zip"]
+
+
+def test_an_unreadable_file_of_the_window_gives_one_line_when_saving(make_window, settle, tmp_path):
+    np.save(tmp_path / "x.npy", np.ones((3, 8), np.float32))
+    window = make_window()
+    window.state.update_inputs(embeddings_file=str(tmp_path / "x.npy"))
+    settle(window)
+    (tmp_path / "x.npy").unlink()  # gone since it was opened
+    assert not window.sessions.save_session(str(tmp_path / "s.zip"))
+    assert "embeddings file not found" in window.status_line.text()
+    assert not (tmp_path / "s.zip").exists()
