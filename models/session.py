@@ -139,7 +139,10 @@ class Run:
 
             return apply_edits(self.request(), edits)
         if edits:
-            raise InputError("edits of a pretrained layer cannot be applied yet")
+            from .cli import model_from_args, model_trace_from_args
+
+            with self.namespace() as args:
+                return model_trace_from_args(model_from_args(args), args, edits=edits)
         with self.namespace() as args:
             return trace_from_args(args)
 
@@ -303,8 +306,10 @@ def check_session(session: Session) -> None:
     """Check each run as ``main.py export`` checks its options, and the edits against the trace."""
     traces = [check_run(run) for run in [session.run] + ([session.pinned] if session.pinned else [])]
     if session.edits:
-        if traces[0] is None:
-            raise InputError("edits of a pretrained layer cannot be applied yet")
+        if traces[0] is None:  # a model's layer: its shapes are known once it is traced
+            from .pretrained.edits import check_form
+
+            return check_form(session.edits)
         from .edits import check_edit, edit_shapes
 
         shapes = edit_shapes(traces[0])

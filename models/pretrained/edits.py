@@ -104,8 +104,8 @@ def traced_hidden(config: Mapping, n: int, edits: Iterable[Edit] = ()) -> np.nda
     """``(n, n)`` bool: the keys a traced layer hides (from its trace's ``config``: the mask, the pad
     positions, a sliding window shorter than the sentence), with the ``mask`` edits among ``edits``."""
     mode, window = config.get("mask"), config.get("sliding_window")
-    spec = pairs.MaskSpec(causal=mode == "causal", pads=tuple(config.get("pad_positions") or ()) if mode != "none" else (),
-                          window=window if window is not None and window < n else None)  # fmt: skip
+    pads = tuple(config.get("pad_positions") or ()) if mode != "none" else ()
+    spec = pairs.MaskSpec(causal=mode == "causal", pads=pads, window=window if window is not None and window < n else None)
     hidden = hidden_matrix(spec, n)
     for e in edits:
         if e.stage == "mask" and len(e.cell) == 2 and all(0 <= c < n for c in e.cell):
