@@ -105,7 +105,8 @@ def traced_hidden(config: Mapping, n: int, edits: Iterable[Edit] = ()) -> np.nda
     positions, a sliding window shorter than the sentence), with the ``mask`` edits among ``edits``."""
     mode, window = config.get("mask"), config.get("sliding_window")
     pads = tuple(config.get("pad_positions") or ()) if mode != "none" else ()
-    spec = pairs.MaskSpec(causal=mode == "causal", pads=pads, window=window if window is not None and window < n else None)
+    window = window if window is not None and window < n else None
+    spec = pairs.MaskSpec(causal=mode == "causal", pads=pads, window=window)
     hidden = hidden_matrix(spec, n)
     for e in edits:
         if e.stage == "mask" and len(e.cell) == 2 and all(0 <= c < n for c in e.cell):

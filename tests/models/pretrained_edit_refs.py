@@ -24,8 +24,9 @@ def build_decoder(folder, kind: str = "llama"):
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(WORDS)}}
-    common = dict(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=32, initializer_range=0.3)  # fmt: skip
+    common = dict(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32,
+                  initializer_range=0.3)  # fmt: skip
     torch.manual_seed(0)
     if kind == "llama":
         hf = transformers.LlamaModel(transformers.LlamaConfig(**common))
