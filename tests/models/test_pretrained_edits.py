@@ -153,7 +153,7 @@ def test_an_out_of_shape_edit_is_refused_with_one_line(families, name, edit, mes
     assert all(np.array_equal(a, before[k]) for k, a in after.items())
 
 
-def test_a_mask_edit_overrides_the_sliding_window_and_the_own_mask(families):
+def test_a_mask_edit_shows_a_key_the_models_own_mask_hides(families):
     """Showing a key the causal mask hides lets the query see a later token, in this layer only."""
     model, hf = _get(families, "llama")
     edits = [hide_key(0, 5, hidden=False)]
@@ -162,3 +162,18 @@ def test_a_mask_edit_overrides_the_sliding_window_and_the_own_mask(families):
     assert (weights[:, 0, 5] > 0).all() and (weights[:, 0, 6:] == 0).all()
     np.testing.assert_allclose(weights.sum(-1), 1, rtol=1e-6)
     close(weights, hf_stages(hf, LAYER, model.encode(SENTENCE).ids, edits)["weights"])
+
+
+def test_traced_hidden_is_the_layers_mask_with_the_mask_edits():
+    """What Alt+click toggles on a model's layer: its causal mask, pads, a sliding window shorter than
+    the sentence, and the mask edits so far (later ones win; cells outside are ignored)."""
+    from models.pretrained.edits import traced_hidden
+
+    config = {"mask": "causal", "pad_positions": [1], "sliding_window": 2}
+    expected = np.triu(np.ones((5, 5), bool), 1) | np.tril(np.ones((5, 5), bool), -2)
+    expected[:, 1] = True
+    np.testing.assert_array_equal(traced_hidden(config, 5), expected)
+    expected[4, 1], expected[0, 0] = False, True
+    edits = [hide_key(4, 1), hide_key(4, 1, hidden=False), hide_key(0, 0), hide_key(9, 9), Edit("q", (0, 0, 0), 1.0)]
+    np.testing.assert_array_equal(traced_hidden(config, 5, edits), expected)
+    np.testing.assert_array_equal(traced_hidden({"mask": "none", "pad_positions": [1]}, 3), np.zeros((3, 3), bool))
