@@ -3,6 +3,7 @@
 ``EditedRequest(base, edits)`` runs :func:`models.edits.apply_edits`; with ``difference=True`` the
 trace holds ``edited − original`` of every stage instead (0 where both are equal, −∞ cells
 included), stages marked ``difference`` so that they are painted on the diverging map.
+A model's layer with edits is explorer.pretrained_runner.EditedModelRequest (same display).
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ class EditedRequest:
 def run_edited(request: EditedRequest, should_stop=None) -> AttentionTrace:
     original = pipeline.run(request.base, should_stop)
     edited = apply_edits(request.base, request.edits, original, should_stop)
-    count = len(request.edits)
+    return shown_edits(original, edited, len(request.edits), request.difference)
+
+
+def shown_edits(original: AttentionTrace, edited: AttentionTrace, count: int, difference: bool) -> AttentionTrace:
+    """The edited trace (or its difference from the original) with a notice saying how many edits."""
     notice = f"{count} edit{'s' if count != 1 else ''} applied (Edit menu: Undo, Redo, Reset edits)"
-    trace = difference_trace(original, edited) if request.difference else edited
+    trace = difference_trace(original, edited) if difference else edited
     trace.meta["notices"] = [*(trace.meta.get("notices") or ()), notice]
     return trace
 

@@ -1,6 +1,8 @@
 """What-if edits in the window: double-click a cell of an input-side stage, enter a number, and
 every later stage recomputes on the worker (explorer.edited_runner); Edit menu: Undo, Redo,
-Reset edits; edited cells outlined; a "Difference" view of edited − original. Toy engine only."""
+Reset edits; edited cells outlined; a "Difference" view of edited − original. For the toy engine
+and for a model's layer alike (its input, q, k, v, their norms and rotations, the scores, the mask:
+models/pretrained/edits.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from models.config import AttentionRequest
 from models.edits import Edit
 
 from .edited_runner import EditedRequest, largest_change
+from .pretrained_runner import EditedModelRequest, PretrainedRequest
 
-CELL_STAGES = ("embeddings", "input", "query_input", "q", "k", "v", "scores")  # double-click edits these
+# double-click edits these (the normed and rotated q and k: a model's layer)
+CELL_STAGES = ("embeddings", "input", "query_input", "q", "k", "v", "q_normed", "k_normed", "q_rotated", "k_rotated",
+               "scores")  # fmt: skip
 MARK_COLOUR = "#ff8c00"
-NOT_SUPPORTED = "editing values is not supported yet for a pretrained model (toy engine only)"
 
 
 class Experiment(QObject):
@@ -25,7 +29,8 @@ class Experiment(QObject):
         super().__init__(window)
         self.window_, self.state, self.view = window, window.state, window.matrix_view
         self.edits: list[Edit] = []
-        self.redo_list: list[Edit] = []
+        self.redo_list: list[tuple[Edit, ...]] = []  # undone steps, the last one undone last
+        self._steps: list[int] = []  # how many edits each undo step takes back (hiding a whole token: n)
         self._marks: list[tuple[object, QGraphicsRectItem]] = []
         self._inputs = self.state.inputs
         self.difference = QCheckBox("Difference")
@@ -55,9 +60,14 @@ class Experiment(QObject):
 
     # --- requests --------------------------------------------------------------------------
     def wrap(self, request):
-        """The request the worker runs: with the edits (and as a difference) for the toy engine."""
-        if isinstance(request, AttentionRequest) and (self.edits or self.difference.isChecked()):
+        """The request the worker runs: with the edits (and as a difference), toy engine or model."""
+        if not (self.edits or self.difference.isChecked()):
+            return request
+        if isinstance(request, AttentionRequest):
             return EditedRequest(request, tuple(self.edits), self.difference.isChecked())
+        if type(request) is PretrainedRequest:
+            fields = {f: getattr(request, f) for f in request.__dataclass_fields__}
+            return EditedModelRequest(**fields, edits=tuple(self.edits), difference=self.difference.isChecked())
         return request
 
     def _recompute(self) -> None:
@@ -67,7 +77,7 @@ class Experiment(QObject):
     def _inputs_changed(self, inputs) -> None:
         old, self._inputs = self._inputs, inputs
         if self.edits and _without_mask(old) != _without_mask(inputs):
-            self.edits, self.redo_list = [], []  # they were edits of another computation
+            self.edits, self.redo_list, self._steps = [], [], []  # they were edits of another computation
             self.window_._notices.append("edits cleared: the inputs changed")
             self._sync_actions()
 
@@ -83,9 +93,6 @@ class Experiment(QObject):
         stage, display = self.view.shown_stage, self.state.display
         if stage is None or display is None:
             return False
-        if self.state.inputs.uses_model:
-            self.window_.status_line.show_error(NOT_SUPPORTED)
-            return False
         if stage.name not in CELL_STAGES:
             return False
         cell = (head, row, col) if stage.per_head else (row, col)
@@ -99,28 +106,41 @@ class Experiment(QObject):
         return True
 
     def add_edit(self, edit: Edit) -> None:
-        self.edits.append(edit)
+        self.add_edits([edit])
+
+    def add_edits(self, edits) -> None:
+        """Several edits as one undo step (hiding a token from every query)."""
+        edits = list(edits)
+        if not edits:
+            return
+        self.edits += edits
+        self._steps.append(len(edits))
         self.redo_list.clear()
         self._recompute()
 
     def undo(self) -> None:
         if self.edits:
-            self.redo_list.append(self.edits.pop())
+            count = self._steps.pop() if self._steps else 1
+            self.redo_list.append(tuple(self.edits[-count:]))
+            del self.edits[-count:]
             self._recompute()
 
     def redo(self) -> None:
         if self.redo_list:
-            self.edits.append(self.redo_list.pop())
+            step = self.redo_list.pop()
+            self.edits += step
+            self._steps.append(len(step))
             self._recompute()
 
     def reset(self) -> None:
         if self.edits or self.redo_list:
-            self.edits, self.redo_list = [], []
+            self.edits, self.redo_list, self._steps = [], [], []
             self._recompute()
 
     def set_edits(self, edits) -> None:
         """A session's edits (after its inputs were set)."""
         self.edits, self.redo_list = list(edits), []
+        self._steps = [1] * len(self.edits)
         self._recompute()
 
     def _sync_actions(self) -> None:

@@ -3,13 +3,17 @@
 Alt+click on a cell of any query × key stage hides that key from that query (or shows it again);
 Alt+Shift+click hides (or shows) the whole token from every query. The mask the view computes with
 becomes a custom one: the current mask (none, causal, padding or the painted one) with that cell or
-column toggled, shown and editable in the mask painter. Toy engine only (a model's layer is traced
-with its own mask).
+column toggled, shown and editable in the mask painter. On a model's layer the click is a what-if
+edit of that layer's mask instead (models/pretrained/edits.py): undone, redone and reset with the
+other edits, the layers below keeping the model's own mask.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from models.edits import hide_key
+from models.pretrained.edits import traced_hidden
 
 from .mask_dock import as_rows
 
@@ -38,9 +42,10 @@ class KeyHider:
         inputs, display = self.state.inputs, self.state.display
         if display is None:
             return False
-        if inputs.uses_model or inputs.mask_file:
-            why = "a model's layer keeps its own mask" if inputs.uses_model else "the mask comes from --mask-file"
-            self.window_.status_line.show_error(f"cannot hide a key here: {why}")
+        if inputs.uses_model:
+            return self._edit_layer_mask(display.trace, row, col, whole_token)
+        if inputs.mask_file:
+            self.window_.status_line.show_error("cannot hide a key here: the mask comes from --mask-file")
             return False
         n_q, n_k = len(display.trace.query_tokens), len(display.trace.key_tokens)
         hidden = current_hidden(inputs, n_q, n_k)
@@ -49,4 +54,16 @@ class KeyHider:
         else:
             hidden[row, col] = not hidden[row, col]
         self.state.update_inputs(mask="custom", painted_mask=as_rows(hidden))
+        return True
+
+    def _edit_layer_mask(self, trace, row: int, col: int, whole_token: bool) -> bool:
+        """A model's layer: hide (or show) the key as a mask edit, one undo step."""
+        experiment = self.window_.experiment
+        n = len(trace.key_tokens)
+        hidden = traced_hidden(trace.config, n, experiment.edits)  # (n, n)
+        if whole_token:
+            hide = not hidden[:, col].all()
+            experiment.add_edits([hide_key(i, col, hide) for i in range(n) if hidden[i, col] != hide])
+        else:
+            experiment.add_edit(hide_key(row, col, not hidden[row, col]))
         return True

@@ -13,8 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from models.config import Cancelled, InputError
+from models.edits import Edit
 from models.pretrained import PretrainedModel, load_model, resolve_model
 from models.trace import AttentionTrace
+
+from .edited_runner import shown_edits
 
 DEFAULT_MASK = "default"  # the model's own mask: padding for encoders, causal for decoders
 MODELS_KEPT = 2  # switching back and forth between two models never reloads either
@@ -31,6 +34,15 @@ class PretrainedRequest:
     mask: str | None = None  # None: the model's own
     pad_positions: tuple[int, ...] = ()
     device: str = "auto"
+
+
+@dataclass(frozen=True)
+class EditedModelRequest(PretrainedRequest):
+    """The same layer with what-if edits (models/pretrained/edits.py); ``difference``: show edited −
+    original. A PretrainedRequest still (the window reads its model), answered by the same runner."""
+
+    edits: tuple[Edit, ...] = ()
+    difference: bool = False
 
 
 class ModelLoadError(InputError):
@@ -85,7 +97,17 @@ class PretrainedRunner:
         if pads:  # positions picked for an older sentence may lie past the end of this one
             n = len(model.encode(request.sentence).ids)
             pads = tuple(p for p in pads if p < n)
-        trace = model.trace(request.sentence, layer, mask=request.mask, pad_positions=pads, should_stop=should_stop)
+
+        def trace_with(edits=()) -> AttentionTrace:
+            return model.trace(request.sentence, layer, mask=request.mask, pad_positions=pads, should_stop=should_stop,
+                               edits=edits)  # fmt: skip
+
+        if isinstance(request, EditedModelRequest):
+            edited = trace_with(request.edits)
+            original = trace_with() if request.difference else edited  # the layers below are cached
+            trace = shown_edits(original, edited, len(request.edits), request.difference)
+        else:
+            trace = trace_with()
         if notices:
             trace.meta["notices"] = notices + list(trace.meta.get("notices", []))
         return trace

@@ -29,7 +29,7 @@ from models.params import pretrained_params, toy_params
 from models.trace import AttentionTrace
 
 from .edited_runner import EditedRequest, run_edited
-from .pretrained_runner import PretrainedRequest, PretrainedRunner
+from .pretrained_runner import EditedModelRequest, PretrainedRequest, PretrainedRunner
 from .run import DisplayTrace
 from .stage_render import stage_image
 
@@ -238,7 +238,7 @@ class ComputeWorker(QThread):
         try:
             if isinstance(request, AttentionRequest):
                 return toy_params(request)
-            if isinstance(request, PretrainedRequest):
+            if isinstance(request, PretrainedRequest) and not isinstance(request, EditedModelRequest):
                 model = self.models.model(request.model, request.device)
                 c = trace.config
                 return pretrained_params(model, c["layer"], len(trace.query_tokens), c["mask"], c["pad_positions"])

@@ -208,9 +208,10 @@ def model_from_args(args: argparse.Namespace):
     return load_model(args.model, device=args.device)
 
 
-def model_trace_from_args(model, args: argparse.Namespace):
+def model_trace_from_args(model, args: argparse.Namespace, edits=()):
     return model.trace(
-        args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions, max_tokens=args.max_tokens
+        args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions, max_tokens=args.max_tokens,
+        edits=edits,
     )
 
 

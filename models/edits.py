@@ -66,9 +66,9 @@ def hide_token(key: int, n_q: int, hidden: bool = True) -> list[Edit]:
     return [hide_key(i, key, hidden) for i in range(n_q)]
 
 
-def check_edit(edit: Edit, shapes: dict[str, tuple[int, ...]]) -> None:
-    if edit.stage not in EDITABLE:
-        raise InputError(f"cannot edit stage {edit.stage!r}; editable: {', '.join(EDITABLE)}")
+def check_edit(edit: Edit, shapes: dict[str, tuple[int, ...]], editable: Sequence[str] = EDITABLE) -> None:
+    if edit.stage not in editable:
+        raise InputError(f"cannot edit stage {edit.stage!r}; editable: {', '.join(editable)}")
     if edit.stage not in shapes:
         raise InputError(f"this computation has no stage {edit.stage!r} to edit")
     shape = shapes[edit.stage]

@@ -149,7 +149,10 @@ class Run:
 
             return apply_edits(self.request(), edits)
         if edits:
-            raise InputError("edits of a pretrained layer cannot be applied yet")
+            from .cli import model_from_args, model_trace_from_args
+
+            with self.namespace() as args:
+                return model_trace_from_args(model_from_args(args), args, edits=edits)
         with self.namespace() as args:
             return trace_from_args(args)
 
@@ -339,8 +342,11 @@ def check_session(session: Session) -> None:
         trace = check_run(run)
         if not edits:
             continue
-        if trace is None:
-            raise InputError("edits of a pretrained layer cannot be applied yet")
+        if trace is None:  # a model's layer: its shapes are known once it is traced
+            from .pretrained.edits import check_form
+
+            check_form(edits)
+            continue
         from .edits import check_edit, edit_shapes
 
         shapes = edit_shapes(trace)

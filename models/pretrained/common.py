@@ -196,24 +196,32 @@ def split_heads(x: Tensor, heads: int) -> Tensor:
 
 
 def project_qkv(
-    x: Tensor, p: AttentionParams, record: dict[str, Tensor] | None = None
+    x: Tensor,
+    p: AttentionParams,
+    record: dict[str, Tensor] | None = None,
+    override: Callable[[str, Tensor], Tensor] | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Steps 1–3 of :class:`AttentionParams`: q ``(h, n, d_k)``, k, v ``(kv, n, d_k)``, after any
-    qk-norm and rotation; ``record`` gets every intermediate under its stage name."""
-    q = split_heads(linear(x, p.w_q, p.b_q), p.heads)  # (h, n, d_k)
-    k = split_heads(linear(x, p.w_k, p.b_k), p.kv_heads)  # (kv, n, d_k)
-    v = split_heads(linear(x, p.w_v, p.b_v), p.kv_heads)  # (kv, n, d_k)
+    qk-norm and rotation; ``record`` gets every intermediate under its stage name.
+    ``override(stage name, tensor) -> tensor``: what-if edits (models/pretrained/edits.py) replace
+    a stage's value before it is recorded and before the next step reads it."""
+    ed = override or (lambda _name, t: t)
+    q = ed("q", split_heads(linear(x, p.w_q, p.b_q), p.heads))  # (h, n, d_k)
+    k = ed("k", split_heads(linear(x, p.w_k, p.b_k), p.kv_heads))  # (kv, n, d_k)
+    v = ed("v", split_heads(linear(x, p.w_v, p.b_v), p.kv_heads))  # (kv, n, d_k)
     if record is not None:
         record.update(q=q, k=k, v=v)
     if p.q_norm is not None:
         q = p.q_norm(q)
     if p.k_norm is not None:
         k = p.k_norm(k)
-    if record is not None and (p.q_norm is not None or p.k_norm is not None):
-        record.update(q_normed=q, k_normed=k)
+    if p.q_norm is not None or p.k_norm is not None:
+        q, k = ed("q_normed", q), ed("k_normed", k)
+        if record is not None:
+            record.update(q_normed=q, k_normed=k)
     if p.rope is not None:
         cos, sin = p.rope
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k = ed("q_rotated", apply_rope(q, cos, sin)), ed("k_rotated", apply_rope(k, cos, sin))
         if record is not None:
             record.update(q_rotated=q, k_rotated=k)
     return q, k, v

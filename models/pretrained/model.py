@@ -20,6 +20,7 @@ from torch import Tensor
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
 from models.memory import check_memory, estimate_pretrained_peak
 from models.pretrained.common import MASK_MODES, Architecture, attention, hidden_mask, project_qkv
+from models.pretrained.edits import LayerEdits, layer_shapes
 from models.pretrained.stages import build_trace
 from models.pretrained.tokenizer import Encoded, ModelTokenizer
 from models.trace import AttentionTrace
@@ -167,6 +168,7 @@ class PretrainedModel:
         pad_positions=(),
         should_stop: StopCheck | None = None,
         max_tokens: int | None = None,
+        edits=(),
     ) -> AttentionTrace:
         """Run blocks 0..layer-1 for real and trace the attention of block ``layer``.
 
@@ -174,6 +176,8 @@ class PretrainedModel:
         "none" / "causal" / "padding" to compare; the choice applies to every layer.
         ``pad_positions`` are key positions hidden as padding (by "padding" and "causal").
         ``should_stop()`` is polled between layers; True raises :class:`Cancelled`.
+        ``edits``: what-if edits of this layer's stages (:mod:`models.pretrained.edits`); every
+        later stage of the layer follows from them, the layers below do not change.
         """
         start = time.perf_counter()
         layer = self._check_layer(layer)
@@ -192,8 +196,12 @@ class PretrainedModel:
                     raise Cancelled(f"stopped before tracing layer {layer}")
                 x = self.arch.attention_input(layer, h)
                 params = self.arch.attention_params(layer, n)
+            edited = LayerEdits(edits, layer_shapes(x, params)) if edits else None
+            if edited is not None:
+                x = edited.override("input", x)
             record: dict[str, Tensor] = {}
-            project_qkv(x, params, record)  # the n×n stages are computed when looked at (models.pairs)
+            # the n×n stages are computed when looked at (models.pairs)
+            project_qkv(x, params, record, edited.override if edited is not None else None)
         return build_trace(
             self,
             enc,
@@ -206,6 +214,7 @@ class PretrainedModel:
             notices=self.notices + list(enc.notices) + notices,
             device=self.device_label,
             elapsed_ms=(time.perf_counter() - start) * 1000,
+            edits=edited,
         )
 
     def layer_weights(

@@ -19,6 +19,7 @@ from models.pretrained.tokenizer import Encoded
 from models.trace import AttentionTrace, Stage
 
 if TYPE_CHECKING:
+    from models.pretrained.edits import LayerEdits
     from models.pretrained.model import PretrainedModel
 
 
@@ -40,10 +41,12 @@ def build_trace(
     notices: list[str],
     device: str,
     elapsed_ms: float,
+    edits: LayerEdits | None = None,
 ) -> AttentionTrace:
     """The traced layer: input, Q, K, V (and their norms and rotations) as recorded by
     :func:`~models.pretrained.common.project_qkv`; the n×n stages and what follows them computed
-    when looked at, per head and block of rows, in the order :class:`AttentionParams` documents."""
+    when looked at, per head and block of rows, in the order :class:`AttentionParams` documents.
+    ``edits`` (already applied to the recorded tensors): the scores and mask edits of the layer."""
     arch = model.arch
     tokens = enc.tokens
     n = len(tokens)
@@ -80,8 +83,11 @@ def build_trace(
     q = rec.get("q_rotated", rec.get("q_normed", rec["q"]))  # (h, n, d_k) as the scores read it
     k = rec.get("k_rotated", rec.get("k_normed", rec["k"]))  # (kv, n, d_k)
     mask = pairs.MaskSpec(causal=mode == "causal", pads=pads if mode != "none" else (), window=window)
+    if edits is not None:
+        mask = edits.mask(mask, n)
     spec = pairs.PairSpec(q=q, k=k, v=rec["v"], head_groups=p.head_groups, mask=mask, scale=("mul", float(p.scale)),
-                          softcap=p.softcap, always_masked=True)  # fmt: skip
+                          softcap=p.softcap, always_masked=True,
+                          score_edits=edits.scores or None if edits is not None else None)  # fmt: skip
     store = pairs.PairStore(spec)
     built += [Stage(name, row_labels=tokens, col_labels=tokens, store=store, **text(name)) for name in spec.names]
 
@@ -138,6 +144,8 @@ def build_trace(
         "token_ids": list(enc.ids),
         "notices": list(notices),
     }
+    if edits is not None:
+        meta["edits"] = [e.to_json() for e in edits.edits]
     return AttentionTrace(
         stages=stages_,
         query_tokens=tokens,

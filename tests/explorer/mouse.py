@@ -19,3 +19,16 @@ def hover(view, plot_index, row, col):
     move = QMouseEvent(QEvent.Type.MouseMove, point, view.canvas.viewport().mapToGlobal(point),
                        Qt.MouseButton.NoButton, Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)  # fmt: skip
     QApplication.sendEvent(view.canvas.viewport(), move)
+
+
+def double_click(view, plot_index, row, col):
+    """A left double-click on a cell through the real scene: press, release, double-click, release
+    (what a hand's double-click delivers; pyqtgraph reports it as a click with ``double()``)."""
+    QApplication.processEvents()
+    point = QPointF(cell_point(view, plot_index, row, col))
+    viewport = view.canvas.viewport()
+    left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
+    for kind, buttons in ((QEvent.Type.MouseButtonPress, left), (QEvent.Type.MouseButtonRelease, none),
+                          (QEvent.Type.MouseButtonDblClick, left), (QEvent.Type.MouseButtonRelease, none)):  # fmt: skip
+        event = QMouseEvent(kind, point, viewport.mapToGlobal(point), left, buttons, Qt.KeyboardModifier.NoModifier)
+        QApplication.sendEvent(viewport, event)

@@ -117,18 +117,6 @@ def test_difference_view_shows_edited_minus_original_and_names_the_largest_chang
     assert "largest" in text and window.state.display.trace.query_tokens[2] in text
 
 
-def test_editing_a_pretrained_model_says_it_is_not_supported(make_window, monkeypatch, qtbot):
-    window = make_window()
-    monkeypatch.setattr(type(window.state.inputs), "uses_model", property(lambda self: True))
-    asked = []
-    monkeypatch.setattr(window.experiment, "ask_value", lambda *_a: asked.append(1) or 1.0)
-    window.state.set_stage("q")
-    window.matrix_view.refresh()
-    assert not window.experiment.edit_cell(0, 0, 0)
-    assert not asked
-    assert "not supported" in window.status_line.plain_text() and window.status_line.is_error
-
-
 def test_painted_mask_is_not_remembered_between_launches(settings):
     from explorer.persistence import load_inputs, save_inputs
 
