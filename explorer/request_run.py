@@ -12,7 +12,7 @@ from models.edits import Edit
 from models.session import Run
 
 from .edited_runner import EditedRequest
-from .pretrained_runner import PretrainedRequest
+from .pretrained_runner import EditedModelRequest, PretrainedRequest
 
 _WEIGHTS = ("W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o")
 
@@ -28,6 +28,8 @@ def run_from_request(request) -> tuple[Run, tuple[Edit, ...], bool]:
             options["--mask"] = request.mask
         if request.pad_positions:
             options["--pad-positions"] = list(request.pad_positions)
+        if isinstance(request, EditedModelRequest):  # a model's layer with what-if edits
+            return Run(options), tuple(request.edits), request.difference
         return Run(options), (), False
     if isinstance(request, AttentionRequest):
         return _toy_run(request), (), False

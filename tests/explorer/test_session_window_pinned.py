@@ -144,3 +144,18 @@ def test_main_session_re_pins_and_saves_the_same_session(tmp_path, monkeypatch, 
     assert back.pinned is not None and back.pinned.options == saved.pinned.options
     for key, array in saved.run.arrays.items():
         assert np.array_equal(back.run.arrays[key], array), key
+
+
+@needs_minilm
+def test_a_pinned_model_layer_keeps_its_edits(make_window, qtbot, settle, tmp_path, monkeypatch):
+    model = Inputs(sentence="The cat sat on the mat.", model="minilm", layer=1)
+    window = make_window(model)
+    window.state.set_stage("weights")
+    window.experiment.add_edit(Edit("q", (0, 2, 3), 5.0))
+    settle(window)
+    _pinned_then(window, settle, layer=3)
+    pinned = _arrays(window.compare.pinned.trace)
+    _save(window, tmp_path / "s.zip", monkeypatch)
+    assert load_session(tmp_path / "s.zip").pinned_edits == (Edit("q", (0, 2, 3), 5.0),)
+    other = _reopen(make_window, qtbot, settle, tmp_path / "s.zip", monkeypatch, inputs=model)
+    _same(other.compare.pinned.trace, pinned)
