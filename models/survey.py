@@ -99,7 +99,9 @@ def head_metrics(A: np.ndarray, keep=None) -> dict[str, np.ndarray]:
     lead = A.shape[:-2]
     flat = A.reshape((-1, n_q, n_k)) if A.ndim != 3 else A
     result = {name: np.empty(flat.shape[0], dtype=np.float64) for name in METRIC_NAMES}
-    chunk = max(1, 4_000_000 // max(1, n_q * n_k))  # bounded temporaries: ~32 MB of float64
+    # Bounded temporaries (~8 MB of float64), and short steps: some numpy calls here (np.where)
+    # keep the interpreter lock throughout, which the window's thread then waits for.
+    chunk = max(1, 1_000_000 // max(1, n_q * n_k))
     for start in range(0, flat.shape[0], chunk):
         a = np.asarray(flat[start : start + chunk], dtype=np.float64)
         if keep is not None:
