@@ -120,10 +120,11 @@ class MatrixView(QWidget):
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.range_label = QLabel()
         self.range_label.setObjectName("rangeLabel")
-        # Its text changes with every result: were its width its text's, the controls' row would
-        # now and then need more than the view has (its minimum), the splitter would widen the centre and every
-        # heatmap would be laid out and painted again (the 40–130 ms stalls of a seed change).
+        # A line of its own: its text changes with every result, and in the controls' row it now
+        # and then needed more than the view has: the splitter widened the centre and every
+        # heatmap was laid out and painted again (the 40–130 ms stalls of a seed change).
         self.range_label.setMinimumWidth(1)
+        self.range_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.canvas = _Canvas()
         self.canvas.setBackground("w")
         self.canvas.ci.setSpacing(GRID_SPACING)
@@ -141,10 +142,11 @@ class MatrixView(QWidget):
         top.addWidget(self.colour_combo)
         self.controls = top  # others add theirs with add_control (e.g. the difference view)
         top.addStretch(1)
-        top.addWidget(self.range_label)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
         layout.addLayout(top)
+        layout.addWidget(self.range_label)
         layout.addWidget(self.canvas, 1)
         layout.addWidget(self.readout)
 
@@ -414,8 +416,8 @@ class MatrixView(QWidget):
 
     def add_control(self, widget: QWidget) -> None:
         """Put ``widget`` in the row of controls, after Show and Colours."""
-        self.controls.insertSpacing(self.controls.count() - 2, 12)
-        self.controls.insertWidget(self.controls.count() - 2, widget)
+        self.controls.insertSpacing(self.controls.count() - 1, 12)
+        self.controls.insertWidget(self.controls.count() - 1, widget)
 
     def _query_head(self, head: int) -> int:
         """The query head a click on plot head ``head`` means: for a key/value head of a GQA
