@@ -6,6 +6,7 @@ and from main.py --session."""
 import dataclasses
 
 import numpy as np
+from trace_arrays import assert_same_arrays, stage_arrays
 
 from explorer.app import run_app
 from explorer.held_arrays import HeldArrays
@@ -28,14 +29,6 @@ def _files(folder):
     return folder / "x.npy", folder / "w.npz", folder / "m.npy"
 
 
-def _arrays(trace):
-    return {s.name: s.array.copy() for s in trace.stages}
-
-
-def _same(trace, arrays):
-    assert trace.names == tuple(arrays)
-    for name, array in arrays.items():
-        assert np.array_equal(trace[name].array, array, equal_nan=True), name
 
 
 def _delete(*paths):
@@ -53,8 +46,8 @@ def test_files_opened_from_the_menu_come_back_from_memory(make_window, settle, t
     settle(window)
     window.state.set_stage("weights")
     window.state.set_query(1)
-    expected = _arrays(window.state.display.trace)
-    _same(pipeline.run(request_from_args(build_parser().parse_args(
+    expected = stage_arrays(window.state.display.trace)
+    assert_same_arrays(pipeline.run(request_from_args(build_parser().parse_args(
         ["--embeddings", str(x), "--labels", ",".join(LABELS), "--weights", str(w), "--mask", "custom",
          "--mask-file", str(m), "--heads", "2", "--d-model", "12", "--d-out", "5", "--bias", "--out", "o"]))),
         expected)  # fmt: skip
@@ -75,7 +68,7 @@ def test_files_opened_from_the_menu_come_back_from_memory(make_window, settle, t
     assert (inputs.labels, inputs.d_out, inputs.bias, inputs.d_model, inputs.mask) == (LABELS, 5, True, 12, "custom")
     assert not inputs.cross_enabled and inputs.d_k is None
     assert "does not show" not in other.status_line.text() and not other.status_line.is_error
-    _same(other.state.display.trace, expected)
+    assert_same_arrays(other.state.display.trace, expected)
     assert (other.state.stage_name, other.state.query) == ("weights", 1)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "settings.ini") == ["in", "s.zip"]
     assert list((tmp_path / "in").iterdir()) == []  # nothing was written back to disk
@@ -113,7 +106,7 @@ def test_command_line_files_round_trip_through_save_session_and_session(tmp_path
     argv = ["--embeddings", str(x), "--labels", ",".join(LABELS), "--weights", str(w), "--mask", "custom",
             "--mask-file", str(m), "--heads", "2", "--d-model", "12", "--d-out", "5", "--bias", "--stage", "output"]
     assert run_app([*argv, "--screenshot", str(tmp_path / "a.png"), "--save-session", str(first)]) == 0
-    expected = _arrays(pipeline.run(request_from_args(build_parser().parse_args([*argv[:-2], "--out", "o"]))))
+    expected = stage_arrays(pipeline.run(request_from_args(build_parser().parse_args([*argv[:-2], "--out", "o"]))))
     _delete(x, w, m)
     capsys.readouterr()
     argv = ["--session", str(first), "--screenshot", str(tmp_path / "b.png"), "--save-session", str(second)]
@@ -124,4 +117,4 @@ def test_command_line_files_round_trip_through_save_session_and_session(tmp_path
     assert sorted(a.run.arrays) == sorted(b.run.arrays) and "weights/b_q" in a.run.arrays
     for key, array in a.run.arrays.items():
         assert np.array_equal(b.run.arrays[key], array), key
-    _same(b.trace(), expected)  # what export --session computes
+    assert_same_arrays(b.trace(), expected)  # what export --session computes

@@ -7,6 +7,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from trace_arrays import assert_same_arrays, stage_arrays
 
 from explorer.app import run_app
 from explorer.state import Inputs
@@ -18,14 +19,6 @@ SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as con
 needs_minilm = pytest.mark.skipif(not any(e.name == "minilm" for e in list_models()), reason="needs minilm")
 
 
-def _arrays(trace):
-    return {s.name: s.array.copy() for s in trace.stages}
-
-
-def _same(trace, arrays):
-    assert trace.names == tuple(arrays)
-    for name, array in arrays.items():
-        assert np.array_equal(trace[name].array, array, equal_nan=True), name
 
 
 def _save(window, path, monkeypatch):
@@ -54,15 +47,15 @@ def test_a_pinned_toy_run_comes_back_beside_the_current_one(make_window, qtbot, 
     window.state.set_stage("weights")
     window.state.set_head(1)
     _pinned_then(window, settle, temperature=2.0, seed=3)
-    pinned, current = _arrays(window.compare.pinned.trace), _arrays(window.state.display.trace)
+    pinned, current = stage_arrays(window.compare.pinned.trace), stage_arrays(window.state.display.trace)
     delta, heading = window.compare.comparison.delta.copy(), window.compare.view.heading.text()
     _save(window, tmp_path / "s.zip", monkeypatch)
     assert json.loads(zipfile.ZipFile(tmp_path / "s.zip").read("session.json"))["version"] == 1
 
     other = _reopen(make_window, qtbot, settle, tmp_path / "s.zip", monkeypatch)
     assert other.state.inputs == window.state.inputs
-    _same(other.compare.pinned.trace, pinned)
-    _same(other.state.display.trace, current)
+    assert_same_arrays(other.compare.pinned.trace, pinned)
+    assert_same_arrays(other.state.display.trace, current)
     shown = other.compare.comparison
     assert (shown.stage, shown.head, shown.message) == ("weights", 1, "")
     np.testing.assert_array_equal(shown.delta, delta)
@@ -80,7 +73,7 @@ def test_a_pinned_run_with_edits_and_the_difference_view(make_window, qtbot, set
     window.experiment.difference.setChecked(False)
     window.experiment.add_edit(Edit("v", (1, 0, 0), -2.0))
     settle(window)
-    pinned, current = _arrays(window.compare.pinned.trace), _arrays(window.state.display.trace)
+    pinned, current = stage_arrays(window.compare.pinned.trace), stage_arrays(window.state.display.trace)
     _save(window, tmp_path / "s.zip", monkeypatch)
     session = load_session(tmp_path / "s.zip")
     assert session.pinned_edits == (Edit("q", (0, 1, 2), 4.0),) and session.pinned_difference
@@ -88,8 +81,8 @@ def test_a_pinned_run_with_edits_and_the_difference_view(make_window, qtbot, set
 
     other = _reopen(make_window, qtbot, settle, tmp_path / "s.zip", monkeypatch)
     assert other.compare.pinned.trace.meta.get("difference")
-    _same(other.compare.pinned.trace, pinned)
-    _same(other.state.display.trace, current)
+    assert_same_arrays(other.compare.pinned.trace, pinned)
+    assert_same_arrays(other.state.display.trace, current)
     assert other.experiment.edits == [Edit("v", (1, 0, 0), -2.0)]
     assert not other.experiment.difference.isChecked()
 
@@ -111,7 +104,7 @@ def test_a_pinned_model_layer_comes_back(make_window, qtbot, settle, tmp_path, m
     window = make_window(model)
     window.state.set_stage("weights")
     _pinned_then(window, settle, layer=2, model_mask="causal")
-    pinned, current = _arrays(window.compare.pinned.trace), _arrays(window.state.display.trace)
+    pinned, current = stage_arrays(window.compare.pinned.trace), stage_arrays(window.state.display.trace)
     delta = window.compare.comparison.delta.copy()
     _save(window, tmp_path / "s.zip", monkeypatch)
     assert load_session(tmp_path / "s.zip").pinned.options == {"--model": "minilm", "--layer": 0,
@@ -119,8 +112,8 @@ def test_a_pinned_model_layer_comes_back(make_window, qtbot, settle, tmp_path, m
     other = _reopen(make_window, qtbot, settle, tmp_path / "s.zip", monkeypatch)
     assert (other.state.inputs.model, other.state.inputs.layer, other.state.inputs.model_mask) == \
         ("minilm", 2, "causal")  # fmt: skip
-    _same(other.compare.pinned.trace, pinned)
-    _same(other.state.display.trace, current)
+    assert_same_arrays(other.compare.pinned.trace, pinned)
+    assert_same_arrays(other.state.display.trace, current)
     np.testing.assert_array_equal(other.compare.comparison.delta, delta)
 
 
@@ -154,8 +147,8 @@ def test_a_pinned_model_layer_keeps_its_edits(make_window, qtbot, settle, tmp_pa
     window.experiment.add_edit(Edit("q", (0, 2, 3), 5.0))
     settle(window)
     _pinned_then(window, settle, layer=3)
-    pinned = _arrays(window.compare.pinned.trace)
+    pinned = stage_arrays(window.compare.pinned.trace)
     _save(window, tmp_path / "s.zip", monkeypatch)
     assert load_session(tmp_path / "s.zip").pinned_edits == (Edit("q", (0, 2, 3), 5.0),)
     other = _reopen(make_window, qtbot, settle, tmp_path / "s.zip", monkeypatch, inputs=model)
-    _same(other.compare.pinned.trace, pinned)
+    assert_same_arrays(other.compare.pinned.trace, pinned)

@@ -122,24 +122,30 @@ def test_stale_work_is_abandoned_at_a_stage_boundary(qtbot):
         worker.stop()
 
 
-def test_big_traces_convert_the_focused_stage_first_then_the_rest(qtbot, monkeypatch):
+@pytest.fixture
+def lazy_worker(qtbot, monkeypatch):
+    """A worker that converts only the focused stage before the result; ``arrived`` lists the
+    names of the stages converted after it, in order."""
     import explorer.worker as worker_module
 
     monkeypatch.setattr(worker_module, "CONVERT_ALL_BELOW", 0)
     worker = ComputeWorker()
+    worker.arrived = []
+    worker.stage_ready.connect(lambda g, image: worker.arrived.append(image.name))
     worker.start()
-    arrived = []
-    worker.stage_ready.connect(lambda g, image: arrived.append(image.name))
-    try:
-        with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
-            worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")
-        display = blocker.args[0]
-        assert list(display.images) == ["scores"]
-        qtbot.waitUntil(lambda: len(arrived) == len(display.trace.names) - 1, timeout=10_000)
-        # Nearest stages first, the next one before the previous one at equal distance.
-        assert arrived[:4] == ["scaled", "v", "weights", "k"]
-    finally:
-        worker.stop()
+    yield worker
+    worker.stop()
+
+
+def test_big_traces_convert_the_focused_stage_first_then_the_rest(qtbot, lazy_worker):
+    worker, arrived = lazy_worker, lazy_worker.arrived
+    with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
+        worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")
+    display = blocker.args[0]
+    assert list(display.images) == ["scores"]
+    qtbot.waitUntil(lambda: len(arrived) == len(display.trace.names) - 1, timeout=10_000)
+    # Nearest stages first, the next one before the previous one at equal distance.
+    assert arrived[:4] == ["scaled", "v", "weights", "k"]
 
 
 def test_stages_of_the_shown_trace_still_arrive_after_a_failed_request(qtbot, monkeypatch):
@@ -169,26 +175,19 @@ def test_stages_of_the_shown_trace_still_arrive_after_a_failed_request(qtbot, mo
         worker.stop()
 
 
-def test_background_conversion_waits_until_the_result_is_painted(qtbot, monkeypatch):
+def test_background_conversion_waits_until_the_result_is_painted(qtbot, lazy_worker, monkeypatch):
     """Converting takes the interpreter lock in bursts: not while the GUI paints the result."""
     import explorer.worker as worker_module
 
-    monkeypatch.setattr(worker_module, "CONVERT_ALL_BELOW", 0)
     monkeypatch.setattr(worker_module, "QUIET_AFTER_RESULT_S", 60.0)  # only the painted news ends it
-    worker = ComputeWorker()
-    worker.start()
-    arrived = []
-    worker.stage_ready.connect(lambda g, image: arrived.append(image.name))
-    try:
-        with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
-            worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")
-        display = blocker.args[0]
-        qtbot.wait(300)
-        assert arrived == []  # not painted yet: nothing converted behind the GUI's back
-        with qtbot.waitSignal(worker.stage_ready, timeout=10_000):
-            worker.prepare(display.generation, "q")  # what the GUI asks for still comes at once
-        assert arrived == ["q"]
-        worker.painted(display.generation)
-        qtbot.waitUntil(lambda: len(arrived) == len(display.trace.names) - 1, timeout=10_000)
-    finally:
-        worker.stop()
+    worker, arrived = lazy_worker, lazy_worker.arrived
+    with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
+        worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")
+    display = blocker.args[0]
+    qtbot.wait(300)
+    assert arrived == []  # not painted yet: nothing converted behind the GUI's back
+    with qtbot.waitSignal(worker.stage_ready, timeout=10_000):
+        worker.prepare(display.generation, "q")  # what the GUI asks for still comes at once
+    assert arrived == ["q"]
+    worker.painted(display.generation)
+    qtbot.waitUntil(lambda: len(arrived) == len(display.trace.names) - 1, timeout=10_000)
