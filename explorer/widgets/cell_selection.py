@@ -2,7 +2,8 @@
 
 Plain Left/Right step the stages (window-wide), so the cell moves with Ctrl+arrows while the canvas
 has the keyboard focus (a click on a cell gives it). Enter/Return explains the selected cell, the
-same as a click (MatrixView.cell_clicked).
+same as a click (MatrixView.cell_clicked); F2 edits it (as in Qt's item views), the same as a
+double-click (MatrixView.cell_double_clicked).
 """
 
 from __future__ import annotations
@@ -86,6 +87,12 @@ class CellSelection(QObject):
         p, row, col = self.cell
         self.view.cell_clicked.emit(self.view._query_head(self.view.plots[p].head), row, col)
 
+    def edit(self) -> None:
+        if self.cell is None or not self.view.plots:
+            return
+        p, row, col = self.cell
+        self.view.cell_double_clicked.emit(self.view.plots[p].head, row, col)
+
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
         if event.type() != QEvent.Type.KeyPress:
             return False
@@ -95,5 +102,8 @@ class CellSelection(QObject):
             return True
         if key in ENTER:
             self.explain()
+            return True
+        if key == Qt.Key.Key_F2:
+            self.edit()
             return True
         return False

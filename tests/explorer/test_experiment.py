@@ -123,3 +123,22 @@ def test_painted_mask_is_not_remembered_between_launches(settings):
     save_inputs(settings, Inputs(mask="custom", painted_mask=((False, True), (False, False))))
     loaded = load_inputs(settings)
     assert loaded.mask == "none" and loaded.painted_mask == ()
+
+
+def test_f2_edits_the_selected_cell_as_a_double_click_does(qtbot, make_window, settle, monkeypatch):
+    from PySide6.QtCore import Qt
+
+    window = make_window()
+    window.state.set_stage("q")
+    window.state.set_head(1)  # one plot: head 2
+    settle(window)
+    asked = []
+    monkeypatch.setattr(window.experiment, "ask_value", lambda *a: asked.append(a) or 7.0)
+    canvas = window.matrix_view.canvas
+    canvas.setFocus()
+    window.matrix_view.selection.select(0, 2, 3)
+    qtbot.keyClick(canvas, Qt.Key.Key_F2)
+    settle(window)
+    assert asked and asked[0][1] == (1, 2, 3)
+    assert window.experiment.edits == [Edit("q", (1, 2, 3), 7.0)]
+    assert window.state.display.trace["q"].array[1, 2, 3] == 7.0
