@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel
 
 from models.config import AttentionRequest
 from models.edits import Edit
+from models.stages import PAIR_STAGES
 
 from .edited_runner import EditedRequest, largest_change
 from .pretrained_runner import EditedModelRequest, PretrainedRequest
@@ -164,12 +165,17 @@ class Experiment(QObject):
         pen.setColor(MARK_COLOUR)
         pen.setWidth(3)
         pen.setCosmetic(True)
-        for edit in self.edits:
-            if edit.stage != stage.name:
+        for edit in {(e.stage, e.cell): e for e in self.edits}.values():  # a cell edited twice: one mark
+            # A hidden or shown key is an edit of every query × key stage (it shows in all of them).
+            mask_cell = edit.stage == "mask" and stage.name in PAIR_STAGES
+            if edit.stage != stage.name and not mask_cell:
                 continue
-            head, row, col = edit.cell if stage.per_head else (0, *edit.cell)
+            if mask_cell:
+                head, (row, col) = None, edit.cell
+            else:
+                head, row, col = edit.cell if stage.per_head else (0, *edit.cell)
             for plot in self.view.plots:
-                if stage.per_head and plot.head != head:
+                if stage.per_head and head is not None and plot.head != head:
                     continue
                 rect = QGraphicsRectItem(QRectF(col, row, 1, 1))
                 rect.setPen(pen)

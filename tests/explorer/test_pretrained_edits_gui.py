@@ -105,6 +105,12 @@ def test_alt_click_hides_a_key_of_the_layer_and_undo_gives_it_back(qtbot, make_w
     settle(window)
     assert window.experiment.edits == [hide_key(3, 1)]
     assert window.state.inputs.model == "minilm" and window.state.inputs.painted_mask == ()
+    # The hidden key is marked on every head of every query × key stage, on no other stage.
+    marked = lambda: [r.rect().topLeft().toTuple() for _p, r in window.experiment._marks]  # noqa: E731
+    assert marked() == [(1.0, 3.0)] * len(window.matrix_view.plots)
+    _show(qtbot, window, "q")
+    assert marked() == []
+    _show(qtbot, window, "weights")
     weights = window.state.display.trace["weights"].array
     assert (weights[:, 3, 1] == 0).all() and (weights[:, 2, 1] > 0).all()
     np.testing.assert_allclose(weights.sum(-1), 1, rtol=1e-6)
