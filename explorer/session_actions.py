@@ -1,7 +1,9 @@
 """File → Save session… / Open session…: everything on screen in the session file of
 models/session.py (explorer/session_io.py maps it to the window's inputs): the inputs with their
 files' arrays, the painted mask, the edits and the Difference toggle, the pinned run, the stage,
-head and focused query. A bad file gives one line in the status bar and leaves the window as it was.
+head and focused query. A bad file gives one line in the status bar and leaves the window as it was;
+so does a file read well whose run then fails (e.g. an edit outside the model's layer, whose shapes
+are only known once it is traced): the window goes back to what it showed before, pinned run included.
 
 Opening a session with a pinned run computes that run first (the worker's usual path), pins it,
 then shows the session's own run: the compare window shows both exactly as when it was saved.
@@ -25,11 +27,24 @@ from .session_io import WindowRun, WindowSession, open_window_session, run_from_
 FILTER = "Attention Explorer session (*.zip)"
 
 
+@dataclasses.dataclass(frozen=True)
+class _Before:
+    """What the window showed before a session was opened (to go back to when it fails)."""
+
+    run: WindowRun
+    stage: str | None
+    head: int
+    query: int
+    pinned: object  # the pinned DisplayTrace, or None
+
+
 class SessionActions(QObject):
     def __init__(self, window):
         super().__init__(window)
         self.window_, self.state = window, window.state
         self._pending: tuple[int, WindowSession] | None = None  # (generation of the pinned run, the rest)
+        self._before: _Before | None = None  # what the window showed before the session being opened
+        self._opening = 0  # the generation of the session's own run, until it is shown or fails
         menu = window.menuBar().actions()[0].menu()  # File
         quit_action = menu.actions()[-1]
         self.open_action = menu.addAction("Open session…", lambda: self.open_session())
@@ -89,7 +104,10 @@ class SessionActions(QObject):
         """Show ``shown``: its pinned run first (computed on the worker, then pinned), then its run."""
         if shown.not_applied:
             self.window_._notices.append(f"the window does not show: {', '.join(shown.not_applied)}")
-        self.window_.compare.unpin()
+        experiment, compare = self.window_.experiment, self.window_.compare
+        self._before = _Before(WindowRun(self.state.inputs, tuple(experiment.edits), experiment.difference.isChecked()),
+                               self.state.stage_name, self.state.head, self.state.query, compare.pinned)  # fmt: skip
+        compare.unpin()
         self._pending = None
         if shown.pinned is None:
             self._show(shown)
@@ -103,7 +121,14 @@ class SessionActions(QObject):
         self._pending = (generation, shown)
 
     def _arrived(self, generation: int, message: str = "") -> None:
-        """A result (or a failure) came: when it is the pinned run's, pin it and show the session's run."""
+        """A result (or a failure) came: when it is the pinned run's, pin it and show the session's run;
+        when the session's own run failed, go back to what the window showed before."""
+        if self._opening and generation >= self._opening:
+            failed, self._opening = generation == self._opening and bool(message), 0
+            if failed:
+                self._roll_back(message)
+            self._before = None
+            return
         if self._pending is None or generation < self._pending[0]:
             return
         wanted, shown = self._pending
@@ -122,6 +147,23 @@ class SessionActions(QObject):
             self.state.set_stage(shown.stage)
         self.state.set_head(shown.head)
         self.state.set_query(shown.query)
+        self._opening = self.window_.submit_now() or 0
+
+    def _roll_back(self, message: str) -> None:
+        before, self._before = self._before, None
+        if before is None:
+            return
+        self._apply(before.run)
+        if before.stage:
+            self.state.set_stage(before.stage)
+        self.state.set_head(before.head)
+        self.state.set_query(before.query)
+        compare = self.window_.compare
+        if before.pinned is not None:
+            compare.pinned = before.pinned
+            compare.unpin_action.setEnabled(True)
+        self.window_.submit_now()
+        self.window_._notices.append(f"the session was not opened ({message}); the window is as it was")
 
     def _apply(self, run: WindowRun) -> None:
         """Set the inputs, the Difference toggle and the edits of ``run`` (one request follows)."""

@@ -115,3 +115,24 @@ def test_an_unreadable_file_of_the_window_gives_one_line_when_saving(make_window
     assert not window.sessions.save_session(str(tmp_path / "s.zip"))
     assert "embeddings file not found" in window.status_line.text()
     assert not (tmp_path / "s.zip").exists()
+
+
+def test_a_session_whose_model_edit_falls_outside_the_layer_leaves_the_window_as_it_was(busy_window, settle,
+                                                                                          tmp_path):  # fmt: skip
+    """A model layer's shapes are known once it is traced: such a session opens, its run fails,
+    and the window goes back to what it showed, pinned run and edits included."""
+    window = busy_window
+    settle(window)
+    before = _snapshot(window)
+    arrays = {s.name: s.array.copy() for s in window.state.display.trace.stages}
+    path = tmp_path / "edit.zip"
+    save_session(path, Session(Run({"--model": "minilm", "--layer": 1, "--sentence": "The cat sat."}),
+                               edits=(Edit("q", (0, 99, 0), 1.0),)))  # fmt: skip
+    assert window.sessions.open_session(str(path))  # read well: the edit's bounds are not known yet
+    settle(window, timeout=30_000)
+    text = window.status_line.plain_text()
+    assert "the session was not opened" in text and "outside" in text and "the window is as it was" in text
+    *kept, display = _snapshot(window)
+    assert kept == list(before[:-1])
+    for name, array in arrays.items():
+        assert np.array_equal(display.trace[name].array, array), name
