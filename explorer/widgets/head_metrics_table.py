@@ -50,6 +50,8 @@ class HeadMetricsModel(QStandardItemModel):
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         for keys, values in zip(self.keys.tolist(), self.values.tolist(), strict=True):
             row = [_item(k, k) for k in keys]
+            for item in row:
+                item.setTextAlignment(right)
             for value in values:
                 nan = math.isnan(value)
                 item = _item("—" if nan else f"{value:.4f}", math.inf if nan else value)
@@ -83,7 +85,7 @@ class HeadMetricsTable(QWidget):
         self.view.verticalHeader().hide()
         self.view.verticalHeader().setDefaultSectionSize(20)
         header = self.view.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # metrics share the width
+        header.setStretchLastSection(True)  # the last column takes what is left
         header.setMinimumSectionSize(header.fontMetrics().horizontalAdvance("0.0000") + 12)
         self.view.clicked.connect(self._clicked)
         layout = QVBoxLayout(self)
@@ -93,11 +95,18 @@ class HeadMetricsTable(QWidget):
     def set_metrics(self, metrics: dict[str, np.ndarray]) -> None:
         self.model.set_metrics(metrics)
         header = self.view.horizontalHeader()
+        metrics_ = header.fontMetrics()
         for column, name in ((0, "layer"), (1, "head")):  # as narrow as their titles and numbers
             # Fixed widths from the font, not ResizeToContents: that measures every row on each paint.
-            width = header.fontMetrics().horizontalAdvance(f"{name}  ▼") + 16
+            width = metrics_.horizontalAdvance(name) + 14
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Fixed)
             header.resizeSection(column, width)
+        # Every title whole ("max_weight" was cut to "ax_weig"), as in a spreadsheet: the columns keep
+        # that width (the user may drag them) and the table scrolls sideways when it is narrower.
+        number = metrics_.horizontalAdvance("0.0000")
+        for column, name in enumerate(self.model.names, start=2):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(column, max(number, metrics_.horizontalAdvance(name)) + 14)
 
     def sort_by(self, name: str, descending: bool = True) -> None:
         column = (["layer", "head"] + self.model.names).index(name)

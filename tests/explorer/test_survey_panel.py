@@ -169,3 +169,19 @@ def test_toggle_while_layers_stream_repaints_at_the_end(qtbot, panel, minilm):
     survey = computed(qtbot, panel, minilm, "A dog barked at the moon.")
     n = len(survey.query_tokens) - 2
     assert panel.model_view.tile == (n, n) and panel.model_view.painted_layers == 6
+
+
+def test_every_metrics_title_is_shown_whole(qtbot):
+    """'max_weight' was cut to 'ax_weig' when the columns shared the width equally."""
+    from explorer.widgets.head_metrics_table import HeadMetricsTable
+    from models.survey import METRIC_NAMES
+
+    table = HeadMetricsTable()
+    qtbot.addWidget(table)
+    table.resize(420, 600)
+    table.show()
+    table.set_metrics({name: np.random.default_rng(0).random((2, 3)) for name in METRIC_NAMES})
+    header = table.view.horizontalHeader()
+    metrics = header.fontMetrics()
+    for column, name in enumerate(["layer", "head", *METRIC_NAMES]):
+        assert header.sectionSize(column) >= metrics.horizontalAdvance(name) + 8, name
