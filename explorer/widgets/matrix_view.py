@@ -32,6 +32,7 @@ from .zoom_regions import ZoomRegions
 ALL_HEADS = -1
 GRID_SPACING = 6
 COLOUR_BAR_PX = 75  # until the colour bar has been laid out once
+IDLE_BUILD_MS = 5  # spare heatmaps built in idle time: at most one per this many ms
 PLOT_OVERHEAD_PX = 56  # a plot's title, token labels underneath and spacing, heightwise
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 MINUS_INFINITY = "−∞ (masked)"
@@ -97,7 +98,6 @@ class MatrixView(QWidget):
         self._pool_target = 0
         self._waiting_for = 0  # plots a shown result needs that are still being built (0: none)
         self._pool_timer = QTimer(self)  # builds spare plots one per event-loop turn (warm_up)
-        self._pool_timer.setInterval(0)
         self._pool_timer.timeout.connect(self._grow_pool)
         self.zoom = ZoomRegions(self)  # zooming and panning redraw the visible region from exact cells
 
@@ -305,7 +305,9 @@ class MatrixView(QWidget):
         window for the 100 ms it takes to build them all at once."""
         self._pool_target = max(self._pool_target, plots)
         if len(self._pool) < self._pool_target:
-            self._pool_timer.start()
+            # A result waiting for its plots: one per turn. Else a few ms apart, so that one build
+            # (~8 ms) and not two shares a turn with whatever else comes (a repaint, a result).
+            self._pool_timer.start(0 if self._waiting_for else IDLE_BUILD_MS)
 
     @property
     def building(self) -> bool:
