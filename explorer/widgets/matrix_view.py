@@ -36,6 +36,8 @@ IDLE_BUILD_MS = 5  # spare heatmaps built in idle time: at most one per this man
 PLOT_OVERHEAD_PX = 56  # a plot's title, token labels underneath and spacing, heightwise
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 MINUS_INFINITY = "−∞ (masked)"
+READOUT_HINT = "Hover: exact value of a cell · click a row: focus on that query"
+PREPARING = "Preparing"  # the readout while a stage's image or its heatmaps are on their way
 COLOUR_SCALES = ("0 to 1", "fit to data", "log")  # state.fit_colours: False, True, "log"
 SCALE_VALUES = (False, True, "log")
 
@@ -114,7 +116,7 @@ class MatrixView(QWidget):
             "symmetric about 0."
         )
         self.colour_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-        self.readout = QLabel("Hover: exact value of a cell · click a row: focus on that query")
+        self.readout = QLabel(READOUT_HINT)
         self.readout.setObjectName("readout")
         self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the view
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -175,13 +177,15 @@ class MatrixView(QWidget):
         stale = image is not None and image.sequential and image.fitted != self.state.fit_colours
         if image is None or stale:  # a big trace converts lazily: ask, and paint when it arrives
             if image is None:
-                self.readout.setText(f"Preparing {stage.title.lower()}…")
+                self.readout.setText(f"{PREPARING} {stage.title.lower()}…")
             self.image_missing.emit(display.generation, stage.name, self.state.fit_colours)
             return
         heads = self._heads_to_show(stage)
         if not self._ensure_plots(heads, stage):  # its heatmaps are built first, one per turn
-            self.readout.setText(f"Preparing {len(heads)} heatmaps…")
+            self.readout.setText(f"{PREPARING} {len(heads)} heatmaps…")
             return
+        if self.readout.text().startswith(PREPARING):  # it came: the hint again, not a stale "Preparing…"
+            self.readout.setText(READOUT_HINT)
         lut = lookup_table(image.sequential)
         for plot, head in zip(self.plots, heads):
             plot.head = head  # the index into this stage's heads (a key/value head for k, v of GQA)

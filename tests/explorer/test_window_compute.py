@@ -220,3 +220,14 @@ def test_a_result_with_more_heads_than_built_heatmaps_waits_for_them(qtbot, make
     assert len(built_inside_a_result) >= 3 and not any(built_inside_a_result)
     assert len(view.plots) == heads and view.shown_generation == window.worker.latest_generation
     assert_view_matches_engine(window)
+
+
+def test_no_stale_preparing_line_once_the_heatmaps_show(make_window, settle):
+    """The readout said "Preparing 2 heatmaps…" under the painted heatmaps until the mouse moved."""
+    window = make_window()  # a new window builds its first heatmaps while the first result waits
+    settle(window)
+    view = window.matrix_view
+    assert view.readout.text().startswith("Hover")
+    view.readout.setText("Preparing weights…")  # as while a big stage's image is on its way
+    view.refresh()
+    assert not view.readout.text().startswith("Preparing")
