@@ -55,9 +55,7 @@ class Experiment(QObject):
         self._sync_actions()
         self.view.cell_double_clicked.connect(self.edit_cell)
         self.state.inputs_changed.connect(self._inputs_changed)
-        for signal in (self.state.trace_changed, self.state.stage_changed, self.state.head_changed,
-                       self.state.stage_image_added):  # fmt: skip
-            signal.connect(self._refresh)  # after the matrix view's own refresh (connected first)
+        self.view.shown.connect(self._refresh)  # marks on what the view shows, once it shows it
 
     # --- requests --------------------------------------------------------------------------
     def wrap(self, request):

@@ -90,6 +90,7 @@ class ExportActions(QObject):
         chosen = self.ask_save_path("Save image of the window", suggested, NAME_FILTER)
         if not chosen:
             return None
+        getattr(self.image_source, "flush", lambda: None)()  # the heatmaps painted, not a held canvas
         return self._write(lambda: save_widget(self.parent_widget, chosen), "image of the window")
 
     # --- helpers ---------------------------------------------------------------------------

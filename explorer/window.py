@@ -6,10 +6,9 @@ import dataclasses
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
-    QApplication,
     QFileDialog,
     QMainWindow,
     QProgressBar,
@@ -286,7 +285,6 @@ class MainWindow(QMainWindow):
         self.load_bar.hide()
         t0 = time.perf_counter()
         old = self.state.display
-        plots_before = len(self.matrix_view.plots)
         self.state.show_trace(display)
         if old is not None:
             self.worker.discard(old)  # the views have let go of it: the worker frees it
@@ -299,19 +297,9 @@ class MainWindow(QMainWindow):
             summary = _summary(display.trace, (t0 - submitted) * 1000.0)
             self.status_line.show_info(summary, [*self._notices, *(display.trace.meta.get("notices") or ())])
             self._notices = []
-        if len(self.matrix_view.plots) == plots_before:
-            self._settle()  # the same grid: one paint shows it all
-        # A new grid (another head count, a model switch): its layout and its paint come in later
-        # event-loop turns of their own, each short, rather than all in this one (the longest stall).
+        # The heatmaps (a new grid's layout, then its images) and their paint come in later
+        # event-loop turns of their own, each short, rather than all in this one (MatrixView).
         self.shown.emit(display.generation)
-
-    def _settle(self) -> None:
-        """Lay out what the result changed and hand the heatmaps' dirty regions to their view now,
-        so that one paint shows it all: otherwise the window paints once for the panels, the
-        layouts then run (posted after that paint) and the canvas paints again."""
-        QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-        for view in (self.matrix_view.canvas, self.focus_panel.chart):
-            QApplication.sendPostedEvents(view.scene(), QEvent.Type.MetaCall)
 
     def _on_failed(self, generation: int, message: str, kind: str = "input") -> None:
         if generation != self.worker.latest_generation:
@@ -379,6 +367,7 @@ class MainWindow(QMainWindow):
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:
+        self.matrix_view.flush()  # the heatmaps painted, not a held canvas
         return self.grab().save(str(path), "PNG")
 
     def closeEvent(self, event):  # noqa: N802 - Qt API

@@ -32,6 +32,7 @@ from .zoom_regions import ZoomRegions
 ALL_HEADS = -1
 GRID_SPACING = 6
 COLOUR_BAR_PX = 75  # until the colour bar has been laid out once
+TURN_MS = 1  # a step of a result's work left to a later event-loop turn
 IDLE_BUILD_MS = 5  # spare heatmaps built in idle time: at most one per this many ms
 PLOT_OVERHEAD_PX = 56  # a plot's title, token labels underneath and spacing, heightwise
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
@@ -56,6 +57,14 @@ class _Canvas(pg.GraphicsLayoutWidget):
         super().paintEvent(event)
         self.last_paint_ms = (time.perf_counter() - t0) * 1000.0
         self.painted.emit()
+
+
+def _single_shot(parent: QWidget, ms: int, slot) -> QTimer:
+    timer = QTimer(parent)
+    timer.setSingleShot(True)
+    timer.setInterval(ms)
+    timer.timeout.connect(slot)
+    return timer
 
 
 def grid_columns(count: int, width: float, height: float, rows: int, cols: int, row_overhead: float = 0.0) -> int:
@@ -87,6 +96,7 @@ class MatrixView(QWidget):
     # generation, stage, head, (r0, r1, c0, c1), levels: a zoomed region to reduce again from exact cells
     region_wanted = Signal(int, str, int, tuple, tuple)
     painted = Signal(int)  # generation on screen after a paint
+    shown = Signal()  # the shown stage's images, titles and grid are all set (shown_stage is current)
 
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
@@ -101,6 +111,11 @@ class MatrixView(QWidget):
         self._waiting_for = 0  # plots a shown result needs that are still being built (0: none)
         self._pool_timer = QTimer(self)  # builds spare plots one per event-loop turn (warm_up)
         self._pool_timer.timeout.connect(self._grow_pool)
+        # A result's work comes in event-loop turns of their own, each well under 50 ms, with
+        # input handled in between: a new grid's layout; its images, ticks and titles; the paint.
+        # Real timers, not zero ones: Qt handles events posted meanwhile in the same turn.
+        self._refresh_timer = _single_shot(self, TURN_MS, self.refresh)
+        self._release_paint = _single_shot(self, TURN_MS, self._paint_now)
         self.zoom = ZoomRegions(self)  # zooming and panning redraw the visible region from exact cells
 
         self.head_combo = QComboBox()
@@ -181,6 +196,7 @@ class MatrixView(QWidget):
             self.image_missing.emit(display.generation, stage.name, self.state.fit_colours)
             return
         heads = self._heads_to_show(stage)
+        self._hold_paint()  # the canvas paints once all is set, in a turn of its own
         if not self._ensure_plots(heads, stage):  # its heatmaps are built first, one per turn
             self.readout.setText(f"{PREPARING} {len(heads)} heatmaps…")
             return
@@ -217,6 +233,10 @@ class MatrixView(QWidget):
         self._settle_layout()
         self.numbers.update()
         self.selection.sync()
+        # Via a posted call: what this turn posted (other panels' layouts and paints) then runs
+        # in the next turn, and the canvas paints in the one after, alone.
+        QTimer.singleShot(0, self._release_paint.start)
+        self.shown.emit()
 
     def _image_added(self, name: str) -> None:
         """Background conversions arrive for every stage; only the one on screen matters here."""
@@ -247,6 +267,7 @@ class MatrixView(QWidget):
         key = (len(heads), columns)
         if key == self._grid_key:
             return True
+        self._refresh_timer.start()  # the images in a later turn: a new grid's layout is one turn's work
         self._grid_key, self._column_widths = key, ()
         # PlotItems are slow to build (~10 ms each, menus included): kept and reused.
         self.plots = self._pool[: len(heads)]
@@ -264,7 +285,7 @@ class MatrixView(QWidget):
             spare.plot.hide()  # kept (hidden) for the next bigger grid: a model switched back to
         cells = [(plot.plot, i // columns, i % columns, 1) for i, plot in enumerate(self.plots)]
         self._lay_out_grid([*cells, (self.colour_bar, 0, columns, math.ceil(len(heads) / columns))])
-        return True
+        return False
 
     def _lay_out_grid(self, cells: list[tuple]) -> None:
         """Put ``(item, row, col, rowspan)`` in the grid and lay it out once.
@@ -282,6 +303,8 @@ class MatrixView(QWidget):
             layout.setColumnMaximumWidth(c, QWIDGETSIZE_MAX)
         for item, row, col, rowspan in cells:
             layout.addItem(item, row, col, rowspan, 1)
+        # The view's whole width again: the last resize may have been clamped to a narrower grid's maximum.
+        self.canvas.ci.setGeometry(self.canvas.range)
         self._settle_layout()  # once, so that geometry (hover, column widths) is right at once
 
     def _settle_layout(self) -> None:
@@ -299,8 +322,8 @@ class MatrixView(QWidget):
         spare = HeatmapPlot(len(self._pool))
         spare.plot.getViewBox().sigRangeChanged.connect(lambda *_a, p=spare: self.zoom.changed(p))
         spare.set_title(f"Head {len(self._pool) + 1}")  # its likely title (all heads), ready in advance
+        spare.plot.hide()  # first: a visible item added to the scene repaints where it lands
         spare.plot.setParentItem(self.canvas.ci)  # in the scene from the start (see _lay_out_grid)
-        spare.plot.hide()
         self._pool.append(spare)
 
     def warm_up(self, plots: int) -> None:
@@ -316,7 +339,35 @@ class MatrixView(QWidget):
     @property
     def building(self) -> bool:
         """True while the result on screen waits for heatmaps still being built."""
-        return self._waiting_for > 0
+        return self._waiting_for > 0 or self._refresh_timer.isActive() or self.paint_held
+
+    @property
+    def paint_held(self) -> bool:
+        return not self.canvas.viewport().updatesEnabled()
+
+    def flush(self) -> None:
+        """Do now what waits for later turns (heatmaps still to build, a new grid's images, the
+        paint): for tests and exports, as napari's force_sync."""
+        if self._waiting_for:
+            while len(self._pool) < self._waiting_for:
+                self._add_spare()
+            self._refresh_timer.start()
+        for _ in range(2):  # a grid built by the refresh below asks for one more
+            if self._refresh_timer.isActive():
+                self._refresh_timer.stop()
+                self.refresh()
+        if self.paint_held:
+            self._release_paint.stop()
+            self._paint_now()
+
+    def _hold_paint(self) -> None:
+        """No canvas paint until the result is all set (_release_paint): one paint per result,
+        never one of a half-set grid, and not in the turn that set it."""
+        self._release_paint.stop()
+        self.canvas.viewport().setUpdatesEnabled(False)
+
+    def _paint_now(self) -> None:
+        self.canvas.viewport().setUpdatesEnabled(True)  # which repaints it
 
     def _grow_pool(self) -> None:
         if len(self._pool) < self._pool_target:

@@ -35,8 +35,8 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 def _show(qtbot, window, stage):
     window.resize(1400, 900)
     window.state.set_stage(stage)
-    window.matrix_view.refresh()
-    qtbot.wait(50)
+    view = window.matrix_view
+    qtbot.waitUntil(lambda: view.shown_stage.name == stage and not view.building)  # its image converts first
 
 
 def test_double_clicking_a_cell_of_q_edits_it_and_the_weights_follow(qtbot, make_window, settle, monkeypatch):

@@ -87,6 +87,7 @@ def open_folder(window, monkeypatch, folder) -> None:
 def shown(window, stage: str, head: int = ALL_HEADS) -> np.ndarray:
     window.state.set_head(head)
     window.state.set_stage(stage)
+    window.matrix_view.flush()  # a new grid's images come a turn later
     assert window.matrix_view.shown_stage.name == stage
     return window.matrix_view.shown_values()
 
@@ -144,6 +145,7 @@ def test_layer_stages_mask_and_back_to_toy(qtbot, make_window, settle, minilm):
         window.stepper.next_button.click()
         seen.append(window.state.stage_name)
         stage = expected[window.state.stage_name]
+        window.matrix_view.flush()  # a new grid's images come a turn later
         values = window.matrix_view.shown_values()
         np.testing.assert_allclose(values, stage.array if stage.per_head else stage.array[None], atol=1e-4)
         window.focus_panel.refresh()

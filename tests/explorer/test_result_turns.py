@@ -1,0 +1,82 @@
+"""A result reaches the screen in short event-loop turns: its handling, a new grid's layout, the
+grid's images, then one paint of the heatmaps alone (issue 7: no stall over 50 ms).
+
+Wall-clock time is never asserted: what is checked is which work shares a turn with which."""
+
+import numpy as np
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication
+from test_window_compute import assert_view_matches_engine
+
+
+def _spy_on_results(window, during):
+    """Call ``during(display)`` right after each result is handled, with every event it posted
+    delivered too (what Qt runs in the same turn)."""
+    show_trace = window.state.show_trace
+
+    def handled(display) -> None:
+        show_trace(display)
+        QApplication.sendPostedEvents()
+        during(display)
+
+    window.state.show_trace = handled
+
+
+def _count_paints(view) -> list[int]:
+    paints = [0]
+    view.canvas.painted.connect(lambda: paints.__setitem__(0, paints[0] + 1))
+    return paints
+
+
+def test_the_heatmaps_paint_once_per_result_and_not_in_its_turn(qtbot, make_window, settle):
+    window = make_window()
+    view = window.matrix_view
+    qtbot.waitUntil(lambda: not view._pool_timer.isActive())  # spare heatmaps built in idle time
+    paints = _count_paints(view)
+    inside: list[tuple[int, bool]] = []
+    _spy_on_results(window, lambda _d: inside.append((paints[0], view.paint_held)))
+    for seed in (1, 2, 3):
+        window.state.update_inputs(seed=seed)
+        settle(window)
+        qtbot.wait(30)  # anything that would paint a second time
+    assert inside == [(0, True), (1, True), (2, True)]  # the canvas never painted in the result's turn
+    assert paints[0] == 3  # and once per result afterwards (twice was a 20 ms stall)
+    assert_view_matches_engine(window)
+
+
+def test_a_new_grid_is_laid_out_in_one_turn_and_filled_in_the_next(qtbot, make_window, settle):
+    window = make_window()
+    view = window.matrix_view
+    view.warm_up(3)
+    qtbot.waitUntil(lambda: len(view._pool) >= 3)
+    states = []
+    _spy_on_results(window, lambda d: states.append((len(view.plots), view.shown_generation == d.generation)))
+    window.state.update_inputs(heads=3, d_model=12)
+    settle(window)
+    assert states == [(3, False)]  # the 3-plot grid laid out, its images not yet set
+    assert view.shown_generation == window.worker.latest_generation and len(view.plots) == 3
+    assert_view_matches_engine(window)
+
+
+def test_a_screenshot_taken_while_the_paint_waits_shows_the_heatmaps(qtbot, make_window, settle, tmp_path):
+    """The canvas does not paint until the result is all set; a screenshot taken meanwhile
+    (``--screenshot`` right after the result) came out black."""
+    window = make_window()
+    window.resize(1200, 800)
+    settle(window)
+    early = tmp_path / "early.png"
+    _spy_on_results(window, lambda _d: window.save_screenshot(early))
+    window.state.update_inputs(seed=7)
+    settle(window)
+    qtbot.wait(30)
+    late = tmp_path / "late.png"
+    window.save_screenshot(late)
+    canvas = window.matrix_view.canvas
+    rect = canvas.rect().translated(canvas.mapTo(window, canvas.rect().topLeft()))
+
+    def pixels(path) -> np.ndarray:
+        image = QImage(str(path)).copy(rect).convertToFormat(QImage.Format.Format_RGB32)
+        return np.array(image.constBits()).reshape(image.height(), -1)  # copied while the image lives
+
+    assert pixels(early).std() > 10  # heatmaps, not one flat (black) rectangle
+    np.testing.assert_array_equal(pixels(early), pixels(late))
