@@ -54,8 +54,12 @@ class ModelLoadError(InputError):
 class PretrainedRunner:
     """``runner(request, should_stop) -> AttentionTrace``, with a cache of loaded models."""
 
-    def __init__(self, progress: Progress | None = None, kept: int = MODELS_KEPT):
+    def __init__(self, progress: Progress | None = None, kept: int = MODELS_KEPT,
+                 before_load: Callable[[], None] | None = None):  # fmt: skip
+        """``before_load()`` runs before a model is read from disk (the worker waits there for
+        the GUI to finish its turn: reading a tokenizer holds the interpreter lock ~25 ms)."""
         self.progress = progress or (lambda fraction, message: None)
+        self.before_load = before_load or (lambda: None)
         self.kept = kept
         self.loads = 0  # how many times a model was actually read from disk (for tests)
         self._models: OrderedDict[tuple[str, str], PretrainedModel] = OrderedDict()
@@ -71,6 +75,7 @@ class PretrainedRunner:
             if key in self._models:
                 self._models.move_to_end(key)
                 return self._models[key]
+        self.before_load()
         try:
             model = load_model(name_or_path, device=device, progress=self.progress)
         except Cancelled:

@@ -52,6 +52,7 @@ from .widgets.settings_panel import SettingsPanel
 from .widgets.stage_list import StageList
 from .widgets.stage_stepper import StageStepper
 from .widgets.status_line import StatusLine
+from .widgets.turns import after_this_turn
 from .worker import ComputeWorker
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
@@ -241,6 +242,7 @@ class MainWindow(QMainWindow):
             return None
         request = self.experiment.wrap(request)
         generation = self.worker.submit(request, focus_stage=self.state.stage_name)
+        after_this_turn(self, lambda: self.worker.gui_settled(generation))  # then it may read a model
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
         self._latest_request = request
         return generation

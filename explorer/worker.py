@@ -43,6 +43,12 @@ CONVERT_ALL_BELOW = 4_000_000
 # bursts, and each burst the GUI thread waits for (up to sys.getswitchinterval(), 5 ms) is
 # multiplied by the hundred Python calls of one paint, which doubled the window's longest stall.
 QUIET_AFTER_RESULT_S = 0.25
+# Before reading a model, the worker waits until the GUI has handled the change that asked for it
+# (ComputeWorker.gui_settled), at most this long: reading the tokenizer holds the interpreter lock
+# for ~25 ms, and the GUI thread, laying out and repainting the panels then, waited for it (a
+# 50–100 ms stall on choosing a model, for ~25 ms of the GUI's own work).
+WAIT_FOR_GUI_S = 0.1
+PROGRESS_EVERY_S = 0.05
 
 
 def leave_a_core_to_the_gui() -> None:
@@ -74,7 +80,8 @@ class ComputeWorker(QThread):
         super().__init__(parent)
         self.setObjectName("ComputeWorker")
         # Called on this thread while a model loads; the signal carries it to the GUI thread.
-        self.models = PretrainedRunner(progress=self.load_progress.emit)
+        self.models = PretrainedRunner(progress=self._report_load, before_load=self._wait_for_gui)
+        self._last_report = 0.0
         self._runners: dict[type, Runner] = {AttentionRequest: pipeline.run, PretrainedRequest: self.models,
                                              EditedRequest: run_edited}  # fmt: skip
         self._runners.update(runners or {})
@@ -88,6 +95,7 @@ class ComputeWorker(QThread):
         self._fit_colours = False  # weights on 0..max rather than 0..1 (see stage_image.colour_levels)
         self._painted = 0  # the newest generation the GUI has painted
         self._quiet_until = 0.0  # time.monotonic() until which background conversion waits for that
+        self._gui_settled = 0  # the newest generation whose submitting turn the GUI has finished
 
     # --- GUI thread ------------------------------------------------------------------------
     @property
@@ -134,6 +142,26 @@ class ComputeWorker(QThread):
         with self._cond:
             self._painted = max(self._painted, generation)
             self._cond.notify()
+
+    def gui_settled(self, generation: int) -> None:
+        """The GUI has finished the turn that submitted ``generation`` (its panels laid out and
+        repainted): a model may be read now."""
+        with self._cond:
+            self._gui_settled = max(self._gui_settled, generation)
+            self._cond.notify()
+
+    def _report_load(self, fraction: float, message: str) -> None:
+        """Load progress to the GUI at most every PROGRESS_EVERY_S (a model reports each
+        tensor: a hundred repaints of the status line for a small one), the end always."""
+        now = time.monotonic()
+        if fraction >= 1.0 or now - self._last_report >= PROGRESS_EVERY_S:
+            self._last_report = now
+            self.load_progress.emit(fraction, message)
+
+    def _wait_for_gui(self) -> None:
+        self._last_report = 0.0  # a new load's first report always goes
+        with self._cond:
+            self._cond.wait_for(lambda: self._gui_settled >= self._latest or self._stopping, WAIT_FOR_GUI_S)
 
     def _background_allowed(self, current: DisplayTrace | None, todo: list[str]) -> bool:
         """Called with the lock held: convert the rest of the latest trace once it is on screen."""

@@ -8,13 +8,12 @@ arrays are only read for the one cell under the mouse.
 
 from __future__ import annotations
 
-import math
 import time
 from html import escape
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
@@ -25,17 +24,12 @@ from models.trace import Stage
 from .cell_numbers import CellNumbers
 from .cell_selection import CellSelection
 from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
+from .heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from .heatmap_plot import HeatmapPlot
-from .token_axis import EDGE_OVERHANG_PX
+from .turns import NextTurn
 from .zoom_regions import ZoomRegions
 
 ALL_HEADS = -1
-GRID_SPACING = 6
-COLOUR_BAR_PX = 75  # until the colour bar has been laid out once
-TURN_MS = 1  # a step of a result's work left to a later event-loop turn
-IDLE_BUILD_MS = 5  # spare heatmaps built in idle time: at most one per this many ms
-PLOT_OVERHEAD_PX = 56  # a plot's title, token labels underneath and spacing, heightwise
-QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 MINUS_INFINITY = "−∞ (masked)"
 READOUT_HINT = "Hover: exact value of a cell · click a row: focus on that query"
 PREPARING = "Preparing"  # the readout while a stage's image or its heatmaps are on their way
@@ -59,28 +53,6 @@ class _Canvas(pg.GraphicsLayoutWidget):
         self.painted.emit()
 
 
-def _single_shot(parent: QWidget, ms: int, slot) -> QTimer:
-    timer = QTimer(parent)
-    timer.setSingleShot(True)
-    timer.setInterval(ms)
-    timer.timeout.connect(slot)
-    return timer
-
-
-def grid_columns(count: int, width: float, height: float, rows: int, cols: int, row_overhead: float = 0.0) -> int:
-    """The number of grid columns that gives each matrix cell the most pixels.
-
-    ``row_overhead``: the pixels each grid row spends besides its matrices (title, token labels
-    underneath, spacing); with 12 heads that decides between 3 × 4 squashed plots and 4 × 3."""
-    best, best_cell = 1, -1.0
-    for c in range(1, count + 1):
-        r = math.ceil(count / c)
-        cell = min(width / c / max(cols, 1), (height - r * row_overhead) / r / max(rows, 1))
-        if cell > best_cell:
-            best, best_cell = c, cell
-    return best
-
-
 def format_value(value: float) -> str:
     """The exact float32 value (its shortest round-trip form); −∞ says it was masked."""
     if np.isneginf(value):
@@ -101,21 +73,13 @@ class MatrixView(QWidget):
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.plots: list[HeatmapPlot] = []
-        self._pool: list[HeatmapPlot] = []
         self.shown_generation = 0
         self.shown_stage: Stage | None = None
-        self._grid_key: tuple = ()
-        self._column_widths: tuple = ()
-        self._pool_target = 0
-        self._waiting_for = 0  # plots a shown result needs that are still being built (0: none)
-        self._pool_timer = QTimer(self)  # builds spare plots one per event-loop turn (warm_up)
-        self._pool_timer.timeout.connect(self._grow_pool)
-        # A result's work comes in event-loop turns of their own, each well under 50 ms, with
-        # input handled in between: a new grid's layout; its images, ticks and titles; the paint.
-        # Real timers, not zero ones: Qt handles events posted meanwhile in the same turn.
-        self._refresh_timer = _single_shot(self, TURN_MS, self.refresh)
-        self._release_paint = _single_shot(self, TURN_MS, self._paint_now)
+        # A change's work comes in event-loop turns of its own, each well under 50 ms, with input
+        # handled in between: the change and the other panels; a new grid's layout; its images,
+        # ticks and titles; the paint of the canvas alone (held until then).
+        self._refresh_soon = NextTurn(self, self.refresh)
+        self._paint_soon = NextTurn(self, self._paint_now)
         self.zoom = ZoomRegions(self)  # zooming and panning redraw the visible region from exact cells
 
         self.head_combo = QComboBox()
@@ -147,9 +111,7 @@ class MatrixView(QWidget):
         self.canvas.ci.setSpacing(GRID_SPACING)
         self.colour_bar = pg.ColorBarItem(values=(0, 1), colorMap=colour_map(True), interactive=False,
                                           colorMapMenu=False, width=16)  # fmt: skip
-        # In the scene from the start, so Qt owns it: a pyqtgraph item that Python's garbage
-        # collector destroys outside any scene can crash PySide6 (e.g. when no trace ever came).
-        self._lay_out_grid([(self.colour_bar, 0, 1, 1)])
+        self.grid = HeatmapGrid(self.canvas, self.colour_bar, self._wire_plot, self._refresh_soon.request)
 
         top = QHBoxLayout()
         top.addWidget(QLabel("Show:"))
@@ -172,7 +134,9 @@ class MatrixView(QWidget):
         self.canvas.scene().sigMouseMoved.connect(self._hover)
         self.canvas.scene().sigMouseClicked.connect(self._click)
         self.canvas.painted.connect(lambda: self.painted.emit(self.shown_generation))
-        for signal in (state.trace_changed, state.stage_changed, state.head_changed, state.colours_changed):
+        # A new result shares its turn with every other panel's update: the heatmaps come in later ones.
+        state.trace_changed.connect(self._refresh_soon.request)
+        for signal in (state.stage_changed, state.head_changed, state.colours_changed):
             signal.connect(self.refresh)
         state.stage_image_added.connect(self._image_added)
         state.query_changed.connect(self._mark_query)
@@ -180,7 +144,12 @@ class MatrixView(QWidget):
         self.selection = CellSelection(self)  # Ctrl+arrows move an outlined cell, Enter explains it
 
     # --- painting --------------------------------------------------------------------------
+    @property
+    def plots(self) -> list[HeatmapPlot]:
+        return self.grid.plots
+
     def refresh(self, *_) -> None:
+        self._refresh_soon.cancel()  # done now
         display = self.state.display
         if display is None or self.state.stage_name not in display.trace:
             return
@@ -197,7 +166,10 @@ class MatrixView(QWidget):
             return
         heads = self._heads_to_show(stage)
         self._hold_paint()  # the canvas paints once all is set, in a turn of its own
-        if not self._ensure_plots(heads, stage):  # its heatmaps are built first, one per turn
+        grid = self.grid.ensure(len(heads), len(stage.row_labels), len(stage.col_labels))
+        if grid != READY:  # heatmaps still being built, or a new grid laid out: filled in a later turn
+            if grid == LAID_OUT:
+                self._refresh_soon.request()
             self.readout.setText(f"{PREPARING} {len(heads)} heatmaps…")
             return
         if self.readout.text().startswith(PREPARING):  # it came: the hint again, not a stale "Preparing…"
@@ -208,7 +180,7 @@ class MatrixView(QWidget):
             title = head_title(stage, head) if stage.per_head else stage.title
             plot.set_matrix(image.indices[head if stage.per_head else 0], lut, stage.row_labels, stage.col_labels,
                             title)  # fmt: skip
-        self._fit_columns()
+        self.grid.fit_columns()
         if self.colour_bar.colorMap() is not colour_map(image.sequential):
             self.colour_bar.setColorMap(colour_map(image.sequential))
         self.colour_bar.setLevels(image.levels)
@@ -230,12 +202,10 @@ class MatrixView(QWidget):
         if image.step != (1, 1):  # a plot still zoomed in shows the new stage sharp too
             self.zoom.changed(*self.plots)
         self._mark_query()
-        self._settle_layout()
+        self.grid.settle_layout()
         self.numbers.update()
         self.selection.sync()
-        # Via a posted call: what this turn posted (other panels' layouts and paints) then runs
-        # in the next turn, and the canvas paints in the one after, alone.
-        QTimer.singleShot(0, self._release_paint.start)
+        self._paint_soon.request()
         self.shown.emit()
 
     def _image_added(self, name: str) -> None:
@@ -251,151 +221,41 @@ class MatrixView(QWidget):
         head = array_head(stage, self.state.head)  # the chosen query head's key/value head, for GQA
         return [head] if head < stage.heads else list(range(stage.heads))
 
-    def _ensure_plots(self, heads: list[int], stage: Stage) -> bool:
-        """(Re)build the grid when the number of plots or the best column count changes; False
-        (and the grid unchanged) while the pool is still short of plots: they are then built in
-        event-loop turns of their own (~15 ms each, 60 ms for four: the stall of a first load)
-        and the view refreshes once they are all there."""
-        if len(self._pool) < len(heads):
-            self._waiting_for = len(heads)
-            self.warm_up(len(heads))
-            return False
-        self._waiting_for = 0
-        size = self.canvas.size()
-        columns = grid_columns(len(heads), size.width() - 90, size.height(), len(stage.row_labels),
-                               len(stage.col_labels), PLOT_OVERHEAD_PX)  # fmt: skip
-        key = (len(heads), columns)
-        if key == self._grid_key:
-            return True
-        self._refresh_timer.start()  # the images in a later turn: a new grid's layout is one turn's work
-        self._grid_key, self._column_widths = key, ()
-        # PlotItems are slow to build (~10 ms each, menus included): kept and reused.
-        self.plots = self._pool[: len(heads)]
-        overhang = EDGE_OVERHANG_PX if columns == 1 else GRID_SPACING // 2
-        for i, plot in enumerate(self.plots):
-            # Shown first: a hidden axis sizes itself to 0 px (pyqtgraph), and would grow back while
-            # painting, which re-lays out the whole grid and paints it a second time.
-            plot.plot.show()
-            # Row labels once per grid row, on the left: more room for the matrices.
-            plot.plot.showAxis("left", i % columns == 0)
-            # Edge labels may reach into the margin of a single matrix, not into a neighbour's.
-            if plot.bottom.style["hideOverlappingLabels"] != overhang:
-                plot.bottom.setStyle(hideOverlappingLabels=overhang)
-        for spare in self._pool[len(heads) :]:
-            spare.plot.hide()  # kept (hidden) for the next bigger grid: a model switched back to
-        cells = [(plot.plot, i // columns, i % columns, 1) for i, plot in enumerate(self.plots)]
-        self._lay_out_grid([*cells, (self.colour_bar, 0, columns, math.ceil(len(heads) / columns))])
-        return False
-
-    def _lay_out_grid(self, cells: list[tuple]) -> None:
-        """Put ``(item, row, col, rowspan)`` in the grid and lay it out once.
-
-        Straight into the QGraphicsGridLayout: pyqtgraph's GraphicsLayout.addItem re-lays out
-        the whole grid after every item (a dozen plots: ~40 ms), and its clear() takes items out
-        of the scene. Items taken out of the layout stay children of the layout's widget, so in
-        the scene, where Qt owns them (a pyqtgraph item that Python's garbage collector destroys
-        outside any scene can crash PySide6)."""
-        layout = self.canvas.ci.layout
-        while layout.count():
-            layout.removeAt(layout.count() - 1)
-        for c in range(layout.columnCount()):  # forget the previous grid's column widths
-            layout.setColumnMinimumWidth(c, 0)
-            layout.setColumnMaximumWidth(c, QWIDGETSIZE_MAX)
-        for item, row, col, rowspan in cells:
-            layout.addItem(item, row, col, rowspan, 1)
-        # The view's whole width again: the last resize may have been clamped to a narrower grid's maximum.
-        self.canvas.ci.setGeometry(self.canvas.range)
-        self._settle_layout()  # once, so that geometry (hover, column widths) is right at once
-
-    def _settle_layout(self) -> None:
-        """Lay the grid out now, inner layouts first, rather than from posted events after the paint.
-
-        A plot whose own layout changed (axis shown or hidden, widths, title) has a layout request
-        pending; handled after the grid is laid out, it invalidates the grid again, so that the
-        whole grid would be laid out twice and painted twice (the first time with stale geometry).
-        Activated here, the pending requests find nothing left to do."""
-        for plot in self.plots:
-            plot.plot.layout.activate()
-        self.canvas.ci.layout.activate()
-
-    def _add_spare(self) -> None:
-        spare = HeatmapPlot(len(self._pool))
-        spare.plot.getViewBox().sigRangeChanged.connect(lambda *_a, p=spare: self.zoom.changed(p))
-        spare.set_title(f"Head {len(self._pool) + 1}")  # its likely title (all heads), ready in advance
-        spare.plot.hide()  # first: a visible item added to the scene repaints where it lands
-        spare.plot.setParentItem(self.canvas.ci)  # in the scene from the start (see _lay_out_grid)
-        self._pool.append(spare)
+    def _wire_plot(self, plot: HeatmapPlot) -> None:
+        plot.plot.getViewBox().sigRangeChanged.connect(lambda *_a: self.zoom.changed(plot))
 
     def warm_up(self, plots: int) -> None:
-        """Build spare plots in idle time, one per event-loop turn (~10 ms each), up to ``plots``:
-        called while a model loads, so that its first result (12 heads, say) does not stall the
-        window for the 100 ms it takes to build them all at once."""
-        self._pool_target = max(self._pool_target, plots)
-        if len(self._pool) < self._pool_target:
-            # A result waiting for its plots: one per turn. Else a few ms apart, so that one build
-            # (~8 ms) and not two shares a turn with whatever else comes (a repaint, a result).
-            self._pool_timer.start(0 if self._waiting_for else IDLE_BUILD_MS)
+        """Build heatmaps in idle time (while a model loads) up to ``plots``."""
+        self.grid.warm_up(plots)
 
     @property
     def building(self) -> bool:
-        """True while the result on screen waits for heatmaps still being built."""
-        return self._waiting_for > 0 or self._refresh_timer.isActive() or self.paint_held
+        """True while the change on screen is still on its way: heatmaps being built, a refresh
+        or the paint waiting for its turn."""
+        return self.grid.waiting_for > 0 or self._refresh_soon.pending or self.paint_held
 
     @property
     def paint_held(self) -> bool:
         return not self.canvas.viewport().updatesEnabled()
 
     def flush(self) -> None:
-        """Do now what waits for later turns (heatmaps still to build, a new grid's images, the
-        paint): for tests and exports, as napari's force_sync."""
-        if self._waiting_for:
-            while len(self._pool) < self._waiting_for:
-                self._add_spare()
-            self._refresh_timer.start()
-        for _ in range(2):  # a grid built by the refresh below asks for one more
-            if self._refresh_timer.isActive():
-                self._refresh_timer.stop()
-                self.refresh()
-        if self.paint_held:
-            self._release_paint.stop()
-            self._paint_now()
+        """Do now what waits for later turns (heatmaps to build, a refresh, the paint): for
+        tests and exports, as napari's force_sync."""
+        if self.grid.waiting_for:
+            self.grid.build_now()
+            self._refresh_soon.request()
+        for _ in range(2):  # a new grid laid out by the first refresh is filled by the second
+            self._refresh_soon.flush()
+        self._paint_soon.flush()
 
     def _hold_paint(self) -> None:
-        """No canvas paint until the result is all set (_release_paint): one paint per result,
+        """No canvas paint until the change is all set (_paint_soon): one paint per change,
         never one of a half-set grid, and not in the turn that set it."""
-        self._release_paint.stop()
+        self._paint_soon.cancel()
         self.canvas.viewport().setUpdatesEnabled(False)
 
     def _paint_now(self) -> None:
         self.canvas.viewport().setUpdatesEnabled(True)  # which repaints it
-
-    def _grow_pool(self) -> None:
-        if len(self._pool) < self._pool_target:
-            self._add_spare()
-        if len(self._pool) >= self._pool_target:  # done: no idle tick left running
-            self._pool_timer.stop()
-        if self._waiting_for and len(self._pool) >= self._waiting_for:
-            QTimer.singleShot(0, self.refresh)  # a turn of its own, not the last plot's
-
-    def _fit_columns(self) -> None:
-        """Give every matrix of a grid the same width: the first column also holds the row labels,
-        so it gets exactly their width more than the others."""
-        columns = self._grid_key[1] if self._grid_key else 1
-        if columns < 2 or not self.plots:
-            return
-        room = self.plots[0].left.label_room()
-        bar = self.colour_bar.geometry().width() or COLOUR_BAR_PX
-        left, _top, right, _bottom = self.canvas.ci.layout.getContentsMargins()
-        usable = self.canvas.viewport().width() - bar - left - right - GRID_SPACING * columns - 4
-        image = round(max(40.0, (usable - room) / columns))
-        if (room, image) == self._column_widths:
-            return  # unchanged: setting them again would re-lay out and repaint the whole grid
-        self._column_widths = (room, image)
-        for plot in self.plots[::columns]:
-            plot.left.setWidth(room)
-        self.canvas.ci.layout.setColumnFixedWidth(0, image + room)
-        for c in range(1, columns):
-            self.canvas.ci.layout.setColumnFixedWidth(c, image)
 
     def _sync_head_combo(self, stage: Stage) -> None:
         # Always the query heads (a GQA model's k and v show the key/value head a query head reads).
@@ -426,7 +286,7 @@ class MatrixView(QWidget):
     def resizeEvent(self, event):  # noqa: N802 - Qt API
         super().resizeEvent(event)
         if self.shown_stage is not None and len(self.plots) > 1:
-            self.refresh()  # the best grid shape depends on the aspect ratio
+            self._refresh_soon.request()  # the best grid shape depends on the aspect ratio
 
     # --- mouse -----------------------------------------------------------------------------
     def _cell_at(self, scene_pos) -> tuple[HeatmapPlot, int, int] | None:

@@ -121,11 +121,12 @@ def load_model(
     report = progress or (lambda fraction, message: None)
     start = time.perf_counter()
     folder = resolve_model(name_or_path)
-    report(0.0, "Reading config.json")
     cfg = read_config(folder)
     model_type = cfg["model_type"]
-    report(0.05, "Reading tokenizer.json")
+    # Before the first report: reading tokenizer.json (tokenizers, in Rust) holds the interpreter
+    # lock for ~40 ms, which a report's handler on another thread (a window's) would wait out.
     tokenizer = ModelTokenizer(folder / "tokenizer.json")
+    report(0.0, "Read config.json and tokenizer.json")
     dev, label, notice = resolve_device(device)
     files, weight_map = weight_files(folder)
     weights = open_weights(files, weight_map, model_type, dev)  # headers only

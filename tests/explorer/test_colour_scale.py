@@ -93,8 +93,8 @@ def test_spare_plots_are_built_in_idle_time(qtbot, make_window):
     from explorer.window import IDLE_PLOTS
 
     view = make_window().matrix_view
-    qtbot.waitUntil(lambda: len(view._pool) >= IDLE_PLOTS)
-    assert len(view.plots) == 2 and not view._pool_timer.isActive()
+    qtbot.waitUntil(lambda: len(view.grid.pool) >= IDLE_PLOTS)
+    assert len(view.plots) == 2 and not view.grid.pool_timer.isActive()
 
 
 def test_the_first_query_explained_is_the_last_word_not_a_special_token():

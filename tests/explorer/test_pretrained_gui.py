@@ -104,7 +104,7 @@ def test_choosing_minilm_shows_its_trace(make_window, settle, minilm):
     assert window.state.display.trace.meta["model"] == "minilm" and not window.status_line.is_error
     np.testing.assert_allclose(shown(window, "weights"), expected["weights"].array, atol=1e-6)
     assert titles(window) == [f"Head {i}" for i in range(1, 13)]
-    assert window.matrix_view._grid_key == (12, 4)  # 4 × 3, not 12 slivers
+    assert window.matrix_view.grid.key == (12, 4)  # 4 × 3, not 12 slivers
 
     panel = window.settings_panel
     assert not panel.heads.isEnabled() and panel.heads.value() == 12

@@ -8,6 +8,8 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 from test_window_compute import assert_view_matches_engine
 
+from explorer.widgets.heatmap_grid import LAID_OUT, READY
+
 
 def _spy_on_results(window, during):
     """Call ``during(display)`` right after each result is handled, with every event it posted
@@ -31,29 +33,42 @@ def _count_paints(view) -> list[int]:
 def test_the_heatmaps_paint_once_per_result_and_not_in_its_turn(qtbot, make_window, settle):
     window = make_window()
     view = window.matrix_view
-    qtbot.waitUntil(lambda: not view._pool_timer.isActive())  # spare heatmaps built in idle time
+    qtbot.waitUntil(lambda: not view.grid.pool_timer.isActive())  # spare heatmaps built in idle time
     paints = _count_paints(view)
     inside: list[tuple[int, bool]] = []
-    _spy_on_results(window, lambda _d: inside.append((paints[0], view.paint_held)))
+    _spy_on_results(window, lambda _d: inside.append((paints[0], view.building)))
     for seed in (1, 2, 3):
         window.state.update_inputs(seed=seed)
         settle(window)
         qtbot.wait(30)  # anything that would paint a second time
-    assert inside == [(0, True), (1, True), (2, True)]  # the canvas never painted in the result's turn
+    # In the result's turn (every other panel updates then) the heatmaps wait, unpainted.
+    assert inside == [(0, True), (1, True), (2, True)]
     assert paints[0] == 3  # and once per result afterwards (twice was a 20 ms stall)
     assert_view_matches_engine(window)
 
 
 def test_a_new_grid_is_laid_out_in_one_turn_and_filled_in_the_next(qtbot, make_window, settle):
+    import inspect
+
     window = make_window()
     view = window.matrix_view
     view.warm_up(3)
-    qtbot.waitUntil(lambda: len(view._pool) >= 3)
-    states = []
-    _spy_on_results(window, lambda d: states.append((len(view.plots), view.shown_generation == d.generation)))
+    qtbot.waitUntil(lambda: len(view.grid.pool) >= 3)
+    steps = []
+    ensure = view.grid.ensure
+
+    def spied(*args):
+        answer = ensure(*args)
+        callers = [f.function for f in inspect.stack()]
+        steps.append((answer, "show_trace" in callers, callers.count("refresh"), view.shown_generation))
+        return answer
+
+    view.grid.ensure = spied
+    before = view.shown_generation
     window.state.update_inputs(heads=3, d_model=12)
     settle(window)
-    assert states == [(3, False)]  # the 3-plot grid laid out, its images not yet set
+    # Laid out in one refresh, filled in another; neither inside the result's handling nor nested.
+    assert steps == [(LAID_OUT, False, 1, before), (READY, False, 1, before)]
     assert view.shown_generation == window.worker.latest_generation and len(view.plots) == 3
     assert_view_matches_engine(window)
 

@@ -1,0 +1,63 @@
+"""The worker keeps out of the GUI thread's way while a model loads (issue 7: no stall over 50 ms).
+
+Reading a tokenizer holds the interpreter lock for ~40 ms (tokenizers, in Rust): the worker reads
+a model only once the GUI has finished the turn that asked for it, and its progress reports are
+thinned to a few per second (a small model reports each of its hundred tensors)."""
+
+import time
+
+from PySide6.QtCore import Qt
+
+import explorer.pretrained_runner as pretrained_runner
+import explorer.worker as worker_module
+import models.pretrained.loader as loader
+from explorer.pretrained_runner import PretrainedRequest
+from explorer.worker import ComputeWorker
+
+
+def test_a_model_is_read_only_once_the_gui_has_finished_its_turn(qtbot, monkeypatch):
+    monkeypatch.setattr(worker_module, "WAIT_FOR_GUI_S", 30.0)  # never the timeout here
+    started = []
+    load_model = pretrained_runner.load_model
+    monkeypatch.setattr(pretrained_runner, "load_model", lambda *a, **k: started.append(1) or load_model(*a, **k))
+    worker = ComputeWorker()
+    worker.start()
+    try:
+        request = PretrainedRequest(model="minilm", layer=0, sentence="The cat sat.")
+        generation = worker.submit(request, focus_stage="weights")
+        qtbot.wait(300)
+        assert started == []  # waiting for the GUI
+        with qtbot.waitSignal(worker.result_ready, timeout=30_000) as blocker:
+            worker.gui_settled(generation)
+        assert started == [1] and blocker.args[0].generation == generation
+    finally:
+        worker.stop()
+
+
+def test_the_window_tells_the_worker_once_its_turn_is_done(qtbot, make_window):
+    window = make_window()
+    generation = window.submit_now()
+    assert window.worker._gui_settled < generation  # not inside the submitting turn
+    qtbot.waitUntil(lambda: window.worker._gui_settled >= generation, timeout=5_000)
+
+
+def test_load_progress_is_thinned_and_its_end_always_reported(qtbot):
+    worker = ComputeWorker()
+    seen = []
+    worker.load_progress.connect(lambda f, m: seen.append(f), type=Qt.ConnectionType.DirectConnection)
+    for i in range(100):
+        worker._report_load(i / 100, f"tensor {i}")
+    worker._report_load(1.0, "Loaded")
+    assert seen[0] == 0.0 and seen[-1] == 1.0 and len(seen) <= 4  # within a few ms: the first and the end
+    time.sleep(worker_module.PROGRESS_EVERY_S)
+    worker._report_load(0.5, "later")
+    assert seen[-1] == 0.5
+
+
+def test_no_progress_is_reported_before_the_tokenizer_is_read(monkeypatch):
+    """A report's handler on the GUI thread would wait out the tokenizer's hold of the lock."""
+    events = []
+    tokenizer = loader.ModelTokenizer
+    monkeypatch.setattr(loader, "ModelTokenizer", lambda path: events.append("tokenizer") or tokenizer(path))
+    loader.load_model("minilm", device="cpu", progress=lambda f, m: events.append("report"))
+    assert events[0] == "tokenizer" and events.count("tokenizer") == 1 and "report" in events
