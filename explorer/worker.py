@@ -222,14 +222,23 @@ class ComputeWorker(QThread):
                         self.region_ready.emit(generation, head, image)
                 # A converted stage may be asked for again: the colour scale changed since.
                 names = [n for g, n in wanted if g == current.generation and n in current.trace]
-                if not names and not regions and self._background_allowed(current, todo):
+                background = not names and not regions and self._background_allowed(current, todo)
+                if background:
                     names = todo[:1]
+                # A stage or region the GUI asks for interrupts a background conversion (a big
+                # one takes a second): the interrupted stage goes back to the front of the queue.
+                asked = lambda: stale() or (background and bool(self._wanted or self._regions))  # noqa: E731
                 for name in dict.fromkeys(names):  # in order, once each
                     if name in todo:
                         todo.remove(name)
-                    image = stage_image(current.trace[name], self._fit_colours, should_stop=stale)
+                    try:
+                        image = stage_image(current.trace[name], self._fit_colours, should_stop=asked)
+                    except Cancelled:
+                        if background:
+                            todo.insert(0, name)
+                        raise
                     self.stage_ready.emit(current.generation, image)
-            except Cancelled:  # a newer request came: it goes first
+            except Cancelled:  # a newer request (or a stage asked for) came: it goes first
                 continue
 
     def _compute(self, job: _Job) -> tuple[DisplayTrace, list[str]] | None:

@@ -1,6 +1,7 @@
 """The compute worker on its own: results, latest-wins, errors, custom request kinds, shutdown."""
 
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,3 +192,36 @@ def test_background_conversion_waits_until_the_result_is_painted(qtbot, lazy_wor
     assert arrived == ["q"]
     worker.painted(display.generation)
     qtbot.waitUntil(lambda: len(arrived) == len(display.trace.names) - 1, timeout=10_000)
+
+
+def test_a_stage_asked_for_interrupts_a_background_conversion(qtbot, lazy_worker, monkeypatch):
+    """Stepping to a stage not converted yet waited for a background conversion of another
+    (~1 s for a 2048-token stage): the asked one now goes first, the other is converted after."""
+    import threading
+
+    import explorer.worker as worker_module
+
+    real = worker_module.stage_image
+    in_background, interrupted = threading.Event(), []
+
+    def slow_scaled(stage, fit, should_stop=None, **kwargs):
+        if stage.name == "scaled" and not interrupted:  # the first background stage: blocks until told
+            in_background.set()
+            for _ in range(2000):
+                if should_stop():
+                    interrupted.append(stage.name)
+                    raise worker_module.Cancelled()
+                time.sleep(0.005)
+        return real(stage, fit, should_stop=should_stop, **kwargs)
+
+    monkeypatch.setattr(worker_module, "stage_image", slow_scaled)
+    worker, arrived = lazy_worker, lazy_worker.arrived
+    with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
+        worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")
+    display = blocker.args[0]
+    worker.painted(display.generation)
+    assert in_background.wait(10)
+    worker.prepare(display.generation, "input")
+    qtbot.waitUntil(lambda: len(arrived) == len(display.trace.names) - 1, timeout=10_000)
+    assert interrupted == ["scaled"]
+    assert arrived[:2] == ["input", "scaled"]  # the asked stage first, then the interrupted one resumed
