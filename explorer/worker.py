@@ -227,7 +227,9 @@ class ComputeWorker(QThread):
                     names = todo[:1]
                 # A stage or region the GUI asks for interrupts a background conversion (a big
                 # one takes a second): the interrupted stage goes back to the front of the queue.
-                asked = lambda: stale() or (background and bool(self._wanted or self._regions))  # noqa: E731
+                def asked(stale=stale, background=background) -> bool:
+                    return stale() or (background and bool(self._wanted or self._regions))
+
                 for name in dict.fromkeys(names):  # in order, once each
                     if name in todo:
                         todo.remove(name)
