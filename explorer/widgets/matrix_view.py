@@ -163,6 +163,8 @@ class MatrixView(QWidget):
             if image is None:
                 self.readout.setText(f"{PREPARING} {stage.title.lower()}…")
             self.image_missing.emit(display.generation, stage.name, self.state.fit_colours)
+            if self.paint_held:  # a grid left half-set: never frozen until the image comes
+                self._paint_soon.request()
             return
         heads = self._heads_to_show(stage)
         self._hold_paint()  # the canvas paints once all is set, in a turn of its own
