@@ -51,6 +51,16 @@ class MaskSpec:
             c0 = min(c1, max(0, r0 - self.window + 1))
         return c0, c1
 
+    def hidden_span(self, r0: int, r1: int, c0: int, c1: int) -> tuple[int, int]:
+        """Keys ``h0:h1`` (within ``c0:c1``) outside which nothing is hidden from queries ``r0:r1``:
+        under a causal mask alone only keys after the first query can be (the block's diagonal
+        square), so the mask is built and applied there only."""
+        if self.pads or self.custom is not None or self.window is not None:
+            return c0, c1
+        if self.causal:
+            return min(c1, max(c0, r0 + 1)), c1
+        return c1, c1
+
     def rows(self, r0: int, r1: int, n_k: int, device: torch.device, c0: int = 0,
              c1: int | None = None) -> torch.Tensor | None:  # fmt: skip
         """``(r1 − r0, c1 − c0)`` bool, True where query i may not see key j; None when nothing is hidden."""
@@ -155,8 +165,10 @@ class PairStore:
         if (c0, c1) == (0, self.n_k):
             return x
         fill = float("-inf") if name == "masked" else 0.0
-        out = torch.full((r1 - r0, self.n_k), fill, dtype=x.dtype, device=x.device)
-        out[:, c0:c1] = x
+        out = torch.empty((r1 - r0, self.n_k), dtype=x.dtype, device=x.device)
+        out[:, :c0].fill_(fill)  # each cell written once: the keys no query of the block sees...
+        out[:, c1:].fill_(fill)
+        out[:, c0:c1] = x  # ...and the computed ones
         return out
 
     def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
@@ -184,9 +196,14 @@ class PairStore:
             x = torch.tanh(x / s.softcap) * s.softcap
             if name == "softcapped":
                 return x[0]
-        hidden = s.mask.rows(r0, r1, self.n_k, x.device, c0, c1)
+        h0, h1 = s.mask.hidden_span(r0, r1, c0, c1)
+        hidden = s.mask.rows(r0, r1, self.n_k, x.device, h0, h1) if h1 > h0 else None
         if hidden is not None:  # x is this block's own fresh tensor: mask it in place
-            x = x.masked_fill_(hidden, float("-inf")) if x.is_contiguous() else att.apply_mask(x, hidden)
+            if x.is_contiguous():
+                x[..., h0 - c0 : h1 - c0].masked_fill_(hidden, float("-inf"))  # a view of x
+            else:
+                x = torch.cat([x[..., : h0 - c0], att.apply_mask(x[..., h0 - c0 : h1 - c0], hidden),
+                               x[..., h1 - c0 :]], dim=-1)  # fmt: skip
         if name == "masked":
             return x[0]
         return att.softmax(x, s.temperature)[0]  # (r, c)
