@@ -47,6 +47,16 @@ def _block_max(t: torch.Tensor, kr: int, kc: int) -> torch.Tensor:
     return F.max_pool2d(t, (kr, kc), ceil_mode=True)
 
 
+def _finite_extreme(x: torch.Tensor, largest: bool) -> float:
+    """The largest (or smallest) finite value of ``x``, ∓inf when there is none: by ``where``,
+    not boolean indexing (which gathers, ~20× slower on a band's pixels)."""
+    if x.numel() == 0:
+        return -np.inf if largest else np.inf
+    bound = float("-inf") if largest else float("inf")
+    kept = torch.where(torch.isfinite(x), x, bound)
+    return float(kept.amax() if largest else kept.amin())
+
+
 def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int):
     """``(first row, rows)`` bands of one head: a lazy stage's own blocks when they line up with
     the reduction (no copy), else copies of ``band_rows`` rows."""
@@ -120,18 +130,14 @@ def reduce_head(
             if width < c1 - c0:
                 # Weights of keys no query of the band sees are exactly 0: their pixels are 0 too.
                 top = torch.zeros((1, 1, -(-band.shape[0] // kr), -(-(c1 - c0) // kc)), dtype=t.dtype)
-                top[..., : width // kc] = _block_max(t[..., :width].contiguous(), kr, kc)
+                top[..., : width // kc] = _block_max(t[..., :width], kr, kc)  # a strided view: no copy
             else:
                 top = _block_max(t, kr, kc)  # block max (−∞: all masked; NaN spreads)
-            finite_top = top[torch.isfinite(top)]
-            if finite_top.numel():
-                hi = max(hi, float(finite_top.max()))
+            hi = max(hi, _finite_extreme(top, largest=True))
             if want_low:
                 # block min of the visible cells: masked cells must not count as a large magnitude
                 low = -_block_max(-(t.masked_fill(neg_inf, float("inf")) if has_masked else t), kr, kc)
-                finite_low = low[torch.isfinite(low)]
-                if finite_low.numel():
-                    lo = min(lo, float(finite_low.min()))
+                lo = min(lo, _finite_extreme(low, largest=False))
             if signed:
                 top = torch.where(torch.isneginf(top), top, torch.where(low.abs() > top.abs(), low, top))
             peaks.append(top[0, 0].numpy())

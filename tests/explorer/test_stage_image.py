@@ -106,3 +106,13 @@ def test_log_scale_spreads_small_weights():
     image = stage_image(_stage(weights, name="weights"), fit="log")
     assert image.levels == pytest.approx((-4.0, 0.0))
     np.testing.assert_array_equal(image.indices[0, 0], np.rint(np.array([0.0, 0.5, 1.0]) * TOP))
+
+
+def test_a_reduced_matrix_with_masked_and_nan_cells_keeps_the_exact_finite_range():
+    array = np.random.default_rng(1).standard_normal((1, 2 * MAX_DISPLAY_SIDE + 3, 5)).astype(np.float32)
+    array[0, ::7, 2] = -np.inf  # masked
+    array[0, 11, 4] = np.nan
+    finite = array[np.isfinite(array)]
+    image = stage_image(_stage(array))
+    assert image.indices.shape[1] <= MAX_DISPLAY_SIDE
+    assert image.data_range == (float(finite.min()), float(finite.max()))
