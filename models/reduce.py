@@ -57,14 +57,15 @@ def _finite_extreme(x: torch.Tensor, largest: bool) -> float:
     return float(kept.amax() if largest else kept.amin())
 
 
-def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int):
+def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int, visible: bool = False):
     """``(first row, rows)`` bands of one head: a lazy stage's own blocks when they line up with
-    the reduction (no copy), else copies of ``band_rows`` rows."""
+    the reduction (no copy), else copies of ``band_rows`` rows. ``visible``: a lazy stage's blocks
+    may end at the last key their queries see (keys 0:w of the row; the rest are 0)."""
     store = stage.store
     if store is not None and store.block_rows % kr == 0 and r0 % store.block_rows == 0:
         for b in range(r0 // store.block_rows, -(-r1 // store.block_rows)):
             start = b * store.block_rows
-            block = store.block(stage.name, head, b)
+            block = store.visible_block(stage.name, head, b)[0] if visible else store.block(stage.name, head, b)
             yield start, block[: min(r1, start + block.shape[0]) - start]
         return
     for start in range(r0, r1, band_rows):
@@ -113,13 +114,18 @@ def reduce_head(
     peaks, masks, lo, hi, any_masked = [], [], np.inf, -np.inf, False
     # The exact minimum costs a second pass: for weights (whose peaks are maxima) only when small.
     want_low = signed or (r1 - r0) * (c1 - c0) <= 1 << 22
-    for start, band in _bands(stage, head, r0, r1, band_rows, kr):
+    # Weights past the last key a block's queries see are exactly 0 (causal): whole rows of a
+    # lazy stage are read only up to there (a window's blocks start later: whole rows then).
+    mask = stage.store.spec.mask if stage.store is not None else None
+    visible = (stage.name == "weights" and not want_low and (c0, c1) == (0, shape[1]) and mask is not None
+               and mask.window is None)  # fmt: skip
+    for start, band in _bands(stage, head, r0, r1, band_rows, kr, visible):
         if should_stop is not None and should_stop():
             from .config import Cancelled
 
             raise Cancelled(stage.name)
         t = torch.from_numpy(band)[None, None, :, c0:c1]  # (1, 1, r, c), a view
-        if c0 or c1 != band.shape[1]:
+        if (c0 or c1 != band.shape[1]) and not visible:
             t = t.contiguous()
         # Weights (the unsigned stage) are never −∞: a masked key's weight is 0; skip that pass.
         neg_inf = torch.isneginf(t) if signed else None
@@ -127,7 +133,10 @@ def reduce_head(
         any_masked |= has_masked
         with torch.no_grad():
             width = _seen_width(stage, start, band.shape[0], c0, c1, kc) if not want_low else c1 - c0
-            if width < c1 - c0:
+            if visible and band.shape[1] < c1:  # keys 0:w only; the pixels past them are 0
+                top = torch.zeros((1, 1, -(-band.shape[0] // kr), -(-c1 // kc)), dtype=t.dtype)
+                top[..., : -(-band.shape[1] // kc)] = _block_max(t, kr, kc)
+            elif width < c1 - c0:
                 # Weights of keys no query of the band sees are exactly 0: their pixels are 0 too.
                 top = torch.zeros((1, 1, -(-band.shape[0] // kr), -(-(c1 - c0) // kc)), dtype=t.dtype)
                 top[..., : width // kc] = _block_max(t[..., :width], kr, kc)  # a strided view: no copy
@@ -151,7 +160,8 @@ def reduce_head(
     if any_masked:
         masked = np.concatenate([m if m is not None else np.zeros_like(p) for m, p in zip(masks, peaks)])
     assert peak.shape[0] == out_rows, (peak.shape, out_rows)
-    if not want_low and hi >= lo:  # a large weights matrix: its maximum only (the minimum was not read)
-        return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), (float("nan"), hi))
+    if not want_low:  # a large weights matrix: its maximum only (the minimum was not read)
+        top = hi if np.isfinite(hi) else float("nan")
+        return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), (float("nan"), top))
     finite_range = (lo, hi) if lo <= hi else (float("nan"), float("nan"))
     return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), finite_range)

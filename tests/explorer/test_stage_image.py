@@ -116,3 +116,11 @@ def test_a_reduced_matrix_with_masked_and_nan_cells_keeps_the_exact_finite_range
     image = stage_image(_stage(array))
     assert image.indices.shape[1] <= MAX_DISPLAY_SIDE
     assert image.data_range == (float(finite.min()), float(finite.max()))
+
+
+def test_a_large_weights_matrix_keeps_its_maximum_in_the_range():
+    """Above 4 M cells a head the minimum of weights is not read (a second pass); the maximum
+    was lost with it, and the range line said "no finite values"."""
+    weights = np.random.default_rng(2).random((1, 2100, 2100), dtype=np.float32) * 0.5
+    image = stage_image(_stage(weights, name="weights"))
+    assert np.isnan(image.data_range[0]) and image.data_range[1] == float(weights.max())

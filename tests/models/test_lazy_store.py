@@ -162,3 +162,34 @@ def test_a_decoder_traces_16384_tokens(tmp_path):
     assert abs(float(row.sum()) - 1.0) < 1e-4
     first = weights.rows(0, 0, 1)[0]
     assert first[0] == 1.0 and not first[1:].any()  # causal: the first token sees only itself
+
+
+@pytest.mark.parametrize("mask", ["causal", "none"])
+def test_peaks_of_weights_beyond_the_budget_read_only_the_keys_each_block_sees(mask):
+    """Past the budget the display's reduction computes each block only up to the last key its
+    queries see (never expanded to every key, which took half of a 16,384-token pass): the
+    peaks are those of the whole matrix, exactly."""
+    from models.reduce import reduce_head
+
+    n, k = 2304, 8  # > 4 M cells a head: the weights' fast path (no minimum pass)
+    req = AttentionRequest(config=AttentionConfig(heads=2, d_model=8, mask=mask, seed=1),
+                           sentence=" ".join(f"w{i}" for i in range(n)))  # fmt: skip
+    stage = run(req)["weights"]
+    store = stage.store
+    whole = stage.head(1).copy()
+    expected = whole.reshape(n // k, k, n // k, k).max(axis=(1, 3))
+    fits = reduce_head(stage, 1, max_side=n // k, signed=False)  # the stage fits: whole cached blocks
+    np.testing.assert_array_equal(fits.peak, expected)
+    store.budget = 1  # now it does not
+    store._cache.clear()
+    expanded = []
+    compute = store._compute
+    store._compute = lambda *a: expanded.append(a) or compute(*a)
+    beyond = reduce_head(stage, 1, max_side=n // k, signed=False)
+    np.testing.assert_array_equal(beyond.peak, expected)
+    assert beyond.finite_range[1] == fits.finite_range[1] == float(whole.max())
+    rows = store.block_rows
+    whole_rows = [b for b in range(store.blocks)  # blocks whose queries see every key
+                  if store.spec.mask.visible_columns(b * rows, min(n, b * rows + rows), n) == (0, n)]  # fmt: skip
+    assert [block for _name, _head, block in expanded] == whole_rows  # no other block computed to every key
+    assert store.blocks > len(whole_rows) or mask == "none"
