@@ -3,7 +3,9 @@ read-out of the exact value under the mouse.
 
 Given the state (explorer.state.ExplorerState, duck-typed: widgets do not import it), it
 repaints on trace/stage/head changes. It paints uint8 images converted on the worker; the float
-arrays are only read for the one cell under the mouse.
+arrays are only read for the one cell under the mouse. A new result's heatmaps come in event-loop
+turns after the result's own (a new grid's layout, then its images, then one paint of the canvas
+alone: turns.NextTurn), so that no turn of the GUI thread runs long.
 """
 
 from __future__ import annotations

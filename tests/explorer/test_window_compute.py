@@ -201,7 +201,7 @@ def test_a_longer_range_text_never_resizes_the_heatmaps(qtbot, make_window):
 
 
 def test_a_result_with_more_heads_than_built_heatmaps_waits_for_them(qtbot, make_window, settle):
-    """Building a heatmap takes ~15 ms: never several inside the result's turn (a first model's
+    """Building a heatmap takes a few ms: never several inside the result's turn (a first model's
     load stalled 50–60 ms so). They are built one per turn, then the result shows, complete."""
     import inspect
 
