@@ -45,7 +45,7 @@ CONVERT_ALL_BELOW = 4_000_000
 QUIET_AFTER_RESULT_S = 0.25
 # Before reading a model, the worker waits until the GUI has handled the change that asked for it
 # (ComputeWorker.gui_settled), at most this long: reading the tokenizer holds the interpreter lock
-# for ~25 ms, and the GUI thread, laying out and repainting the panels then, waited for it (a
+# for ~40 ms, and the GUI thread, laying out and repainting the panels then, waited for it (a
 # 50–100 ms stall on choosing a model, for ~25 ms of the GUI's own work).
 WAIT_FOR_GUI_S = 0.1
 PROGRESS_EVERY_S = 0.05

@@ -126,7 +126,7 @@ def load_model(
     # Before the first report: reading tokenizer.json (tokenizers, in Rust) holds the interpreter
     # lock for ~40 ms, which a report's handler on another thread (a window's) would wait out.
     tokenizer = ModelTokenizer(folder / "tokenizer.json")
-    report(0.0, "Read config.json and tokenizer.json")
+    report(0.0, "Opening the checkpoint")
     dev, label, notice = resolve_device(device)
     files, weight_map = weight_files(folder)
     weights = open_weights(files, weight_map, model_type, dev)  # headers only
