@@ -57,7 +57,7 @@ class PretrainedRunner:
     def __init__(self, progress: Progress | None = None, kept: int = MODELS_KEPT,
                  before_load: Callable[[], None] | None = None):  # fmt: skip
         """``before_load()`` runs before a model is read from disk (the worker waits there for
-        the GUI to finish its turn: reading a tokenizer holds the interpreter lock ~25 ms)."""
+        the GUI to finish its turn: reading a tokenizer holds the interpreter lock ~40 ms)."""
         self.progress = progress or (lambda fraction, message: None)
         self.before_load = before_load or (lambda: None)
         self.kept = kept

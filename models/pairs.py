@@ -152,15 +152,20 @@ class PairStore:
         return self._cached_bytes
 
     # --- computing one block -----------------------------------------------------------------
+    def _span(self, name: str, block: int) -> tuple[int, int, int, int]:
+        """Rows ``r0:r1`` of a block and the keys ``c0:c1`` computed for them: every key before
+        the mask, from the mask on only those some query of the block may see."""
+        r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
+        before_mask = name in ("scores", "scaled", "softcapped")
+        c0, c1 = (0, self.n_k) if before_mask else self.spec.mask.visible_columns(r0, r1, self.n_k)
+        return r0, r1, c0, c1
+
     def _compute(self, name: str, head: int, block: int) -> torch.Tensor:
         """Stage ``name`` of ``head`` for one block of rows, computed from Q, K, V.
 
         From the mask on, only the keys some query of the block can see are computed (under a causal
         mask, half of them): the others are −∞ (masked) and exactly 0 (weights) by definition."""
-        s = self.spec
-        r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
-        before_mask = name in ("scores", "scaled", "softcapped")
-        c0, c1 = (0, self.n_k) if before_mask else s.mask.visible_columns(r0, r1, self.n_k)
+        r0, r1, c0, c1 = self._span(name, block)
         x = self._chain(name, head, r0, r1, c0, c1)  # (r, c1 − c0)
         if (c0, c1) == (0, self.n_k):
             return x
@@ -238,9 +243,7 @@ class PairStore:
         pass that needs only them (the display's peak reduction). Whole blocks, cached, while the
         whole stage fits the budget; beyond, computed and not kept: expanding each block to every
         key (fresh pages of 64 MiB at 16,384 tokens) took half the time of a pass."""
-        r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
-        before_mask = name in ("scores", "scaled", "softcapped")
-        c0, c1 = (0, self.n_k) if before_mask else self.spec.mask.visible_columns(r0, r1, self.n_k)
+        r0, r1, c0, c1 = self._span(name, block)
         if self.heads * self.n_q * self.n_k * 4 <= self.budget or (c0, c1) == (0, self.n_k):
             return self.block(name, head, block)[:, c0:c1], c0
         with self._lock:
