@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.cli import load_matrix
 from models.config import InputError
 from models.edits import Edit
+from models.runspec import load_matrix
 from models.session import Run, Session, load_session, save_session
 
 from .held_arrays import HeldArrays
@@ -190,7 +190,7 @@ def session_arguments(args, base: Inputs) -> Inputs:
     app's UsageError (one line)."""
     import sys
 
-    from .app import UsageError
+    from .usage import UsageError
 
     args.window_session = None
     if args.save_session and not args.screenshot:

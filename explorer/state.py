@@ -19,8 +19,8 @@ from types import SimpleNamespace
 import numpy as np
 from psygnal import Signal
 
-from models.cli import request_from_args
 from models.config import AttentionConfig, AttentionRequest, InputError
+from models.runspec import request_from_args
 from models.tokenize import tokenize
 from models.trace import STAGE_ORDER, AttentionTrace
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import InputError
+from .errors import InputError
 
 MAX_SEED = 2**63 - 1  # torch.manual_seed takes 64 bits; the weights use seed + 1
 FLOAT32_MAX = float(np.finfo(np.float32).max)

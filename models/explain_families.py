@@ -7,8 +7,6 @@ import math
 import numpy as np
 
 from models.derivation import Derivation, Term, num
-
-# A cycle on purpose: explain_stages imports this module last, once these names exist there.
 from models.explain_stages import F64, Context, _pair_title, _sum
 
 

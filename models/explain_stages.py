@@ -7,7 +7,6 @@ float64, so that the summands add up to the traced value to float32 rounding.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -180,7 +179,7 @@ def query_input(ctx: Context) -> Derivation:
 # --- projections ------------------------------------------------------------------------------------
 
 
-def _projection(ctx: Context, kind: str) -> Derivation:
+def projection(ctx: Context, kind: str) -> Derivation:
     h, i, c = ctx.cell
     p = ctx.params
     W, b = {"q": (p.W_q, p.b_q), "k": (p.W_k, p.b_k), "v": (p.W_v, p.b_v)}[kind]
@@ -388,28 +387,3 @@ def output(ctx: Context) -> Derivation:
                       _sum_formula(f"y_{i},{c}", symbolic, all_terms, bias), ctx.value, sum_of=all_terms,
                       steps=steps, details={"bias": bias.value if bias else None}, bars=all_terms,
                       bars_caption="products C_im·W_C[m,c]" + (" and the bias" if bias else ""))  # fmt: skip
-
-
-from models import explain_families as family_steps  # noqa: E402 - it imports Context from here
-
-DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
-    "embeddings": embeddings,
-    "positional_encoding": positional_encoding,
-    "input": input_,
-    "query_input": query_input,
-    "q": lambda ctx: _projection(ctx, "q"),
-    "k": lambda ctx: _projection(ctx, "k"),
-    "v": lambda ctx: _projection(ctx, "v"),
-    "q_normed": lambda ctx: family_steps.normed(ctx, "q"),
-    "k_normed": lambda ctx: family_steps.normed(ctx, "k"),
-    "q_rotated": lambda ctx: family_steps.rotated(ctx, "q"),
-    "k_rotated": lambda ctx: family_steps.rotated(ctx, "k"),
-    "scores": scores,
-    "scaled": scaled,
-    "softcapped": lambda ctx: family_steps.softcapped(ctx),
-    "masked": masked,
-    "weights": weights,
-    "head_output": head_output,
-    "concat": concat,
-    "output": output,
-}

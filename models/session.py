@@ -57,7 +57,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _input_parser() -> argparse.ArgumentParser:
-    from .cli import add_input_arguments
+    from .runspec import add_input_arguments
 
     return add_input_arguments(_Parser(prog="session", add_help=False))
 
@@ -133,7 +133,7 @@ class Run:
 
     def request(self) -> AttentionRequest:
         """The toy engine's request, built by the command line's own code."""
-        from .cli import request_from_args
+        from .runspec import request_from_args
 
         if self.model is not None:
             raise InputError("this session traces a pretrained model, not the toy engine")
@@ -142,24 +142,24 @@ class Run:
 
     def trace(self, edits=()):
         """The trace ``main.py export`` computes for these options, with ``edits`` applied."""
-        from .cli import trace_from_args
+        from .runspec import input_trace
 
         if self.model is None:
             from .edits import apply_edits
 
             return apply_edits(self.request(), edits)
         if edits:
-            from .cli import model_from_args, model_trace_from_args
+            from .runspec import model_from_args, model_trace_from_args
 
             with self.namespace() as args:
                 return model_trace_from_args(model_from_args(args), args, edits=edits)
         with self.namespace() as args:
-            return trace_from_args(args)
+            return input_trace(args)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Run:
         """A run from ``main.py export`` arguments (its files read now)."""
-        from .cli import load_matrix
+        from .runspec import load_matrix
 
         options = {}
         for option, action in _option_names().items():
@@ -366,7 +366,7 @@ def check_session_options(given: dict[str, str]) -> list[str]:
 def check_run(run: Run):
     """Refuse what ``main.py export`` would refuse for these options; the toy trace (cheap: the
     n×n stages are lazy) for a toy run, None for a model (resolved, not loaded)."""
-    from .cli import check_arguments
+    from .runspec import check_arguments
 
     with run.namespace() as args:
         check_arguments(args, run.given())

@@ -378,7 +378,10 @@ def test_command_line_model_and_layer(tmp_path, isolated_settings, capsys, corru
         (["--model", str(tmp_path)], "no config.json"),
         (["--model", str(corrupt)], "truncated or corrupt"),  # found when it loads, in the window
         (["--layer", "1"], "--layer needs --model"),
-        (["--model", "minilm", "--heads", "4"], "--heads is set by the model"),
+        (["--model", "minilm", "--heads", "4"], "--heads does not apply with --model"),
+        # The window and export share one list of toy-only options (the window accepted --labels).
+        (["--model", "minilm", "--labels", "a,b"], "--labels does not apply with --model"),
+        (["--model", "minilm", "--cross-labels", "a"], "--cross-labels does not apply with --model"),
         (["--model", "minilm", "--layer", "-1"], "--layer must be 0 or more"),
         (["--model", "minilm", "--layer", "6"], "--layer must be between 0 and 5"),
         (["--model", "minilm", "--head", "13"], "--head must be between 1 and 12"),
