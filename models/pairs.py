@@ -140,6 +140,8 @@ class PairStore:
         self.blocks = -(-self.n_q // self.block_rows)
         self._cache: OrderedDict[tuple[str, int, int], np.ndarray] = OrderedDict()
         self._cached_bytes = 0
+        # Called with (name, head, block) for every block computed (tests and benches count them).
+        self.on_compute: Callable[[str, int, int], None] | None = None
         self._head_output: torch.Tensor | None = None
         self._lock = threading.RLock()
 
@@ -150,6 +152,12 @@ class PairStore:
     @property
     def cached_bytes(self) -> int:
         return self._cached_bytes
+
+    def clear(self) -> None:
+        """Forget every cached block (the next read computes again)."""
+        with self._lock:
+            self._cache.clear()
+            self._cached_bytes = 0
 
     # --- computing one block -----------------------------------------------------------------
     def _span(self, name: str, block: int) -> tuple[int, int, int, int]:
@@ -165,6 +173,8 @@ class PairStore:
 
         From the mask on, only the keys some query of the block can see are computed (under a causal
         mask, half of them): the others are −∞ (masked) and exactly 0 (weights) by definition."""
+        if self.on_compute is not None:
+            self.on_compute(name, head, block)
         r0, r1, c0, c1 = self._span(name, block)
         x = self._chain(name, head, r0, r1, c0, c1)  # (r, c1 − c0)
         if (c0, c1) == (0, self.n_k):

@@ -55,6 +55,11 @@ class PretrainedModel:
         self._cache_key: tuple | None = None
         self._states: list[Tensor] = []  # [embeddings, output of block 0, 1, ...]
 
+    @property
+    def cached_states(self) -> tuple[Tensor, ...]:
+        """The hidden states kept from the last sentence: embeddings, then each block's output."""
+        return tuple(self._states)
+
     # --- description -----------------------------------------------------------------------
     model_type = property(lambda self: self.arch.model_type)
     num_layers = property(lambda self: self.arch.num_layers)
