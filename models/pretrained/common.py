@@ -21,6 +21,7 @@ from torch import Tensor
 from models import attention as att
 from models.checks import short
 from models.config import InputError
+from models.pairs import MaskSpec
 from models.pretrained.checkpoint import LayerStore, Weights
 from models.pretrained.rope import apply_rope
 
@@ -97,14 +98,9 @@ def hidden_mask(n: int, mode: str, pad_positions: tuple[int, ...], device: torch
     "padding" hides the pad key columns; "causal" hides the future and, like a decoder given an
     attention_mask, the pad columns too; "none" hides nothing.
     """
-    hidden = torch.zeros(n, n, dtype=torch.bool, device=device)
-    if mode == "none":
-        return hidden
-    if pad_positions:
-        hidden[:, list(pad_positions)] = True
-    if mode == "causal":
-        hidden |= torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
-    return hidden
+    spec = MaskSpec(causal=mode == "causal", pads=tuple(pad_positions) if mode != "none" else ())
+    hidden = spec.rows(0, n, n, device)  # the one mask builder, as the traced layer's stages use it
+    return torch.zeros(n, n, dtype=torch.bool, device=device) if hidden is None else hidden
 
 
 # --- attention ---------------------------------------------------------------------------------
@@ -178,8 +174,7 @@ class AttentionParams:
 
 def window_hidden(n: int, window: int, device: torch.device) -> Tensor:
     """``(n, n)`` bool, True where key j lies ``window`` or more positions before query i."""
-    i = torch.arange(n, device=device)
-    return (i[:, None] - i[None, :]) >= window
+    return MaskSpec(window=window).rows(0, n, n, device)
 
 
 def layer_mask(hidden: Tensor, p: AttentionParams) -> Tensor:

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from engine_refs import causal_mask, padding_mask
 
 import models.pairs as pairs
 from models import attention as att
@@ -40,8 +41,8 @@ def eager(req: AttentionRequest) -> dict[str, np.ndarray]:
     if cfg.score == "scaled":
         s = out["scaled"] = att.scale(s, cfg.head_dim_k)
     n_q, n_k = q.shape[1], k.shape[1]
-    hidden = {"causal": lambda: att.causal_mask(n_q, n_k),
-              "padding": lambda: att.padding_mask(n_q, n_k, cfg.pad_positions),
+    hidden = {"causal": lambda: causal_mask(n_q, n_k),
+              "padding": lambda: padding_mask(n_q, n_k, cfg.pad_positions),
               "custom": lambda: torch.as_tensor(req.custom_mask)}.get(cfg.mask)  # fmt: skip
     if hidden is not None:
         s = out["masked"] = att.apply_mask(s, hidden())
