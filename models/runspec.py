@@ -15,12 +15,39 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .config import DEFAULT_MAX_TOKENS, DEVICES, MASKS, POSITIONAL, SCORES, AttentionConfig, AttentionRequest
 from .errors import InputError
+
+if TYPE_CHECKING:
+    from .edits import Edit
+
+
+DEFAULT_MASK = "default"  # a model's own mask: padding for encoders, causal for decoders
+
+
+@dataclass(frozen=True)
+class PretrainedRequest:
+    """Trace one layer of a real model. ``model`` is what resolve_model accepts (a name or folder)."""
+
+    model: str
+    layer: int
+    sentence: str
+    mask: str | None = None  # None: the model's own
+    pad_positions: tuple[int, ...] = ()
+    device: str = "auto"
+
+
+@dataclass(frozen=True)
+class EditedModelRequest(PretrainedRequest):
+    """The same layer with what-if edits (models/pretrained/edits.py); ``difference``: show edited −
+    original. A PretrainedRequest still (the window reads its model), answered by the same runner."""
+
+    edits: tuple[Edit, ...] = ()
+    difference: bool = False
 
 
 def positions(text: str) -> tuple[int, ...]:
