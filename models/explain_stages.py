@@ -148,7 +148,9 @@ def _input_like(ctx: Context, query: bool) -> Derivation:
         steps += [ctx.trace[ctx.stage].description,
                   "Its position is already inside it: " + ("rotary models turn q and k instead (q_rotated, "
                   "k_rotated)." if ctx.params.pe == "rotary" else "learned position embeddings were added to "
-                  "the token's embedding before layer 0.")]  # fmt: skip
+                  "the token's embedding before layer 0.") if ctx.params.pe != "none" else
+                  "This layer uses no positions (NoPE): q and k are not rotated; only the causal mask, and what "
+                  "the rotary layers below wrote into the hidden state, tell the tokens' positions apart."]  # fmt: skip
         return Derivation(ctx.stage, ctx.cell, title, f"{ctx.trace[ctx.stage].formula}:  x[{i},{c}] = "
                           f"{num(ctx.value, 6)}", ctx.value, steps=steps, details=details,
                           bars=_row_bars(ctx.a(ctx.stage)[i], "x", i), bars_caption=f"the row x[{i}]",

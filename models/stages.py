@@ -70,6 +70,8 @@ class Context:
     layer: int | None = None  # pretrained: the traced layer
     qk_norm: str = ""  # "w" or "(1 + w)": the per-head RMS norm's weight (q_normed, k_normed)
     qk_norm_eps: float = 0.0
+    qk_norm_kind: str = "rms"  # "rms" per head, "layer" (per-head LayerNorm), "rms_all" (whole projection)
+    rotary_interleaved: bool = False  # RoPE rotates the pairs (2j, 2j + 1), not (j, j + d/2)
     mask_note: str = ""  # an extra sentence for the masked stage (e.g. the model's own mask)
     extra: dict = field(default_factory=dict)
 
@@ -162,11 +164,24 @@ def describe(name: str, c: Context) -> StageText:
     elif name in ("q_normed", "k_normed"):
         sym, rows, n, i = ("Q", "query", n_q, "i") if name == "q_normed" else ("K", "key", n_k, g)
         w = c.qk_norm or "w"
-        t = (f"Normed {'queries' if sym == 'Q' else 'keys'}", f"{sym}̂_{i} = {sym}_{i} / rms({sym}_{i}) · {w}",
-             f"Each head's vector is divided by its root mean square over its {dk} features and multiplied "
-             f"by the learned {w} (RMS norm, ε = {c.qk_norm_eps:g}), so that query–key dot products cannot "
-             "grow without bound." + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature",
-             True)  # fmt: skip
+        title = f"Normed {'queries' if sym == 'Q' else 'keys'}"
+        why = "so that query–key dot products cannot grow without bound."
+        if c.qk_norm_kind == "layer":
+            formula = f"{sym}̂_{i} = ({sym}_{i} − mean) / √(var + ε) · w_{i}"
+            desc = (f"Each head's vector is centred and divided by its standard deviation over its {dk} features, "
+                    f"then multiplied by that head's own learned weights (LayerNorm without bias, "
+                    f"ε = {c.qk_norm_eps:g}), {why}")  # fmt: skip
+        elif c.qk_norm_kind == "rms_all":
+            heads = h if sym == "Q" else (c.kv_heads or h)
+            formula = f"{sym}̂ = {sym} / rms({sym} of all {heads} heads) · {w}"
+            desc = (f"The whole projection of each token ({heads} heads × {dk} = {heads * dk} features) is divided "
+                    f"by its root mean square and multiplied by the learned {w} (RMS norm, ε = {c.qk_norm_eps:g}) "
+                    f"before it is split into heads, {why}")  # fmt: skip
+        else:
+            formula = f"{sym}̂_{i} = {sym}_{i} / rms({sym}_{i}) · {w}"
+            desc = (f"Each head's vector is divided by its root mean square over its {dk} features and multiplied "
+                    f"by the learned {w} (RMS norm, ε = {c.qk_norm_eps:g}), {why}")  # fmt: skip
+        t = (title, formula, desc + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature", True)
     elif name in ("q_rotated", "k_rotated"):
         sym, rows, n, i = ("Q", "query", n_q, "i") if name == "q_rotated" else ("K", "key", n_k, g)
         partial = bool(c.rotary_dim and c.rotary_dim < dk)
@@ -175,8 +190,9 @@ def describe(name: str, c: Context) -> StageText:
         src = f"{sym}̂_{i}" if normed else f"{sym}_{i}"
         t = (f"Rotated {'queries' if sym == 'Q' else 'keys'}",
              f"{sym}'_{i} = RoPE({src}{f'[:{c.rotary_dim}]' if partial else ''}, position)",
-             "Each pair of features (j, j + d/2) is rotated by an angle proportional to the token's "
-             "position, so that q·k depends on how far apart two tokens are." + part
+             f"Each pair of features {'(2j, 2j + 1)' if c.rotary_interleaved else '(j, j + d/2)'} is rotated "
+             "by an angle proportional to the token's position, so that q·k depends on how far apart "
+             "two tokens are." + part
              + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature", True)  # fmt: skip
     elif name == "scores":
         if c.score == "general":
@@ -193,6 +209,8 @@ def describe(name: str, c: Context) -> StageText:
         scale = c.scale or dk**-0.5
         if c.scale_text == "√d_k":
             formula = f"S_i / √d_k  (√{dk} = {dk ** 0.5:.4g})"
+        elif c.scale_text.startswith("×"):  # a multiplier of the family's own (Granite)
+            formula = f"S_i {c.scale_text}"
         else:
             formula = f"S_i / {c.scale_text}  (× {scale:.4g})"
         t = ("Scaled scores", formula, f"Scores multiplied by {scale:.4g}, so that softmax does not "

@@ -108,14 +108,37 @@ def hidden_mask(n: int, mode: str, pad_positions: tuple[int, ...], device: torch
 
 @dataclass(frozen=True)
 class HeadNorm:
-    """An RMS norm applied to every head's q (or k) vector over its d_k features (qk-norm)."""
+    """The norm of every head's q (or k) vector before the rotation (qk-norm), in the three forms
+    the families use (:attr:`kind`):
 
-    weight: Tensor  # (d_k,)
+    - ``"rms"``: an RMS norm over one head's d_k features (Qwen3, Gemma), weight ``(d_k,)``;
+    - ``"layer"``: a LayerNorm without bias over one head's d_k features, each head with its own
+      weight ``(heads, d_k)`` (StableLM, Cohere): ``(x − mean) / √(var + ε) · w_head``;
+    - ``"rms_all"``: an RMS norm over all heads' features of a token at once, weight
+      ``(heads·d_k,)`` (OLMo 2 norms the whole q and k projections before splitting the heads).
+    """
+
+    weight: Tensor  # (d_k,), (heads, d_k) or (heads·d_k,): see kind
     eps: float
     plus_one: bool = False  # Gemma style: multiply by (1 + weight) instead of weight
+    centred: bool = False  # LayerNorm: subtract each vector's mean first
+    whole: bool = False  # over the whole projection (all heads of a token), not per head
 
-    def __call__(self, x: Tensor) -> Tensor:
-        return rms_norm(x, self.weight, self.eps, self.plus_one)
+    @property
+    def kind(self) -> str:
+        return "rms_all" if self.whole else ("layer" if self.centred else "rms")
+
+    def __call__(self, x: Tensor) -> Tensor:  # x: (heads, n, d_k)
+        heads, n, dk = x.shape
+        if self.whole:  # as the model does it: on the (n, heads·d_k) projection, then split
+            flat = x.transpose(0, 1).reshape(n, heads * dk)
+            return rms_norm(flat, self.weight, self.eps, self.plus_one).view(n, heads, dk).transpose(0, 1)
+        w = self.weight[:, None, :] if self.weight.dim() == 2 else self.weight  # (heads, 1, d_k) | (d_k,)
+        if self.centred:
+            mean = x.mean(-1, keepdim=True)
+            var = (x - mean).pow(2).mean(-1, keepdim=True)
+            return w * ((x - mean) * torch.rsqrt(var + self.eps))
+        return rms_norm(x, w, self.eps, self.plus_one)
 
 
 @dataclass
@@ -128,9 +151,11 @@ class AttentionParams:
     1. ``q, k, v = x W_q + b_q, x W_k + b_k, x W_v + b_v`` split into heads: q ``(h, n, d_k)``,
        k and v ``(kv, n, d_k)``.
     2. ``q, k = q_norm(q), k_norm(k)`` when given (stages ``q_normed``/``k_normed``): RMS norm of
-       each head's vector over its d_k features, ``x / rms(x) · w`` (or ``· (1 + w)``).
+       each head's vector over its d_k features, ``x / rms(x) · w`` (or ``· (1 + w)``), or one of
+       the other forms of :class:`HeadNorm` (per-head LayerNorm, RMS over the whole projection).
     3. ``q, k = RoPE(q), RoPE(k)`` when ``rope`` is given (stages ``q_rotated``/``k_rotated``);
-       only the first ``rotary_dim`` features of each head rotate, the rest pass unchanged.
+       only the first ``rotary_dim`` features of each head rotate, the rest pass unchanged; the
+       rotated pairs are (j, j + r/2), or (2j, 2j + 1) with ``rope_interleaved``.
     4. grouped-query: key/value head ``g = i // (h / kv)`` serves query head i (``head_groups``).
     5. ``scores = q kᵀ`` ``(h, n, n)``; ``scaled = scores · scale``.
     6. ``softcapped = c · tanh(scaled / c)`` when ``softcap = c`` is given (stage ``softcapped``).
@@ -159,6 +184,7 @@ class AttentionParams:
     k_norm: HeadNorm | None = None  # step 2, on every key head
     softcap: float | None = None  # step 6: c in c·tanh(S/c)
     sliding_window: int | None = None  # step 7: query i sees keys j with i − j < sliding_window
+    rope_interleaved: bool = False  # step 3: rotate pairs (2j, 2j+1) (Cohere), not (j, j + r/2)
 
     @property
     def head_groups(self) -> tuple[int, ...]:
@@ -216,7 +242,9 @@ def project_qkv(
             record.update(q_normed=q, k_normed=k)
     if p.rope is not None:
         cos, sin = p.rope
-        q, k = ed("q_rotated", apply_rope(q, cos, sin)), ed("k_rotated", apply_rope(k, cos, sin))
+        pairs = p.rope_interleaved
+        q = ed("q_rotated", apply_rope(q, cos, sin, pairs))
+        k = ed("k_rotated", apply_rope(k, cos, sin, pairs))
         if record is not None:
             record.update(q_rotated=q, k_rotated=k)
     return q, k, v

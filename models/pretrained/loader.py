@@ -23,14 +23,18 @@ from models.device import pick_device
 from models.memory import check_memory, estimate_pretrained_load, estimate_tensors_read
 from models.pretrained.bert import Bert, DistilBert, Roberta, XLMRoberta
 from models.pretrained.checkpoint import LAYER_CACHE_BYTES, Checkpoint, Weights
+from models.pretrained.cohere import Cohere
 from models.pretrained.common import Architecture
 from models.pretrained.gemma import Gemma, Gemma2
 from models.pretrained.gpt2 import GPT2
 from models.pretrained.gpt_neox import GPTNeoX
+from models.pretrained.granite import Granite
 from models.pretrained.llama import Llama
 from models.pretrained.model import PretrainedModel
+from models.pretrained.olmo2 import Olmo2
 from models.pretrained.phi3 import Phi3
 from models.pretrained.qwen import Mistral, Qwen2, Qwen3
+from models.pretrained.qwen_moe import Qwen2Moe, Qwen3Moe
 from models.pretrained.registry import (
     BUILTIN,
     SUPPORTED_TYPES,
@@ -39,6 +43,9 @@ from models.pretrained.registry import (
     read_config,
     resolve_model,
 )
+from models.pretrained.smollm3 import SmolLM3
+from models.pretrained.stablelm import StableLm
+from models.pretrained.starcoder2 import Starcoder2
 from models.pretrained.tokenizer import ModelTokenizer, first_line
 
 Progress = Callable[[float, str], None]
@@ -48,6 +55,7 @@ ARCHITECTURES: dict[str, type[Architecture]] = {
     for arch in (
         Bert, Roberta, XLMRoberta, DistilBert, GPT2, GPTNeoX,
         Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma2, Phi3,
+        Olmo2, SmolLM3, Granite, Qwen2Moe, Qwen3Moe, Starcoder2, StableLm, Cohere,
     )
 }  # fmt: skip
 assert tuple(ARCHITECTURES) == SUPPORTED_TYPES, "registry.SUPPORTED_TYPES is out of date"

@@ -19,6 +19,7 @@ BUILTIN = "minilm"
 SUPPORTED_TYPES = (
     "bert", "roberta", "xlm-roberta", "distilbert", "gpt2", "gpt_neox",
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
+    "olmo2", "smollm3", "granite", "qwen2_moe", "qwen3_moe", "starcoder2", "stablelm", "cohere",
 )  # fmt: skip
 WEIGHT_FILES = (
     "model.safetensors",

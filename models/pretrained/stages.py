@@ -54,18 +54,24 @@ def build_trace(
     groups = p.head_groups if kv < h else None
     window = p.sliding_window if p.sliding_window is not None and p.sliding_window < n else None
     norm = p.q_norm or p.k_norm
+    pe = "rotary" if p.rope is not None else ("none" if arch.rotary else "learned")
     biases = frozenset(name for name, b in (("q", p.b_q), ("k", p.b_k), ("v", p.b_v), ("o", p.b_o)) if b is not None)
     own = "" if mode == model.default_mask else f"(The model's own mask is {model.default_mask}.)"
+    if arch.rotary and p.rope is None:  # SmolLM3's NoPE layers
+        notices = [*notices, f"Layer {layer} uses no rotary positions (NoPE): q and k are not rotated, and only "
+                   "the causal mask tells the positions apart."]  # fmt: skip
     if p.sliding_window is not None and window is None:
         own += f" The layer's sliding window of {p.sliding_window} hides nothing in {n} tokens."
     ctx = stages.Context(
         n_q=n, n_k=n, d_model=arch.hidden_size, d_k=dk, d_v=dk, heads=h, kv_heads=kv, biases=biases,
-        score="scaled", scale=float(p.scale), scale_text=p.scale_formula.removeprefix("S / ").removeprefix("S * "),
+        score="scaled", scale=float(p.scale),
+        scale_text=p.scale_formula.removeprefix("S / ").removeprefix("S * ").removeprefix("S "),
         softcap=p.softcap, mask=mode, pad_positions=pads if mode != "none" else (), window=window,
-        pe="rotary" if p.rope is not None else "learned", rotary_dim=p.rotary_dim,
+        pe=pe, rotary_dim=p.rotary_dim, rotary_interleaved=p.rope_interleaved,
         input_title=f"Layer {layer} input", input_formula=arch.input_formula, input_description=arch.input_description,
         layer=layer, qk_norm=("(1 + w)" if norm.plus_one else "w") if norm is not None else "",
         qk_norm_eps=norm.eps if norm is not None else 0.0, mask_note=own.strip(),
+        qk_norm_kind=norm.kind if norm is not None else "rms",
     )  # fmt: skip
 
     def text(name: str) -> dict:
@@ -126,7 +132,7 @@ def build_trace(
         "pad_positions": list(pads),
         "score": "scaled",
         "scale": float(p.scale),
-        "pe": "rotary" if p.rope is not None else "learned",
+        "pe": pe,
         "rotary_dim": p.rotary_dim,
         "qk_norm": p.q_norm is not None or p.k_norm is not None,
         "softcap": p.softcap,
