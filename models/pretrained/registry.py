@@ -19,6 +19,7 @@ BUILTIN = "minilm"
 SUPPORTED_TYPES = (
     "bert", "roberta", "xlm-roberta", "distilbert", "gpt2", "gpt_neox",
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
+    "gemma3_text", "gpt_oss", "phi", "opt", "falcon", "modernbert",
 )  # fmt: skip
 WEIGHT_FILES = (
     "model.safetensors",
