@@ -57,6 +57,8 @@ class LayerParams:
     softcap: float | None = None
     sliding_window: int | None = None
     rotary_dim: int | None = None
+    band: int | None = None  # two-sided local window (ModernBERT): keys |i − j| > band hidden
+    sinks: np.ndarray | None = None  # (h,) learned sink logits (gpt-oss): one more key column, last
 
     @property
     def heads(self) -> int:
@@ -86,6 +88,9 @@ class LayerParams:
         if self.sliding_window:
             i, j = np.indices((n_q, n_k))
             hidden |= i - j >= self.sliding_window
+        if self.band is not None:
+            i, j = np.indices((n_q, n_k))
+            hidden |= np.abs(i - j) > self.band
         return hidden
 
 
@@ -164,5 +169,5 @@ def pretrained_params(
         vocab_size=model.arch.vocab_size, source="model", query_source="model",
         q_norm=getattr(p, "q_norm", None), k_norm=getattr(p, "k_norm", None),
         softcap=getattr(p, "softcap", None), sliding_window=getattr(p, "sliding_window", None),
-        rotary_dim=getattr(p, "rotary_dim", None),
+        rotary_dim=getattr(p, "rotary_dim", None), band=p.band, sinks=_f32(p.sinks),
     )  # fmt: skip
