@@ -82,6 +82,11 @@ def _from_folder(folder: Path) -> tuple[np.ndarray, dict, dict]:
     for key in TOKEN_KEYS:
         if isinstance(manifest.get(key), list):
             tokens[key] = np.array(manifest[key], dtype=str)
+    if name == "weights.npy":  # a stage's own key labels (a learned sink's column) win
+        listed = manifest.get("stages") if isinstance(manifest.get("stages"), list) else []
+        entry = next((s for s in listed if isinstance(s, dict) and s.get("name") == "weights"), {})
+        if isinstance(entry.get("col_labels"), list):
+            tokens["key_tokens"] = np.array(entry["col_labels"], dtype=str)
     return array, tokens, manifest
 
 

@@ -26,6 +26,11 @@ from models.trace import STAGE_ORDER, AttentionTrace
 __all__ = ["Derivation", "Term", "check_cell", "explain", "num", "stage_axes"]
 
 
+def _or_sink(derive: Callable[[Context], Derivation]) -> Callable[[Context], Derivation]:
+    """A pair stage's derivation, or the learned sink's for the extra ``sink`` key column (gpt-oss)."""
+    return lambda ctx: fam.sink(ctx) if ctx.is_sink(ctx.cell[-1]) else derive(ctx)
+
+
 # One derivation per stage: the toy's stages in explain_stages, the families' own steps in explain_families.
 DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
     "embeddings": st.embeddings,
@@ -39,10 +44,10 @@ DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
     "k_normed": lambda ctx: fam.normed(ctx, "k"),
     "q_rotated": lambda ctx: fam.rotated(ctx, "q"),
     "k_rotated": lambda ctx: fam.rotated(ctx, "k"),
-    "scores": st.scores,
-    "scaled": st.scaled,
+    "scores": _or_sink(st.scores),
+    "scaled": _or_sink(st.scaled),
     "softcapped": lambda ctx: fam.softcapped(ctx),
-    "masked": st.masked,
+    "masked": _or_sink(st.masked),
     "weights": st.weights,
     "head_output": st.head_output,
     "concat": st.concat,

@@ -1,4 +1,5 @@
-"""Derivations of the steps only some models have: rotary positions, per-head q/k RMS norms, soft-capping."""
+"""Derivations of the steps only some models have: rotary positions, per-head q/k norms (RMS or
+LayerNorm), soft-capping, learned attention sinks."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ def normed(ctx: Context, which: str) -> Derivation:
     RMS per head, LayerNorm per head with the head's own weights, or RMS over all heads of the token."""
     h, r, c = ctx.cell
     norm = getattr(ctx.params, f"{which}_norm", None)
+    kind = getattr(norm, "kind", "rms")
+    if kind == "layer_bias":  # Phi's qk_layernorm: centred, w and b
+        return _layer_normed(ctx, which, norm, ctx.a(which)[h, r])
     kind = getattr(norm, "kind", "rms")
     before = ctx.a(which)  # (heads, n, d_k) the vectors before the norm
     row = before[:, r, :].reshape(-1) if kind == "rms_all" else before[h, r]  # what the norm reads
@@ -52,8 +56,43 @@ def normed(ctx: Context, which: str) -> Derivation:
                       f"token {tok} · feature {c}", formula, ctx.value, steps=steps, details=details)  # fmt: skip
 
 
+def _layer_normed(ctx: Context, which: str, norm, row: np.ndarray) -> Derivation:
+    """q̂ / k̂ of a per-head LayerNorm (Phi's qk_layernorm): centred, divided by the std, w and b."""
+    h, r, c = ctx.cell
+    weight = float(norm.weight[c])
+    bias = float(norm.bias[c]) if norm.bias is not None else 0.0
+    mean = float(np.mean(row))
+    std = math.sqrt(float(np.mean((row - mean) ** 2)) + float(norm.eps))
+    sym = which.upper()
+    value = (row[c] - mean) / std * weight + bias
+    formula = (f"{sym}̂_{r},{c} = ({sym}_{r},{c} − mean) / std · w_{c} + b_{c} = ({num(row[c], 6)} − {num(mean, 6)}) / "
+               f"{num(std, 6)} × {num(weight, 6)} + {num(bias, 6)} = {num(value, 6)}")  # fmt: skip
+    steps = [f"mean and std over the head's {row.size} features; std = √(variance + ε) with ε = {float(norm.eps):g}.",
+             "A LayerNorm per head (qk_layernorm) keeps every head's query/key at a comparable size."]
+    tok = ctx.qtok(r) if which == "q" else ctx.ktok(r)
+    return Derivation(ctx.stage, ctx.cell, f"{'Normed query' if which == 'q' else 'Normed key'} · head {h} · "
+                      f"token {tok} · feature {c}", formula, ctx.value, steps=steps,
+                      details={"before": float(row[c]), "mean": mean, "std": std, "weight": weight,
+                               "bias": bias, "eps": float(norm.eps)})  # fmt: skip
+
+
+def sink(ctx: Context) -> Derivation:
+    """The sink column of scores, scaled, softcapped or masked: the head's learned sink logit."""
+    h, i, j = ctx.cell
+    s = float(ctx.params.sinks[h])
+    steps = [f"Column {j}, after the {j} keys, is not a key: it is head {h}'s learned attention sink, one logit "
+             f"s_{h} the model learned, the same in every row.",
+             "It is not a q·k product, and it is neither scaled nor masked: it joins every row's softmax as it is, "
+             "so the sink takes a share of each row's weight and, having no value, passes nothing on."]  # fmt: skip
+    return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Sink logit"), f"S_{i},sink = s_{h} = {num(s, 6)}",
+                      ctx.value, sum_of=[Term(f"s_{h} (sink logit)", s)], steps=steps,
+                      details={"sink": True, "sink_logit": s})  # fmt: skip
+
+
 def softcapped(ctx: Context) -> Derivation:
     h, i, j = ctx.cell
+    if ctx.is_sink(j):
+        return sink(ctx)
     x = float(ctx.trace["scaled"].array[ctx.cell])
     cap = float(ctx.params.softcap)
     formula = f"{num(cap)} · tanh({num(x, 6)} / {num(cap)}) = {num(cap * math.tanh(x / cap), 6)}"

@@ -38,11 +38,11 @@ def manifest(trace: AttentionTrace, stages: Sequence[str] | None = None,
         "torch_version": torch.__version__,
         "elapsed_ms": round(trace.elapsed_ms, 3),
         "meta": trace.meta,
-        "stages": [_stage_entry(trace[name], heads) for name in (stages or trace.names)],
+        "stages": [_stage_entry(trace[name], heads, trace.key_tokens) for name in (stages or trace.names)],
     }
 
 
-def _stage_entry(stage: Stage, heads: Sequence[int] | None = None) -> dict[str, Any]:
+def _stage_entry(stage: Stage, heads: Sequence[int] | None = None, keys: Sequence[str] = ()) -> dict[str, Any]:
     entry = {
         "name": stage.name,
         "title": stage.title,
@@ -56,6 +56,8 @@ def _stage_entry(stage: Stage, heads: Sequence[int] | None = None) -> dict[str, 
         entry["heads"] = [h + 1 for h in _stage_heads(stage, heads)]
     if stage.head_groups is not None:
         entry["head_groups"] = list(stage.head_groups)
+    if stage.col_axis == "key" and len(stage.col_labels) > len(keys) > 0:  # e.g. gpt-oss's "sink" column, last
+        entry["col_labels"] = list(stage.col_labels)
     return entry
 
 

@@ -36,10 +36,12 @@ class MaskSpec:
     pads: tuple[int, ...] = ()  # key positions hidden from every query
     window: int | None = None  # sliding window: query i sees keys i − window < j ≤ i
     custom: np.ndarray | None = None  # (n_q, n_k) bool, True = hidden
+    band: int | None = None  # two-sided local window: query i sees keys |i − j| ≤ band
 
     @property
     def hides_anything(self) -> bool:
-        return self.causal or bool(self.pads) or self.window is not None or self.custom is not None
+        return (self.causal or bool(self.pads) or self.window is not None or self.custom is not None
+                or self.band is not None)  # fmt: skip
 
     def visible_columns(self, r0: int, r1: int, n_k: int) -> tuple[int, int]:
         """Keys ``c0:c1`` outside which every key is hidden from queries ``r0:r1`` (causal: nothing
@@ -49,13 +51,15 @@ class MaskSpec:
             c1 = min(n_k, r1)
         if self.window is not None:
             c0 = min(c1, max(0, r0 - self.window + 1))
+        if self.band is not None:
+            c0, c1 = max(c0, min(c1, r0 - self.band)), min(c1, max(c0, r1 + self.band))
         return c0, c1
 
     def hidden_span(self, r0: int, r1: int, c0: int, c1: int) -> tuple[int, int]:
         """Keys ``h0:h1`` (within ``c0:c1``) outside which nothing is hidden from queries ``r0:r1``:
         under a causal mask alone only keys after the first query can be (the block's diagonal
         square), so the mask is built and applied there only."""
-        if self.pads or self.custom is not None or self.window is not None:
+        if self.pads or self.custom is not None or self.window is not None or self.band is not None:
             return c0, c1
         if self.causal:
             return min(c1, max(c0, r0 + 1)), c1
@@ -74,6 +78,8 @@ class MaskSpec:
             hidden |= j > i
         if self.window is not None:
             hidden |= j <= i - self.window
+        if self.band is not None:
+            hidden |= (i - j).abs() > self.band
         if self.pads:
             pads = [p - c0 for p in self.pads if c0 <= p < c1]
             hidden[:, pads] = True
@@ -90,6 +96,9 @@ class PairSpec:
     reads key/value head ``head_groups[i]``. ``score``: "dot" (also for scaled), "general"
     (``params['W_g']`` (h, d_k, d_k)) or "additive" (``W_1``, ``W_2`` (h, d_k, d_a), ``w`` (h, d_a)).
     ``scale``: ("div", √d_k) or ("mul", factor) or None (no scaled stage). ``softcap``: c or None.
+    ``sinks``: (h,) learned sink logits (gpt-oss) or None: every stage then has one more key column,
+    the last, "sink": the head's sink logit before the softmax (never scaled, capped or masked),
+    its share of the softmax in the weights; it has no value row.
     """
 
     q: torch.Tensor
@@ -105,6 +114,7 @@ class PairSpec:
     always_masked: bool = False  # a "masked" stage even when nothing is hidden (a model's own mask)
     # What-if edits of the raw scores, {(head, row, col): value}: later stages follow from them.
     score_edits: dict[tuple[int, int, int], float] | None = None
+    sinks: torch.Tensor | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -131,7 +141,8 @@ class PairStore:
     def __init__(self, spec: PairSpec, budget: int | None = None) -> None:
         self.spec = spec
         self.heads, self.n_q, _ = spec.q.shape
-        self.n_k = spec.k.shape[1]
+        self.n_keys = spec.k.shape[1]  # the real keys
+        self.n_k = self.n_keys + (spec.sinks is not None)  # columns: the keys (and the sink)
         self.d_v = spec.v.shape[-1]
         self.budget = DEFAULT_BUDGET if budget is None else budget
         # Fixed row blocks (a multiple of 8 rows), decided by n_k alone.
@@ -165,7 +176,9 @@ class PairStore:
         the mask, from the mask on only those some query of the block may see."""
         r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
         before_mask = name in ("scores", "scaled", "softcapped")
-        c0, c1 = (0, self.n_k) if before_mask else self.spec.mask.visible_columns(r0, r1, self.n_k)
+        if before_mask or self.spec.sinks is not None:  # the sink, last, is always visible
+            return r0, r1, 0, self.n_k
+        c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_k)
         return r0, r1, c0, c1
 
     def _compute(self, name: str, head: int, block: int) -> torch.Tensor:
@@ -187,6 +200,17 @@ class PairStore:
         return out
 
     def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+        s = self.spec
+        if s.sinks is None:
+            return self._keys_chain(name, head, r0, r1, c0, c1)
+        # keys c0:c1 then the sink (whose logit is neither scaled, capped nor masked)
+        last = "masked" if name == "weights" else name
+        x = self._keys_chain(last, head, r0, r1, c0, min(c1, self.n_keys))  # (r, c)
+        sink = s.sinks[head].to(x.dtype).expand(x.shape[0], 1)
+        x = torch.cat([x, sink], dim=-1)  # (r, c + 1)
+        return att.softmax(x, s.temperature) if name == "weights" else x
+
+    def _keys_chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
         s = self.spec
         g = s.head_groups[head]
         q, k = s.q[head : head + 1, r0:r1], s.k[g : g + 1, c0:c1]  # (1, r, d_k), (1, c, d_k)
@@ -212,7 +236,7 @@ class PairStore:
             if name == "softcapped":
                 return x[0]
         h0, h1 = s.mask.hidden_span(r0, r1, c0, c1)
-        hidden = s.mask.rows(r0, r1, self.n_k, x.device, h0, h1) if h1 > h0 else None
+        hidden = s.mask.rows(r0, r1, self.n_keys, x.device, h0, h1) if h1 > h0 else None
         if hidden is not None:  # x is this block's own fresh tensor: mask it in place
             if x.is_contiguous():
                 x[..., h0 - c0 : h1 - c0].masked_fill_(hidden, float("-inf"))  # a view of x
@@ -316,6 +340,7 @@ class PairStore:
                         raise Cancelled("head_output")
                     # Keys no query of the block sees have weight 0 exactly: left out of the sum.
                     a, c0 = self.visible_block("weights", h, b)  # (r, c), keys c0:c0 + c
+                    a = a[:, : self.n_keys - c0]  # not the sink column, which has no value
                     start = b * self.block_rows
                     a_t = torch.from_numpy(a).to(v.device)
                     out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v[c0 : c0 + a.shape[1]])

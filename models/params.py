@@ -58,6 +58,8 @@ class LayerParams:
     sliding_window: int | None = None
     rotary_dim: int | None = None
     rope_interleaved: bool = False  # RoPE pairs (2j, 2j + 1) (Cohere), not (j, j + r/2)
+    band: int | None = None  # two-sided local window (ModernBERT): keys |i − j| > band hidden
+    sinks: np.ndarray | None = None  # (h,) learned sink logits (gpt-oss): one more key column, last
 
     @property
     def heads(self) -> int:
@@ -87,6 +89,9 @@ class LayerParams:
         if self.sliding_window:
             i, j = np.indices((n_q, n_k))
             hidden |= i - j >= self.sliding_window
+        if self.band is not None:
+            i, j = np.indices((n_q, n_k))
+            hidden |= np.abs(i - j) > self.band
         return hidden
 
 
@@ -166,4 +171,5 @@ def pretrained_params(
         q_norm=getattr(p, "q_norm", None), k_norm=getattr(p, "k_norm", None),
         softcap=getattr(p, "softcap", None), sliding_window=getattr(p, "sliding_window", None),
         rotary_dim=getattr(p, "rotary_dim", None), rope_interleaved=getattr(p, "rope_interleaved", False),
+        band=p.band, sinks=_f32(p.sinks),
     )  # fmt: skip

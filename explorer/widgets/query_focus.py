@@ -97,7 +97,7 @@ class QueryFocusPanel(QGroupBox):
             self._clear(PROMPT)
             return
         weights, output = query_row(trace, head, row)  # (n_k,), (d_v,)
-        keys = trace.key_tokens
+        keys = trace["weights"].col_labels or trace.key_tokens  # with a learned sink: its column, last
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
         reads = f" (reads key/value head {groups[head] + 1})" if groups else ""
         self.header.setText(
@@ -136,6 +136,7 @@ class QueryFocusPanel(QGroupBox):
             return
         j = int(np.floor(view.mapSceneToView(scene_pos).x()))
         if 0 <= j < len(self.weights_row):
-            token = self.state.display.trace.key_tokens[j]
+            trace = self.state.display.trace
+            token = (trace["weights"].col_labels or trace.key_tokens)[j]
             self.bar_readout.setText(f"key {j} <b>{escape(token)}</b>: a = <b>{np.float32(self.weights_row[j])}</b>")
 

@@ -141,6 +141,21 @@ class HeadNorm:
         return rms_norm(x, w, self.eps, self.plus_one)
 
 
+@dataclass(frozen=True)
+class HeadLayerNorm:
+    """A LayerNorm (centred, with bias) of every head's q (or k) vector over its d_k features
+    (Phi-2's ``qk_layernorm``); read like :class:`HeadNorm` by the trace and the explainer."""
+
+    weight: Tensor  # (d_k,)
+    bias: Tensor | None  # (d_k,)
+    eps: float
+    plus_one = False
+    kind = "layer_bias"  # HeadNorm.kind "layer" has no bias and per-head weights
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
+
+
 @dataclass
 class AttentionParams:
     """One layer's attention, in right-multiplication form.
@@ -160,8 +175,12 @@ class AttentionParams:
     5. ``scores = q kᵀ`` ``(h, n, n)``; ``scaled = scores · scale``.
     6. ``softcapped = c · tanh(scaled / c)`` when ``softcap = c`` is given (stage ``softcapped``).
     7. ``masked``: −∞ where the mask hides a key, the mask being the given one (causal/padding)
-       OR'ed with the sliding window (``i − j ≥ sliding_window`` hidden) when given.
-    8. ``weights = softmax(masked)`` per row (an all-hidden row gets zeros);
+       OR'ed with the sliding window (``i − j ≥ sliding_window`` hidden) when given, or with the
+       two-sided local window (``|i − j| > band`` hidden, ModernBERT) when ``band`` is given.
+    8. ``weights = softmax(masked)`` per row (an all-hidden row gets zeros); with learned attention
+       sinks (gpt-oss) every row's softmax has one more logit, the head's ``sinks[h]``, as a last
+       key column "sink" with no value: ``weights = softmax([masked, s_h])`` ``(h, n, n + 1)``, and
+       the real keys' weights sum to ``1 − weights[..., n]``;
        ``head_output = weights · v_g`` ``(h, n, d_k)``; ``concat`` ``(n, h·d_k)``;
        ``output = concat W_o + b_o`` ``(n, d_model)``.
     """
@@ -185,6 +204,8 @@ class AttentionParams:
     softcap: float | None = None  # step 6: c in c·tanh(S/c)
     sliding_window: int | None = None  # step 7: query i sees keys j with i − j < sliding_window
     rope_interleaved: bool = False  # step 3: rotate pairs (2j, 2j+1) (Cohere), not (j, j + r/2)
+    band: int | None = None  # step 7, two-sided: query i sees keys j with |i − j| ≤ band
+    sinks: Tensor | None = None  # step 8: (h,) learned sink logits, one extra softmax column
 
     @property
     def head_groups(self) -> tuple[int, ...]:
@@ -203,12 +224,26 @@ def window_hidden(n: int, window: int, device: torch.device) -> Tensor:
     return MaskSpec(window=window).rows(0, n, n, device)
 
 
+def band_hidden(n: int, band: int, device: torch.device) -> Tensor:
+    """``(n, n)`` bool, True where key j lies more than ``band`` positions from query i, on
+    either side (a bidirectional local window)."""
+    i = torch.arange(n, device=device)
+    return (i[:, None] - i[None, :]).abs() > band
+
+
 def layer_mask(hidden: Tensor, p: AttentionParams) -> Tensor:
     """The mask this layer really applies: the given one plus its sliding window, if any."""
     n = hidden.shape[-1]
+    if p.band is not None and p.band < n - 1:
+        hidden = hidden | band_hidden(n, p.band, hidden.device)
     if p.sliding_window is None or p.sliding_window >= n:
         return hidden
     return hidden | window_hidden(n, p.sliding_window, hidden.device)
+
+
+def with_sink(x: Tensor, sinks: Tensor) -> Tensor:
+    """``x (h, r, c)`` with one more column, each head's sink logit ``sinks (h,)``: ``(h, r, c + 1)``."""
+    return torch.cat([x, sinks.to(x.dtype).view(-1, 1, 1).expand(x.shape[0], x.shape[1], 1)], dim=-1)
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
@@ -265,7 +300,7 @@ def attention(
     k_all = k.repeat_interleave(rep, dim=0) if rep > 1 else k  # (h, n, d_k): head i reads i//rep
     v_all = v.repeat_interleave(rep, dim=0) if rep > 1 else v
     hidden = layer_mask(hidden, p)
-    if record is None and p.softcap is None and not bool(hidden.all(-1).any()):
+    if record is None and p.softcap is None and p.sinks is None and not bool(hidden.all(-1).any()):
         # Fast path: (1, h, n, d_k) inputs, boolean mask True = keep.
         keep = None if not bool(hidden.any()) else ~hidden
         out = F.scaled_dot_product_attention(
@@ -279,8 +314,12 @@ def attention(
     if p.softcap is not None:
         capped = p.softcap * torch.tanh(scaled / p.softcap)
     masked = att.apply_mask(capped, hidden)
+    if p.sinks is not None:  # the sink column: one more logit per row, with no value
+        scores, scaled, masked = (with_sink(t, p.sinks) for t in (scores, scaled, masked))
+        capped = with_sink(capped, p.sinks)
     weights = att.softmax(masked)  # an all-hidden row gets zero weights, never NaN
-    head_output = att.weighted_sum(weights, v_all)  # (h, n, d_k)
+    n_keys = v_all.shape[1]
+    head_output = att.weighted_sum(weights[..., :n_keys], v_all)  # (h, n, d_k)
     concat = att.concat_heads(head_output)  # (n, h*d_k)
     output = linear(concat, p.w_o, p.b_o)  # (n, d_model)
     if record is not None:

@@ -25,13 +25,19 @@ from models.pretrained.bert import Bert, DistilBert, Roberta, XLMRoberta
 from models.pretrained.checkpoint import LAYER_CACHE_BYTES, Checkpoint, Weights
 from models.pretrained.cohere import Cohere
 from models.pretrained.common import Architecture
+from models.pretrained.falcon import Falcon
 from models.pretrained.gemma import Gemma, Gemma2
+from models.pretrained.gemma3 import Gemma3Text
 from models.pretrained.gpt2 import GPT2
 from models.pretrained.gpt_neox import GPTNeoX
+from models.pretrained.gpt_oss import GptOss
 from models.pretrained.granite import Granite
 from models.pretrained.llama import Llama
 from models.pretrained.model import PretrainedModel
+from models.pretrained.modernbert import ModernBert
 from models.pretrained.olmo2 import Olmo2
+from models.pretrained.opt import OPT
+from models.pretrained.phi import Phi
 from models.pretrained.phi3 import Phi3
 from models.pretrained.qwen import Mistral, Qwen2, Qwen3
 from models.pretrained.qwen_moe import Qwen2Moe, Qwen3Moe
@@ -56,6 +62,7 @@ ARCHITECTURES: dict[str, type[Architecture]] = {
         Bert, Roberta, XLMRoberta, DistilBert, GPT2, GPTNeoX,
         Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma2, Phi3,
         Olmo2, SmolLM3, Granite, Qwen2Moe, Qwen3Moe, Starcoder2, StableLm, Cohere,
+        Gemma3Text, GptOss, Phi, OPT, Falcon, ModernBert,
     )
 }  # fmt: skip
 assert tuple(ARCHITECTURES) == SUPPORTED_TYPES, "registry.SUPPORTED_TYPES is out of date"

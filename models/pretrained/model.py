@@ -257,7 +257,8 @@ class PretrainedModel:
                 record: dict[str, Tensor] = {}
                 x = self.arch.attention_input(layer, h)
                 attention(x, self.arch.attention_params(layer, n), hidden, record=record)
-                out[layer] = record["weights"].detach().cpu().numpy()  # (h, n, n)
+                # (h, n, n): the real keys' weights (a learned sink's column, if any, left out)
+                out[layer] = record["weights"][..., :n].detach().cpu().numpy()
                 if on_layer is not None:
                     on_layer(layer, out[layer])
         return enc, out, self.notices + list(enc.notices) + notices

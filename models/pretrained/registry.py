@@ -20,6 +20,7 @@ SUPPORTED_TYPES = (
     "bert", "roberta", "xlm-roberta", "distilbert", "gpt2", "gpt_neox",
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
     "olmo2", "smollm3", "granite", "qwen2_moe", "qwen3_moe", "starcoder2", "stablelm", "cohere",
+    "gemma3_text", "gpt_oss", "phi", "opt", "falcon", "modernbert",
 )  # fmt: skip
 WEIGHT_FILES = (
     "model.safetensors",
