@@ -266,3 +266,16 @@ def test_a_big_moe_checkpoint_reads_only_the_layers_up_to_the_traced_one(built, 
     assert store.reads == 1 and store.cached(0) and not store.cached(1)
     model.trace(SENTENCE, 1)
     assert store.reads == 2 and not store.cached(2)
+
+
+def test_a_nan_in_an_expert_is_refused_naming_it(built, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = _altered(built("qwen3_moe-qknorm-topk")[0], tmp_path / "m")
+    tensors = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    key = "layers.2.mlp.experts.3.down_proj.weight"
+    tensors[next(k for k in tensors if k.endswith(key))][1, 3] = float("nan")
+    save_file(tensors, str(folder / "model.safetensors"))
+    with pytest.raises(InputError, match=rf"tensor '{key}' of the checkpoint holds nan at \[1, 3\]"):
+        load_model(folder, device="cpu")
