@@ -33,8 +33,9 @@ def normed(ctx: Context, which: str) -> Derivation:
     if kind == "layer":
         mean = float(np.mean(row))
         std = math.sqrt(float(np.mean((row - mean) ** 2)) + eps)
-        formula = (f"{sym}̂_{r},{c} = ({sym}_{r},{c} − mean) / √(var + ε) · w_{h},{c} = ({num(row[c], 6)} − "
-                   f"{num(mean, 6)}) / {num(std, 6)} × {num(factor, 6)} = {num((row[c] - mean) / std * factor, 6)}")
+        minus = f"− {num(mean, 6)}" if mean >= 0 else f"+ {num(-mean, 6)}"
+        formula = (f"{sym}̂_{r},{c} = ({sym}_{r},{c} − mean) / √(var + ε) · w_{h},{c} = ({num(row[c], 6)} {minus}) / "
+                   f"{num(std, 6)} × {num(factor, 6)} = {num((row[c] - mean) / std * factor, 6)}")
         steps = [f"mean and var of head {h}'s {row.size} features of this token; ε = {eps:g}.",
                  f"A LayerNorm without bias, with head {h}'s own weights: every head's query/key is centred "
                  "and has a comparable size."]  # fmt: skip

@@ -49,7 +49,8 @@ SCORES = {
 }
 SIZES = ("heads", "d_model", "d_k", "d_v", "temperature")  # the boxes a validation message can name
 PE_TOY = "sinusoidal (X + P)"
-PE_MODEL = {"learned": "learned (added to X)", "rotary": "rotary (rotates q, k)"}
+PE_MODEL = {"learned": "learned (added to X)", "rotary": "rotary (rotates q, k)",
+            "none": "none in this layer (NoPE)"}  # fmt: skip
 LOADING = "set by the model (loading…)"
 
 
@@ -150,7 +151,7 @@ class SettingsPanel(QGroupBox):
         with signals_blocked(self.mask), signals_blocked(self.score), signals_blocked(self.pe):
             self.mask.setCurrentIndex(max(0, self.mask.findData(mask)))
             self.score.setCurrentIndex(max(0, self.score.findData("scaled" if inputs.uses_model else inputs.score)))
-            self.pe.setChecked(info is not None or (not inputs.uses_model and inputs.pe))
+            self.pe.setChecked((info is not None and info.pe != "none") or (not inputs.uses_model and inputs.pe))
             self.pe.setText(PE_MODEL.get(info.pe, info.pe) if info is not None else PE_TOY)
         for name in ("heads", "d_model", "d_k", "d_v", "score", "pe", "temperature", "seed", "new_seed"):
             getattr(self, name).setEnabled(not inputs.uses_model)

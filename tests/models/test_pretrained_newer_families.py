@@ -23,6 +23,7 @@ from models.params import pretrained_params
 from models.pretrained import SUPPORTED_TYPES, load_model
 from models.pretrained.common import attention, hidden_mask
 from models.pretrained.moe import route
+from models.pretrained.registry import is_loadable
 
 transformers = pytest.importorskip("transformers")
 
@@ -48,6 +49,7 @@ def test_the_families_are_supported_and_listed():
 @pytest.mark.parametrize("name", list(NEWER))
 def test_family_matches_transformers(built, name):
     folder, ref = built(name)
+    assert is_loadable(folder) == NEWER[name][0]  # the model chooser lists it (from the cache too)
     model = load_model(folder, device="cpu")
     assert model.model_type == NEWER[name][0] and model.num_layers == 3
     _, ids = model.tokenize(SENTENCE)
@@ -266,3 +268,33 @@ def test_a_big_moe_checkpoint_reads_only_the_layers_up_to_the_traced_one(built, 
     assert store.reads == 1 and store.cached(0) and not store.cached(1)
     model.trace(SENTENCE, 1)
     assert store.reads == 2 and not store.cached(2)
+
+
+def test_a_nan_in_an_expert_is_refused_naming_it(built, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = _altered(built("qwen3_moe-qknorm-topk")[0], tmp_path / "m")
+    tensors = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    key = "layers.2.mlp.experts.3.down_proj.weight"
+    tensors[next(k for k in tensors if k.endswith(key))][1, 3] = float("nan")
+    save_file(tensors, str(folder / "model.safetensors"))
+    with pytest.raises(InputError, match=rf"tensor '{key}' of the checkpoint holds nan at \[1, 3\]"):
+        load_model(folder, device="cpu")
+
+
+@pytest.mark.parametrize("name", ["qwen2_moe-shared-window", "smollm3-nope-window"])
+def test_without_layer_types_the_windows_are_transformers_defaults(built, tmp_path, name):
+    """An older config.json without ``layer_types``: the windows follow transformers' own defaults
+    (Qwen2-MoE: the even layers below max_window_layers; SmolLM3: the NoPE layers)."""
+    folder = _altered(built(name)[0], tmp_path / "m", layer_types=None)
+    ref = transformers.AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    model = load_model(folder, device="cpu")
+    _, ids = model.tokenize(SENTENCE)
+    with torch.no_grad():
+        out = ref(torch.tensor([ids]), output_attentions=True)
+    windows = [model.trace(SENTENCE, layer).config["sliding_window"] for layer in range(3)]
+    assert windows == ([WINDOW, None, None] if name.startswith("qwen2") else [None, WINDOW, None])
+    for layer in range(3):
+        np.testing.assert_allclose(model.trace(SENTENCE, layer)["weights"].array, out.attentions[layer][0].numpy(),
+                                   atol=1e-5, rtol=0)  # fmt: skip
