@@ -1,4 +1,4 @@
-"""Attention Explorer: ``python main.py`` opens the window, ``python main.py export|explain ...`` are headless."""
+"""Attention Explorer: ``python main.py`` opens the window; export, explain and generate are headless."""
 
 import sys
 
@@ -12,6 +12,10 @@ def main(argv: list[str]) -> int:
         from models.explain_cli import explain_main
 
         return explain_main(argv[1:])
+    if argv[:1] == ["generate"]:
+        from models.generate.cli import generate_main
+
+        return generate_main(argv[1:])
     from explorer.app import run_app
 
     return run_app(argv)

@@ -61,3 +61,12 @@ class ModelTokenizer:
         if not enc.ids:
             raise InputError("the sentence produced no tokens")
         return Encoded(tuple(enc.tokens), tuple(enc.ids), tuple(enc.type_ids), notices)
+
+    def token(self, token_id: int) -> str:
+        """The token's text as the axes show it (``Ġthe``), or ``<id N>`` if it has none."""
+        text = self.tokenizer.id_to_token(int(token_id))
+        return f"<id {int(token_id)}>" if text is None else text
+
+    def decode(self, ids) -> str:
+        """Token ids back to text (special tokens kept: an end token shows where it stopped)."""
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
