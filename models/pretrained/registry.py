@@ -19,6 +19,7 @@ BUILTIN = "minilm"
 SUPPORTED_TYPES = (
     "bert", "roberta", "xlm-roberta", "distilbert", "gpt2", "gpt_neox",
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
+    "t5", "mt5", "bart", "marian",
 )  # fmt: skip
 WEIGHT_FILES = (
     "model.safetensors",

@@ -137,7 +137,10 @@ def build(folder, name):
 
 
 def test_every_supported_type_is_tested():
+    from encdec_refs import FAMILIES as ENCODER_DECODERS  # tested in test_pretrained_encdec.py
+
     tested = {FAMILIES[name][0] for name in FAMILIES} | {"bert", "gpt2", "llama"}
+    tested |= {ENCODER_DECODERS[name][0] for name in ENCODER_DECODERS}
     assert tested == set(SUPPORTED_TYPES)
 
 
