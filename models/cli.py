@@ -24,11 +24,12 @@ from .config import (
 from .export import check_target, write_trace
 from .memory import OUT_OF_MEMORY, is_out_of_memory
 
-# Options that only the toy engine reads: with --model they would be silently ignored.
-TOY_ONLY = ("embeddings", "labels", "cross_sentence", "cross_embeddings", "cross_labels", "heads",
+# Options that only the toy engine reads: with --model they would be silently ignored
+# (--cross-sentence is the target of an encoder-decoder model: checked once the model is open).
+TOY_ONLY = ("embeddings", "labels", "cross_embeddings", "cross_labels", "heads",
             "d_model", "d_k", "d_v", "d_out", "mask_file", "score", "pe", "temperature", "seed",
             "bias", "weights")  # fmt: skip
-MODEL_ONLY = ("layer",)
+MODEL_ONLY = ("layer", "block")
 TEXT_OPTIONS = ("sentence", "cross_sentence", "labels", "cross_labels")
 
 
@@ -73,6 +74,8 @@ def add_input_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     src.add_argument("--model", metavar="PATH_OR_NAME",
                      help="a pretrained model folder, a cached model name, or 'minilm' (built in)")  # fmt: skip
     src.add_argument("--layer", type=int, default=0, help="the model layer to trace (with --model)")
+    src.add_argument("--block", choices=("encoder", "decoder", "cross"),
+                     help="with an encoder-decoder --model: which attention (default: cross)")  # fmt: skip
     src.add_argument("--all-layers", action="store_true",
                      help="with --model: every layer and head, rollout and head metrics (see README)")  # fmt: skip
     att = p.add_argument_group("attention")
@@ -209,9 +212,11 @@ def model_from_args(args: argparse.Namespace):
 
 
 def model_trace_from_args(model, args: argparse.Namespace, edits=()):
+    from .encdec_cli import encdec_options
+
     return model.trace(
         args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions, max_tokens=args.max_tokens,
-        edits=edits,
+        edits=edits, **encdec_options(model, args),
     )
 
 

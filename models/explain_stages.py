@@ -148,8 +148,9 @@ def _input_like(ctx: Context, query: bool) -> Derivation:
     if ctx.params.source == "model":
         steps += [ctx.trace[ctx.stage].description,
                   "Its position is already inside it: " + ("rotary models turn q and k instead (q_rotated, "
-                  "k_rotated)." if ctx.params.pe == "rotary" else "learned position embeddings were added to "
-                  "the token's embedding before layer 0.")]  # fmt: skip
+                  "k_rotated)." if ctx.params.pe == "rotary" else "no position is added to the tokens: a learned "
+                  "bias per relative distance is added to the scores (stage 'biased')." if ctx.params.pe == "relative"
+                  else "position embeddings were added to the token's embedding before layer 0.")]  # fmt: skip
         return Derivation(ctx.stage, ctx.cell, title, f"{ctx.trace[ctx.stage].formula}:  x[{i},{c}] = "
                           f"{num(ctx.value, 6)}", ctx.value, steps=steps, details=details,
                           bars=_row_bars(ctx.a(ctx.stage)[i], "x", i), bars_caption=f"the row x[{i}]",
@@ -275,8 +276,8 @@ def scaled(ctx: Context) -> Derivation:
 
 def _previous(ctx: Context, before: str) -> str:
     """The stage the given one reads its scores from: the last present of scores/scaled/masked."""
-    order = ["scores", "scaled", "softcapped", "masked"]
-    return [s for s in order[: order.index(before) if before in order else 4] if s in ctx.trace][-1]
+    order = ["scores", "scaled", "biased", "softcapped", "masked"]
+    return [s for s in order[: order.index(before) if before in order else 5] if s in ctx.trace][-1]
 
 
 def _why_hidden(ctx: Context, i: int, j: int) -> list[str]:
@@ -391,6 +392,7 @@ def output(ctx: Context) -> Derivation:
 
 
 from models import explain_families as family_steps  # noqa: E402 - it imports Context from here
+from models.explain_encdec import biased  # noqa: E402 - the same
 
 DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
     "embeddings": embeddings,
@@ -406,6 +408,7 @@ DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
     "k_rotated": lambda ctx: family_steps.rotated(ctx, "k"),
     "scores": scores,
     "scaled": scaled,
+    "biased": biased,
     "softcapped": lambda ctx: family_steps.softcapped(ctx),
     "masked": masked,
     "weights": weights,

@@ -112,10 +112,19 @@ def export_all_layers(args) -> int:
     if not args.model or not args.sentence:
         raise InputError("--all-layers needs --model and --sentence")
     model = load_model(args.model, device=args.device)
-    out, man = write_all_layers(
-        model, args.sentence, args.out, force=args.force, mask=args.mask,
-        pad_positions=args.pad_positions, max_tokens=args.max_tokens,
-    )  # fmt: skip
+    from .encdec_cli import encdec_options
+
+    if options := encdec_options(model, args):  # an encoder-decoder: one block's layers
+        from .encdec_survey import write_block_layers
+
+        out, man = write_block_layers(model, args.sentence, args.out, force=args.force, mask=args.mask,
+                                      pad_positions=args.pad_positions, max_tokens=args.max_tokens,
+                                      **options)  # fmt: skip
+    else:
+        out, man = write_all_layers(
+            model, args.sentence, args.out, force=args.force, mask=args.mask,
+            pad_positions=args.pad_positions, max_tokens=args.max_tokens,
+        )  # fmt: skip
     for notice in man["notices"]:
         print(f"note: {notice}", file=sys.stderr)
     L, h = man["num_layers"], man["num_heads"]

@@ -148,7 +148,7 @@ class EncoderDecoderModel:
                              f"(0..{count - 1})")  # fmt: skip
         return int(layer)
 
-    def _refuse(self, mask, pad_positions, edits) -> None:
+    def check_supported(self, mask, pad_positions, edits) -> None:
         """What this engine does not reproduce for encoder-decoders is refused by name."""
         if mask is not None and mask not in ("default",):
             raise InputError(f"{self.model_type} model: only the model's own masks are supported for "
@@ -183,7 +183,7 @@ class EncoderDecoderModel:
         of the decoder's rows over the encoder's output."""
         start = time.perf_counter()
         block = check_block(block)
-        self._refuse(mask, pad_positions, edits)
+        self.check_supported(mask, pad_positions, edits)
         layer = self._check_layer(block, layer)
         src, tgt = self._inputs(sentence, cross_sentence, max_tokens)
         a = self.arch
@@ -215,7 +215,7 @@ class EncoderDecoderModel:
         """Every layer's weights of one block in one forward pass: ``(query encoded, key encoded,
         (L, h, n_q, n_k), notices)``; ``out`` a preallocated (or memory-mapped) array."""
         block = check_block(block)
-        self._refuse(mask, pad_positions, ())
+        self.check_supported(mask, pad_positions, ())
         src, tgt = self._inputs(sentence, cross_sentence, max_tokens)
         q_enc, k_enc = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[block]
         count = self.block_layers(block)
