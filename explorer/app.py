@@ -76,14 +76,31 @@ def model_from_arg(text: str) -> str:
     return str(given.resolve()) if given.is_dir() else text.strip()
 
 
+def is_encoder_decoder(model: str) -> bool:
+    """True when ``model`` names an encoder-decoder (its config.json says so); nothing loads."""
+    from models.config import InputError
+    from models.pretrained.registry import ENCODER_DECODER_TYPES, read_config, resolve_model
+
+    try:
+        return read_config(resolve_model(model))["model_type"] in ENCODER_DECODER_TYPES
+    except InputError:
+        return False
+
+
 def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     """``base`` with every option given on the command line applied; UsageError when invalid."""
     if args.model is not None:
-        given = [name for name in TOY_ONLY if getattr(args, name) is not None]
+        encdec = is_encoder_decoder(args.model)
+        given = [name for name in TOY_ONLY if getattr(args, name) is not None
+                 and not (encdec and name == "cross_sentence")]  # the target of an encoder-decoder  # fmt: skip
         if given:
             option = "--" + given[0].replace("_", "-")
             raise UsageError(f"{option} is set by the model; leave it out with --model")
         base = dataclasses.replace(base, model=model_from_arg(args.model), pad_positions=())
+    if args.block is not None:
+        if not base.uses_model or not is_encoder_decoder(base.model):
+            raise UsageError("--block needs an encoder-decoder --model (t5, mt5, bart, marian)")
+        base = dataclasses.replace(base, block=args.block)
     if args.layer is not None:
         if not base.uses_model:
             raise UsageError("--layer needs --model (the toy model has a single layer)")

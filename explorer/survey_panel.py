@@ -47,6 +47,7 @@ class SurveyPanel(QWidget):
         self.survey: Survey | None = None
         self._tokens: tuple[str, ...] = ()
         self._decoder = False
+        self._square = True  # the arriving layers' queries and keys are the same tokens
         self._streamed_view: tuple[bool, bool] | None = None
         self._layers: dict[int, np.ndarray] = {}  # arriving layers (before the survey is complete)
         self.source_label = QLabel("No model or attention file yet")
@@ -127,11 +128,15 @@ class SurveyPanel(QWidget):
         self.survey_shown.emit(survey)
 
     # --- worker results --------------------------------------------------------------------
-    def _on_started(self, generation: int, tokens, layers: int, heads: int, decoder: bool) -> None:
+    def _on_started(self, generation: int, tokens, layers: int, heads: int, decoder: bool, keys=None) -> None:
         if generation != self.worker.generation:
             return
         self.survey, self._tokens, self._decoder, self._layers = None, tuple(tokens), decoder, {}
         self._streamed_view = self._view_options()
+        self._square = keys is None or tuple(keys) == tuple(tokens)
+        if not self._square:  # cross attention (an encoder-decoder's): no token is left out
+            self.model_view.set_shape(layers, heads, len(tokens), len(keys))
+            return
         keep = self._keep(tokens, decoder)
         m = len(tokens) if keep is None else int(keep.sum())
         self.model_view.set_shape(layers, heads, m, m)
@@ -142,7 +147,7 @@ class SurveyPanel(QWidget):
         self._layers[layer] = weights
         if self._view_options() != self._streamed_view:
             return  # a toggle changed the mosaic's shape or scale: all of it is repainted at the end
-        keep = self._keep(self._tokens, self._decoder)
+        keep = self._keep(self._tokens, self._decoder) if self._square else None
         if keep is None:
             self.model_view.set_layer(layer, indices=thumbnails)
         else:
@@ -250,6 +255,10 @@ def open_model_survey(parent: QWidget | None, models, state, show_error) -> Surv
     if not inputs.uses_model:
         show_error("the whole-model view needs a pretrained model: choose one first")
         return None
+    if getattr(state.model_info, "encoder_decoder", False):  # three rows: encoder, decoder, cross
+        from .encdec_survey_window import open_encdec_survey
+
+        return open_encdec_survey(parent, models, state)
     window = SurveyWindow(parent)
 
     def open_head(layer: int, head: int) -> None:

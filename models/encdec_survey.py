@@ -61,3 +61,42 @@ def write_block_layers(model, sentence: str, out: str | os.PathLike, force: bool
         text = json.dumps(man, indent=2, ensure_ascii=False, allow_nan=False)
         (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8")
     return Path(out), man
+
+
+class BlockSurvey:
+    """One block of an encoder-decoder model, shaped like a model for the whole-model view's worker
+    (``encode``, ``layer_weights``, ``num_layers``, ...): its query rows are ``encode``'s tokens, its
+    key rows ``key_tokens``. ``model`` may be a callable returning the model (loaded on first use,
+    on the worker's thread)."""
+
+    def __init__(self, model, block: str, cross_sentence: str) -> None:
+        self._model, self.block, self.cross_sentence = model, block, cross_sentence
+
+    @property
+    def model(self):
+        if callable(self._model) and not hasattr(self._model, "layer_weights"):
+            self._model = self._model()
+        return self._model
+
+    name = property(lambda self: f"{self.model.name} · {self.block}")
+    num_layers = property(lambda self: self.model.block_layers(self.block))
+    num_heads = property(lambda self: self.model.num_heads)
+    default_mask = property(lambda self: "causal" if self.block == "decoder" else "none")
+
+    def _sides(self, sentence: str, max_tokens: int | None):
+        src = self.model.encode(sentence, max_tokens, "encoder")
+        tgt = self.model.encode(self.cross_sentence, max_tokens, "decoder")
+        return {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[self.block]
+
+    def encode(self, sentence: str, max_tokens: int | None = None):
+        return self._sides(sentence, max_tokens)[0]
+
+    def key_tokens(self, sentence: str, max_tokens: int | None = None) -> tuple[str, ...]:
+        return tuple(self._sides(sentence, max_tokens)[1].tokens)
+
+    def layer_weights(self, sentence: str, mask=None, should_stop=None, max_tokens=None, on_layer=None, out=None):
+        q_enc, _k_enc, weights, notices = self.model.layer_weights(
+            sentence, mask=mask, should_stop=should_stop, max_tokens=max_tokens, on_layer=on_layer, out=out,
+            cross_sentence=self.cross_sentence, block=self.block,
+        )
+        return q_enc, weights, notices

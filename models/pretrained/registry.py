@@ -21,6 +21,7 @@ SUPPORTED_TYPES = (
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
     "t5", "mt5", "bart", "marian",
 )  # fmt: skip
+ENCODER_DECODER_TYPES = ("t5", "mt5", "bart", "marian")  # --sentence the source, --cross-sentence the target
 WEIGHT_FILES = (
     "model.safetensors",
     "model.safetensors.index.json",
