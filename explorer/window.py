@@ -358,7 +358,8 @@ class MainWindow(QMainWindow):
 
     def open_survey(self, path=None, model: bool = False):
         """The whole-model window: an attention file, or every layer of the current model."""
-        from .survey_panel import open_attention_window, open_model_survey
+        from .model_survey import open_model_survey
+        from .survey_panel import open_attention_window
 
         if model:
             survey = open_model_survey(self, self.worker.models, self.state, self.status_line.show_error)
@@ -400,6 +401,7 @@ def _summary(trace: AttentionTrace, latency_ms: float) -> str:
     sizes = f"{len(trace.query_tokens)} × {len(trace.key_tokens)} tokens" if trace.config.get("cross") else \
         f"{len(trace.key_tokens)} tokens"
     heads = trace.config.get("heads", "?")
-    source = f"{trace.meta['model']}, layer {trace.meta['layer']} · " if "model" in trace.meta else ""
+    block = f"{trace.meta['block']} block " if "block" in trace.meta else ""  # an encoder-decoder's
+    source = f"{trace.meta['model']}, {block}layer {trace.meta['layer']} · " if "model" in trace.meta else ""
     return (f"{source}Computed {len(trace.stages)} stages for {sizes}, {heads} heads on {trace.device} "
             f"in {trace.elapsed_ms:.1f} ms ({latency_ms:.0f} ms from request to view)")  # fmt: skip

@@ -112,6 +112,7 @@ class PairSpec:
     softcap: float | None = None
     temperature: float = 1.0
     always_masked: bool = False  # a "masked" stage even when nothing is hidden (a model's own mask)
+    bias: torch.Tensor | None = None  # (h, n_q, n_k) added after the scale: stage "biased" (T5)
     # What-if edits of the raw scores, {(head, row, col): value}: later stages follow from them.
     score_edits: dict[tuple[int, int, int], float] | None = None
     sinks: torch.Tensor | None = None
@@ -124,6 +125,7 @@ class PairSpec:
             for n, present in (
                 ("scores", True),
                 ("scaled", self.scale is not None),
+                ("biased", self.bias is not None),
                 ("softcapped", self.softcap is not None),
                 ("masked", self.mask.hides_anything or self.always_masked),
                 ("weights", True),
@@ -175,7 +177,7 @@ class PairStore:
         """Rows ``r0:r1`` of a block and the keys ``c0:c1`` computed for them: every key before
         the mask, from the mask on only those some query of the block may see."""
         r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
-        before_mask = name in ("scores", "scaled", "softcapped")
+        before_mask = name in ("scores", "scaled", "biased", "softcapped")
         if before_mask or self.spec.sinks is not None:  # the sink, last, is always visible
             return r0, r1, 0, self.n_k
         c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_k)
@@ -230,6 +232,10 @@ class PairStore:
             kind, value = s.scale
             x = x.div_(value) if kind == "div" else x.mul_(value)  # x is this block's own fresh tensor
             if name == "scaled":
+                return x[0]
+        if s.bias is not None:
+            x = x + s.bias[head : head + 1, r0:r1, c0:c1]
+            if name == "biased":
                 return x[0]
         if s.softcap is not None:
             x = torch.tanh(x / s.softcap) * s.softcap

@@ -39,6 +39,8 @@ class PretrainedRequest:
     mask: str | None = None  # None: the model's own
     pad_positions: tuple[int, ...] = ()
     device: str = "auto"
+    cross_sentence: str | None = None  # an encoder-decoder model's target (others ignore it)
+    block: str = "cross"  # an encoder-decoder model's attention: encoder, decoder or cross
 
 
 @dataclass(frozen=True)
@@ -87,12 +89,16 @@ FIELDS: tuple[Field, ...] = (
     Field("sentence", "input", "both", "the sentence whose tokens are the keys and values", text=True),
     Field("embeddings", "input", "toy", "an n × d_model matrix instead of a sentence", metavar="X.npy"),
     Field("labels", "input", "toy", "comma-separated token labels for --embeddings", type=labels, text=True),
-    Field("cross_sentence", "input", "toy", "a second sentence supplying the queries (cross-attention)", text=True),
+    # With a model it is an encoder-decoder's target (refused by name for other models once the model is open).
+    Field("cross_sentence", "input", "both", "a second sentence: the toy's queries (cross-attention), or an "
+          "encoder-decoder model's target", text=True),
     Field("cross_embeddings", "input", "toy", "a matrix supplying the queries", metavar="XQ.npy"),
     Field("cross_labels", "input", "toy", "labels for --cross-embeddings", type=labels, text=True),
     Field("model", "input", "both", "a pretrained model folder, a cached model name, or 'minilm' (built in)",
           metavar="PATH_OR_NAME"),
     Field("layer", "input", "model", "the model layer to trace, from 0 (with --model)", type=int, default=0),
+    Field("block", "input", "model", "with an encoder-decoder --model: which attention (default: cross)",
+          choices=("encoder", "decoder", "cross")),
     Field("all_layers", "input", "model", "with --model: every layer and head, rollout and head metrics",
           type=None, flag=True),
     Field("heads", "attention", "toy", "number of attention heads h", type=int, default=2),
@@ -256,9 +262,11 @@ def model_from_args(args: argparse.Namespace):
 
 
 def model_trace_from_args(model, args: argparse.Namespace, edits=()):
+    from .encdec_cli import encdec_options
+
     return model.trace(
         args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions, max_tokens=args.max_tokens,
-        edits=edits,
+        edits=edits, **encdec_options(model, args),
     )
 
 

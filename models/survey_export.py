@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -102,23 +101,3 @@ def write_all_layers(
         text = json.dumps(man, indent=2, ensure_ascii=False, allow_nan=False)
         (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8")
     return Path(out), man
-
-
-def export_all_layers(args) -> int:
-    """``main.py export --all-layers`` (from models.cli): InputError propagates to its one-line message."""
-    from .config import InputError
-    from .pretrained import load_model
-
-    if not args.model or not args.sentence:
-        raise InputError("--all-layers needs --model and --sentence")
-    model = load_model(args.model, device=args.device)
-    out, man = write_all_layers(
-        model, args.sentence, args.out, force=args.force, mask=args.mask,
-        pad_positions=args.pad_positions, max_tokens=args.max_tokens,
-    )  # fmt: skip
-    for notice in man["notices"]:
-        print(f"note: {notice}", file=sys.stderr)
-    L, h = man["num_layers"], man["num_heads"]
-    print(f"wrote {L} layers × {h} heads over {len(man['tokens'])} tokens to {out} "
-          f"({man['device']}, {man['elapsed_ms']:.1f} ms)")  # fmt: skip
-    return 0

@@ -21,10 +21,13 @@ import torch
 from models.config import DEVICES, InputError
 from models.device import pick_device
 from models.memory import check_memory, estimate_pretrained_load, estimate_tensors_read
+from models.pretrained.bart import Bart, Marian
 from models.pretrained.bert import Bert, DistilBert, Roberta, XLMRoberta
 from models.pretrained.checkpoint import LAYER_CACHE_BYTES, Checkpoint, Weights
 from models.pretrained.cohere import Cohere
 from models.pretrained.common import Architecture
+from models.pretrained.encdec import EncoderDecoder
+from models.pretrained.encdec_model import EncoderDecoderModel
 from models.pretrained.falcon import Falcon
 from models.pretrained.gemma import Gemma, Gemma2
 from models.pretrained.gemma3 import Gemma3Text
@@ -52,17 +55,19 @@ from models.pretrained.registry import (
 from models.pretrained.smollm3 import SmolLM3
 from models.pretrained.stablelm import StableLm
 from models.pretrained.starcoder2 import Starcoder2
+from models.pretrained.t5 import MT5, T5
 from models.pretrained.tokenizer import ModelTokenizer, first_line
 
 Progress = Callable[[float, str], None]
 
-ARCHITECTURES: dict[str, type[Architecture]] = {
+ARCHITECTURES: dict[str, type[Architecture] | type[EncoderDecoder]] = {
     arch.model_type: arch
     for arch in (
         Bert, Roberta, XLMRoberta, DistilBert, GPT2, GPTNeoX,
         Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma2, Phi3,
         Olmo2, SmolLM3, Granite, Qwen2Moe, Qwen3Moe, Starcoder2, StableLm, Cohere,
         Gemma3Text, GptOss, Phi, OPT, Falcon, ModernBert,
+        T5, MT5, Bart, Marian,
     )
 }  # fmt: skip
 assert tuple(ARCHITECTURES) == SUPPORTED_TYPES, "registry.SUPPORTED_TYPES is out of date"
@@ -128,7 +133,7 @@ def open_weights(
 
 def load_model(
     name_or_path: str | os.PathLike, device: str = "auto", progress: Progress | None = None
-) -> PretrainedModel:
+) -> PretrainedModel | EncoderDecoderModel:
     """Open a model by name (``"minilm"``, a cached ``"gpt2"`` / ``"org/name"``) or folder.
 
     ``progress(fraction, message)`` is called a few times for a progress bar.
@@ -165,7 +170,8 @@ def load_model(
     name = str(name_or_path).strip()
     if name.lower() != BUILTIN and Path(name).expanduser().is_dir():
         name = display_name(folder)
-    model = PretrainedModel(name, folder, arch, tokenizer, dev, label, [notice] if notice else [])
+    kind = EncoderDecoderModel if isinstance(arch, EncoderDecoder) else PretrainedModel
+    model = kind(name, folder, arch, tokenizer, dev, label, [notice] if notice else [])
     model.progress = report  # later layers of a big checkpoint are read when first traced
     model.load_ms = (time.perf_counter() - start) * 1000
     report(1.0, f"Loaded {name}")

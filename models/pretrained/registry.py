@@ -21,7 +21,9 @@ SUPPORTED_TYPES = (
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
     "olmo2", "smollm3", "granite", "qwen2_moe", "qwen3_moe", "starcoder2", "stablelm", "cohere",
     "gemma3_text", "gpt_oss", "phi", "opt", "falcon", "modernbert",
+    "t5", "mt5", "bart", "marian",
 )  # fmt: skip
+ENCODER_DECODER_TYPES = ("t5", "mt5", "bart", "marian")  # --sentence the source, --cross-sentence the target
 WEIGHT_FILES = (
     "model.safetensors",
     "model.safetensors.index.json",
