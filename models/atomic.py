@@ -16,7 +16,6 @@ leaves either the old folder or the new one, whole, whatever happens:
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import shutil
 import signal
@@ -34,6 +33,7 @@ TOOL = "attention-explorer"
 # Keys every manifest ever written by this tool has (the ones before the "tool" marker included).
 LEGACY_KEYS = frozenset({"format", "query_tokens", "key_tokens", "config", "device", "stages"})
 LEGACY_FORMAT = "attention-explorer-trace/1"
+SURVEY_FORMAT = "attention-explorer-survey/1"  # export --all-layers (models/survey_export.py)
 _MAX_MANIFEST_BYTES = 64 << 20
 
 
@@ -53,24 +53,25 @@ def umask() -> int:
 
 def _why_not_previous_export(folder: Path) -> str | None:
     """None when ``folder`` holds exactly a previous export of this tool, else the reason."""
+    from .io import is_regular, read_json
+
     path = folder / MANIFEST
+    if not is_regular(path) or path.is_symlink():
+        return f"it has no {MANIFEST}"
     try:
-        if not path.is_file():
-            return f"it has no {MANIFEST}"
-        if path.stat().st_size > _MAX_MANIFEST_BYTES:
-            return f"its {MANIFEST} is too large to be ours"
-        man = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        man = read_json(path, MANIFEST, limit=_MAX_MANIFEST_BYTES)
+    except InputError:
         return f"its {MANIFEST} cannot be read"
-    if not isinstance(man, dict):
-        return f"its {MANIFEST} was not written by this tool"
     ours = man.get("tool") == TOOL or (
         LEGACY_KEYS <= man.keys() and man.get("format") == LEGACY_FORMAT
     )
-    stages = man.get("stages")
-    if not ours or not isinstance(stages, list):
+    stages, files = man.get("stages"), man.get("files")
+    if ours and isinstance(stages, list):  # a single-layer export: one file per stage
+        listed = {MANIFEST} | {s.get("file") for s in stages if isinstance(s, dict)}
+    elif ours and man.get("format") == SURVEY_FORMAT and isinstance(files, dict):  # --all-layers
+        listed = {MANIFEST} | set(files)
+    else:
         return f"its {MANIFEST} was not written by this tool"
-    listed = {MANIFEST} | {s.get("file") for s in stages if isinstance(s, dict)}
     try:
         entries = list(folder.iterdir())
     except OSError as exc:

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 from numpy.lib.format import open_memmap
 
-from .atomic import MANIFEST, TOOL, atomic_folder
+from .atomic import MANIFEST, SURVEY_FORMAT, TOOL, atomic_folder
 from .survey import DEFINITIONS, METRIC_NAMES, METRICS_VERSION, head_metrics, rollout
 
-FORMAT = "attention-explorer-survey/1"
+FORMAT = SURVEY_FORMAT
 ATTENTION_FILE = "attention.npy"
 ROLLOUT_FILE = "rollout.npy"
 HEADS_FILE = "heads.csv"
