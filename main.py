@@ -22,8 +22,18 @@ def main(argv: list[str]) -> int:
 
 
 def entry_point() -> int:
-    return main(sys.argv[1:])
+    return interrupted_main(sys.argv[1:])
+
+
+def interrupted_main(argv: list[str]) -> int:
+    """``main``, with Ctrl+C as one line (the writers have removed their temporaries by then)."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt as exc:
+        name = str(exc) or "SIGINT"
+        print(f"error: interrupted by {name}; no partly written file was left", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
-    sys.exit(entry_point())
+    sys.exit(interrupted_main(sys.argv[1:]))

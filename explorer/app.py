@@ -288,7 +288,8 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         return 2
     app.processEvents()  # let the layout settle and the views paint
     if not window.save_screenshot(path):
-        print(f"error: cannot write screenshot to {path}", file=sys.stderr)
+        print(f"error: {getattr(window, 'screenshot_error', None) or f'cannot write screenshot to {path}'}",
+              file=sys.stderr)  # fmt: skip
         return 2
     print(f"wrote {path}")
     return 0

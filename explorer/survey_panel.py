@@ -261,9 +261,11 @@ def attention_screenshot(path, out) -> int:
 
     window = open_attention_window(None, path)
     QApplication.processEvents()
-    ok = window.grab().save(str(out), "PNG")
+    from .image_export import write_png
+
+    problem = write_png(window, out)  # atomic: never a truncated PNG in place
     window.close()
     window.deleteLater()
     QApplication.processEvents()
-    print(f"wrote {out}" if ok else f"error: cannot write screenshot to {out}")
-    return 0 if ok else 2
+    print(f"wrote {out}" if problem is None else f"error: {problem}")
+    return 0 if problem is None else 2

@@ -370,8 +370,11 @@ class MainWindow(QMainWindow):
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:
+        from .image_export import write_png
+
         self.matrix_view.flush()  # the heatmaps painted, not a held canvas
-        return self.grab().save(str(path), "PNG")
+        self.screenshot_error = write_png(self, path)  # atomic: never a truncated PNG in place
+        return self.screenshot_error is None
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.sentence_panel.flush()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from models.derivation import Derivation, Term, num
-
 from models.explain_stages import Context, _pair_title
 
 

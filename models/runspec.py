@@ -191,19 +191,11 @@ def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> list[str
 
 
 def load_matrix(path: str, what: str) -> np.ndarray:
-    """Read a ``.npy`` file without ever unpickling, with a clear message on failure."""
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"{what} file not found: {path}") from None
-    except IsADirectoryError:
-        raise InputError(f"{what} path is a folder, not a .npy file: {path}") from None
-    except (OSError, ValueError, EOFError) as exc:
-        raise InputError(f"cannot read {what} file {path}: {exc}") from None
-    if not isinstance(loaded, np.ndarray):  # a .npz archive, not a single matrix
-        loaded.close()
-        raise InputError(f"{what} file {path} is a .npz archive; give a single-matrix .npy file")
-    return loaded
+    """Read a ``.npy`` file without ever unpickling, with a clear message on failure
+    (models.io: a regular file only, its header checked before its data)."""
+    from .io import read_npy
+
+    return read_npy(path, f"{what} file")
 
 
 def _matrix(source, what: str) -> np.ndarray | None:

@@ -10,7 +10,6 @@ trust_remote_code. Every problem with the folder becomes a one-line :class:`Inpu
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -92,13 +91,13 @@ def weight_files(folder: Path) -> tuple[list[Path], dict[str, str] | None]:
             continue
         if not name.endswith(".index.json"):
             return [path], None
+        from models.io import read_json
+
+        weight_map = read_json(path, "shard index", prefix=f"could not read shard index {path}").get("weight_map")
         try:
-            weight_map = json.loads(path.read_text(encoding="utf-8"))["weight_map"]
             shards = sorted(set(weight_map.values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise InputError(f"could not read shard index {path}: {first_line(e)}") from e
-        except RecursionError:  # json.loads on thousands of nested brackets
-            raise InputError(f"could not read shard index {path}: JSON nested too deeply") from None
         if not all(isinstance(s, str) and s == Path(s).name for s in shards):
             raise InputError(f"shard index {path} names files outside the model folder")
         if not all(isinstance(k, str) for k in weight_map):

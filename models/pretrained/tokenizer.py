@@ -32,10 +32,14 @@ def first_line(error: BaseException) -> str:
 
 class ModelTokenizer:
     def __init__(self, path: Path) -> None:
-        if not path.is_file():
+        from models.io import is_regular, read_bytes
+        from models.io.jsonfile import MAX_JSON_BYTES
+
+        if not is_regular(path):
             raise InputError(f"{path.parent} has no tokenizer.json (needed to split sentences)")
+        data = read_bytes(path, "tokenizer", MAX_JSON_BYTES)  # a regular file of a bounded size
         try:
-            self.tokenizer = Tokenizer.from_file(str(path))
+            self.tokenizer = Tokenizer.from_str(data.decode("utf-8"))
         except Exception as e:  # the Rust side raises plain Exceptions
             raise InputError(f"could not read {path}: {first_line(e)}") from e
         self.tokenizer.no_padding()
