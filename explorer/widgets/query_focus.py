@@ -10,7 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from explorer.stage_image import reduce_row
+from models.pixels import reduce_row
 from models.trace import AttentionTrace, query_row
 
 from .token_axis import TokenAxis, shorten

@@ -8,6 +8,7 @@ from explorer.stage_image import COLOURS
 from explorer.state import Inputs
 from models.config import AttentionConfig, AttentionRequest
 from models.pipeline import run
+from models.pixels import enlarge_peaks
 
 N = 2048
 SENTENCE = " ".join(f"w{i}" for i in range(N))
@@ -59,5 +60,6 @@ def test_a_previous_token_head_is_found_in_the_painted_pixels():
     diag = plane[np.arange(1, 1024), np.arange(0, 1023)]
     exact = stage.head(0)
     block_peaks = exact[: 2 * 1024, : 2 * 1024].reshape(1024, 2, 1024, 2).max(axis=(1, 3))
-    np.testing.assert_array_equal(plane, np.rint(np.clip(block_peaks, 0, 1) * (COLOURS - 1)).astype(np.uint8))
+    shown = enlarge_peaks(block_peaks, signed=False)  # cells under a pixel: each peak 3 × 3 pixels
+    np.testing.assert_array_equal(plane, np.rint(np.clip(shown, 0, 1) * (COLOURS - 1)).astype(np.uint8))
     assert diag.shape == (1023,)
