@@ -67,3 +67,18 @@ def test_a_one_hot_diagonal_on_screen(qtbot, make_window, tmp_path):
         assert near(pixels[y, x], TOP)
         x, y = cell_centre(view.canvas, box, i - 0.35, (i + 5) % n - 0.35)
         assert near(pixels[y, x], BOTTOM)
+
+
+def test_focus_bars_show_one_key_of_1000_with_weight_one(qtbot, make_window, tmp_path):
+    from explorer.widgets.query_focus import BAR_BRUSH
+
+    window = make_window(_two_peaks(tmp_path, 1000, [(700, 300), (10, 990)]), stage="weights")
+    window.state.set_query(700)
+    panel = window.focus_panel
+    qtbot.wait(50)
+    pixels = grab(panel.chart)
+    box = panel.chart.getPlotItem().getViewBox()
+    x, y = cell_centre(panel.chart, box, 0.0, 300)  # key 300 at half its bar's height (weight 0.5)
+    bar = [xx for xx in range(pixels.shape[1]) if near(pixels[y, xx], BAR_BRUSH)]
+    assert len(bar) >= 3, bar  # a bar at least 3 pixels wide
+    assert abs(np.mean(bar) - x) <= 3  # where key 300 is
