@@ -104,7 +104,8 @@ class MainWindow(QMainWindow):
         self.stage_list = StageList(self.state)
         self.matrix_view = MatrixView(self.state)
         self.focus_panel = QueryFocusPanel(self.state)
-        self.inspector = InspectorPanel()
+        self.jobs = ReadJobs(self)  # the GUI's reads of trace numbers, off this thread
+        self.inspector = InspectorPanel(jobs=self.jobs)
         self.status_line = StatusLine()
         self.statusBar().addWidget(self.status_line, 1)
         self.load_bar = QProgressBar()  # while a model loads on the worker
@@ -122,7 +123,6 @@ class MainWindow(QMainWindow):
         self.key_hider = KeyHider(self)  # Alt+click hides a key from a query (Shift: from every query)
         self.sessions = SessionActions(self)  # issue 9: File → Save session… / Open session…
         self.files = FileActions(self)  # issue 9: File → Open embeddings… / weights… / mask…
-        self.jobs = ReadJobs(self)  # the GUI's reads of trace numbers, off this thread
         self.jobs.failed.connect(lambda _kind, message: self.status_line.show_error(message))
         self.compare = CompareActions(self, self.jobs)  # issue 9: Stage → Pin this run, compared with the current one
 
