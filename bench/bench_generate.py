@@ -27,15 +27,22 @@ LAYERS, D, HEADS, FFN, VOCAB = 6, 384, 6, 1536, 30522
 CONTEXTS = (64, 128, 256, 512, 1024, 2048)
 
 
-def write_decoder(folder: Path) -> None:
+DEMO_WORDS = ("<s> the a cat dog sat on mat and ran to park in house saw big small red blue bird tree "
+              "was is it he she they then over under quick brown fox jumps lazy . ,").split()
+
+
+def write_decoder(folder: Path, layers: int = LAYERS, d: int = D, heads: int = HEADS, ffn: int = FFN,
+                  words: tuple[str, ...] | None = None, scale: float = 0.05) -> None:  # fmt: skip
+    """A random LLaMA-format decoder (config.json, model.safetensors, a word-level tokenizer.json)."""
     import torch
     from safetensors.torch import save_file
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     g = torch.Generator().manual_seed(0)
+    LAYERS, D, HEADS, FFN, VOCAB = layers, d, heads, ffn, (len(words) if words else 30522)  # noqa: N806
 
     def rand(*shape):
-        return (torch.randn(*shape, generator=g) * 0.05).contiguous()
+        return (torch.randn(*shape, generator=g) * scale).contiguous()
 
     tensors = {"model.embed_tokens.weight": rand(VOCAB, D), "model.norm.weight": torch.ones(D)}
     for i in range(LAYERS):
@@ -51,8 +58,8 @@ def write_decoder(folder: Path) -> None:
                   num_attention_heads=HEADS, num_key_value_heads=HEADS, max_position_embeddings=4096,
                   vocab_size=VOCAB, rms_norm_eps=1e-6, tie_word_embeddings=True, eos_token_id=VOCAB + 1)  # fmt: skip
     (folder / "config.json").write_text(json.dumps(config))
-    vocab = {f"w{i}": i for i in range(VOCAB)}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
+    vocab = {w: i for i, w in enumerate(words)} if words else {f"w{i}": i for i in range(VOCAB)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token=next(iter(vocab))))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.save(str(folder / "tokenizer.json"))
 
@@ -65,7 +72,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     parser.add_argument("--tokens", type=int, default=16, help="tokens generated per measurement")
+    parser.add_argument("--write-demo", metavar="DIR", help="only write a small random word-level decoder "
+                        "(for the Generate window's screenshot) to DIR and exit")  # fmt: skip
     args = parser.parse_args()
+    if args.write_demo:
+        Path(args.write_demo).mkdir(parents=True, exist_ok=True)
+        write_decoder(Path(args.write_demo), layers=4, d=64, heads=4, ffn=128, words=DEMO_WORDS, scale=0.35)
+        print(f"wrote a random demo decoder to {args.write_demo}")
+        return
     import torch
 
     from models.generate import GenerateSettings, generate

@@ -204,6 +204,8 @@ def generate(
                 on_step(done + 1, max_new)
     n = len(ids)
     tok = model.tokenizer
+    named = set(np.unique(run.lens_top_ids[:, :n]).tolist()) | set(ids)
+    named |= {i for step in steps for i in step.top_ids}
     return Generation(
         model=model.name, model_type=model.model_type, num_layers=arch.num_layers,
         num_heads=arch.num_heads, ids=ids, tokens=[tok.token(i) for i in ids], prompt_length=n_p,
@@ -213,4 +215,5 @@ def generate(
         stopped=stopped, settings={**s.__dict__, "max_new_tokens": s.max_new_tokens},
         head_source=head.source, device=model.device_label, notices=notices,
         elapsed_ms=(time.perf_counter() - start_time) * 1000, step_ms=step_ms,
+        token_names={i: tok.token(i) for i in sorted(named)},
     )  # fmt: skip
