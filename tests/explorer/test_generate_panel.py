@@ -1,0 +1,92 @@
+"""The Generate panel: what it shows at each step equals the generation's numbers, ←/→ step, the
+worker answers off the GUI thread, a head is chosen by a click, errors are one line, and the
+first key can be left out of the colour scale."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from explorer.generate_panel import GeneratePanel
+from explorer.sink_scale import first_key_out_of_scale
+from models.generate import GenerateSettings, generate
+from models.pretrained import load_model
+
+PROMPT = "the cat sat on the mat and the dog"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_generate.py"
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("bench_generate", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    folder = tmp_path_factory.mktemp("demo")
+    bench.write_decoder(folder, layers=3, d=32, heads=4, ffn=64, words=bench.DEMO_WORDS, scale=0.35)
+    return folder
+
+
+@pytest.fixture
+def panel(qtbot, decoder):
+    p = GeneratePanel(lambda name: load_model(name, device="cpu"), str(decoder))
+    qtbot.addWidget(p)
+    p.resize(1400, 900)
+    p.prompt_edit.setText(PROMPT)
+    p.new_tokens.setValue(6)
+    p.show()
+    yield p
+    p.worker.stop()
+
+
+def test_each_step_shows_the_generation(qtbot, panel, decoder):
+    panel.generate(now=True)
+    gen = generate(load_model(decoder, device="cpu"), PROMPT, GenerateSettings(max_new_tokens=6))
+    view = panel.view
+    assert view is not None and view.gen.ids == gen.ids
+    np.testing.assert_array_equal(view.attention, gen.attention())
+    assert panel.slider.maximum() == 6 and panel.step == 6  # opens on the last step
+    panel.slider.setFocus()
+    qtbot.keyClick(panel.slider, Qt.Key.Key_Left)
+    qtbot.keyClick(panel.slider, Qt.Key.Key_Left)
+    assert panel.step == 4
+    p = gen.prompt_length - 1 + 4
+    # the model view grows row by row: its thumbnails cover positions 0..p
+    assert panel.model_view.tile == (p + 1, p + 1)
+    assert panel.model_view.metrics["sink"].shape == (3, 4)
+    # the bars: the step's top-k, the chosen token in orange (the greedy choice is the first)
+    step = gen.steps[4]
+    assert panel.bars.chosen_row == 0 and step.chosen == gen.ids[p + 1]
+    assert panel.bars.labels[0].startswith(gen.tokens[p + 1])
+    assert f"position {p}" in panel.step_label.text()
+    # a head chosen in the model view is the one drawn in full
+    panel.choose_head(2, 3)
+    np.testing.assert_array_equal(panel.matrix.matrix, gen.attention()[2, 3])
+    hover = panel.lens.describe(1, p)
+    assert hover.startswith(f"L1, position {p}") and "top-5" in hover
+
+
+def test_worker_generates_off_the_gui_thread(qtbot, panel):
+    with qtbot.waitSignal(panel.worker.finished, timeout=60_000):
+        panel.generate()
+    assert panel.view is not None and panel.slider.isEnabled()
+
+
+def test_errors_are_one_line(qtbot, panel, tmp_path):
+    panel.model_edit.setText(str(tmp_path / "nowhere"))
+    panel.generate(now=True)
+    assert panel.status.text().startswith("error: ") and panel.view is None
+    panel.model_edit.setText("")
+    panel.generate(now=True)
+    assert panel.status.text() == "error: choose a decoder model first"
+
+
+def test_first_key_out_of_the_scale():
+    a = np.array([[[1.0, 0.0, 0.0], [0.9, 0.1, 0.0], [0.5, 0.2, 0.3]]], np.float32)
+    out = first_key_out_of_scale(a)
+    np.testing.assert_array_equal(out[0, :, 0], np.float32([0.3, 0.3, 0.3]))  # at most the rest's largest
+    np.testing.assert_array_equal(out[0, :, 1:], a[0, :, 1:])
+    assert a[0, 0, 0] == 1.0  # the input is unchanged
