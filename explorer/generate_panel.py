@@ -62,6 +62,7 @@ def _spin(lo: int, hi: int, value: int, tip: str, special: str | None = None) ->
 
 class GeneratePanel(QWidget):
     shown = Signal(int)  # the step now on screen
+    open_in_window = Signal(str, int)  # the generated sequence's text, the layer to open it at
 
     def __init__(self, model_source: ModelSource, model_name: str = "", parent: QWidget | None = None):
         super().__init__(parent)
@@ -86,6 +87,9 @@ class GeneratePanel(QWidget):
         self.top_p.setToolTip("Sampling: keep the most likely tokens up to this probability mass (1: off)")
         self.seed = _spin(0, 2**31 - 1, 0, "Sampling: the seed (same seed, same tokens)")
         self.go = QPushButton("Generate")
+        self.open_button = QPushButton("Open in the explorer")
+        self.open_button.setToolTip("Trace the whole generated sequence in the main window at the layer shown")
+        self.open_button.setEnabled(False)
         self.status = QLabel("Type a prompt and press Generate.")
         self.status.setWordWrap(True)
         self.status.setTextFormat(Qt.TextFormat.PlainText)  # tokens like <s> are text, not markup
@@ -105,6 +109,9 @@ class GeneratePanel(QWidget):
         self._lay_out()
         self.go.clicked.connect(self.generate)
         self.prompt_edit.returnPressed.connect(self.generate)
+        self.open_button.clicked.connect(
+            lambda: self.view and self.open_in_window.emit(self.view.gen.sequence_text, self.layer_box.value())
+        )
         self.slider.valueChanged.connect(self.show_step)
         for box in (self.layer_box, self.head_box):
             box.valueChanged.connect(lambda _v: self.show_step(self.step))
@@ -137,6 +144,7 @@ class GeneratePanel(QWidget):
         stepper.addWidget(QLabel("head"))
         stepper.addWidget(self.head_box)
         stepper.addWidget(self.sink_box)
+        stepper.addWidget(self.open_button)
         top = QSplitter(Qt.Orientation.Horizontal)
         for widget in (self.model_view, self.matrix, self.bars):
             top.addWidget(widget)
@@ -209,6 +217,7 @@ class GeneratePanel(QWidget):
         self.slider.setValue(view.steps - 1)
         self.slider.blockSignals(False)
         self.slider.setEnabled(True)
+        self.open_button.setEnabled(True)
         self.show_step(view.steps - 1)
 
     # --- showing a step --------------------------------------------------------------------
@@ -304,3 +313,17 @@ def open_generate_window(app, model: str, prompt: str, new_tokens: int) -> int:
         return app.exec()
     finally:
         window.close()
+
+
+def open_generate_for(parent: QWidget, models, state) -> GenerateWindow:
+    """File → Generate and watch…: the window's model (when one is chosen) and model cache; "Open in
+    the explorer" traces the generated sequence in the main window at the layer shown."""
+    inputs = state.inputs
+    window = GenerateWindow(models.model, inputs.model if inputs.uses_model else "", parent)
+
+    def open_sequence(text: str, layer: int) -> None:
+        state.update_inputs(model=window.panel.model_edit.text().strip(), sentence=text, layer=layer)
+
+    window.panel.open_in_window.connect(open_sequence)
+    window.show()
+    return window

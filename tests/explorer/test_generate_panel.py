@@ -90,3 +90,22 @@ def test_first_key_out_of_the_scale():
     np.testing.assert_array_equal(out[0, :, 0], np.float32([0.3, 0.3, 0.3]))  # at most the rest's largest
     np.testing.assert_array_equal(out[0, :, 1:], a[0, :, 1:])
     assert a[0, 0, 0] == 1.0  # the input is unchanged
+
+
+def test_file_menu_generate_then_open_in_the_explorer(qtbot, make_window, settle, decoder):
+    window = make_window()
+    gen_window = window.open_generate()
+    qtbot.addWidget(gen_window)
+    panel = gen_window.panel
+    panel.model_edit.setText(str(decoder))
+    panel.prompt_edit.setText(PROMPT)
+    panel.new_tokens.setValue(4)
+    panel.generate(now=True)
+    assert panel.open_button.isEnabled()
+    panel.layer_box.setValue(2)
+    panel.open_button.click()
+    inputs = window.state.inputs
+    assert inputs.model == str(decoder) and inputs.layer == 2
+    assert inputs.sentence == panel.view.gen.sequence_text and inputs.sentence.startswith(PROMPT)
+    settle(window, timeout=60_000)
+    panel.worker.stop()
