@@ -109,3 +109,30 @@ def test_file_menu_generate_then_open_in_the_explorer(qtbot, make_window, settle
     assert inputs.sentence == panel.view.gen.sequence_text and inputs.sentence.startswith(PROMPT)
     settle(window, timeout=60_000)
     panel.worker.stop()
+
+
+def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
+    from explorer.survey_panel import SurveyPanel
+    from explorer.thumbnails import thumbnail_indices
+
+    rng = np.random.default_rng(0)
+    a = np.tril(rng.random((2, 3, 6, 6))).astype(np.float32)
+    a[..., 0] += 5.0  # every head parks most of its weight on the first token
+    a /= a.sum(-1, keepdims=True)
+    np.save(tmp_path / "sink.npy", a)
+    panel = SurveyPanel()
+    qtbot.addWidget(panel)
+    painted = {}
+    original = panel.model_view.set_layer
+
+    def spy(layer, weights=None, indices=None):
+        painted[layer] = thumbnail_indices(weights, True) if indices is None else indices
+        original(layer, weights, indices)
+
+    panel.model_view.set_layer = spy
+    assert panel.open_attention(tmp_path / "sink.npy")
+    np.testing.assert_array_equal(painted[1], thumbnail_indices(a[1], True))
+    panel.sink_box.setChecked(True)
+    np.testing.assert_array_equal(painted[1], thumbnail_indices(first_key_out_of_scale(a[1]), True))
+    assert painted[1][..., 1:].max() > thumbnail_indices(a[1], True)[..., 1:].max()  # the rest brightens
+    np.testing.assert_allclose(panel.table.model.values[:, -1], a[:, :, 1:, 0].mean(-1).reshape(-1), atol=1e-6)
