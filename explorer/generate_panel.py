@@ -36,12 +36,9 @@ from PySide6.QtWidgets import (
 
 from models.config import InputError
 from models.generate import GenerateSettings
-from models.survey import head_metrics
 
 from .generate_worker import GenerateWorker
 from .generation_view import GenerationView
-from .sink_scale import first_key_out_of_scale
-from .thumbnails import thumbnail_indices
 from .widgets.generated_matrix import GeneratedMatrix
 from .widgets.lens_map import LensMap
 from .widgets.model_view import ModelView
@@ -211,6 +208,8 @@ class GeneratePanel(QWidget):
         self.status.setText(f"{g.model}: {g.prompt_length} prompt tokens + {g.generated} generated "
                             f"(stopped: {g.stopped}; {ms:.0f} ms per token): {g.text!r}{notes}")  # fmt: skip
         self.lens.describe = view.lens_hover
+        self.model_view.set_shape(L, h, g.n, g.n)
+        self.model_view.set_metrics(view.metrics)
         self.lens.set_lens(g.lens_prob, view.lens_labels(), view.tokens, g.prompt_length)
         self.slider.blockSignals(True)
         self.slider.setRange(0, view.steps - 1)
@@ -236,14 +235,9 @@ class GeneratePanel(QWidget):
         chosen = "" if s.chosen is None else f" → chose {g.token_names.get(s.chosen, '?')!r}"
         kind = "prompt's last token" if step == 0 else f"generated token {step}"
         self.step_label.setText(f"step {step} / {view.steps - 1}: position {p}, {kind} {view.tokens[p]!r}{chosen}")
-        rows = view.rows_upto(step)  # (L, h, p+1, p+1)
-        shown = first_key_out_of_scale(rows) if self.sink_box.isChecked() else rows
-        L, h = rows.shape[:2]
-        self.model_view.set_shape(L, h, p + 1, p + 1)
-        fit = self.model_view.fit_box.isChecked()
-        for layer in range(L):
-            self.model_view.set_layer(layer, indices=thumbnail_indices(shown[layer], fit))
-        self.model_view.set_metrics(head_metrics(rows))
+        thumbs = view.step_thumbnails(step, self.model_view.fit_box.isChecked(), self.sink_box.isChecked())
+        for layer in range(g.num_layers):  # the mosaic keeps its shape: rows fill in as p grows
+            self.model_view.set_layer(layer, indices=thumbs[layer])
         layer, head = self.layer_box.value(), self.head_box.value()
         self.matrix.set_matrix(view.attention[layer, head], view.tokens, g.prompt_length, p,
                                f"L{layer} H{head} up to position {p}", self.sink_box.isChecked())  # fmt: skip

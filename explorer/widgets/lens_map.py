@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from .colormaps import lookup_table
 from .token_axis import TokenAxis, shorten
 
-MAX_TEXT_CELLS = 900  # beyond this many cells the map is coloured only (hover still names them)
+MAX_TEXT_CELLS = 320  # beyond this many cells the map is coloured only (hover still names them)
 COLOURS = 127
 
 

@@ -54,9 +54,13 @@ def test_each_step_shows_the_generation(qtbot, panel, decoder):
     qtbot.keyClick(panel.slider, Qt.Key.Key_Left)
     assert panel.step == 4
     p = gen.prompt_length - 1 + 4
-    # the model view grows row by row: its thumbnails cover positions 0..p
-    assert panel.model_view.tile == (p + 1, p + 1)
-    assert panel.model_view.metrics["sink"].shape == (3, 4)
+    # the model view grows row by row: rows after p are empty in every thumbnail
+    from explorer.thumbnails import EMPTY_INDEX
+
+    assert panel.model_view.tile == (gen.n, gen.n)
+    thumbs = view.step_thumbnails(4, True, False)
+    assert (thumbs[..., p + 1 :, :] == EMPTY_INDEX).all() and (thumbs[..., : p + 1, :] != EMPTY_INDEX).all()
+    np.testing.assert_allclose(panel.model_view.metrics["sink"], gen.attention()[:, :, 1:, 0].mean(-1), atol=1e-6)
     # the bars: the step's top-k, the chosen token in orange (the greedy choice is the first)
     step = gen.steps[4]
     assert panel.bars.chosen_row == 0 and step.chosen == gen.ids[p + 1]
@@ -136,3 +140,29 @@ def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
     np.testing.assert_array_equal(painted[1], thumbnail_indices(first_key_out_of_scale(a[1]), True))
     assert painted[1][..., 1:].max() > thumbnail_indices(a[1], True)[..., 1:].max()  # the rest brightens
     np.testing.assert_allclose(panel.table.model.values[:, -1], a[:, :, 1:, 0].mean(-1).reshape(-1), atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [9, 150])  # one cell per pixel, and blocks of 3 rows per pixel
+@pytest.mark.parametrize("sink_out", [False, True])
+def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
+    from explorer.generation_view import GenerationView
+    from explorer.thumbnails import EMPTY_INDEX, THUMB, block_max
+
+    rng = np.random.default_rng(1)
+    a = np.tril(rng.random((2, 3, n, n))).astype(np.float32)
+    a /= a.sum(-1, keepdims=True)
+    view = GenerationView.__new__(GenerationView)  # only the attention and the thumbnails' caches
+    view.attention, view._thumbs, view._sink_clipped = a, {}, None
+    view.gen = type("G", (), {"prompt_length": 3})()
+    shown = first_key_out_of_scale(a) if sink_out else a
+    top = block_max(shown, THUMB).max(axis=(-2, -1), keepdims=True)
+    for step in (0, 4, n - 3):
+        p = 2 + step
+        got = view.step_thumbnails(step, True, sink_out)
+        rows = shown.copy()
+        rows[:, :, p + 1 :] = -np.inf  # rows not generated yet take no part in the block maxima
+        small = block_max(rows, THUMB)
+        want = np.rint(np.clip(small / top, 0, 1) * 254)
+        filled = np.isfinite(small).all(-1)
+        np.testing.assert_array_equal(got[filled], want[filled].astype(np.uint8))
+        assert (got[~filled] == EMPTY_INDEX).all() and filled.any()
