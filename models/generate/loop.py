@@ -10,6 +10,7 @@ position: the residual stream after each layer through the final norm and the un
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import weakref
@@ -68,7 +69,8 @@ def estimate_generation_bytes(model, n: int) -> int:
     cache = F32 * 2 * L * a.num_kv_heads * n * a.head_dim
     states = F32 * (L + 4) * n * (a.hidden_size + getattr(a, "ffn", 4 * a.hidden_size))
     lens = 2 * LENS_CHUNK_BYTES + F32 * L * n * (4 + 4 * LENS_TOP)
-    return rows + full + cache + states + lens + MARGIN
+    prompt_pass = 4 * F32 * h * n * n  # one layer's scores, mask, weights of the prompt at once
+    return rows + full + cache + states + lens + prompt_pass + MARGIN
 
 
 class _Run:
@@ -212,7 +214,7 @@ def generate(
         text=tok.decode(ids[n_p:]), steps=steps, rows=run.rows,
         lens_ids=run.lens_ids[:, :n], lens_prob=run.lens_prob[:, :n],
         lens_top_ids=run.lens_top_ids[:, :n], lens_top_prob=run.lens_top_prob[:, :n],
-        stopped=stopped, settings={**s.__dict__, "max_new_tokens": s.max_new_tokens},
+        stopped=stopped, settings=dataclasses.asdict(s),
         head_source=head.source, device=model.device_label, notices=notices,
         elapsed_ms=(time.perf_counter() - start_time) * 1000, step_ms=step_ms,
         token_names={i: tok.token(i) for i in sorted(named)},
