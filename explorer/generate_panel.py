@@ -107,7 +107,8 @@ class GeneratePanel(QWidget):
         self.go.clicked.connect(self.generate)
         self.prompt_edit.returnPressed.connect(self.generate)
         self.open_button.clicked.connect(
-            lambda: self.view and self.open_in_window.emit(self.view.gen.sequence_text, self.layer_box.value())
+            lambda: self.view and self.open_in_window.emit(self.view.gen.sequence_text or self.prompt_edit.text(),
+                                                           self.layer_box.value())  # fmt: skip
         )
         self.slider.valueChanged.connect(self.show_step)
         for box in (self.layer_box, self.head_box):
@@ -205,12 +206,18 @@ class GeneratePanel(QWidget):
         self.head_box.setRange(0, h - 1)
         notes = "".join(f"  ⚠ {n}" for n in g.notices)
         ms = sorted(g.step_ms)[len(g.step_ms) // 2] if g.step_ms else 0.0
-        self.status.setText(f"{g.model}: {g.prompt_length} prompt tokens + {g.generated} generated "
-                            f"(stopped: {g.stopped}; {ms:.0f} ms per token): {g.text!r}{notes}")  # fmt: skip
+        if view.causal:
+            self.status.setText(f"{g.model}: {g.prompt_length} prompt tokens + {g.generated} generated "
+                                f"(stopped: {g.stopped}; {ms:.0f} ms per token): {g.text!r}{notes}")  # fmt: skip
+        else:
+            best = ", ".join(f"{s.position}: {s.top_tokens[0]!r}" for s in g.steps)
+            self.status.setText(f"{g.model} (encoder): {g.n} tokens, {view.steps} mask tokens predicted: "
+                                f"{best}{notes}")  # fmt: skip
         self.lens.describe = view.lens_hover
         self.model_view.set_shape(L, h, g.n, g.n)
         self.model_view.set_metrics(view.metrics)
-        self.lens.set_lens(g.lens_prob, view.lens_labels(), view.tokens, g.prompt_length)
+        self.lens.set_lens(g.lens_prob, view.lens_labels(), view.tokens, g.prompt_length,
+                           "the next token" if view.causal else "the last layer's top token")  # fmt: skip
         self.slider.blockSignals(True)
         self.slider.setRange(0, view.steps - 1)
         self.slider.setValue(view.steps - 1)
@@ -234,17 +241,21 @@ class GeneratePanel(QWidget):
         s = g.steps[step]
         chosen = "" if s.chosen is None else f" → chose {g.token_names.get(s.chosen, '?')!r}"
         kind = "prompt's last token" if step == 0 else f"generated token {step}"
+        if not view.causal:
+            kind = f"mask token {step + 1} of {view.steps}:"
         self.step_label.setText(f"step {step} / {view.steps - 1}: position {p}, {kind} {view.tokens[p]!r}{chosen}")
         thumbs = view.step_thumbnails(step, self.model_view.fit_box.isChecked(), self.sink_box.isChecked())
         for layer in range(g.num_layers):  # the mosaic keeps its shape: rows fill in as p grows
             self.model_view.set_layer(layer, indices=thumbs[layer])
         layer, head = self.layer_box.value(), self.head_box.value()
-        self.matrix.set_matrix(view.attention[layer, head], view.tokens, g.prompt_length, p,
-                               f"L{layer} H{head} up to position {p}", self.sink_box.isChecked())  # fmt: skip
+        title = f"L{layer} H{head} up to position {p}" if view.causal else f"L{layer} H{head}, row {p} outlined"
+        self.matrix.set_matrix(view.attention[layer, head], view.tokens, g.prompt_length, p, title,
+                               self.sink_box.isChecked(), None if view.causal else g.n - 1)  # fmt: skip
         self.matrix.set_sink(view.sink[:, layer, head], view.sink[:, layer].mean(-1), p)
         row = s.top_ids.index(s.chosen) if s.chosen in s.top_ids else None
+        what = f"Next token after position {p}" if view.causal else f"Predicted at position {p}"
         self.bars.set_bars(s.top_tokens, s.top_probs, row, g.token_names.get(s.chosen, "?") if s.chosen is not None
-                           else "", s.chosen_prob, f"Next token after position {p}")  # fmt: skip
+                           else "", s.chosen_prob, what)  # fmt: skip
         self.lens.set_position(p)
         self.shown.emit(step)
 

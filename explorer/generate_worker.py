@@ -80,8 +80,13 @@ class GenerateWorker(QObject):
                 if not stale():
                     self.progress.emit(request, done_tokens, total)
 
-            gen = generate(model, prompt, settings, should_stop=stale, on_step=on_step)
-            view = GenerationView(gen)
+            if model.default_mask != "causal":  # an encoder: its predictions at the mask tokens
+                from models.generate.mlm import predict_masks
+
+                result = predict_masks(model, prompt, shown=settings.shown, max_tokens=settings.max_tokens)
+                view = GenerationView(result.as_generation(), attention=result.attention, causal=False)
+            else:
+                view = GenerationView(generate(model, prompt, settings, should_stop=stale, on_step=on_step))
             if not stale():
                 self.finished.emit(request, view)
         except Cancelled:

@@ -19,9 +19,12 @@ from .thumbnails import COLOURS, EMPTY_INDEX, THUMB, block_max
 
 
 class GenerationView:
-    def __init__(self, gen: Generation) -> None:
+    def __init__(self, gen: Generation, attention: np.ndarray | None = None, causal: bool = True) -> None:
+        """``attention``: given for an encoder's mask predictions (``causal`` False: every row
+        is shown at every step, a step being a mask token)."""
         self.gen = gen
-        self.attention = gen.attention()  # (L, h, n, n)
+        self.causal = causal
+        self.attention = gen.attention() if attention is None else attention  # (L, h, n, n)
         self.sink = self.attention[:, :, :, 0].transpose(2, 0, 1).copy()  # (n, L, h): weight on token 0
         self.tokens = tuple(gen.tokens)
         self.lens_tokens = _token_table(gen)  # id -> text, every id the lens or the bars name
@@ -53,7 +56,7 @@ class GenerationView:
         small, top = self.thumbnails_for(fit_each, sink_out)
         n, t = self.attention.shape[-1], small.shape[-1]
         b = max(1, math.ceil(n / THUMB))
-        p = self.position(step)
+        p = self.last_row(step)
         r = p // b
         shown = small[..., : r + 1, :].copy()
         part = (self._clipped() if sink_out else self.attention)[:, :, r * b : p + 1]  # (L, h, ≤b, n)
@@ -67,11 +70,15 @@ class GenerationView:
         return len(self.gen.steps)
 
     def position(self, step: int) -> int:
-        return self.gen.prompt_length - 1 + step
+        return self.gen.steps[step].position
+
+    def last_row(self, step: int) -> int:
+        """The last row shown at ``step``: its position (a decoder), or every row (an encoder)."""
+        return self.position(step) if self.causal else self.gen.n - 1
 
     def rows_upto(self, step: int) -> np.ndarray:
         """``(L, h, p + 1, p + 1)``: every head over positions 0..p of step ``step``."""
-        p = self.position(step) + 1
+        p = self.last_row(step) + 1
         return self.attention[:, :, :p, :p]
 
     def lens_label(self, layer: int, position: int) -> str:

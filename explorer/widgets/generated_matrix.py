@@ -59,17 +59,20 @@ class GeneratedMatrix(QWidget):
         self.matrix: np.ndarray | None = None
 
     def set_matrix(self, a: np.ndarray, tokens, prompt_length: int, position: int, title: str,
-                   sink_out: bool = False) -> None:  # fmt: skip
-        """``a (n, n)`` one head over the whole sequence; rows after ``position`` are left empty."""
+                   sink_out: bool = False, last_row: int | None = None) -> None:  # fmt: skip
+        """``a (n, n)`` one head over the whole sequence, row ``position`` outlined; rows after
+        ``last_row`` (default: ``position``) are left empty and so is the causal upper triangle."""
         n = a.shape[0]
-        shown = a[: position + 1]
+        last = position if last_row is None else last_row
+        shown = a[: last + 1]
         scaled = first_key_out_of_scale(shown) if sink_out else shown
         top = float(np.nanmax(scaled)) if scaled.size else 1.0
         top = top if top > 0 else 1.0
         indices = np.full((n, n), 255, np.uint8)  # masked grey: not generated yet at this step
-        indices[: position + 1] = np.rint(np.clip(scaled / top, 0, 1) * (COLOURS - 1)).astype(np.uint8)
-        upper = np.triu(np.ones((position + 1, n), bool), 1)
-        indices[: position + 1][upper] = 255
+        indices[: last + 1] = np.rint(np.clip(scaled / top, 0, 1) * (COLOURS - 1)).astype(np.uint8)
+        if last_row is None:  # a decoder: the future is hidden
+            upper = np.triu(np.ones((last + 1, n), bool), 1)
+            indices[: last + 1][upper] = 255
         self.matrix = a
         self.image.setImage(indices, autoLevels=False, levels=(0, 255), lut=lookup_table(True))
         self.image.setRect(QRectF(0, 0, n, n))
@@ -77,11 +80,14 @@ class GeneratedMatrix(QWidget):
         self.bottom.set_labels(tuple(tokens))
         self.v_line.setValue(prompt_length)
         self.h_line.setValue(prompt_length)
-        self.row_box.setRect(QRectF(0, position, position + 1, 1))
+        self.row_box.setRect(QRectF(0, position, (position if last_row is None else n - 1) + 1, 1))
         self.plot.setRange(xRange=(0, n), yRange=(0, n), padding=0)
         self.plot.setTitle(title, size="9pt")
         scale = "0 to the largest weight off token 0" if sink_out else "0 to the largest weight"
-        self.caption.setText(f"Colours: {scale} ({top:.3f}); dashed: prompt | generated; outlined: this step's row")
+        marks = "outlined: the mask's row"
+        if last_row is None:
+            marks = "dashed: prompt | generated; outlined: this step's row"
+        self.caption.setText(f"Colours: {scale} ({top:.3f}); {marks}")
 
     def set_sink(self, head_share: np.ndarray, mean_share: np.ndarray, position: int) -> None:
         """Weight on token 0 at every position: this head (orange), the mean of all heads (dashed)."""

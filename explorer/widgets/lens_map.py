@@ -47,8 +47,9 @@ class LensMap(QWidget):
         layout.addWidget(self.hover_label)
         self.plot.scene().sigMouseMoved.connect(self._hover)
 
-    def set_lens(self, prob: np.ndarray, labels: list[list[str]], tokens, prompt_length: int) -> None:
-        """``prob (L, n)`` in 0..1, ``labels[l][p]`` the top token, ``tokens`` the sequence."""
+    def set_lens(self, prob: np.ndarray, labels: list[list[str]], tokens, prompt_length: int,
+                 target: str = "the next token") -> None:  # fmt: skip
+        """``prob (L, n)`` in 0..1 (of ``target``), ``labels[l][p]`` the top token, ``tokens`` the sequence."""
         L, n = prob.shape
         self.shape = (L, n)
         indices = np.rint(np.clip(np.nan_to_num(prob), 0, 1) * (COLOURS - 1)).astype(np.uint8)
@@ -70,7 +71,7 @@ class LensMap(QWidget):
                     self.plot.addItem(item)
                     self.texts.append(item)
         self.plot.setRange(xRange=(0, n), yRange=(0, L), padding=0)
-        self.plot.setTitle("Logit lens: colour = probability of the next token after each layer; "
+        self.plot.setTitle(f"Logit lens: colour = probability of {target} after each layer; "
                            "text = that layer's top token", size="9pt")  # fmt: skip
 
     def set_position(self, position: int) -> None:

@@ -26,7 +26,7 @@ from models.pretrained.checkpoint import Weights
 from models.pretrained.common import layer_norm
 from models.pretrained.registry import read_config
 
-from .result import LENS_TOP
+from .result import LENS_TOP, Generation, Step
 
 # model_type: (transform, layer norm, decoder, bias names), as transformers' *ForMaskedLM save them
 MLM_KEYS = {
@@ -118,6 +118,20 @@ class MaskedResult:
     lens_top_prob: np.ndarray
     head_source: str
     notices: list[str] = field(default_factory=list)
+    token_names: dict[int, str] = field(default_factory=dict)  # id -> token, for every id named here
+
+    def as_generation(self) -> Generation:
+        """The same numbers in a Generation's shape (one step per mask token; nothing generated,
+        ``prompt_length = n``), for the Generate window; ``attention`` stays on this result."""
+        L, h, n, _ = self.attention.shape
+        steps = [Step(m.position, m.top_ids, m.top_tokens, m.top_probs, None, None) for m in self.masks]
+        return Generation(
+            model=self.model, model_type=self.model_type, num_layers=L, num_heads=h, ids=list(self.ids),
+            tokens=list(self.tokens), prompt_length=n, text="", steps=steps, rows=[], lens_ids=self.lens_ids,
+            lens_prob=self.lens_prob, lens_top_ids=self.lens_top_ids, lens_top_prob=self.lens_top_prob,
+            stopped="masks predicted", settings={}, head_source=self.head_source, notices=list(self.notices),
+            token_names=dict(self.token_names),
+        )  # fmt: skip
 
 
 def predict_masks(model, sentence: str, shown: int = 10, max_tokens: int | None = None) -> MaskedResult:
@@ -142,10 +156,11 @@ def predict_masks(model, sentence: str, shown: int = 10, max_tokens: int | None 
             predictions.append(MaskPrediction(p, ids, tuple(tok.token(i) for i in ids),
                                               tuple(float(x) for x in t.values)))  # fmt: skip
     top_ids = torch.stack([t.indices for t in top]).cpu().numpy().astype(np.int64)
+    named = set(np.unique(top_ids).tolist()) | set(enc.ids) | {i for m in predictions for i in m.top_ids}
     return MaskedResult(
         model=model.name, model_type=model.model_type, ids=list(enc.ids), tokens=list(enc.tokens),
         masks=predictions, attention=attention, lens_ids=top_ids[:, :, 0].copy(),
         lens_prob=lens_prob.cpu().numpy().astype(np.float32), lens_top_ids=top_ids,
         lens_top_prob=torch.stack([t.values for t in top]).cpu().numpy().astype(np.float32),
-        head_source=head.source, notices=list(notices),
+        head_source=head.source, notices=list(notices), token_names={i: tok.token(i) for i in sorted(named)},
     )  # fmt: skip

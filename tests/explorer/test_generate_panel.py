@@ -152,8 +152,8 @@ def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
     a = np.tril(rng.random((2, 3, n, n))).astype(np.float32)
     a /= a.sum(-1, keepdims=True)
     view = GenerationView.__new__(GenerationView)  # only the attention and the thumbnails' caches
-    view.attention, view._thumbs, view._sink_clipped = a, {}, None
-    view.gen = type("G", (), {"prompt_length": 3})()
+    view.attention, view._thumbs, view._sink_clipped, view.causal = a, {}, None, True
+    view.gen = type("G", (), {"steps": [type("S", (), {"position": 2 + s})() for s in range(n - 2)]})()
     shown = first_key_out_of_scale(a) if sink_out else a
     top = block_max(shown, THUMB).max(axis=(-2, -1), keepdims=True)
     for step in (0, 4, n - 3):
@@ -166,3 +166,41 @@ def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
         filled = np.isfinite(small).all(-1)
         np.testing.assert_array_equal(got[filled], want[filled].astype(np.uint8))
         assert (got[~filled] == EMPTY_INDEX).all() and filled.any()
+
+
+def test_an_encoder_shows_its_mask_predictions(qtbot, tmp_path):
+    import torch
+
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    from models.generate.mlm import predict_masks
+
+    words = ["[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "ran"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="the"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.add_special_tokens(["[MASK]"])  # one token, not split at its brackets
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                       special_tokens=[("[CLS]", 0), ("[SEP]", 1)])  # fmt: skip
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=16)  # fmt: skip
+    transformers.BertForMaskedLM(config).save_pretrained(tmp_path)
+    tok.save(str(tmp_path / "tokenizer.json"))
+    panel = GeneratePanel(lambda name: load_model(name, device="cpu"), str(tmp_path))
+    qtbot.addWidget(panel)
+    panel.prompt_edit.setText("the cat [MASK] on the [MASK]")
+    panel.show()
+    panel.generate(now=True)
+    view = panel.view
+    assert view is not None, panel.status.text()
+    assert not view.causal and view.steps == 2
+    result = predict_masks(load_model(tmp_path, device="cpu"), "the cat [MASK] on the [MASK]")
+    np.testing.assert_array_equal(view.attention, result.attention)
+    assert [view.position(s) for s in range(2)] == [3, 6]  # [CLS] the cat [MASK] on the [MASK] [SEP]
+    panel.slider.setValue(0)
+    assert "mask token 1 of 2" in panel.step_label.text() and panel.bars.chosen_row is None
+    assert panel.bars.labels[0].startswith(result.masks[0].top_tokens[0])
+    assert (view.step_thumbnails(0, True, False) != 255).all()  # an encoder shows every row
+    assert "(encoder)" in panel.status.text()
+    panel.worker.stop()
