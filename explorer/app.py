@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
     view.add_argument("--attention", metavar="FILE",
                       help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
+    view.add_argument("--generate", metavar="PROMPT",
+                      help="with --model: open the Generate window on this prompt (with --screenshot: save it)")
+    view.add_argument("--new-tokens", type=int, default=12, metavar="N", help="with --generate: tokens to generate")
     view.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
     view.add_argument("--session", metavar="FILE", help="open a saved session (other options given apply on top)")
     view.add_argument("--save-session", metavar="FILE", help="with --screenshot: also save the session it shows")
@@ -184,6 +187,14 @@ def run_app(argv: Sequence[str]) -> int:
 
         if (problem := check_attention_arg(args.attention)) or args.screenshot:
             return attention_screenshot(args.attention, args.screenshot) if not problem else _fail(problem)
+    if args.generate is not None:  # issue 21: the Generate window alone
+        from .generate_panel import generate_screenshot, open_generate_window
+
+        if not args.model:
+            return _fail("--generate needs --model (a decoder)")
+        if args.screenshot:
+            return generate_screenshot(args.model, args.generate, args.new_tokens, args.screenshot)
+        return open_generate_window(app, args.model, args.generate, args.new_tokens)
     window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head, fit_colours=fit)
     if args.attention:
         window.open_survey(path=args.attention)

@@ -218,6 +218,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction("Open attention…", lambda: self.open_survey(path=None))  # issue 10
         file_menu.addAction("Whole model (every layer and head)…", lambda: self.open_survey(model=True))
         file_menu.addAction("Positional-encoding lens…", self.open_pe_lens)
+        file_menu.addAction("Generate and watch…", self.open_generate)  # issue 21
         file_menu.addSeparator()
         file_menu.addAction("Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
         # Window-wide stage keys. A focused line edit claims Left/Right/Home/End first (Qt's
@@ -370,6 +371,12 @@ class MainWindow(QMainWindow):
             survey = open_attention_window(self, path)
         self._survey_window = survey or getattr(self, "_survey_window", None)
         return survey
+
+    def open_generate(self):
+        from .generate_panel import open_generate_for
+
+        self._generate_window = open_generate_for(self, self.worker.models, self.state)
+        return self._generate_window
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:
