@@ -24,6 +24,9 @@ from test_pretrained_families import SENTENCE, WINDOW, make_tokenizer  # noqa: E
 SMALL = dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4)
 DECODER = dict(SMALL, intermediate_size=64, max_position_embeddings=32, initializer_range=0.2)
 SLIDING, FULL = "sliding_attention", "full_attention"
+# YaRN whose ramp splits the rotated pairs: the fastest extrapolated, the others interpolated
+YARN = {"rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "original_max_position_embeddings": 16,
+        "beta_fast": 8.0, "beta_slow": 1.0}
 
 # name: (model_type, config class, kwargs, encoder?)
 FAMILIES = {
@@ -43,7 +46,12 @@ FAMILIES = {
     "gpt_oss-sinks-moe": (
         "gpt_oss", "GptOssConfig",
         dict(DECODER, num_key_value_heads=2, head_dim=8, sliding_window=WINDOW, num_local_experts=4,
-             num_experts_per_tok=2, swiglu_limit=1.0, rope_parameters={"rope_type": "default", "rope_theta": 100.0}),
+             num_experts_per_tok=2, swiglu_limit=1.0, rope_parameters=YARN | {"truncate": False}),
+        False,
+    ),
+    "llama-yarn": (  # YaRN, read by every family built on LLaMA's blocks
+        "llama", "LlamaConfig", dict(DECODER, num_key_value_heads=2, rope_parameters=YARN | {"mscale": 2.0,
+                                     "mscale_all_dim": 1.0}),
         False,
     ),
     "phi-qk-layernorm": ("phi", "PhiConfig", dict(DECODER, qk_layernorm=True, num_key_value_heads=2), False),

@@ -1,0 +1,36 @@
+"""gpt-oss in the window: the sink is the weights' last key column, labelled, and it cannot be
+hidden like a key (Alt+click); the query focus lists it without a value row."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.state import Inputs
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def gpt_oss_folder(tmp_path_factory):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
+    from test_pretrained_families_2 import build
+
+    folder = tmp_path_factory.mktemp("gpt_oss")
+    build(folder, "gpt_oss-sinks-moe")
+    return folder
+
+
+def test_the_sink_column_is_shown_and_cannot_be_hidden(qtbot, make_window, settle, gpt_oss_folder):
+    window = make_window(Inputs(sentence="the cat sat on the mat", model=str(gpt_oss_folder), layer=0))
+    trace = window.state.display.trace
+    n = len(trace.key_tokens)
+    weights = trace["weights"]
+    assert weights.shape[-1] == n + 1 and weights.col_labels[-1] == "sink"
+    assert window.key_hider.toggle(2, n) is False  # the sink's column
+    assert "sink is not a key" in window.status_line.plain_text() and window.experiment.edits == []
+    assert window.key_hider.toggle(2, 1) is True  # a real key still hides
+    settle(window)
+    assert window.state.display.trace["weights"].array[:, 2, 1].max() == 0.0
