@@ -67,10 +67,22 @@ FAMILIES = {
              word_embed_proj_dim=16),
         False,
     ),
+    "opt-no-bias-no-affine": (
+        "opt", "OPTConfig",
+        dict(SMALL, ffn_dim=64, max_position_embeddings=32, init_std=0.2, enable_bias=False,
+             layer_norm_elementwise_affine=False),
+        False,
+    ),
     "falcon-new-gqa": (
         "falcon", "FalconConfig",
         dict(SMALL, new_decoder_architecture=True, num_kv_heads=2, ffn_hidden_size=64, max_position_embeddings=32,
              bias=True, initializer_range=0.2),
+        False,
+    ),
+    "falcon-new-one-norm": (  # Falcon2-11B's layout: one LayerNorm feeds both branches
+        "falcon", "FalconConfig",
+        dict(SMALL, new_decoder_architecture=True, num_kv_heads=1, num_ln_in_parallel_attn=1, parallel_attn=True,
+             ffn_hidden_size=48, max_position_embeddings=32, initializer_range=0.2),
         False,
     ),
     "falcon-multi-query": (
@@ -188,7 +200,7 @@ def check_family_stages(name: str, trace, layer: int, n: int) -> None:
             assert rd < dk
             before = trace["q_normed" if "q_normed" in trace else "q"].array
             np.testing.assert_array_equal(before[..., rd:], trace["q_rotated"].array[..., rd:])
-    if name.startswith("falcon-new"):
+    if name == "falcon-new-gqa":
         assert trace.config["kv_heads"] == 2 and trace.config["head_groups"] == [0, 0, 1, 1]
     if name.startswith("falcon-multi"):
         assert trace.config["kv_heads"] == 1
