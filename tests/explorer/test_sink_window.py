@@ -34,3 +34,17 @@ def test_the_sink_column_is_shown_and_cannot_be_hidden(qtbot, make_window, settl
     assert window.key_hider.toggle(2, 1) is True  # a real key still hides
     settle(window)
     assert window.state.display.trace["weights"].array[:, 2, 1].max() == 0.0
+
+
+def test_the_sink_logit_cannot_be_edited_like_a_score(qtbot, make_window, settle, gpt_oss_folder, monkeypatch):
+    window = make_window(Inputs(sentence="the cat sat on the mat", model=str(gpt_oss_folder), layer=1))
+    n = len(window.state.display.trace.key_tokens)
+    window.resize(1400, 900)
+    window.state.set_stage("scores")
+    qtbot.waitUntil(lambda: window.matrix_view.shown_stage.name == "scores" and not window.matrix_view.building)
+    monkeypatch.setattr(window.experiment, "ask_value", lambda *a: 3.0)
+    assert window.experiment.edit_cell(0, 2, n) is False  # the sink's column
+    assert "cannot be edited" in window.status_line.plain_text() and window.experiment.edits == []
+    assert window.experiment.edit_cell(0, 2, 1) is True  # a real score can be
+    settle(window)
+    assert window.state.display.trace["scores"].array[0, 2, 1] == 3.0
