@@ -60,14 +60,16 @@ def rotary_dim(cfg: dict, head_dim: int, default_fraction: float = 1.0) -> int:
     return dim
 
 
-def rope_inv_freq(cfg: dict, dim: int, model_type: str, params: dict | None = None) -> Tensor:
-    """The rotation speed of each pair of rotated features, ``(dim/2,)``."""
+def rope_inv_freq(cfg: dict, dim: int, model_type: str, params: dict | None = None,
+                  also: tuple[str, ...] = ()) -> Tensor:  # fmt: skip
+    """The rotation speed of each pair of rotated features, ``(dim/2,)``; ``also``: the rope types
+    the caller handles itself, named among the supported ones when refusing another."""
     params = rope_params(cfg) if params is None else params
     kind = params.get("rope_type", params.get("type", "default"))
     if not isinstance(kind, str) or kind not in ROPE_TYPES:
         raise InputError(
             f"{model_type} model: unsupported rope type {short(kind)} (it cannot be reproduced "
-            f"exactly); supported: {', '.join(ROPE_TYPES)}"
+            f"exactly); supported: {', '.join(ROPE_TYPES + also)}"
         )
     base = _first_float(
         10000.0, (params, "rope_theta"), (cfg, "rope_theta"), (cfg, "rotary_emb_base")
@@ -108,6 +110,9 @@ def yarn(cfg: dict, dim: int, params: dict) -> tuple[Tensor, float]:
     multiplied by (``attention_factor``, else ``0.1 · mscale · ln(factor) + 1``), as transformers'
     ``_compute_yarn_parameters``."""
     base = _first_float(10000.0, (params, "rope_theta"), (cfg, "rope_theta"))
+    if params.get("original_max_position_embeddings") is None:
+        raise InputError("config.json: rope type 'yarn' needs 'original_max_position_embeddings' in its "
+                         "rope parameters")
     old_len = _first_float(None, (params, "original_max_position_embeddings"))
     factor = _first_float(config_float(cfg, "max_position_embeddings", 1.0) / old_len, (params, "factor"))
 
@@ -150,7 +155,7 @@ def rotary(cfg: dict, dim: int, model_type: str, params: dict | None = None) -> 
     params = rope_params(cfg) if params is None else params
     if params.get("rope_type", params.get("type")) == "yarn":
         return Rotary(*yarn(cfg, dim, params))
-    return Rotary(rope_inv_freq(cfg, dim, model_type, params))
+    return Rotary(rope_inv_freq(cfg, dim, model_type, params, also=("yarn",)))
 
 
 class Rotary:

@@ -106,8 +106,11 @@ def _altered(src, dst, **values):
 
 
 CASES = {
-    "gpt_oss-yarn": ("gpt_oss-sinks-moe", dict(rope_parameters={"rope_type": "dynamic", "factor": 2.0}),
-                     "gpt_oss model: unsupported rope type 'dynamic'"),
+    "gpt_oss-dynamic": ("gpt_oss-sinks-moe", dict(rope_parameters={"rope_type": "dynamic", "factor": 2.0}),
+                        "gpt_oss model: unsupported rope type 'dynamic' (it cannot be reproduced exactly); "
+                        "supported: default, linear, llama3, yarn"),
+    "gpt_oss-yarn-length": ("gpt_oss-sinks-moe", dict(rope_parameters={"rope_type": "yarn", "factor": 4.0}),
+                            "rope type 'yarn' needs 'original_max_position_embeddings'"),
     "gpt_oss-top-k": ("gpt_oss-sinks-moe", dict(num_experts_per_tok=9), "num_experts_per_tok 9 exceeds"),
     "gemma3-pattern-text": ("gemma3-pattern", dict(sliding_window_pattern="2", layer_types=None),
                             "sliding_window_pattern must be a positive integer"),
