@@ -48,3 +48,21 @@ def test_the_sink_logit_cannot_be_edited_like_a_score(qtbot, make_window, settle
     assert window.experiment.edit_cell(0, 2, 1) is True  # a real score can be
     settle(window)
     assert window.state.display.trace["scores"].array[0, 2, 1] == 3.0
+
+
+def test_clicking_the_sink_column_explains_the_sink(qtbot, make_window, gpt_oss_folder):
+    from mouse import cell_point
+    from PySide6.QtCore import Qt
+
+    window = make_window(Inputs(sentence="the cat sat on the mat", model=str(gpt_oss_folder), layer=0))
+    window.resize(1400, 900)
+    n = len(window.state.display.trace.key_tokens)
+    for stage, title in (("weights", "Weight"), ("scores", "Sink logit")):
+        window.state.set_stage(stage)
+        view = window.matrix_view
+        qtbot.waitUntil(lambda: view.shown_stage.name == stage and not view.building)  # noqa: B023
+        qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 0, 4, n))
+        qtbot.waitUntil(lambda: window.inspector.inspector.derivation is not None
+                        and window.inspector.inspector.derivation.stage == stage)  # noqa: B023
+        d = window.inspector.inspector.derivation
+        assert tuple(d.cell) == (0, 4, n) and d.title.startswith(title) and "'sink'" in d.title
