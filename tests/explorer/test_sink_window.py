@@ -3,6 +3,7 @@ hidden like a key (Alt+click); the query focus lists it without a value row."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from explorer.state import Inputs
@@ -66,3 +67,14 @@ def test_clicking_the_sink_column_explains_the_sink(qtbot, make_window, gpt_oss_
                         and window.inspector.inspector.derivation.stage == stage)  # noqa: B023
         d = window.inspector.inspector.derivation
         assert tuple(d.cell) == (0, 4, n) and d.title.startswith(title) and "'sink'" in d.title
+
+
+def test_the_whole_model_view_shows_the_real_keys_weights(qtbot, make_window, gpt_oss_folder):
+    window = make_window(Inputs(sentence="the cat sat on the mat", model=str(gpt_oss_folder), layer=0), persist=False)
+    n = len(window.state.display.trace.key_tokens)
+    survey = window.open_survey(model=True)
+    qtbot.addWidget(survey)
+    qtbot.waitUntil(lambda: survey.panel.survey is not None, timeout=60_000)
+    weights = survey.panel.survey.weights  # as transformers' attentions: the sink's share left out
+    assert weights.shape == (3, 4, n, n) and weights.sum(-1).max() < 1
+    np.testing.assert_allclose(weights[0], window.state.display.trace["weights"].array[..., :n], atol=1e-6)
