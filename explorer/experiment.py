@@ -94,6 +94,9 @@ class Experiment(QObject):
             return False
         if stage.name not in CELL_STAGES:
             return False
+        if stage.col_axis == "key" and col >= len(display.trace.key_tokens):  # gpt-oss's sink column
+            self.window_.status_line.show_error("the sink is a learned logit, not a score: it cannot be edited")
+            return False
         cell = (head, row, col) if stage.per_head else (row, col)
         earlier = [e.value for e in self.edits if e.stage == stage.name and e.cell == cell]
         shown = 0.0 if display.trace.meta.get("difference") else stage.cell(head, row, col)

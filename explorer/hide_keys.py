@@ -60,6 +60,9 @@ class KeyHider:
         """A model's layer: hide (or show) the key as a mask edit, one undo step."""
         experiment = self.window_.experiment
         n = len(trace.key_tokens)
+        if col >= n:  # a learned attention sink's column (gpt-oss): not a key, nothing to hide
+            self.window_.status_line.show_error("the sink is not a key: it cannot be hidden")
+            return False
         hidden = traced_hidden(trace.config, n, experiment.edits)  # (n, n)
         if whole_token:
             hide = not hidden[:, col].all()

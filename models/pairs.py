@@ -148,8 +148,9 @@ class PairStore:
         self.n_k = self.n_keys + (spec.sinks is not None)  # columns: the keys (and the sink)
         self.d_v = spec.v.shape[-1]
         self.budget = DEFAULT_BUDGET if budget is None else budget
-        # Fixed row blocks (a multiple of 8 rows), decided by n_k alone.
-        rows = max(8, BLOCK_BYTES // (4 * max(1, self.n_k)) // 8 * 8)
+        # Fixed row blocks (a multiple of 8 rows), decided by the number of keys alone (a sink's
+        # column does not make a block of 4,096 keys one row shorter, and the stage one block longer).
+        rows = max(8, BLOCK_BYTES // (4 * max(1, self.n_keys)) // 8 * 8)
         self.block_rows = min(rows, max(8, -(-self.n_q // 8) * 8))
         self.blocks = -(-self.n_q // self.block_rows)
         self._cache: OrderedDict[tuple[str, int, int], np.ndarray] = OrderedDict()
@@ -187,10 +188,9 @@ class PairStore:
         """Rows ``r0:r1`` of a block and the keys ``c0:c1`` computed for them: every key before
         the mask, from the mask on only those some query of the block may see."""
         r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
-        before_mask = name in ("scores", "scaled", "biased", "softcapped")
-        if before_mask or self.spec.sinks is not None:  # the sink, last, is always visible
-            return r0, r1, 0, self.n_k
-        c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_k)
+        if name in ("scores", "scaled", "biased", "softcapped"):
+            return r0, r1, 0, self.n_keys
+        c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_keys)  # the keys (a sink is always seen)
         return r0, r1, c0, c1
 
     def _compute(self, name: str, head: int, block: int) -> torch.Tensor:
@@ -201,14 +201,16 @@ class PairStore:
         if self.on_compute is not None:
             self.on_compute(name, head, block)
         r0, r1, c0, c1 = self._span(name, block)
-        x = self._chain(name, head, r0, r1, c0, c1)  # (r, c1 − c0)
-        if (c0, c1) == (0, self.n_k):
+        x = self._chain(name, head, r0, r1, c0, c1)  # (r, c1 − c0), then a sink's column if any
+        if (c0, c1) == (0, self.n_keys):
             return x
         fill = float("-inf") if name == "masked" else 0.0
         out = torch.empty((r1 - r0, self.n_k), dtype=x.dtype, device=x.device)
         out[:, :c0].fill_(fill)  # each cell written once: the keys no query of the block sees...
-        out[:, c1:].fill_(fill)
-        out[:, c0:c1] = x  # ...and the computed ones
+        out[:, c1 : self.n_keys].fill_(fill)
+        out[:, c0:c1] = x[:, : c1 - c0]  # ...and the computed ones
+        if self.n_k > self.n_keys:
+            out[:, self.n_keys :] = x[:, c1 - c0 :]  # the sink's column, last
         return out
 
     def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
@@ -217,7 +219,7 @@ class PairStore:
             return self._keys_chain(name, head, r0, r1, c0, c1)
         # keys c0:c1 then the sink (whose logit is neither scaled, capped nor masked)
         last = "masked" if name == "weights" else name
-        x = self._keys_chain(last, head, r0, r1, c0, min(c1, self.n_keys))  # (r, c)
+        x = self._keys_chain(last, head, r0, r1, c0, c1)  # (r, c)
         sink = s.sinks[head].to(x.dtype).expand(x.shape[0], 1)
         x = torch.cat([x, sink], dim=-1)  # (r, c + 1)
         return att.softmax(x, s.temperature) if name == "weights" else x
@@ -295,6 +297,8 @@ class PairStore:
         whole stage fits the budget; beyond, computed and not kept: expanding each block to every
         key (fresh pages of 64 MiB at 16,384 tokens) took half the time of a pass."""
         r0, r1, c0, c1 = self._span(name, block)
+        if self.spec.sinks is not None:  # the sink's column is not next to the visible keys: all of them
+            return self.block(name, head, block), 0
         if self.heads * self.n_q * self.n_k * 4 <= self.budget or (c0, c1) == (0, self.n_k):
             return self.block(name, head, block)[:, c0:c1], c0
         with self._lock:
@@ -304,6 +308,21 @@ class PairStore:
         with torch.no_grad():
             array = self._chain(name, head, r0, r1, c0, c1).to("cpu", torch.float32).numpy()
         return self._checked(name, head, r0, array), c0
+
+    def _visible_keys(self, head: int, block: int) -> tuple[np.ndarray, int]:
+        """The weights of the keys some query of the block sees, ``(x, c0)`` as :meth:`visible_block`,
+        without a learned sink's column (it has no value row to weigh)."""
+        if self.spec.sinks is None:
+            return self.visible_block("weights", head, block)
+        r0, r1, c0, c1 = self._span("weights", block)
+        with self._lock:
+            hit = self._cache.get(("weights", head, block))
+        if hit is None and self.heads * self.n_q * self.n_k * 4 <= self.budget:
+            hit = self.block("weights", head, block)
+        if hit is not None:
+            return hit[:, c0:c1], c0
+        with torch.no_grad():
+            return self._chain("weights", head, r0, r1, c0, c1)[:, : c1 - c0].to("cpu", torch.float32).numpy(), c0
 
     # --- public reads ------------------------------------------------------------------------
     def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None,
@@ -357,8 +376,7 @@ class PairStore:
                     if should_stop is not None and should_stop():
                         raise Cancelled("head_output")
                     # Keys no query of the block sees have weight 0 exactly: left out of the sum.
-                    a, c0 = self.visible_block("weights", h, b)  # (r, c), keys c0:c0 + c
-                    a = a[:, : self.n_keys - c0]  # not the sink column, which has no value
+                    a, c0 = self._visible_keys(h, b)  # (r, c), keys c0:c0 + c
                     start = b * self.block_rows
                     a_t = torch.from_numpy(a).to(v.device)
                     out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v[c0 : c0 + a.shape[1]])

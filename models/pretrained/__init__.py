@@ -1,8 +1,9 @@
 """Real pretrained transformers, offline: step through the attention of an actual model.
 
 Opens Hugging Face model folders (config.json, model.safetensors or pytorch_model.bin,
-tokenizer.json) of the families in ``SUPPORTED_TYPES`` (BERT-style encoders, GPT-2, GPT-NeoX and
-LLaMA-style decoders: Mistral, Qwen, Gemma, Phi-3), runs their layers with a small torch
+tokenizer.json) of the families in ``SUPPORTED_TYPES`` (BERT-style encoders and ModernBERT, GPT-2,
+GPT-NeoX, OPT, Falcon, Phi and LLaMA-style decoders: Mistral, Qwen, Gemma 1–3, Phi-3, gpt-oss),
+runs their layers with a small torch
 implementation (no `transformers`), reading big checkpoints layer by layer, and traces one layer's attention
 as an :class:`~models.trace.AttentionTrace`::
 
