@@ -104,3 +104,17 @@ def test_command_line_block_and_target(t5_folder):
     bad = build_parser().parse_args(["--model", "minilm", "--sentence", "a", "--cross-sentence", "b"])
     with pytest.raises(UsageError, match="--cross-sentence is set by the model"):
         inputs_from_args(bad, Inputs())
+
+
+def test_a_session_keeps_the_target_and_the_block(t5_folder, reference, tmp_path):
+    from explorer.session_io import open_window_session, save_window_session
+    from models.session import load_session
+
+    inputs = encdec_inputs(t5_folder, layer=2, block="decoder")
+    path = tmp_path / "s.json"
+    save_window_session(str(path), inputs)
+    shown = open_window_session(str(path), Inputs())
+    assert shown.inputs.block == "decoder" and shown.inputs.cross_sentence == TARGET and shown.inputs.layer == 2
+    trace = load_session(str(path)).trace()
+    expected = reference.trace(SOURCE, 2, cross_sentence=TARGET, block="decoder")["weights"].array
+    np.testing.assert_array_equal(trace["weights"].array, expected)

@@ -265,10 +265,10 @@ def test_a_bad_folder_goes_back_to_the_previous_model(qtbot, make_window, settle
     settle(window)
     t5 = tmp_path / "t5"
     t5.mkdir()
-    (t5 / "config.json").write_text(json.dumps({"model_type": "t5"}))
+    (t5 / "config.json").write_text(json.dumps({"model_type": "whisper"}))
     open_folder(window, monkeypatch, t5)
     settle(window)
-    assert window.status_line.is_error and "unsupported model_type 't5'" in window.status_line.text()
+    assert window.status_line.is_error and "unsupported model_type 'whisper'" in window.status_line.text()
     assert "\n" not in window.status_line.plain_text()
     assert window.state.inputs.model == "minilm" and window.model_chooser.combo.currentData() == "minilm"
     assert window.state.display.trace.meta["model"] == "minilm"
