@@ -33,6 +33,9 @@ FAMILIES = {
                                      initializer_factor=1.0)),
     "bart": ("bart", "BartConfig", dict(SMALL_SEQ, activation_function="gelu")),
     "marian": ("marian", "MarianConfig", dict(SMALL_SEQ, scale_embedding=True, activation_function="swish")),
+    # separate source and target embeddings: no "shared.weight" in the checkpoint
+    "marian-unshared": ("marian", "MarianConfig", dict(SMALL_SEQ, scale_embedding=True,
+                                                       share_encoder_decoder_embeddings=False)),
 }  # fmt: skip
 
 
