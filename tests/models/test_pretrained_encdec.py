@@ -117,3 +117,23 @@ def test_what_is_not_reproduced_is_refused_by_name(family):
         model.trace(SOURCE, model.block_layers("decoder"), cross_sentence=TARGET, block="decoder")
     with pytest.raises(InputError, match="target sentence is empty"):
         model.trace(SOURCE, 0, cross_sentence="  ")
+
+
+def test_a_big_checkpoint_reads_only_the_layers_a_block_needs(tmp_path, monkeypatch):
+    from models.pretrained import loader
+
+    monkeypatch.setattr(loader, "PRELOAD_FILE_BYTES", 0)  # as if the checkpoint were big
+    ref_model, tok = build(tmp_path, "t5")  # 2 encoder layers (stored 0, 1), 3 decoder layers (2, 3, 4)
+    out = reference(ref_model, tok)
+    model = load_model(tmp_path, device="cpu")
+    store = model.arch.layers
+    assert not any(store.cached(i) for i in range(5))
+    progress = []
+    model.progress = lambda fraction, message: progress.append(message)
+    trace = model.trace(SOURCE, 0, cross_sentence=TARGET, block="encoder")
+    assert [store.cached(i) for i in range(5)] == [True, False, False, False, False]  # encoder layer 0 only
+    assert progress and progress[-1].startswith("Read ")
+    np.testing.assert_allclose(trace["weights"].array, out.encoder_attentions[0][0].numpy(), atol=TOL)
+    trace = model.trace(SOURCE, 1, cross_sentence=TARGET, block="cross")
+    assert [store.cached(i) for i in range(5)] == [True, True, True, True, False]  # the encoder, decoder 0-1
+    np.testing.assert_allclose(trace["weights"].array, out.cross_attentions[1][0].numpy(), atol=TOL)
