@@ -118,3 +118,14 @@ def test_a_session_keeps_the_target_and_the_block(t5_folder, reference, tmp_path
     trace = load_session(str(path)).trace()
     expected = reference.trace(SOURCE, 2, cross_sentence=TARGET, block="decoder")["weights"].array
     np.testing.assert_array_equal(trace["weights"].array, expected)
+
+
+def test_a_cell_of_the_cross_block_is_explained_in_the_window(make_window, t5_folder):
+    from models.explain import explain
+
+    window = make_window(encdec_inputs(t5_folder, layer=1), persist=False)
+    display = window.state.display
+    assert display.params is not None  # the inspector can derive every cell
+    d = explain(display.trace, display.params, "q", (0, 2, 1))
+    assert d.value == float(display.trace["q"].array[0, 2, 1])
+    assert "query_input" in d.steps[0]  # the cross block's queries come from the decoder's rows
