@@ -129,3 +129,10 @@ def test_a_cell_of_the_cross_block_is_explained_in_the_window(make_window, t5_fo
     d = explain(display.trace, display.params, "q", (0, 2, 1))
     assert d.value == float(display.trace["q"].array[0, 2, 1])
     assert "query_input" in d.steps[0]  # the cross block's queries come from the decoder's rows
+
+
+def test_the_block_survives_a_restart_and_a_bad_one_is_dropped():
+    from explorer.persistence import inputs_from_dict
+
+    assert inputs_from_dict({"block": "decoder"}).block == "decoder"
+    assert inputs_from_dict({"block": "middle"}).block == "cross"
