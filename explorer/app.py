@@ -77,14 +77,9 @@ def model_from_arg(text: str) -> str:
 
 
 def is_encoder_decoder(model: str) -> bool:
-    """True when ``model`` names an encoder-decoder (its config.json says so); nothing loads."""
-    from models.config import InputError
-    from models.pretrained.registry import ENCODER_DECODER_TYPES, read_config, resolve_model
+    from models.pretrained.registry import is_encoder_decoder as check
 
-    try:
-        return read_config(resolve_model(model))["model_type"] in ENCODER_DECODER_TYPES
-    except InputError:
-        return False
+    return check(model)
 
 
 def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:

@@ -17,6 +17,7 @@ import numpy as np
 from models.cli import load_matrix
 from models.config import InputError
 from models.edits import Edit
+from models.pretrained.registry import is_encoder_decoder
 from models.session import Run, Session, load_session, save_session
 
 from .held_arrays import HeldArrays
@@ -109,15 +110,6 @@ def open_window_session(path: str, base: Inputs | None = None) -> WindowSession:
 # --- window -> session ----------------------------------------------------------------------
 
 
-def _encoder_decoder(model: str) -> bool:
-    from models.pretrained.registry import ENCODER_DECODER_TYPES, read_config, resolve_model
-
-    try:
-        return read_config(resolve_model(model))["model_type"] in ENCODER_DECODER_TYPES
-    except InputError:
-        return False
-
-
 def run_from_inputs(inputs: Inputs) -> Run:
     """The run of ``inputs``: options as ``main.py export`` takes them, files read into arrays."""
     if inputs.uses_model:
@@ -126,7 +118,7 @@ def run_from_inputs(inputs: Inputs) -> Run:
             options["--mask"] = inputs.model_mask
         if inputs.pad_positions and inputs.model_mask != "none":
             options["--pad-positions"] = list(inputs.pad_positions)
-        if _encoder_decoder(inputs.model):  # the target and the block, as `export` takes them
+        if is_encoder_decoder(inputs.model):  # the target and the block, as `export` takes them
             options |= {"--cross-sentence": inputs.cross_sentence, "--block": inputs.block}
         return Run(options)
     options, arrays = {}, {}

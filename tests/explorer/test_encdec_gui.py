@@ -39,7 +39,7 @@ def test_the_cross_block_by_default_with_both_sentences(make_window, settle, t5_
     assert trace.config["block"] == "cross" and trace.config["layer"] == 1
     assert trace.query_tokens == reference.trace(SOURCE, 1, cross_sentence=TARGET).query_tokens
     expected = reference.trace(SOURCE, 1, cross_sentence=TARGET)["weights"].array
-    np.testing.assert_array_equal(trace["weights"].array, expected)
+    np.testing.assert_allclose(trace["weights"].array, expected, atol=1e-6)  # the worker may use other threads
     chooser, panel = window.model_chooser, window.sentence_panel
     assert chooser._form.isRowVisible(2) and chooser.block.currentData() == "cross"
     assert panel.cross_edit.isEnabled() and "Target" in panel.cross_edit.placeholderText()
@@ -63,7 +63,7 @@ def test_choosing_a_block_and_typing_a_target(qtbot, make_window, settle, t5_fol
     trace = window.state.display.trace
     assert trace.query_tokens == ("die", "matte", "</s>")
     expected = reference.trace(SOURCE, 0, cross_sentence="die matte", block="decoder")["weights"].array
-    np.testing.assert_array_equal(trace["weights"].array, expected)
+    np.testing.assert_allclose(trace["weights"].array, expected, atol=1e-6)  # the worker may use other threads
 
 
 def test_a_decoder_only_model_keeps_the_second_box_off(make_window, tmp_path):
@@ -117,7 +117,7 @@ def test_a_session_keeps_the_target_and_the_block(t5_folder, reference, tmp_path
     assert shown.inputs.block == "decoder" and shown.inputs.cross_sentence == TARGET and shown.inputs.layer == 2
     trace = load_session(str(path)).trace()
     expected = reference.trace(SOURCE, 2, cross_sentence=TARGET, block="decoder")["weights"].array
-    np.testing.assert_array_equal(trace["weights"].array, expected)
+    np.testing.assert_allclose(trace["weights"].array, expected, atol=1e-6)  # the worker may use other threads
 
 
 def test_a_cell_of_the_cross_block_is_explained_in_the_window(make_window, t5_folder):
@@ -136,3 +136,13 @@ def test_the_block_survives_a_restart_and_a_bad_one_is_dropped():
 
     assert inputs_from_dict({"block": "decoder"}).block == "decoder"
     assert inputs_from_dict({"block": "middle"}).block == "cross"
+
+
+def test_a_pinned_runs_request_keeps_the_target_and_block_of_an_encoder_decoder_only(t5_folder):
+    from explorer.pretrained_runner import PretrainedRequest
+    from explorer.request_run import run_from_request
+
+    run, _, _ = run_from_request(PretrainedRequest(str(t5_folder), 1, SOURCE, cross_sentence=TARGET, block="encoder"))
+    assert run.options["--cross-sentence"] == TARGET and run.options["--block"] == "encoder"
+    run, _, _ = run_from_request(PretrainedRequest("minilm", 1, "a b", cross_sentence="c d", block="cross"))
+    assert "--cross-sentence" not in run.options and "--block" not in run.options
