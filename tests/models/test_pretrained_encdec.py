@@ -137,3 +137,15 @@ def test_a_big_checkpoint_reads_only_the_layers_a_block_needs(tmp_path, monkeypa
     trace = model.trace(SOURCE, 1, cross_sentence=TARGET, block="cross")
     assert [store.cached(i) for i in range(5)] == [True, True, True, True, False]  # the encoder, decoder 0-1
     np.testing.assert_allclose(trace["weights"].array, out.cross_attentions[1][0].numpy(), atol=TOL)
+
+
+def test_a_sentencepiece_style_tokenizer_as_t5_ships_it(tmp_path):
+    from encdec_refs import make_unigram_tokenizer
+
+    ref_model, tok = build(tmp_path, "t5-v1_1-gated", make_unigram_tokenizer())
+    out = reference(ref_model, tok)
+    model = load_model(tmp_path, device="cpu")
+    trace = model.trace(SOURCE, 1, cross_sentence=TARGET)
+    assert trace.key_tokens == tuple(tok.encode(SOURCE).tokens) and trace.key_tokens[-1] == "</s>"
+    assert trace.key_tokens[0].startswith("▁") and trace.query_tokens[0].startswith("▁")
+    np.testing.assert_allclose(trace["weights"].array, out.cross_attentions[1][0].numpy(), atol=TOL)
