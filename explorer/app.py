@@ -15,19 +15,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from models.cli import add_input_arguments
+from models.config import InputError
+from models.runspec import FIELDS, add_input_arguments, check_applicable
 from models.trace import STAGE_ORDER
 
 from .limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_SEED, TEMPERATURE_RANGE
 from .persistence import APPLICATION, COLOUR_CHOICES, ORGANIZATION, load_inputs, open_settings
 from .state import ALL_HEADS, Inputs, settings_problem
+from .usage import UsageError
 
 SCREENSHOT_TIMEOUT_MS = 120_000
 STYLE_SHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
-
-
-class UsageError(Exception):
-    """A bad command-line value: printed as one line, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,8 +53,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-TOY_ONLY = ("heads", "d_model", "d_k", "d_v", "d_out", "score", "pe", "temperature", "seed", "cross_sentence",
-            "embeddings", "cross_embeddings", "weights", "mask_file", "bias")  # fmt: skip
 FILES = {"embeddings": "embeddings_file", "cross_embeddings": "cross_embeddings_file", "weights": "weights_file",
          "mask_file": "mask_file"}  # fmt: skip
 
@@ -85,12 +81,13 @@ def is_encoder_decoder(model: str) -> bool:
 def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     """``base`` with every option given on the command line applied; UsageError when invalid."""
     if args.model is not None:
-        encdec = is_encoder_decoder(args.model)
-        given = [name for name in TOY_ONLY if getattr(args, name) is not None
-                 and not (encdec and name == "cross_sentence")]  # the target of an encoder-decoder  # fmt: skip
-        if given:
-            option = "--" + given[0].replace("_", "-")
-            raise UsageError(f"{option} is set by the model; leave it out with --model")
+        encdec = is_encoder_decoder(args.model)  # its --cross-sentence is the target, not the toy's queries
+        given = [f.dest for f in FIELDS if getattr(args, f.dest, None) not in (None, False)
+                 and not (encdec and f.dest == "cross_sentence")]  # fmt: skip
+        try:  # the one check export and sessions make: an option the model ignores is refused
+            check_applicable(given, with_model=True)
+        except InputError as exc:
+            raise UsageError(str(exc)) from None
         base = dataclasses.replace(base, model=model_from_arg(args.model), pad_positions=())
     if args.block is not None:
         if not base.uses_model or not is_encoder_decoder(base.model):
@@ -286,7 +283,8 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         return 2
     app.processEvents()  # let the layout settle and the views paint
     if not window.save_screenshot(path):
-        print(f"error: cannot write screenshot to {path}", file=sys.stderr)
+        print(f"error: {getattr(window, 'screenshot_error', None) or f'cannot write screenshot to {path}'}",
+              file=sys.stderr)  # fmt: skip
         return 2
     print(f"wrote {path}")
     return 0

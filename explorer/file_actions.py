@@ -14,8 +14,8 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
 from models import pipeline
-from models.cli import load_matrix
 from models.config import InputError
+from models.runspec import load_matrix
 
 from .held_arrays import HeldArrays
 

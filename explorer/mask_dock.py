@@ -7,8 +7,8 @@ import numpy as np
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDockWidget
 
-from models.cli import load_matrix
 from models.export import write_array
+from models.runspec import load_matrix
 
 from .widgets.mask_painter import STARTS, MaskPainter
 

@@ -10,41 +10,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from models.config import Cancelled, InputError
-from models.edits import Edit
 from models.pretrained import PretrainedModel, load_model, resolve_model
+from models.runspec import DEFAULT_MASK, EditedModelRequest, PretrainedRequest  # noqa: F401 - re-exported
 from models.trace import AttentionTrace
 
 from .edited_runner import shown_edits
 
-DEFAULT_MASK = "default"  # the model's own mask: padding for encoders, causal for decoders
 MODELS_KEPT = 2  # switching back and forth between two models never reloads either
 Progress = Callable[[float, str], None]
-
-
-@dataclass(frozen=True)
-class PretrainedRequest:
-    """Trace one layer of a real model. ``model`` is what resolve_model accepts (a name or folder)."""
-
-    model: str
-    layer: int
-    sentence: str
-    mask: str | None = None  # None: the model's own
-    pad_positions: tuple[int, ...] = ()
-    device: str = "auto"
-    cross_sentence: str | None = None  # an encoder-decoder model's target (others ignore it)
-    block: str = "cross"  # an encoder-decoder model's attention: encoder, decoder or cross
-
-
-@dataclass(frozen=True)
-class EditedModelRequest(PretrainedRequest):
-    """The same layer with what-if edits (models/pretrained/edits.py); ``difference``: show edited −
-    original. A PretrainedRequest still (the window reads its model), answered by the same runner."""
-
-    edits: tuple[Edit, ...] = ()
-    difference: bool = False
 
 
 class ModelLoadError(InputError):

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.cli import load_matrix
 from models.config import InputError
 from models.edits import Edit
 from models.pretrained.registry import is_encoder_decoder
+from models.runspec import load_matrix
 from models.session import Run, Session, load_session, save_session
 
 from .held_arrays import HeldArrays
@@ -161,11 +161,9 @@ def _matrix(path: str, held: HeldArrays, name: str) -> np.ndarray | None:
 def _weights(inputs: Inputs) -> dict[str, np.ndarray] | None:
     if not inputs.weights_file:
         return inputs.held.weights()
-    try:
-        with np.load(inputs.weights_file, allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, EOFError, AttributeError) as exc:  # AttributeError: a .npy, not a .npz
-        raise InputError(f"cannot read weights file {inputs.weights_file}: {exc}") from None
+    from models.weights import read_weights_file
+
+    return read_weights_file(inputs.weights_file)  # the very reader export uses
 
 
 def session_from_inputs(inputs: Inputs, stage: str | None = None, head: int = ALL_HEADS,
@@ -194,7 +192,7 @@ def session_arguments(args, base: Inputs) -> Inputs:
     app's UsageError (one line)."""
     import sys
 
-    from .app import UsageError
+    from .usage import UsageError
 
     args.window_session = None
     if args.save_session and not args.screenshot:

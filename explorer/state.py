@@ -19,13 +19,12 @@ from types import SimpleNamespace
 import numpy as np
 from psygnal import Signal
 
-from models.cli import request_from_args
 from models.config import AttentionConfig, AttentionRequest, InputError
+from models.runspec import DEFAULT_MASK, PretrainedRequest, request_from_args
 from models.tokenize import tokenize
 from models.trace import STAGE_ORDER, AttentionTrace
 
 from .held_arrays import HeldArrays
-from .pretrained_runner import DEFAULT_MASK, PretrainedRequest
 from .run import DisplayTrace
 from .stage_image import StageImage
 

@@ -27,7 +27,6 @@ from models.attention_file import open_attention
 from models.config import InputError
 from models.survey import Survey, complete, head_metrics, special_token_mask
 
-from .pretrained_runner import DEFAULT_MASK
 from .survey_worker import SurveyWorker
 from .thumbnails import thumbnail_indices
 from .widgets.head_metrics_table import HeadMetricsTable
@@ -247,31 +246,6 @@ def open_attention_window(parent: QWidget | None, path=None) -> SurveyWindow | N
     return window
 
 
-def open_model_survey(parent: QWidget | None, models, state, show_error) -> SurveyWindow | None:
-    """Every layer of the window's current model and sentence in a survey window; a click on a
-    head opens that layer and head in the stepper. ``models``: the worker's PretrainedRunner
-    (models load, or come from its cache, on the survey's own thread)."""
-    inputs = state.inputs
-    if not inputs.uses_model:
-        show_error("the whole-model view needs a pretrained model: choose one first")
-        return None
-    if getattr(state.model_info, "encoder_decoder", False):  # three rows: encoder, decoder, cross
-        from .encdec_survey_window import open_encdec_survey
-
-        return open_encdec_survey(parent, models, state)
-    window = SurveyWindow(parent)
-
-    def open_head(layer: int, head: int) -> None:
-        state.update_inputs(layer=layer)
-        state.set_head(head)
-
-    window.panel.head_chosen.connect(open_head)
-    mask = None if inputs.model_mask == DEFAULT_MASK else inputs.model_mask
-    window.panel.compute(lambda: models.model(inputs.model), inputs.sentence, mask=mask)
-    window.show()
-    return window
-
-
 def check_attention_arg(path) -> str:
     """``main.py --attention FILE``: '' when the file opens, else the one-line reason."""
     try:
@@ -287,9 +261,11 @@ def attention_screenshot(path, out) -> int:
 
     window = open_attention_window(None, path)
     QApplication.processEvents()
-    ok = window.grab().save(str(out), "PNG")
+    from .image_export import write_png
+
+    problem = write_png(window, out)  # atomic: never a truncated PNG in place
     window.close()
     window.deleteLater()
     QApplication.processEvents()
-    print(f"wrote {out}" if ok else f"error: cannot write screenshot to {out}")
-    return 0 if ok else 2
+    print(f"wrote {out}" if problem is None else f"error: {problem}")
+    return 0 if problem is None else 2

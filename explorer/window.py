@@ -29,6 +29,7 @@ from .export_actions import ExportActions
 from .file_actions import FileActions
 from .hide_keys import KeyHider
 from .inspector_panel import InspectorPanel
+from .jobs import ReadJobs
 from .mask_dock import MaskDock
 from .persistence import (
     GEOMETRY_KEY,
@@ -121,7 +122,9 @@ class MainWindow(QMainWindow):
         self.key_hider = KeyHider(self)  # Alt+click hides a key from a query (Shift: from every query)
         self.sessions = SessionActions(self)  # issue 9: File → Save session… / Open session…
         self.files = FileActions(self)  # issue 9: File → Open embeddings… / weights… / mask…
-        self.compare = CompareActions(self)  # issue 9: Stage → Pin this run, compared with the current one
+        self.jobs = ReadJobs(self)  # the GUI's reads of trace numbers, off this thread
+        self.jobs.failed.connect(lambda _kind, message: self.status_line.show_error(message))
+        self.compare = CompareActions(self, self.jobs)  # issue 9: Stage → Pin this run, compared with the current one
 
         # Many input changes in one event-loop turn (a spin box held down, a restore) make one request.
         self._submit_timer = QTimer(self)
@@ -277,7 +280,7 @@ class MainWindow(QMainWindow):
         """True when the last input change has been computed and shown (or refused with a message)."""
         return not (self.sentence_panel.is_typing() or self._submit_timer.isActive()) and (
             self._answered == self.worker.latest_generation and not self.matrix_view.building
-        )
+        ) and self.jobs.idle
 
     def _on_result(self, display: DisplayTrace) -> None:
         if display.generation != self.worker.latest_generation:
@@ -358,7 +361,8 @@ class MainWindow(QMainWindow):
 
     def open_survey(self, path=None, model: bool = False):
         """The whole-model window: an attention file, or every layer of the current model."""
-        from .survey_panel import open_attention_window, open_model_survey
+        from .model_survey import open_model_survey
+        from .survey_panel import open_attention_window
 
         if model:
             survey = open_model_survey(self, self.worker.models, self.state, self.status_line.show_error)
@@ -369,8 +373,11 @@ class MainWindow(QMainWindow):
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:
+        from .image_export import write_png
+
         self.matrix_view.flush()  # the heatmaps painted, not a held canvas
-        return self.grab().save(str(path), "PNG")
+        self.screenshot_error = write_png(self, path)  # atomic: never a truncated PNG in place
+        return self.screenshot_error is None
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.sentence_panel.flush()
@@ -380,6 +387,7 @@ class MainWindow(QMainWindow):
             self.settings.setValue(GEOMETRY_KEY, self.saveGeometry())
             self.settings.sync()
         self.worker.stop()  # joins the thread: nothing keeps running after the window is gone
+        self.jobs.shutdown()
         super().closeEvent(event)
 
 

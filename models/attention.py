@@ -70,18 +70,6 @@ def scale(scores: torch.Tensor, d_k: int) -> torch.Tensor:
     return scores / math.sqrt(d_k)
 
 
-def causal_mask(n_q: int, n_k: int, device: torch.device | str = "cpu") -> torch.Tensor:
-    """True where query i must not see key j (j > i): (n_q, n_k) bool."""
-    return torch.ones(n_q, n_k, dtype=torch.bool, device=device).triu(diagonal=1)
-
-
-def padding_mask(n_q: int, n_k: int, positions, device: torch.device | str = "cpu") -> torch.Tensor:
-    """True on every row for the hidden key positions: (n_q, n_k) bool."""
-    hidden = torch.zeros(n_k, dtype=torch.bool, device=device)
-    hidden[list(positions)] = True
-    return hidden.expand(n_q, n_k)
-
-
 def apply_mask(scores: torch.Tensor, hidden: torch.Tensor | None) -> torch.Tensor:
     """Set hidden scores to -inf (the notes' ``-1e999``): their weights become exactly 0."""
     if hidden is None:

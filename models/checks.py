@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import InputError
+from .errors import InputError
 
 MAX_SEED = 2**63 - 1  # torch.manual_seed takes 64 bits; the weights use seed + 1
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -95,6 +95,26 @@ def check_finite_stages(stages) -> None:
                 f"stage '{stage.name}' overflows float32 ({_first_bad(a, bad)}): the inputs or "
                 f"weights are too large (largest |input| {largest:.3g}); scale them down"
             )
+
+
+def check_recorded(record: dict, label: str) -> None:
+    """The stages one attention layer recorded (``{name: tensor}``, in the order computed), for a
+    path that does not go through the pair store (``export --all-layers``, the survey): the first
+    one holding NaN or ±∞ (−∞ in "masked" is the mask) is refused, naming it and ``label``."""
+    import torch
+
+    for name, tensor in record.items():
+        bad = ~torch.isfinite(tensor)
+        if name == "masked":
+            bad &= tensor != float("-inf")
+        if not bool(bad.any()):
+            continue
+        index = [int(i) for i in bad.nonzero()[0]]
+        value = float(tensor[tuple(index)])
+        cause = "the queries and keys are too large for their dot products" if name in (
+            "scores", "scaled", "softcapped", "masked", "weights") else "the inputs or weights are too large"
+        raise InputError(f"stage '{name}' of {label} overflows float32 ({value!r} at {index}): {cause}; "
+                         f"scale them down")  # fmt: skip
 
 
 # --- config.json values ------------------------------------------------------------------------

@@ -8,19 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from .errors import Cancelled, InputError  # noqa: F401 - re-exported: most callers import them from here
+
 MASKS = ("none", "causal", "padding", "custom")
 SCORES = ("dot", "scaled", "additive", "general")
 POSITIONAL = ("none", "sinusoidal")
 DEVICES = ("auto", "cpu", "cuda")
 DEFAULT_MAX_TOKENS = 16384
-
-
-class InputError(ValueError):
-    """Bad input from the user: the message is one clear line meant to be shown as-is."""
-
-
-class Cancelled(Exception):
-    """Raised at a stage boundary when the caller's ``should_stop()`` says the work is stale."""
 
 
 @dataclass(frozen=True)

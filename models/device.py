@@ -8,7 +8,7 @@ import torch
 
 
 @functools.cache
-def _cuda_name() -> str | None:
+def cuda_name() -> str | None:
     """The CUDA device's name if a tiny computation on it succeeds, else None."""
     if not torch.cuda.is_available():
         return None
@@ -22,7 +22,7 @@ def _cuda_name() -> str | None:
 def pick_device(preference: str = "auto") -> tuple[torch.device, str, str | None]:
     """Return ``(device, label, notice)``; ``notice`` explains a fallback from a CUDA request."""
     if preference in ("auto", "cuda"):
-        name = _cuda_name()
+        name = cuda_name()
         if name is not None:
             return torch.device("cuda", 0), f"cuda:0 ({name})", None
         if preference == "cuda":

@@ -13,12 +13,48 @@ models/explain_stages.py; this module checks the requested cell and dispatches.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from models import explain_families as fam
+from models import explain_stages as st
 from models.config import InputError
 from models.derivation import Derivation, Term, num
+from models.explain_encdec import biased
+from models.explain_stages import Context
 from models.params import LayerParams
 from models.trace import STAGE_ORDER, AttentionTrace
 
 __all__ = ["Derivation", "Term", "check_cell", "explain", "num", "stage_axes"]
+
+
+def _or_sink(derive: Callable[[Context], Derivation]) -> Callable[[Context], Derivation]:
+    """A pair stage's derivation, or the learned sink's for the extra ``sink`` key column (gpt-oss)."""
+    return lambda ctx: fam.sink(ctx) if ctx.is_sink(ctx.cell[-1]) else derive(ctx)
+
+
+# One derivation per stage: the toy's stages in explain_stages, the families' own steps in explain_families.
+DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
+    "embeddings": st.embeddings,
+    "positional_encoding": st.positional_encoding,
+    "input": st.input_,
+    "query_input": st.query_input,
+    "q": lambda ctx: st.projection(ctx, "q"),
+    "k": lambda ctx: st.projection(ctx, "k"),
+    "v": lambda ctx: st.projection(ctx, "v"),
+    "q_normed": lambda ctx: fam.normed(ctx, "q"),
+    "k_normed": lambda ctx: fam.normed(ctx, "k"),
+    "q_rotated": lambda ctx: fam.rotated(ctx, "q"),
+    "k_rotated": lambda ctx: fam.rotated(ctx, "k"),
+    "scores": _or_sink(st.scores),
+    "scaled": _or_sink(st.scaled),
+    "biased": biased,
+    "softcapped": lambda ctx: fam.softcapped(ctx),
+    "masked": _or_sink(st.masked),
+    "weights": st.weights,
+    "head_output": st.head_output,
+    "concat": st.concat,
+    "output": st.output,
+}
 
 
 # --- the entry point ------------------------------------------------------------------------------
@@ -57,10 +93,7 @@ def check_cell(trace: AttentionTrace, stage: str, cell) -> tuple[int, ...]:
 
 def explain(trace: AttentionTrace, params: LayerParams, stage: str, cell) -> Derivation:
     """Derive cell ``cell`` of stage ``stage`` of ``trace`` from its inputs."""
-    from models import explain_stages
-
     index = check_cell(trace, stage, cell)
-    derive = explain_stages.DERIVATIONS[stage]
-    d = derive(explain_stages.Context(trace, params, stage, index))
+    d = DERIVATIONS[stage](Context(trace, params, stage, index))
     d.value = float(trace[stage].array[index])
     return d

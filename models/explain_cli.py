@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .cli import add_input_arguments, model_from_args, model_trace_from_args, request_from_args
 from .config import InputError
+from .runspec import add_input_arguments, model_from_args, model_trace_from_args, request_from_args
 
 
 class _OneLineParser(argparse.ArgumentParser):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from models.derivation import Derivation, Term, num
-
-# A cycle on purpose, as models.explain_families: explain_stages imports this module last.
 from models.explain_stages import Context, _pair_title
 
 

@@ -7,7 +7,6 @@ float64, so that the summands add up to the traced value to float32 rounding.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +40,13 @@ class Context:
         return f"'{self.trace.query_tokens[i]}' ({i})"
 
     def ktok(self, j: int) -> str:
+        if j == len(self.trace.key_tokens) and self.params.sinks is not None:
+            return f"'sink' ({j})"  # the learned sink's column, after the keys
         return f"'{self.trace.key_tokens[j]}' ({j})"
+
+    def is_sink(self, j: int) -> bool:
+        """True for the learned attention sink's column (gpt-oss), the last of the n×n stages."""
+        return self.params.sinks is not None and j == len(self.trace.key_tokens)
 
     def group(self, h: int) -> int:
         groups = self.params.head_groups
@@ -150,7 +155,10 @@ def _input_like(ctx: Context, query: bool) -> Derivation:
                   "Its position is already inside it: " + ("rotary models turn q and k instead (q_rotated, "
                   "k_rotated)." if ctx.params.pe == "rotary" else "no position is added to the tokens: a learned "
                   "bias per relative distance is added to the scores (stage 'biased')." if ctx.params.pe == "relative"
-                  else "position embeddings were added to the token's embedding before layer 0.")]  # fmt: skip
+                  else "position embeddings were added to the token's embedding before layer 0.")
+                  if ctx.params.pe != "none" else
+                  "This layer uses no positions (NoPE): q and k are not rotated; only the causal mask, and what "
+                  "the rotary layers below wrote into the hidden state, tell the tokens' positions apart."]  # fmt: skip
         return Derivation(ctx.stage, ctx.cell, title, f"{ctx.trace[ctx.stage].formula}:  x[{i},{c}] = "
                           f"{num(ctx.value, 6)}", ctx.value, steps=steps, details=details,
                           bars=_row_bars(ctx.a(ctx.stage)[i], "x", i), bars_caption=f"the row x[{i}]",
@@ -181,7 +189,7 @@ def query_input(ctx: Context) -> Derivation:
 # --- projections ------------------------------------------------------------------------------------
 
 
-def _projection(ctx: Context, kind: str) -> Derivation:
+def projection(ctx: Context, kind: str) -> Derivation:
     h, i, c = ctx.cell
     p = ctx.params
     W, b = {"q": (p.W_q, p.b_q), "k": (p.W_k, p.b_k), "v": (p.W_v, p.b_v)}[kind]
@@ -291,6 +299,8 @@ def _why_hidden(ctx: Context, i: int, j: int) -> list[str]:
         why.append(f"custom mask: the mask file hides key {j} from query {i}")
     if p.sliding_window and i - j >= p.sliding_window:
         why.append(f"sliding window: key {j} is {i - j} ≥ {p.sliding_window} positions behind query {i}")
+    if p.band is not None and abs(i - j) > p.band:
+        why.append(f"local window: key {j} is {abs(i - j)} > {p.band} positions away from query {i}")
     return why
 
 
@@ -339,6 +349,12 @@ def weights(ctx: Context) -> Derivation:
              f"({num(row_sum, 8)} in float32)."]  # fmt: skip
     if not finite[j]:
         steps.insert(0, f"Key {j} is hidden (−∞): e^(−∞) = 0, so its weight is exactly 0.")
+    if ctx.params.sinks is not None and total:
+        sink = float(e[-1] / total)
+        steps.append(f"The last column is the head's learned sink (logit s_{h} = {num(float(row[-1]) * T, 6)}): its "
+                     f"e^(s_{h} − m) = {num(float(e[-1]), 6)} is part of the denominator, so it takes "
+                     f"{num(sink, 6)} of the row and the real keys' weights sum to 1 − {num(sink, 6)} = "
+                     f"{num(1 - sink, 6)}. It has no value: that share adds nothing to the head's output.")  # fmt: skip
     details = {"scores": row * T, "temperature": T, "max": m, "exponentials": e, "exp_sum": total,
                "row_sum": row_sum}  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Weight"), formula, ctx.value, steps=steps,
@@ -348,12 +364,14 @@ def weights(ctx: Context) -> Derivation:
 
 def head_output(ctx: Context) -> Derivation:
     h, i, c = ctx.cell
-    a = ctx.a("weights")[h, i]  # (n_k,)
     g = ctx.group(h)
     v = ctx.a("v")[g, :, c]  # (n_k,)
+    a = ctx.a("weights")[h, i, : len(v)]  # (n_k,): a learned sink's column (no value) left out
     terms = _products([f"α'_{i},{j}·v_{j},{c} ({ctx.trace.key_tokens[j]})" for j in range(len(a))], a, v)
+    sums = ("which, without the sink's share, sums to less than 1" if ctx.params.sinks is not None
+            else "which sums to 1")
     steps = [f"Token {i}'s output is the weighted sum of the value rows: column {c} of v, weighted by row {i} of "
-             f"the weights (which sums to 1)."] + ctx.head_note(h)  # fmt: skip
+             f"the weights ({sums})."] + ctx.head_note(h)  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, f"Head output · head {h} · query {ctx.qtok(i)} · feature {c}",
                       _sum_formula(f"o_{i},{c}", f"Σ_j α'_{i}j v_j{c}", terms, None), ctx.value, sum_of=terms,
                       steps=steps, bars=terms, bars_caption="weighted values α'_ij·v_jc",
@@ -389,30 +407,3 @@ def output(ctx: Context) -> Derivation:
                       _sum_formula(f"y_{i},{c}", symbolic, all_terms, bias), ctx.value, sum_of=all_terms,
                       steps=steps, details={"bias": bias.value if bias else None}, bars=all_terms,
                       bars_caption="products C_im·W_C[m,c]" + (" and the bias" if bias else ""))  # fmt: skip
-
-
-from models import explain_families as family_steps  # noqa: E402 - it imports Context from here
-from models.explain_encdec import biased  # noqa: E402 - the same
-
-DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
-    "embeddings": embeddings,
-    "positional_encoding": positional_encoding,
-    "input": input_,
-    "query_input": query_input,
-    "q": lambda ctx: _projection(ctx, "q"),
-    "k": lambda ctx: _projection(ctx, "k"),
-    "v": lambda ctx: _projection(ctx, "v"),
-    "q_normed": lambda ctx: family_steps.normed(ctx, "q"),
-    "k_normed": lambda ctx: family_steps.normed(ctx, "k"),
-    "q_rotated": lambda ctx: family_steps.rotated(ctx, "q"),
-    "k_rotated": lambda ctx: family_steps.rotated(ctx, "k"),
-    "scores": scores,
-    "scaled": scaled,
-    "biased": biased,
-    "softcapped": lambda ctx: family_steps.softcapped(ctx),
-    "masked": masked,
-    "weights": weights,
-    "head_output": head_output,
-    "concat": concat,
-    "output": output,
-}

@@ -38,11 +38,11 @@ def manifest(trace: AttentionTrace, stages: Sequence[str] | None = None,
         "torch_version": torch.__version__,
         "elapsed_ms": round(trace.elapsed_ms, 3),
         "meta": trace.meta,
-        "stages": [_stage_entry(trace[name], heads) for name in (stages or trace.names)],
+        "stages": [_stage_entry(trace[name], heads, trace.key_tokens) for name in (stages or trace.names)],
     }
 
 
-def _stage_entry(stage: Stage, heads: Sequence[int] | None = None) -> dict[str, Any]:
+def _stage_entry(stage: Stage, heads: Sequence[int] | None = None, keys: Sequence[str] = ()) -> dict[str, Any]:
     entry = {
         "name": stage.name,
         "title": stage.title,
@@ -56,6 +56,8 @@ def _stage_entry(stage: Stage, heads: Sequence[int] | None = None) -> dict[str, 
         entry["heads"] = [h + 1 for h in _stage_heads(stage, heads)]
     if stage.head_groups is not None:
         entry["head_groups"] = list(stage.head_groups)
+    if stage.col_axis == "key" and len(stage.col_labels) > len(keys) > 0:  # e.g. gpt-oss's "sink" column, last
+        entry["col_labels"] = list(stage.col_labels)
     return entry
 
 
@@ -141,7 +143,15 @@ def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
 
 def read_trace_files(folder: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Load an exported folder back: ``(manifest, {stage name: array})``."""
+    from .io import read_json, read_npy
+
     folder = Path(folder)
-    man = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    arrays = {s["name"]: np.load(folder / s["file"], allow_pickle=False) for s in man["stages"]}
+    man = read_json(folder / MANIFEST, "manifest")
+    stages = man.get("stages")
+    if not isinstance(stages, list) or not all(isinstance(s, dict) and isinstance(s.get("name"), str)
+                                               and isinstance(s.get("file"), str) for s in stages):  # fmt: skip
+        raise InputError(f"{folder / MANIFEST}: 'stages' must list each stage's name and file")
+    if any(Path(s["file"]).name != s["file"] for s in stages):
+        raise InputError(f"{folder / MANIFEST} names files outside its folder")
+    arrays = {s["name"]: read_npy(folder / s["file"], "stage file") for s in stages}
     return man, arrays

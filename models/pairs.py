@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from . import attention as att
-from .config import Cancelled
+from .config import Cancelled, InputError
 
 # What computed blocks may hold, in bytes; least recently used blocks go first.
 DEFAULT_BUDGET = 768 << 20
@@ -36,10 +36,12 @@ class MaskSpec:
     pads: tuple[int, ...] = ()  # key positions hidden from every query
     window: int | None = None  # sliding window: query i sees keys i − window < j ≤ i
     custom: np.ndarray | None = None  # (n_q, n_k) bool, True = hidden
+    band: int | None = None  # two-sided local window: query i sees keys |i − j| ≤ band
 
     @property
     def hides_anything(self) -> bool:
-        return self.causal or bool(self.pads) or self.window is not None or self.custom is not None
+        return (self.causal or bool(self.pads) or self.window is not None or self.custom is not None
+                or self.band is not None)  # fmt: skip
 
     def visible_columns(self, r0: int, r1: int, n_k: int) -> tuple[int, int]:
         """Keys ``c0:c1`` outside which every key is hidden from queries ``r0:r1`` (causal: nothing
@@ -49,13 +51,15 @@ class MaskSpec:
             c1 = min(n_k, r1)
         if self.window is not None:
             c0 = min(c1, max(0, r0 - self.window + 1))
+        if self.band is not None:
+            c0, c1 = max(c0, min(c1, r0 - self.band)), min(c1, max(c0, r1 + self.band))
         return c0, c1
 
     def hidden_span(self, r0: int, r1: int, c0: int, c1: int) -> tuple[int, int]:
         """Keys ``h0:h1`` (within ``c0:c1``) outside which nothing is hidden from queries ``r0:r1``:
         under a causal mask alone only keys after the first query can be (the block's diagonal
         square), so the mask is built and applied there only."""
-        if self.pads or self.custom is not None or self.window is not None:
+        if self.pads or self.custom is not None or self.window is not None or self.band is not None:
             return c0, c1
         if self.causal:
             return min(c1, max(c0, r0 + 1)), c1
@@ -74,6 +78,8 @@ class MaskSpec:
             hidden |= j > i
         if self.window is not None:
             hidden |= j <= i - self.window
+        if self.band is not None:
+            hidden |= (i - j).abs() > self.band
         if self.pads:
             pads = [p - c0 for p in self.pads if c0 <= p < c1]
             hidden[:, pads] = True
@@ -90,6 +96,9 @@ class PairSpec:
     reads key/value head ``head_groups[i]``. ``score``: "dot" (also for scaled), "general"
     (``params['W_g']`` (h, d_k, d_k)) or "additive" (``W_1``, ``W_2`` (h, d_k, d_a), ``w`` (h, d_a)).
     ``scale``: ("div", √d_k) or ("mul", factor) or None (no scaled stage). ``softcap``: c or None.
+    ``sinks``: (h,) learned sink logits (gpt-oss) or None: every stage then has one more key column,
+    the last, "sink": the head's sink logit before the softmax (never scaled, capped or masked),
+    its share of the softmax in the weights; it has no value row.
     """
 
     q: torch.Tensor
@@ -106,6 +115,8 @@ class PairSpec:
     bias: torch.Tensor | None = None  # (h, n_q, n_k) added after the scale: stage "biased" (T5)
     # What-if edits of the raw scores, {(head, row, col): value}: later stages follow from them.
     score_edits: dict[tuple[int, int, int], float] | None = None
+    sinks: torch.Tensor | None = None
+    label: str = ""  # where these stages are, for messages: "layer 3" (a model's), "" (the toy engine)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -133,7 +144,8 @@ class PairStore:
     def __init__(self, spec: PairSpec, budget: int | None = None) -> None:
         self.spec = spec
         self.heads, self.n_q, _ = spec.q.shape
-        self.n_k = spec.k.shape[1]
+        self.n_keys = spec.k.shape[1]  # the real keys
+        self.n_k = self.n_keys + (spec.sinks is not None)  # columns: the keys (and the sink)
         self.d_v = spec.v.shape[-1]
         self.budget = DEFAULT_BUDGET if budget is None else budget
         # Fixed row blocks (a multiple of 8 rows), decided by n_k alone.
@@ -142,8 +154,19 @@ class PairStore:
         self.blocks = -(-self.n_q // self.block_rows)
         self._cache: OrderedDict[tuple[str, int, int], np.ndarray] = OrderedDict()
         self._cached_bytes = 0
+        # Called with (name, head, block) for every block computed (tests and benches count them).
+        self.on_compute: Callable[[str, int, int], None] | None = None
         self._head_output: torch.Tensor | None = None
         self._lock = threading.RLock()
+        self._may_overflow = may_overflow(spec)
+
+    def _checked(self, name: str, head: int, r0: int, array: np.ndarray) -> np.ndarray:
+        """``array`` (rows ``r0:`` of one head), refused when it holds NaN or ±∞ (−∞ is the mask):
+        every reader (export, window, explain, survey, comparison) gets the same one line. Only
+        looked at when the scores can overflow at all (:func:`may_overflow`): free otherwise."""
+        if self._may_overflow:
+            check_pair_block(self.spec, name, head, r0, array)
+        return array
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -153,13 +176,21 @@ class PairStore:
     def cached_bytes(self) -> int:
         return self._cached_bytes
 
+    def clear(self) -> None:
+        """Forget every cached block (the next read computes again)."""
+        with self._lock:
+            self._cache.clear()
+            self._cached_bytes = 0
+
     # --- computing one block -----------------------------------------------------------------
     def _span(self, name: str, block: int) -> tuple[int, int, int, int]:
         """Rows ``r0:r1`` of a block and the keys ``c0:c1`` computed for them: every key before
         the mask, from the mask on only those some query of the block may see."""
         r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
         before_mask = name in ("scores", "scaled", "biased", "softcapped")
-        c0, c1 = (0, self.n_k) if before_mask else self.spec.mask.visible_columns(r0, r1, self.n_k)
+        if before_mask or self.spec.sinks is not None:  # the sink, last, is always visible
+            return r0, r1, 0, self.n_k
+        c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_k)
         return r0, r1, c0, c1
 
     def _compute(self, name: str, head: int, block: int) -> torch.Tensor:
@@ -167,6 +198,8 @@ class PairStore:
 
         From the mask on, only the keys some query of the block can see are computed (under a causal
         mask, half of them): the others are −∞ (masked) and exactly 0 (weights) by definition."""
+        if self.on_compute is not None:
+            self.on_compute(name, head, block)
         r0, r1, c0, c1 = self._span(name, block)
         x = self._chain(name, head, r0, r1, c0, c1)  # (r, c1 − c0)
         if (c0, c1) == (0, self.n_k):
@@ -179,6 +212,17 @@ class PairStore:
         return out
 
     def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+        s = self.spec
+        if s.sinks is None:
+            return self._keys_chain(name, head, r0, r1, c0, c1)
+        # keys c0:c1 then the sink (whose logit is neither scaled, capped nor masked)
+        last = "masked" if name == "weights" else name
+        x = self._keys_chain(last, head, r0, r1, c0, min(c1, self.n_keys))  # (r, c)
+        sink = s.sinks[head].to(x.dtype).expand(x.shape[0], 1)
+        x = torch.cat([x, sink], dim=-1)  # (r, c + 1)
+        return att.softmax(x, s.temperature) if name == "weights" else x
+
+    def _keys_chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
         s = self.spec
         g = s.head_groups[head]
         q, k = s.q[head : head + 1, r0:r1], s.k[g : g + 1, c0:c1]  # (1, r, d_k), (1, c, d_k)
@@ -208,7 +252,7 @@ class PairStore:
             if name == "softcapped":
                 return x[0]
         h0, h1 = s.mask.hidden_span(r0, r1, c0, c1)
-        hidden = s.mask.rows(r0, r1, self.n_k, x.device, h0, h1) if h1 > h0 else None
+        hidden = s.mask.rows(r0, r1, self.n_keys, x.device, h0, h1) if h1 > h0 else None
         if hidden is not None:  # x is this block's own fresh tensor: mask it in place
             if x.is_contiguous():
                 x[..., h0 - c0 : h1 - c0].masked_fill_(hidden, float("-inf"))  # a view of x
@@ -233,6 +277,7 @@ class PairStore:
         # Computed outside the lock: the GUI thread reading one cell never waits for a whole pass.
         with torch.no_grad():
             array = self._compute(name, head, block).to("cpu", torch.float32).numpy()
+        self._checked(name, head, block * self.block_rows, array)
         if keep and array.nbytes <= self.budget:
             with self._lock:
                 if key not in self._cache:
@@ -257,7 +302,8 @@ class PairStore:
         if hit is not None:
             return hit[:, c0:c1], c0
         with torch.no_grad():
-            return self._chain(name, head, r0, r1, c0, c1).to("cpu", torch.float32).numpy(), c0
+            array = self._chain(name, head, r0, r1, c0, c1).to("cpu", torch.float32).numpy()
+        return self._checked(name, head, r0, array), c0
 
     # --- public reads ------------------------------------------------------------------------
     def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None,
@@ -312,6 +358,7 @@ class PairStore:
                         raise Cancelled("head_output")
                     # Keys no query of the block sees have weight 0 exactly: left out of the sum.
                     a, c0 = self.visible_block("weights", h, b)  # (r, c), keys c0:c0 + c
+                    a = a[:, : self.n_keys - c0]  # not the sink column, which has no value
                     start = b * self.block_rows
                     a_t = torch.from_numpy(a).to(v.device)
                     out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v[c0 : c0 + a.shape[1]])
@@ -319,6 +366,45 @@ class PairStore:
             if self._head_output is None:
                 self._head_output = out
             return self._head_output
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def may_overflow(spec: PairSpec) -> bool:
+    """False when no score can leave float32's range: ``|q_i · k_j| ≤ max‖q‖ · max‖k‖`` (Cauchy–
+    Schwarz; every partial sum too) below float32's maximum, and nothing later can make a NaN
+    (the scale is at most 1 or checked, the soft cap is bounded, the softmax is exact for any
+    finite scores). General and additive scores (the toy engine's) are always checked."""
+    if spec.score != "dot":
+        return True
+    q = float(torch.linalg.vector_norm(spec.q.double(), dim=-1).max()) if spec.q.numel() else 0.0
+    k = float(torch.linalg.vector_norm(spec.k.double(), dim=-1).max()) if spec.k.numel() else 0.0
+    bound = q * k
+    if spec.scale is not None:
+        kind, value = spec.scale
+        bound = max(bound, bound / value if kind == "div" else bound * value)
+    edits = max((abs(v) for v in (spec.score_edits or {}).values()), default=0.0)
+    return not (math.isfinite(bound) and max(bound, edits) < FLOAT32_MAX / 2)
+
+
+def check_pair_block(spec: PairSpec, name: str, head: int, r0: int, block: np.ndarray) -> None:
+    """Refuse a block of an n×n stage holding NaN or ±∞ (−∞ in "masked" is the mask), naming
+    the stage, the layer and the cause: the queries and keys whose dot products overflow."""
+    bad = ~np.isfinite(block)
+    if name == "masked":
+        bad &= block != -np.inf
+    if not bad.any():
+        return
+    i, j = (int(x) for x in np.argwhere(bad)[0])
+    where = f" of {spec.label}" if spec.label else ""
+    q = float(spec.q.abs().max()) if spec.q.numel() else 0.0
+    k = float(spec.k.abs().max()) if spec.k.numel() else 0.0
+    raise InputError(
+        f"stage '{name}'{where} overflows float32 ({float(block[i, j])!r} at [{head}, {r0 + i}, {j}]): the queries "
+        f"and keys are too large for their dot products (largest |q| {q:.3g}, |k| {k:.3g}); scale the inputs "
+        f"or weights down"
+    )
 
 
 def sqrt_dk(d_k: int) -> tuple[str, float]:

@@ -57,6 +57,9 @@ class LayerParams:
     softcap: float | None = None
     sliding_window: int | None = None
     rotary_dim: int | None = None
+    rope_interleaved: bool = False  # RoPE pairs (2j, 2j + 1) (Cohere), not (j, j + r/2)
+    band: int | None = None  # two-sided local window (ModernBERT): keys |i − j| > band hidden
+    sinks: np.ndarray | None = None  # (h,) learned sink logits (gpt-oss): one more key column, last
 
     @property
     def heads(self) -> int:
@@ -86,6 +89,9 @@ class LayerParams:
         if self.sliding_window:
             i, j = np.indices((n_q, n_k))
             hidden |= i - j >= self.sliding_window
+        if self.band is not None:
+            i, j = np.indices((n_q, n_k))
+            hidden |= np.abs(i - j) > self.band
         return hidden
 
 
@@ -159,10 +165,11 @@ def pretrained_params(
         W_v=_per_head(p.w_v, kv), b_v=_bias(p.b_v, kv),
         W_o=_f32(p.w_o), b_o=_f32(p.b_o), head_groups=tuple(p.head_groups),
         score="scaled", scale=float(p.scale), scale_formula=p.scale_formula,
-        rope=rope, pe="rotary" if rope is not None else "learned",
+        rope=rope, pe="rotary" if rope is not None else ("none" if model.arch.rotary else "learned"),
         mask=mode, pad_positions=tuple(sorted(set(pad_positions))) if mode != "none" else (),
         vocab_size=model.arch.vocab_size, source="model", query_source="model",
         q_norm=getattr(p, "q_norm", None), k_norm=getattr(p, "k_norm", None),
         softcap=getattr(p, "softcap", None), sliding_window=getattr(p, "sliding_window", None),
-        rotary_dim=getattr(p, "rotary_dim", None),
+        rotary_dim=getattr(p, "rotary_dim", None), rope_interleaved=getattr(p, "rope_interleaved", False),
+        band=p.band, sinks=_f32(p.sinks),
     )  # fmt: skip

@@ -71,7 +71,11 @@ class Context:
     layer: int | None = None  # pretrained: the traced layer
     qk_norm: str = ""  # "w" or "(1 + w)": the per-head RMS norm's weight (q_normed, k_normed)
     qk_norm_eps: float = 0.0
+    qk_norm_kind: str = "rms"  # "rms" per head, "layer" (per-head LayerNorm), "layer_bias" (Phi), "rms_all"
+    rotary_interleaved: bool = False  # RoPE rotates the pairs (2j, 2j + 1), not (j, j + d/2)
     mask_note: str = ""  # an extra sentence for the masked stage (e.g. the model's own mask)
+    band: int | None = None  # two-sided local window: a query sees keys at most this far on each side
+    sinks: bool = False  # learned attention sinks: one more key column "sink" in the n×n stages
     extra: dict = field(default_factory=dict)
 
     @property
@@ -105,6 +109,9 @@ def _mask_description(c: Context) -> str:
     if c.window:
         parts.append(f"keys {c.window} or more positions back (a sliding window of {c.window}: each query sees "
                      f"its {c.window} most recent keys, itself included)")  # fmt: skip
+    if c.band is not None:
+        parts.append(f"keys more than {c.band} positions away on either side (a local window of "
+                     f"{2 * c.band + 1} keys centred on the query)")  # fmt: skip
     if c.pad_positions and c.mask in ("causal", "padding"):
         parts.append(f"the padding keys {list(c.pad_positions)}")
     if c.mask == "custom":
@@ -133,6 +140,8 @@ def describe(name: str, c: Context) -> StageText:
     k_sym = f"K'_{g}" if rot else (f"K̂_{g}" if normed else f"K_{g}")
     d_out = c.d_out or d
     pair = ("query", "key", True)
+    if c.sinks and name in PAIR_STAGES:  # the sink column: one more key, last
+        n_k = n_k + 1
     if name == "embeddings":
         t = ("Embeddings", "X = Embedding(ids)", f"Each token becomes a row of {d} numbers, read from "
              f"{c.embedding_source}.", f"→ {_d(n_k, d)}", "token", "feature", False)  # fmt: skip
@@ -163,11 +172,29 @@ def describe(name: str, c: Context) -> StageText:
     elif name in ("q_normed", "k_normed"):
         sym, rows, n, i = ("Q", "query", n_q, "i") if name == "q_normed" else ("K", "key", n_k, g)
         w = c.qk_norm or "w"
-        t = (f"Normed {'queries' if sym == 'Q' else 'keys'}", f"{sym}̂_{i} = {sym}_{i} / rms({sym}_{i}) · {w}",
-             f"Each head's vector is divided by its root mean square over its {dk} features and multiplied "
-             f"by the learned {w} (RMS norm, ε = {c.qk_norm_eps:g}), so that query–key dot products cannot "
-             "grow without bound." + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature",
-             True)  # fmt: skip
+        title = f"Normed {'queries' if sym == 'Q' else 'keys'}"
+        why = "so that query–key dot products cannot grow without bound."
+        if c.qk_norm_kind == "layer_bias":  # Phi's qk_layernorm
+            formula = f"{sym}̂_{i} = ({sym}_{i} − mean) / std · w + b"
+            desc = (f"Each head's vector is centred and divided by its standard deviation over its {dk} "
+                    f"features, then multiplied by the learned w and shifted by b (LayerNorm, ε = {c.qk_norm_eps:g}), "
+                    f"{why}")  # fmt: skip
+        elif c.qk_norm_kind == "layer":
+            formula = f"{sym}̂_{i} = ({sym}_{i} − mean) / √(var + ε) · w_{i}"
+            desc = (f"Each head's vector is centred and divided by its standard deviation over its {dk} features, "
+                    f"then multiplied by that head's own learned weights (LayerNorm without bias, "
+                    f"ε = {c.qk_norm_eps:g}), {why}")  # fmt: skip
+        elif c.qk_norm_kind == "rms_all":
+            heads = h if sym == "Q" else (c.kv_heads or h)
+            formula = f"{sym}̂ = {sym} / rms({sym} of all {heads} heads) · {w}"
+            desc = (f"The whole projection of each token ({heads} heads × {dk} = {heads * dk} features) is divided "
+                    f"by its root mean square and multiplied by the learned {w} (RMS norm, ε = {c.qk_norm_eps:g}) "
+                    f"before it is split into heads, {why}")  # fmt: skip
+        else:
+            formula = f"{sym}̂_{i} = {sym}_{i} / rms({sym}_{i}) · {w}"
+            desc = (f"Each head's vector is divided by its root mean square over its {dk} features and multiplied "
+                    f"by the learned {w} (RMS norm, ε = {c.qk_norm_eps:g}), {why}")  # fmt: skip
+        t = (title, formula, desc + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature", True)
     elif name in ("q_rotated", "k_rotated"):
         sym, rows, n, i = ("Q", "query", n_q, "i") if name == "q_rotated" else ("K", "key", n_k, g)
         partial = bool(c.rotary_dim and c.rotary_dim < dk)
@@ -176,8 +203,9 @@ def describe(name: str, c: Context) -> StageText:
         src = f"{sym}̂_{i}" if normed else f"{sym}_{i}"
         t = (f"Rotated {'queries' if sym == 'Q' else 'keys'}",
              f"{sym}'_{i} = RoPE({src}{f'[:{c.rotary_dim}]' if partial else ''}, position)",
-             "Each pair of features (j, j + d/2) is rotated by an angle proportional to the token's "
-             "position, so that q·k depends on how far apart two tokens are." + part
+             f"Each pair of features {'(2j, 2j + 1)' if c.rotary_interleaved else '(j, j + d/2)'} is rotated "
+             "by an angle proportional to the token's position, so that q·k depends on how far apart "
+             "two tokens are." + part
              + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature", True)  # fmt: skip
     elif name == "scores":
         if c.score == "general":
@@ -190,14 +218,20 @@ def describe(name: str, c: Context) -> StageText:
         else:
             t = ("Scores", f"S_i = {q_sym} {k_sym}ᵀ", "How well each query matches each key: the dot "
                  "product of their rows.", f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
+        if c.sinks:
+            t = (t[0], t[1] + ",  S_i,sink = s_h", t[2] + " The last column, 'sink', is not a key: it holds the "
+                 "head's learned sink logit s_h, the same in every row.", *t[3:])  # fmt: skip
     elif name == "scaled":
         scale = c.scale or dk**-0.5
         if c.scale_text == "√d_k":
             formula = f"S_i / √d_k  (√{dk} = {dk ** 0.5:.4g})"
+        elif c.scale_text.startswith("×"):  # a multiplier of the family's own (Granite)
+            formula = f"S_i {c.scale_text}"
         else:
             formula = f"S_i / {c.scale_text}  (× {scale:.4g})"
         t = ("Scaled scores", formula, f"Scores multiplied by {scale:.4g}, so that softmax does not "
-             "saturate as d_k grows.", f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
+             "saturate as d_k grows." + (" The sink column is not scaled: s_h enters the softmax as it is."
+             if c.sinks else ""), f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "biased":
         t = ("Position-biased scores", "S_ij ← S_ij + B_h[bucket(j − i)]", "A learned number per head and "
              "relative-distance bucket is added to every score (T5's relative position bias): near distances "
@@ -210,16 +244,28 @@ def describe(name: str, c: Context) -> StageText:
              "key can dominate without limit.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "masked":
         window = f" or j ≤ i − {c.window} (window {c.window})" if c.window else ""
-        t = ("Masked scores", f"S_ij = −∞ where hidden{window}", _mask_description(c),
+        if c.band is not None:
+            window += f" or |i − j| > {c.band} (local window)"
+        sink = " The sink column is never hidden." if c.sinks else ""
+        t = ("Masked scores", f"S_ij = −∞ where hidden{window}", _mask_description(c) + sink,
              f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "weights":
         temp = f" / {c.temperature:g}" if c.temperature != 1.0 else ""
-        t = ("Softmax weights", f"A_i = softmax(S_i{temp}) row-wise", "Each row becomes a probability "
-             "distribution over the keys: it sums to 1 (all zero if every key is hidden).",
-             f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
+        if c.sinks:
+            t = ("Softmax weights", f"A_i = softmax([S_i, s_h]{temp}) row-wise", "Each row becomes a probability "
+                 "distribution over the keys and the sink: the sink takes its share of every row (its column, "
+                 "last), and having no value it adds nothing to the output, so the real keys' weights sum to "
+                 "1 − A_i,sink, less than 1.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
+        else:
+            t = ("Softmax weights", f"A_i = softmax(S_i{temp}) row-wise", "Each row becomes a probability "
+                 "distribution over the keys: it sums to 1 (all zero if every key is hidden).",
+                 f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "head_output":
-        t = ("Head outputs", f"O_i = A_i V_{g}", "Each token's output is the weighted sum of the value "
-             "rows.", f"({_d(n_q, n_k)})·({_d(n_k, dv)}) → {_d(n_q, dv)}", "query", "feature", True)  # fmt: skip
+        sink = (" The sink's weight multiplies no value: it only takes weight away from the keys."
+                if c.sinks else "")
+        t = ("Head outputs", f"O_i = A_i{'[:, keys]' if c.sinks else ''} V_{g}", "Each token's output is the "
+             "weighted sum of the value rows." + sink, f"({_d(n_q, n_k)})·({_d(n_k, dv)}) → {_d(n_q, dv)}", "query",
+             "feature", True)  # fmt: skip
     elif name == "concat":
         t = ("Concatenation", "C = [O_1 … O_h]", f"The {h} heads' outputs side by side along the "
              f"features ({h} × {dv} = {h * dv}).", f"{h}×({_d(n_q, dv)}) → {_d(n_q, h * dv)}", "query",

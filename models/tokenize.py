@@ -9,11 +9,14 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from .config import InputError
+
+if TYPE_CHECKING:
+    import torch
 
 # CJK ideographs, kana, hangul and fullwidth forms: one character per token.
 _CJK = (
@@ -71,6 +74,8 @@ def embed(token_ids: list[list[int]], vocab_size: int, d_model: int, seed: int) 
 
     The global RNG is forked so that seeding here never disturbs anyone else's randomness.
     """
+    import torch  # here: the state's token preview imports this module without torch
+
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         table = torch.nn.Embedding(vocab_size, d_model)

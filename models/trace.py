@@ -169,4 +169,5 @@ def query_row(trace: AttentionTrace, head: int, row: int) -> tuple[np.ndarray, n
         return a, out.head(head)[row]
     groups = weights.head_groups
     v = trace["v"].head(groups[head] if groups else head)  # (n_k, d_v)
-    return a, (a.astype(np.float64) @ v.astype(np.float64)).astype(np.float32)
+    keys = a[: v.shape[0]]  # a learned sink's column (last, if any) has no value row
+    return a, (keys.astype(np.float64) @ v.astype(np.float64)).astype(np.float32)

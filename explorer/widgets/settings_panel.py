@@ -50,10 +50,12 @@ SCORES = {
 SIZES = ("heads", "d_model", "d_k", "d_v", "temperature")  # the boxes a validation message can name
 PE_TOY = "sinusoidal (X + P)"
 PE_MODEL = {"learned": "learned (added to X)", "rotary": "rotary (rotates q, k)",
-            "relative": "relative buckets (bias on scores)", "sinusoidal": "sinusoidal (added to X)"}
+            "none": "none in this layer (NoPE)",
+            "relative": "relative buckets (bias on scores)", "sinusoidal": "sinusoidal (added to X)"}  # fmt: skip
 POSITIONS = {"rotary": "rotary position embeddings (RoPE)",
              "relative": "a learned bias per relative-distance bucket, added to the scores (T5); no scaling",
-             "sinusoidal": "fixed sinusoidal positions, added to the embeddings (Marian)"}
+             "sinusoidal": "fixed sinusoidal positions, added to the embeddings (Marian)",
+             "none": "no position information in this layer (NoPE)"}
 LOADING = "set by the model (loading…)"
 
 
@@ -155,7 +157,7 @@ class SettingsPanel(QGroupBox):
             self.mask.setCurrentIndex(max(0, self.mask.findData(mask)))
             own = "dot" if info is not None and info.pe == "relative" else "scaled"  # T5 does not scale
             self.score.setCurrentIndex(max(0, self.score.findData(own if inputs.uses_model else inputs.score)))
-            self.pe.setChecked(info is not None or (not inputs.uses_model and inputs.pe))
+            self.pe.setChecked((info is not None and info.pe != "none") or (not inputs.uses_model and inputs.pe))
             self.pe.setText(PE_MODEL.get(info.pe, info.pe) if info is not None else PE_TOY)
         for name in ("heads", "d_model", "d_k", "d_v", "score", "pe", "temperature", "seed", "new_seed"):
             getattr(self, name).setEnabled(not inputs.uses_model)

@@ -21,6 +21,7 @@ from torch import Tensor
 from models import attention as att
 from models.checks import short
 from models.config import InputError
+from models.pairs import MaskSpec
 from models.pretrained.checkpoint import LayerStore, Weights
 from models.pretrained.rope import apply_rope
 
@@ -97,14 +98,9 @@ def hidden_mask(n: int, mode: str, pad_positions: tuple[int, ...], device: torch
     "padding" hides the pad key columns; "causal" hides the future and, like a decoder given an
     attention_mask, the pad columns too; "none" hides nothing.
     """
-    hidden = torch.zeros(n, n, dtype=torch.bool, device=device)
-    if mode == "none":
-        return hidden
-    if pad_positions:
-        hidden[:, list(pad_positions)] = True
-    if mode == "causal":
-        hidden |= torch.ones(n, n, dtype=torch.bool, device=device).triu(1)
-    return hidden
+    spec = MaskSpec(causal=mode == "causal", pads=tuple(pad_positions) if mode != "none" else ())
+    hidden = spec.rows(0, n, n, device)  # the one mask builder, as the traced layer's stages use it
+    return torch.zeros(n, n, dtype=torch.bool, device=device) if hidden is None else hidden
 
 
 # --- attention ---------------------------------------------------------------------------------
@@ -112,14 +108,52 @@ def hidden_mask(n: int, mode: str, pad_positions: tuple[int, ...], device: torch
 
 @dataclass(frozen=True)
 class HeadNorm:
-    """An RMS norm applied to every head's q (or k) vector over its d_k features (qk-norm)."""
+    """The norm of every head's q (or k) vector before the rotation (qk-norm), in the three forms
+    the families use (:attr:`kind`):
 
-    weight: Tensor  # (d_k,)
+    - ``"rms"``: an RMS norm over one head's d_k features (Qwen3, Gemma), weight ``(d_k,)``;
+    - ``"layer"``: a LayerNorm without bias over one head's d_k features, each head with its own
+      weight ``(heads, d_k)`` (StableLM, Cohere): ``(x − mean) / √(var + ε) · w_head``;
+    - ``"rms_all"``: an RMS norm over all heads' features of a token at once, weight
+      ``(heads·d_k,)`` (OLMo 2 norms the whole q and k projections before splitting the heads).
+    """
+
+    weight: Tensor  # (d_k,), (heads, d_k) or (heads·d_k,): see kind
     eps: float
     plus_one: bool = False  # Gemma style: multiply by (1 + weight) instead of weight
+    centred: bool = False  # LayerNorm: subtract each vector's mean first
+    whole: bool = False  # over the whole projection (all heads of a token), not per head
+
+    @property
+    def kind(self) -> str:
+        return "rms_all" if self.whole else ("layer" if self.centred else "rms")
+
+    def __call__(self, x: Tensor) -> Tensor:  # x: (heads, n, d_k)
+        heads, n, dk = x.shape
+        if self.whole:  # as the model does it: on the (n, heads·d_k) projection, then split
+            flat = x.transpose(0, 1).reshape(n, heads * dk)
+            return rms_norm(flat, self.weight, self.eps, self.plus_one).view(n, heads, dk).transpose(0, 1)
+        w = self.weight[:, None, :] if self.weight.dim() == 2 else self.weight  # (heads, 1, d_k) | (d_k,)
+        if self.centred:
+            mean = x.mean(-1, keepdim=True)
+            var = (x - mean).pow(2).mean(-1, keepdim=True)
+            return w * ((x - mean) * torch.rsqrt(var + self.eps))
+        return rms_norm(x, w, self.eps, self.plus_one)
+
+
+@dataclass(frozen=True)
+class HeadLayerNorm:
+    """A LayerNorm (centred, with bias) of every head's q (or k) vector over its d_k features
+    (Phi-2's ``qk_layernorm``); read like :class:`HeadNorm` by the trace and the explainer."""
+
+    weight: Tensor  # (d_k,)
+    bias: Tensor | None  # (d_k,)
+    eps: float
+    plus_one = False
+    kind = "layer_bias"  # HeadNorm.kind "layer" has no bias and per-head weights
 
     def __call__(self, x: Tensor) -> Tensor:
-        return rms_norm(x, self.weight, self.eps, self.plus_one)
+        return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
 
 
 @dataclass
@@ -132,15 +166,21 @@ class AttentionParams:
     1. ``q, k, v = x W_q + b_q, x W_k + b_k, x W_v + b_v`` split into heads: q ``(h, n, d_k)``,
        k and v ``(kv, n, d_k)``.
     2. ``q, k = q_norm(q), k_norm(k)`` when given (stages ``q_normed``/``k_normed``): RMS norm of
-       each head's vector over its d_k features, ``x / rms(x) · w`` (or ``· (1 + w)``).
+       each head's vector over its d_k features, ``x / rms(x) · w`` (or ``· (1 + w)``), or one of
+       the other forms of :class:`HeadNorm` (per-head LayerNorm, RMS over the whole projection).
     3. ``q, k = RoPE(q), RoPE(k)`` when ``rope`` is given (stages ``q_rotated``/``k_rotated``);
-       only the first ``rotary_dim`` features of each head rotate, the rest pass unchanged.
+       only the first ``rotary_dim`` features of each head rotate, the rest pass unchanged; the
+       rotated pairs are (j, j + r/2), or (2j, 2j + 1) with ``rope_interleaved``.
     4. grouped-query: key/value head ``g = i // (h / kv)`` serves query head i (``head_groups``).
     5. ``scores = q kᵀ`` ``(h, n, n)``; ``scaled = scores · scale``.
     6. ``softcapped = c · tanh(scaled / c)`` when ``softcap = c`` is given (stage ``softcapped``).
     7. ``masked``: −∞ where the mask hides a key, the mask being the given one (causal/padding)
-       OR'ed with the sliding window (``i − j ≥ sliding_window`` hidden) when given.
-    8. ``weights = softmax(masked)`` per row (an all-hidden row gets zeros);
+       OR'ed with the sliding window (``i − j ≥ sliding_window`` hidden) when given, or with the
+       two-sided local window (``|i − j| > band`` hidden, ModernBERT) when ``band`` is given.
+    8. ``weights = softmax(masked)`` per row (an all-hidden row gets zeros); with learned attention
+       sinks (gpt-oss) every row's softmax has one more logit, the head's ``sinks[h]``, as a last
+       key column "sink" with no value: ``weights = softmax([masked, s_h])`` ``(h, n, n + 1)``, and
+       the real keys' weights sum to ``1 − weights[..., n]``;
        ``head_output = weights · v_g`` ``(h, n, d_k)``; ``concat`` ``(n, h·d_k)``;
        ``output = concat W_o + b_o`` ``(n, d_model)``.
     """
@@ -163,6 +203,9 @@ class AttentionParams:
     k_norm: HeadNorm | None = None  # step 2, on every key head
     softcap: float | None = None  # step 6: c in c·tanh(S/c)
     sliding_window: int | None = None  # step 7: query i sees keys j with i − j < sliding_window
+    rope_interleaved: bool = False  # step 3: rotate pairs (2j, 2j+1) (Cohere), not (j, j + r/2)
+    band: int | None = None  # step 7, two-sided: query i sees keys j with |i − j| ≤ band
+    sinks: Tensor | None = None  # step 8: (h,) learned sink logits, one extra softmax column
 
     @property
     def head_groups(self) -> tuple[int, ...]:
@@ -178,16 +221,29 @@ class AttentionParams:
 
 def window_hidden(n: int, window: int, device: torch.device) -> Tensor:
     """``(n, n)`` bool, True where key j lies ``window`` or more positions before query i."""
+    return MaskSpec(window=window).rows(0, n, n, device)
+
+
+def band_hidden(n: int, band: int, device: torch.device) -> Tensor:
+    """``(n, n)`` bool, True where key j lies more than ``band`` positions from query i, on
+    either side (a bidirectional local window)."""
     i = torch.arange(n, device=device)
-    return (i[:, None] - i[None, :]) >= window
+    return (i[:, None] - i[None, :]).abs() > band
 
 
 def layer_mask(hidden: Tensor, p: AttentionParams) -> Tensor:
     """The mask this layer really applies: the given one plus its sliding window, if any."""
     n = hidden.shape[-1]
+    if p.band is not None and p.band < n - 1:
+        hidden = hidden | band_hidden(n, p.band, hidden.device)
     if p.sliding_window is None or p.sliding_window >= n:
         return hidden
     return hidden | window_hidden(n, p.sliding_window, hidden.device)
+
+
+def with_sink(x: Tensor, sinks: Tensor) -> Tensor:
+    """``x (h, r, c)`` with one more column, each head's sink logit ``sinks (h,)``: ``(h, r, c + 1)``."""
+    return torch.cat([x, sinks.to(x.dtype).view(-1, 1, 1).expand(x.shape[0], x.shape[1], 1)], dim=-1)
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
@@ -221,28 +277,37 @@ def project_qkv(
             record.update(q_normed=q, k_normed=k)
     if p.rope is not None:
         cos, sin = p.rope
-        q, k = ed("q_rotated", apply_rope(q, cos, sin)), ed("k_rotated", apply_rope(k, cos, sin))
+        pairs = p.rope_interleaved
+        q = ed("q_rotated", apply_rope(q, cos, sin, pairs))
+        k = ed("k_rotated", apply_rope(k, cos, sin, pairs))
         if record is not None:
             record.update(q_rotated=q, k_rotated=k)
     return q, k, v
 
 
 def attention(
-    x: Tensor, p: AttentionParams, hidden: Tensor, record: dict[str, Tensor] | None = None
+    x: Tensor, p: AttentionParams, hidden: Tensor, record: dict[str, Tensor] | None = None,
+    cache=None,
 ) -> Tensor:
     """Multi-head (or grouped-query) self-attention of ``x (n, d_model)``; returns (n, d_model).
+
+    ``cache``: a :class:`models.pretrained.kv_cache.LayerKV` when generating: ``x`` holds only
+    the new tokens, their keys and values join the cached ones, ``hidden`` is not used (causal,
+    plus the layer's sliding window) and the new rows' weights are kept on the cache.
 
     The steps are those listed in :class:`AttentionParams`. When ``record`` is a dict, every
     intermediate tensor is stored in it under its stage name. Without ``record`` (the layers
     below the traced one) torch's fused scaled_dot_product_attention computes the same thing,
     except where it cannot express the family (soft-capping) or a row hides every key.
     """
+    if cache is not None:
+        return cache.attend(x, p)
     q, k, v = project_qkv(x, p, record)
     rep = p.heads // p.kv_heads
     k_all = k.repeat_interleave(rep, dim=0) if rep > 1 else k  # (h, n, d_k): head i reads i//rep
     v_all = v.repeat_interleave(rep, dim=0) if rep > 1 else v
     hidden = layer_mask(hidden, p)
-    if record is None and p.softcap is None and not bool(hidden.all(-1).any()):
+    if record is None and p.softcap is None and p.sinks is None and not bool(hidden.all(-1).any()):
         # Fast path: (1, h, n, d_k) inputs, boolean mask True = keep.
         keep = None if not bool(hidden.any()) else ~hidden
         out = F.scaled_dot_product_attention(
@@ -256,8 +321,12 @@ def attention(
     if p.softcap is not None:
         capped = p.softcap * torch.tanh(scaled / p.softcap)
     masked = att.apply_mask(capped, hidden)
+    if p.sinks is not None:  # the sink column: one more logit per row, with no value
+        scores, scaled, masked = (with_sink(t, p.sinks) for t in (scores, scaled, masked))
+        capped = with_sink(capped, p.sinks)
     weights = att.softmax(masked)  # an all-hidden row gets zero weights, never NaN
-    head_output = att.weighted_sum(weights, v_all)  # (h, n, d_k)
+    n_keys = v_all.shape[1]
+    head_output = att.weighted_sum(weights[..., :n_keys], v_all)  # (h, n, d_k)
     concat = att.concat_heads(head_output)  # (n, h*d_k)
     output = linear(concat, p.w_o, p.b_o)  # (n, d_model)
     if record is not None:
@@ -308,6 +377,11 @@ class Architecture:
         """Token ids ``(n,)`` -> the hidden state entering block 0, ``(n, d_model)``."""
         raise NotImplementedError
 
+    def embed_at(self, ids: Tensor, start: int) -> Tensor:
+        """``embed`` of tokens standing at positions ``start, start+1, ...`` (generation feeds
+        one new token at a time); families with learned position embeddings override it."""
+        return self.embed(ids, torch.zeros_like(ids))
+
     def attention_input(self, i: int, h: Tensor) -> Tensor:
         """What block ``i``'s attention projects: ``h`` itself, or a pre-norm of it."""
         return h
@@ -325,10 +399,26 @@ class Architecture:
             scale=self.head_dim**-0.5 if scale is None else scale, scale_formula=scale_formula, **extra,
         )  # fmt: skip
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
-        """Block ``i``: hidden state in, hidden state out, both ``(n, d_model)``."""
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
+        """Block ``i``: hidden state in, hidden state out, both ``(n, d_model)``; with ``cache``
+        (a LayerKV, generation) ``h`` holds only the new tokens (see :func:`attention`)."""
         raise NotImplementedError
 
     def final(self, h: Tensor) -> Tensor:
         """The final norm after the last block (decoders); identity for BERT."""
         return h
+
+    # --- the language-model head (generation, logit lens: models/generate) ------------------
+    lm_head_key = "lm_head.weight"  # the unembedding's key in a checkpoint with its own head
+    tied_default = False  # tie_word_embeddings when config.json does not say
+    final_logit_softcap: float | None = None  # Gemma 2: logits <- c·tanh(logits / c)
+
+    def input_embeddings(self) -> Tensor:
+        """The token embedding matrix ``(vocab, d_model)`` as held (maybe bf16), which a tied
+        head reads as its unembedding."""
+        raise NotImplementedError
+
+
+def context_length(h: Tensor, cache) -> int:
+    """The positions a block's attention covers: the new tokens plus those cached before."""
+    return h.shape[0] + (0 if cache is None else cache.length)

@@ -10,7 +10,6 @@ trust_remote_code. Every problem with the folder becomes a one-line :class:`Inpu
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -24,16 +23,26 @@ from models.memory import check_memory, estimate_pretrained_load, estimate_tenso
 from models.pretrained.bart import Bart, Marian
 from models.pretrained.bert import Bert, DistilBert, Roberta, XLMRoberta
 from models.pretrained.checkpoint import LAYER_CACHE_BYTES, Checkpoint, Weights
+from models.pretrained.cohere import Cohere
 from models.pretrained.common import Architecture
 from models.pretrained.encdec import EncoderDecoder
 from models.pretrained.encdec_model import EncoderDecoderModel
+from models.pretrained.falcon import Falcon
 from models.pretrained.gemma import Gemma, Gemma2
+from models.pretrained.gemma3 import Gemma3Text
 from models.pretrained.gpt2 import GPT2
 from models.pretrained.gpt_neox import GPTNeoX
+from models.pretrained.gpt_oss import GptOss
+from models.pretrained.granite import Granite
 from models.pretrained.llama import Llama
 from models.pretrained.model import PretrainedModel
+from models.pretrained.modernbert import ModernBert
+from models.pretrained.olmo2 import Olmo2
+from models.pretrained.opt import OPT
+from models.pretrained.phi import Phi
 from models.pretrained.phi3 import Phi3
 from models.pretrained.qwen import Mistral, Qwen2, Qwen3
+from models.pretrained.qwen_moe import Qwen2Moe, Qwen3Moe
 from models.pretrained.registry import (
     BUILTIN,
     SUPPORTED_TYPES,
@@ -42,6 +51,9 @@ from models.pretrained.registry import (
     read_config,
     resolve_model,
 )
+from models.pretrained.smollm3 import SmolLM3
+from models.pretrained.stablelm import StableLm
+from models.pretrained.starcoder2 import Starcoder2
 from models.pretrained.t5 import MT5, T5
 from models.pretrained.tokenizer import ModelTokenizer, first_line
 
@@ -52,6 +64,8 @@ ARCHITECTURES: dict[str, type[Architecture] | type[EncoderDecoder]] = {
     for arch in (
         Bert, Roberta, XLMRoberta, DistilBert, GPT2, GPTNeoX,
         Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma2, Phi3,
+        Olmo2, SmolLM3, Granite, Qwen2Moe, Qwen3Moe, Starcoder2, StableLm, Cohere,
+        Gemma3Text, GptOss, Phi, OPT, Falcon, ModernBert,
         T5, MT5, Bart, Marian,
     )
 }  # fmt: skip
@@ -77,13 +91,13 @@ def weight_files(folder: Path) -> tuple[list[Path], dict[str, str] | None]:
             continue
         if not name.endswith(".index.json"):
             return [path], None
+        from models.io import read_json
+
+        weight_map = read_json(path, "shard index", prefix=f"could not read shard index {path}").get("weight_map")
         try:
-            weight_map = json.loads(path.read_text(encoding="utf-8"))["weight_map"]
             shards = sorted(set(weight_map.values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise InputError(f"could not read shard index {path}: {first_line(e)}") from e
-        except RecursionError:  # json.loads on thousands of nested brackets
-            raise InputError(f"could not read shard index {path}: JSON nested too deeply") from None
         if not all(isinstance(s, str) and s == Path(s).name for s in shards):
             raise InputError(f"shard index {path} names files outside the model folder")
         if not all(isinstance(k, str) for k in weight_map):

@@ -98,14 +98,22 @@ def rope_inv_freq(cfg: dict, dim: int, model_type: str, params: dict | None = No
         smoothed = (1 - smooth) * scaled / factor + smooth * scaled
         medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
         inv_freq = torch.where(medium, smoothed, scaled)
+    if not bool(torch.isfinite(inv_freq).all()):  # base ** x underflows to 0: 1/0
+        raise InputError(
+            f"config.json: the rope base (rope_theta) {base:g} is too small: the rotary frequencies "
+            f"1/base^(2i/d) overflow float32 (a rope base is normally 10,000 or more)"
+        )
     return inv_freq
 
 
 class Rotary:
-    """cos and sin tables of every (position, rotated feature), cached per sentence length."""
+    """cos and sin tables of every (position, rotated feature), cached per sentence length.
+    ``interleaved``: the angles repeat pairwise (θ0 θ0 θ1 θ1 …, Cohere) instead of in two halves
+    (θ0 θ1 … θ0 θ1 …), matching the pairs :func:`apply_rope` rotates."""
 
-    def __init__(self, inv_freq: Tensor) -> None:
+    def __init__(self, inv_freq: Tensor, interleaved: bool = False) -> None:
         self.inv_freq = inv_freq
+        self.interleaved = interleaved
         self.dim = 2 * inv_freq.shape[0]
         self._cached: tuple[int, tuple[Tensor, Tensor]] | None = None
 
@@ -114,7 +122,15 @@ class Rotary:
         if cached is None or cached[0] != n:
             pos = torch.arange(n, device=self.inv_freq.device).float()
             freqs = pos[:, None] * self.inv_freq  # (n, dim/2)
-            emb = torch.cat((freqs, freqs), dim=-1)  # (n, dim)
+            if self.interleaved:
+                emb = torch.repeat_interleave(freqs, 2, dim=-1)  # (n, dim)
+            else:
+                emb = torch.cat((freqs, freqs), dim=-1)  # (n, dim)
+            if not bool(torch.isfinite(emb).all()):
+                raise InputError(
+                    f"the rotary angles (position × frequency, up to {float(self.inv_freq.max()):.3g} per "
+                    f"position) overflow float32 over {n} tokens: the rope base in config.json is too small"
+                )
             cached = self._cached = (n, (emb.cos(), emb.sin()))
         return cached[1]
 
@@ -124,11 +140,18 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """Rotate each pair (x_j, x_{j+r/2}) of the first r = cos.shape[-1] features by the angle of
-    the token's position; the other d_k − r features (partial rotary) pass unchanged."""
+def rotate_pairs(x: Tensor) -> Tensor:
+    """The interleaved form of :func:`rotate_half`: (x_2j, x_2j+1) -> (−x_2j+1, x_2j)."""
+    return torch.stack([-x[..., 1::2], x[..., ::2]], dim=-1).flatten(-2)
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = False) -> Tensor:
+    """Rotate each pair (x_j, x_{j+r/2}) (``interleaved``: (x_2j, x_2j+1)) of the first
+    r = cos.shape[-1] features by the angle of the token's position; the other d_k − r features
+    (partial rotary) pass unchanged."""
+    turn = rotate_pairs if interleaved else rotate_half
     r = cos.shape[-1]
     if r == x.shape[-1]:
-        return (x * cos) + (rotate_half(x) * sin)
+        return (x * cos) + (turn(x) * sin)
     rot, rest = x[..., :r], x[..., r:]
-    return torch.cat(((rot * cos) + (rotate_half(rot) * sin), rest), dim=-1)
+    return torch.cat(((rot * cos) + (turn(rot) * sin), rest), dim=-1)

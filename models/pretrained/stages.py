@@ -18,6 +18,8 @@ from models.pretrained.common import AttentionParams, linear
 from models.pretrained.tokenizer import Encoded
 from models.trace import AttentionTrace, Stage
 
+SINK = "sink"  # the label of the learned attention sink's key column (gpt-oss)
+
 if TYPE_CHECKING:
     from models.pretrained.edits import LayerEdits
     from models.pretrained.model import PretrainedModel
@@ -54,18 +56,27 @@ def build_trace(
     groups = p.head_groups if kv < h else None
     window = p.sliding_window if p.sliding_window is not None and p.sliding_window < n else None
     norm = p.q_norm or p.k_norm
+    pe = "rotary" if p.rope is not None else ("none" if arch.rotary else "learned")
+    band = p.band if p.band is not None and p.band < n - 1 else None
     biases = frozenset(name for name, b in (("q", p.b_q), ("k", p.b_k), ("v", p.b_v), ("o", p.b_o)) if b is not None)
     own = "" if mode == model.default_mask else f"(The model's own mask is {model.default_mask}.)"
+    if arch.rotary and p.rope is None:  # SmolLM3's NoPE layers
+        notices = [*notices, f"Layer {layer} uses no rotary positions (NoPE): q and k are not rotated, and only "
+                   "the causal mask tells the positions apart."]  # fmt: skip
     if p.sliding_window is not None and window is None:
         own += f" The layer's sliding window of {p.sliding_window} hides nothing in {n} tokens."
+    if p.band is not None and band is None:
+        own += f" The layer's local window of ±{p.band} hides nothing in {n} tokens."
     ctx = stages.Context(
         n_q=n, n_k=n, d_model=arch.hidden_size, d_k=dk, d_v=dk, heads=h, kv_heads=kv, biases=biases,
-        score="scaled", scale=float(p.scale), scale_text=p.scale_formula.removeprefix("S / ").removeprefix("S * "),
+        score="scaled", scale=float(p.scale),
+        scale_text=p.scale_formula.removeprefix("S / ").removeprefix("S * ").removeprefix("S "),
         softcap=p.softcap, mask=mode, pad_positions=pads if mode != "none" else (), window=window,
-        pe="rotary" if p.rope is not None else "learned", rotary_dim=p.rotary_dim,
+        pe=pe, rotary_dim=p.rotary_dim, rotary_interleaved=p.rope_interleaved,
         input_title=f"Layer {layer} input", input_formula=arch.input_formula, input_description=arch.input_description,
         layer=layer, qk_norm=("(1 + w)" if norm.plus_one else "w") if norm is not None else "",
         qk_norm_eps=norm.eps if norm is not None else 0.0, mask_note=own.strip(),
+        qk_norm_kind=norm.kind if norm is not None else "rms", band=band, sinks=p.sinks is not None,
     )  # fmt: skip
 
     def text(name: str) -> dict:
@@ -82,14 +93,16 @@ def build_trace(
     built = [eager("input", x)] + [eager(name, rec[name]) for name in stages.STAGE_ORDER if name in rec]
     q = rec.get("q_rotated", rec.get("q_normed", rec["q"]))  # (h, n, d_k) as the scores read it
     k = rec.get("k_rotated", rec.get("k_normed", rec["k"]))  # (kv, n, d_k)
-    mask = pairs.MaskSpec(causal=mode == "causal", pads=pads if mode != "none" else (), window=window)
+    mask = pairs.MaskSpec(causal=mode == "causal", pads=pads if mode != "none" else (), window=window, band=band)
     if edits is not None:
         mask = edits.mask(mask, n)
     spec = pairs.PairSpec(q=q, k=k, v=rec["v"], head_groups=p.head_groups, mask=mask, scale=("mul", float(p.scale)),
-                          softcap=p.softcap, always_masked=True,
-                          score_edits=edits.scores or None if edits is not None else None)  # fmt: skip
+                          softcap=p.softcap, always_masked=True, label=f"layer {layer}",
+                          score_edits=edits.scores or None if edits is not None else None,
+                          sinks=p.sinks)  # fmt: skip
     store = pairs.PairStore(spec)
-    built += [Stage(name, row_labels=tokens, col_labels=tokens, store=store, **text(name)) for name in spec.names]
+    keys = tokens + (SINK,) if p.sinks is not None else tokens  # the sink: one more key column, last
+    built += [Stage(name, row_labels=tokens, col_labels=keys, store=store, **text(name)) for name in spec.names]
 
     def head_output() -> np.ndarray:
         return to_numpy(store.head_output())  # (h, n, d_k)
@@ -126,11 +139,13 @@ def build_trace(
         "pad_positions": list(pads),
         "score": "scaled",
         "scale": float(p.scale),
-        "pe": "rotary" if p.rope is not None else "learned",
+        "pe": pe,
         "rotary_dim": p.rotary_dim,
         "qk_norm": p.q_norm is not None or p.k_norm is not None,
         "softcap": p.softcap,
         "sliding_window": p.sliding_window,
+        "local_window": p.band,
+        "sinks": p.sinks is not None,
         "bias": bool(biases),
         "max_positions": arch.max_positions,
         "n_tokens": len(tokens),

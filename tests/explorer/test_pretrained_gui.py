@@ -263,12 +263,12 @@ def test_a_bad_folder_goes_back_to_the_previous_model(qtbot, make_window, settle
 
     choose(window, "minilm")
     settle(window)
-    t5 = tmp_path / "t5"
-    t5.mkdir()
-    (t5 / "config.json").write_text(json.dumps({"model_type": "whisper"}))
-    open_folder(window, monkeypatch, t5)
+    mamba = tmp_path / "mamba"
+    mamba.mkdir()
+    (mamba / "config.json").write_text(json.dumps({"model_type": "mamba"}))
+    open_folder(window, monkeypatch, mamba)
     settle(window)
-    assert window.status_line.is_error and "unsupported model_type 'whisper'" in window.status_line.text()
+    assert window.status_line.is_error and "unsupported model_type 'mamba'" in window.status_line.text()
     assert "\n" not in window.status_line.plain_text()
     assert window.state.inputs.model == "minilm" and window.model_chooser.combo.currentData() == "minilm"
     assert window.state.display.trace.meta["model"] == "minilm"
@@ -378,7 +378,10 @@ def test_command_line_model_and_layer(tmp_path, isolated_settings, capsys, corru
         (["--model", str(tmp_path)], "no config.json"),
         (["--model", str(corrupt)], "truncated or corrupt"),  # found when it loads, in the window
         (["--layer", "1"], "--layer needs --model"),
-        (["--model", "minilm", "--heads", "4"], "--heads is set by the model"),
+        (["--model", "minilm", "--heads", "4"], "--heads does not apply with --model"),
+        # The window and export share one list of toy-only options (the window accepted --labels).
+        (["--model", "minilm", "--labels", "a,b"], "--labels does not apply with --model"),
+        (["--model", "minilm", "--cross-labels", "a"], "--cross-labels does not apply with --model"),
         (["--model", "minilm", "--layer", "-1"], "--layer must be 0 or more"),
         (["--model", "minilm", "--layer", "6"], "--layer must be between 0 and 5"),
         (["--model", "minilm", "--head", "13"], "--head must be between 1 and 12"),

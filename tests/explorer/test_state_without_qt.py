@@ -34,3 +34,20 @@ def test_the_state_works_without_qt_loaded():
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(ROOT)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_the_state_and_its_requests_import_neither_qt_nor_torch():
+    # The window's state is data: building it, editing it and asking for its request needs no
+    # engine (PretrainedRequest lived beside the runner and pulled torch in with the state).
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from explorer.state import ExplorerState, Inputs\n"
+        "state = ExplorerState(Inputs(sentence='one two', model='minilm', layer=1))\n"
+        "request = state.request()\n"
+        "assert request.layer == 1 and request.model == 'minilm', request\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'PySide6', 'pyqtgraph', 'superqt')]\n"
+        "assert not bad, bad[:5]\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(ROOT)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr

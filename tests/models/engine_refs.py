@@ -9,6 +9,18 @@ import torch
 from models.config import AttentionWeights
 
 
+def causal_mask(n_q: int, n_k: int) -> torch.Tensor:
+    """The notes' causal mask, whole: True where query i must not see key j (j > i), (n_q, n_k) bool."""
+    return torch.ones(n_q, n_k, dtype=torch.bool).triu(diagonal=1)
+
+
+def padding_mask(n_q: int, n_k: int, positions) -> torch.Tensor:
+    """True on every row for the hidden key positions: (n_q, n_k) bool."""
+    hidden = torch.zeros(n_k, dtype=torch.bool)
+    hidden[list(positions)] = True
+    return hidden.expand(n_q, n_k)
+
+
 def make_mha(d_model: int, heads: int, seed: int) -> torch.nn.MultiheadAttention:
     """A seeded ``nn.MultiheadAttention`` with non-zero biases (PyTorch initialises them to 0)."""
     with torch.random.fork_rng(devices=[]):

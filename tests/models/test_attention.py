@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import models.attention as att
 from models.config import AttentionConfig, AttentionRequest
+from models.pairs import MaskSpec
 from models.pipeline import run
 from models.weights import random_weights
 
@@ -272,7 +273,11 @@ def test_concat_heads_places_heads_side_by_side():
     assert torch.equal(c[:, :4], o[0]) and torch.equal(c[:, 4:], o[1])
 
 
-def test_causal_and_padding_masks_mark_hidden_keys():
-    assert torch.equal(att.causal_mask(3, 4), torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1], [0, 0, 0, 1]]).bool())
-    pad = att.padding_mask(2, 4, (0, 2))
+def test_the_one_mask_builder_marks_hidden_keys():
+    causal = MaskSpec(causal=True).rows(0, 3, 4, torch.device("cpu"))
+    assert torch.equal(causal, torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1], [0, 0, 0, 1]]).bool())
+    pad = MaskSpec(pads=(0, 2)).rows(0, 2, 4, torch.device("cpu"))
     assert torch.equal(pad, torch.tensor([[1, 0, 1, 0], [1, 0, 1, 0]]).bool())
+    window = MaskSpec(causal=True, window=2).rows(0, 4, 4, torch.device("cpu"))  # sees i-1 and i
+    assert torch.equal(window, torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1], [1, 0, 0, 1], [1, 1, 0, 0]]).bool())
+    assert MaskSpec().rows(0, 2, 2, torch.device("cpu")) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from engine_refs import causal_mask
 
 from models import attention as att
 from models.config import AttentionConfig, AttentionRequest, InputError
@@ -81,7 +82,7 @@ def test_an_edited_score_sets_the_rest():
     s[0, 3, 1] = 40.0
     np.testing.assert_array_equal(edited["scores"].array, s)
     np.testing.assert_array_equal(edited["q"].array, original["q"].array)
-    a = att.softmax(att.apply_mask(att.scale(torch.from_numpy(s), 4), att.causal_mask(6, 6)))
+    a = att.softmax(att.apply_mask(att.scale(torch.from_numpy(s), 4), causal_mask(6, 6)))
     np.testing.assert_allclose(edited["weights"].array, a.numpy(), rtol=1e-5, atol=1e-7)
     assert edited["weights"].array[0, 3, 1] > 0.99
 

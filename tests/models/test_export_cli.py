@@ -198,8 +198,8 @@ def test_cli_custom_mask_file_and_labels(tmp_path, capsys):
 
 
 def test_cli_cuda_request_on_a_cpu_machine_falls_back_with_a_note(tmp_path, capsys, monkeypatch):
-    device_mod._cuda_name.cache_clear()
-    monkeypatch.setattr(device_mod, "_cuda_name", lambda: None)
+    device_mod.cuda_name.cache_clear()
+    monkeypatch.setattr(device_mod, "cuda_name", lambda: None)
     assert export_main(["--sentence", "a b", "--device", "cuda", "--out", str(tmp_path / "run")]) == 0
     captured = capsys.readouterr()
     assert captured.err == "note: CUDA was requested but is not available; used the CPU\n"
@@ -257,7 +257,7 @@ def test_cli_refuses_bad_arguments_with_one_line_and_writes_nothing(tmp_path, ca
     "which,message",
     [
         ("missing", "embeddings file not found"),
-        ("folder", "embeddings path is a folder"),
+        ("folder", "is a folder"),
         ("garbage", "cannot read embeddings file"),
         ("truncated", "cannot read embeddings file"),
         ("pickled", "cannot read embeddings file"),

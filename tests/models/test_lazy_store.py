@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from engine_refs import causal_mask, padding_mask
 
 import models.pairs as pairs
 from models import attention as att
@@ -40,8 +41,8 @@ def eager(req: AttentionRequest) -> dict[str, np.ndarray]:
     if cfg.score == "scaled":
         s = out["scaled"] = att.scale(s, cfg.head_dim_k)
     n_q, n_k = q.shape[1], k.shape[1]
-    hidden = {"causal": lambda: att.causal_mask(n_q, n_k),
-              "padding": lambda: att.padding_mask(n_q, n_k, cfg.pad_positions),
+    hidden = {"causal": lambda: causal_mask(n_q, n_k),
+              "padding": lambda: padding_mask(n_q, n_k, cfg.pad_positions),
               "custom": lambda: torch.as_tensor(req.custom_mask)}.get(cfg.mask)  # fmt: skip
     if hidden is not None:
         s = out["masked"] = att.apply_mask(s, hidden())
@@ -99,7 +100,7 @@ def test_pair_stages_are_exact_bit_for_bit_across_blocks(monkeypatch):
     trace = run(AttentionRequest(config=AttentionConfig(heads=2, d_model=16, mask="causal"), sentence=SENTENCE))
     for name in ("scores", "scaled", "masked", "weights"):
         whole = trace[name].head(1).copy()
-        trace[name].store._cache.clear()
+        trace[name].store.clear()
         np.testing.assert_array_equal(trace[name].rows(1, 5, 14), whole[5:14])
 
 
@@ -181,10 +182,9 @@ def test_peaks_of_weights_beyond_the_budget_read_only_the_keys_each_block_sees(m
     fits = reduce_head(stage, 1, max_side=n // k, signed=False)  # the stage fits: whole cached blocks
     np.testing.assert_array_equal(fits.peak, expected)
     store.budget = 1  # now it does not
-    store._cache.clear()
+    store.clear()
     expanded = []
-    compute = store._compute
-    store._compute = lambda *a: expanded.append(a) or compute(*a)
+    store.on_compute = lambda *a: expanded.append(a)
     beyond = reduce_head(stage, 1, max_side=n // k, signed=False)
     np.testing.assert_array_equal(beyond.peak, expected)
     assert beyond.finite_range[1] == fits.finite_range[1] == float(whole.max())

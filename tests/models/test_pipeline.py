@@ -165,19 +165,19 @@ def test_with_sinusoidal_encoding_permuting_tokens_does_not_permute_outputs():
 
 @pytest.fixture
 def fresh_cuda_probe():
-    device_mod._cuda_name.cache_clear()
+    device_mod.cuda_name.cache_clear()
     yield
-    device_mod._cuda_name.cache_clear()
+    device_mod.cuda_name.cache_clear()
 
 
 def test_trace_reports_the_cpu_on_this_machine(fresh_cuda_probe):
-    assert device_mod._cuda_name() is None
+    assert device_mod.cuda_name() is None
     trace = run(AttentionRequest(config=AttentionConfig(), sentence="a b"))
     assert trace.device == "cpu" and trace.meta["notices"] == []
 
 
 def test_requesting_cuda_without_it_falls_back_to_the_cpu_with_a_notice(monkeypatch):
-    monkeypatch.setattr(device_mod, "_cuda_name", lambda: None)
+    monkeypatch.setattr(device_mod, "cuda_name", lambda: None)
     device, label, notice = device_mod.pick_device("cuda")
     assert device == torch.device("cpu") and label == "cpu" and "CUDA" in notice
     assert device_mod.pick_device("auto")[2] is None
@@ -188,7 +188,7 @@ def test_requesting_cuda_without_it_falls_back_to_the_cpu_with_a_notice(monkeypa
 
 def test_a_broken_cuda_driver_is_treated_as_no_cuda(monkeypatch, fresh_cuda_probe):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # this CPU build then fails to allocate
-    assert device_mod._cuda_name() is None
+    assert device_mod.cuda_name() is None
     assert device_mod.pick_device("cuda")[:2] == (torch.device("cpu"), "cpu")
 
 

@@ -113,7 +113,7 @@ def test_every_later_stage_follows_the_edit(families, name, edits):
 def test_no_edits_is_the_same_trace_and_reset_gives_back_the_original_exactly(families, name):
     model, _ = _get(families, name)
     original = _arrays(model.trace(SENTENCE, LAYER))
-    states = [s.clone() for s in model._states]
+    states = [s.clone() for s in model.cached_states]
     again = model.trace(SENTENCE, LAYER, edits=())
     assert "edits" not in again.meta
     assert _arrays(again).keys() == original.keys()
@@ -122,8 +122,8 @@ def test_no_edits_is_the_same_trace_and_reset_gives_back_the_original_exactly(fa
     edited = model.trace(SENTENCE, LAYER, edits=every)
     assert not np.array_equal(edited["weights"].array, original["weights"])
     # the cached hidden states were only read: the same objects with the same numbers
-    assert len(model._states) == len(states)
-    assert all(torch.equal(a, b) for a, b in zip(model._states, states, strict=True))
+    assert len(model.cached_states) == len(states)
+    assert all(torch.equal(a, b) for a, b in zip(model.cached_states, states, strict=True))
     reset = _arrays(model.trace(SENTENCE, LAYER))
     assert all(np.array_equal(a, original[k]) for k, a in reset.items())
 

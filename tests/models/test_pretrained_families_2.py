@@ -1,0 +1,206 @@
+"""Issue 23's decoders and ModernBERT, built at random with transformers, must match it layer by layer.
+
+Each config exercises the family's own step: Gemma 3's sliding and global layers with their own
+rotary bases and q/k norms; gpt-oss's learned sinks (made large, so that they take a real share of
+every row), alternating windows and several experts per token; Phi's parallel branches, partial
+rotary and qk LayerNorm; OPT's position offset, pre- and post-norm and projected embeddings;
+Falcon's grouped key/value heads (new architecture) and multi-query layout; ModernBERT's local
+(two-sided) and global layers. Every layer's attention weights and every hidden state are
+compared with transformers' eager attention (``output_attentions=True``) to 1e-5.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from models.config import InputError
+from models.pretrained import load_model
+
+transformers = pytest.importorskip("transformers")
+from test_pretrained_families import SENTENCE, WINDOW, make_tokenizer  # noqa: E402
+
+SMALL = dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4)
+DECODER = dict(SMALL, intermediate_size=64, max_position_embeddings=32, initializer_range=0.2)
+SLIDING, FULL = "sliding_attention", "full_attention"
+
+# name: (model_type, config class, kwargs, encoder?)
+FAMILIES = {
+    "gemma3-types-softcap": (
+        "gemma3_text", "Gemma3TextConfig",
+        dict(DECODER, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24, sliding_window=WINDOW,
+             attn_logit_softcapping=2.0, layer_types=[SLIDING, FULL, SLIDING],
+             rope_parameters={SLIDING: {"rope_type": "default", "rope_theta": 10.0},
+                              FULL: {"rope_type": "linear", "rope_theta": 1000.0, "factor": 2.0}}),
+        False,
+    ),
+    "gemma3-pattern": (
+        "gemma3_text", "Gemma3TextConfig",
+        dict(DECODER, num_key_value_heads=1, head_dim=8, sliding_window=WINDOW, sliding_window_pattern=2),
+        False,
+    ),
+    "gpt_oss-sinks-moe": (
+        "gpt_oss", "GptOssConfig",
+        dict(DECODER, num_key_value_heads=2, head_dim=8, sliding_window=WINDOW, num_local_experts=4,
+             num_experts_per_tok=2, swiglu_limit=1.0, rope_parameters={"rope_type": "default", "rope_theta": 100.0}),
+        False,
+    ),
+    "phi-qk-layernorm": ("phi", "PhiConfig", dict(DECODER, qk_layernorm=True, num_key_value_heads=2), False),
+    "phi-quarter-rotary": (
+        "phi", "PhiConfig",
+        dict(DECODER, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}),
+        False,
+    ),
+    "opt-prenorm": ("opt", "OPTConfig", dict(SMALL, ffn_dim=64, max_position_embeddings=32, init_std=0.2), False),
+    "opt-postnorm-projected": (
+        "opt", "OPTConfig",
+        dict(SMALL, ffn_dim=64, max_position_embeddings=32, init_std=0.2, do_layer_norm_before=False,
+             word_embed_proj_dim=16),
+        False,
+    ),
+    "falcon-new-gqa": (
+        "falcon", "FalconConfig",
+        dict(SMALL, new_decoder_architecture=True, num_kv_heads=2, ffn_hidden_size=64, max_position_embeddings=32,
+             bias=True, initializer_range=0.2),
+        False,
+    ),
+    "falcon-multi-query": (
+        "falcon", "FalconConfig",
+        dict(SMALL, multi_query=True, parallel_attn=True, max_position_embeddings=32, initializer_range=0.2),
+        False,
+    ),
+    "falcon-sequential": (
+        "falcon", "FalconConfig",
+        dict(SMALL, multi_query=False, parallel_attn=False, max_position_embeddings=32, initializer_range=0.2),
+        False,
+    ),
+    "modernbert-local-global": (
+        "modernbert", "ModernBertConfig",
+        dict(SMALL, intermediate_size=64, max_position_embeddings=40, local_attention=4, global_attn_every_n_layers=3,
+             global_rope_theta=1000.0, local_rope_theta=10.0, attention_bias=True, norm_bias=True,
+             initializer_range=0.3, pad_token_id=1, bos_token_id=0, eos_token_id=2, cls_token_id=0,
+             sep_token_id=2),
+        True,
+    ),
+}  # fmt: skip
+TYPES = {family[0] for family in FAMILIES.values()}
+
+
+def build(folder, name):
+    model_type, cls_name, kwargs, encoder = FAMILIES[name]
+    torch.manual_seed(0)
+    tok = make_tokenizer(encoder)
+    config = getattr(transformers, cls_name)(vocab_size=tok.get_vocab_size(), **kwargs)
+    model = transformers.AutoModel.from_config(config, attn_implementation="eager").eval()
+    with torch.no_grad():  # biases and norm weights start at 0 or 1: make them bite
+        for key, param in model.named_parameters():
+            if key.endswith("sinks"):  # large sinks: they take a real share of every row
+                param.copy_(2.0 * torch.randn_like(param))
+            elif param.dim() == 1 or key.endswith("_bias"):
+                param.add_(0.1 * torch.randn_like(param))
+    model.save_pretrained(folder)
+    tok.save(str(folder / "tokenizer.json"))
+    return transformers.AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_family_matches_transformers(tmp_path, name):
+    model_type = FAMILIES[name][0]
+    ref = build(tmp_path, name)
+    model = load_model(tmp_path, device="cpu")
+    assert model.model_type == model_type and model.num_layers == 3
+    _, ids = model.tokenize(SENTENCE)
+    n = len(ids)
+    assert n > WINDOW + 2
+    with torch.no_grad():
+        out = ref(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
+    for layer in range(model.num_layers):
+        trace = model.trace(SENTENCE, layer)
+        weights = trace["weights"].array
+        sinks = trace.config["sinks"]
+        assert weights.shape[-1] == n + sinks
+        np.testing.assert_allclose(weights[..., :n], out.attentions[layer][0].numpy(), atol=1e-5, rtol=0)
+        check_family_stages(name, trace, layer, n)
+    states = model.hidden_states(SENTENCE)
+    assert len(states) == len(out.hidden_states) == model.num_layers + 1
+    for mine, theirs in zip(states, out.hidden_states):
+        np.testing.assert_allclose(mine, theirs[0].numpy(), atol=1e-5, rtol=0)
+    _, every, _ = model.layer_weights(SENTENCE)  # the model view: the real keys' weights
+    for layer in range(model.num_layers):
+        np.testing.assert_allclose(every[layer], out.attentions[layer][0].numpy(), atol=1e-5, rtol=0)
+
+
+def window_hidden(n: int, w: int) -> np.ndarray:
+    i = np.arange(n)
+    return (i[:, None] - i[None, :]) >= w
+
+
+def check_family_stages(name: str, trace, layer: int, n: int) -> None:
+    """The family's own step shows as a stage, a column or in the mask where it changes the numbers."""
+    masked = trace["masked"].array
+    window = trace.config["sliding_window"]
+    sliding = {
+        "gemma3-types-softcap": layer != 1,
+        "gemma3-pattern": layer % 2 == 0,
+        "gpt_oss-sinks-moe": layer % 2 == 0,
+    }.get(name, False)
+    assert (window is not None) == sliding
+    if sliding:
+        hidden = window_hidden(n, window)
+        assert hidden.any() and np.all(np.isneginf(masked[:, :, :n][:, hidden]))
+        assert f"j ≤ i − {window} (window {window})" in trace["masked"].formula
+    if name.startswith(("gemma3", "phi-qk")):
+        assert trace.names.index("q_normed") < trace.names.index("q_rotated")
+        assert not np.allclose(trace["q"].array, trace["q_normed"].array)
+        if name.startswith("phi"):  # a LayerNorm: every head's vector centred
+            np.testing.assert_allclose(trace["q_normed"].array.mean(-1), 0, atol=0.2)
+            assert "LayerNorm" in trace["q_normed"].description
+        else:
+            assert "(1 + w)" in trace["q_normed"].formula
+    else:
+        assert "q_normed" not in trace
+    if name.startswith("gemma3-types"):
+        # transformers' Gemma 3 ignores attn_logit_softcapping: so does the explorer
+        assert trace.config["softcap"] is None and trace.config["scale"] == pytest.approx(24**-0.5)
+    if name.startswith("gpt_oss"):
+        weights = trace["weights"].array
+        assert trace["weights"].col_labels[-1] == "sink" and trace["scores"].col_labels[-1] == "sink"
+        assert trace["masked"].shape == trace["scaled"].shape == weights.shape == (4, n, n + 1)
+        np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)  # the keys and the sink
+        real = weights[..., :n].sum(-1)
+        assert real.max() < 1 and real.min() < 0.9  # the sink takes a real share of the rows
+        assert "s_h" in trace["weights"].formula and "less than 1" in trace["weights"].description
+        # the head output reads only the real keys' weights
+        v = trace["v"].array[list(trace.config["head_groups"])]  # (h, n, d_k)
+        np.testing.assert_allclose(trace["head_output"].array, weights[..., :n] @ v, atol=1e-5)
+    if name.startswith(("phi", "falcon-new")):
+        rd, dk = trace.config["rotary_dim"], trace.config["d_k"]
+        if name.startswith("phi"):
+            assert rd < dk
+            before = trace["q_normed" if "q_normed" in trace else "q"].array
+            np.testing.assert_array_equal(before[..., rd:], trace["q_rotated"].array[..., rd:])
+    if name.startswith("falcon-new"):
+        assert trace.config["kv_heads"] == 2 and trace.config["head_groups"] == [0, 0, 1, 1]
+    if name.startswith("falcon-multi"):
+        assert trace.config["kv_heads"] == 1
+    if name.startswith("modernbert"):
+        local = trace.config["local_window"]
+        assert (local is not None) == (layer > 0) and trace.config["mask"] == "padding"
+        if local is not None:
+            i = np.arange(n)
+            far = np.abs(i[:, None] - i[None, :]) > local
+            assert np.all(np.isneginf(masked[:, far])) and np.all(np.isfinite(masked[:, ~far]))
+            assert f"|i − j| > {local}" in trace["masked"].formula
+        else:
+            assert np.all(np.isfinite(masked))
+
+
+def test_falcon_alibi_is_refused_by_name(tmp_path):
+    build(tmp_path, "falcon-multi-query")
+    import json
+
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "alibi": True}))
+    with pytest.raises(InputError, match="falcon model: alibi"):
+        load_model(tmp_path, device="cpu")
