@@ -88,6 +88,9 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
             check_applicable(given, with_model=True)
         except InputError as exc:
             raise UsageError(str(exc)) from None
+        if args.cross_sentence is not None and not encdec:  # would be silently ignored by this model
+            raise UsageError("--cross-sentence applies with --model only to encoder-decoder models (t5, mt5, bart, "
+                             "marian): their target; leave it out")  # fmt: skip
         base = dataclasses.replace(base, model=model_from_arg(args.model), pad_positions=())
     if args.block is not None:
         if not base.uses_model or not is_encoder_decoder(base.model):

@@ -102,7 +102,7 @@ def test_command_line_block_and_target(t5_folder):
     with pytest.raises(UsageError, match="--block needs an encoder-decoder"):
         inputs_from_args(bad, Inputs())
     bad = build_parser().parse_args(["--model", "minilm", "--sentence", "a", "--cross-sentence", "b"])
-    with pytest.raises(UsageError, match="--cross-sentence is set by the model"):
+    with pytest.raises(UsageError, match="--cross-sentence applies with --model only to encoder-decoder"):
         inputs_from_args(bad, Inputs())
 
 
