@@ -76,14 +76,9 @@ def model_from_arg(text: str) -> str:
 
 
 def is_encoder_decoder(model: str) -> bool:
-    """True when ``model`` names an encoder-decoder (its config.json says so); nothing loads."""
-    from models.config import InputError
-    from models.pretrained.registry import ENCODER_DECODER_TYPES, read_config, resolve_model
+    from models.pretrained.registry import is_encoder_decoder as check
 
-    try:
-        return read_config(resolve_model(model))["model_type"] in ENCODER_DECODER_TYPES
-    except InputError:
-        return False
+    return check(model)
 
 
 def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
@@ -96,6 +91,9 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
             check_applicable(given, with_model=True)
         except InputError as exc:
             raise UsageError(str(exc)) from None
+        if args.cross_sentence is not None and not encdec:  # would be silently ignored by this model
+            raise UsageError("--cross-sentence applies with --model only to encoder-decoder models (t5, mt5, bart, "
+                             "marian): their target; leave it out")  # fmt: skip
         base = dataclasses.replace(base, model=model_from_arg(args.model), pad_positions=())
     if args.block is not None:
         if not base.uses_model or not is_encoder_decoder(base.model):

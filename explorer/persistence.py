@@ -77,6 +77,8 @@ def _coerce(name: str, value, default):
         raise ValueError(value)
     if name == "model_mask" and value not in MODEL_MASK_CHOICES:
         raise ValueError(value)
+    if name == "block" and value not in ("encoder", "decoder", "cross"):  # an encoder-decoder's attention
+        raise ValueError(value)
     if name == "layer":
         if isinstance(value, bool) or int(value) != value or int(value) < 0:
             raise ValueError(value)

