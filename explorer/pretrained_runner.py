@@ -34,6 +34,7 @@ class PretrainedRequest:
     mask: str | None = None  # None: the model's own
     pad_positions: tuple[int, ...] = ()
     device: str = "auto"
+    exact: bool = False  # a session's layer and pads: refused as export refuses them, never adjusted
 
 
 @dataclass(frozen=True)
@@ -95,11 +96,11 @@ class PretrainedRunner:
     def __call__(self, request: PretrainedRequest, should_stop: Callable[[], bool]) -> AttentionTrace:
         model = self.model(request.model, request.device)
         layer, notices = request.layer, []
-        if not 0 <= layer < model.num_layers:  # e.g. layer 8 kept from a deeper model
+        if not 0 <= layer < model.num_layers and not request.exact:  # e.g. layer 8 kept from a deeper model
             layer = min(max(layer, 0), model.num_layers - 1)
             notices.append(f"{model.name} has layers 0–{model.num_layers - 1}: showing layer {layer}")
         pads = request.pad_positions
-        if pads:  # positions picked for an older sentence may lie past the end of this one
+        if pads and not request.exact:  # positions picked for an older sentence may lie past the end of this one
             n = len(model.encode(request.sentence).ids)
             pads = tuple(p for p in pads if p < n)
 

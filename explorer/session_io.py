@@ -63,7 +63,7 @@ def inputs_from_run(run: Run, base: Inputs | None = None) -> tuple[Inputs, tuple
     if run.model is not None:
         return dataclasses.replace(base, model=run.model, layer=args.layer, sentence=args.sentence or "",
                                    model_mask=args.mask or DEFAULT_MASK, pad_positions=tuple(args.pad_positions),
-                                   **cleared), left  # fmt: skip
+                                   exact=True, **cleared), left  # fmt: skip
     arrays = dict(run.arrays)
     mask, painted = args.mask or "none", ()
     if mask == "custom":
