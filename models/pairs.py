@@ -366,5 +366,23 @@ def check_pair_block(spec: PairSpec, name: str, head: int, r0: int, block: np.nd
     )
 
 
+def check_recorded(record: dict, label: str) -> None:
+    """The stages one attention layer recorded (``{name: tensor}``, in the order computed), for a
+    path that does not go through the pair store (``export --all-layers``, the survey): the first
+    one holding NaN or ±∞ (−∞ in "masked" is the mask) is refused, naming it and ``label``."""
+    for name, tensor in record.items():
+        bad = ~torch.isfinite(tensor)
+        if name == "masked":
+            bad &= tensor != float("-inf")
+        if not bool(bad.any()):
+            continue
+        index = [int(i) for i in bad.nonzero()[0]]
+        value = float(tensor[tuple(index)])
+        cause = "the queries and keys are too large for their dot products" if name in (
+            "scores", "scaled", "softcapped", "masked", "weights") else "the inputs or weights are too large"
+        raise InputError(f"stage '{name}' of {label} overflows float32 ({value!r} at {index}): {cause}; "
+                         f"scale them down")  # fmt: skip
+
+
 def sqrt_dk(d_k: int) -> tuple[str, float]:
     return ("div", math.sqrt(d_k))
