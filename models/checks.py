@@ -107,7 +107,10 @@ def config_float(cfg: dict, name: str, default: float, *, positive: bool = True)
         value = default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"config.json: {name} must be a number, got {short(value)}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise InputError(f"config.json: {name} must be a finite number, got {short(value)}") from None
     if not math.isfinite(value) or (positive and value <= 0):
         kind = "a positive number" if positive else "a finite number"
         raise InputError(f"config.json: {name} must be {kind}, got {short(value)}")

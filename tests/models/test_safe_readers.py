@@ -239,3 +239,27 @@ def test_a_weights_npy_is_not_a_weights_archive(tmp_path):
     np.save(tmp_path / "w.npy", np.ones(3))
     with pytest.raises(InputError, match="not a .npz archive"):
         load_weights(tmp_path / "w.npy", AttentionConfig())
+
+
+# --- config values checked before anything is built for them --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [({"num_hidden_layers": 100_000_000}, "num_hidden_layers 100000000 is beyond what any model has"),
+     ({"hidden_size": 10**30}, "hidden_size 1000000000000000000000000000000 is beyond"),
+     ({"layer_norm_eps": 10**400}, "config.json: it holds a number with 401 digits")],
+)  # fmt: skip
+def test_config_values_python_cannot_hold_are_one_line_before_any_allocation(tmp_path, capsys, change, words):
+    from models.pretrained import resolve_model
+
+    source = resolve_model("minilm")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for path in source.iterdir():
+        if path.name != "config.json":
+            (folder / path.name).symlink_to(path.resolve())
+    config = json.loads((source / "config.json").read_text()) | change
+    (folder / "config.json").write_text(json.dumps(config))
+    line = _one_line(capsys, ["--model", str(folder), "--sentence", "a b", "--out", str(tmp_path / "o")])
+    assert words in line
