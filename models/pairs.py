@@ -106,6 +106,7 @@ class PairSpec:
     # What-if edits of the raw scores, {(head, row, col): value}: later stages follow from them.
     score_edits: dict[tuple[int, int, int], float] | None = None
     label: str = ""  # where these stages are, for messages: "layer 3" (a model's), "" (the toy engine)
+    largest_input: float | None = None  # the largest |input| (the toy engine's), for messages
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -359,10 +360,11 @@ def check_pair_block(spec: PairSpec, name: str, head: int, r0: int, block: np.nd
     where = f" of {spec.label}" if spec.label else ""
     q = float(spec.q.abs().max()) if spec.q.numel() else 0.0
     k = float(spec.k.abs().max()) if spec.k.numel() else 0.0
+    sizes = f"largest |input| {spec.largest_input:.3g}, " if spec.largest_input is not None else ""
     raise InputError(
         f"stage '{name}'{where} overflows float32 ({float(block[i, j])!r} at [{head}, {r0 + i}, {j}]): the queries "
-        f"and keys are too large for their dot products (largest |q| {q:.3g}, |k| {k:.3g}); scale the inputs "
-        f"or weights down"
+        f"and keys are too large for their dot products ({sizes}largest |q| {q:.3g}, |k| {k:.3g}); scale the "
+        f"inputs or weights down"
     )
 
 
