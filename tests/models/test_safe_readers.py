@@ -263,3 +263,16 @@ def test_config_values_python_cannot_hold_are_one_line_before_any_allocation(tmp
     (folder / "config.json").write_text(json.dumps(config))
     line = _one_line(capsys, ["--model", str(folder), "--sentence", "a b", "--out", str(tmp_path / "o")])
     assert words in line
+
+
+def test_a_session_weight_of_the_wrong_shape_is_refused_from_its_header(tmp_path):
+    """Even with memory to spare: the run's sizes give each weight's shape, checked before the
+    data is decompressed (a 2 GiB member of a 2 MB file was read, twice, then refused)."""
+    path = honest_big_npy_member(tmp_path / "s.zip", "run/weights/W_q.npy", (64, 1024, 1024))
+    doc = {"format": "attention-explorer-session", "version": 1,
+           "run": {"options": {"--sentence": "a b", "--heads": 2, "--d-model": 8},
+                   "arrays": {"weights/W_q": "run/weights/W_q.npy"}}}  # fmt: skip
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("session.json", json.dumps(doc))
+    with pytest.raises(InputError, match=r"has shape \(64, 1024, 1024\), expected \(2, 8, 4\)"):
+        load_session(path)
