@@ -338,9 +338,10 @@ def may_overflow(spec: PairSpec) -> bool:
     finite scores). General and additive scores (the toy engine's) are always checked."""
     if spec.score != "dot":
         return True
-    q = float(torch.linalg.vector_norm(spec.q.double(), dim=-1).max()) if spec.q.numel() else 0.0
-    k = float(torch.linalg.vector_norm(spec.k.double(), dim=-1).max()) if spec.k.numel() else 0.0
-    bound = q * k
+    # float32 norms (no float64 copy of Q and K): a norm that is itself infinite counts as "may".
+    q = float(torch.linalg.vector_norm(spec.q, dim=-1).max()) if spec.q.numel() else 0.0
+    k = float(torch.linalg.vector_norm(spec.k, dim=-1).max()) if spec.k.numel() else 0.0
+    bound = q * k  # in Python's float64
     if spec.scale is not None:
         kind, value = spec.scale
         bound = max(bound, bound / value if kind == "div" else bound * value)
