@@ -20,7 +20,7 @@ from models.runspec import FIELDS, add_input_arguments, check_applicable
 from models.trace import STAGE_ORDER
 
 from .limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_SEED, TEMPERATURE_RANGE
-from .persistence import APPLICATION, COLOUR_CHOICES, ORGANIZATION, load_inputs, open_settings
+from .persistence import APPLICATION, COLOUR_CHOICES, ORGANIZATION, open_settings, settings_inputs
 from .state import ALL_HEADS, Inputs, settings_problem
 from .usage import UsageError
 
@@ -154,9 +154,12 @@ def run_app(argv: Sequence[str]) -> int:
         args = build_parser().parse_args(list(argv))
     except SystemExit as exc:  # argparse has printed the usage and the reason
         return int(exc.code or 0)
-    settings = open_settings(args.settings)
+    problems: list[str] = []  # issue 19: a bad settings file is reported once, the window still starts
+    settings = open_settings(args.settings, problems)
     # A screenshot documents exactly the options given: start from the defaults, save nothing.
-    base = Inputs() if args.screenshot else load_inputs(settings)
+    base = Inputs() if args.screenshot else settings_inputs(settings, problems)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
     try:
         if args.session or args.save_session:  # issue 9 (explorer/session_io.py)
             from .session_io import session_arguments

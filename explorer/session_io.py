@@ -65,7 +65,7 @@ def inputs_from_run(run: Run, base: Inputs | None = None) -> tuple[Inputs, tuple
         target = {} if args.cross_sentence is None else {"cross_sentence": args.cross_sentence}  # encoder-decoder
         return dataclasses.replace(base, model=run.model, layer=args.layer, sentence=args.sentence or "",
                                    model_mask=args.mask or DEFAULT_MASK, pad_positions=tuple(args.pad_positions),
-                                   block=args.block or "cross", **target, **cleared), left  # fmt: skip
+                                   block=args.block or "cross", **target, exact=True, **cleared), left  # fmt: skip
     arrays = dict(run.arrays)
     mask, painted = args.mask or "none", ()
     if mask == "custom":

@@ -117,6 +117,7 @@ class PairSpec:
     score_edits: dict[tuple[int, int, int], float] | None = None
     sinks: torch.Tensor | None = None
     label: str = ""  # where these stages are, for messages: "layer 3" (a model's), "" (the toy engine)
+    largest_input: float | None = None  # the largest |input| (the toy engine's), for messages
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -396,9 +397,10 @@ def may_overflow(spec: PairSpec) -> bool:
     finite scores). General and additive scores (the toy engine's) are always checked."""
     if spec.score != "dot":
         return True
-    q = float(torch.linalg.vector_norm(spec.q.double(), dim=-1).max()) if spec.q.numel() else 0.0
-    k = float(torch.linalg.vector_norm(spec.k.double(), dim=-1).max()) if spec.k.numel() else 0.0
-    bound = q * k
+    # float32 norms (no float64 copy of Q and K): a norm that is itself infinite counts as "may".
+    q = float(torch.linalg.vector_norm(spec.q, dim=-1).max()) if spec.q.numel() else 0.0
+    k = float(torch.linalg.vector_norm(spec.k, dim=-1).max()) if spec.k.numel() else 0.0
+    bound = q * k  # in Python's float64
     if spec.scale is not None:
         kind, value = spec.scale
         bound = max(bound, bound / value if kind == "div" else bound * value)
@@ -418,11 +420,30 @@ def check_pair_block(spec: PairSpec, name: str, head: int, r0: int, block: np.nd
     where = f" of {spec.label}" if spec.label else ""
     q = float(spec.q.abs().max()) if spec.q.numel() else 0.0
     k = float(spec.k.abs().max()) if spec.k.numel() else 0.0
+    sizes = f"largest |input| {spec.largest_input:.3g}, " if spec.largest_input is not None else ""
     raise InputError(
         f"stage '{name}'{where} overflows float32 ({float(block[i, j])!r} at [{head}, {r0 + i}, {j}]): the queries "
-        f"and keys are too large for their dot products (largest |q| {q:.3g}, |k| {k:.3g}); scale the inputs "
-        f"or weights down"
+        f"and keys are too large for their dot products ({sizes}largest |q| {q:.3g}, |k| {k:.3g}); scale the "
+        f"inputs or weights down"
     )
+
+
+def check_recorded(record: dict, label: str) -> None:
+    """The stages one attention layer recorded (``{name: tensor}``, in the order computed), for a
+    path that does not go through the pair store (``export --all-layers``, the survey): the first
+    one holding NaN or ±∞ (−∞ in "masked" is the mask) is refused, naming it and ``label``."""
+    for name, tensor in record.items():
+        bad = ~torch.isfinite(tensor)
+        if name == "masked":
+            bad &= tensor != float("-inf")
+        if not bool(bad.any()):
+            continue
+        index = [int(i) for i in bad.nonzero()[0]]
+        value = float(tensor[tuple(index)])
+        cause = "the queries and keys are too large for their dot products" if name in (
+            "scores", "scaled", "softcapped", "masked", "weights") else "the inputs or weights are too large"
+        raise InputError(f"stage '{name}' of {label} overflows float32 ({value!r} at {index}): {cause}; "
+                         f"scale them down")  # fmt: skip
 
 
 def sqrt_dk(d_k: int) -> tuple[str, float]:

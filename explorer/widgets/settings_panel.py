@@ -39,6 +39,7 @@ from explorer.limits import (
 )
 
 from .pad_picker import PadPicker
+from .seed_box import SeedBox
 
 AUTO = 0  # spin-box value shown as "auto" for d_k / d_v
 SCORES = {
@@ -94,7 +95,7 @@ class SettingsPanel(QGroupBox):
         self.temperature.setSingleStep(0.1)
         self.temperature.setDecimals(2)
         self.temperature.setToolTip("softmax(S / T): below 1 sharpens the weights, above 1 flattens them")
-        self.seed = _spin(0, MAX_SEED, "Seed of the random embeddings and projection weights")
+        self.seed = SeedBox(MAX_SEED, "Seed of the random embeddings and projection weights")
         self.new_seed = QPushButton("New seed")
         self.device = QLabel(device_label)
         self.device.setObjectName("device")

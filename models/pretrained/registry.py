@@ -90,11 +90,13 @@ def snapshot(repo_dir: Path) -> Path | None:
     ref = repo_dir / "refs" / "main"
     try:
         if ref.is_file():
-            candidate = snapshots / ref.read_text(encoding="utf-8").strip()
+            from models.io import read_bytes
+
+            candidate = snapshots / read_bytes(ref, "cache reference", 4096).decode("utf-8", "replace").strip()
             if candidate.is_dir():
                 return candidate
         found = [p for p in snapshots.iterdir() if p.is_dir()]
-    except OSError:
+    except (OSError, InputError):
         return None
     return max(found, key=lambda p: p.stat().st_mtime) if found else None
 
