@@ -29,6 +29,7 @@ from .cell_selection import CellSelection
 from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
 from .heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from .heatmap_plot import HeatmapPlot
+from .token_axis import axis_title
 from .turns import NextTurn
 from .zoom_regions import ZoomRegions, device_pixels, visible_region
 
@@ -190,11 +191,13 @@ class MatrixView(QWidget):
         if self.readout.text().startswith(PREPARING):  # it came: the hint again, not a stale "Preparing…"
             self.readout.setText(READOUT_HINT)
         lut = lookup_table(image.sequential)
+        cross = bool(display.trace.config.get("cross"))
+        axes = (axis_title(stage.row_axis, cross), axis_title(stage.col_axis, cross))
         for plot, head in zip(self.plots, heads):
             plot.head = head  # the index into this stage's heads (a key/value head for k, v of GQA)
             title = head_title(stage, head) if stage.per_head else stage.title
             plot.set_matrix(image.indices[head if stage.per_head else 0], lut, stage.row_labels, stage.col_labels,
-                            title)  # fmt: skip
+                            title, axes)  # fmt: skip
         self.grid.fit_columns()
         if self.colour_bar.colorMap() is not colour_map(image.sequential):
             self.colour_bar.setColorMap(colour_map(image.sequential))
