@@ -20,7 +20,14 @@ from models.runspec import FIELDS, add_input_arguments, check_applicable
 from models.trace import STAGE_ORDER
 
 from .limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_SEED, TEMPERATURE_RANGE
-from .persistence import APPLICATION, COLOUR_CHOICES, ORGANIZATION, open_settings, settings_inputs
+from .persistence import (
+    APPLICATION,
+    COLOUR_CHOICES,
+    ORGANIZATION,
+    colours_from_choice,
+    open_settings,
+    settings_inputs,
+)
 from .state import ALL_HEADS, Inputs, settings_problem
 from .usage import UsageError
 
@@ -42,8 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
     view.add_argument("--head", type=int, metavar="N", help="show head N (1-based) instead of all heads")
     view.add_argument("--colours", choices=COLOUR_CHOICES,
-                      help="the weights' colour scale: fixed 0 to 1 (default), fit 0 to their largest value, "
-                           "or log (log10, for long rows whose weights are all small)")
+                      help="the weights' colour scale: auto (default: log10 once rows hold more than 256 keys, "
+                           "else 0 to 1), fixed 0 to 1, fit 0 to their largest value, or log (log10)")
     view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
     view.add_argument("--attention", metavar="FILE",
                       help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
@@ -182,7 +189,7 @@ def run_app(argv: Sequence[str]) -> int:
     if STYLE_SHEET.is_file():
         app.setStyleSheet(STYLE_SHEET.read_text(encoding="utf-8"))
     head = ALL_HEADS if args.head is None else args.head - 1
-    fit = None if args.colours is None else ("log" if args.colours == "log" else args.colours == "fit")
+    fit = None if args.colours is None else colours_from_choice(args.colours)
     if args.attention:  # issue 10: a file refused before any window opens; --screenshot shows just it
         from .survey_panel import attention_screenshot, check_attention_arg
 

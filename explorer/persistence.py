@@ -34,7 +34,7 @@ ORGANIZATION, APPLICATION = "attention-explorer", "Attention Explorer"
 INPUTS_KEY, GEOMETRY_KEY, EXPORT_FOLDER_KEY = "inputs", "window/geometry", "export/folder"
 MODEL_FOLDER_KEY = "models/folder"  # where "Open folder…" starts
 COLOURS_KEY = "view/colours"  # the weights' colour scale: "fixed" (0 to 1) or "fit" (0 to their max)
-COLOUR_CHOICES = ("fixed", "fit", "log")  # state.fit_colours: False, True, "log"
+COLOUR_CHOICES = ("auto", "fixed", "fit", "log")  # state.fit_colours: "auto", False, True, "log"
 
 
 MAX_SETTINGS_BYTES = 1 << 20
@@ -190,14 +190,20 @@ def _positive_int(value) -> int:
     return int(value)
 
 
+def colours_from_choice(value: str) -> bool | str:
+    """A --colours / settings word as state.fit_colours: "auto" (chosen from the data: log10 for
+    long rows), False (0 to 1), True (fit to data) or "log"; anything unknown is "auto"."""
+    return {"fixed": False, "fit": True, "log": "log"}.get(str(value), "auto")
+
+
 def load_fit_colours(settings: QSettings) -> bool | str:
-    """True for "fit to data", "log" for the logarithmic scale; anything else means 0 to 1."""
-    value = str(settings.value(COLOURS_KEY, "fixed"))
-    return "log" if value == "log" else value == "fit"
+    """The person's own choice, kept once made; "auto" until then."""
+    return colours_from_choice(str(settings.value(COLOURS_KEY, "auto")))
 
 
-def save_fit_colours(settings: QSettings, fit: bool) -> None:
-    settings.setValue(COLOURS_KEY, "log" if fit == "log" else COLOUR_CHOICES[int(bool(fit))])
+def save_fit_colours(settings: QSettings, fit: bool | str) -> None:
+    word = fit if isinstance(fit, str) else COLOUR_CHOICES[2 if fit else 1]
+    settings.setValue(COLOURS_KEY, word)
 
 
 def export_folder(settings: QSettings) -> Path:

@@ -84,8 +84,8 @@ class MainWindow(QMainWindow):
         self.state = ExplorerState(inputs, parent=self)
         self.state.stage_name = stage or self.state.stage_name
         self.state.set_head(head)  # also makes it the head the query panel explains
-        if fit_colours is None:  # not given (--colours): as last time, or 0 to 1 for a screenshot
-            fit_colours = persist and load_fit_colours(settings)
+        if fit_colours is None:  # not given (--colours): as last time, or chosen from the data for a screenshot
+            fit_colours = load_fit_colours(settings) if persist else "auto"
         self.state.set_fit_colours(fit_colours)
         self.worker = worker or ComputeWorker()
         self.worker.set_fit_colours(fit_colours)
