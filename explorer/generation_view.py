@@ -7,15 +7,13 @@ rows 0..p: the attention grows row by row as the slider moves.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from models.generate import Generation
 from models.survey import head_metrics
 
 from .sink_scale import first_key_out_of_scale
-from .thumbnails import COLOURS, EMPTY_INDEX, THUMB, block_max
+from .thumbnails import EMPTY_INDEX, thumbnail_indices
 
 
 class GenerationView:
@@ -29,20 +27,17 @@ class GenerationView:
         self.tokens = tuple(gen.tokens)
         self.lens_tokens = _token_table(gen)  # id -> text, every id the lens or the bars name
         self.metrics = head_metrics(self.attention)  # of the whole sequence, sink included
-        self._thumbs: dict[tuple[bool, bool], tuple[np.ndarray, np.ndarray]] = {}
+        self._thumbs: dict[tuple[bool, bool], np.ndarray] = {}  # colour tops per view
         self._sink_clipped: np.ndarray | None = None
         self.thumbnails_for(fit_each=True, sink_out=False)  # the default view, made on the worker
 
-    def thumbnails_for(self, fit_each: bool, sink_out: bool) -> tuple[np.ndarray, np.ndarray]:
-        """``(block maxima (L, h, t, t), colour top (L, h, 1, 1))`` of the whole sequence, cached.
-        ``fit_each``: each head from 0 to its largest weight over the sequence (else 0 to 1);
-        ``sink_out``: the first key left out of that scale."""
+    def thumbnails_for(self, fit_each: bool, sink_out: bool) -> np.ndarray:
+        """``(L, h)`` each head's colour top over the whole sequence (1 for all without
+        ``fit_each``), cached; ``sink_out``: the first key left out of that scale."""
         key = (fit_each, sink_out)
         if key not in self._thumbs:
             a = self._clipped() if sink_out else self.attention
-            small = block_max(a, THUMB)
-            top = small.max(axis=(-2, -1), keepdims=True) if fit_each else np.ones(small.shape[:2] + (1, 1))
-            self._thumbs[key] = (small, np.where(top > 0, top, 1.0).astype(np.float32))
+            self._thumbs[key] = a.max(axis=(-2, -1)) if fit_each else np.ones(a.shape[:2], np.float32)
         return self._thumbs[key]
 
     def _clipped(self) -> np.ndarray:
@@ -51,18 +46,19 @@ class GenerationView:
         return self._sink_clipped
 
     def step_thumbnails(self, step: int, fit_each: bool, sink_out: bool) -> np.ndarray:
-        """``(L, h, t, t)`` uint8: every head's thumbnail with rows 0..p only (p: the step's
-        position); rows after p are empty, the block holding p is reduced over rows up to p."""
-        small, top = self.thumbnails_for(fit_each, sink_out)
-        n, t = self.attention.shape[-1], small.shape[-1]
-        b = max(1, math.ceil(n / THUMB))
+        """``(L, h, t, t)`` uint8: every head's thumbnail (the one reduction and colour layout of
+        explorer.thumbnails) with rows 0..p only (p: the step's position); the rows after p are
+        empty and take no part in the block holding p."""
+        tops = self.thumbnails_for(fit_each, sink_out)
+        a = self._clipped() if sink_out else self.attention
+        n = a.shape[-2]
         p = self.last_row(step)
-        r = p // b
-        shown = small[..., : r + 1, :].copy()
-        part = (self._clipped() if sink_out else self.attention)[:, :, r * b : p + 1]  # (L, h, ≤b, n)
-        shown[..., r : r + 1, :] = _row_block(part, b, t)
-        out = np.full(small.shape, EMPTY_INDEX, np.uint8)
-        out[..., : r + 1, :] = np.rint(np.clip(shown / top, 0, 1) * (COLOURS - 1))
+        if p + 1 < n:
+            a = a.copy()
+            a[..., p + 1 :, :] = 0  # weights are ≥ 0: no block maximum changes but by the rows shown
+        out = np.stack([thumbnail_indices(a[layer], True, tops=tops[layer]) for layer in range(a.shape[0])])
+        per_pixel = -(-n // out.shape[-2])  # rows a thumbnail pixel holds
+        out[..., p // per_pixel + 1 :, :] = EMPTY_INDEX
         return out
 
     @property
@@ -95,14 +91,6 @@ class GenerationView:
         if position + 1 < g.n:
             after = f"; the next token {self.tokens[position + 1]!r} has {g.lens_prob[layer, position]:.3f}"
         return f"L{layer}, position {position} {self.tokens[position]!r}: top-5 {top}{after}"
-
-
-def _row_block(part: np.ndarray, b: int, t: int) -> np.ndarray:
-    """Rows ``part (L, h, r, n)`` (r <= b) reduced to one thumbnail row of ``t`` block maxima."""
-    n = part.shape[-1]
-    padded = np.full(part.shape[:-1] + (t * b,), -np.inf, part.dtype)
-    padded[..., :n] = part
-    return padded.max(axis=-2, keepdims=True).reshape(part.shape[:2] + (1, t, b)).max(-1)
 
 
 def _token_table(gen: Generation) -> dict[int, str]:

@@ -95,3 +95,89 @@ class ReadJobs(QObject):
             self.failed.emit(kind, str(error).split("\n")[0])
             return
         callback(value)
+
+
+class LatestJob(QObject):
+    """One kind of long job (a whole-model survey, a generation, an atlas, ...): each submit runs
+    :meth:`work` on Qt's thread pool through superqt; a newer submit (or :meth:`cancel`) makes the
+    running one's ``should_stop()`` true, and it stops at its next step and sends nothing more.
+    Every failure reaches the GUI as one line (``failed``), never a traceback or a lost thread.
+
+    Subclasses implement ``work(generation, should_stop, *args)`` and emit their own signals from it
+    (queued to the GUI thread), checking :meth:`is_current` before each."""
+
+    failed = Signal(int, str)  # generation, one-line message
+    # What a MemoryError says: the subclass names what to ask for less of.
+    out_of_memory = "not enough memory for this job"
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.generation = 0
+        self._lock = threading.Lock()
+        self._running: dict[int, threading.Event] = {}
+        self._workers: dict[int, object] = {}  # keeps each superqt worker alive until it ends
+
+    def submit(self, *args) -> int:
+        """Run ``work(generation, should_stop, *args)`` off the GUI thread; returns the generation."""
+        from superqt.utils import create_worker
+
+        generation, done = self._next()
+        worker = create_worker(self._guarded, generation, done, *args, _start_thread=False)
+        self._workers[generation] = worker
+        worker.finished.connect(lambda g=generation: self._workers.pop(g, None))
+        worker.start()
+        return generation
+
+    def run_now(self, *args) -> int:
+        """The same work on the calling thread (tests, screenshots); its signals arrive directly."""
+        generation, done = self._next()
+        self._guarded(generation, done, *args)
+        return generation
+
+    def is_current(self, generation: int) -> bool:
+        return generation == self.generation
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.generation += 1
+
+    @property
+    def busy(self) -> bool:
+        return any(not e.is_set() for e in list(self._running.values()))
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Cancel and wait for the running job to stop (before its panel goes away)."""
+        self.cancel()
+        for event in list(self._running.values()):
+            event.wait(timeout_s)
+
+    def work(self, generation: int, should_stop: Callable[[], bool], *args) -> None:
+        raise NotImplementedError
+
+    def _next(self) -> tuple[int, threading.Event]:
+        with self._lock:
+            self.generation += 1
+            done = self._running[self.generation] = threading.Event()
+            return self.generation, done
+
+    def _guarded(self, generation: int, done: threading.Event, *args) -> None:
+        from models.config import Cancelled
+
+        from .worker import leave_a_core_to_the_gui
+
+        leave_a_core_to_the_gui()
+        try:
+            self.work(generation, lambda: not self.is_current(generation), *args)
+        except Cancelled:
+            pass
+        except InputError as exc:
+            self.failed.emit(generation, str(exc))
+        except MemoryError:
+            self.failed.emit(generation, self.out_of_memory)
+        except Exception as exc:  # noqa: BLE001 - an engine bug: one line rather than a lost thread
+            traceback.print_exception(exc)
+            self.failed.emit(generation, f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            with self._lock:
+                self._running.pop(generation, None)
+            done.set()

@@ -8,100 +8,49 @@ the generation: the running one stops at its next layer (``should_stop``) and se
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-
 import numpy as np
-from PySide6.QtCore import QObject, Signal
-from superqt.utils import create_worker
+from PySide6.QtCore import Signal
 
-from models.config import Cancelled, InputError
 from models.survey import Survey, complete
 
+from .jobs import LatestJob
 from .thumbnails import thumbnail_indices
-from .worker import leave_a_core_to_the_gui
 
 
-class SurveyWorker(QObject):
+class SurveyWorker(LatestJob):
+    """``submit(model, sentence, mask=None, max_tokens=None, fit_each=True)``: survey ``model`` (a
+    PretrainedModel, or a callable returning one, called on the worker: e.g. a cached loader) over
+    ``sentence``; returns the request's generation."""
+
     started = Signal(int, object, int, int, bool, object)  # generation, tokens, layers, heads, decoder, key tokens
     layer_ready = Signal(int, int, object, object)  # generation, layer, weights (h, n, n), thumbnails
     finished = Signal(int, object)  # generation, Survey
-    failed = Signal(int, str)  # generation, one-line message
-
-    def __init__(self, parent: QObject | None = None):
-        super().__init__(parent)
-        self.generation = 0
-        self._lock = threading.Lock()
-        self._running: dict[int, threading.Event] = {}
-        self._jobs: dict[int, object] = {}  # keeps each superqt worker alive until it ends
+    out_of_memory = "not enough memory for every layer at this length; use fewer tokens"
 
     def submit(self, model, sentence: str, mask: str | None = None, max_tokens: int | None = None,
                fit_each: bool = True) -> int:  # fmt: skip
-        """Survey ``model`` (a PretrainedModel, or a callable returning one, called on the worker:
-        e.g. a cached loader) over ``sentence``. Returns the request's generation."""
-        with self._lock:
-            self.generation += 1
-            generation = self.generation
-            done = self._running[generation] = threading.Event()
-        job = create_worker(self._run, generation, model, sentence, mask, max_tokens, fit_each, done,
-                            _start_thread=False)  # fmt: skip
-        self._jobs[generation] = job
-        job.finished.connect(lambda g=generation: self._jobs.pop(g, None))
-        job.start()
-        return generation
+        return super().submit(model, sentence, mask, max_tokens, fit_each)
 
-    def cancel(self) -> None:
-        with self._lock:
-            self.generation += 1
+    def work(self, generation, should_stop, model, sentence, mask, max_tokens, fit_each) -> None:
+        if callable(model) and not hasattr(model, "layer_weights"):
+            model = model()
+        enc = model.encode(sentence, max_tokens)
+        # the keys' tokens: the queries' own, but for an encoder-decoder's cross block (the source)
+        keys = tuple(model.key_tokens(sentence, max_tokens)) if hasattr(model, "key_tokens") else tuple(enc.tokens)
+        self.started.emit(generation, tuple(enc.tokens), model.num_layers, model.num_heads,
+                          model.default_mask == "causal", keys)  # fmt: skip
 
-    @property
-    def busy(self) -> bool:
-        return any(not e.is_set() for e in list(self._running.values()))
+        def on_layer(layer: int, weights: np.ndarray) -> None:
+            if self.is_current(generation):
+                self.layer_ready.emit(generation, layer, weights, thumbnail_indices(weights, fit_each))
 
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Cancel and wait for the running request to stop (before the panel goes away)."""
-        self.cancel()
-        for event in list(self._running.values()):
-            event.wait(timeout_s)
-
-    def _current(self, generation: int) -> bool:
-        return generation == self.generation
-
-    def _run(self, generation, model, sentence, mask, max_tokens, fit_each, done: threading.Event) -> None:
-        should_stop: Callable[[], bool] = lambda: not self._current(generation)  # noqa: E731
-        leave_a_core_to_the_gui()
-        try:
-            if callable(model) and not hasattr(model, "layer_weights"):
-                model = model()
-            enc = model.encode(sentence, max_tokens)
-            # the keys' tokens: the queries' own, but for an encoder-decoder's cross block (the source)
-            keys = tuple(model.key_tokens(sentence, max_tokens)) if hasattr(model, "key_tokens") else tuple(enc.tokens)
-            self.started.emit(generation, tuple(enc.tokens), model.num_layers, model.num_heads,
-                              model.default_mask == "causal", keys)  # fmt: skip
-
-            def on_layer(layer: int, weights: np.ndarray) -> None:
-                if self._current(generation):
-                    self.layer_ready.emit(generation, layer, weights, thumbnail_indices(weights, fit_each))
-
-            enc, weights, notices = model.layer_weights(sentence, mask=mask, should_stop=should_stop,
-                                                        max_tokens=max_tokens, on_layer=on_layer)  # fmt: skip
-            if should_stop():
-                return
-            tokens = tuple(enc.tokens)
-            survey = Survey(weights, tokens, keys, model.name, decoder=model.default_mask == "causal",
-                            warnings=list(notices))  # fmt: skip
-            complete(survey)
-            if self._current(generation):
-                self.finished.emit(generation, survey)
-        except Cancelled:
-            pass
-        except InputError as exc:
-            self.failed.emit(generation, str(exc))
-        except MemoryError:
-            self.failed.emit(generation, "not enough memory for every layer at this length; use fewer tokens")
-        except Exception as exc:  # an engine bug: say so in one line rather than lose the thread
-            self.failed.emit(generation, f"internal error: {type(exc).__name__}: {exc}")
-        finally:
-            with self._lock:
-                self._running.pop(generation, None)
-            done.set()
+        enc, weights, notices = model.layer_weights(sentence, mask=mask, should_stop=should_stop,
+                                                    max_tokens=max_tokens, on_layer=on_layer)  # fmt: skip
+        if should_stop():
+            return
+        tokens = tuple(enc.tokens)
+        survey = Survey(weights, tokens, keys, model.name, decoder=model.default_mask == "causal",
+                        warnings=list(notices))  # fmt: skip
+        complete(survey)
+        if self.is_current(generation):
+            self.finished.emit(generation, survey)

@@ -18,11 +18,13 @@ THUMB = 64
 EMPTY_INDEX = MASKED_INDEX  # gaps between thumbnails and layers not computed yet (weights are never −∞)
 
 
-def thumbnail_indices(a: np.ndarray, fit_each: bool = True, side: int = THUMB) -> np.ndarray:
+def thumbnail_indices(a: np.ndarray, fit_each: bool = True, side: int = THUMB,
+                      tops: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """``a (h, n_q, n_k)`` weights -> ``(h, t_q, t_k)`` uint8 colour indices (stage_image's layout).
 
     ``fit_each``: each head from 0 to its own largest weight (so diffuse heads stay visible);
-    otherwise 0 to 1 for all. NaN becomes stage_image's NaN index."""
+    otherwise 0 to 1 for all; ``tops (h,)``: each head's own top, given (a generation's thumbnails
+    keep the whole sequence's scale while its rows appear). NaN becomes stage_image's NaN index."""
     a = np.asarray(a, dtype=np.float32)
     n_q, n_k = a.shape[-2:]
     side_q = side_k = side
@@ -35,7 +37,9 @@ def thumbnail_indices(a: np.ndarray, fit_each: bool = True, side: int = THUMB) -
     out = np.empty(small.shape, dtype=np.uint8)
     for h in range(small.shape[0]):
         top = 1.0
-        if fit_each:
+        if tops is not None:
+            top = float(tops[h]) if tops[h] > 0 else 1.0
+        elif fit_each:
             finite = small[h][np.isfinite(small[h])]
             top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
         out[h], _ = to_indices(small[h], None, (0.0, top), log=False)

@@ -145,8 +145,11 @@ def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
 @pytest.mark.parametrize("n", [9, 150])  # one cell per pixel, and blocks of 3 rows per pixel
 @pytest.mark.parametrize("sink_out", [False, True])
 def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
+    # Drawn with the model view's own reduction and colours (explorer.thumbnails): the strongest
+    # weight of a head is the top colour, never the NaN pink of a borrowed table.
     from explorer.generation_view import GenerationView
-    from explorer.thumbnails import EMPTY_INDEX, THUMB, block_max
+    from explorer.stage_image import COLOURS, NAN_INDEX
+    from explorer.thumbnails import EMPTY_INDEX, thumbnail_indices
 
     rng = np.random.default_rng(1)
     a = np.tril(rng.random((2, 3, n, n))).astype(np.float32)
@@ -155,17 +158,19 @@ def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
     view.attention, view._thumbs, view._sink_clipped, view.causal = a, {}, None, True
     view.gen = type("G", (), {"steps": [type("S", (), {"position": 2 + s})() for s in range(n - 2)]})()
     shown = first_key_out_of_scale(a) if sink_out else a
-    top = block_max(shown, THUMB).max(axis=(-2, -1), keepdims=True)
+    tops = shown.max(axis=(-2, -1))  # the whole sequence's scale, at every step
     for step in (0, 4, n - 3):
         p = 2 + step
         got = view.step_thumbnails(step, True, sink_out)
         rows = shown.copy()
-        rows[:, :, p + 1 :] = -np.inf  # rows not generated yet take no part in the block maxima
-        small = block_max(rows, THUMB)
-        want = np.rint(np.clip(small / top, 0, 1) * 254)
-        filled = np.isfinite(small).all(-1)
-        np.testing.assert_array_equal(got[filled], want[filled].astype(np.uint8))
-        assert (got[~filled] == EMPTY_INDEX).all() and filled.any()
+        rows[:, :, p + 1 :] = 0  # rows not generated yet take no part in the block maxima
+        want = np.stack([thumbnail_indices(rows[layer], True, tops=tops[layer]) for layer in range(2)])
+        per_pixel = -(-n // got.shape[-2])
+        filled = p // per_pixel + 1
+        np.testing.assert_array_equal(got[..., :filled, :], want[..., :filled, :])
+        assert (got[..., filled:, :] == EMPTY_INDEX).all()
+        assert got[..., :filled, :].max() <= COLOURS - 1 < NAN_INDEX  # colours only, never the NaN pink
+    assert (view.step_thumbnails(n - 3, True, sink_out) == COLOURS - 1).any()  # each head's peak: the top colour
 
 
 def test_an_encoder_shows_its_mask_predictions(qtbot, tmp_path):
