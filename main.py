@@ -1,4 +1,4 @@
-"""Attention Explorer: ``python main.py`` opens the window, ``python main.py export|explain ...`` are headless."""
+"""Attention Explorer: ``python main.py`` opens the window; export, explain and generate are headless."""
 
 import sys
 
@@ -12,14 +12,28 @@ def main(argv: list[str]) -> int:
         from models.explain_cli import explain_main
 
         return explain_main(argv[1:])
+    if argv[:1] == ["generate"]:
+        from models.generate.cli import generate_main
+
+        return generate_main(argv[1:])
     from explorer.app import run_app
 
     return run_app(argv)
 
 
 def entry_point() -> int:
-    return main(sys.argv[1:])
+    return interrupted_main(sys.argv[1:])
+
+
+def interrupted_main(argv: list[str]) -> int:
+    """``main``, with Ctrl+C as one line (the writers have removed their temporaries by then)."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt as exc:
+        name = str(exc) or "SIGINT"
+        print(f"error: interrupted by {name}; no partly written file was left", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
-    sys.exit(entry_point())
+    sys.exit(interrupted_main(sys.argv[1:]))

@@ -72,15 +72,32 @@ def model_from_arg(text: str) -> str:
     return str(given.resolve()) if given.is_dir() else text.strip()
 
 
+def is_encoder_decoder(model: str) -> bool:
+    """True when ``model`` names an encoder-decoder (its config.json says so); nothing loads."""
+    from models.config import InputError
+    from models.pretrained.registry import ENCODER_DECODER_TYPES, read_config, resolve_model
+
+    try:
+        return read_config(resolve_model(model))["model_type"] in ENCODER_DECODER_TYPES
+    except InputError:
+        return False
+
+
 def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     """``base`` with every option given on the command line applied; UsageError when invalid."""
     if args.model is not None:
-        given = [f.dest for f in FIELDS if getattr(args, f.dest, None) not in (None, False)]
+        encdec = is_encoder_decoder(args.model)  # its --cross-sentence is the target, not the toy's queries
+        given = [f.dest for f in FIELDS if getattr(args, f.dest, None) not in (None, False)
+                 and not (encdec and f.dest == "cross_sentence")]  # fmt: skip
         try:  # the one check export and sessions make: an option the model ignores is refused
             check_applicable(given, with_model=True)
         except InputError as exc:
             raise UsageError(str(exc)) from None
         base = dataclasses.replace(base, model=model_from_arg(args.model), pad_positions=())
+    if args.block is not None:
+        if not base.uses_model or not is_encoder_decoder(base.model):
+            raise UsageError("--block needs an encoder-decoder --model (t5, mt5, bart, marian)")
+        base = dataclasses.replace(base, block=args.block)
     if args.layer is not None:
         if not base.uses_model:
             raise UsageError("--layer needs --model (the toy model has a single layer)")
@@ -271,7 +288,8 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         return 2
     app.processEvents()  # let the layout settle and the views paint
     if not window.save_screenshot(path):
-        print(f"error: cannot write screenshot to {path}", file=sys.stderr)
+        print(f"error: {getattr(window, 'screenshot_error', None) or f'cannot write screenshot to {path}'}",
+              file=sys.stderr)  # fmt: skip
         return 2
     print(f"wrote {path}")
     return 0

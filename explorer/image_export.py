@@ -83,9 +83,20 @@ def _svg_bytes(view: QWidget, size, draw) -> bytes:
 
 
 def write_bytes(data: bytes, path: Path) -> Path:
+    """The one way an image reaches the disk: a temporary sibling, synced, renamed (models.atomic)."""
     with atomic_file(path, "image to") as f:
         f.write(data)
     return path
+
+
+def write_png(widget: QWidget, path: str | Path) -> str | None:
+    """``widget`` as PNG at exactly ``path`` (whatever its extension), atomically; the one-line
+    reason when it cannot be written (a full disk, a file-size limit), else None."""
+    try:
+        write_bytes(png_bytes(widget.grab().toImage()), Path(path))
+    except InputError as exc:
+        return str(exc)
+    return None
 
 
 def save_scene(scene, chosen: str | Path) -> Path:

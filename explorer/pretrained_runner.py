@@ -72,17 +72,20 @@ class PretrainedRunner:
     def __call__(self, request: PretrainedRequest, should_stop: Callable[[], bool]) -> AttentionTrace:
         model = self.model(request.model, request.device)
         layer, notices = request.layer, []
-        if not 0 <= layer < model.num_layers:  # e.g. layer 8 kept from a deeper model
-            layer = min(max(layer, 0), model.num_layers - 1)
-            notices.append(f"{model.name} has layers 0–{model.num_layers - 1}: showing layer {layer}")
+        encdec = {"cross_sentence": request.cross_sentence, "block": request.block} if getattr(
+            model, "encoder_decoder", False) else {}  # fmt: skip
+        count = model.block_layers(request.block) if encdec else model.num_layers
+        if not 0 <= layer < count:  # e.g. layer 8 kept from a deeper model
+            layer = min(max(layer, 0), count - 1)
+            notices.append(f"{model.name} has layers 0–{count - 1}: showing layer {layer}")
         pads = request.pad_positions
-        if pads:  # positions picked for an older sentence may lie past the end of this one
+        if pads and not encdec:  # positions picked for an older sentence may lie past the end of this one
             n = len(model.encode(request.sentence).ids)
             pads = tuple(p for p in pads if p < n)
 
         def trace_with(edits=()) -> AttentionTrace:
             return model.trace(request.sentence, layer, mask=request.mask, pad_positions=pads, should_stop=should_stop,
-                               edits=edits)  # fmt: skip
+                               edits=edits, **encdec)  # fmt: skip
 
         if isinstance(request, EditedModelRequest):
             edited = trace_with(request.edits)

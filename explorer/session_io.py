@@ -157,11 +157,9 @@ def _matrix(path: str, held: HeldArrays, name: str) -> np.ndarray | None:
 def _weights(inputs: Inputs) -> dict[str, np.ndarray] | None:
     if not inputs.weights_file:
         return inputs.held.weights()
-    try:
-        with np.load(inputs.weights_file, allow_pickle=False) as npz:
-            return {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, EOFError, AttributeError) as exc:  # AttributeError: a .npy, not a .npz
-        raise InputError(f"cannot read weights file {inputs.weights_file}: {exc}") from None
+    from models.weights import read_weights_file
+
+    return read_weights_file(inputs.weights_file)  # the very reader export uses
 
 
 def session_from_inputs(inputs: Inputs, stage: str | None = None, head: int = ALL_HEADS,

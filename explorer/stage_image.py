@@ -99,13 +99,3 @@ def to_indices(peak: np.ndarray, masked: np.ndarray | None, levels: tuple[float,
     indices[hidden] = MASKED_INDEX
     indices[nan] = NAN_INDEX
     return indices, int(nan.sum())
-
-
-def reduce_row(values: np.ndarray, max_bars: int) -> tuple[np.ndarray, int]:
-    """A row of weights as at most ``max_bars`` bars, each the largest weight of its keys."""
-    step = max(1, -(-values.shape[0] // max(1, max_bars)))
-    if step == 1:
-        return values, 1
-    pad = (-values.shape[0]) % step
-    padded = np.concatenate([values, np.full(pad, -np.inf, values.dtype)]) if pad else values
-    return padded.reshape(-1, step).max(axis=1), step

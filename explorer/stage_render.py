@@ -1,9 +1,13 @@
-"""Stage -> :class:`StageImage` on the worker thread: reduce every head (models.reduce), then colour it."""
+"""Stage -> :class:`StageImage` on the worker thread: reduce every head (models.reduce), then colour it.
+
+When cells are smaller than a pixel, each pixel holds its block's peak and every peak is enlarged
+to 3 × 3 pixels (models.reduce.enlarge_peaks): one weight of 1 among a million is still seen."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from models.pixels import enlarge_peaks
 from models.reduce import reduce_head
 from models.trace import Stage
 
@@ -11,7 +15,7 @@ from .stage_image import MAX_DISPLAY_SIDE, SEQUENTIAL_STAGES, StageImage, as_sca
 
 
 def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, int, int] | None = None,
-                max_side: int = MAX_DISPLAY_SIDE, heads: list[int] | None = None,
+                max_side: int | tuple[int, int] = MAX_DISPLAY_SIDE, heads: list[int] | None = None,
                 should_stop=None, levels: tuple[float, float] | None = None) -> StageImage:  # fmt: skip
     """Every head of ``stage`` (or ``heads``; ``region`` of each) as colour indices (``fit``: see colour_levels)."""
     sequential = stage.name in SEQUENTIAL_STAGES and not getattr(stage, "difference", False)
@@ -33,7 +37,8 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
     indices = np.empty((len(reduced), *shape), dtype=np.uint8)
     masked = nans = 0
     for i, r in enumerate(reduced):
-        indices[i], n = to_indices(r.peak, r.masked, levels, log=scale == "log" and sequential)
+        peak = enlarge_peaks(r.peak, signed=not sequential) if r.step != (1, 1) else r.peak
+        indices[i], n = to_indices(peak, r.masked, levels, log=scale == "log" and sequential)
         nans += n
         masked += 0 if r.masked is None else int(np.count_nonzero(r.masked))
     return StageImage(

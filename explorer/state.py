@@ -54,6 +54,7 @@ class Inputs:
     model: str = ""  # "": the toy engine; else a name ("minilm", "gpt2") or a model folder
     layer: int = 0  # the model layer traced, 0-based like models.pretrained and `export --layer`
     model_mask: str = DEFAULT_MASK  # the model's own mask, or none / causal / padding to compare
+    block: str = "cross"  # an encoder-decoder model's attention: encoder, decoder or cross
     # What the command line's files give (`export` takes the same options); not saved between launches.
     d_out: int | None = None
     bias: bool = False
@@ -93,7 +94,9 @@ class Inputs:
             # Pad positions hide keys under every mask but 'none' (a decoder's causal mask included).
             pads = tuple(self.pad_positions) if self.model_mask != "none" else ()
             mask = None if self.model_mask == DEFAULT_MASK else self.model_mask
-            return PretrainedRequest(self.model, self.layer, self.sentence, mask, pads)
+            # An encoder-decoder model reads the second sentence as its target (others ignore it).
+            return PretrainedRequest(self.model, self.layer, self.sentence, mask, pads,
+                                     cross_sentence=self.cross_sentence, block=self.block)  # fmt: skip
         cross = self.cross_sentence if self.cross_enabled else None
         if not self.uses_files:
             request = AttentionRequest(config=self.config(), sentence=self.sentence, cross_sentence=cross)
@@ -149,6 +152,8 @@ class ModelInfo:
     default_mask: str
     pe: str  # "learned" or "rotary"
     device: str
+    encoder_decoder: bool = False  # t5, bart, ...: the trace is of one block (below)
+    block: str = ""  # "encoder", "decoder" or "cross"
 
     @classmethod
     def from_trace(cls, trace: AttentionTrace) -> ModelInfo | None:
@@ -157,7 +162,8 @@ class ModelInfo:
             return None
         return cls(name=c["model"], model_type=c["model_type"], num_layers=c["num_layers"], heads=c["heads"],
                    kv_heads=c["kv_heads"], d_model=c["d_model"], d_k=c["d_k"], default_mask=c["default_mask"],
-                   pe=c["pe"], device=trace.device)  # fmt: skip
+                   pe=c["pe"], device=trace.device, encoder_decoder=bool(c.get("encoder_decoder")),
+                   block=c.get("block", ""))  # fmt: skip
 
 
 def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:

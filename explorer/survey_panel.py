@@ -27,7 +27,6 @@ from models.attention_file import open_attention
 from models.config import InputError
 from models.survey import Survey, complete, head_metrics, special_token_mask
 
-from .pretrained_runner import DEFAULT_MASK
 from .survey_worker import SurveyWorker
 from .thumbnails import thumbnail_indices
 from .widgets.head_metrics_table import HeadMetricsTable
@@ -47,6 +46,7 @@ class SurveyPanel(QWidget):
         self.survey: Survey | None = None
         self._tokens: tuple[str, ...] = ()
         self._decoder = False
+        self._square = True  # the arriving layers' queries and keys are the same tokens
         self._streamed_view: tuple[bool, bool] | None = None
         self._layers: dict[int, np.ndarray] = {}  # arriving layers (before the survey is complete)
         self.source_label = QLabel("No model or attention file yet")
@@ -127,11 +127,15 @@ class SurveyPanel(QWidget):
         self.survey_shown.emit(survey)
 
     # --- worker results --------------------------------------------------------------------
-    def _on_started(self, generation: int, tokens, layers: int, heads: int, decoder: bool) -> None:
+    def _on_started(self, generation: int, tokens, layers: int, heads: int, decoder: bool, keys=None) -> None:
         if generation != self.worker.generation:
             return
         self.survey, self._tokens, self._decoder, self._layers = None, tuple(tokens), decoder, {}
         self._streamed_view = self._view_options()
+        self._square = keys is None or tuple(keys) == tuple(tokens)
+        if not self._square:  # cross attention (an encoder-decoder's): no token is left out
+            self.model_view.set_shape(layers, heads, len(tokens), len(keys))
+            return
         keep = self._keep(tokens, decoder)
         m = len(tokens) if keep is None else int(keep.sum())
         self.model_view.set_shape(layers, heads, m, m)
@@ -142,7 +146,7 @@ class SurveyPanel(QWidget):
         self._layers[layer] = weights
         if self._view_options() != self._streamed_view:
             return  # a toggle changed the mosaic's shape or scale: all of it is repainted at the end
-        keep = self._keep(self._tokens, self._decoder)
+        keep = self._keep(self._tokens, self._decoder) if self._square else None
         if keep is None:
             self.model_view.set_layer(layer, indices=thumbnails)
         else:
@@ -242,27 +246,6 @@ def open_attention_window(parent: QWidget | None, path=None) -> SurveyWindow | N
     return window
 
 
-def open_model_survey(parent: QWidget | None, models, state, show_error) -> SurveyWindow | None:
-    """Every layer of the window's current model and sentence in a survey window; a click on a
-    head opens that layer and head in the stepper. ``models``: the worker's PretrainedRunner
-    (models load, or come from its cache, on the survey's own thread)."""
-    inputs = state.inputs
-    if not inputs.uses_model:
-        show_error("the whole-model view needs a pretrained model: choose one first")
-        return None
-    window = SurveyWindow(parent)
-
-    def open_head(layer: int, head: int) -> None:
-        state.update_inputs(layer=layer)
-        state.set_head(head)
-
-    window.panel.head_chosen.connect(open_head)
-    mask = None if inputs.model_mask == DEFAULT_MASK else inputs.model_mask
-    window.panel.compute(lambda: models.model(inputs.model), inputs.sentence, mask=mask)
-    window.show()
-    return window
-
-
 def check_attention_arg(path) -> str:
     """``main.py --attention FILE``: '' when the file opens, else the one-line reason."""
     try:
@@ -278,9 +261,11 @@ def attention_screenshot(path, out) -> int:
 
     window = open_attention_window(None, path)
     QApplication.processEvents()
-    ok = window.grab().save(str(out), "PNG")
+    from .image_export import write_png
+
+    problem = write_png(window, out)  # atomic: never a truncated PNG in place
     window.close()
     window.deleteLater()
     QApplication.processEvents()
-    print(f"wrote {out}" if ok else f"error: cannot write screenshot to {out}")
-    return 0 if ok else 2
+    print(f"wrote {out}" if problem is None else f"error: {problem}")
+    return 0 if problem is None else 2

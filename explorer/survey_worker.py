@@ -23,7 +23,7 @@ from .worker import leave_a_core_to_the_gui
 
 
 class SurveyWorker(QObject):
-    started = Signal(int, object, int, int, bool)  # generation, tokens, layers, heads, decoder
+    started = Signal(int, object, int, int, bool, object)  # generation, tokens, layers, heads, decoder, key tokens
     layer_ready = Signal(int, int, object, object)  # generation, layer, weights (h, n, n), thumbnails
     finished = Signal(int, object)  # generation, Survey
     failed = Signal(int, str)  # generation, one-line message
@@ -74,8 +74,10 @@ class SurveyWorker(QObject):
             if callable(model) and not hasattr(model, "layer_weights"):
                 model = model()
             enc = model.encode(sentence, max_tokens)
+            # the keys' tokens: the queries' own, but for an encoder-decoder's cross block (the source)
+            keys = tuple(model.key_tokens(sentence, max_tokens)) if hasattr(model, "key_tokens") else tuple(enc.tokens)
             self.started.emit(generation, tuple(enc.tokens), model.num_layers, model.num_heads,
-                              model.default_mask == "causal")  # fmt: skip
+                              model.default_mask == "causal", keys)  # fmt: skip
 
             def on_layer(layer: int, weights: np.ndarray) -> None:
                 if self._current(generation):
@@ -86,7 +88,7 @@ class SurveyWorker(QObject):
             if should_stop():
                 return
             tokens = tuple(enc.tokens)
-            survey = Survey(weights, tokens, tokens, model.name, decoder=model.default_mask == "causal",
+            survey = Survey(weights, tokens, keys, model.name, decoder=model.default_mask == "causal",
                             warnings=list(notices))  # fmt: skip
             complete(survey)
             if self._current(generation):

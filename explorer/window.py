@@ -30,6 +30,7 @@ from .export_actions import ExportActions
 from .file_actions import FileActions
 from .hide_keys import KeyHider
 from .inspector_panel import InspectorPanel
+from .jobs import ReadJobs
 from .mask_dock import MaskDock
 from .persistence import (
     GEOMETRY_KEY,
@@ -124,7 +125,10 @@ class MainWindow(QMainWindow):
         self.experiment = Experiment(self.state, self.matrix_view, self.submit_now, self.add_notice, self)
         # Alt+click hides a key from a query (Shift: from every query)
         self.key_hider = KeyHider(self.state, self.matrix_view, self.experiment, error)
-        self.compare = CompareActions(self.state, info, error, self)  # Stage → Pin this run, compare with it
+        self.jobs = ReadJobs(self)  # the GUI's reads of trace numbers, off this thread
+        self.jobs.failed.connect(lambda _kind, message: self.status_line.show_error(message))
+        # Stage → Pin this run, compared with the current one
+        self.compare = CompareActions(self.state, self.jobs, info, error, self)
         # issue 9: File → Save session… / Open session…
         self.sessions = SessionActions(self.state, self.experiment, self.compare, self.submit_now, self.add_notice,
                                        info, error, self)  # fmt: skip
@@ -257,7 +261,7 @@ class MainWindow(QMainWindow):
         """True when the last input change has been computed and shown (or refused with a message)."""
         return not (self.sentence_panel.is_typing() or self._submit_soon.pending) and (
             self._answered == self.worker.latest_generation and not self.matrix_view.building
-        )
+        ) and self.jobs.idle
 
     def _on_result(self, display: DisplayTrace) -> None:
         if display.generation != self.worker.latest_generation:
@@ -338,7 +342,8 @@ class MainWindow(QMainWindow):
 
     def open_survey(self, path=None, model: bool = False):
         """The whole-model window: an attention file, or every layer of the current model."""
-        from .survey_panel import open_attention_window, open_model_survey
+        from .model_survey import open_model_survey
+        from .survey_panel import open_attention_window
 
         if model:
             survey = open_model_survey(self, self.worker.models, self.state, self.status_line.show_error)
@@ -349,8 +354,11 @@ class MainWindow(QMainWindow):
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:
+        from .image_export import write_png
+
         self.matrix_view.flush()  # the heatmaps painted, not a held canvas
-        return self.grab().save(str(path), "PNG")
+        self.screenshot_error = write_png(self, path)  # atomic: never a truncated PNG in place
+        return self.screenshot_error is None
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.sentence_panel.flush()
@@ -360,6 +368,7 @@ class MainWindow(QMainWindow):
             self.settings.setValue(GEOMETRY_KEY, self.saveGeometry())
             self.settings.sync()
         self.worker.stop()  # joins the thread: nothing keeps running after the window is gone
+        self.jobs.shutdown()
         super().closeEvent(event)
 
 
@@ -380,6 +389,7 @@ def _summary(trace: AttentionTrace, latency_ms: float) -> str:
     sizes = f"{len(trace.query_tokens)} × {len(trace.key_tokens)} tokens" if trace.config.get("cross") else \
         f"{len(trace.key_tokens)} tokens"
     heads = trace.config.get("heads", "?")
-    source = f"{trace.meta['model']}, layer {trace.meta['layer']} · " if "model" in trace.meta else ""
+    block = f"{trace.meta['block']} block " if "block" in trace.meta else ""  # an encoder-decoder's
+    source = f"{trace.meta['model']}, {block}layer {trace.meta['layer']} · " if "model" in trace.meta else ""
     return (f"{source}Computed {len(trace.stages)} stages for {sizes}, {heads} heads on {trace.device} "
             f"in {trace.elapsed_ms:.1f} ms ({latency_ms:.0f} ms from request to view)")  # fmt: skip

@@ -31,6 +31,7 @@ from models.trace import AttentionTrace
 from .edited_runner import EditedRequest, run_edited
 from .pretrained_runner import EditedModelRequest, PretrainedRequest, PretrainedRunner
 from .run import DisplayTrace
+from .stage_image import MAX_DISPLAY_SIDE
 from .stage_render import stage_image
 
 Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
@@ -120,11 +121,13 @@ class ComputeWorker(QThread):
             self._cond.notify()
 
     def prepare_region(self, generation: int, stage_name: str, head: int, region: tuple[int, int, int, int],
-                       levels: tuple[float, float] | None = None) -> None:  # fmt: skip
+                       levels: tuple[float, float] | None = None,
+                       pixels: tuple[int, int] | None = None) -> None:  # fmt: skip
         """Reduce ``region`` (rows r0:r1, cols c0:c1) of one head again from the exact values, at the
-        view's resolution: a zoomed heatmap is sharp down to single cells. The latest ask per head wins."""
+        view's device ``pixels`` (rows, cols): what is painted is never scaled down again, and a
+        zoomed heatmap is sharp down to single cells. The latest ask per head wins."""
         with self._cond:
-            self._regions[head] = (generation, stage_name, tuple(region), levels)
+            self._regions[head] = (generation, stage_name, tuple(region), levels, pixels)
             self._cond.notify()
 
     def set_fit_colours(self, fit: bool) -> None:
@@ -221,10 +224,11 @@ class ComputeWorker(QThread):
             # even when a newer request failed and it stays on screen.
             stale = lambda: self._job is not None or self._stopping  # noqa: E731
             try:
-                for head, (generation, name, region, levels) in regions.items():
+                for head, (generation, name, region, levels, pixels) in regions.items():
                     if generation == current.generation and name in current.trace:
+                        side = tuple(pixels) if pixels else MAX_DISPLAY_SIDE
                         image = stage_image(current.trace[name], self._fit_colours, region=region, heads=[head],
-                                            should_stop=stale, levels=levels)  # fmt: skip
+                                            should_stop=stale, levels=levels, max_side=side)  # fmt: skip
                         self.region_ready.emit(generation, head, image)
                 # A converted stage may be asked for again: the colour scale changed since.
                 names = [n for g, n in wanted if g == current.generation and n in current.trace]

@@ -11,15 +11,23 @@ leaves either the old folder or the new one, whole, whatever happens:
 
 ``--force`` replaces only a folder that holds a previous export of this tool and nothing else
 (see :func:`is_previous_export`): a user's own files are never deleted.
+
+The one writer discipline (issue 19), for every output (exports, ``--all-layers``, sessions,
+screenshots, images from the window): write to a temporary sibling, flush and ``fsync`` it, check
+it, rename it into place. The temporary is removed on any exception and on SIGTERM, SIGHUP and
+SIGINT (while a write is under way, in the main thread, those signals raise :class:`Interrupted`;
+after the clean-up a signal whose handler was the default one is delivered again, after one
+line on stderr, so the process ends as it would have). A full disk (ENOSPC, EFBIG) is one
+:class:`InputError` line; nothing is written through a memory map (that would be SIGBUS).
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import uuid
@@ -34,6 +42,7 @@ TOOL = "attention-explorer"
 # Keys every manifest ever written by this tool has (the ones before the "tool" marker included).
 LEGACY_KEYS = frozenset({"format", "query_tokens", "key_tokens", "config", "device", "stages"})
 LEGACY_FORMAT = "attention-explorer-trace/1"
+SURVEY_FORMAT = "attention-explorer-survey/1"  # export --all-layers (models/survey_export.py)
 _MAX_MANIFEST_BYTES = 64 << 20
 
 
@@ -53,24 +62,25 @@ def umask() -> int:
 
 def _why_not_previous_export(folder: Path) -> str | None:
     """None when ``folder`` holds exactly a previous export of this tool, else the reason."""
+    from .io import is_regular, read_json
+
     path = folder / MANIFEST
+    if not is_regular(path) or path.is_symlink():
+        return f"it has no {MANIFEST}"
     try:
-        if not path.is_file():
-            return f"it has no {MANIFEST}"
-        if path.stat().st_size > _MAX_MANIFEST_BYTES:
-            return f"its {MANIFEST} is too large to be ours"
-        man = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        man = read_json(path, MANIFEST, limit=_MAX_MANIFEST_BYTES)
+    except InputError:
         return f"its {MANIFEST} cannot be read"
-    if not isinstance(man, dict):
-        return f"its {MANIFEST} was not written by this tool"
     ours = man.get("tool") == TOOL or (
         LEGACY_KEYS <= man.keys() and man.get("format") == LEGACY_FORMAT
     )
-    stages = man.get("stages")
-    if not ours or not isinstance(stages, list):
+    stages, files = man.get("stages"), man.get("files")
+    if ours and isinstance(stages, list):  # a single-layer export: one file per stage
+        listed = {MANIFEST} | {s.get("file") for s in stages if isinstance(s, dict)}
+    elif ours and man.get("format") == SURVEY_FORMAT and isinstance(files, dict):  # --all-layers
+        listed = {MANIFEST} | set(files)
+    else:
         return f"its {MANIFEST} was not written by this tool"
-    listed = {MANIFEST} | {s.get("file") for s in stages if isinstance(s, dict)}
     try:
         entries = list(folder.iterdir())
     except OSError as exc:
@@ -120,27 +130,93 @@ def check_target(out: str | os.PathLike, force: bool = False) -> Path:
     return out
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived while a file was being written (SIGINT raises KeyboardInterrupt)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _raise_interrupted(signum, frame) -> None:
+    raise Interrupted(signum)
+
+
+@contextmanager
+def cleanup_on_signals(label: str) -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise :class:`Interrupted` (so that the writer's
+    ``except`` removes its temporary); afterwards, such a signal whose handler was the default
+    is delivered again, after one line on stderr. Main thread only (signals are delivered there);
+    a signal the process ignores (``nohup``) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    try:
+        for sig in CLEANUP_SIGNALS:
+            old = signal.getsignal(sig)
+            if old is not signal.SIG_IGN and old is not _raise_interrupted:
+                previous[sig] = signal.signal(sig, _raise_interrupted)
+        yield
+    except Interrupted as exc:
+        handler = previous.get(exc.signum, signal.SIG_DFL)
+        _restore(previous)
+        previous = {}
+        if handler in (signal.SIG_DFL, None):
+            print(f"error: interrupted by {exc}: {label} was not written", file=sys.stderr, flush=True)
+            signal.signal(exc.signum, signal.SIG_DFL)
+            signal.raise_signal(exc.signum)  # ends the process as the signal would have
+        raise
+    finally:
+        _restore(previous)
+
+
+def _restore(previous: dict) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+def _sync(f) -> None:
+    """Flush ``f`` and have the disk hold it: a full disk shows here, not after the rename."""
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def _write_error(label: str, exc: OSError) -> InputError:
+    return InputError(f"cannot write {label}: {exc.strerror or exc}")
+
+
 @contextmanager
 def atomic_file(path: str | os.PathLike, what: str = "") -> Iterator:
     """Yield a binary file to write ``path``'s new contents into: a temporary file beside it,
-    renamed into place (with the umask's permissions) when the block ends, removed when it raises,
-    so an interrupted write never leaves half a file where the old one was."""
+    flushed, synced and renamed into place (with the umask's permissions) when the block ends,
+    removed when it raises or a signal arrives (:func:`cleanup_on_signals`), so an interrupted
+    or failed write never leaves half a file where the old one was."""
     path = Path(path)
     label = f"{what} {path}" if what else str(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", suffix=path.suffix, dir=path.resolve().parent)
-    except OSError as exc:
-        raise InputError(f"cannot write {label}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-        os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a file should follow the umask
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise InputError(f"cannot write {label}: {exc.strerror or exc}") from None
-        raise
+    with cleanup_on_signals(str(path)):
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.partial-", suffix=path.suffix,
+                                       dir=path.resolve().parent)  # fmt: skip
+        except OSError as exc:
+            raise _write_error(label, exc) from None
+        try:
+            with os.fdopen(fd, "wb") as f:
+                yield f
+                _sync(f)
+                written = f.tell()
+            if os.stat(tmp).st_size != written:  # the check: what is on disk is what was written
+                raise OSError(0, f"only {os.stat(tmp).st_size} of {written} bytes reached the disk")
+            os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a file should follow the umask
+            os.replace(tmp, path)
+        except BaseException as exc:
+            Path(tmp).unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise _write_error(label, exc) from None
+            raise
 
 
 @contextmanager
@@ -152,20 +228,43 @@ def atomic_folder(out: str | os.PathLike, force: bool = False) -> Iterator[Path]
     """
     out = check_target(out, force)
     parent = out.resolve().parent
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
-        tmp.chmod(0o777 & ~umask())  # mkdtemp makes 0700; a folder should follow the umask
-    except OSError as exc:
-        raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
-    try:
-        yield tmp
-        check_target(out, force)  # it may have changed while we were writing
-        publish(tmp, out)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError):
+    with cleanup_on_signals(str(out)):
+        try:
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=parent))
+            tmp.chmod(0o777 & ~umask())  # mkdtemp makes 0700; a folder should follow the umask
+        except OSError as exc:
             raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
-        raise
+        try:
+            yield tmp
+            sync_folder(tmp)
+            check_target(out, force)  # it may have changed while we were writing
+            publish(tmp, out)
+        except BaseException as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
+            raise
+
+
+def sync_folder(folder: Path) -> None:
+    """fsync every file written into ``folder``, and the folder itself, before it is published."""
+    for path in folder.iterdir():
+        if path.is_file() and not path.is_symlink():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return  # a folder cannot be opened on some systems: its files are synced
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def publish(tmp: Path, out: Path) -> None:
@@ -218,7 +317,7 @@ def _interrupts_held() -> Iterator[None]:
         yield
         return
     received: list[int] = []
-    signals = [signal.SIGINT] + ([signal.SIGTERM] if hasattr(signal, "SIGTERM") else [])
+    signals = [signal.SIGINT, *CLEANUP_SIGNALS]
     previous = {}
     try:
         for sig in signals:

@@ -12,15 +12,14 @@ rows not summing to 1 within ``ROW_SUM_TOLERANCE``) open anyway, with one-line w
 
 from __future__ import annotations
 
-import json
 import os
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .config import InputError
+from .io import load_array, read_json, read_npy
 
 ROW_SUM_TOLERANCE = 1e-3
 ARRAY_KEYS = ("attention", "attentions", "weights", "attn")
@@ -38,23 +37,12 @@ class AttentionFile:
 
 
 def _load(path: Path):
-    try:
-        return np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"attention file not found: {path}") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        reason = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"cannot read attention file {path}: {reason}") from None
+    """An array, or ``{key: array}`` for a ``.npz`` (whatever its name says): models.io."""
+    return load_array(path, "attention file")
 
 
-def _from_archive(archive, path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    with archive:
-        names = list(archive.files)
-        try:
-            arrays = {name: archive[name] for name in names}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            reason = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InputError(f"cannot read attention file {path}: {reason}") from None
+def _from_archive(arrays: dict[str, np.ndarray], path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    names = list(arrays)
     key = next((k for k in ARRAY_KEYS if k in arrays), None)
     if key is None:
         others = [k for k in names if k not in TOKEN_KEYS]
@@ -67,21 +55,24 @@ def _from_archive(archive, path: Path) -> tuple[np.ndarray, dict[str, np.ndarray
 
 def _from_folder(folder: Path) -> tuple[np.ndarray, dict, dict]:
     manifest = {}
-    if (folder / "manifest.json").is_file():
-        try:
-            manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read {folder / 'manifest.json'}: {exc}") from None
+    if (folder / "manifest.json").exists():
+        manifest = read_json(folder / "manifest.json", "manifest")
     for name in ("attention.npy", "weights.npy"):  # --all-layers, or a single-layer export
-        if (folder / name).is_file():
-            array = _load(folder / name)
+        if (folder / name).exists():
+            array = read_npy(folder / name, "attention file")
             break
     else:
         raise InputError(f"{folder} has neither attention.npy (export --all-layers) nor weights.npy")
     tokens = {}
     for key in TOKEN_KEYS:
-        if isinstance(manifest.get(key), list):
-            tokens[key] = np.array(manifest[key], dtype=str)
+        value = manifest.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+            raise InputError(f"{folder / 'manifest.json'}: {key} must be a list of strings")
+        tokens[key] = np.array(value, dtype=str) if value else np.array([], dtype=str)
+    if "decoder" in manifest and not isinstance(manifest["decoder"], bool):
+        raise InputError(f"{folder / 'manifest.json'}: decoder must be true or false, got {manifest['decoder']!r:.40}")
     if name == "weights.npy":  # a stage's own key labels (a learned sink's column) win
         listed = manifest.get("stages") if isinstance(manifest.get("stages"), list) else []
         entry = next((s for s in listed if isinstance(s, dict) and s.get("name") == "weights"), {})
@@ -97,7 +88,7 @@ def _labels(tokens: dict, key: str, n: int, warnings: list[str]) -> tuple[str, .
     if given is None:
         return tuple(str(i) for i in range(n))
     given = np.asarray(given)
-    if given.dtype.kind not in "US":
+    if given.dtype.kind not in "US" or given.size > 1 << 24:
         warnings.append(f"{key} holds {given.dtype}, not strings: positions shown as numbers")
         return tuple(str(i) for i in range(n))
     labels = [t.decode("utf-8", "replace") if isinstance(t, bytes) else str(t) for t in given.reshape(-1)]
@@ -143,7 +134,7 @@ def open_attention(path: str | os.PathLike) -> AttentionFile:
     else:
         loaded = _load(path)
         array, tokens = (loaded, {}) if isinstance(loaded, np.ndarray) else _from_archive(loaded, path)
-    if array.dtype.kind not in "biuf":
+    if not isinstance(array, np.ndarray) or array.dtype.kind not in "biuf":
         raise InputError(f"{path.name}: attention must hold numbers, got {array.dtype}")
     if array.ndim not in (2, 3, 4):
         raise InputError(

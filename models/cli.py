@@ -90,7 +90,7 @@ def export_main(argv: Sequence[str]) -> int:
         notes = check_arguments(args, given_options(argv))
         check_target(args.out, args.force)  # fail before computing anything
         if args.all_layers:
-            from .survey_export import export_all_layers
+            from .survey_cli import export_all_layers
 
             return export_all_layers(args)
         trace = trace_from_args(args)

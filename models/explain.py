@@ -19,6 +19,7 @@ from models import explain_families as fam
 from models import explain_stages as st
 from models.config import InputError
 from models.derivation import Derivation, Term, num
+from models.explain_encdec import biased
 from models.explain_stages import Context
 from models.params import LayerParams
 from models.trace import STAGE_ORDER, AttentionTrace
@@ -46,6 +47,7 @@ DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
     "k_rotated": lambda ctx: fam.rotated(ctx, "k"),
     "scores": _or_sink(st.scores),
     "scaled": _or_sink(st.scaled),
+    "biased": biased,
     "softcapped": lambda ctx: fam.softcapped(ctx),
     "masked": _or_sink(st.masked),
     "weights": st.weights,

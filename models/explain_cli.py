@@ -53,6 +53,10 @@ def derive_from_args(args: argparse.Namespace):
     if args.model:
         model = model_from_args(args)
         trace = model_trace_from_args(model, args)
+        if trace.config.get("encoder_decoder"):
+            from .encdec_params import encdec_params
+
+            return trace, explain(trace, encdec_params(model, trace), args.stage, args.cell)
         params = pretrained_params(model, args.layer, len(trace.query_tokens),
                                    mask=trace.config["mask"], pad_positions=trace.config["pad_positions"])  # fmt: skip
     else:

@@ -153,8 +153,10 @@ def _input_like(ctx: Context, query: bool) -> Derivation:
     if ctx.params.source == "model":
         steps += [ctx.trace[ctx.stage].description,
                   "Its position is already inside it: " + ("rotary models turn q and k instead (q_rotated, "
-                  "k_rotated)." if ctx.params.pe == "rotary" else "learned position embeddings were added to "
-                  "the token's embedding before layer 0.") if ctx.params.pe != "none" else
+                  "k_rotated)." if ctx.params.pe == "rotary" else "no position is added to the tokens: a learned "
+                  "bias per relative distance is added to the scores (stage 'biased')." if ctx.params.pe == "relative"
+                  else "position embeddings were added to the token's embedding before layer 0.")
+                  if ctx.params.pe != "none" else
                   "This layer uses no positions (NoPE): q and k are not rotated; only the causal mask, and what "
                   "the rotary layers below wrote into the hidden state, tell the tokens' positions apart."]  # fmt: skip
         return Derivation(ctx.stage, ctx.cell, title, f"{ctx.trace[ctx.stage].formula}:  x[{i},{c}] = "
@@ -282,8 +284,8 @@ def scaled(ctx: Context) -> Derivation:
 
 def _previous(ctx: Context, before: str) -> str:
     """The stage the given one reads its scores from: the last present of scores/scaled/masked."""
-    order = ["scores", "scaled", "softcapped", "masked"]
-    return [s for s in order[: order.index(before) if before in order else 4] if s in ctx.trace][-1]
+    order = ["scores", "scaled", "biased", "softcapped", "masked"]
+    return [s for s in order[: order.index(before) if before in order else 5] if s in ctx.trace][-1]
 
 
 def _why_hidden(ctx: Context, i: int, j: int) -> list[str]:

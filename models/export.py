@@ -143,7 +143,15 @@ def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
 
 def read_trace_files(folder: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Load an exported folder back: ``(manifest, {stage name: array})``."""
+    from .io import read_json, read_npy
+
     folder = Path(folder)
-    man = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    arrays = {s["name"]: np.load(folder / s["file"], allow_pickle=False) for s in man["stages"]}
+    man = read_json(folder / MANIFEST, "manifest")
+    stages = man.get("stages")
+    if not isinstance(stages, list) or not all(isinstance(s, dict) and isinstance(s.get("name"), str)
+                                               and isinstance(s.get("file"), str) for s in stages):  # fmt: skip
+        raise InputError(f"{folder / MANIFEST}: 'stages' must list each stage's name and file")
+    if any(Path(s["file"]).name != s["file"] for s in stages):
+        raise InputError(f"{folder / MANIFEST} names files outside its folder")
+    arrays = {s["name"]: read_npy(folder / s["file"], "stage file") for s in stages}
     return man, arrays

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from . import attention as att
-from .config import Cancelled
+from .config import Cancelled, InputError
 
 # What computed blocks may hold, in bytes; least recently used blocks go first.
 DEFAULT_BUDGET = 768 << 20
@@ -112,9 +112,11 @@ class PairSpec:
     softcap: float | None = None
     temperature: float = 1.0
     always_masked: bool = False  # a "masked" stage even when nothing is hidden (a model's own mask)
+    bias: torch.Tensor | None = None  # (h, n_q, n_k) added after the scale: stage "biased" (T5)
     # What-if edits of the raw scores, {(head, row, col): value}: later stages follow from them.
     score_edits: dict[tuple[int, int, int], float] | None = None
     sinks: torch.Tensor | None = None
+    label: str = ""  # where these stages are, for messages: "layer 3" (a model's), "" (the toy engine)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -124,6 +126,7 @@ class PairSpec:
             for n, present in (
                 ("scores", True),
                 ("scaled", self.scale is not None),
+                ("biased", self.bias is not None),
                 ("softcapped", self.softcap is not None),
                 ("masked", self.mask.hides_anything or self.always_masked),
                 ("weights", True),
@@ -155,6 +158,15 @@ class PairStore:
         self.on_compute: Callable[[str, int, int], None] | None = None
         self._head_output: torch.Tensor | None = None
         self._lock = threading.RLock()
+        self._may_overflow = may_overflow(spec)
+
+    def _checked(self, name: str, head: int, r0: int, array: np.ndarray) -> np.ndarray:
+        """``array`` (rows ``r0:`` of one head), refused when it holds NaN or ±∞ (−∞ is the mask):
+        every reader (export, window, explain, survey, comparison) gets the same one line. Only
+        looked at when the scores can overflow at all (:func:`may_overflow`): free otherwise."""
+        if self._may_overflow:
+            check_pair_block(self.spec, name, head, r0, array)
+        return array
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -175,7 +187,7 @@ class PairStore:
         """Rows ``r0:r1`` of a block and the keys ``c0:c1`` computed for them: every key before
         the mask, from the mask on only those some query of the block may see."""
         r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
-        before_mask = name in ("scores", "scaled", "softcapped")
+        before_mask = name in ("scores", "scaled", "biased", "softcapped")
         if before_mask or self.spec.sinks is not None:  # the sink, last, is always visible
             return r0, r1, 0, self.n_k
         c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_k)
@@ -231,6 +243,10 @@ class PairStore:
             x = x.div_(value) if kind == "div" else x.mul_(value)  # x is this block's own fresh tensor
             if name == "scaled":
                 return x[0]
+        if s.bias is not None:
+            x = x + s.bias[head : head + 1, r0:r1, c0:c1]
+            if name == "biased":
+                return x[0]
         if s.softcap is not None:
             x = torch.tanh(x / s.softcap) * s.softcap
             if name == "softcapped":
@@ -261,6 +277,7 @@ class PairStore:
         # Computed outside the lock: the GUI thread reading one cell never waits for a whole pass.
         with torch.no_grad():
             array = self._compute(name, head, block).to("cpu", torch.float32).numpy()
+        self._checked(name, head, block * self.block_rows, array)
         if keep and array.nbytes <= self.budget:
             with self._lock:
                 if key not in self._cache:
@@ -285,7 +302,8 @@ class PairStore:
         if hit is not None:
             return hit[:, c0:c1], c0
         with torch.no_grad():
-            return self._chain(name, head, r0, r1, c0, c1).to("cpu", torch.float32).numpy(), c0
+            array = self._chain(name, head, r0, r1, c0, c1).to("cpu", torch.float32).numpy()
+        return self._checked(name, head, r0, array), c0
 
     # --- public reads ------------------------------------------------------------------------
     def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None,
@@ -348,6 +366,45 @@ class PairStore:
             if self._head_output is None:
                 self._head_output = out
             return self._head_output
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def may_overflow(spec: PairSpec) -> bool:
+    """False when no score can leave float32's range: ``|q_i · k_j| ≤ max‖q‖ · max‖k‖`` (Cauchy–
+    Schwarz; every partial sum too) below float32's maximum, and nothing later can make a NaN
+    (the scale is at most 1 or checked, the soft cap is bounded, the softmax is exact for any
+    finite scores). General and additive scores (the toy engine's) are always checked."""
+    if spec.score != "dot":
+        return True
+    q = float(torch.linalg.vector_norm(spec.q.double(), dim=-1).max()) if spec.q.numel() else 0.0
+    k = float(torch.linalg.vector_norm(spec.k.double(), dim=-1).max()) if spec.k.numel() else 0.0
+    bound = q * k
+    if spec.scale is not None:
+        kind, value = spec.scale
+        bound = max(bound, bound / value if kind == "div" else bound * value)
+    edits = max((abs(v) for v in (spec.score_edits or {}).values()), default=0.0)
+    return not (math.isfinite(bound) and max(bound, edits) < FLOAT32_MAX / 2)
+
+
+def check_pair_block(spec: PairSpec, name: str, head: int, r0: int, block: np.ndarray) -> None:
+    """Refuse a block of an n×n stage holding NaN or ±∞ (−∞ in "masked" is the mask), naming
+    the stage, the layer and the cause: the queries and keys whose dot products overflow."""
+    bad = ~np.isfinite(block)
+    if name == "masked":
+        bad &= block != -np.inf
+    if not bad.any():
+        return
+    i, j = (int(x) for x in np.argwhere(bad)[0])
+    where = f" of {spec.label}" if spec.label else ""
+    q = float(spec.q.abs().max()) if spec.q.numel() else 0.0
+    k = float(spec.k.abs().max()) if spec.k.numel() else 0.0
+    raise InputError(
+        f"stage '{name}'{where} overflows float32 ({float(block[i, j])!r} at [{head}, {r0 + i}, {j}]): the queries "
+        f"and keys are too large for their dot products (largest |q| {q:.3g}, |k| {k:.3g}); scale the inputs "
+        f"or weights down"
+    )
 
 
 def sqrt_dk(d_k: int) -> tuple[str, float]:

@@ -5,7 +5,9 @@ for weights (a previous-token head at 16,384 tokens still shows its diagonal), t
 magnitude for signed stages. Masked (−∞) cells are counted, so that a block mixing masked and
 visible cells can be drawn unlike either alone; a NaN anywhere in a block makes the block NaN.
 Rows are read a band at a time from the stage (lazily computed stages included), so memory stays
-at one band whatever the size.
+at one band whatever the size. The same block maximum for arrays in memory (thumbnails, a row of
+bars) and the enlargement of peaks smaller than a pixel are in models.pixels (numpy only, so the
+widgets may call it).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .pixels import block_step
 from .trace import Stage
 
 BAND_CELLS = 1 << 23  # cells read per band (32 MiB of float32)
@@ -32,8 +35,8 @@ class Reduced:
     finite_range: tuple[float, float]  # exact min and max of the finite values read (nan, nan: none)
 
 
-def block_step(size: int, pixels: int) -> int:
-    return max(1, -(-size // max(1, pixels)))
+def _sides(max_side: int | tuple[int, int]) -> tuple[int, int]:
+    return (max_side, max_side) if isinstance(max_side, int) else (int(max_side[0]), int(max_side[1]))
 
 
 def _block_max(t: torch.Tensor, kr: int, kc: int) -> torch.Tensor:
@@ -97,16 +100,17 @@ def _seen_width(stage: Stage, r0: int, rows: int, c0: int, c1: int, kc: int) -> 
 def reduce_head(
     stage: Stage,
     head: int,
-    max_side: int = 1024,
+    max_side: int | tuple[int, int] = 1024,
     region: tuple[int, int, int, int] | None = None,
     signed: bool = True,
     should_stop=None,
 ) -> Reduced:
     """``stage``'s head ``head`` (rows r0:r1 × cols c0:c1 of it) reduced to at most ``max_side``
-    pixels a side, by blocks of whole cells."""
+    pixels a side (or (rows, cols) pixels: the device pixels a view draws it on), by blocks of whole cells."""
     shape = stage.shape[-2:]
     r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
-    kr, kc = block_step(r1 - r0, max_side), block_step(c1 - c0, max_side)
+    rows_px, cols_px = _sides(max_side)
+    kr, kc = block_step(r1 - r0, rows_px), block_step(c1 - c0, cols_px)
     out_rows = -(-(r1 - r0) // kr)
     if kr == kc == 1:  # a pixel per cell: nothing to reduce (small matrices, zoomed regions)
         return _exact(stage.rows(head, r0, r1)[:, c0:c1], (r0, r1, c0, c1))

@@ -39,6 +39,8 @@ class PretrainedRequest:
     mask: str | None = None  # None: the model's own
     pad_positions: tuple[int, ...] = ()
     device: str = "auto"
+    cross_sentence: str | None = None  # an encoder-decoder model's target (others ignore it)
+    block: str = "cross"  # an encoder-decoder model's attention: encoder, decoder or cross
 
 
 @dataclass(frozen=True)
@@ -87,12 +89,16 @@ FIELDS: tuple[Field, ...] = (
     Field("sentence", "input", "both", "the sentence whose tokens are the keys and values", text=True),
     Field("embeddings", "input", "toy", "an n × d_model matrix instead of a sentence", metavar="X.npy"),
     Field("labels", "input", "toy", "comma-separated token labels for --embeddings", type=labels, text=True),
-    Field("cross_sentence", "input", "toy", "a second sentence supplying the queries (cross-attention)", text=True),
+    # With a model it is an encoder-decoder's target (refused by name for other models once the model is open).
+    Field("cross_sentence", "input", "both", "a second sentence: the toy's queries (cross-attention), or an "
+          "encoder-decoder model's target", text=True),
     Field("cross_embeddings", "input", "toy", "a matrix supplying the queries", metavar="XQ.npy"),
     Field("cross_labels", "input", "toy", "labels for --cross-embeddings", type=labels, text=True),
     Field("model", "input", "both", "a pretrained model folder, a cached model name, or 'minilm' (built in)",
           metavar="PATH_OR_NAME"),
     Field("layer", "input", "model", "the model layer to trace, from 0 (with --model)", type=int, default=0),
+    Field("block", "input", "model", "with an encoder-decoder --model: which attention (default: cross)",
+          choices=("encoder", "decoder", "cross")),
     Field("all_layers", "input", "model", "with --model: every layer and head, rollout and head metrics",
           type=None, flag=True),
     Field("heads", "attention", "toy", "number of attention heads h", type=int, default=2),
@@ -185,19 +191,11 @@ def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> list[str
 
 
 def load_matrix(path: str, what: str) -> np.ndarray:
-    """Read a ``.npy`` file without ever unpickling, with a clear message on failure."""
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise InputError(f"{what} file not found: {path}") from None
-    except IsADirectoryError:
-        raise InputError(f"{what} path is a folder, not a .npy file: {path}") from None
-    except (OSError, ValueError, EOFError) as exc:
-        raise InputError(f"cannot read {what} file {path}: {exc}") from None
-    if not isinstance(loaded, np.ndarray):  # a .npz archive, not a single matrix
-        loaded.close()
-        raise InputError(f"{what} file {path} is a .npz archive; give a single-matrix .npy file")
-    return loaded
+    """Read a ``.npy`` file without ever unpickling, with a clear message on failure
+    (models.io: a regular file only, its header checked before its data)."""
+    from .io import read_npy
+
+    return read_npy(path, f"{what} file")
 
 
 def _matrix(source, what: str) -> np.ndarray | None:
@@ -256,9 +254,11 @@ def model_from_args(args: argparse.Namespace):
 
 
 def model_trace_from_args(model, args: argparse.Namespace, edits=()):
+    from .encdec_cli import encdec_options
+
     return model.trace(
         args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions, max_tokens=args.max_tokens,
-        edits=edits,
+        edits=edits, **encdec_options(model, args),
     )
 
 

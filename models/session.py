@@ -30,7 +30,6 @@ import json
 import os
 import tempfile
 import zipfile
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,8 +39,9 @@ from typing import Any, NoReturn
 import numpy as np
 
 from .atomic import atomic_file
-from .config import AttentionRequest, InputError
+from .config import DEFAULT_MAX_TOKENS, AttentionRequest, InputError
 from .edits import Edit
+from .io import SafeZip
 
 FORMAT = "attention-explorer-session"
 VERSION = 2  # the newest format read; files are written with the oldest that holds them
@@ -169,8 +169,9 @@ class Run:
         arrays = {name: load_matrix(getattr(args, dest), dest) for dest, name in FILE_OPTIONS.items()
                   if getattr(args, dest, None)}  # fmt: skip
         if getattr(args, "weights", None):
-            with np.load(args.weights, allow_pickle=False) as npz:
-                arrays |= {f"weights/{k}": npz[k] for k in npz.files}
+            from .weights import read_weights_file
+
+            arrays |= {f"weights/{k}": a for k, a in read_weights_file(args.weights).items()}
         return cls(options, arrays)
 
 
@@ -248,17 +249,14 @@ def load_session(path: str | os.PathLike) -> Session:
 
 
 def _load(path: Path) -> Session:
-    try:
-        with zipfile.ZipFile(path) as zf:
-            doc = _read_json(zf)
-            run = _read_run(zf, doc.get("run"), "run")
-            pinned = None if doc.get("pinned") is None else _read_run(zf, doc["pinned"], "pinned")
-    except FileNotFoundError:
-        raise InputError("file not found") from None
-    except IsADirectoryError:
-        raise InputError("is a folder, not a session file") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-        raise InputError(f"not a readable session file (corrupt or truncated: {exc})") from None
+    from .io import check_regular, open_regular
+
+    check_regular(path, "")  # a FIFO or a device: refused at once, never waited on
+    with open_regular(path, "") as f, SafeZip(f, "", "session file") as zf:
+        doc = _read_json(zf)
+        run = _read_run(zf, doc.get("run"), "run", _max_tokens(doc.get("run")))
+        pinned = None if doc.get("pinned") is None else _read_run(zf, doc["pinned"], "pinned",
+                                                                  _max_tokens(doc["pinned"]))  # fmt: skip
     view = doc.get("view") or {}
     if not isinstance(view, dict):
         raise InputError("'view' must be an object")
@@ -270,6 +268,8 @@ def _load(path: Path) -> Session:
             raise InputError(f"view {name} must be an integer ≥ -1, got {value!r}")
     difference = _flag(view, "difference", "view")
     pinned_doc = doc.get("pinned") or {}
+    if not isinstance(pinned_doc, dict):
+        raise InputError("'pinned' must be an object")
     pinned_edits = _edits(pinned_doc.get("edits"), "pinned.edits")
     session = Session(run, stage, head, query, _edits(doc.get("edits"), "edits"), pinned, difference,
                       pinned_edits, _flag(pinned_doc, "difference", "pinned"))  # fmt: skip
@@ -292,18 +292,13 @@ def _flag(data: dict, name: str, what: str) -> bool:
     return value
 
 
-def _read_json(zf: zipfile.ZipFile) -> dict:
-    try:
-        info = zf.getinfo(JSON_MEMBER)
-    except KeyError:
-        raise InputError(f"no {JSON_MEMBER} inside: not a session file") from None
-    if info.file_size > _MAX_JSON_BYTES:
-        raise InputError(f"{JSON_MEMBER} is too large")
-    try:
-        doc = json.loads(zf.read(info).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"{JSON_MEMBER} is not valid JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+def _read_json(zf: SafeZip) -> dict:
+    from .io import parse_json
+
+    if JSON_MEMBER not in zf.names:
+        raise InputError(f"no {JSON_MEMBER} inside: not a session file")
+    doc = parse_json(zf.read(JSON_MEMBER, _MAX_JSON_BYTES), JSON_MEMBER)
+    if doc.get("format") != FORMAT:
         raise InputError(f"{JSON_MEMBER} is not an {FORMAT} document")
     version = doc.get("version")
     if type(version) is not int or version < 1:
@@ -313,7 +308,29 @@ def _read_json(zf: zipfile.ZipFile) -> dict:
     return doc
 
 
-def _read_run(zf: zipfile.ZipFile, data, what: str) -> Run:
+def _max_tokens(data) -> int:
+    """The run's ``--max-tokens`` (what bounds its matrices' rows), read before its arrays."""
+    options = data.get("options") if isinstance(data, dict) else None
+    value = options.get("--max-tokens") if isinstance(options, dict) else None
+    return value if type(value) is int and 0 < value <= 1 << 31 else DEFAULT_MAX_TOKENS
+
+
+def _shape_check(key: str, member: str, max_tokens: int):
+    """Refuse, from the ``.npy`` header, a matrix with more rows (or mask columns) than tokens."""
+
+    def check(shape: tuple[int, ...]) -> None:
+        if key.startswith("weights/"):
+            return
+        if len(shape) != 2:
+            raise InputError(f"member {member} has shape {shape}; expected a matrix (2 axes)")
+        rows = shape if key == "mask" else shape[:1]
+        if max(rows) > max_tokens:
+            raise InputError(f"member {member} has shape {shape}, more than the limit of {max_tokens} tokens")
+
+    return check
+
+
+def _read_run(zf: SafeZip, data, what: str, max_tokens: int = DEFAULT_MAX_TOKENS) -> Run:
     if not isinstance(data, dict) or not isinstance(data.get("options", {}), dict):
         raise InputError(f"'{what}' must be an object with 'options'")
     names = data.get("arrays") or {}
@@ -324,14 +341,7 @@ def _read_run(zf: zipfile.ZipFile, data, what: str) -> Run:
     for key, member in names.items():
         if key not in allowed and not key.startswith("weights/"):
             raise InputError(f"unknown array {key!r} in {what}")
-        try:
-            data_bytes = zf.read(member)
-        except KeyError:
-            raise InputError(f"member {member} is missing") from None
-        try:
-            arrays[key] = np.load(io.BytesIO(data_bytes), allow_pickle=False)
-        except (ValueError, EOFError, OSError) as exc:
-            raise InputError(f"member {member} is not a readable .npy ({exc})") from None
+        arrays[key] = zf.array(member, _shape_check(key, member, max_tokens))
     return Run(dict(data.get("options", {})), arrays)
 
 

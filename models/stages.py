@@ -24,6 +24,7 @@ STAGE_ORDER = (
     "k_rotated",
     "scores",
     "scaled",
+    "biased",
     "softcapped",
     "masked",
     "weights",
@@ -32,7 +33,7 @@ STAGE_ORDER = (
     "output",
 )
 # Stages with one (n_q × n_k) matrix per head: computed lazily, per head and per block of rows.
-PAIR_STAGES = ("scores", "scaled", "softcapped", "masked", "weights")
+PAIR_STAGES = ("scores", "scaled", "biased", "softcapped", "masked", "weights")
 
 
 def features(n: int) -> tuple[str, ...]:
@@ -231,6 +232,11 @@ def describe(name: str, c: Context) -> StageText:
         t = ("Scaled scores", formula, f"Scores multiplied by {scale:.4g}, so that softmax does not "
              "saturate as d_k grows." + (" The sink column is not scaled: s_h enters the softmax as it is."
              if c.sinks else ""), f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
+    elif name == "biased":
+        t = ("Position-biased scores", "S_ij ← S_ij + B_h[bucket(j − i)]", "A learned number per head and "
+             "relative-distance bucket is added to every score (T5's relative position bias): near distances "
+             "get a bucket each, far ones share logarithmically wider buckets. This is the model's only "
+             "position signal.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "softcapped":
         cap = c.softcap
         t = ("Soft-capped scores", f"S ← {cap:g} · tanh(S / {cap:g})", f"Soft-capping: scores are squashed "

@@ -1,8 +1,8 @@
 """``export --all-layers``: every layer's weights, the rollout and the head metrics, to a folder.
 
-Written atomically (:func:`models.export.atomic_folder`): ``attention.npy`` (L × h × n × n, filled
-layer by layer through a memory map, never held in memory twice), ``rollout.npy`` (L × n × n,
-``R_l`` at index l), ``heads.csv`` and ``manifest.json``. Definitions: :mod:`models.survey`.
+Written atomically (:func:`models.export.atomic_folder`): ``attention.npy`` (L × h × n × n, written
+layer by layer with plain writes, never whole in memory nor written through a memory map),
+``rollout.npy`` (L × n × n, ``R_l`` at index l), ``heads.csv`` and ``manifest.json``. Definitions: :mod:`models.survey`.
 """
 
 from __future__ import annotations
@@ -10,21 +10,61 @@ from __future__ import annotations
 import csv
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.lib.format import open_memmap
+from numpy.lib.format import dtype_to_descr, write_array_header_2_0
 
-from .atomic import MANIFEST, TOOL, atomic_folder
+from .atomic import MANIFEST, SURVEY_FORMAT, TOOL, atomic_folder
 from .survey import DEFINITIONS, METRIC_NAMES, METRICS_VERSION, head_metrics, rollout
 
-FORMAT = "attention-explorer-survey/1"
+FORMAT = SURVEY_FORMAT
 ATTENTION_FILE = "attention.npy"
 ROLLOUT_FILE = "rollout.npy"
 HEADS_FILE = "heads.csv"
+
+
+class LayerFile:
+    """``attention.npy`` (L, h, n, n) float32, written layer by layer with plain writes.
+
+    Never through a memory map: a full disk then kills the process with SIGBUS (exit 135, no
+    message, the temporary folder left behind); a plain write raises ENOSPC, one line. Used as the
+    ``out`` array of ``layer_weights``: ``layers[l] = weights_l`` writes layer l at its place."""
+
+    def __init__(self, path: Path, shape: tuple[int, ...]) -> None:
+        self.shape, self.dtype = shape, np.dtype(np.float32)
+        self._layer_bytes = int(np.prod(shape[1:])) * 4
+        self._f = open(path, "wb")
+        write_array_header_2_0(self._f, {"descr": dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
+                                         "shape": shape})  # fmt: skip
+        self._start = self._f.tell()
+        self._last: tuple[int, np.ndarray] | None = None
+
+    def __setitem__(self, layer: int, value: np.ndarray) -> None:
+        array = np.ascontiguousarray(value, dtype="<f4")
+        if array.shape != self.shape[1:]:
+            raise ValueError(f"layer of shape {array.shape}, expected {self.shape[1:]}")
+        self._f.seek(self._start + layer * self._layer_bytes)
+        self._f.write(array.data)
+        self._last = (layer, array)
+
+    def __getitem__(self, layer: int) -> np.ndarray:
+        if self._last is None or self._last[0] != layer:
+            raise IndexError("only the layer just written can be read back")
+        return self._last[1]
+
+    def __enter__(self) -> LayerFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if exc[0] is None:
+                self._f.flush()
+                os.fsync(self._f.fileno())
+        finally:
+            self._f.close()
 
 
 def write_heads_csv(metrics: dict[str, np.ndarray], path: Path) -> None:
@@ -67,11 +107,11 @@ def write_all_layers(
     n = len(enc.ids)
     shape = (model.num_layers, model.num_heads, n, n)
     with atomic_folder(out, force) as tmp:
-        weights = open_memmap(tmp / ATTENTION_FILE, mode="w+", dtype=np.float32, shape=shape)
-        enc, weights, notices = model.layer_weights(
-            sentence, mask=mask, pad_positions=pad_positions, max_tokens=max_tokens, out=weights
-        )
-        weights.flush()
+        with LayerFile(tmp / ATTENTION_FILE, shape) as layers:
+            enc, _, notices = model.layer_weights(
+                sentence, mask=mask, pad_positions=pad_positions, max_tokens=max_tokens, out=layers
+            )
+        weights = np.load(tmp / ATTENTION_FILE, mmap_mode="r")  # read-only: the file is whole and synced
         metrics = head_metrics(weights)
         np.save(tmp / ROLLOUT_FILE, rollout(weights), allow_pickle=False)
         del weights  # closes the memory map before the folder is renamed
@@ -102,23 +142,3 @@ def write_all_layers(
         text = json.dumps(man, indent=2, ensure_ascii=False, allow_nan=False)
         (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8")
     return Path(out), man
-
-
-def export_all_layers(args) -> int:
-    """``main.py export --all-layers`` (from models.cli): InputError propagates to its one-line message."""
-    from .config import InputError
-    from .pretrained import load_model
-
-    if not args.model or not args.sentence:
-        raise InputError("--all-layers needs --model and --sentence")
-    model = load_model(args.model, device=args.device)
-    out, man = write_all_layers(
-        model, args.sentence, args.out, force=args.force, mask=args.mask,
-        pad_positions=args.pad_positions, max_tokens=args.max_tokens,
-    )  # fmt: skip
-    for notice in man["notices"]:
-        print(f"note: {notice}", file=sys.stderr)
-    L, h = man["num_layers"], man["num_heads"]
-    print(f"wrote {L} layers × {h} heads over {len(man['tokens'])} tokens to {out} "
-          f"({man['device']}, {man['elapsed_ms']:.1f} ms)")  # fmt: skip
-    return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import zipfile
 
 import numpy as np
 import torch
@@ -92,20 +91,17 @@ def load_weights(path: str | os.PathLike, cfg: AttentionConfig) -> AttentionWeig
     2-D projection matrices (and 1-D biases) are accepted for a single head. Any shape that
     disagrees with the configuration is an :class:`InputError` naming the array and both shapes.
     """
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if not isinstance(loaded, np.lib.npyio.NpzFile):  # a single-array .npy file
-            arrays = None
-        else:
-            with loaded as npz:
-                arrays = {k: npz[k] for k in npz.files}
-    except FileNotFoundError:
-        raise InputError(f"weights file not found: {path}") from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise InputError(f"cannot read weights file {path}: {exc}") from None
-    if arrays is None:
+    return weights_from_arrays(read_weights_file(path), cfg, f"weights file {path}")
+
+
+def read_weights_file(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every array of a weights ``.npz`` (models.io: checked before read, never unpickled)."""
+    from .io import load_array
+
+    arrays = load_array(path, "weights file")
+    if not isinstance(arrays, dict):  # a single-array .npy file
         raise InputError(f"weights file {path} is not a .npz archive (save it with numpy.savez)")
-    return weights_from_arrays(arrays, cfg, f"weights file {path}")
+    return arrays
 
 
 def weights_from_arrays(arrays: dict[str, np.ndarray], cfg: AttentionConfig, where: str) -> AttentionWeights:

@@ -87,7 +87,9 @@ class HeatmapPlot:
         self.row_marker.hide()
         self.plot.addItem(self.row_marker)
         self.rows = self.cols = 0
-        self.region: tuple[int, int, int, int] | None = None  # a zoomed region painted from exact cells
+        self.region: tuple[int, int, int, int] | None = None  # a region painted at the plot's own pixels
+        self.painted_key: tuple | None = None  # what ZoomRegions asked for the region on screen
+        self.painted_step: tuple[int, int] = (1, 1)  # cells per pixel of the image on screen
         self.title = ""
 
     def set_matrix(
@@ -98,6 +100,8 @@ class HeatmapPlot:
         self.rows, self.cols = len(rows), len(cols)
         shape_changed = self.image.image is None or self.image.image.shape != indices.shape
         self.image.setImage(indices, autoLevels=False, levels=FULL_INDEX_RANGE, lut=lut)
+        self.painted_key = None
+        self.painted_step = (-(-self.rows // max(1, indices.shape[0])), -(-self.cols // max(1, indices.shape[1])))
         # Geometry changes re-lay out the whole grid and cost a second paint: only when needed.
         if resized or shape_changed or self.region is not None:
             self.region = None

@@ -21,6 +21,7 @@ from superqt.utils import signals_blocked
 
 from explorer.heads import array_head, head_name, head_title, is_kv_stage, query_heads_of
 from explorer.stage_image import SEQUENTIAL_STAGES
+from models.pixels import ENLARGE, block_step
 from models.trace import Stage
 
 from .cell_numbers import CellNumbers
@@ -29,7 +30,7 @@ from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
 from .heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from .heatmap_plot import HeatmapPlot
 from .turns import NextTurn
-from .zoom_regions import ZoomRegions
+from .zoom_regions import ZoomRegions, device_pixels, visible_region
 
 ALL_HEADS = -1
 MINUS_INFINITY = "−∞ (masked)"
@@ -67,8 +68,9 @@ class MatrixView(QWidget):
     cell_double_clicked = Signal(int, int, int)  # plot head (the stage's own head index), row, col
     key_toggled = Signal(int, int, bool)  # Alt+click on a query × key cell: row, col, whole token (Shift)
     image_missing = Signal(int, str, object)  # generation, stage, colour scale (False, True, "log"): convert it
-    # generation, stage, head, (r0, r1, c0, c1), levels: a zoomed region to reduce again from exact cells
-    region_wanted = Signal(int, str, int, tuple, tuple)
+    # generation, stage, head, (r0, r1, c0, c1), levels, (rows, cols) device pixels: a region to reduce
+    # again from exact cells at the pixels it is drawn on
+    region_wanted = Signal(int, str, int, tuple, tuple, tuple)
     painted = Signal(int)  # generation on screen after a paint
     shown = Signal()  # the shown stage's images, titles and grid are all set (shown_stage is current)
 
@@ -102,6 +104,7 @@ class MatrixView(QWidget):
         self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the view
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.range_label = QLabel()
+        self._range_text = ""
         self.range_label.setObjectName("rangeLabel")
         # A line of its own: its text changes with every result, and in the controls' row it now
         # and then needed more than the view has: the splitter widened the centre and every
@@ -196,21 +199,35 @@ class MatrixView(QWidget):
             text = f"max {hi:.4g}" if np.isfinite(hi) else "no finite values"
         if image.nan_cells:
             text += f'   <span style="background:{NAN_HEX};color:white">&nbsp;pink&nbsp;</span> = NaN'
-        if image.step != (1, 1):
-            text += f"   {image.step[0]}×{image.step[1]} cells/pixel (peaks)"
         if image.masked_cells:
             text += f'   <span style="background:{MASKED_HEX};color:white">&nbsp;grey&nbsp;</span> = masked (−∞)'
-        self.range_label.setText(text)
-        self.range_label.setToolTip(text)  # the whole text when the row is too narrow for it
+        self._range_text = text
+        if (stage, display.generation) != (self.shown_stage, self.shown_generation):
+            self.zoom.forget()
         self.shown_stage, self.shown_generation = stage, display.generation
-        if image.step != (1, 1):  # a plot still zoomed in shows the new stage sharp too
-            self.zoom.changed(*self.plots)
         self._mark_query()
         self.grid.settle_layout()
+        self.zoom.now(*self.plots)  # each plot at its own device pixels, zoomed or not
+        self.update_range_line()
         self.numbers.update()
         self.selection.sync()
         self._paint_soon.request()
         self.shown.emit()
+
+    def update_range_line(self) -> None:
+        """The values' range, and how many cells one screen pixel holds (from the first plot's
+        visible region and its device pixels): when more than one, peaks are kept and enlarged."""
+        text = self._range_text
+        if self.plots and self.shown_stage is not None:
+            plot = self.plots[0]
+            r0, r1, c0, c1 = visible_region(plot)
+            rows_px, cols_px = device_pixels(plot, self.canvas.devicePixelRatioF())
+            kr, kc = block_step(max(0, r1 - r0), rows_px), block_step(max(0, c1 - c0), cols_px)
+            if (kr, kc) != (1, 1):
+                text += f"   1 screen pixel: {kr}×{kc} cells, their peak (enlarged to {ENLARGE}×{ENLARGE} px)"
+        if text != self.range_label.text():
+            self.range_label.setText(text)
+            self.range_label.setToolTip(text)  # the whole text when the row is too narrow for it
 
     def _image_added(self, name: str) -> None:
         """Background conversions arrive for every stage; only the one on screen matters here."""
@@ -226,7 +243,9 @@ class MatrixView(QWidget):
         return [head] if head < stage.heads else list(range(stage.heads))
 
     def _wire_plot(self, plot: HeatmapPlot) -> None:
-        plot.plot.getViewBox().sigRangeChanged.connect(lambda *_a: self.zoom.changed(plot))
+        box = plot.plot.getViewBox()
+        box.sigRangeChanged.connect(lambda *_a: self.zoom.changed(plot))
+        box.sigResized.connect(lambda *_a: self.zoom.changed(plot))  # new pixels: reduce to them again
 
     def warm_up(self, plots: int) -> None:
         """Build heatmaps in idle time (while a model loads) up to ``plots``."""
@@ -236,7 +255,7 @@ class MatrixView(QWidget):
     def building(self) -> bool:
         """True while the change on screen is still on its way: heatmaps being built, a refresh
         or the paint waiting for its turn."""
-        return self.grid.waiting_for > 0 or self._refresh_soon.pending or self.paint_held
+        return self.grid.waiting_for > 0 or self._refresh_soon.pending or self.paint_held or self.zoom.pending
 
     @property
     def paint_held(self) -> bool:

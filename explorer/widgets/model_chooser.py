@@ -20,6 +20,9 @@ OPEN_FOLDER = "\x00open-folder"  # the data of the "Open folder…" item (never 
 TIP = Qt.ItemDataRole.ToolTipRole
 TOY_TEXT = "Toy (random weights)"
 TOY_INFO = "Random weights from the seed: every size below is yours to set."
+BLOCKS = (("encoder", "The source sentence attends to itself"),
+          ("decoder", "The target sentence attends to itself, each token to those before it (causal)"),
+          ("cross", "The target's tokens (queries) attend to the encoder's output for the source (keys, values)"))
 MAX_LAYER_UNKNOWN = 999  # the layer range before the model's first trace tells the real one
 
 
@@ -49,6 +52,12 @@ class ModelChooser(QGroupBox):
         self.layer.setToolTip("The transformer block whose attention is traced; the first is layer 0")
         self.layer_range = QLabel()
         self.layer_range.setObjectName("layerRange")
+        self.block = QComboBox()  # an encoder-decoder model's three attentions
+        for name, tip in BLOCKS:
+            self.block.addItem(name, name)
+            self.block.setItemData(self.block.count() - 1, tip, TIP)
+        self.block.setToolTip("Which attention of the encoder-decoder model: the encoder's, the decoder's (causal), "
+                              "or the decoder's queries over the encoder's output (cross)")  # fmt: skip
         self.info = QLabel(TOY_INFO)
         self.info.setObjectName("modelInfo")
         self.info.setWordWrap(True)
@@ -59,11 +68,14 @@ class ModelChooser(QGroupBox):
         form = QFormLayout(self)
         form.addRow(self.combo)
         form.addRow("Layer", layer_row)
-        self._form = form  # the layer row is hidden for the toy engine (a single layer)
+        form.addRow("Block", self.block)
+        self._form = form  # the layer row is hidden for the toy engine (a single layer), the block row unless
+        # the model is an encoder-decoder
         form.addRow(self.info)
 
         self.combo.activated.connect(self._picked)
         self.layer.valueChanged.connect(lambda v: state.update_inputs(layer=v))
+        self.block.activated.connect(lambda i: state.update_inputs(block=self.block.itemData(i)))
         state.inputs_changed.connect(self.sync)
         state.model_info_changed.connect(lambda _info: self.sync(state.inputs))
         self.sync(state.inputs)
@@ -118,6 +130,10 @@ class ModelChooser(QGroupBox):
                 self.layer_range.setText(f"of 0–{last}" if info is not None else "")
                 self.info.setText(_describe(info) if info is not None else "Loading…")
         self._form.setRowVisible(1, inputs.uses_model)
+        encdec = inputs.uses_model and info is not None and info.encoder_decoder
+        with signals_blocked(self.block):
+            self.block.setCurrentIndex(max(0, self.block.findData(inputs.block)))
+        self._form.setRowVisible(2, encdec)
 
 
 class _Combo(QComboBox):
@@ -135,4 +151,6 @@ def _describe(info) -> str:
     heads = f"{info.heads} heads × {info.d_k}"
     if info.kv_heads < info.heads:
         heads = f"{info.heads} query heads × {info.d_k}, {info.kv_heads} key/value heads"
+    if info.encoder_decoder:
+        return f"{info.model_type} · {info.block} block: {info.num_layers} layers · {heads} · d_model {info.d_model}"
     return f"{info.model_type} · {info.num_layers} layers · {heads} · d_model {info.d_model}"

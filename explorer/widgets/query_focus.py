@@ -10,7 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from explorer.stage_image import reduce_row
+from models.pixels import enlarge_peaks, reduce_row
 from models.trace import AttentionTrace, query_row
 
 from .token_axis import TokenAxis, shorten
@@ -86,7 +86,9 @@ class QueryFocusPanel(QGroupBox):
         layout.addWidget(self.sum_text)
         self.weights_row: np.ndarray | None = None  # what the bars show, for tests
 
+        self.bar_step = 1  # keys per bar
         self.chart.scene().sigMouseMoved.connect(self._hover)
+        self.chart.getPlotItem().getViewBox().sigResized.connect(self._paint_bars)
         for signal in (state.trace_changed, state.query_changed, state.focus_head_changed):
             signal.connect(self.refresh)
 
@@ -105,10 +107,7 @@ class QueryFocusPanel(QGroupBox):
             "how much it attends to each key."
         )
         self.weights_row = weights
-        # Many keys: one bar per block of keys, as tall as its largest weight (no peak lost).
-        heights, step = reduce_row(weights, MAX_BARS)
-        x = np.arange(len(heights)) * step + step / 2
-        self.bars.setOpts(x=x, height=heights, width=0.8 * step)
+        self._paint_bars()
         self.axis.set_labels(keys)
         self.chart.setXRange(0, len(keys), padding=0.02)
         self.chart.setYRange(0, max(float(weights.max()), 1e-6) * 1.1, padding=0)
@@ -118,6 +117,20 @@ class QueryFocusPanel(QGroupBox):
             values = f"the values of key/value head {groups[head] + 1}, shared by heads {sharing}"
         self.sum_text.setText(contributions_html(keys, weights, output, values))
         self.sum_text.setToolTip("o_i = [" + ", ".join(str(np.float32(v)) for v in output) + "]")
+
+    def _paint_bars(self, *_) -> None:
+        """Many keys: one bar per block of keys that share a screen pixel, as tall as their largest
+        weight (models.pixels, as the heatmaps), peaks widened to 3 pixels so one key is seen."""
+        weights = self.weights_row
+        if weights is None:
+            return
+        pixels = int(self.chart.getPlotItem().getViewBox().width() * self.chart.devicePixelRatioF())
+        heights, step = reduce_row(weights, min(MAX_BARS, pixels) if pixels > 0 else MAX_BARS)
+        if step > 1:
+            heights = enlarge_peaks(heights[None, :], signed=False)[0]
+        x = np.arange(len(heights)) * step + step / 2
+        self.bars.setOpts(x=x, height=heights, width=step if step > 1 else 0.8)
+        self.bar_step = step
 
     def _clear(self, message: str) -> None:
         self.header.setText(message)

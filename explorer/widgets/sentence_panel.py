@@ -14,7 +14,14 @@ MAX_TEXT = (1 << 31) - 1  # QLineEdit's own default is 32,767 characters, silent
 TYPING_PAUSE_MS = 150  # recompute once the typist pauses: a blink, not every keystroke
 EXAMPLES_PROMPT = "Examples…"
 CROSS_TIP = "The second sentence asks (queries); the first answers (keys, values)"
-CROSS_MODEL_TIP = "Not with a pretrained model: its layers attend within one sentence (self-attention)"
+CROSS_MODEL_TIP = ("Not with a decoder or encoder model: its layers attend within one sentence (self-attention); "
+                   "an encoder-decoder model (t5, bart, ...) reads the second box as its target")
+SENTENCE_HINT = "Type a sentence: its words become the tokens"
+CROSS_HINT = "Second sentence (the queries)"
+SOURCE_HINT = "Source sentence (the encoder's input)"
+TARGET_HINT = "Target sentence (the decoder's input)"
+SOURCE_TIP = "The source: the encoder reads it; the cross attention's keys and values come from it"
+TARGET_TIP = "The target: its tokens, as the tokenizer encodes them, are the decoder's input ids (as BertViz does)"
 
 
 class SentencePanel(QGroupBox):
@@ -26,7 +33,7 @@ class SentencePanel(QGroupBox):
         self.sentence_edit = QLineEdit()
         # Qt cuts text silently at 32,767 characters: no cut here; the token limit answers with a message.
         self.sentence_edit.setMaxLength(MAX_TEXT)
-        self.sentence_edit.setPlaceholderText("Type a sentence: its words become the tokens")
+        self.sentence_edit.setPlaceholderText(SENTENCE_HINT)
         self.sentence_edit.setClearButtonEnabled(True)
         self.examples = QComboBox()
         self.examples.addItem(EXAMPLES_PROMPT)
@@ -39,7 +46,7 @@ class SentencePanel(QGroupBox):
         self.cross_check.setToolTip(CROSS_TIP)
         self.cross_edit = QLineEdit()
         self.cross_edit.setMaxLength(MAX_TEXT)
-        self.cross_edit.setPlaceholderText("Second sentence (the queries)")
+        self.cross_edit.setPlaceholderText(CROSS_HINT)
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.sentence_edit)
@@ -55,6 +62,8 @@ class SentencePanel(QGroupBox):
         self.examples.activated.connect(self._pick_example)
         self.cross_check.toggled.connect(self._toggle_cross)
         state.inputs_changed.connect(self.sync)
+        if hasattr(state, "model_info_changed"):
+            state.model_info_changed.connect(lambda _info: self.sync(state.inputs))
         self.sync(state.inputs)
 
     def sync(self, inputs) -> None:
@@ -66,10 +75,20 @@ class SentencePanel(QGroupBox):
                     edit.setCursorPosition(0)  # show the start of a long sentence, not its end
         with signals_blocked(self.cross_check):
             self.cross_check.setChecked(inputs.cross_enabled)
-        # A pretrained model's layer is self-attention: one sentence supplies queries, keys and values.
+        # A pretrained model's layer is self-attention: one sentence supplies queries, keys and values;
+        # an encoder-decoder model reads the second sentence as its target (the decoder's input).
+        encdec = self.encoder_decoder(inputs)
         self.cross_check.setEnabled(not inputs.uses_model)
         self.cross_check.setToolTip(CROSS_MODEL_TIP if inputs.uses_model else CROSS_TIP)
-        self.cross_edit.setEnabled(inputs.cross_enabled and not inputs.uses_model)
+        self.cross_edit.setEnabled(encdec or (inputs.cross_enabled and not inputs.uses_model))
+        self.sentence_edit.setPlaceholderText(SOURCE_HINT if encdec else SENTENCE_HINT)
+        self.cross_edit.setPlaceholderText(TARGET_HINT if encdec else CROSS_HINT)
+        self.cross_edit.setToolTip(TARGET_TIP if encdec else "")
+        self.sentence_edit.setToolTip(SOURCE_TIP if encdec else "")
+
+    def encoder_decoder(self, inputs) -> bool:
+        info = getattr(self.state, "model_info", None)
+        return inputs.uses_model and bool(getattr(info, "encoder_decoder", False))
 
     def is_typing(self) -> bool:
         """True while typed text waits for the typing pause before it reaches the state."""
@@ -98,7 +117,7 @@ class SentencePanel(QGroupBox):
             self.examples.setCurrentIndex(0)
 
     def _toggle_cross(self, on: bool) -> None:
-        self.cross_edit.setEnabled(on and not self.state.inputs.uses_model)
+        self.cross_edit.setEnabled(self.encoder_decoder(self.state.inputs) or (on and not self.state.inputs.uses_model))
         if on:
             self.cross_edit.setFocus(Qt.FocusReason.OtherFocusReason)
         self.state.update_inputs(cross_enabled=on, cross_sentence=self.cross_edit.text())

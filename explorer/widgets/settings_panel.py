@@ -159,6 +159,13 @@ class SettingsPanel(QGroupBox):
         self._show_tips(inputs, info)
         # The toy hides keys under its padding mask only; a model's pads also apply under causal.
         pads = mask != "none" if inputs.uses_model else mask == "padding"
+        if info is not None and info.encoder_decoder:  # only the model's own masks are reproduced there
+            pads = False
+            self.mask.setEnabled(False)
+            self.mask.setToolTip("An encoder-decoder model keeps its own masks: none in the encoder and cross "
+                                 "blocks, causal in the decoder")  # fmt: skip
+        else:
+            self.mask.setEnabled(True)
         self.pad_picker.setVisible(pads)
         if pads:
             self.pad_picker.set_tokens(self.state.key_tokens, inputs.pad_positions)

@@ -1,25 +1,44 @@
-"""Zoom and pan on a reduced matrix: the visible region is redrawn from the exact values.
+"""Every heatmap reduced to the device pixels it is drawn on: the visible region, from the exact values.
 
-A matrix larger than its pixels is shown as each block's peak. When the user zooms or pans (and
-pauses for a moment), the region in view is asked of the worker again at the view's resolution,
-down to one pixel per cell; zooming out again brings back the whole matrix's image.
+The worker's first image of a stage is at most 1024 pixels a side (explorer.stage_image). Painted
+as it is, Qt would scale it a second time to the plot's few hundred pixels and drop the peaks the
+reduction kept. So once a plot is laid out, and again after every resize, zoom or pan (after a
+pause), the region in view is asked of the worker at the plot's own device pixels: each pixel
+then holds its block's peak (enlarged to 3 × 3 pixels when cells are smaller than a pixel), and a
+region small enough gets one pixel or more per cell, sharp down to single cells.
 """
 
 from __future__ import annotations
 
 import math
+import time
 
 from PySide6.QtCore import QTimer
 
 from .colormaps import lookup_table
 
 PAUSE_MS = 120  # zooming and panning ask the worker once they pause
+PATIENCE_S = 30.0  # an answer that never came stops counting as pending after this
+
+
+def device_pixels(plot, ratio: float = 1.0) -> tuple[int, int]:
+    """(rows, cols) of device pixels the plot's matrix area covers."""
+    box = plot.plot.getViewBox()
+    return max(1, math.floor(box.height() * ratio)), max(1, math.floor(box.width() * ratio))
+
+
+def visible_region(plot) -> tuple[int, int, int, int]:
+    """Rows r0:r1, cols c0:c1 of the cells in view (clamped to the matrix)."""
+    (x0, x1), (y0, y1) = plot.plot.getViewBox().viewRange()
+    return (max(0, math.floor(y0)), min(plot.rows, math.ceil(y1)),
+            max(0, math.floor(x0)), min(plot.cols, math.ceil(x1)))  # fmt: skip
 
 
 class ZoomRegions:
     def __init__(self, view) -> None:
         self.view = view  # the MatrixView: its plots, shown stage and region_wanted signal
-        self._zoomed: set[int] = set()  # ids of plots whose range changed since the last ask
+        self._zoomed: set[int] = set()  # ids of plots whose range or size changed since the last ask
+        self._asked: dict[int, tuple[tuple, float]] = {}  # head -> (what was asked, when)
         self._timer = QTimer(view)
         self._timer.setSingleShot(True)
         self._timer.setInterval(PAUSE_MS)
@@ -29,38 +48,68 @@ class ZoomRegions:
         self._zoomed.update(id(p) for p in plots)
         self._timer.start()
 
+    def now(self, *plots) -> None:
+        """Ask for ``plots`` at once (a new image just laid out), not after the pause."""
+        self._zoomed.update(id(p) for p in plots)
+        self.ask()
+
+    @property
+    def pending(self) -> bool:
+        """True while an ask waits for its pause or its answer (a screenshot waits for it)."""
+        now = time.monotonic()
+        return self._timer.isActive() or any(now - t < PATIENCE_S for _, t in self._asked.values())
+
+    def ratio(self) -> float:
+        return self.view.canvas.devicePixelRatioF()
+
     def ask(self) -> None:
+        self._timer.stop()
         view = self.view
         display, stage = view.state.display, view.shown_stage
         if display is None or stage is None or display.generation != view.shown_generation:
+            self._zoomed.clear()
             return
         image = display.images.get(stage.name)
         zoomed, self._zoomed = self._zoomed, set()
-        if image is None or image.step == (1, 1):
-            return  # every cell already has its own pixel
+        if image is None:
+            return
         lut = lookup_table(image.sequential)
         for plot in view.plots:
-            if id(plot) not in zoomed:
+            if id(plot) not in zoomed or plot.rows == 0:
                 continue
-            (x0, x1), (y0, y1) = plot.plot.getViewBox().viewRange()
-            region = (max(0, math.floor(y0)), min(plot.rows, math.ceil(y1)),
-                      max(0, math.floor(x0)), min(plot.cols, math.ceil(x1)))  # fmt: skip
-            if region[1] <= region[0] or region[3] <= region[2]:
+            region = visible_region(plot)
+            r0, r1, c0, c1 = region
+            if r1 <= r0 or c1 <= c0:
                 continue
-            if region == (0, plot.rows, 0, plot.cols):
-                if plot.region is not None:  # zoomed out again: the whole matrix's image
-                    head = plot.head if stage.per_head else 0
-                    plot.set_region(image.indices[head], lut, region)
+            pixels = device_pixels(plot, self.ratio())
+            fits = r1 - r0 <= pixels[0] and c1 - c0 <= pixels[1]
+            if region == (0, plot.rows, 0, plot.cols) and image.step == (1, 1) and fits:
+                if plot.region is not None:  # zoomed out again: the whole matrix's exact image
+                    plot.set_region(image.indices[plot.head if stage.per_head else 0], lut, region)
+                plot.painted_key = None
                 continue
-            view.region_wanted.emit(display.generation, stage.name, plot.head, region, tuple(image.levels))
+            key = (display.generation, stage.name, region, pixels if not fits else None, tuple(image.levels))
+            if plot.painted_key == key or self._asked.get(plot.head, ((),))[0] == key:
+                continue  # on screen already, or on its way
+            self._asked[plot.head] = (key, time.monotonic())
+            view.region_wanted.emit(display.generation, stage.name, plot.head, region, tuple(image.levels),
+                                    pixels)  # fmt: skip
+
+    def forget(self) -> None:
+        """A new stage or result: what was asked for the old one will not be painted."""
+        self._asked.clear()
 
     def arrived(self, generation: int, head: int, image) -> None:
-        """The worker's reduction of a zoomed region: paint it on the plot showing that head."""
+        """The worker's reduction of a region: paint it on the plot showing that head."""
         view = self.view
         stage = view.shown_stage
+        asked = self._asked.pop(head, None)
         if stage is None or generation != view.shown_generation or image.name != stage.name:
             return
         for plot in view.plots:
             if plot.head == head and image.region is not None:
                 plot.set_region(image.indices[0], lookup_table(image.sequential), image.region)
+                plot.painted_key = asked[0] if asked is not None and asked[0][2] == image.region else None
+                plot.painted_step = image.step
                 view.numbers.schedule()
+        view.update_range_line()

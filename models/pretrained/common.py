@@ -286,15 +286,22 @@ def project_qkv(
 
 
 def attention(
-    x: Tensor, p: AttentionParams, hidden: Tensor, record: dict[str, Tensor] | None = None
+    x: Tensor, p: AttentionParams, hidden: Tensor, record: dict[str, Tensor] | None = None,
+    cache=None,
 ) -> Tensor:
     """Multi-head (or grouped-query) self-attention of ``x (n, d_model)``; returns (n, d_model).
+
+    ``cache``: a :class:`models.pretrained.kv_cache.LayerKV` when generating: ``x`` holds only
+    the new tokens, their keys and values join the cached ones, ``hidden`` is not used (causal,
+    plus the layer's sliding window) and the new rows' weights are kept on the cache.
 
     The steps are those listed in :class:`AttentionParams`. When ``record`` is a dict, every
     intermediate tensor is stored in it under its stage name. Without ``record`` (the layers
     below the traced one) torch's fused scaled_dot_product_attention computes the same thing,
     except where it cannot express the family (soft-capping) or a row hides every key.
     """
+    if cache is not None:
+        return cache.attend(x, p)
     q, k, v = project_qkv(x, p, record)
     rep = p.heads // p.kv_heads
     k_all = k.repeat_interleave(rep, dim=0) if rep > 1 else k  # (h, n, d_k): head i reads i//rep
@@ -370,6 +377,11 @@ class Architecture:
         """Token ids ``(n,)`` -> the hidden state entering block 0, ``(n, d_model)``."""
         raise NotImplementedError
 
+    def embed_at(self, ids: Tensor, start: int) -> Tensor:
+        """``embed`` of tokens standing at positions ``start, start+1, ...`` (generation feeds
+        one new token at a time); families with learned position embeddings override it."""
+        return self.embed(ids, torch.zeros_like(ids))
+
     def attention_input(self, i: int, h: Tensor) -> Tensor:
         """What block ``i``'s attention projects: ``h`` itself, or a pre-norm of it."""
         return h
@@ -387,10 +399,26 @@ class Architecture:
             scale=self.head_dim**-0.5 if scale is None else scale, scale_formula=scale_formula, **extra,
         )  # fmt: skip
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
-        """Block ``i``: hidden state in, hidden state out, both ``(n, d_model)``."""
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
+        """Block ``i``: hidden state in, hidden state out, both ``(n, d_model)``; with ``cache``
+        (a LayerKV, generation) ``h`` holds only the new tokens (see :func:`attention`)."""
         raise NotImplementedError
 
     def final(self, h: Tensor) -> Tensor:
         """The final norm after the last block (decoders); identity for BERT."""
         return h
+
+    # --- the language-model head (generation, logit lens: models/generate) ------------------
+    lm_head_key = "lm_head.weight"  # the unembedding's key in a checkpoint with its own head
+    tied_default = False  # tie_word_embeddings when config.json does not say
+    final_logit_softcap: float | None = None  # Gemma 2: logits <- c·tanh(logits / c)
+
+    def input_embeddings(self) -> Tensor:
+        """The token embedding matrix ``(vocab, d_model)`` as held (maybe bf16), which a tied
+        head reads as its unembedding."""
+        raise NotImplementedError
+
+
+def context_length(h: Tensor, cache) -> int:
+    """The positions a block's attention covers: the new tokens plus those cached before."""
+    return h.shape[0] + (0 if cache is None else cache.length)

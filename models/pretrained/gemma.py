@@ -5,7 +5,7 @@
 - ``gemma2``: logit soft-capping ``S ← c · tanh(S / c)`` before the mask (stage ``softcapped``),
   scores scaled by ``1/√query_pre_attn_scalar``, sliding-window and global layers alternating
   (even layers slide), and norms after the attention and around the MLP. The final-logit
-  soft-cap acts on the vocabulary logits only, which the explorer never computes.
+  soft-cap acts on the vocabulary logits only (generation and the logit lens apply it).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ class Gemma(Llama):
     default_act = "gelu_pytorch_tanh"
     norm_plus_one = True
     embed_scaled = True
+    tied_default = True
     input_formula = "X = RMSNorm₁(h_L)"
 
     def activation_name(self, cfg: dict) -> str:
@@ -42,6 +43,8 @@ class Gemma2(Gemma):
         self.scale_formula = f"S / √{scalar:g} (query_pre_attn_scalar)"
         cap = cfg.get("attn_logit_softcapping")
         self.softcap = None if cap is None else config_float(cfg, "attn_logit_softcapping", 1.0)
+        cap = cfg.get("final_logit_softcapping")
+        self.final_logit_softcap = None if cap is None else config_float(cfg, "final_logit_softcapping", 1.0)
 
     def default_window(self, cfg: dict, i: int) -> int | None:
         if cfg.get("sliding_window") is None or i % 2:

@@ -20,6 +20,7 @@ from models.pretrained.common import (
     activation,
     attention,
     config_int,
+    context_length,
     layer_norm,
     linear,
 )
@@ -78,7 +79,10 @@ class GPT2(Architecture):
         }
 
     def embed(self, ids: Tensor, type_ids: Tensor) -> Tensor:
-        pos = torch.arange(ids.shape[0], device=ids.device)
+        return self.embed_at(ids, 0)
+
+    def embed_at(self, ids: Tensor, start: int) -> Tensor:
+        pos = torch.arange(start, start + ids.shape[0], device=ids.device)
         return self.wte[ids] + self.wpe[pos]  # (n, d)
 
     def attention_input(self, i: int, h: Tensor) -> Tensor:
@@ -93,11 +97,17 @@ class GPT2(Architecture):
             scale, formula = scale / float(i + 1), f"{formula} / {i + 1}"
         return self.layer_params(L, scale=scale, scale_formula=formula)
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
-        h = h + attention(self.attention_input(i, h), self.attention_params(i, h.shape[0]), hidden)
+        params = self.attention_params(i, context_length(h, cache))
+        h = h + attention(self.attention_input(i, h), params, hidden, cache=cache)
         x = layer_norm(h, *L["ln_2"], self.eps)
         return h + linear(self.act(linear(x, *L["fc"])), *L["proj"])
 
     def final(self, h: Tensor) -> Tensor:
         return layer_norm(h, *self.ln_f, self.eps)
+
+    tied_default = True  # GPT2LMHeadModel ties its head to wte
+
+    def input_embeddings(self) -> Tensor:
+        return self.wte

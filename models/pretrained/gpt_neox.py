@@ -22,6 +22,7 @@ from models.pretrained.common import (
     activation,
     attention,
     config_int,
+    context_length,
     layer_norm,
     linear,
 )
@@ -98,9 +99,10 @@ class GPTNeoX(Architecture):
         L = self.layers[i]
         return self.layer_params(L, rope=self.rotary_table(n))
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
-        a = attention(self.attention_input(i, h), self.attention_params(i, h.shape[0]), hidden)
+        params = self.attention_params(i, context_length(h, cache))
+        a = attention(self.attention_input(i, h), params, hidden, cache=cache)
         if self.parallel:
             m = linear(self.act(linear(layer_norm(h, *L["ln_2"], self.eps), *L["fc"])), *L["proj"])
             return m + a + h
@@ -109,3 +111,8 @@ class GPTNeoX(Architecture):
 
     def final(self, h: Tensor) -> Tensor:
         return layer_norm(h, *self.ln_f, self.eps)
+
+    lm_head_key = "embed_out.weight"  # GPTNeoXForCausalLM's head
+
+    def input_embeddings(self) -> Tensor:
+        return self.embed_in

@@ -26,6 +26,7 @@ from models.pretrained.common import (
     activation,
     attention,
     config_int,
+    context_length,
     linear,
     rms_norm,
 )
@@ -169,9 +170,10 @@ class Llama(Architecture):
     def mlp(self, L: dict, x: Tensor) -> Tensor:
         return linear(self.act(linear(x, *L["gate"])) * linear(x, *L["up"]), *L["down"])
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
-        a = attention(self.attention_input(i, h), self.attention_params(i, h.shape[0]), hidden)
+        params = self.attention_params(i, context_length(h, cache))
+        a = attention(self.attention_input(i, h), params, hidden, cache=cache)
         if self.sandwich:
             a = self.rms(a, L["norm_post_attn"])
         h = h + a
@@ -182,3 +184,6 @@ class Llama(Architecture):
 
     def final(self, h: Tensor) -> Tensor:
         return self.rms(h, self.norm)
+
+    def input_embeddings(self) -> Tensor:
+        return self.embed_tokens

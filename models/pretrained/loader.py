@@ -10,7 +10,6 @@ trust_remote_code. Every problem with the folder becomes a one-line :class:`Inpu
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -21,10 +20,13 @@ import torch
 from models.config import DEVICES, InputError
 from models.device import pick_device
 from models.memory import check_memory, estimate_pretrained_load, estimate_tensors_read
+from models.pretrained.bart import Bart, Marian
 from models.pretrained.bert import Bert, DistilBert, Roberta, XLMRoberta
 from models.pretrained.checkpoint import LAYER_CACHE_BYTES, Checkpoint, Weights
 from models.pretrained.cohere import Cohere
 from models.pretrained.common import Architecture
+from models.pretrained.encdec import EncoderDecoder
+from models.pretrained.encdec_model import EncoderDecoderModel
 from models.pretrained.falcon import Falcon
 from models.pretrained.gemma import Gemma, Gemma2
 from models.pretrained.gemma3 import Gemma3Text
@@ -52,17 +54,19 @@ from models.pretrained.registry import (
 from models.pretrained.smollm3 import SmolLM3
 from models.pretrained.stablelm import StableLm
 from models.pretrained.starcoder2 import Starcoder2
+from models.pretrained.t5 import MT5, T5
 from models.pretrained.tokenizer import ModelTokenizer, first_line
 
 Progress = Callable[[float, str], None]
 
-ARCHITECTURES: dict[str, type[Architecture]] = {
+ARCHITECTURES: dict[str, type[Architecture] | type[EncoderDecoder]] = {
     arch.model_type: arch
     for arch in (
         Bert, Roberta, XLMRoberta, DistilBert, GPT2, GPTNeoX,
         Llama, Mistral, Qwen2, Qwen3, Gemma, Gemma2, Phi3,
         Olmo2, SmolLM3, Granite, Qwen2Moe, Qwen3Moe, Starcoder2, StableLm, Cohere,
         Gemma3Text, GptOss, Phi, OPT, Falcon, ModernBert,
+        T5, MT5, Bart, Marian,
     )
 }  # fmt: skip
 assert tuple(ARCHITECTURES) == SUPPORTED_TYPES, "registry.SUPPORTED_TYPES is out of date"
@@ -87,13 +91,13 @@ def weight_files(folder: Path) -> tuple[list[Path], dict[str, str] | None]:
             continue
         if not name.endswith(".index.json"):
             return [path], None
+        from models.io import read_json
+
+        weight_map = read_json(path, "shard index", prefix=f"could not read shard index {path}").get("weight_map")
         try:
-            weight_map = json.loads(path.read_text(encoding="utf-8"))["weight_map"]
             shards = sorted(set(weight_map.values()))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise InputError(f"could not read shard index {path}: {first_line(e)}") from e
-        except RecursionError:  # json.loads on thousands of nested brackets
-            raise InputError(f"could not read shard index {path}: JSON nested too deeply") from None
         if not all(isinstance(s, str) and s == Path(s).name for s in shards):
             raise InputError(f"shard index {path} names files outside the model folder")
         if not all(isinstance(k, str) for k in weight_map):
@@ -128,7 +132,7 @@ def open_weights(
 
 def load_model(
     name_or_path: str | os.PathLike, device: str = "auto", progress: Progress | None = None
-) -> PretrainedModel:
+) -> PretrainedModel | EncoderDecoderModel:
     """Open a model by name (``"minilm"``, a cached ``"gpt2"`` / ``"org/name"``) or folder.
 
     ``progress(fraction, message)`` is called a few times for a progress bar.
@@ -165,7 +169,8 @@ def load_model(
     name = str(name_or_path).strip()
     if name.lower() != BUILTIN and Path(name).expanduser().is_dir():
         name = display_name(folder)
-    model = PretrainedModel(name, folder, arch, tokenizer, dev, label, [notice] if notice else [])
+    kind = EncoderDecoderModel if isinstance(arch, EncoderDecoder) else PretrainedModel
+    model = kind(name, folder, arch, tokenizer, dev, label, [notice] if notice else [])
     model.progress = report  # later layers of a big checkpoint are read when first traced
     model.load_ms = (time.perf_counter() - start) * 1000
     report(1.0, f"Loaded {name}")

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from models.checks import check_recorded
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
 from models.memory import check_memory, estimate_pretrained_peak
 from models.pretrained.common import MASK_MODES, Architecture, attention, hidden_mask, project_qkv
@@ -256,7 +257,12 @@ class PretrainedModel:
                     raise Cancelled(f"stopped before layer {layer}")
                 record: dict[str, Tensor] = {}
                 x = self.arch.attention_input(layer, h)
+                if not bool(torch.isfinite(x).all()):
+                    source = f"the output of layer {layer - 1}" if layer else "the embeddings"
+                    raise InputError(f"the input of layer {layer} ({source}) overflows float32: the model's "
+                                     f"weights are too large")  # fmt: skip
                 attention(x, self.arch.attention_params(layer, n), hidden, record=record)
+                check_recorded(record, f"layer {layer}")  # never a NaN in a file or on screen
                 # (h, n, n): the real keys' weights (a learned sink's column, if any, left out)
                 out[layer] = record["weights"][..., :n].detach().cpu().numpy()
                 if on_layer is not None:

@@ -8,7 +8,6 @@ tokenizer.json.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,9 @@ SUPPORTED_TYPES = (
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
     "olmo2", "smollm3", "granite", "qwen2_moe", "qwen3_moe", "starcoder2", "stablelm", "cohere",
     "gemma3_text", "gpt_oss", "phi", "opt", "falcon", "modernbert",
+    "t5", "mt5", "bart", "marian",
 )  # fmt: skip
+ENCODER_DECODER_TYPES = ("t5", "mt5", "bart", "marian")  # --sentence the source, --cross-sentence the target
 WEIGHT_FILES = (
     "model.safetensors",
     "model.safetensors.index.json",
@@ -41,16 +42,13 @@ class ModelEntry:
 def read_config(folder: Path) -> dict:
     """config.json as a dict with a supported ``model_type``; InputError otherwise."""
     path = folder / "config.json"
-    if not path.is_file():
+    from models.io import is_regular, read_json
+
+    if not path.exists() and not path.is_symlink():
         raise InputError(f"{folder} has no config.json; is it a Hugging Face model folder?")
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"could not read {path}: {e}") from e
-    except RecursionError:  # json.loads on thousands of nested brackets
-        raise InputError(f"could not read {path}: JSON nested too deeply") from None
-    if not isinstance(cfg, dict):
-        raise InputError(f"{path} is not a JSON object")
+    if not is_regular(path):
+        raise InputError(f"{path} is not a regular file")
+    cfg = read_json(path, "model config", limit=16 << 20, prefix=f"could not read {path}", allow_nan=True)
     model_type = cfg.get("model_type")
     if model_type not in SUPPORTED_TYPES:
         raise InputError(

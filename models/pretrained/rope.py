@@ -98,6 +98,11 @@ def rope_inv_freq(cfg: dict, dim: int, model_type: str, params: dict | None = No
         smoothed = (1 - smooth) * scaled / factor + smooth * scaled
         medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
         inv_freq = torch.where(medium, smoothed, scaled)
+    if not bool(torch.isfinite(inv_freq).all()):  # base ** x underflows to 0: 1/0
+        raise InputError(
+            f"config.json: the rope base (rope_theta) {base:g} is too small: the rotary frequencies "
+            f"1/base^(2i/d) overflow float32 (a rope base is normally 10,000 or more)"
+        )
     return inv_freq
 
 
@@ -121,6 +126,11 @@ class Rotary:
                 emb = torch.repeat_interleave(freqs, 2, dim=-1)  # (n, dim)
             else:
                 emb = torch.cat((freqs, freqs), dim=-1)  # (n, dim)
+            if not bool(torch.isfinite(emb).all()):
+                raise InputError(
+                    f"the rotary angles (position × frequency, up to {float(self.inv_freq.max()):.3g} per "
+                    f"position) overflow float32 over {n} tokens: the rope base in config.json is too small"
+                )
             cached = self._cached = (n, (emb.cos(), emb.sin()))
         return cached[1]
 

@@ -97,7 +97,7 @@ def build_trace(
     if edits is not None:
         mask = edits.mask(mask, n)
     spec = pairs.PairSpec(q=q, k=k, v=rec["v"], head_groups=p.head_groups, mask=mask, scale=("mul", float(p.scale)),
-                          softcap=p.softcap, always_masked=True,
+                          softcap=p.softcap, always_masked=True, label=f"layer {layer}",
                           score_edits=edits.scores or None if edits is not None else None,
                           sinks=p.sinks)  # fmt: skip
     store = pairs.PairStore(spec)

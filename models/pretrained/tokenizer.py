@@ -32,10 +32,14 @@ def first_line(error: BaseException) -> str:
 
 class ModelTokenizer:
     def __init__(self, path: Path) -> None:
-        if not path.is_file():
+        from models.io import is_regular, read_bytes
+        from models.io.jsonfile import MAX_JSON_BYTES
+
+        if not is_regular(path):
             raise InputError(f"{path.parent} has no tokenizer.json (needed to split sentences)")
+        data = read_bytes(path, "tokenizer", MAX_JSON_BYTES)  # a regular file of a bounded size
         try:
-            self.tokenizer = Tokenizer.from_file(str(path))
+            self.tokenizer = Tokenizer.from_str(data.decode("utf-8"))
         except Exception as e:  # the Rust side raises plain Exceptions
             raise InputError(f"could not read {path}: {first_line(e)}") from e
         self.tokenizer.no_padding()
@@ -61,3 +65,12 @@ class ModelTokenizer:
         if not enc.ids:
             raise InputError("the sentence produced no tokens")
         return Encoded(tuple(enc.tokens), tuple(enc.ids), tuple(enc.type_ids), notices)
+
+    def token(self, token_id: int) -> str:
+        """The token's text as the axes show it (``Ġthe``), or ``<id N>`` if it has none."""
+        text = self.tokenizer.id_to_token(int(token_id))
+        return f"<id {int(token_id)}>" if text is None else text
+
+    def decode(self, ids) -> str:
+        """Token ids back to text (special tokens kept: an end token shows where it stopped)."""
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)

@@ -12,6 +12,12 @@ from models.export import read_trace_files, write_trace
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
 
 
+
+def shown_comparison(window):
+    """The comparison on screen, once the read thread has answered (explorer.jobs)."""
+    assert window.jobs.wait_until_idle()
+    return window.compare.comparison
+
 def _exported(trace, folder):
     write_trace(trace, folder)
     return read_trace_files(folder)[1]
@@ -40,7 +46,7 @@ def test_temperature_change_difference_equals_the_exports(make_window, settle, t
     window.state.set_stage("weights")
     window.state.set_head(1)
     pinned, current = _pin_then(window, settle, temperature=2.0)
-    shown = window.compare.comparison
+    shown = shown_comparison(window)
     assert shown.message == "" and shown.stage == "weights" and shown.head == 1
     expected = _expected_delta(pinned, current, "weights", 1, tmp_path)
     np.testing.assert_array_equal(shown.delta, expected)
@@ -57,14 +63,14 @@ def test_sentence_change_follows_the_stepper(make_window, settle, tmp_path):
     window.state.set_stage("scores")
     pinned, current = _pin_then(window, settle, sentence="The dog sat on the rug.")  # as many tokens
     head = window.state.focus_head  # all heads shown: the focused one is compared
-    np.testing.assert_array_equal(window.compare.comparison.delta,
+    np.testing.assert_array_equal(shown_comparison(window).delta,
                                   _expected_delta(pinned, current, "scores", head, tmp_path))  # fmt: skip
     window.state.step(+1)  # the compare panel steps with the window
-    assert window.compare.comparison.stage == window.state.stage_name == "scaled"
-    np.testing.assert_array_equal(window.compare.comparison.delta,
+    assert shown_comparison(window).stage == window.state.stage_name == "scaled"
+    np.testing.assert_array_equal(shown_comparison(window).delta,
                                   _expected_delta(pinned, current, "scaled", head, tmp_path / "2"))  # fmt: skip
     window.state.set_stage("output")  # a stage without heads
-    np.testing.assert_array_equal(window.compare.comparison.delta,
+    np.testing.assert_array_equal(shown_comparison(window).delta,
                                   _expected_delta(pinned, current, "output", 0, tmp_path / "3"))  # fmt: skip
 
 
@@ -72,7 +78,7 @@ def test_shape_mismatch_is_reported_without_a_difference(make_window, settle):
     window = make_window()
     window.state.set_stage("weights")
     _pin_then(window, settle, sentence="A much longer sentence than the one we had before it.")
-    shown = window.compare.comparison
+    shown = shown_comparison(window)
     assert shown.delta is None and shown.difference is None
     assert shown.message.startswith("shapes differ: pinned 2×7×7, current 2×12×12")
     assert shown.pinned is not None and shown.current is not None  # still side by side
@@ -81,7 +87,7 @@ def test_shape_mismatch_is_reported_without_a_difference(make_window, settle):
     window.state.update_inputs(heads=4)  # another head count, on a stage without heads: same shape again
     settle(window)
     window.state.set_stage("input")
-    assert window.compare.comparison.message.startswith("shapes differ")  # still another length
+    assert shown_comparison(window).message.startswith("shapes differ")  # still another length
 
 
 def test_unpin_closes_the_panel_and_stops_comparing(make_window, settle):
@@ -92,7 +98,7 @@ def test_unpin_closes_the_panel_and_stops_comparing(make_window, settle):
     assert not window.compare.view.isVisible() and window.compare.pinned is None
     window.state.update_inputs(seed=3)
     settle(window)
-    assert window.compare.comparison is None
+    assert shown_comparison(window) is None
     assert window.menus.qaction("stage.pin").shortcut().toString() == "Ctrl+K"
     assert not window.registry.is_enabled("stage.unpin") and not window.menus.qaction("stage.unpin").isEnabled()
 
@@ -101,3 +107,31 @@ def test_beyond_the_token_limit_it_says_so():
     trace = pipeline.run(dataclasses.replace(SMALL, sentence=" ".join(["a"] * (MAX_COMPARE_TOKENS + 1))).request())
     shown = compare(trace, trace, "weights", 0)
     assert shown.delta is None and str(MAX_COMPARE_TOKENS) in shown.message
+
+
+def test_the_comparison_is_read_off_the_gui_thread(make_window, settle, monkeypatch):
+    # Two heads of up to 2048² cells and their difference: the GUI thread only paints the answer.
+    import threading
+
+    from models.trace import Stage
+
+    window = make_window()
+    window.state.set_stage("weights")
+    _pin_then(window, settle, temperature=2.0)
+    reads = []
+    for name in ("head", "rows"):
+        original = getattr(Stage, name)
+
+        def guarded(self, *args, _original=original, _name=name):
+            on_gui = threading.current_thread() is threading.main_thread()
+            reads.append((_name, on_gui))
+            if on_gui:
+                raise AssertionError(f"Stage.{_name} read on the GUI thread")
+            return _original(self, *args)
+
+        monkeypatch.setattr(Stage, name, guarded)
+    window.compare.comparison = None
+    window.compare.refresh()
+    assert window.compare.comparison is None  # not computed in this turn: asked for
+    assert shown_comparison(window).stage == "weights" and shown_comparison(window).delta is not None
+    assert reads and not any(on_gui for _name, on_gui in reads)

@@ -263,12 +263,12 @@ def test_a_bad_folder_goes_back_to_the_previous_model(qtbot, make_window, settle
 
     choose(window, "minilm")
     settle(window)
-    t5 = tmp_path / "t5"
-    t5.mkdir()
-    (t5 / "config.json").write_text(json.dumps({"model_type": "t5"}))
-    open_folder(window, monkeypatch, t5)
+    mamba = tmp_path / "mamba"
+    mamba.mkdir()
+    (mamba / "config.json").write_text(json.dumps({"model_type": "mamba"}))
+    open_folder(window, monkeypatch, mamba)
     settle(window)
-    assert window.status_line.is_error and "unsupported model_type 't5'" in window.status_line.text()
+    assert window.status_line.is_error and "unsupported model_type 'mamba'" in window.status_line.text()
     assert "\n" not in window.status_line.plain_text()
     assert window.state.inputs.model == "minilm" and window.model_chooser.combo.currentData() == "minilm"
     assert window.state.display.trace.meta["model"] == "minilm"

@@ -21,6 +21,12 @@ needs_minilm = pytest.mark.skipif(not any(e.name == "minilm" for e in list_model
 
 
 
+
+def shown_comparison(window):
+    """The comparison on screen, once the read thread has answered (explorer.jobs)."""
+    assert window.jobs.wait_until_idle()
+    return window.compare.comparison
+
 def _save(window, path, monkeypatch):
     monkeypatch.setattr(window.sessions, "ask_path", lambda save: str(path))
     assert window.sessions.save_session()
@@ -48,7 +54,7 @@ def test_a_pinned_toy_run_comes_back_beside_the_current_one(make_window, qtbot, 
     window.state.set_head(1)
     _pinned_then(window, settle, temperature=2.0, seed=3)
     pinned, current = stage_arrays(window.compare.pinned.trace), stage_arrays(window.state.display.trace)
-    delta, heading = window.compare.comparison.delta.copy(), window.compare.view.heading.text()
+    delta, heading = shown_comparison(window).delta.copy(), window.compare.view.heading.text()
     _save(window, tmp_path / "s.zip", monkeypatch)
     assert json.loads(zipfile.ZipFile(tmp_path / "s.zip").read("session.json"))["version"] == 1
 
@@ -56,7 +62,7 @@ def test_a_pinned_toy_run_comes_back_beside_the_current_one(make_window, qtbot, 
     assert other.state.inputs == window.state.inputs
     assert_same_arrays(other.compare.pinned.trace, pinned)
     assert_same_arrays(other.state.display.trace, current)
-    shown = other.compare.comparison
+    shown = shown_comparison(other)
     assert (shown.stage, shown.head, shown.message) == ("weights", 1, "")
     np.testing.assert_array_equal(shown.delta, delta)
     assert other.compare.view.isVisible() and other.compare.view.heading.text() == heading
@@ -91,10 +97,10 @@ def test_a_shape_mismatch_comparison_comes_back_as_it_was(make_window, qtbot, se
     window = make_window()
     window.state.set_stage("scores")
     _pinned_then(window, settle, sentence="A much longer sentence than the one we had before it.", heads=4)
-    message = window.compare.comparison.message
+    message = shown_comparison(window).message
     _save(window, tmp_path / "s.zip", monkeypatch)
     other = _reopen(make_window, qtbot, settle, tmp_path / "s.zip", monkeypatch)
-    assert other.compare.comparison.message == message and message.startswith("shapes differ")
+    assert shown_comparison(other).message == message and message.startswith("shapes differ")
     assert other.state.stage_name == "scores"
 
 
@@ -105,7 +111,7 @@ def test_a_pinned_model_layer_comes_back(make_window, qtbot, settle, tmp_path, m
     window.state.set_stage("weights")
     _pinned_then(window, settle, layer=2, model_mask="causal")
     pinned, current = stage_arrays(window.compare.pinned.trace), stage_arrays(window.state.display.trace)
-    delta = window.compare.comparison.delta.copy()
+    delta = shown_comparison(window).delta.copy()
     _save(window, tmp_path / "s.zip", monkeypatch)
     assert load_session(tmp_path / "s.zip").pinned.options == {"--model": "minilm", "--layer": 0,
                                                                "--sentence": model.sentence}  # fmt: skip
@@ -114,7 +120,7 @@ def test_a_pinned_model_layer_comes_back(make_window, qtbot, settle, tmp_path, m
         ("minilm", 2, "causal")  # fmt: skip
     assert_same_arrays(other.compare.pinned.trace, pinned)
     assert_same_arrays(other.state.display.trace, current)
-    np.testing.assert_array_equal(other.compare.comparison.delta, delta)
+    np.testing.assert_array_equal(shown_comparison(other).delta, delta)
 
 
 def test_main_session_re_pins_and_saves_the_same_session(tmp_path, monkeypatch, make_window, settle, capsys):

@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
+from explorer.stage_image import COLOURS
 from explorer.survey_panel import SurveyPanel, open_attention_window
-from explorer.thumbnails import block_max, thumbnail_indices
+from explorer.thumbnails import thumbnail_indices
+from models.pixels import block_peaks
 from models.pretrained import load_model
 from models.survey import METRIC_NAMES, head_metrics
 
@@ -131,10 +133,11 @@ def test_open_attention_window(qtbot, tmp_path):
 def test_block_max_keeps_every_peak():
     a = np.zeros((1, 300, 300), np.float32)
     a[0, 123, 271] = 1.0  # a lone peak that striding by 5 would drop
-    small = block_max(a, side=64)
+    small, step = block_peaks(a, 64, 64)
+    assert step == (5, 5)
     assert small.shape == (1, 60, 60) and small.max() == 1.0 and small[0, 123 // 5, 271 // 5] == 1.0
     idx = thumbnail_indices(a)
-    assert idx.dtype == np.uint8 and idx.max() == 254
+    assert idx.dtype == np.uint8 and idx.max() == COLOURS - 1  # the colour map's top, not the NaN index
 
 
 def test_main_attention_option(qtbot, tmp_path, capsys):

@@ -8,6 +8,7 @@ from explorer.stage_image import COLOURS
 from explorer.state import Inputs
 from models.config import AttentionConfig, AttentionRequest
 from models.pipeline import run
+from models.pixels import enlarge_peaks
 
 N = 2048
 SENTENCE = " ".join(f"w{i}" for i in range(N))
@@ -27,7 +28,8 @@ def test_zooming_redraws_single_cells_from_the_exact_values(qtbot, long_window):
     assert image.step == (2, 2)  # 2048 cells drawn on 1024 pixels, each pixel its block's peak
     plot = view.plots[1]
     plot.plot.getViewBox().setRange(xRange=(100, 140), yRange=(1000, 1030), padding=0)
-    qtbot.waitUntil(lambda: plot.region is not None, timeout=30_000)
+    # (the whole matrix is painted as a region too: at the plot's own pixels; wait for the zoomed one)
+    qtbot.waitUntil(lambda: plot.region is not None and plot.region[1] - plot.region[0] < 100, timeout=30_000)
     r0, r1, c0, c1 = plot.region
     assert r0 <= 1000 and r1 >= 1030 and c0 <= 100 and c1 >= 140
     exact = state.display.trace["weights"].head(1)[r0:r1, c0:c1]
@@ -59,5 +61,6 @@ def test_a_previous_token_head_is_found_in_the_painted_pixels():
     diag = plane[np.arange(1, 1024), np.arange(0, 1023)]
     exact = stage.head(0)
     block_peaks = exact[: 2 * 1024, : 2 * 1024].reshape(1024, 2, 1024, 2).max(axis=(1, 3))
-    np.testing.assert_array_equal(plane, np.rint(np.clip(block_peaks, 0, 1) * (COLOURS - 1)).astype(np.uint8))
+    shown = enlarge_peaks(block_peaks, signed=False)  # cells under a pixel: each peak 3 × 3 pixels
+    np.testing.assert_array_equal(plane, np.rint(np.clip(shown, 0, 1) * (COLOURS - 1)).astype(np.uint8))
     assert diag.shape == (1023,)

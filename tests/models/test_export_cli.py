@@ -257,7 +257,7 @@ def test_cli_refuses_bad_arguments_with_one_line_and_writes_nothing(tmp_path, ca
     "which,message",
     [
         ("missing", "embeddings file not found"),
-        ("folder", "embeddings path is a folder"),
+        ("folder", "is a folder"),
         ("garbage", "cannot read embeddings file"),
         ("truncated", "cannot read embeddings file"),
         ("pickled", "cannot read embeddings file"),

@@ -137,11 +137,13 @@ def build(folder, name):
 
 
 def test_every_supported_type_is_tested():
+    from encdec_refs import FAMILIES as ENCODER_DECODERS  # tested in test_pretrained_encdec.py
     from newer_families import NEWER  # issue 23's families: test_pretrained_newer_families.py
     from test_pretrained_families_2 import TYPES  # issue 23's families
 
     tested = {FAMILIES[name][0] for name in FAMILIES} | {"bert", "gpt2", "llama"} | TYPES
     tested |= {model_type for model_type, _, _ in NEWER.values()}
+    tested |= {ENCODER_DECODERS[name][0] for name in ENCODER_DECODERS}
     assert tested == set(SUPPORTED_TYPES)
 
 

@@ -1,0 +1,73 @@
+"""The whole encoder-decoder model at once: three rows of blocks (encoder, decoder, cross).
+
+Each row is a :class:`SurveyPanel` of its own (layers × heads thumbnails, head metrics, and the
+rollout of the square encoder and decoder blocks), fed by
+:class:`models.encdec_survey.BlockSurvey`; the model loads once, on the first row's thread. A click
+on a head opens that block, layer and head in the main window.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
+
+from models.encdec_survey import BlockSurvey
+
+from .survey_panel import SurveyPanel
+
+ROWS = (("encoder", "Encoder self-attention: the source's tokens attend to each other"),
+        ("decoder", "Decoder self-attention (causal): each target token attends to the ones before it"),
+        ("cross", "Cross-attention: the target's tokens (rows) attend to the source's (columns)"))  # fmt: skip
+
+
+class EncoderDecoderSurveyWindow(QMainWindow):
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Attention Explorer: the whole encoder-decoder model")
+        self.panels: dict[str, SurveyPanel] = {}
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        for block, title in ROWS:
+            row = QWidget()
+            layout = QVBoxLayout(row)
+            layout.setContentsMargins(2, 2, 2, 2)
+            header = QLabel(f"<b>{block}</b> · {title}")
+            header.setObjectName(f"{block}Header")
+            layout.addWidget(header)
+            panel = self.panels[block] = SurveyPanel()
+            layout.addWidget(panel, 1)
+            splitter.addWidget(row)
+        self.setCentralWidget(splitter)
+        self.resize(1300, 1250)
+
+    @property
+    def busy(self) -> bool:
+        return any(p.busy for p in self.panels.values())
+
+    def closeEvent(self, event):  # noqa: N802 - Qt API
+        for panel in self.panels.values():
+            panel.worker.stop()
+        super().closeEvent(event)
+
+
+def open_encdec_survey(parent: QWidget | None, models, state) -> EncoderDecoderSurveyWindow:
+    """Every layer of every block of the window's model, source and target sentences."""
+    inputs = state.inputs
+    window = EncoderDecoderSurveyWindow(parent)
+    lock = threading.Lock()
+
+    def load():
+        with lock:  # the first row loads it; the others find it in the runner's cache
+            return models.model(inputs.model)
+
+    for block, panel in window.panels.items():
+
+        def open_head(layer: int, head: int, block=block) -> None:
+            state.update_inputs(block=block, layer=layer)
+            state.set_head(head)
+
+        panel.head_chosen.connect(open_head)
+        panel.compute(BlockSurvey(load, block, inputs.cross_sentence), inputs.sentence)
+    window.show()
+    return window

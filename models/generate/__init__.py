@@ -1,0 +1,26 @@
+"""Generate with a decoder and keep what the explorer shows: every step's attention rows, the
+next-token choices and the logit lens (Qt-free, no transformers)::
+
+    from models.generate import GenerateSettings, generate
+    gen = generate(load_model("gpt2"), "The cat", GenerateSettings(max_new_tokens=10))
+    gen.attention()      # (L, h, n, n) over the prompt and the generated tokens
+    gen.steps[0].top_tokens, gen.lens_ids   # next-token choices, the logit lens (L, n)
+"""
+
+from .head import OutputHead, load_head
+from .loop import eos_ids, generate, output_head
+from .result import LENS_TOP, Generation, Step
+from .sampling import GenerateSettings, sampling_distribution
+
+__all__ = [
+    "LENS_TOP",
+    "GenerateSettings",
+    "Generation",
+    "OutputHead",
+    "Step",
+    "eos_ids",
+    "generate",
+    "load_head",
+    "output_head",
+    "sampling_distribution",
+]

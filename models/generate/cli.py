@@ -1,0 +1,84 @@
+"""``main.py generate``: a prompt -> generated tokens, attention rows and logit lens in a folder.
+
+Every user error becomes one ``error: ...`` line and exit status 2, with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from models.atomic import check_target
+from models.cli import _error, _printable
+from models.config import DEFAULT_MAX_TOKENS, DEVICES, InputError
+from models.memory import OUT_OF_MEMORY, is_out_of_memory
+
+from .sampling import GenerateSettings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="main.py generate",
+        description="Generate with a decoder; write tokens.json, attention.npy (L,h,n,n), "
+        "lens_ids.npy, lens_prob.npy (L,n) and manifest.json.",
+    )
+    p.add_argument("--model", required=True, metavar="PATH_OR_NAME", help="a decoder's folder or cached name")
+    p.add_argument("--prompt", required=True, help="the text to continue")
+    p.add_argument("--max-new-tokens", type=int, default=20, metavar="N")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy; above 0: sample")
+    p.add_argument("--top-k", type=int, help="sampling: keep the k most likely tokens")
+    p.add_argument("--top-p", type=float, help="sampling: keep the most likely tokens up to this mass")
+    p.add_argument("--seed", type=int, default=0, help="sampling: the random seed (same seed, same tokens)")
+    p.add_argument("--top", type=int, default=10, metavar="K", help="next tokens kept per step (default 10)")
+    p.add_argument("--device", choices=DEVICES, default="auto")
+    p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="the prompt's token limit")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder to create")
+    p.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
+    p.add_argument("--json", action="store_true", help="print the generated text and ids as JSON")
+    return p
+
+
+def settings_from_args(args: argparse.Namespace) -> GenerateSettings:
+    if any("\udc80" <= c <= "\udcff" for c in args.prompt):
+        raise InputError(f"--prompt is not valid UTF-8 text: {ascii(args.prompt)}")
+    if args.max_tokens < 1:
+        raise InputError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    return GenerateSettings(
+        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+        top_p=args.top_p, seed=args.seed, shown=args.top, max_tokens=args.max_tokens,
+    ).validate()  # fmt: skip
+
+
+def generate_main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+        check_target(args.out, args.force)  # fail before computing anything
+        from models.pretrained import load_model
+
+        from .files import write_generation
+        from .loop import generate
+
+        model = load_model(args.model, device=args.device)
+        gen = generate(model, args.prompt, settings)
+        out = write_generation(gen, args.prompt, args.out, force=args.force)
+    except InputError as exc:
+        return _error(str(exc))
+    except RecursionError:
+        return _error("input nested too deeply to read")
+    except (MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        return _error(OUT_OF_MEMORY)
+    for notice in gen.notices:
+        print(f"note: {_printable(notice)}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"text": gen.text, "ids": gen.ids[gen.prompt_length :], "all_ids": gen.ids,
+                          "prompt_length": gen.prompt_length, "stopped": gen.stopped}, ensure_ascii=False))  # fmt: skip
+    else:
+        ms = sorted(gen.step_ms)[len(gen.step_ms) // 2] if gen.step_ms else 0.0
+        print(_printable(f"generated {gen.generated} tokens ({gen.stopped}; {ms:.1f} ms per token) "
+                         f"into {out}: {gen.text!r}"))  # fmt: skip
+    return 0

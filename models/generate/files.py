@@ -1,0 +1,96 @@
+"""A generation -> ``tokens.json``, ``attention.npy``, ``lens_ids.npy``, ``lens_prob.npy`` and
+``manifest.json``, written atomically (models/atomic.py: all of them or nothing)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.lib.format import open_memmap
+
+from models.atomic import MANIFEST, TOOL, atomic_folder
+
+from .result import Generation
+
+FORMAT = "attention-explorer-generation/1"
+TOKENS_FILE = "tokens.json"
+ATTENTION_FILE = "attention.npy"
+LENS_IDS_FILE = "lens_ids.npy"
+LENS_PROB_FILE = "lens_prob.npy"
+
+
+def tokens_json(gen: Generation) -> dict[str, Any]:
+    return {
+        "ids": list(gen.ids),
+        "tokens": list(gen.tokens),
+        "prompt_length": gen.prompt_length,
+        "text": gen.text,
+        "stopped": gen.stopped,
+        "steps": [
+            {
+                "position": s.position,
+                "chosen": s.chosen,
+                "chosen_prob": s.chosen_prob,
+                "top": [{"id": i, "token": t, "prob": p}
+                        for i, t, p in zip(s.top_ids, s.top_tokens, s.top_probs)],  # fmt: skip
+            }
+            for s in gen.steps
+        ],
+    }
+
+
+def manifest(gen: Generation, prompt: str) -> dict[str, Any]:
+    L, h, n = gen.num_layers, gen.num_heads, gen.n
+    files = {
+        TOKENS_FILE: {"what": "ids, tokens, prompt_length, and each step's top next tokens"},
+        ATTENTION_FILE: {"shape": [L, h, n, n], "dtype": "float32", "axes": ["layer", "head", "query", "key"]},
+        LENS_IDS_FILE: {"shape": [L, n], "dtype": "int64", "axes": ["layer", "position"],
+                        "what": "top token of final norm + unembedding of the residual after each layer"},
+        LENS_PROB_FILE: {"shape": [L, n], "dtype": "float32", "axes": ["layer", "position"],
+                         "what": "probability of the next token of the sequence (last position: "
+                                 "of the final layer's top token)"},
+    }  # fmt: skip
+    steps = gen.step_ms
+    return {
+        "tool": TOOL,
+        "format": FORMAT,
+        "model": gen.model,
+        "model_type": gen.model_type,
+        "prompt": prompt,
+        "settings": gen.settings,
+        "num_layers": L,
+        "num_heads": h,
+        "n": n,
+        "prompt_length": gen.prompt_length,
+        "generated": gen.generated,
+        "stopped": gen.stopped,
+        "unembedding": gen.head_source,
+        "device": gen.device,
+        "torch_version": torch.__version__,
+        "notices": list(gen.notices),
+        "elapsed_ms": round(gen.elapsed_ms, 3),
+        "step_ms_median": round(float(np.median(steps)), 3) if steps else None,
+        "files": files,
+        # every file listed as a "stage" too, so that --force recognises this folder as ours
+        "stages": [{"name": Path(f).stem, "file": f} for f in files],
+    }
+
+
+def write_generation(gen: Generation, prompt: str, out: str | os.PathLike, force: bool = False) -> Path:
+    """Write the folder ``out`` (``force``: replace a previous export of this tool only)."""
+    with atomic_folder(out, force) as tmp:
+        shape = (gen.num_layers, gen.num_heads, gen.n, gen.n)
+        full = open_memmap(tmp / ATTENTION_FILE, mode="w+", dtype=np.float32, shape=shape)
+        gen.attention(out=full)
+        full.flush()
+        del full  # closes the memory map before the folder is renamed
+        np.save(tmp / LENS_IDS_FILE, gen.lens_ids.astype(np.int64), allow_pickle=False)
+        np.save(tmp / LENS_PROB_FILE, gen.lens_prob.astype(np.float32), allow_pickle=False)
+        for name, data in ((TOKENS_FILE, tokens_json(gen)), (MANIFEST, manifest(gen, prompt))):
+            text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+            (tmp / name).write_text(text + "\n", encoding="utf-8", errors="backslashreplace")
+    return Path(out)

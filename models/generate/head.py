@@ -1,0 +1,89 @@
+"""The language-model head: final norm, then the unembedding, then Gemma 2's logit soft-cap.
+
+The loader keeps only the base model's tensors, so the head is found here: a checkpoint whose
+config ties the word embeddings (``tie_word_embeddings``, or the family's default when config.json
+does not say) reads the embedding matrix; otherwise the head's own tensor (``lm_head.weight``,
+GPT-NeoX's ``embed_out.weight``) is read from the checkpoint. A base model without a head (e.g.
+``LlamaModel`` saved alone) cannot predict tokens: a one-line refusal.
+
+Big checkpoints: the head stays in its stored dtype (bf16 stays bf16, like the embedding matrix)
+and is converted to float32 one block of vocabulary rows at a time while the logits are computed;
+float32 conversion of bf16/fp16 is exact, so the logits equal those of a whole float32 matrix.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from models.checks import config_bool
+from models.config import InputError
+from models.memory import check_memory, estimate_tensors_read
+from models.pretrained.checkpoint import Weights
+from models.pretrained.registry import read_config
+
+VOCAB_BLOCK = 8192  # vocabulary rows converted to float32 at a time (a stored bf16/fp16 head)
+
+
+class OutputHead:
+    """``logits(h)``: the model's next-token logits ``(r, vocab)`` from residuals ``(r, d_model)``."""
+
+    def __init__(self, arch, weight: Tensor, source: str) -> None:
+        self.arch = arch
+        self.weight = weight  # (vocab, d_model), as held (float32, or bf16/fp16 of a big checkpoint)
+        self.source = source  # "tied embeddings" or the checkpoint key read
+        self.softcap = arch.final_logit_softcap
+        self.vocab_size = weight.shape[0]
+
+    def unembed(self, x: Tensor) -> Tensor:
+        """Normed residuals ``(r, d)`` -> logits ``(r, vocab)``, soft-capped when the family does."""
+        w = self.weight
+        if w.dtype == torch.float32:
+            logits = F.linear(x, w)  # exactly nn.Linear(bias=False)
+        else:
+            logits = torch.empty(x.shape[0], w.shape[0], dtype=torch.float32, device=x.device)
+            for a in range(0, w.shape[0], VOCAB_BLOCK):
+                logits[:, a : a + VOCAB_BLOCK] = F.linear(x, w[a : a + VOCAB_BLOCK].to(torch.float32))
+        if self.softcap is not None:
+            logits = torch.tanh(logits / self.softcap) * self.softcap
+        return logits
+
+    def logits(self, h: Tensor) -> Tensor:
+        """The logit lens of residual stream states ``(r, d)``: final norm, then :meth:`unembed`."""
+        return self.unembed(self.arch.final(h))
+
+
+def is_tied(model) -> bool:
+    cfg = read_config(model.path)
+    return config_bool(cfg, "tie_word_embeddings", model.arch.tied_default)
+
+
+def load_head(model) -> OutputHead:
+    """The head of a :class:`~models.pretrained.PretrainedModel` (read from disk when untied)."""
+    arch = model.arch
+    if model.default_mask != "causal":
+        raise InputError(
+            f"{model.name} is an encoder ({model.model_type}); generation needs a decoder"
+        )
+    if is_tied(model):
+        return OutputHead(arch, arch.input_embeddings(), "tied embeddings")
+    weights: Weights = arch.layers.weights
+    ckpt = weights.ckpt
+    name = arch.lm_head_key
+    hits = [k for k in ckpt.keys if k == name or k.endswith("." + name)]
+    if not hits:
+        raise InputError(
+            f"{model.name} has no language-model head ({name!r} is not in its checkpoint and "
+            f"config.json does not tie the word embeddings); it cannot predict tokens"
+        )
+    key = min(hits, key=len)
+    head = Weights(ckpt, {name: key}, weights.model_type, weights.device)
+    meta = head.as_meta()
+    meta.stored(name, arch.vocab_size, arch.hidden_size)  # checks the name, shape and dtype
+    check_memory(estimate_tensors_read(meta.taken, meta.held), f"reading {model.name}'s head")
+    with torch.no_grad(), ckpt.reading():
+        weight = head.stored(name, arch.vocab_size, arch.hidden_size)
+    if weight.dtype == torch.float64:
+        weight = weight.to(torch.float32)
+    return OutputHead(arch, weight, key)

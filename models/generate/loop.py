@@ -1,0 +1,210 @@
+"""Generation with a key/value cache, for every decoder family: the prompt runs once, then one
+new token per step through the cache (:mod:`models.pretrained.kv_cache`).
+
+What a family provides is what tracing already needs plus three things, all on the shared pieces:
+``block(i, h, hidden, cache=...)`` (the attention of :mod:`models.pretrained.common`), ``final``
+(its last norm) and the head (:mod:`models.generate.head`). Per step the loop keeps the new
+token's attention row for every layer × head, the top next tokens, and the logit lens of the new
+position: the residual stream after each layer through the final norm and the unembedding.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import weakref
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from models.config import Cancelled, InputError
+from models.memory import MARGIN, check_memory
+from models.pretrained.kv_cache import new_cache
+from models.pretrained.registry import read_config
+
+from .head import OutputHead, load_head
+from .result import LENS_TOP, Generation, Step
+from .sampling import Chooser, GenerateSettings
+
+F32 = 4
+LENS_CHUNK_BYTES = 64 << 20  # logits of this many bytes at a time while reading the lens
+_HEADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def output_head(model) -> OutputHead:
+    """The model's head, read once per loaded model."""
+    if model not in _HEADS:
+        _HEADS[model] = load_head(model)
+    return _HEADS[model]
+
+
+def eos_ids(model) -> frozenset[int]:
+    """The end tokens: config.json's ``eos_token_id`` and generation_config.json's (int or list)."""
+    found: set[int] = set()
+    sources = [read_config(model.path)]
+    gen = model.path / "generation_config.json"
+    if gen.is_file():
+        try:
+            sources.append(json.loads(gen.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            pass  # a broken generation config: config.json's end token still counts
+    for src in sources:
+        value = src.get("eos_token_id") if isinstance(src, dict) else None
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, int) and not isinstance(v, bool):
+                found.add(v)
+    return frozenset(found)
+
+
+def estimate_generation_bytes(model, n: int) -> int:
+    """Peak bytes of generating up to ``n`` tokens: the attention rows (and one full copy of the
+    ``(L, h, n, n)`` matrix when written), the cache, the residuals of the prompt and the lens."""
+    a = model.arch
+    L, h = a.num_layers, a.num_heads
+    rows = F32 * L * h * n * (n + 1) // 2
+    full = F32 * L * h * n * n
+    cache = F32 * 2 * L * a.num_kv_heads * n * a.head_dim
+    states = F32 * (L + 4) * n * (a.hidden_size + getattr(a, "ffn", 4 * a.hidden_size))
+    lens = 2 * LENS_CHUNK_BYTES + F32 * L * n * (4 + 4 * LENS_TOP)
+    return rows + full + cache + states + lens + MARGIN
+
+
+def _lens_rows(head: OutputHead, x: Tensor, nxt: Tensor):
+    """For residuals ``x (m, d)`` of one layer and the tokens that follow ``nxt (m,)``: the top
+    ``LENS_TOP`` ids and probabilities and the probability of ``nxt``, chunk by chunk of rows."""
+    m = x.shape[0]
+    step = max(1, LENS_CHUNK_BYTES // (F32 * head.vocab_size))
+    top_ids, top_p, p_next = [], [], []
+    for a in range(0, m, step):
+        probs = torch.softmax(head.logits(x[a : a + step]), dim=-1)  # (r, vocab)
+        t = torch.topk(probs, min(LENS_TOP, probs.shape[-1]), dim=-1)
+        top_ids.append(t.indices)
+        top_p.append(t.values)
+        p_next.append(probs.gather(1, nxt[a : a + step, None])[:, 0])
+    return torch.cat(top_ids), torch.cat(top_p), torch.cat(p_next)
+
+
+class _Run:
+    """The state of one generation while it runs."""
+
+    def __init__(self, model, head: OutputHead, settings: GenerateSettings, n_max: int) -> None:
+        self.model, self.arch, self.head, self.settings = model, model.arch, head, settings
+        L, k = self.arch.num_layers, LENS_TOP
+        self.cache = new_cache(L)
+        self.rows: list[np.ndarray] = []
+        self.lens_ids = np.zeros((L, n_max), np.int64)
+        self.lens_prob = np.zeros((L, n_max), np.float32)
+        self.lens_top_ids = np.zeros((L, n_max, k), np.int64)
+        self.lens_top_prob = np.zeros((L, n_max, k), np.float32)
+
+    def feed(self, ids: list[int], start: int) -> list[Tensor]:
+        """Run tokens at positions ``start..`` through every layer; the residual after each."""
+        x = self.arch.embed_at(torch.tensor(ids, dtype=torch.long, device=self.model.device), start)
+        states = []
+        for i, kv in enumerate(self.cache):
+            x = self.arch.block(i, x, None, cache=kv)  # (m, d)
+            states.append(x)
+        weights = np.stack([kv.weights.cpu().numpy() for kv in self.cache])  # (L, h, m, t)
+        for a in range(len(ids)):
+            self.rows.append(weights[:, :, a, : start + a + 1])
+        return states
+
+    def lens(self, states: list[Tensor], start: int, nxt: list[int]) -> None:
+        """The logit lens of positions ``start..`` after every layer; ``nxt``: their next tokens."""
+        m = len(nxt)
+        want = torch.tensor(nxt, dtype=torch.long, device=states[0].device)
+        for i, x in enumerate(states):
+            ids, probs, p_next = _lens_rows(self.head, x, want)
+            k = ids.shape[1]
+            self.lens_top_ids[i, start : start + m, :k] = ids.cpu().numpy()
+            self.lens_top_prob[i, start : start + m, :k] = probs.cpu().numpy()
+            self.lens_ids[i, start : start + m] = self.lens_top_ids[i, start : start + m, 0]
+            self.lens_prob[i, start : start + m] = p_next.cpu().numpy()
+
+    def step(self, logits: Tensor, position: int, chosen: int | None) -> Step:
+        probs = torch.softmax(logits, dim=-1)
+        t = torch.topk(probs, min(self.settings.shown, probs.shape[-1]))
+        ids = tuple(int(i) for i in t.indices)
+        tokens = tuple(self.model.tokenizer.token(i) for i in ids)
+        chosen_prob = None if chosen is None else float(probs[chosen])
+        return Step(position, ids, tokens, tuple(float(p) for p in t.values), chosen, chosen_prob)
+
+
+def generate(
+    model,
+    prompt: str,
+    settings: GenerateSettings | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+) -> Generation:
+    """Generate from ``prompt`` with ``model`` (a :class:`~models.pretrained.PretrainedModel`).
+
+    ``should_stop()`` is polled between steps (True raises :class:`Cancelled`);
+    ``on_step(done, total)`` reports the tokens generated so far.
+    """
+    start_time = time.perf_counter()
+    s = (settings or GenerateSettings()).validate()
+    head = output_head(model)
+    enc = model.encode(prompt, s.max_tokens)
+    ids, n_p = list(enc.ids), len(enc.ids)
+    notices = list(model.notices) + list(enc.notices)
+    room = model.max_positions - n_p
+    if room < 1:
+        raise InputError(
+            f"the prompt's {n_p} tokens fill {model.name}'s {model.max_positions} positions; "
+            "nothing can be generated"
+        )
+    max_new = min(s.max_new_tokens, room)
+    if max_new < s.max_new_tokens:
+        notices.append(f"Only {max_new} new tokens fit in {model.name}'s {model.max_positions} positions.")
+    arch = model.arch
+    needed = estimate_generation_bytes(model, n_p + max_new)
+    needed += arch.layers.bytes_to_read(range(arch.num_layers))
+    check_memory(needed, f"generating {max_new} tokens after {n_p} with {model.name}")
+    eos = eos_ids(model)
+    run, choose = _Run(model, head, s, n_p + max_new), Chooser(s)
+    steps: list[Step] = []
+    step_ms: list[float] = []
+    stopped = "length"
+    fed, new = 0, ids
+    with torch.no_grad(), arch.layers.reading(range(arch.num_layers), model.progress, should_stop):
+        while True:
+            t0 = time.perf_counter()
+            states = run.feed(new, fed)
+            fed = len(ids)
+            logits = head.logits(states[-1][-1:])[0]  # (vocab,): the model's own next token
+            done = len(ids) - n_p
+            if done and ids[-1] in eos:
+                chosen, stopped = None, "eos"
+            elif done >= max_new:
+                chosen = None
+                stopped = "max positions" if max_new < s.max_new_tokens else "length"
+            else:
+                chosen = choose(logits)
+            nxt = ids[fed - len(new) + 1 :] + [int(torch.argmax(logits)) if chosen is None else chosen]
+            run.lens(states, fed - len(new), nxt)
+            steps.append(run.step(logits, fed - 1, chosen))
+            if done:
+                step_ms.append((time.perf_counter() - t0) * 1000)
+            if chosen is None:
+                break
+            if should_stop is not None and should_stop():
+                raise Cancelled(f"stopped after {done} generated tokens")
+            ids.append(chosen)
+            new = [chosen]
+            if on_step is not None:
+                on_step(done + 1, max_new)
+    n = len(ids)
+    tok = model.tokenizer
+    return Generation(
+        model=model.name, model_type=model.model_type, num_layers=arch.num_layers,
+        num_heads=arch.num_heads, ids=ids, tokens=[tok.token(i) for i in ids], prompt_length=n_p,
+        text=tok.decode(ids[n_p:]), steps=steps, rows=run.rows,
+        lens_ids=run.lens_ids[:, :n], lens_prob=run.lens_prob[:, :n],
+        lens_top_ids=run.lens_top_ids[:, :n], lens_top_prob=run.lens_top_prob[:, :n],
+        stopped=stopped, settings={**s.__dict__, "max_new_tokens": s.max_new_tokens},
+        head_source=head.source, device=model.device_label, notices=notices,
+        elapsed_ms=(time.perf_counter() - start_time) * 1000, step_ms=step_ms,
+    )  # fmt: skip

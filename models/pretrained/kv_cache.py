@@ -1,0 +1,72 @@
+"""A key/value cache for generation: each layer keeps the keys and values of every token fed so far.
+
+One :class:`LayerKV` per layer is handed to ``Architecture.block(i, h, hidden, cache=...)``, which
+passes it to :func:`models.pretrained.common.attention`; there only the new tokens are projected
+(after qk-norm and rotation at their own positions), joined to the cached keys and values, and
+attended causally (plus the layer's sliding window). Every family that runs its attention through
+that one function gets generation for free; it only has to size its rotary table by
+:func:`~models.pretrained.common.context_length` and place learned positions by ``embed_at``.
+
+The steps are those of :class:`~models.pretrained.common.AttentionParams`, written out explicitly
+(no fused kernel) so that the new rows' weights are kept: the explorer shows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+from torch import Tensor
+
+from models import attention as att
+from models.pretrained.common import AttentionParams, linear, project_qkv
+
+
+class LayerKV:
+    """One layer's cached keys and values ``(kv, t, d_k)`` and the last rows' weights."""
+
+    def __init__(self) -> None:
+        self.k: Tensor | None = None  # (kv, t, d_k), after qk-norm and rotation
+        self.v: Tensor | None = None  # (kv, t, d_k)
+        self.weights: Tensor | None = None  # (h, m, t): the newest tokens' attention rows
+
+    @property
+    def length(self) -> int:
+        return 0 if self.k is None else self.k.shape[1]
+
+    def attend(self, x: Tensor, p: AttentionParams) -> Tensor:
+        """Attention of the new tokens ``x (m, d_model)`` over every token so far; (m, d_model)."""
+        start, m = self.length, x.shape[0]
+        t = start + m
+        if p.rope is not None:  # the table covers positions 0..t-1; the new tokens take the last m
+            cos, sin = p.rope
+            p = replace(p, rope=(cos[start:t], sin[start:t]))
+        q, k, v = project_qkv(x, p)  # q (h, m, d_k), k v (kv, m, d_k)
+        if self.k is not None:
+            k, v = torch.cat((self.k, k), dim=1), torch.cat((self.v, v), dim=1)  # (kv, t, d_k)
+        self.k, self.v = k, v
+        rep = p.heads // p.kv_heads
+        k_all = k.repeat_interleave(rep, dim=0) if rep > 1 else k  # (h, t, d_k)
+        v_all = v.repeat_interleave(rep, dim=0) if rep > 1 else v
+        scores = att.dot_scores(q, k_all) * p.scale  # (h, m, t)
+        if p.softcap is not None:
+            scores = p.softcap * torch.tanh(scores / p.softcap)
+        weights = att.softmax(att.apply_mask(scores, causal_hidden(start, t, p.sliding_window, x.device)))
+        self.weights = weights  # (h, m, t)
+        concat = att.concat_heads(att.weighted_sum(weights, v_all))  # (m, h*d_k)
+        return linear(concat, p.w_o, p.b_o)  # (m, d_model)
+
+
+def causal_hidden(start: int, t: int, window: int | None, device: torch.device) -> Tensor:
+    """``(t - start, t)`` bool, True where query ``start + a`` may NOT see key ``j``: the future,
+    and keys ``window`` or more positions back."""
+    i = torch.arange(start, t, device=device)[:, None]
+    j = torch.arange(t, device=device)[None, :]
+    hidden = j > i
+    if window is not None:
+        hidden |= (i - j) >= window
+    return hidden
+
+
+def new_cache(layers: int) -> list[LayerKV]:
+    return [LayerKV() for _ in range(layers)]

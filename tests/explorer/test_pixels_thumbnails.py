@@ -1,0 +1,73 @@
+"""The model view's thumbnails, read back from the screen: a head's strongest weight is the colour
+map's top colour (never the NaN pink), a uniform head is one colour, peaks survive the reduction."""
+
+import numpy as np
+import pytest
+from pixels import cell_centre, count_colour, grab, near
+
+from explorer.stage_image import COLOURS, NAN_INDEX
+from explorer.thumbnails import thumbnail_indices
+from explorer.widgets.colormaps import NAN_RGB, lookup_table
+from explorer.widgets.model_view import ModelView
+
+TOP = tuple(int(v) for v in lookup_table(True)[COLOURS - 1])  # viridis' yellow
+BOTTOM = tuple(int(v) for v in lookup_table(True)[0])  # viridis' dark purple
+
+
+def one_hot(n: int) -> np.ndarray:
+    return np.eye(n, dtype=np.float32)[None]
+
+
+def test_the_strongest_weight_is_the_top_colour_not_nan():
+    indices = thumbnail_indices(one_hot(16), fit_each=True)
+    assert indices[0, 3, 3] == COLOURS - 1
+    assert indices[0, 3, 4] == 0
+    assert not (indices == NAN_INDEX).any()
+    uniform = thumbnail_indices(np.full((1, 16, 16), 1 / 16, np.float32), fit_each=True)
+    assert (uniform == COLOURS - 1).all()
+    uniform_unit = thumbnail_indices(np.full((1, 16, 16), 1 / 16, np.float32), fit_each=False)
+    assert (uniform_unit == round((COLOURS - 1) / 16)).all()  # 1/16 of the way up, never washed grey
+
+
+@pytest.fixture
+def model_view(qtbot):
+    view = ModelView()
+    qtbot.addWidget(view)
+    view.resize(700, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    return view
+
+
+def _paint(view, qtbot, heads: np.ndarray):
+    n = heads.shape[-1]
+    view.set_shape(1, heads.shape[0], n, n)
+    view.set_layer(0, heads)
+    qtbot.wait(20)
+    return grab(view.canvas)
+
+
+def test_thumbnails_of_a_one_hot_and_a_uniform_head_on_screen(qtbot, model_view):
+    n = 16
+    heads = np.concatenate([one_hot(n), np.full((1, n, n), 1 / n, np.float32)])
+    pixels = _paint(model_view, qtbot, heads)
+    box = model_view.mosaic_plot.getViewBox()
+    tile = model_view.tile[0]
+    for i in range(n):  # the one-hot diagonal: yellow on the diagonal, dark beside it
+        x, y = cell_centre(model_view.canvas, box, (i + 0.5) * tile / n - 0.5, (i + 0.5) * tile / n - 0.5)
+        assert near(pixels[y, x], TOP), (i, pixels[y, x])
+    x, y = cell_centre(model_view.canvas, box, tile * 0.2, tile * 0.8)
+    assert near(pixels[y, x], BOTTOM)
+    # the uniform head, fitted to its own maximum: all of it the top colour; nothing pink anywhere
+    x, y = cell_centre(model_view.canvas, box, tile * 0.5, model_view.tile[1] + 3 + tile * 0.5)
+    assert near(pixels[y, x], TOP)
+    assert count_colour(pixels, NAN_RGB) == 0
+
+
+def test_an_isolated_peak_in_a_1000_token_thumbnail_is_seen(qtbot, model_view):
+    n = 1000
+    heads = np.zeros((1, n, n), np.float32)
+    heads[0, 700, 300] = 1.0
+    heads[0, 10, 990] = 1.0
+    pixels = _paint(model_view, qtbot, heads)
+    assert count_colour(pixels, TOP) >= 2 * 9  # both peaks, each at least 3 × 3 pixels
