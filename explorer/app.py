@@ -20,7 +20,14 @@ from models.runspec import FIELDS, add_input_arguments, check_applicable
 from models.trace import STAGE_ORDER
 
 from .limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_SEED, TEMPERATURE_RANGE
-from .persistence import APPLICATION, COLOUR_CHOICES, ORGANIZATION, load_inputs, open_settings
+from .persistence import (
+    APPLICATION,
+    COLOUR_CHOICES,
+    ORGANIZATION,
+    colours_from_choice,
+    open_settings,
+    settings_inputs,
+)
 from .state import ALL_HEADS, Inputs, settings_problem
 from .usage import UsageError
 
@@ -42,11 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
     view.add_argument("--head", type=int, metavar="N", help="show head N (1-based) instead of all heads")
     view.add_argument("--colours", choices=COLOUR_CHOICES,
-                      help="the weights' colour scale: fixed 0 to 1 (default), fit 0 to their largest value, "
-                           "or log (log10, for long rows whose weights are all small)")
+                      help="the weights' colour scale: auto (default: log10 once rows hold more than 256 keys, "
+                           "else 0 to 1), fixed 0 to 1, fit 0 to their largest value, or log (log10)")
     view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
     view.add_argument("--attention", metavar="FILE",
                       help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
+    view.add_argument("--generate", metavar="PROMPT",
+                      help="with --model: open the Generate window on this prompt (with --screenshot: save it)")
+    view.add_argument("--new-tokens", type=int, default=12, metavar="N", help="with --generate: tokens to generate")
     view.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
     view.add_argument("--session", metavar="FILE", help="open a saved session (other options given apply on top)")
     view.add_argument("--save-session", metavar="FILE", help="with --screenshot: also save the session it shows")
@@ -73,14 +83,9 @@ def model_from_arg(text: str) -> str:
 
 
 def is_encoder_decoder(model: str) -> bool:
-    """True when ``model`` names an encoder-decoder (its config.json says so); nothing loads."""
-    from models.config import InputError
-    from models.pretrained.registry import ENCODER_DECODER_TYPES, read_config, resolve_model
+    from models.pretrained.registry import is_encoder_decoder as check
 
-    try:
-        return read_config(resolve_model(model))["model_type"] in ENCODER_DECODER_TYPES
-    except InputError:
-        return False
+    return check(model)
 
 
 def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
@@ -93,6 +98,9 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
             check_applicable(given, with_model=True)
         except InputError as exc:
             raise UsageError(str(exc)) from None
+        if args.cross_sentence is not None and not encdec:  # would be silently ignored by this model
+            raise UsageError("--cross-sentence applies with --model only to encoder-decoder models (t5, mt5, bart, "
+                             "marian): their target; leave it out")  # fmt: skip
         base = dataclasses.replace(base, model=model_from_arg(args.model), pad_positions=())
     if args.block is not None:
         if not base.uses_model or not is_encoder_decoder(base.model):
@@ -153,9 +161,12 @@ def run_app(argv: Sequence[str]) -> int:
         args = build_parser().parse_args(list(argv))
     except SystemExit as exc:  # argparse has printed the usage and the reason
         return int(exc.code or 0)
-    settings = open_settings(args.settings)
+    problems: list[str] = []  # issue 19: a bad settings file is reported once, the window still starts
+    settings = open_settings(args.settings, problems)
     # A screenshot documents exactly the options given: start from the defaults, save nothing.
-    base = Inputs() if args.screenshot else load_inputs(settings)
+    base = Inputs() if args.screenshot else settings_inputs(settings, problems)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
     try:
         if args.session or args.save_session:  # issue 9 (explorer/session_io.py)
             from .session_io import session_arguments
@@ -178,12 +189,20 @@ def run_app(argv: Sequence[str]) -> int:
     if STYLE_SHEET.is_file():
         app.setStyleSheet(STYLE_SHEET.read_text(encoding="utf-8"))
     head = ALL_HEADS if args.head is None else args.head - 1
-    fit = None if args.colours is None else ("log" if args.colours == "log" else args.colours == "fit")
+    fit = None if args.colours is None else colours_from_choice(args.colours)
     if args.attention:  # issue 10: a file refused before any window opens; --screenshot shows just it
         from .survey_panel import attention_screenshot, check_attention_arg
 
         if (problem := check_attention_arg(args.attention)) or args.screenshot:
             return attention_screenshot(args.attention, args.screenshot) if not problem else _fail(problem)
+    if args.generate is not None:  # issue 21: the Generate window alone
+        from .generate_panel import generate_screenshot, open_generate_window
+
+        if not args.model:
+            return _fail("--generate needs --model (a decoder)")
+        if args.screenshot:
+            return generate_screenshot(args.model, args.generate, args.new_tokens, args.screenshot)
+        return open_generate_window(app, args.model, args.generate, args.new_tokens)
     window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head, fit_colours=fit)
     if args.attention:
         window.open_survey(path=args.attention)

@@ -28,15 +28,17 @@ MARK_COLOUR = "#ff8c00"
 
 class Experiment(QObject):
     """The edits of the shown computation. Handed the state, the matrix view (its pane), ``submit()``
-    (send the current inputs, with the edits, to the worker) and ``notify(text)`` (a notice shown with
-    the next summary); the Edit menu's actions (explorer.actions) call its public methods."""
+    (send the current inputs, with the edits, to the worker), ``notify(text)`` (a notice shown with
+    the next summary) and ``error(text)`` (the status line's); the Edit menu's actions
+    (explorer.actions) call its public methods."""
 
     changed = Signal()  # the edits or the undone steps changed (Undo / Redo / Reset may apply now)
 
-    def __init__(self, state, view, submit: Callable[[], object], notify: Callable[[str], None], parent=None):
+    def __init__(self, state, view, submit: Callable[[], object], notify: Callable[[str], None],
+                 error: Callable[[str], None], parent=None):  # fmt: skip
         super().__init__(parent)
         self.state, self.view = state, view
-        self._submit, self._notify = submit, notify
+        self._submit, self._notify, self._error = submit, notify, error
         self.edits: list[Edit] = []
         self.redo_list: list[tuple[Edit, ...]] = []  # undone steps, the last one undone last
         self._steps: list[int] = []  # how many edits each undo step takes back (hiding a whole token: n)
@@ -91,6 +93,9 @@ class Experiment(QObject):
         if stage is None or display is None:
             return False
         if stage.name not in CELL_STAGES:
+            return False
+        if stage.col_axis == "key" and col >= len(display.trace.key_tokens):  # gpt-oss's sink column
+            self._error("the sink is a learned logit, not a score: it cannot be edited")
             return False
         cell = (head, row, col) if stage.per_head else (row, col)
         earlier = [e.value for e in self.edits if e.stage == stage.name and e.cell == cell]

@@ -63,6 +63,9 @@ class KeyHider:
         """A model's layer: hide (or show) the key as a mask edit, one undo step."""
         experiment = self.experiment
         n = len(trace.key_tokens)
+        if col >= n:  # a learned attention sink's column (gpt-oss): not a key, nothing to hide
+            self._error("the sink is not a key: it cannot be hidden")
+            return False
         hidden = traced_hidden(trace.config, n, experiment.edits)  # (n, n)
         if whole_token:
             hide = not hidden[:, col].all()

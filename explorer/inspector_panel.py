@@ -1,6 +1,7 @@
 """The cell inspector beside the matrix: a clicked cell derived from its real inputs (models.explain).
 
-The derivation is a few milliseconds of numpy over one row or column of the trace, from the layer's
+The derivation is a few milliseconds of numpy over one row or column of the trace, computed off the
+GUI thread when the panel is handed the window's read jobs (explorer.jobs), from the layer's
 weights the worker prepared with the trace (``DisplayTrace.params``); no n×n stage is computed
 whole for it above :data:`EXPLAIN_LIMIT` cells (the command line's ``explain`` has no such limit).
 """
@@ -20,8 +21,11 @@ PROMPT = "Click any cell of any stage: it is derived here from its inputs, with 
 
 
 class InspectorPanel(QWidget):
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, jobs=None) -> None:
+        """``jobs``: the window's :class:`explorer.jobs.ReadJobs` (derive off the GUI thread), or
+        None (derive in the caller's turn: a panel on its own)."""
         super().__init__(parent)
+        self.jobs = jobs
         self.inspector = CellInspector()
         self.note = QLabel(PROMPT)
         self.note.setWordWrap(True)
@@ -48,16 +52,30 @@ class InspectorPanel(QWidget):
             return self._say(f"{len(trace.query_tokens)} tokens: too many to derive a cell here; use "
                              "`python main.py explain --stage … --cell …` for any cell.")  # fmt: skip
         cell = (array_head(stage, head), row, col) if stage.per_head else (row, col)
-        try:
-            derivation = explain(trace, display.params, stage.name, cell)
-        except InputError as exc:
-            return self._say(str(exc))
+        params, name, per_head = display.params, stage.name, stage.per_head
+
+        def derive():  # the trace's numbers: on the read thread when there is one
+            try:
+                return explain(trace, params, name, cell), per_head
+            except InputError as exc:
+                return str(exc), per_head
+
+        if self.jobs is None:
+            return self._show(derive())
+        self.jobs.ask("explain", derive, self._show)
+
+    def _show(self, answer) -> None:
+        derivation, per_head = answer
+        if isinstance(derivation, str):  # a one-line refusal
+            return self._say(derivation)
         self.note.hide()
         self.inspector.show()
-        self.indices.setVisible(stage.per_head)
+        self.indices.setVisible(per_head)
         self.inspector.show_derivation(derivation)
 
     def clear(self) -> None:
+        if self.jobs is not None:
+            self.jobs.cancel("explain")  # a derivation of the old numbers never shows
         self._say(PROMPT)
 
     def _say(self, text: str) -> None:

@@ -75,11 +75,11 @@ class PretrainedRunner:
         encdec = {"cross_sentence": request.cross_sentence, "block": request.block} if getattr(
             model, "encoder_decoder", False) else {}  # fmt: skip
         count = model.block_layers(request.block) if encdec else model.num_layers
-        if not 0 <= layer < count:  # e.g. layer 8 kept from a deeper model
+        if not 0 <= layer < count and not request.exact:  # e.g. layer 8 kept from a deeper model
             layer = min(max(layer, 0), count - 1)
             notices.append(f"{model.name} has layers 0–{count - 1}: showing layer {layer}")
         pads = request.pad_positions
-        if pads and not encdec:  # positions picked for an older sentence may lie past the end of this one
+        if pads and not encdec and not request.exact:  # positions picked for an older sentence may lie past the end
             n = len(model.encode(request.sentence).ids)
             pads = tuple(p for p in pads if p < n)
 

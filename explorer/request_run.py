@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from models.config import AttentionConfig, AttentionRequest, InputError
 from models.edits import Edit
+from models.pretrained.registry import is_encoder_decoder
 from models.session import Run
 
 from .edited_runner import EditedRequest
@@ -28,6 +29,8 @@ def run_from_request(request) -> tuple[Run, tuple[Edit, ...], bool]:
             options["--mask"] = request.mask
         if request.pad_positions:
             options["--pad-positions"] = list(request.pad_positions)
+        if request.cross_sentence is not None and is_encoder_decoder(request.model):  # its target and block
+            options |= {"--cross-sentence": request.cross_sentence, "--block": request.block}
         if isinstance(request, EditedModelRequest):  # a model's layer with what-if edits
             return Run(options), tuple(request.edits), request.difference
         return Run(options), (), False

@@ -16,6 +16,7 @@ import numpy as np
 
 from models.config import InputError
 from models.edits import Edit
+from models.pretrained.registry import is_encoder_decoder
 from models.runspec import load_matrix
 from models.session import Run, Session, load_session, save_session
 
@@ -61,9 +62,10 @@ def inputs_from_run(run: Run, base: Inputs | None = None) -> tuple[Inputs, tuple
     cleared = dict(embeddings_file="", cross_embeddings_file="", weights_file="", mask_file="", held=HeldArrays(),
                    labels=(), cross_labels=(), painted_mask=())  # fmt: skip
     if run.model is not None:
+        target = {} if args.cross_sentence is None else {"cross_sentence": args.cross_sentence}  # encoder-decoder
         return dataclasses.replace(base, model=run.model, layer=args.layer, sentence=args.sentence or "",
                                    model_mask=args.mask or DEFAULT_MASK, pad_positions=tuple(args.pad_positions),
-                                   **cleared), left  # fmt: skip
+                                   block=args.block or "cross", **target, exact=True, **cleared), left  # fmt: skip
     arrays = dict(run.arrays)
     mask, painted = args.mask or "none", ()
     if mask == "custom":
@@ -116,6 +118,8 @@ def run_from_inputs(inputs: Inputs) -> Run:
             options["--mask"] = inputs.model_mask
         if inputs.pad_positions and inputs.model_mask != "none":
             options["--pad-positions"] = list(inputs.pad_positions)
+        if is_encoder_decoder(inputs.model):  # the target and the block, as `export` takes them
+            options |= {"--cross-sentence": inputs.cross_sentence, "--block": inputs.block}
         return Run(options)
     options, arrays = {}, {}
     embeddings = _matrix(inputs.embeddings_file, inputs.held, "embeddings")

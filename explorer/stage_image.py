@@ -26,7 +26,9 @@ MIXED_OFFSET = COLOURS  # 127..253: the colour of the visible peak, washed (part
 NAN_INDEX = 254
 MASKED_INDEX = 255
 SEQUENTIAL_STAGES = frozenset({"weights"})  # probabilities: 0..1 on a sequential map
-SCALES = ("unit", "fit", "log")  # weights: 0..1, 0..their max, log10 of [smallest shown, 1]
+SCALES = ("unit", "fit", "log", "auto")  # weights: 0..1, 0..their max, log10 of [smallest shown, 1], chosen
+AUTO = "auto"  # the scale chosen from the data: log10 once rows hold more than LOG_ABOVE_KEYS keys
+LOG_ABOVE_KEYS = 256  # a row of more keys than this has every weight small: 0..1 is a flat purple square
 LOG_FLOOR = 1e-6  # the log scale never reaches below this weight
 # A matrix is drawn at most this many pixels a side; hover still reads the exact value.
 MAX_DISPLAY_SIDE = 1024
@@ -46,10 +48,11 @@ class StageImage:
     region: tuple[int, int, int, int] | None = None  # rows r0:r1, cols c0:c1 shown (None: all)
     step: tuple[int, int] = (1, 1)  # cells per pixel
     nan_cells: int = 0
+    scale_used: str = ""  # the scale the indices were made with ("auto" resolved); "" = as_scale(fitted)
 
     @property
     def scale(self) -> str:
-        return as_scale(self.fitted)
+        return self.scale_used or as_scale(self.fitted)
 
 
 def as_scale(fit: bool | str) -> str:
@@ -57,6 +60,16 @@ def as_scale(fit: bool | str) -> str:
         assert fit in SCALES, fit
         return fit
     return "fit" if fit else "unit"
+
+
+def resolve_scale(fit: bool | str, stage: Stage) -> str:
+    """The scale a stage is painted with: "auto" becomes log for weights whose rows hold more than
+    LOG_ABOVE_KEYS keys (every weight is small there), else 0..1."""
+    scale = as_scale(fit)
+    if scale != AUTO:
+        return scale
+    sequential = stage.name in SEQUENTIAL_STAGES and not getattr(stage, "difference", False)
+    return "log" if sequential and stage.shape[-1] > LOG_ABOVE_KEYS else "unit"
 
 
 def colour_levels(stage: Stage, finite_min: float, finite_max: float, fit: bool | str = False) -> tuple[float, float]:
@@ -68,8 +81,10 @@ def colour_levels(stage: Stage, finite_min: float, finite_max: float, fit: bool 
         if scale == "fit" and np.isfinite(finite_max) and finite_max > 0.0:
             return 0.0, finite_max
         if scale == "log":
-            floor = finite_min if np.isfinite(finite_min) and finite_min > LOG_FLOOR else LOG_FLOOR
-            top = finite_max if np.isfinite(finite_max) and finite_max > floor else 1.0
+            top = finite_max if np.isfinite(finite_max) and finite_max > LOG_FLOOR else 1.0
+            # every weight alike (two peaks of 1): the top still paints as the top colour
+            floor = finite_min if np.isfinite(finite_min) and LOG_FLOOR < finite_min < top else top * 1e-3
+            floor = max(floor, LOG_FLOOR)
             return float(np.log10(floor)), float(np.log10(max(top, floor * 10)))
         return 0.0, 1.0
     bound = max(abs(finite_min), abs(finite_max))

@@ -11,7 +11,7 @@ from models.pixels import enlarge_peaks
 from models.reduce import reduce_head
 from models.trace import Stage
 
-from .stage_image import MAX_DISPLAY_SIDE, SEQUENTIAL_STAGES, StageImage, as_scale, colour_levels, to_indices
+from .stage_image import MAX_DISPLAY_SIDE, SEQUENTIAL_STAGES, StageImage, colour_levels, resolve_scale, to_indices
 
 
 def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, int, int] | None = None,
@@ -25,14 +25,14 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
     highs = [r.finite_range[1] for r in reduced if np.isfinite(r.finite_range[1])]
     lo = min(lows) if lows and len(lows) == len(reduced) else np.nan  # nan: not read (large weights)
     hi = max(highs) if highs else np.nan
-    scale = as_scale(fit)
+    scale = resolve_scale(fit, stage)
     if levels is not None:  # a zoomed region keeps the colours of the whole matrix
         pass
     elif scale == "log" and sequential:
         positive = [float(r.peak[r.peak > 0].min()) for r in reduced if (r.peak > 0).any()]
         levels = colour_levels(stage, min(positive) if positive else np.nan, hi, "log")
     else:
-        levels = colour_levels(stage, lo, hi, fit)
+        levels = colour_levels(stage, lo, hi, scale)
     shape = reduced[0].peak.shape if reduced else (0, 0)
     indices = np.empty((len(reduced), *shape), dtype=np.uint8)
     masked = nans = 0
@@ -44,4 +44,5 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
     return StageImage(
         name=stage.name, indices=indices, levels=levels, data_range=(lo, hi), sequential=sequential,
         masked_cells=masked, fitted=fit, region=region, step=reduced[0].step if reduced else (1, 1), nan_cells=nans,
+        scale_used=scale,
     )  # fmt: skip

@@ -69,6 +69,9 @@ class Inputs:
     painted_mask: tuple[tuple[bool, ...], ...] = ()
     # Embeddings / weights a session brought, held in memory (no file on disk); a file above wins.
     held: HeldArrays = HeldArrays()
+    # A session's model run: its layer and pad positions are used as given, refused (with export's
+    # line) when the model has no such layer or token, never adjusted; any later change clears it.
+    exact: bool = False
 
     @property
     def uses_model(self) -> bool:
@@ -96,7 +99,8 @@ class Inputs:
             mask = None if self.model_mask == DEFAULT_MASK else self.model_mask
             # An encoder-decoder model reads the second sentence as its target (others ignore it).
             return PretrainedRequest(self.model, self.layer, self.sentence, mask, pads,
-                                     cross_sentence=self.cross_sentence, block=self.block)  # fmt: skip
+                                     cross_sentence=self.cross_sentence, block=self.block,
+                                     exact=self.exact)  # fmt: skip
         cross = self.cross_sentence if self.cross_enabled else None
         if not self.uses_files:
             request = AttentionRequest(config=self.config(), sentence=self.sentence, cross_sentence=cross)
@@ -227,6 +231,8 @@ class ExplorerState:
 
     def update_inputs(self, **changes) -> None:
         old = self._inputs
+        if old.exact and "exact" not in changes:
+            changes = {**changes, "exact": False}  # the user changes what the session set
         new = dataclasses.replace(old, **changes)
         model_changed = new.model != old.model
         if model_changed and "pad_positions" not in changes:

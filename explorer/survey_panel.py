@@ -27,6 +27,7 @@ from models.attention_file import open_attention
 from models.config import InputError
 from models.survey import Survey, complete, head_metrics, special_token_mask
 
+from .sink_scale import first_key_out_of_scale
 from .survey_worker import SurveyWorker
 from .thumbnails import thumbnail_indices
 from .widgets.head_metrics_table import HeadMetricsTable
@@ -47,12 +48,15 @@ class SurveyPanel(QWidget):
         self._tokens: tuple[str, ...] = ()
         self._decoder = False
         self._square = True  # the arriving layers' queries and keys are the same tokens
-        self._streamed_view: tuple[bool, bool] | None = None
+        self._streamed_view: tuple[bool, bool, bool] | None = None
         self._layers: dict[int, np.ndarray] = {}  # arriving layers (before the survey is complete)
         self.source_label = QLabel("No model or attention file yet")
         self.special_box = QCheckBox("Leave out special tokens")
         self.special_box.setToolTip("Drop [CLS], [SEP], <s>, </s>, <|endoftext|> (and a decoder's first token) "
                                     "from the thumbnails, the metrics and the rollout")  # fmt: skip
+        self.sink_box = QCheckBox("Scale without token 0")
+        self.sink_box.setToolTip("Leave the first key out of each thumbnail's colour scale: heads that park "
+                                 "weight on the first token (attention sinks) stop flattening the rest")  # fmt: skip
         self.message = QLabel("")  # warnings about a file, errors: one line each
         self.message.setWordWrap(True)
         self.message.setStyleSheet("color: #a04000;")
@@ -72,6 +76,7 @@ class SurveyPanel(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.source_label, 1)
         top.addWidget(self.special_box)
+        top.addWidget(self.sink_box)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.message)
@@ -82,6 +87,7 @@ class SurveyPanel(QWidget):
         self.worker.finished.connect(self._on_finished)
         self.worker.failed.connect(self._on_failed)
         self.special_box.toggled.connect(lambda _on: self._refresh())
+        self.sink_box.toggled.connect(lambda _on: self._refresh())
         self.model_view.fit_box.toggled.connect(lambda _on: self._refresh())
         self.model_view.head_chosen.connect(self.head_chosen)
         self.table.head_chosen.connect(self.head_chosen)
@@ -147,10 +153,10 @@ class SurveyPanel(QWidget):
         if self._view_options() != self._streamed_view:
             return  # a toggle changed the mosaic's shape or scale: all of it is repainted at the end
         keep = self._keep(self._tokens, self._decoder) if self._square else None
-        if keep is None:
+        if keep is None and not self.sink_box.isChecked():
             self.model_view.set_layer(layer, indices=thumbnails)
         else:
-            self.model_view.set_layer(layer, weights[:, keep][:, :, keep])
+            self.model_view.set_layer(layer, self._scaled(weights if keep is None else weights[:, keep][:, :, keep]))
 
     def _on_finished(self, generation: int, survey: Survey) -> None:
         if generation == self.worker.generation:
@@ -165,8 +171,13 @@ class SurveyPanel(QWidget):
             self._show_message([f"error: {message}"])
 
     # --- what is shown ---------------------------------------------------------------------
-    def _view_options(self) -> tuple[bool, bool]:
-        return self.special_box.isChecked(), self.model_view.fit_box.isChecked()
+    def _view_options(self) -> tuple[bool, bool, bool]:
+        return self.special_box.isChecked(), self.model_view.fit_box.isChecked(), self.sink_box.isChecked()
+
+    def _scaled(self, a: np.ndarray) -> np.ndarray:
+        """What the thumbnails colour: with "Scale without token 0", the first key clipped to the
+        largest of the others (explorer/sink_scale.py)."""
+        return first_key_out_of_scale(a) if self.sink_box.isChecked() else a
 
     def _keep(self, tokens, decoder: bool) -> np.ndarray | None:
         """The tokens kept, or None to keep all (toggle off, nothing special, or nothing left)."""
@@ -201,7 +212,7 @@ class SurveyPanel(QWidget):
                 self.model_view.set_shape(L, h, len(q_tokens), len(k_tokens))
             a = survey.weights[layer]  # (h, n_q, n_k)
             shown = a if keep is None else a[:, keep][:, :, keep]
-            self.model_view.set_layer(layer, indices=thumbnail_indices(shown, fit))
+            self.model_view.set_layer(layer, indices=thumbnail_indices(self._scaled(shown), fit))
         metrics = self.shown_metrics()
         self.model_view.set_metrics(metrics)
         self.table.set_metrics(metrics)

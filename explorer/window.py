@@ -86,8 +86,8 @@ class MainWindow(QMainWindow):
         self.state = ExplorerState(inputs, parent=self)
         self.state.stage_name = stage or self.state.stage_name
         self.state.set_head(head)  # also makes it the head the query panel explains
-        if fit_colours is None:  # not given (--colours): as last time, or 0 to 1 for a screenshot
-            fit_colours = persist and load_fit_colours(settings)
+        if fit_colours is None:  # not given (--colours): as last time, or chosen from the data for a screenshot
+            fit_colours = load_fit_colours(settings) if persist else "auto"
         self.state.set_fit_colours(fit_colours)
         self.worker = worker or ComputeWorker()
         self.worker.set_fit_colours(fit_colours)
@@ -106,7 +106,8 @@ class MainWindow(QMainWindow):
         self.stage_list = StageList(self.state)
         self.matrix_view = MatrixView(self.state)
         self.focus_panel = QueryFocusPanel(self.state)
-        self.inspector = InspectorPanel()
+        self.jobs = ReadJobs(self)  # the GUI's reads of trace numbers, off this thread
+        self.inspector = InspectorPanel(jobs=self.jobs)
         self.status_line = StatusLine()
         self.statusBar().addWidget(self.status_line, 1)
         self.load_bar = QProgressBar()  # while a model loads on the worker
@@ -122,7 +123,7 @@ class MainWindow(QMainWindow):
         self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.mask_dock)
         # issue 9: what-if edits, difference view
-        self.experiment = Experiment(self.state, self.matrix_view, self.submit_now, self.add_notice, self)
+        self.experiment = Experiment(self.state, self.matrix_view, self.submit_now, self.add_notice, error, self)
         # Alt+click hides a key from a query (Shift: from every query)
         self.key_hider = KeyHider(self.state, self.matrix_view, self.experiment, error)
         self.jobs = ReadJobs(self)  # the GUI's reads of trace numbers, off this thread
@@ -351,6 +352,12 @@ class MainWindow(QMainWindow):
             survey = open_attention_window(self, path)
         self._survey_window = survey or getattr(self, "_survey_window", None)
         return survey
+
+    def open_generate(self):
+        from .generate_panel import open_generate_for
+
+        self._generate_window = open_generate_for(self, self.worker.models, self.state)
+        return self._generate_window
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:

@@ -290,6 +290,10 @@ class ComputeWorker(QThread):
             if isinstance(request, PretrainedRequest) and not isinstance(request, EditedModelRequest):
                 model = self.models.model(request.model, request.device)
                 c = trace.config
+                if c.get("encoder_decoder"):  # one block of an encoder-decoder model
+                    from models.encdec_params import encdec_params
+
+                    return encdec_params(model, trace)
                 return pretrained_params(model, c["layer"], len(trace.query_tokens), c["mask"], c["pad_positions"])
         except Exception:  # noqa: BLE001 - the inspector then says it cannot explain; the trace still shows
             return None

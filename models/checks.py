@@ -97,26 +97,6 @@ def check_finite_stages(stages) -> None:
             )
 
 
-def check_recorded(record: dict, label: str) -> None:
-    """The stages one attention layer recorded (``{name: tensor}``, in the order computed), for a
-    path that does not go through the pair store (``export --all-layers``, the survey): the first
-    one holding NaN or ±∞ (−∞ in "masked" is the mask) is refused, naming it and ``label``."""
-    import torch
-
-    for name, tensor in record.items():
-        bad = ~torch.isfinite(tensor)
-        if name == "masked":
-            bad &= tensor != float("-inf")
-        if not bool(bad.any()):
-            continue
-        index = [int(i) for i in bad.nonzero()[0]]
-        value = float(tensor[tuple(index)])
-        cause = "the queries and keys are too large for their dot products" if name in (
-            "scores", "scaled", "softcapped", "masked", "weights") else "the inputs or weights are too large"
-        raise InputError(f"stage '{name}' of {label} overflows float32 ({value!r} at {index}): {cause}; "
-                         f"scale them down")  # fmt: skip
-
-
 # --- config.json values ------------------------------------------------------------------------
 
 
@@ -127,7 +107,10 @@ def config_float(cfg: dict, name: str, default: float, *, positive: bool = True)
         value = default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"config.json: {name} must be a number, got {short(value)}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise InputError(f"config.json: {name} must be a finite number, got {short(value)}") from None
     if not math.isfinite(value) or (positive and value <= 0):
         kind = "a positive number" if positive else "a finite number"
         raise InputError(f"config.json: {name} must be {kind}, got {short(value)}")

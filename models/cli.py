@@ -87,10 +87,16 @@ def _printable(text: str) -> str:
 def export_main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
-        notes = check_arguments(args, given_options(argv))
+        given = given_options(argv)
+        notes = check_arguments(args, given)
         check_target(args.out, args.force)  # fail before computing anything
         if args.all_layers:
             from .survey_cli import export_all_layers
+
+            ignored = [given[d] for d in ("stages", "only_heads") if d in given]
+            if ignored:
+                raise InputError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply with "
+                                 f"--all-layers (it writes every layer's weights, rollout and heads.csv)")  # fmt: skip
 
             return export_all_layers(args)
         trace = trace_from_args(args)

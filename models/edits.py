@@ -81,6 +81,8 @@ def check_edit(edit: Edit, shapes: dict[str, tuple[int, ...]], editable: Sequenc
 def edit_shapes(trace: AttentionTrace) -> dict[str, tuple[int, ...]]:
     shapes = {name: trace[name].shape for name in (*TENSOR_STAGES, "scores") if name in trace}
     shapes["mask"] = (len(trace.query_tokens), len(trace.key_tokens))
+    if "scores" in shapes:  # the keys only: a learned sink's column (gpt-oss) is not a score
+        shapes["scores"] = (*shapes["scores"][:2], len(trace.key_tokens))
     return shapes
 
 

@@ -12,7 +12,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from .cli import _printable, check_arguments
 from .config import InputError
+from .memory import OUT_OF_MEMORY, is_out_of_memory
 from .runspec import add_input_arguments, model_from_args, model_trace_from_args, request_from_args
 
 
@@ -67,17 +69,37 @@ def derive_from_args(args: argparse.Namespace):
     return trace, explain(trace, params, args.stage, args.cell)
 
 
+def explain_given(argv: Sequence[str]) -> dict[str, str]:
+    """The options written on the command line (not defaults): ``{dest: "--option"}``."""
+    parser = build_explain_parser()
+    names = {}
+    for action in parser._actions:
+        action.default, action.required = argparse.SUPPRESS, False
+        if action.option_strings:
+            names[action.dest] = action.option_strings[-1]
+    return {dest: names[dest] for dest in vars(parser.parse_args(argv))}
+
+
 def explain_main(argv: Sequence[str]) -> int:
     args = build_explain_parser().parse_args(argv)
     try:
+        given = explain_given(argv)
+        if args.all_layers:
+            raise InputError("--all-layers applies to 'main.py export' only; explain one cell of one layer")
+        notes = check_arguments(args, given)  # the very checks export makes
         trace, derivation = derive_from_args(args)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_printable(str(exc))}", file=sys.stderr)
         return 2
-    except MemoryError:
-        print("error: not enough memory for this input; use fewer tokens or heads", file=sys.stderr)
+    except RecursionError:
+        print("error: input nested too deeply to read", file=sys.stderr)
         return 2
-    for notice in trace.meta.get("notices", []):
-        print(f"note: {notice}", file=sys.stderr)
+    except (MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        print(f"error: {OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
+    for notice in notes + list(trace.meta.get("notices", [])):
+        print(f"note: {_printable(notice)}", file=sys.stderr)
     print(derivation.to_json() if args.json else derivation.text(), end="\n" if args.json else "")
     return 0

@@ -228,7 +228,8 @@ def estimate_pretrained_peak(arch, n: int, layer: int) -> int:
     # The traced layer's n×n stages are computed per head and block of rows, kept within the pair
     # store's budget; the layers below run fused (SDPA) with the boolean masks (n² bytes each) ...
     pairs = min(DEFAULT_BUDGET, F32 * 5 * h * n * n) + 8 * BLOCK_BYTES + 3 * n * n
-    if getattr(arch, "softcap", None) is not None:  # ... except soft-capped ones, taken apart whole
+    if getattr(arch, "softcap", None) is not None or getattr(arch, "sinks", False):  # ... except
+        # soft-capped ones and those with attention sinks, taken apart whole
         pairs += F32 * 8 * h * n * n
     return states + vectors + pairs + MARGIN
 

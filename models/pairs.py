@@ -117,6 +117,7 @@ class PairSpec:
     score_edits: dict[tuple[int, int, int], float] | None = None
     sinks: torch.Tensor | None = None
     label: str = ""  # where these stages are, for messages: "layer 3" (a model's), "" (the toy engine)
+    largest_input: float | None = None  # the largest |input| (the toy engine's), for messages
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -148,8 +149,9 @@ class PairStore:
         self.n_k = self.n_keys + (spec.sinks is not None)  # columns: the keys (and the sink)
         self.d_v = spec.v.shape[-1]
         self.budget = DEFAULT_BUDGET if budget is None else budget
-        # Fixed row blocks (a multiple of 8 rows), decided by n_k alone.
-        rows = max(8, BLOCK_BYTES // (4 * max(1, self.n_k)) // 8 * 8)
+        # Fixed row blocks (a multiple of 8 rows), decided by the number of keys alone (a sink's
+        # column does not make a block of 4,096 keys one row shorter, and the stage one block longer).
+        rows = max(8, BLOCK_BYTES // (4 * max(1, self.n_keys)) // 8 * 8)
         self.block_rows = min(rows, max(8, -(-self.n_q // 8) * 8))
         self.blocks = -(-self.n_q // self.block_rows)
         self._cache: OrderedDict[tuple[str, int, int], np.ndarray] = OrderedDict()
@@ -187,10 +189,9 @@ class PairStore:
         """Rows ``r0:r1`` of a block and the keys ``c0:c1`` computed for them: every key before
         the mask, from the mask on only those some query of the block may see."""
         r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
-        before_mask = name in ("scores", "scaled", "biased", "softcapped")
-        if before_mask or self.spec.sinks is not None:  # the sink, last, is always visible
-            return r0, r1, 0, self.n_k
-        c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_k)
+        if name in ("scores", "scaled", "biased", "softcapped"):
+            return r0, r1, 0, self.n_keys
+        c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_keys)  # the keys (a sink is always seen)
         return r0, r1, c0, c1
 
     def _compute(self, name: str, head: int, block: int) -> torch.Tensor:
@@ -201,14 +202,16 @@ class PairStore:
         if self.on_compute is not None:
             self.on_compute(name, head, block)
         r0, r1, c0, c1 = self._span(name, block)
-        x = self._chain(name, head, r0, r1, c0, c1)  # (r, c1 − c0)
-        if (c0, c1) == (0, self.n_k):
+        x = self._chain(name, head, r0, r1, c0, c1)  # (r, c1 − c0), then a sink's column if any
+        if (c0, c1) == (0, self.n_keys):
             return x
         fill = float("-inf") if name == "masked" else 0.0
         out = torch.empty((r1 - r0, self.n_k), dtype=x.dtype, device=x.device)
         out[:, :c0].fill_(fill)  # each cell written once: the keys no query of the block sees...
-        out[:, c1:].fill_(fill)
-        out[:, c0:c1] = x  # ...and the computed ones
+        out[:, c1 : self.n_keys].fill_(fill)
+        out[:, c0:c1] = x[:, : c1 - c0]  # ...and the computed ones
+        if self.n_k > self.n_keys:
+            out[:, self.n_keys :] = x[:, c1 - c0 :]  # the sink's column, last
         return out
 
     def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
@@ -217,7 +220,7 @@ class PairStore:
             return self._keys_chain(name, head, r0, r1, c0, c1)
         # keys c0:c1 then the sink (whose logit is neither scaled, capped nor masked)
         last = "masked" if name == "weights" else name
-        x = self._keys_chain(last, head, r0, r1, c0, min(c1, self.n_keys))  # (r, c)
+        x = self._keys_chain(last, head, r0, r1, c0, c1)  # (r, c)
         sink = s.sinks[head].to(x.dtype).expand(x.shape[0], 1)
         x = torch.cat([x, sink], dim=-1)  # (r, c + 1)
         return att.softmax(x, s.temperature) if name == "weights" else x
@@ -295,6 +298,8 @@ class PairStore:
         whole stage fits the budget; beyond, computed and not kept: expanding each block to every
         key (fresh pages of 64 MiB at 16,384 tokens) took half the time of a pass."""
         r0, r1, c0, c1 = self._span(name, block)
+        if self.spec.sinks is not None:  # the sink's column is not next to the visible keys: all of them
+            return self.block(name, head, block), 0
         if self.heads * self.n_q * self.n_k * 4 <= self.budget or (c0, c1) == (0, self.n_k):
             return self.block(name, head, block)[:, c0:c1], c0
         with self._lock:
@@ -304,6 +309,21 @@ class PairStore:
         with torch.no_grad():
             array = self._chain(name, head, r0, r1, c0, c1).to("cpu", torch.float32).numpy()
         return self._checked(name, head, r0, array), c0
+
+    def _visible_keys(self, head: int, block: int) -> tuple[np.ndarray, int]:
+        """The weights of the keys some query of the block sees, ``(x, c0)`` as :meth:`visible_block`,
+        without a learned sink's column (it has no value row to weigh)."""
+        if self.spec.sinks is None:
+            return self.visible_block("weights", head, block)
+        r0, r1, c0, c1 = self._span("weights", block)
+        with self._lock:
+            hit = self._cache.get(("weights", head, block))
+        if hit is None and self.heads * self.n_q * self.n_k * 4 <= self.budget:
+            hit = self.block("weights", head, block)
+        if hit is not None:
+            return hit[:, c0:c1], c0
+        with torch.no_grad():
+            return self._chain("weights", head, r0, r1, c0, c1)[:, : c1 - c0].to("cpu", torch.float32).numpy(), c0
 
     # --- public reads ------------------------------------------------------------------------
     def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None,
@@ -357,8 +377,7 @@ class PairStore:
                     if should_stop is not None and should_stop():
                         raise Cancelled("head_output")
                     # Keys no query of the block sees have weight 0 exactly: left out of the sum.
-                    a, c0 = self.visible_block("weights", h, b)  # (r, c), keys c0:c0 + c
-                    a = a[:, : self.n_keys - c0]  # not the sink column, which has no value
+                    a, c0 = self._visible_keys(h, b)  # (r, c), keys c0:c0 + c
                     start = b * self.block_rows
                     a_t = torch.from_numpy(a).to(v.device)
                     out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v[c0 : c0 + a.shape[1]])
@@ -378,9 +397,10 @@ def may_overflow(spec: PairSpec) -> bool:
     finite scores). General and additive scores (the toy engine's) are always checked."""
     if spec.score != "dot":
         return True
-    q = float(torch.linalg.vector_norm(spec.q.double(), dim=-1).max()) if spec.q.numel() else 0.0
-    k = float(torch.linalg.vector_norm(spec.k.double(), dim=-1).max()) if spec.k.numel() else 0.0
-    bound = q * k
+    # float32 norms (no float64 copy of Q and K): a norm that is itself infinite counts as "may".
+    q = float(torch.linalg.vector_norm(spec.q, dim=-1).max()) if spec.q.numel() else 0.0
+    k = float(torch.linalg.vector_norm(spec.k, dim=-1).max()) if spec.k.numel() else 0.0
+    bound = q * k  # in Python's float64
     if spec.scale is not None:
         kind, value = spec.scale
         bound = max(bound, bound / value if kind == "div" else bound * value)
@@ -400,11 +420,30 @@ def check_pair_block(spec: PairSpec, name: str, head: int, r0: int, block: np.nd
     where = f" of {spec.label}" if spec.label else ""
     q = float(spec.q.abs().max()) if spec.q.numel() else 0.0
     k = float(spec.k.abs().max()) if spec.k.numel() else 0.0
+    sizes = f"largest |input| {spec.largest_input:.3g}, " if spec.largest_input is not None else ""
     raise InputError(
         f"stage '{name}'{where} overflows float32 ({float(block[i, j])!r} at [{head}, {r0 + i}, {j}]): the queries "
-        f"and keys are too large for their dot products (largest |q| {q:.3g}, |k| {k:.3g}); scale the inputs "
-        f"or weights down"
+        f"and keys are too large for their dot products ({sizes}largest |q| {q:.3g}, |k| {k:.3g}); scale the "
+        f"inputs or weights down"
     )
+
+
+def check_recorded(record: dict, label: str) -> None:
+    """The stages one attention layer recorded (``{name: tensor}``, in the order computed), for a
+    path that does not go through the pair store (``export --all-layers``, the survey): the first
+    one holding NaN or ±∞ (−∞ in "masked" is the mask) is refused, naming it and ``label``."""
+    for name, tensor in record.items():
+        bad = ~torch.isfinite(tensor)
+        if name == "masked":
+            bad &= tensor != float("-inf")
+        if not bool(bad.any()):
+            continue
+        index = [int(i) for i in bad.nonzero()[0]]
+        value = float(tensor[tuple(index)])
+        cause = "the queries and keys are too large for their dot products" if name in (
+            "scores", "scaled", "softcapped", "masked", "weights") else "the inputs or weights are too large"
+        raise InputError(f"stage '{name}' of {label} overflows float32 ({value!r} at {index}): {cause}; "
+                         f"scale them down")  # fmt: skip
 
 
 def sqrt_dk(d_k: int) -> tuple[str, float]:

@@ -161,7 +161,8 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
         params = {name: t(w.extra[name]) for name in ("W_g", "W_1", "W_2", "w") if name in w.extra}
         spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), mask=hidden, score=score, params=params,
                               scale=pairs.sqrt_dk(dk) if cfg.score == "scaled" else None,
-                              temperature=cfg.temperature, score_edits=score_edits or None)  # fmt: skip
+                              temperature=cfg.temperature, score_edits=score_edits or None,
+                              largest_input=float(torch.max(x_k.abs().max(), x_q.abs().max())))  # fmt: skip
         store = pairs.PairStore(spec)
         for name in spec.names:
             rec.add_lazy(name, query_tokens, key_tokens, store=store)

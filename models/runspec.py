@@ -41,6 +41,7 @@ class PretrainedRequest:
     device: str = "auto"
     cross_sentence: str | None = None  # an encoder-decoder model's target (others ignore it)
     block: str = "cross"  # an encoder-decoder model's attention: encoder, decoder or cross
+    exact: bool = False  # a session's layer and pads: refused as export refuses them, never adjusted
 
 
 @dataclass(frozen=True)

@@ -315,11 +315,31 @@ def _max_tokens(data) -> int:
     return value if type(value) is int and 0 < value <= 1 << 31 else DEFAULT_MAX_TOKENS
 
 
-def _shape_check(key: str, member: str, max_tokens: int):
-    """Refuse, from the ``.npy`` header, a matrix with more rows (or mask columns) than tokens."""
+def _weight_shapes(data) -> dict[str, tuple[int, ...]] | None:
+    """The shapes a toy run's weights must have (from its options), or None when unknown."""
+    from .config import AttentionConfig
+    from .weights import expected_shapes
+
+    try:
+        options = data.get("options") or {}
+        if not isinstance(options, dict) or "--model" in options:
+            return None
+        args = Run(dict(options)).parsed()
+        cfg = AttentionConfig(heads=args.heads, d_model=args.d_model, d_k=args.d_k, d_v=args.d_v, d_out=args.d_out)
+        return expected_shapes(cfg.validate())
+    except (InputError, AttributeError, TypeError, ValueError):
+        return None  # refused, with its reason, when the run itself is checked
+
+
+def _shape_check(key: str, member: str, max_tokens: int, weights: dict | None = None):
+    """Refuse, from the ``.npy`` header, a matrix with more rows (or mask columns) than tokens,
+    or a weight of another shape than the run's sizes give: before its data is decompressed."""
 
     def check(shape: tuple[int, ...]) -> None:
         if key.startswith("weights/"):
+            expected = (weights or {}).get(key.removeprefix("weights/"))
+            if expected is not None and shape not in (expected, expected[1:] if expected[0] == 1 else expected):
+                raise InputError(f"member {member} has shape {shape}, expected {expected} for the run's sizes")
             return
         if len(shape) != 2:
             raise InputError(f"member {member} has shape {shape}; expected a matrix (2 axes)")
@@ -337,11 +357,12 @@ def _read_run(zf: SafeZip, data, what: str, max_tokens: int = DEFAULT_MAX_TOKENS
     if not isinstance(names, dict) or not all(isinstance(v, str) for v in names.values()):
         raise InputError(f"'{what}.arrays' must map names to members")
     allowed = set(FILE_OPTIONS.values())
+    weights = _weight_shapes(data) if any(k.startswith("weights/") for k in names) else None
     arrays = {}
     for key, member in names.items():
         if key not in allowed and not key.startswith("weights/"):
             raise InputError(f"unknown array {key!r} in {what}")
-        arrays[key] = zf.array(member, _shape_check(key, member, max_tokens))
+        arrays[key] = zf.array(member, _shape_check(key, member, max_tokens, weights))
     return Run(dict(data.get("options", {})), arrays)
 
 

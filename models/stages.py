@@ -124,6 +124,11 @@ def _mask_description(c: Context) -> str:
     return f"Scores of {', and '.join(parts)} become −∞, so their weights will be exactly 0." + note
 
 
+def _sink_shapes(n_q: int, dk: int, n_k: int) -> str:
+    """Operand shapes of the scores with a learned sink: the keys' products, then the sink column."""
+    return f"({_d(n_q, dk)})·({_d(dk, n_k - 1)}) → {_d(n_q, n_k - 1)}, + sink column → {_d(n_q, n_k)}"
+
+
 def describe(name: str, c: Context) -> StageText:
     """Title, formula (with the actual sizes), operand shapes and description of stage ``name``."""
     n_q, n_k, d, dk, dv, h = c.n_q, c.n_k, c.d_model, c.d_k, c.d_v, c.heads
@@ -219,8 +224,8 @@ def describe(name: str, c: Context) -> StageText:
             t = ("Scores", f"S_i = {q_sym} {k_sym}ᵀ", "How well each query matches each key: the dot "
                  "product of their rows.", f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
         if c.sinks:
-            t = (t[0], t[1] + ",  S_i,sink = s_h", t[2] + " The last column, 'sink', is not a key: it holds the "
-                 "head's learned sink logit s_h, the same in every row.", *t[3:])  # fmt: skip
+            sink = " The last column, 'sink', is not a key: it holds the head's learned sink logit s_h, in every row."
+            t = (t[0], t[1] + ",  S_i,sink = s_h", t[2] + sink, _sink_shapes(n_q, dk, n_k), *t[4:])
     elif name == "scaled":
         scale = c.scale or dk**-0.5
         if c.scale_text == "√d_k":
@@ -231,7 +236,8 @@ def describe(name: str, c: Context) -> StageText:
             formula = f"S_i / {c.scale_text}  (× {scale:.4g})"
         t = ("Scaled scores", formula, f"Scores multiplied by {scale:.4g}, so that softmax does not "
              "saturate as d_k grows." + (" The sink column is not scaled: s_h enters the softmax as it is."
-             if c.sinks else ""), f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
+             if c.sinks else ""), _sink_shapes(n_q, dk, n_k) if c.sinks else
+             f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "biased":
         t = ("Position-biased scores", "S_ij ← S_ij + B_h[bucket(j − i)]", "A learned number per head and "
              "relative-distance bucket is added to every score (T5's relative position bias): near distances "

@@ -2,7 +2,7 @@
 
 numpy (plus the model's own torch forward pass in :func:`all_layer_weights`); no Qt.
 
-Definitions (``METRICS_VERSION`` 1), for one head's weights ``A`` (n_q × n_k, rows = queries):
+Definitions (``METRICS_VERSION`` 2: 1 plus ``sink``), for one head's weights ``A`` (n_q × n_k, rows = queries):
 
 - ``entropy``    = mean over query rows i of ``−Σ_j a_ij ln a_ij`` (natural log, ``0 ln 0 = 0``)
 - ``max_weight`` = mean over i of ``max_j a_ij``
@@ -10,13 +10,17 @@ Definitions (``METRICS_VERSION`` 1), for one head's weights ``A`` (n_q × n_k, r
 - ``previous``   = mean over i ≥ 1 of ``a_i,i−1``
 - ``first``      = mean over i of ``a_i,0``
 - ``distance``   = mean over i of ``Σ_j a_ij |i − j|``
+- ``sink``       = mean over i ≥ 1 of ``a_i,0``: the share of attention parked on the sequence's first
+  token (an attention sink; row 0 is left out, where a decoder's first token sees only itself).
+  Cross attention: mean over every row i of ``a_i,0``.
 - rollout: ``Â_l = 0.5 · mean_heads(A_l) + 0.5 · I``, each row divided by its sum;
   ``R_0 = Â_0``, ``R_l = Â_l · R_{l−1}``.
 
 Leaving tokens out (``keep``, a boolean mask over the tokens, True = keep): the rows and the key
 columns of the tokens left out are dropped, and the same formulas run over the remaining
 sub-matrix, whose rows and columns are RE-INDEXED 0..m−1. So ``first`` is the weight on the first
-token kept, ``previous`` the weight on the previous token kept, ``distance`` counts kept tokens.
+token kept, ``previous`` the weight on the previous token kept, ``distance`` counts kept tokens;
+``sink`` stays the weight on the sequence's own first token (even when left out), over the rows kept.
 Rows are NOT renormalised: the weight a head puts on a dropped token simply leaves the sums.
 
 Cross attention (n_q ≠ n_k): query and key positions are not the same sequence, so ``self``,
@@ -30,8 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-METRICS_VERSION = 1
-METRIC_NAMES = ("entropy", "max_weight", "self", "previous", "first", "distance")
+METRICS_VERSION = 2
+METRIC_NAMES = ("entropy", "max_weight", "self", "previous", "first", "distance", "sink")
 DEFINITIONS = {
     "entropy": "mean over query rows i of -sum_j a_ij ln a_ij (natural log, 0 ln 0 = 0)",
     "max_weight": "mean over i of max_j a_ij",
@@ -39,6 +43,7 @@ DEFINITIONS = {
     "previous": "mean over i >= 1 of a_i,i-1",
     "first": "mean over i of a_i,0",
     "distance": "mean over i of sum_j a_ij |i - j|",
+    "sink": "mean over i >= 1 of a_i,0 (the sequence's first token, also when left out; cross attention: all i)",
     "rollout": "A^_l = 0.5 mean_heads(A_l) + 0.5 I, rows divided by their sums; R_0 = A^_0, R_l = A^_l R_(l-1)",
     "keep": "tokens left out: their rows and key columns dropped, positions re-indexed, rows not renormalised",
 }
@@ -71,6 +76,7 @@ def _metrics_block(a: np.ndarray) -> dict[str, np.ndarray]:
         "entropy": -plogp.sum(-1).mean(-1),
         "max_weight": a.max(-1).mean(-1),
         "first": a[..., :, 0].mean(-1),
+        "sink": sink_share(a),
     }
     if n_q == n_k:
         i = np.arange(n_q)
@@ -83,6 +89,18 @@ def _metrics_block(a: np.ndarray) -> dict[str, np.ndarray]:
         for name in ("self", "previous", "distance"):
             out[name] = np.full(a.shape[:-2], np.nan)
     return {name: out[name] for name in METRIC_NAMES}
+
+
+def sink_share(a: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
+    """``sink`` of ``a (..., n_q, n_k)``: the mean weight on key 0 over query rows 1.. (square;
+    only the rows ``keep`` keeps), or over every row (cross attention); NaN without such a row."""
+    n_q, n_k = a.shape[-2:]
+    rows = np.arange(n_q)
+    if n_q == n_k:
+        rows = rows[1:] if keep is None else rows[1:][keep[1:]]
+    if len(rows) == 0 or n_k == 0:
+        return np.full(a.shape[:-2], np.nan)
+    return a[..., rows, 0].mean(-1)
 
 
 def head_metrics(A: np.ndarray, keep=None) -> dict[str, np.ndarray]:
@@ -104,12 +122,14 @@ def head_metrics(A: np.ndarray, keep=None) -> dict[str, np.ndarray]:
     chunk = max(1, 1_000_000 // max(1, n_q * n_k))
     for start in range(0, flat.shape[0], chunk):
         a = np.asarray(flat[start : start + chunk], dtype=np.float64)
+        sink = sink_share(a, keep)  # on the whole matrix: the sequence's own first token
         if keep is not None:
             a = a[:, keep][:, :, keep]
         if a.shape[-1] == 0 or a.shape[-2] == 0:
             block = {name: np.full(a.shape[0], np.nan) for name in METRIC_NAMES}
         else:
             block = _metrics_block(a)
+        block["sink"] = sink
         for name in METRIC_NAMES:
             result[name][start : start + chunk] = block[name]
     return {name: values.reshape(lead) for name, values in result.items()}

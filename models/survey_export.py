@@ -87,7 +87,8 @@ def read_heads_csv(path: str | os.PathLike) -> dict[str, np.ndarray]:
     out = {m: np.full((layers, heads), np.nan) for m in METRIC_NAMES}
     for r in rows:
         for m in METRIC_NAMES:
-            out[m][int(r["layer"]), int(r["head"])] = float(r[m])
+            if r.get(m) is not None:  # an older heads.csv (metrics version 1) has no "sink"
+                out[m][int(r["layer"]), int(r["head"])] = float(r[m])
     return out
 
 

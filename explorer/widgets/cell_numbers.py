@@ -18,7 +18,8 @@ from PySide6.QtWidgets import QCheckBox, QGraphicsItem
 
 from .colormaps import lookup_table
 
-MIN_CELL_PX = (34.0, 16.0)  # width, height of a cell on screen that can hold "−0.123"
+MIN_CELL_PX = (16.0, 12.0)  # width, height of a cell on screen below which nothing can be written
+DIGITS = (3, 2, 1)  # significant digits tried in turn until the widest number fits its cell
 MAX_CELLS = 400  # visible cells per plot above which nothing is written
 MAX_FONT_PX = 12.0
 MIN_FONT_PX = 7.0
@@ -27,13 +28,18 @@ LIGHT_LUMA = 140.0  # above this the cell is light: black text, else white
 BLACK, WHITE = QColor(0, 0, 0), QColor(255, 255, 255)
 
 
-def cell_text(value: float) -> str:
-    """A cell's value in 3 significant digits, with a real minus sign; −∞ for masked scores."""
+def cell_text(value: float, digits: int = 3) -> str:
+    """A cell's value in ``digits`` significant digits, with a real minus sign and a short exponent
+    (``9.82e−5``); −∞ for masked scores."""
     if np.isnan(value):
         return "NaN"
     if np.isinf(value):
         return "−∞" if value < 0 else "∞"
-    return f"{value:.3g}".replace("-", "−")
+    text = f"{value:.{digits}g}"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text.replace("-", "−")
 
 
 def parse_cell_text(text: str) -> float:
@@ -103,10 +109,8 @@ class CellNumbers:
         self.checkbox = QCheckBox("Numbers")
         self.checkbox.setChecked(True)
         self.checkbox.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-        self.checkbox.setToolTip(
-            f"Write each cell's value on it when the cells are at least {MIN_CELL_PX[0]:.0f}×{MIN_CELL_PX[1]:.0f} px "
-            f"and at most {MAX_CELLS} are visible (zoom in on a big matrix)"
-        )
+        self.hidden_because = ""  # why the numbers are not shown now ("" when shown or unticked)
+        self._say_why("")
         self.checkbox.toggled.connect(lambda _on: self.update())
         view.add_control(self.checkbox)
         self.timer = QTimer(view)
@@ -132,39 +136,58 @@ class CellNumbers:
             self.items[id(plot)] = item
         return item
 
+    def _say_why(self, reason: str) -> None:
+        """The Numbers box says why the numbers are hidden ("zoom in"), and its tooltip the rule."""
+        self.hidden_because = reason
+        self.checkbox.setText(f"Numbers ({reason})" if reason else "Numbers")
+        self.checkbox.setToolTip(
+            "Write each cell's value on it (3 significant digits, fewer when the cells are narrow) when "
+            f"every number fits its cell and at most {MAX_CELLS} cells are visible"
+            + (f". Hidden now: {reason}." if reason else ""))  # fmt: skip
+
     def update(self) -> None:
         self.timer.stop()
         view, stage = self.view, self.view.shown_stage
         display = view.state.display
         image = display.images.get(stage.name) if display is not None and stage is not None else None
+        reasons = []
         for plot in view.plots:
             item = self.item_for(plot)
             cells: list = []
             if self.enabled and image is not None and plot.rows == len(stage.row_labels):
-                cells, font_px = self._cells_of(plot, stage, lookup_table(image.sequential))
+                cells, font_px, reason = self._cells_of(plot, stage, lookup_table(image.sequential))
+                reasons.append(reason)
             item.set_cells(cells, font_px if cells else MAX_FONT_PX)
+        self._say_why(next((r for r in reasons if r), ""))
 
-    def _cells_of(self, plot, stage, lut: np.ndarray) -> tuple[list, float]:
-        """The visible cells' texts and colours, or [] when they are too small or too many."""
+    def _cells_of(self, plot, stage, lut: np.ndarray) -> tuple[list, float, str]:
+        """The visible cells' texts and colours at a font where each fits its cell, or [] and why not."""
         box = plot.plot.getViewBox()
         px_w, px_h = box.viewPixelSize()  # view units (cells) per screen pixel
         if px_w <= 0 or px_h <= 0:
-            return [], 0.0
+            return [], 0.0, ""
         cell_w, cell_h = 1.0 / px_w, 1.0 / px_h
         if cell_w < MIN_CELL_PX[0] or cell_h < MIN_CELL_PX[1]:
-            return [], 0.0
+            return [], 0.0, "zoom in: cells too small"
         (x0, x1), (y0, y1) = box.viewRange()
         r0, r1 = max(0, math.floor(y0)), min(plot.rows, math.ceil(y1))
         c0, c1 = max(0, math.floor(x0)), min(plot.cols, math.ceil(x1))
-        if r1 <= r0 or c1 <= c0 or (r1 - r0) * (c1 - c0) > MAX_CELLS:
-            return [], 0.0
+        if r1 <= r0 or c1 <= c0:
+            return [], 0.0, ""
+        if (r1 - r0) * (c1 - c0) > MAX_CELLS:
+            return [], 0.0, f"zoom in: over {MAX_CELLS} cells"
         values = stage.rows(plot.head, r0, r1)[:, c0:c1]  # (rows visible, cols visible)
+        for digits in DIGITS:  # fewer digits before hiding
+            texts = [[cell_text(float(v), digits) for v in row] for row in values]
+            font_px = self._font_px(texts, cell_w, cell_h)
+            if font_px:
+                break
+        else:
+            return [], 0.0, "zoom in: numbers wider than cells"
         indices = self._indices(plot, r0, r1, c0, c1)
-        texts = [[cell_text(float(v)) for v in row] for row in values]
-        font_px = self._font_px(texts, cell_w, cell_h)
         cells = [(r0 + i, c0 + j, texts[i][j], text_colour(lut, int(indices[i, j])))
                  for i in range(r1 - r0) for j in range(c1 - c0)]  # fmt: skip
-        return cells, font_px
+        return cells, font_px, ""
 
     @staticmethod
     def _indices(plot, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
@@ -179,9 +202,14 @@ class CellNumbers:
 
     @staticmethod
     def _font_px(texts: list[list[str]], cell_w: float, cell_h: float) -> float:
-        """The largest font (up to MAX_FONT_PX) at which the widest text fits its cell."""
+        """The largest whole pixel size (up to MAX_FONT_PX) at which the widest text, measured in
+        that font, fits its cell with 2 px either side; 0 when none from MIN_FONT_PX up does."""
+        size = math.floor(min(MAX_FONT_PX, cell_h * 0.75))
         font = QFont()
-        font.setPixelSize(round(MAX_FONT_PX))
-        widest = max(QFontMetricsF(font).horizontalAdvance(t) for row in texts for t in row)
-        size = min(MAX_FONT_PX, cell_h * 0.7, MAX_FONT_PX * (cell_w - 4) / max(widest, 1.0))
-        return max(MIN_FONT_PX, size)
+        while size >= MIN_FONT_PX:
+            font.setPixelSize(size)
+            metrics = QFontMetricsF(font)
+            if max(metrics.horizontalAdvance(t) for row in texts for t in row) <= cell_w - 4:
+                return float(size)
+            size -= 1
+        return 0.0

@@ -22,6 +22,7 @@ TOOLTIPS = {
     "previous": "mean weight on the previous token (rows 1..n−1)",
     "first": "mean weight on the first token",
     "distance": "mean over rows of Σ a_ij |i − j|: how far a head looks",
+    "sink": "mean weight on the sequence's first token over rows 1..n−1: an attention sink",
 }
 
 

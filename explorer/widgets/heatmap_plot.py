@@ -93,7 +93,8 @@ class HeatmapPlot:
         self.title = ""
 
     def set_matrix(
-        self, indices: np.ndarray, lut: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], title: str
+        self, indices: np.ndarray, lut: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], title: str,
+        axes: tuple[str, str] | None = None,
     ) -> None:
         """Paint ``indices`` (possibly subsampled) over the full ``len(rows) × len(cols)`` cell grid."""
         resized = (len(rows), len(cols)) != (self.rows, self.cols)
@@ -108,6 +109,9 @@ class HeatmapPlot:
             # The rectangle is in cell units whatever the image resolution, so that hover and
             # click map to exact rows and columns even when the image was subsampled.
             self.image.setRect(QRectF(0, 0, self.cols, self.rows))
+        if axes is not None:  # the axis titles ("query i", "key j") before the labels: they take room
+            self.left.set_title(axes[0])
+            self.bottom.set_title(axes[1])
         self.left.set_labels(rows)
         self.bottom.set_labels(cols)
         self.set_title(title)

@@ -52,8 +52,22 @@ def covered(char: str, font: QFont | None = None) -> bool:
     return installed_font_covers(cp)
 
 
+LRM = "\u200e"  # left-to-right mark: a label's base direction, whatever its first letter
+_RTL = ("R", "AL")
+
+
+def logical_order(text: str) -> str:
+    """``text`` drawn in its logical order: a label holding right-to-left letters gets a left-to-right
+    base direction, so that a word piece ``##ل`` reads ``##ل`` (the bidirectional algorithm, seeing
+    an Arabic letter first, would draw it ``ل##``); the letters themselves still run right to left."""
+    if text.isascii() or text.startswith(LRM) or not any(unicodedata.bidirectional(c) in _RTL for c in text):
+        return text
+    return LRM + text
+
+
 def display_label(text: str, font: QFont | None = None) -> str:
-    """``text`` where every character is covered; otherwise the uncovered ones as ``U+XXXX``.
+    """``text`` where every character is covered; otherwise the uncovered ones as ``U+XXXX``. Labels
+    with right-to-left letters keep their logical order (:func:`logical_order`).
 
     Code points are set apart by spaces: ``"a中b"`` -> ``"a U+4E2D b"`` when no font has 中. In
     such a label the invisible joiners and selectors are written as code points too (an emoji
@@ -65,7 +79,7 @@ def display_label(text: str, font: QFont | None = None) -> str:
     visible = [_invisible(ord(c)) or (raw is not None and raw.supportsCharacter(ord(c)))
                or installed_font_covers(ord(c)) for c in text]  # fmt: skip
     if all(visible):
-        return text
+        return logical_order(text)
     parts: list[str] = []
     run = ""
     for char, ok in zip(text, visible):
@@ -78,4 +92,4 @@ def display_label(text: str, font: QFont | None = None) -> str:
         parts.append(f"U+{ord(char):04X}")
     if run:
         parts.append(run)
-    return " ".join(parts)
+    return logical_order(" ".join(parts))

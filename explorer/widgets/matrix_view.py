@@ -29,6 +29,7 @@ from .cell_selection import CellSelection
 from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
 from .heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from .heatmap_plot import HeatmapPlot
+from .token_axis import axis_title
 from .turns import NextTurn
 from .zoom_regions import ZoomRegions, device_pixels, visible_region
 
@@ -36,8 +37,9 @@ ALL_HEADS = -1
 MINUS_INFINITY = "−∞ (masked)"
 READOUT_HINT = "Hover: exact value of a cell · click a row: focus on that query"
 PREPARING = "Preparing"  # the readout while a stage's image or its heatmaps are on their way
-COLOUR_SCALES = ("0 to 1", "fit to data", "log")  # state.fit_colours: False, True, "log"
-SCALE_VALUES = (False, True, "log")
+COLOUR_SCALES = ("auto", "0 to 1", "fit to data", "log")  # state.fit_colours: "auto", False, True, "log"
+SCALE_VALUES = ("auto", False, True, "log")
+AUTO_TEXT = {"log": "auto: log₁₀ (long rows)", "unit": "auto: 0 to 1", "fit": "auto: fit"}
 
 
 class _Canvas(pg.GraphicsLayoutWidget):
@@ -61,6 +63,13 @@ def format_value(value: float) -> str:
     if np.isneginf(value):
         return MINUS_INFINITY
     return str(np.float32(value))
+
+
+def _scale_index(fit: bool | str) -> int:
+    """The colour box's entry for state.fit_colours (False is not "auto", True is not 1)."""
+    if isinstance(fit, str):
+        return SCALE_VALUES.index(fit)
+    return 2 if fit else 1
 
 
 class MatrixView(QWidget):
@@ -94,9 +103,9 @@ class MatrixView(QWidget):
         self.colour_combo = QComboBox()
         self.colour_combo.addItems(COLOUR_SCALES)
         self.colour_combo.setToolTip(
-            "Softmax weights: 0 to 1 (colours comparable between inputs), 0 to the largest weight "
-            "shown, or log10 (many keys make every weight small). Signed stages always fit their data, "
-            "symmetric about 0."
+            "Softmax weights: auto (log10 once rows hold more than 256 keys, where every weight is small; "
+            "else 0 to 1), 0 to 1 (colours comparable between inputs), 0 to the largest weight shown, or "
+            "log10. Signed stages always fit their data, symmetric about 0."
         )
         self.colour_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.readout = QLabel(READOUT_HINT)
@@ -160,8 +169,8 @@ class MatrixView(QWidget):
             return
         stage = display.trace[self.state.stage_name]
         self._sync_head_combo(stage)
-        self._sync_colour_combo(stage)
         image = display.images.get(stage.name)
+        self._sync_colour_combo(stage, image)
         # Converted for the other colour scale: ask again (what is on screen stays until it comes).
         stale = image is not None and image.sequential and image.fitted != self.state.fit_colours
         if image is None or stale:  # a big trace converts lazily: ask, and paint when it arrives
@@ -182,11 +191,13 @@ class MatrixView(QWidget):
         if self.readout.text().startswith(PREPARING):  # it came: the hint again, not a stale "Preparing…"
             self.readout.setText(READOUT_HINT)
         lut = lookup_table(image.sequential)
+        cross = bool(display.trace.config.get("cross"))
+        axes = (axis_title(stage.row_axis, cross), axis_title(stage.col_axis, cross))
         for plot, head in zip(self.plots, heads):
             plot.head = head  # the index into this stage's heads (a key/value head for k, v of GQA)
             title = head_title(stage, head) if stage.per_head else stage.title
             plot.set_matrix(image.indices[head if stage.per_head else 0], lut, stage.row_labels, stage.col_labels,
-                            title)  # fmt: skip
+                            title, axes)  # fmt: skip
         self.grid.fit_columns()
         if self.colour_bar.colorMap() is not colour_map(image.sequential):
             self.colour_bar.setColorMap(colour_map(image.sequential))
@@ -292,9 +303,11 @@ class MatrixView(QWidget):
             self.head_combo.setCurrentIndex(self.state.head + 1 if self.state.head < heads else 0)
         self.head_combo.setEnabled(stage.per_head)
 
-    def _sync_colour_combo(self, stage: Stage) -> None:
+    def _sync_colour_combo(self, stage: Stage, image) -> None:
         with signals_blocked(self.colour_combo):
-            self.colour_combo.setCurrentIndex(SCALE_VALUES.index(self.state.fit_colours))
+            if image is not None and image.sequential:  # what "auto" chose, said in the box
+                self.colour_combo.setItemText(0, AUTO_TEXT.get(image.scale, COLOUR_SCALES[0]))
+            self.colour_combo.setCurrentIndex(_scale_index(self.state.fit_colours))
         self.colour_combo.setEnabled(stage.name in SEQUENTIAL_STAGES)  # signed stages always fit
 
     def _mark_query(self, *_) -> None:

@@ -26,13 +26,17 @@ def _num(x: float) -> str:
     return f"{x:.4f}" if abs(x) >= 1e-4 or x == 0 else f"{x:.2e}"
 
 
-def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.ndarray, values: str = "") -> str:
+def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.ndarray, values: str = "",
+                       n_values: int | None = None) -> str:  # fmt: skip
     """The largest weights of one query and the vector they produce, as a small HTML table.
-    ``values`` names whose value rows v_j are mixed (a GQA model's shared key/value head)."""
+    ``values`` names whose value rows v_j are mixed (a GQA model's shared key/value head);
+    columns from ``n_values`` on have no value row (a learned attention sink's)."""
     top = np.argsort(-weights, kind="stable")[:TOP_CONTRIBUTORS]
+    n_values = len(weights) if n_values is None else n_values
     rows = "".join(
-        f"<tr><td align=right>{_num(weights[j])}</td><td>&nbsp;×&nbsp;v<sub>{j}</sub></td>"
-        f"<td><b>{escape(shorten(tokens[j], 16))}</b></td></tr>"
+        f"<tr><td align=right>{_num(weights[j])}</td>"
+        + (f"<td>&nbsp;×&nbsp;v<sub>{j}</sub></td>" if j < n_values else "<td>&nbsp;(no value)</td>")
+        + f"<td><b>{escape(shorten(tokens[j], 16))}</b></td></tr>"
         for j in top
     )
     rest = len(weights) - len(top)
@@ -115,7 +119,7 @@ class QueryFocusPanel(QGroupBox):
         if groups:
             sharing = ", ".join(str(q + 1) for q, g in enumerate(groups) if g == groups[head])
             values = f"the values of key/value head {groups[head] + 1}, shared by heads {sharing}"
-        self.sum_text.setText(contributions_html(keys, weights, output, values))
+        self.sum_text.setText(contributions_html(keys, weights, output, values, len(trace.key_tokens)))
         self.sum_text.setToolTip("o_i = [" + ", ".join(str(np.float32(v)) for v in output) + "]")
 
     def _paint_bars(self, *_) -> None:

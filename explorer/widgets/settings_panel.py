@@ -39,6 +39,7 @@ from explorer.limits import (
 )
 
 from .pad_picker import PadPicker
+from .seed_box import SeedBox
 
 AUTO = 0  # spin-box value shown as "auto" for d_k / d_v
 SCORES = {
@@ -50,7 +51,12 @@ SCORES = {
 SIZES = ("heads", "d_model", "d_k", "d_v", "temperature")  # the boxes a validation message can name
 PE_TOY = "sinusoidal (X + P)"
 PE_MODEL = {"learned": "learned (added to X)", "rotary": "rotary (rotates q, k)",
-            "none": "none in this layer (NoPE)"}  # fmt: skip
+            "none": "none in this layer (NoPE)",
+            "relative": "relative buckets (bias on scores)", "sinusoidal": "sinusoidal (added to X)"}  # fmt: skip
+POSITIONS = {"rotary": "rotary position embeddings (RoPE)",
+             "relative": "a learned bias per relative-distance bucket, added to the scores (T5); no scaling",
+             "sinusoidal": "fixed sinusoidal positions, added to the embeddings (Marian)",
+             "none": "no position information in this layer (NoPE)"}
 LOADING = "set by the model (loading…)"
 
 
@@ -89,7 +95,7 @@ class SettingsPanel(QGroupBox):
         self.temperature.setSingleStep(0.1)
         self.temperature.setDecimals(2)
         self.temperature.setToolTip("softmax(S / T): below 1 sharpens the weights, above 1 flattens them")
-        self.seed = _spin(0, MAX_SEED, "Seed of the random embeddings and projection weights")
+        self.seed = SeedBox(MAX_SEED, "Seed of the random embeddings and projection weights")
         self.new_seed = QPushButton("New seed")
         self.device = QLabel(device_label)
         self.device.setObjectName("device")
@@ -150,7 +156,8 @@ class SettingsPanel(QGroupBox):
         mask = inputs.model_mask if inputs.uses_model else inputs.mask
         with signals_blocked(self.mask), signals_blocked(self.score), signals_blocked(self.pe):
             self.mask.setCurrentIndex(max(0, self.mask.findData(mask)))
-            self.score.setCurrentIndex(max(0, self.score.findData("scaled" if inputs.uses_model else inputs.score)))
+            own = "dot" if info is not None and info.pe == "relative" else "scaled"  # T5 does not scale
+            self.score.setCurrentIndex(max(0, self.score.findData(own if inputs.uses_model else inputs.score)))
             self.pe.setChecked((info is not None and info.pe != "none") or (not inputs.uses_model and inputs.pe))
             self.pe.setText(PE_MODEL.get(info.pe, info.pe) if info is not None else PE_TOY)
         for name in ("heads", "d_model", "d_k", "d_v", "score", "pe", "temperature", "seed", "new_seed"):
@@ -218,15 +225,15 @@ class SettingsPanel(QGroupBox):
             heads = f"{info.heads} heads"
             if info.kv_heads < info.heads:
                 heads = f"{info.heads} query heads sharing {info.kv_heads} key/value heads"
-            positions = "rotary position embeddings (RoPE)" if info.pe == "rotary" else \
-                "learned position embeddings, added to the input"  # fmt: skip
+            positions = POSITIONS.get(info.pe, "learned position embeddings, added to the input")
             tips = {
                 "heads": f"set by the model: {heads}",
                 "d_model": f"set by the model: d_model = {info.d_model}",
                 "d_k": f"set by the model: d_k = {info.d_k} per head",
                 "d_v": f"set by the model: d_v = {info.d_k} per head",
                 "temperature": "set by the model: a plain softmax (temperature 1)",
-                "score": "set by the model: scaled dot product q·k / √d_k",
+                "score": "set by the model: " + ("dot product q·k, not scaled, plus the relative position bias"
+                                                 if info.pe == "relative" else "scaled dot product q·k / √d_k"),
                 "pe": f"set by the model: {positions}",
                 "seed": "not used: the model's trained weights, no random ones",
                 "new_seed": "not used: the model's trained weights, no random ones",

@@ -1,8 +1,15 @@
-"""An axis that labels matrix cells with token strings, thinned to what fits.
+"""An axis that labels matrix cells with token strings: all of them when they fit, else evenly spaced
+with their position.
 
 Ticks sit at cell centres (i + 0.5). Instead of a fixed ``setTicks`` list, the labels are
 chosen from the visible range and the axis length on every layout, so resizing or zooming
-into a 2048-token matrix shows as many labels as fit and never draws thousands of strings.
+into a 2048-token matrix shows as many labels as fit and never draws thousands of strings:
+
+- every label in view when they fit (measured with the axis font);
+- below a matrix, labels too wide to stand side by side are turned upright (read bottom to top),
+  so each cell a line tall still gets its label;
+- otherwise every k-th label (k = 1, 2, 5, 10, 20, ...) with its position: ``812 the``, never the
+  same word repeated without one.
 """
 
 from __future__ import annotations
@@ -10,14 +17,17 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 
-import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QFont, QFontMetricsF
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF
 
 from .labels import display_label
 
 MAX_LABEL_CHARS = 12
-ROW_PITCH_PX = 15  # vertical space one label needs
+ROW_PITCH_PX = 15  # vertical space one label needs (and the width of an upright one)
+TEXT_RGB = (25, 25, 25)  # labels near black: the default light grey read poorly on white
+LINE_RGB = (90, 90, 90)
+POSITIONS_ABOVE = 30  # a vertical axis with more labels than this keeps room for their positions
 LABEL_GAP_PX = 6  # horizontal space between two labels
 EDGE_OVERHANG_PX = 14
 NICE_STEPS = (1, 2, 5)
@@ -38,17 +48,22 @@ def nice_step(minimum: int) -> int:
         scale *= 10
 
 
-def spaced_indices(first: int, last: int, start: float, cell_px: float, widths: list[float]) -> list[int]:
-    """Cells from ``first`` to ``last`` (the axis starts at value ``start``) whose centred labels
-    do not overlap, chosen greedily from the left: short tokens all get a label, a long one
-    pushes only its neighbours out."""
-    kept, right_edge = [], -np.inf
-    for i in range(first, last + 1):
-        centre = (i + 0.5 - start) * cell_px
-        if centre - widths[i] / 2 >= right_edge + LABEL_GAP_PX:
-            kept.append(i)
-            right_edge = centre + widths[i] / 2
-    return kept
+AXIS_TITLES = {"query": "query i", "key": "key j", "token": "token", "feature": "feature"}
+
+
+def axis_title(axis: str, cross: bool = False) -> str:
+    """What an axis of a stage is: ``query i``, ``key j`` (which sentence, for cross-attention)."""
+    title = AXIS_TITLES.get(axis, axis)
+    if cross and axis == "query":
+        return title + " (2nd sentence)"
+    if cross and axis == "key":
+        return title + " (1st sentence)"
+    return title
+
+
+def all_fit(first: int, last: int, cell_px: float, widths: list[float]) -> bool:
+    """True when the centred labels of cells ``first..last`` stand side by side without overlapping."""
+    return all((widths[i] + widths[i + 1]) / 2 + LABEL_GAP_PX <= cell_px for i in range(first, last))
 
 
 MEASURED_LABELS = 512  # beyond this many tokens, label widths are bounded, not measured one by one
@@ -71,6 +86,10 @@ class TokenAxis(pg.AxisItem):
             self.setStyle(hideOverlappingLabels=EDGE_OVERHANG_PX)
         self._labels: tuple[str, ...] = ()
         self._shown: tuple[str, ...] = ()
+        self._positioned = False  # labels carry their position (thinned)
+        self._upright = False  # labels below the matrix turned upright (too wide side by side)
+        self.setTextPen(QColor(*TEXT_RGB))
+        self.setPen(QColor(*LINE_RGB))
         self._widths: list[float] | None = None  # pixel width of each shortened label, measured lazily
 
     @property
@@ -92,6 +111,8 @@ class TokenAxis(pg.AxisItem):
         self._widths = None
         if self.vertical:  # as wide as the labels from the start, rather than grown while painting
             self.setWidth(self.label_room())
+        else:
+            self._decide()
         self.picture = None  # pyqtgraph caches the drawn axis; labels changed, so redraw
         self.update()
 
@@ -105,9 +126,30 @@ class TokenAxis(pg.AxisItem):
                 self._widths = [per_char * len(shorten(s)) for s in self._shown]
         return self._widths
 
+    def _position_px(self) -> float:
+        """The width of the widest position prefix (``"2047 "``)."""
+        return QFontMetricsF(self.style["tickFont"] or QFont()).horizontalAdvance(f"{max(0, len(self._labels) - 1)} ")
+
     def label_room(self) -> int:
-        """Pixels the longest label needs beside the axis, so a grid can reserve it exactly."""
-        return int(max(self._label_widths(), default=0)) + self.style["tickTextOffset"][0] + 10
+        """Pixels the longest label (with its position, when many) and the axis title need beside
+        the axis, so a grid can reserve it exactly."""
+        room = max(self._label_widths(), default=0)
+        if len(self._labels) > POSITIONS_ABOVE:
+            room += self._position_px()
+        title = self.label.boundingRect().height() if self.label.isVisible() else 0
+        return int(room + title) + self.style["tickTextOffset"][0] + 10
+
+    def set_title(self, title: str) -> None:
+        """The axis title (``query i``, ``key j``), in the label colour; "" hides it."""
+        if title == (self.labelText if self.label.isVisible() else ""):
+            return
+        if title:
+            self.setLabel(title, color=QColor(*TEXT_RGB))
+        else:
+            self.showLabel(False)
+        if self.vertical and self._labels:
+            self.setWidth(self.label_room())
+        self.picture = None
 
     def paint(self, p, opt, widget):
         """pyqtgraph draws each axis into a QPicture once per change of labels, range or size,
@@ -115,6 +157,7 @@ class TokenAxis(pg.AxisItem):
         like one already drawn (same labels, range, size and style) replays that picture. On a
         12-head model this took a paint from ~50 to ~25 ms."""
         if self.picture is None:
+            self._decide()
             key = self._picture_key()
             if key in _pictures:
                 _pictures.move_to_end(key)
@@ -134,25 +177,121 @@ class TokenAxis(pg.AxisItem):
                                                                                 self.tickPen()))  # fmt: skip
         size = self.size()
         return (self.orientation, self._shown, tuple(self.range), size.width(), size.height(), style, pens,
+                self._upright, self._positioned,
                 self.label.isVisible() and self.labelText, self.grid, self._tickLevels is None)  # fmt: skip
 
-    def tickValues(self, minVal: float, maxVal: float, size: float):  # noqa: N802 - pyqtgraph API
+    def _choose(self, minVal: float, maxVal: float, size: float) -> range:  # noqa: N803
+        """The cells labelled in view; sets whether labels are thinned (with positions) and upright."""
         n = len(self._labels)
         minVal, maxVal = sorted((minVal, maxVal))  # noqa: N806 - an inverted axis passes them swapped
         if n == 0 or size <= 0 or maxVal <= minVal:
-            return []
+            return range(0)
         first = max(0, math.floor(minVal))
         last = min(n - 1, math.ceil(maxVal) - 1)
         if last < first:
-            return []
+            return range(0)
         cell_px = size / (maxVal - minVal)
-        if self.vertical:
-            step = nice_step(math.ceil(ROW_PITCH_PX / cell_px))
-            kept = range(math.ceil(first / step) * step, last + 1, step)
-        else:
-            kept = spaced_indices(first, last, minVal, cell_px, self._label_widths())
-        return [(1.0, [i + 0.5 for i in kept])]
+        upright = not self.vertical and not all_fit(first, last, cell_px, self._label_widths())
+        thin = (self.vertical or upright) and cell_px < ROW_PITCH_PX
+        step = nice_step(math.ceil(ROW_PITCH_PX / cell_px)) if thin else 1
+        self._positioned = step > 1  # thinned: each label says where it is
+        self._set_upright(upright)
+        return range(math.ceil(first / step) * step, last + 1, step)
+
+    def _decide(self) -> None:
+        """Choose labels for the current range and length before drawing (pictures are shared
+        between axes drawn alike, so an axis replaying another's picture decides too)."""
+        if not hasattr(self, "_widths"):  # pyqtgraph resizes the axis while it is being built
+            return
+        size = self.size()
+        self._choose(*self.range, size.height() if self.vertical else size.width())
+
+    def tickValues(self, minVal: float, maxVal: float, size: float):  # noqa: N802, N803 - pyqtgraph API
+        kept = self._choose(minVal, maxVal, size)
+        return [(1.0, [i + 0.5 for i in kept])] if len(kept) else []
+
+    def label_text(self, i: int) -> str:
+        """What is drawn for cell ``i``: the (shortened) token, with its position when thinned."""
+        text = shorten(self._shown[i])
+        return f"{i} {text}" if self._positioned else text
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
         n = len(self._labels)
-        return [shorten(self._shown[int(v)]) if 0 <= int(v) < n else "" for v in values]
+        return [self.label_text(int(v)) if 0 <= int(v) < n else "" for v in values]
+
+    def setRange(self, mn: float, mx: float):  # noqa: N802 - pyqtgraph API
+        super().setRange(mn, mx)
+        self._decide()  # before the paint: an axis that grows changes the layout, not a paint under way
+
+    def resizeEvent(self, ev=None):  # noqa: N802 - Qt API
+        super().resizeEvent(ev)
+        self._decide()
+
+    def drawn_labels(self) -> list[tuple[QRectF, str]]:
+        """Each label drawn now and the rectangle it covers, in the axis's own pixels (tests)."""
+        size = self.size()
+        length = size.height() if self.vertical else size.width()
+        low, high = self.range
+        values = [v for level in self.tickValues(low, high, length) for v in level[1]]
+        metrics = QFontMetricsF(self.style["tickFont"] or QFont())
+        out = []
+        for v, text in zip(values, self.tickStrings(values, 1.0, 1.0)):
+            along = (v - min(low, high)) * length / abs(high - low)
+            if self.vertical:
+                along = length - along if low < high else along  # an inverted view: row 0 at the top
+                out.append((QRectF(0, along - metrics.height() / 2, metrics.horizontalAdvance(text), metrics.height()),
+                            text))  # fmt: skip
+            elif self._upright:
+                out.append((QRectF(along - metrics.height() / 2, 0, metrics.height(), metrics.horizontalAdvance(text)),
+                            text))  # fmt: skip
+            else:
+                width = metrics.horizontalAdvance(text)
+                out.append((QRectF(along - width / 2, 0, width, metrics.height()), text))
+        return out
+
+    # --- upright labels below the matrix ---------------------------------------------------
+    def _set_upright(self, upright: bool) -> None:
+        """Upright labels need the longest one's width below the matrix: the axis grows to it."""
+        if self.vertical:
+            return
+        metrics = QFontMetricsF(self.style["tickFont"] or QFont())
+        wanted = (max(self._label_widths(), default=0) + self._position_px() + 4) if upright else metrics.height()
+        if upright != self._upright or abs(self.textHeight - wanted) > 1:
+            self._upright = upright
+            self.textHeight = int(math.ceil(wanted))
+            self._updateHeight()
+
+    def generateDrawSpecs(self, p):  # noqa: N802 - pyqtgraph API
+        specs = super().generateDrawSpecs(p)
+        if not self._upright or specs is None:
+            return specs
+        axis_spec, tick_specs, _text_specs = specs
+        bounds = self.mapRectFromParent(self.geometry())
+        low, high = self.range
+        if high == low:
+            return axis_spec, tick_specs, []
+        ticks = self.tickValues(low, high, bounds.width())
+        values = ticks[0][1] if ticks else []
+        top = bounds.top() + max(0, self.style["tickLength"]) + self.style["tickTextOffset"][1]
+        length = bounds.bottom() - top
+        texts = []
+        for v, text in zip(values, self.tickStrings(values, 1.0, 1.0)):
+            x = bounds.left() + (v - low) * bounds.width() / (high - low)
+            texts.append((QPointF(x, top), length, text))
+        return axis_spec, tick_specs, texts
+
+    def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):  # noqa: N802, N803 - pyqtgraph API
+        if not self._upright:
+            return super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
+        super().drawPicture(p, axisSpec, tickSpecs, [])
+        p.setPen(self.textPen())
+        if self.style["tickFont"] is not None:
+            p.setFont(self.style["tickFont"])
+        half = ROW_PITCH_PX / 2
+        for anchor, length, text in textSpecs:  # each read bottom to top, ending at its tick
+            p.save()
+            p.translate(anchor)
+            p.rotate(-90)
+            p.drawText(QRectF(-length, -half, length, 2 * half),
+                       int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), text)  # fmt: skip
+            p.restore()

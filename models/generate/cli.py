@@ -51,6 +51,28 @@ def settings_from_args(args: argparse.Namespace) -> GenerateSettings:
     ).validate()  # fmt: skip
 
 
+def _masked(model, args: argparse.Namespace, settings: GenerateSettings) -> int:
+    """``generate`` with an encoder: predict every mask token of the prompt (models/generate/mlm.py)."""
+    from .files import write_masked
+    from .mlm import predict_masks
+
+    if not settings.greedy:
+        raise InputError(f"{model.name} is an encoder: it predicts its mask tokens, nothing is sampled; "
+                         "remove --temperature, --top-k and --top-p")  # fmt: skip
+    result = predict_masks(model, args.prompt, shown=settings.shown, max_tokens=args.max_tokens)
+    out = write_masked(result, args.prompt, args.out, force=args.force)
+    for notice in result.notices:
+        print(f"note: {_printable(notice)}", file=sys.stderr)
+    best = {m.position: m.top_tokens[0] for m in result.masks}
+    if args.json:
+        masks = [{"position": m.position, "ids": list(m.top_ids), "tokens": list(m.top_tokens),
+                  "probs": list(m.top_probs)} for m in result.masks]  # fmt: skip
+        print(json.dumps({"masks": masks}, ensure_ascii=False))
+    else:
+        print(_printable(f"predicted {len(best)} masked tokens into {out}: {best}"))
+    return 0
+
+
 def generate_main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -62,6 +84,8 @@ def generate_main(argv: Sequence[str]) -> int:
         from .loop import generate
 
         model = load_model(args.model, device=args.device)
+        if model.default_mask != "causal":  # an encoder: its predictions at the mask tokens
+            return _masked(model, args, settings)
         gen = generate(model, args.prompt, settings)
         out = write_generation(gen, args.prompt, args.out, force=args.force)
     except InputError as exc:

@@ -94,3 +94,41 @@ def write_generation(gen: Generation, prompt: str, out: str | os.PathLike, force
             text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
             (tmp / name).write_text(text + "\n", encoding="utf-8", errors="backslashreplace")
     return Path(out)
+
+
+MASKED_FORMAT = "attention-explorer-masked/1"
+
+
+def write_masked(result, sentence: str, out: str | os.PathLike, force: bool = False) -> Path:
+    """An encoder's mask predictions (:mod:`models.generate.mlm`) as the same files: tokens.json
+    (``masks``: each mask position's top tokens), attention.npy, lens_ids.npy, lens_prob.npy."""
+    L, h, n, _ = result.attention.shape
+    tokens = {
+        "ids": list(result.ids),
+        "tokens": list(result.tokens),
+        "masks": [{"position": m.position, "top": [{"id": i, "token": t, "prob": p}
+                                                    for i, t, p in zip(m.top_ids, m.top_tokens, m.top_probs)]}
+                  for m in result.masks],
+    }  # fmt: skip
+    files = {
+        TOKENS_FILE: {"what": "ids, tokens, and each mask position's top tokens"},
+        ATTENTION_FILE: {"shape": [L, h, n, n], "dtype": "float32", "axes": ["layer", "head", "query", "key"]},
+        LENS_IDS_FILE: {"shape": [L, n], "dtype": "int64", "axes": ["layer", "position"],
+                        "what": "top token of the masked-language-model head on each layer's output"},
+        LENS_PROB_FILE: {"shape": [L, n], "dtype": "float32", "axes": ["layer", "position"],
+                         "what": "probability of the last layer's top token at that position"},
+    }  # fmt: skip
+    man = {
+        "tool": TOOL, "format": MASKED_FORMAT, "model": result.model, "model_type": result.model_type,
+        "prompt": sentence, "num_layers": L, "num_heads": h, "n": n, "decoder_weights": result.head_source,
+        "torch_version": torch.__version__, "notices": list(result.notices), "files": files,
+        "stages": [{"name": Path(f).stem, "file": f} for f in files],
+    }  # fmt: skip
+    with atomic_folder(out, force) as tmp:
+        np.save(tmp / ATTENTION_FILE, result.attention.astype(np.float32), allow_pickle=False)
+        np.save(tmp / LENS_IDS_FILE, result.lens_ids.astype(np.int64), allow_pickle=False)
+        np.save(tmp / LENS_PROB_FILE, result.lens_prob.astype(np.float32), allow_pickle=False)
+        for name, data in ((TOKENS_FILE, tokens), (MANIFEST, man)):
+            text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+            (tmp / name).write_text(text + "\n", encoding="utf-8", errors="backslashreplace")
+    return Path(out)

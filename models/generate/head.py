@@ -23,6 +23,7 @@ from models.memory import check_memory, estimate_tensors_read
 from models.pretrained.checkpoint import Weights
 from models.pretrained.registry import read_config
 
+FEW_ROWS = 64  # up to this many rows the logits are computed as W xᵀ (measured faster for a step)
 VOCAB_BLOCK = 8192  # vocabulary rows converted to float32 at a time (a stored bf16/fp16 head)
 
 
@@ -39,7 +40,9 @@ class OutputHead:
     def unembed(self, x: Tensor) -> Tensor:
         """Normed residuals ``(r, d)`` -> logits ``(r, vocab)``, soft-capped when the family does."""
         w = self.weight
-        if w.dtype == torch.float32:
+        if w.dtype == torch.float32 and x.shape[0] <= FEW_ROWS:
+            logits = (w @ x.T).T.contiguous()  # a few rows (a step): 2-3x faster than F.linear here
+        elif w.dtype == torch.float32:
             logits = F.linear(x, w)  # exactly nn.Linear(bias=False)
         else:
             logits = torch.empty(x.shape[0], w.shape[0], dtype=torch.float32, device=x.device)

@@ -10,6 +10,7 @@ position: the residual stream after each layer through the final norm and the un
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import weakref
@@ -68,22 +69,8 @@ def estimate_generation_bytes(model, n: int) -> int:
     cache = F32 * 2 * L * a.num_kv_heads * n * a.head_dim
     states = F32 * (L + 4) * n * (a.hidden_size + getattr(a, "ffn", 4 * a.hidden_size))
     lens = 2 * LENS_CHUNK_BYTES + F32 * L * n * (4 + 4 * LENS_TOP)
-    return rows + full + cache + states + lens + MARGIN
-
-
-def _lens_rows(head: OutputHead, x: Tensor, nxt: Tensor):
-    """For residuals ``x (m, d)`` of one layer and the tokens that follow ``nxt (m,)``: the top
-    ``LENS_TOP`` ids and probabilities and the probability of ``nxt``, chunk by chunk of rows."""
-    m = x.shape[0]
-    step = max(1, LENS_CHUNK_BYTES // (F32 * head.vocab_size))
-    top_ids, top_p, p_next = [], [], []
-    for a in range(0, m, step):
-        probs = torch.softmax(head.logits(x[a : a + step]), dim=-1)  # (r, vocab)
-        t = torch.topk(probs, min(LENS_TOP, probs.shape[-1]), dim=-1)
-        top_ids.append(t.indices)
-        top_p.append(t.values)
-        p_next.append(probs.gather(1, nxt[a : a + step, None])[:, 0])
-    return torch.cat(top_ids), torch.cat(top_p), torch.cat(p_next)
+    prompt_pass = 4 * F32 * h * n * n  # one layer's scores, mask, weights of the prompt at once
+    return rows + full + cache + states + lens + prompt_pass + MARGIN
 
 
 class _Run:
@@ -92,7 +79,7 @@ class _Run:
     def __init__(self, model, head: OutputHead, settings: GenerateSettings, n_max: int) -> None:
         self.model, self.arch, self.head, self.settings = model, model.arch, head, settings
         L, k = self.arch.num_layers, LENS_TOP
-        self.cache = new_cache(L)
+        self.cache = new_cache(L, n_max)
         self.rows: list[np.ndarray] = []
         self.lens_ids = np.zeros((L, n_max), np.int64)
         self.lens_prob = np.zeros((L, n_max), np.float32)
@@ -111,17 +98,38 @@ class _Run:
             self.rows.append(weights[:, :, a, : start + a + 1])
         return states
 
-    def lens(self, states: list[Tensor], start: int, nxt: list[int]) -> None:
-        """The logit lens of positions ``start..`` after every layer; ``nxt``: their next tokens."""
-        m = len(nxt)
-        want = torch.tensor(nxt, dtype=torch.long, device=states[0].device)
-        for i, x in enumerate(states):
-            ids, probs, p_next = _lens_rows(self.head, x, want)
-            k = ids.shape[1]
-            self.lens_top_ids[i, start : start + m, :k] = ids.cpu().numpy()
-            self.lens_top_prob[i, start : start + m, :k] = probs.cpu().numpy()
-            self.lens_ids[i, start : start + m] = self.lens_top_ids[i, start : start + m, 0]
-            self.lens_prob[i, start : start + m] = p_next.cpu().numpy()
+    def lens(self, states: list[Tensor], start: int, ids: list[int]) -> Tensor:
+        """The logit lens of the new positions ``start..`` after every layer (all layers in one
+        product with the unembedding, so the head is read once per chunk of rows, not once per
+        layer); ``ids``: the sequence so far. The last position's next token is not known yet:
+        returns its logits at every layer ``(L, vocab)``, and :meth:`lens_next` fills it in."""
+        if not self.settings.lens:  # the model's own output only
+            return self.head.logits(states[-1][-1:])  # (1, vocab)
+        L, m = len(states), states[0].shape[0]
+        x = torch.stack(states).reshape(L * m, -1)  # (L·m, d): layer-major rows
+        last = torch.empty(L, self.head.vocab_size, dtype=torch.float32, device=x.device)
+        known = torch.tensor(ids[start + 1 :] + [0], dtype=torch.long, device=x.device)  # (m,): the next tokens
+        step = max(1, LENS_CHUNK_BYTES // (F32 * self.head.vocab_size))
+        for r0 in range(0, L * m, step):
+            r = torch.arange(r0, min(r0 + step, L * m), device=x.device)
+            logits = self.head.logits(x[r])  # (rows, vocab)
+            probs = torch.softmax(logits, dim=-1)
+            top = torch.topk(probs, min(LENS_TOP, probs.shape[-1]), dim=-1)
+            layer, pos = (r // m).cpu().numpy(), (r % m).cpu().numpy()
+            k = top.indices.shape[1]
+            self.lens_top_ids[layer, start + pos, :k] = top.indices.cpu().numpy()
+            self.lens_top_prob[layer, start + pos, :k] = top.values.cpu().numpy()
+            self.lens_prob[layer, start + pos] = probs.gather(1, known[r % m, None])[:, 0].cpu().numpy()
+            ends = (r % m) == m - 1
+            last[r[ends] // m] = logits[ends]
+        self.lens_ids[:, start : start + m] = self.lens_top_ids[:, start : start + m, 0]
+        return last
+
+    def lens_next(self, last: Tensor, position: int, nxt: int) -> None:
+        """The lens probability of the token that follows ``position`` (known only now)."""
+        if not self.settings.lens:
+            return
+        self.lens_prob[:, position] = torch.softmax(last, dim=-1)[:, nxt].cpu().numpy()
 
     def step(self, logits: Tensor, position: int, chosen: int | None) -> Step:
         probs = torch.softmax(logits, dim=-1)
@@ -174,7 +182,8 @@ def generate(
             t0 = time.perf_counter()
             states = run.feed(new, fed)
             fed = len(ids)
-            logits = head.logits(states[-1][-1:])[0]  # (vocab,): the model's own next token
+            last = run.lens(states, fed - len(new), ids)  # (L, vocab) at the newest position
+            logits = last[-1]  # the last layer's: the model's own next-token logits
             done = len(ids) - n_p
             if done and ids[-1] in eos:
                 chosen, stopped = None, "eos"
@@ -183,8 +192,7 @@ def generate(
                 stopped = "max positions" if max_new < s.max_new_tokens else "length"
             else:
                 chosen = choose(logits)
-            nxt = ids[fed - len(new) + 1 :] + [int(torch.argmax(logits)) if chosen is None else chosen]
-            run.lens(states, fed - len(new), nxt)
+            run.lens_next(last, fed - 1, int(torch.argmax(logits)) if chosen is None else chosen)
             steps.append(run.step(logits, fed - 1, chosen))
             if done:
                 step_ms.append((time.perf_counter() - t0) * 1000)
@@ -198,13 +206,17 @@ def generate(
                 on_step(done + 1, max_new)
     n = len(ids)
     tok = model.tokenizer
+    named = set(np.unique(run.lens_top_ids[:, :n]).tolist()) | set(ids)
+    named |= {i for step in steps for i in step.top_ids}
     return Generation(
         model=model.name, model_type=model.model_type, num_layers=arch.num_layers,
         num_heads=arch.num_heads, ids=ids, tokens=[tok.token(i) for i in ids], prompt_length=n_p,
         text=tok.decode(ids[n_p:]), steps=steps, rows=run.rows,
         lens_ids=run.lens_ids[:, :n], lens_prob=run.lens_prob[:, :n],
         lens_top_ids=run.lens_top_ids[:, :n], lens_top_prob=run.lens_top_prob[:, :n],
-        stopped=stopped, settings={**s.__dict__, "max_new_tokens": s.max_new_tokens},
+        stopped=stopped, settings=dataclasses.asdict(s),
         head_source=head.source, device=model.device_label, notices=notices,
         elapsed_ms=(time.perf_counter() - start_time) * 1000, step_ms=step_ms,
+        token_names={i: tok.token(i) for i in sorted(named)},
+        sequence_text=tok.decode(ids, skip_special=True),
     )  # fmt: skip

@@ -50,6 +50,8 @@ class Generation:
     notices: list[str] = field(default_factory=list)
     elapsed_ms: float = 0.0
     step_ms: list[float] = field(default_factory=list)  # time of each generated token's step
+    token_names: dict[int, str] = field(default_factory=dict)  # id -> token, for every id named here
+    sequence_text: str = ""  # prompt and generated tokens decoded, special tokens left out
 
     @property
     def n(self) -> int:

@@ -31,6 +31,7 @@ class GenerateSettings:
     seed: int = 0
     shown: int = 10  # next tokens kept per step (tokens.json, the bars)
     max_tokens: int | None = None  # the prompt's token limit (models.config.DEFAULT_MAX_TOKENS)
+    lens: bool = True  # False: skip the logit lens (its arrays stay zero), e.g. to time generation alone
 
     @property
     def greedy(self) -> bool:

@@ -120,6 +120,8 @@ class Bart(EncoderDecoder):
 
 class Marian(Bart):
     model_type = "marian"
+    # without shared embeddings (share_encoder_decoder_embeddings: false) there is no "shared.weight"
+    anchors = ("shared.weight", "encoder.embed_tokens.weight")
     pe = "sinusoidal"
     position_offset = 0
     embedding_norm = False

@@ -76,13 +76,21 @@ def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
 # --- config ------------------------------------------------------------------------------------
 
 
+MAX_CONFIG_INT = 2**31 - 1  # sizes beyond this do not fit the tensors' indices
+MAX_LAYERS = 100_000  # far beyond any model; 10**8 layers took 11.7 GB before being refused
+
+
 def config_int(cfg: dict, *names: str, default: int | None = None) -> int:
-    """The first of ``names`` present in config.json, as a positive int."""
+    """The first of ``names`` present in config.json, as a positive int (a layer count at most
+    :data:`MAX_LAYERS`, any other size at most 2**31-1: refused before anything is built for it)."""
     for name in names:
         if cfg.get(name) is not None:
             value = cfg[name]
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"config.json: {name} must be a positive integer, got {short(value)}")
+            limit = MAX_LAYERS if "layer" in name else MAX_CONFIG_INT
+            if value > limit:
+                raise InputError(f"config.json: {name} {short(value)} is beyond what any model has (at most {limit:,})")
             return value
     if default is not None:
         return default

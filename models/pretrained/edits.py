@@ -106,7 +106,9 @@ def traced_hidden(config: Mapping, n: int, edits: Iterable[Edit] = ()) -> np.nda
     mode, window = config.get("mask"), config.get("sliding_window")
     pads = tuple(config.get("pad_positions") or ()) if mode != "none" else ()
     window = window if window is not None and window < n else None
-    spec = pairs.MaskSpec(causal=mode == "causal", pads=pads, window=window)
+    band = config.get("local_window")  # ModernBERT's two-sided window
+    band = band if band is not None and band < n - 1 else None
+    spec = pairs.MaskSpec(causal=mode == "causal", pads=pads, window=window, band=band)
     hidden = hidden_matrix(spec, n)
     for e in edits:
         if e.stage == "mask" and len(e.cell) == 2 and all(0 <= c < n for c in e.cell):

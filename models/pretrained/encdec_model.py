@@ -166,13 +166,26 @@ class EncoderDecoderModel:
                              "(--cross-sentence); --sentence is the source")  # fmt: skip
         return self.encode(sentence, max_tokens, "encoder"), self.encode(cross_sentence, max_tokens, "decoder")
 
-    def _check_memory(self, n_s: int, n_t: int, layers: int) -> None:
+    def needed_layers(self, block: str, layer: int) -> range | list[int]:
+        """The stored blocks (encoder layers, then decoder layers) a trace of ``block`` layer ``layer``
+        reads: an encoder layer only the encoder layers up to it; a decoder or cross layer the whole
+        encoder and the decoder layers up to it. A big checkpoint reads nothing else."""
+        a = self.arch
+        if block == "encoder":
+            return range(layer + 1)
+        return list(range(a.encoder_layers)) + [a.encoder_layers + i for i in range(layer + 1)]
+
+    def _check_memory(self, n_s: int, n_t: int, layers) -> None:
         a = self.arch
         n = max(n_s, n_t)
         states = F32 * (a.num_layers + 4) * n * a.hidden_size
         pairs = F32 * 6 * a.num_heads * n * n  # the explicit attention of one layer, and its bias
-        check_memory(states + pairs + a.layers.bytes_to_read(range(layers)) + (64 << 20),
+        check_memory(states + pairs + a.layers.bytes_to_read(layers) + (64 << 20),
                      f"tracing {n_s} + {n_t} tokens of {self.name}")  # fmt: skip
+
+    def _reading(self, layers, should_stop: StopCheck | None):
+        """Progress in bytes while the layers not in memory yet are read (big checkpoints)."""
+        return self.arch.layers.reading(layers, self.progress, should_stop)
 
     # --- public ------------------------------------------------------------------------------------
     def trace(self, sentence: str, layer: int, mask: str | None = None, pad_positions=(),
@@ -187,8 +200,9 @@ class EncoderDecoderModel:
         layer = self._check_layer(block, layer)
         src, tgt = self._inputs(sentence, cross_sentence, max_tokens)
         a = self.arch
-        self._check_memory(len(src.ids), len(tgt.ids), a.num_layers)
-        with torch.no_grad(), self._lock:
+        needed = self.needed_layers(block, layer)
+        self._check_memory(len(src.ids), len(tgt.ids), needed)
+        with torch.no_grad(), self._lock, self._reading(needed, should_stop):
             if block == "encoder":
                 h = self._encoder_states(src, layer, should_stop)[layer]
                 x_q = x_kv = a.attention_input("encoder", layer, h)
@@ -225,8 +239,9 @@ class EncoderDecoderModel:
         elif out.shape != shape:
             raise InputError(f"output array has shape {out.shape}, expected {shape}")
         a = self.arch
-        self._check_memory(len(src.ids), len(tgt.ids), a.num_layers)
-        with torch.no_grad(), self._lock:
+        needed = self.needed_layers(block, count - 1)
+        self._check_memory(len(src.ids), len(tgt.ids), needed)
+        with torch.no_grad(), self._lock, self._reading(needed, should_stop):
             for layer in range(count):
                 if block == "encoder":
                     x_q = x_kv = a.attention_input(block, layer, self._encoder_states(src, layer, should_stop)[layer])
@@ -252,7 +267,7 @@ class EncoderDecoderModel:
         each layer's output, the last one after the stack's final norm (T5)."""
         src, tgt = self._inputs(sentence, cross_sentence, None)
         a = self.arch
-        with torch.no_grad(), self._lock:
+        with torch.no_grad(), self._lock, self._reading(range(a.num_layers), None):
             enc = list(self._encoder_states(src, a.encoder_layers, None))
             self._decoder_states(src, tgt, a.decoder_layers, None)
             dec = list(self._dec)

@@ -24,6 +24,7 @@ from models.pretrained.moe_gpt_oss import GptOssExperts
 
 class GptOss(Llama):
     model_type = "gpt_oss"
+    sinks = True  # every layer's softmax has a sink column: run explicitly, never fused (memory.py)
 
     def __init__(self, cfg: dict, w: Weights) -> None:
         self.moe = GptOssExperts(cfg, config_int(cfg, "hidden_size"), config_int(cfg, "intermediate_size"))

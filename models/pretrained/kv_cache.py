@@ -23,16 +23,38 @@ from models.pretrained.common import AttentionParams, linear, project_qkv
 
 
 class LayerKV:
-    """One layer's cached keys and values ``(kv, t, d_k)`` and the last rows' weights."""
+    """One layer's cached keys and values ``(kv, t, d_k)`` and the last rows' weights.
 
-    def __init__(self) -> None:
-        self.k: Tensor | None = None  # (kv, t, d_k), after qk-norm and rotation
-        self.v: Tensor | None = None  # (kv, t, d_k)
+    The keys and values live in buffers of ``capacity`` positions (doubled when full), so a step
+    writes only its new token's key and value instead of copying the whole cache."""
+
+    def __init__(self, capacity: int = 0) -> None:
+        self.capacity = capacity
+        self.length = 0
+        self._k: Tensor | None = None  # (kv, capacity, d_k), after qk-norm and rotation
+        self._v: Tensor | None = None
         self.weights: Tensor | None = None  # (h, m, t): the newest tokens' attention rows
 
     @property
-    def length(self) -> int:
-        return 0 if self.k is None else self.k.shape[1]
+    def k(self) -> Tensor | None:
+        return None if self._k is None else self._k[:, : self.length]  # (kv, t, d_k)
+
+    @property
+    def v(self) -> Tensor | None:
+        return None if self._v is None else self._v[:, : self.length]
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Add the new tokens' keys and values ``(kv, m, d_k)``; every key and value so far."""
+        start, t = self.length, self.length + k.shape[1]
+        if self._k is None or t > self._k.shape[1]:
+            room = max(t, self.capacity, 2 * (0 if self._k is None else self._k.shape[1]))
+            new_k, new_v = k.new_empty(k.shape[0], room, k.shape[2]), v.new_empty(v.shape[0], room, v.shape[2])
+            if self._k is not None:
+                new_k[:, :start], new_v[:, :start] = self._k[:, :start], self._v[:, :start]
+            self._k, self._v = new_k, new_v
+        self._k[:, start:t], self._v[:, start:t] = k, v
+        self.length = t
+        return self._k[:, :t], self._v[:, :t]
 
     def attend(self, x: Tensor, p: AttentionParams) -> Tensor:
         """Attention of the new tokens ``x (m, d_model)`` over every token so far; (m, d_model)."""
@@ -42,9 +64,7 @@ class LayerKV:
             cos, sin = p.rope
             p = replace(p, rope=(cos[start:t], sin[start:t]))
         q, k, v = project_qkv(x, p)  # q (h, m, d_k), k v (kv, m, d_k)
-        if self.k is not None:
-            k, v = torch.cat((self.k, k), dim=1), torch.cat((self.v, v), dim=1)  # (kv, t, d_k)
-        self.k, self.v = k, v
+        k, v = self.append(k, v)  # (kv, t, d_k)
         rep = p.heads // p.kv_heads
         k_all = k.repeat_interleave(rep, dim=0) if rep > 1 else k  # (h, t, d_k)
         v_all = v.repeat_interleave(rep, dim=0) if rep > 1 else v
@@ -68,5 +88,6 @@ def causal_hidden(start: int, t: int, window: int | None, device: torch.device) 
     return hidden
 
 
-def new_cache(layers: int) -> list[LayerKV]:
-    return [LayerKV() for _ in range(layers)]
+def new_cache(layers: int, capacity: int = 0) -> list[LayerKV]:
+    """One empty cache per layer, each with room for ``capacity`` positions."""
+    return [LayerKV(capacity) for _ in range(layers)]

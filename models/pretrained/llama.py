@@ -30,7 +30,7 @@ from models.pretrained.common import (
     linear,
     rms_norm,
 )
-from models.pretrained.rope import Rotary, rope_inv_freq, rotary_dim
+from models.pretrained.rope import rotary, rotary_dim
 
 
 def lin(w: Weights, name: str, n_in: int, n_out: int) -> tuple[Tensor, Tensor | None]:
@@ -75,7 +75,7 @@ class Llama(Architecture):
         self.scale, self.scale_formula = dk**-0.5, "S / √d_k"
         self.softcap: float | None = None
         rd = rotary_dim(cfg, dk, self.rotary_fraction)
-        self.rotary_table = Rotary(rope_inv_freq(cfg, rd, self.model_type).to(w.device))
+        self.rotary_table = rotary(cfg, rd, self.model_type).to(w.device)
 
         self.embed_tokens = w.stored("embed_tokens.weight", self.vocab_size, d)  # as stored
         self.norm = w.take("norm.weight", d)

@@ -112,8 +112,12 @@ def open_weights(
     """The base model's tensors by name (the prefix before the family's embedding key removed),
     nothing read yet beyond the headers (of the single file; a sharded index names them all)."""
     ckpt = Checkpoint.from_files(files, weight_map)
-    anchor = ARCHITECTURES[model_type].anchor
-    hits = [k for k in ckpt.keys if k == anchor or k.endswith("." + anchor)]
+    arch = ARCHITECTURES[model_type]
+    anchor = getattr(arch, "anchors", (arch.anchor,))[0]
+    for anchor in getattr(arch, "anchors", (arch.anchor,)):  # the first one the checkpoint holds
+        hits = [k for k in ckpt.keys if k == anchor or k.endswith("." + anchor)]
+        if hits:
+            break
     if not hits:
         raise InputError(f"the weights have no {anchor!r}; is this really a {model_type} model?")
     prefix = min(hits, key=len)[: -len(anchor)]

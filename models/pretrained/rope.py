@@ -1,8 +1,9 @@
 """Rotary position embeddings (RoPE), full or partial, exactly as transformers computes them.
 
-Shared by every rotary family (llama, mistral, qwen2/3, gemma/gemma2, phi3, gpt_neox). Only the
-rope types reproduced exactly are accepted; any other (yarn, dynamic, longrope, ...) is refused
-by name with the supported list, never approximated.
+Shared by every rotary family (llama, mistral, qwen2/3, gemma/gemma2/gemma3, phi3, gpt_neox, ...).
+Only the rope types reproduced exactly are accepted; any other (dynamic, longrope, ...) is refused
+by name with the supported list, never approximated. "yarn" is reproduced by :func:`rotary` for
+the families built on it (the LLaMA family, gpt-oss): it also scales cos and sin.
 """
 
 from __future__ import annotations
@@ -59,14 +60,16 @@ def rotary_dim(cfg: dict, head_dim: int, default_fraction: float = 1.0) -> int:
     return dim
 
 
-def rope_inv_freq(cfg: dict, dim: int, model_type: str, params: dict | None = None) -> Tensor:
-    """The rotation speed of each pair of rotated features, ``(dim/2,)``."""
+def rope_inv_freq(cfg: dict, dim: int, model_type: str, params: dict | None = None,
+                  also: tuple[str, ...] = ()) -> Tensor:  # fmt: skip
+    """The rotation speed of each pair of rotated features, ``(dim/2,)``; ``also``: the rope types
+    the caller handles itself, named among the supported ones when refusing another."""
     params = rope_params(cfg) if params is None else params
     kind = params.get("rope_type", params.get("type", "default"))
     if not isinstance(kind, str) or kind not in ROPE_TYPES:
         raise InputError(
             f"{model_type} model: unsupported rope type {short(kind)} (it cannot be reproduced "
-            f"exactly); supported: {', '.join(ROPE_TYPES)}"
+            f"exactly); supported: {', '.join(ROPE_TYPES + also)}"
         )
     base = _first_float(
         10000.0, (params, "rope_theta"), (cfg, "rope_theta"), (cfg, "rotary_emb_base")
@@ -106,16 +109,75 @@ def rope_inv_freq(cfg: dict, dim: int, model_type: str, params: dict | None = No
     return inv_freq
 
 
-class Rotary:
-    """cos and sin tables of every (position, rotated feature), cached per sentence length.
-    ``interleaved``: the angles repeat pairwise (θ0 θ0 θ1 θ1 …, Cohere) instead of in two halves
-    (θ0 θ1 … θ0 θ1 …), matching the pairs :func:`apply_rope` rotates."""
+def yarn(cfg: dict, dim: int, params: dict) -> tuple[Tensor, float]:
+    """YaRN (rope type "yarn", gpt-oss): the inverse frequencies, interpolated by ``factor`` below a
+    ramp between the ``beta_fast`` and ``beta_slow`` rotations, and the factor cos and sin are
+    multiplied by (``attention_factor``, else ``0.1 · mscale · ln(factor) + 1``), as transformers'
+    ``_compute_yarn_parameters``."""
+    base = _first_float(10000.0, (params, "rope_theta"), (cfg, "rope_theta"))
+    if params.get("original_max_position_embeddings") is None:
+        raise InputError("config.json: rope type 'yarn' needs 'original_max_position_embeddings' in its "
+                         "rope parameters")
+    old_len = _first_float(None, (params, "original_max_position_embeddings"))
+    factor = _first_float(config_float(cfg, "max_position_embeddings", 1.0) / old_len, (params, "factor"))
 
-    def __init__(self, inv_freq: Tensor, interleaved: bool = False) -> None:
+    def get_mscale(scale: float, m: float = 1.0) -> float:
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    attention = params.get("attention_factor")
+    if attention is not None:
+        attention = config_float(params, "attention_factor", 1.0)
+    elif params.get("mscale") and params.get("mscale_all_dim"):
+        m, m_all = config_float(params, "mscale", 1.0), config_float(params, "mscale_all_dim", 1.0)
+        attention = float(get_mscale(factor, m) / get_mscale(factor, m_all))
+    else:
+        attention = get_mscale(factor)
+    beta_fast = _first_float(32.0, (params, "beta_fast"))
+    beta_slow = _first_float(1.0, (params, "beta_slow"))
+    truncate = params.get("truncate", True)
+    if not isinstance(truncate, bool):
+        raise InputError(f"config.json: rope truncate must be true or false, got {short(truncate)}")
+
+    def correction_dim(rotations: float) -> float:
+        return (dim * math.log(old_len / (rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001  # as transformers: no division by zero
+    ramp = torch.clamp((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low), 0, 1)
+    pos_freqs = base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim)
+    extrapolation = 1 - ramp
+    inv_freq = (1.0 / (factor * pos_freqs)) * (1 - extrapolation) + (1.0 / pos_freqs) * extrapolation
+    return inv_freq, attention
+
+
+def rotary(cfg: dict, dim: int, model_type: str, params: dict | None = None) -> Rotary:
+    """The cos/sin tables of a family whose rope types include "yarn" (with its cos/sin factor),
+    else exactly :func:`rope_inv_freq`'s."""
+    params = rope_params(cfg) if params is None else params
+    if params.get("rope_type", params.get("type")) == "yarn":
+        return Rotary(*yarn(cfg, dim, params))
+    return Rotary(rope_inv_freq(cfg, dim, model_type, params, also=("yarn",)))
+
+
+class Rotary:
+    """cos and sin tables of every (position, rotated feature), cached per sentence length;
+    ``scale`` multiplies both (YaRN's attention factor). ``interleaved``: the angles repeat pairwise
+    (θ0 θ0 θ1 θ1 …, Cohere) instead of in two halves (θ0 θ1 … θ0 θ1 …), matching the pairs
+    :func:`apply_rope` rotates."""
+
+    def __init__(self, inv_freq: Tensor, scale: float = 1.0, interleaved: bool = False) -> None:
         self.inv_freq = inv_freq
+        self.scale = scale
         self.interleaved = interleaved
         self.dim = 2 * inv_freq.shape[0]
         self._cached: tuple[int, tuple[Tensor, Tensor]] | None = None
+
+    def to(self, device: torch.device) -> Rotary:
+        return Rotary(self.inv_freq.to(device), self.scale, self.interleaved)
 
     def __call__(self, n: int) -> tuple[Tensor, Tensor]:
         cached = self._cached  # one read: another thread may replace it meanwhile
@@ -131,7 +193,10 @@ class Rotary:
                     f"the rotary angles (position × frequency, up to {float(self.inv_freq.max()):.3g} per "
                     f"position) overflow float32 over {n} tokens: the rope base in config.json is too small"
                 )
-            cached = self._cached = (n, (emb.cos(), emb.sin()))
+            cos, sin = emb.cos(), emb.sin()
+            if self.scale != 1.0:
+                cos, sin = cos * self.scale, sin * self.scale
+            cached = self._cached = (n, (cos, sin))
         return cached[1]
 
 

@@ -71,6 +71,7 @@ class ModelTokenizer:
         text = self.tokenizer.id_to_token(int(token_id))
         return f"<id {int(token_id)}>" if text is None else text
 
-    def decode(self, ids) -> str:
-        """Token ids back to text (special tokens kept: an end token shows where it stopped)."""
-        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
+    def decode(self, ids, skip_special: bool = False) -> str:
+        """Token ids back to text (special tokens kept unless ``skip_special``: an end token
+        shows where generation stopped)."""
+        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=skip_special)

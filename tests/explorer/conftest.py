@@ -77,3 +77,40 @@ def make_window(qtbot, settings, settle):
         return window
 
     return make
+
+
+@pytest.fixture
+def no_stage_reads_on_gui_thread():
+    """``arm()`` patches every read of a stage's numbers to fail on the GUI (main) thread and returns
+    the list of reads made after it, each ``(what, on_gui_thread)``: what the GUI then shows must
+    come from explorer.jobs. ``arm.disarm()`` (also at teardown) puts the reads back."""
+    import threading
+
+    from models.trace import Stage
+
+    reads = []
+    saved = {name: Stage.__dict__[name] for name in ("head", "rows", "cell", "array")}
+
+    def guard(what):
+        on_gui = threading.current_thread() is threading.main_thread()
+        reads.append((what, on_gui))
+        if on_gui:
+            raise AssertionError(f"Stage.{what} read on the GUI thread")
+
+    def arm():
+        for name in ("head", "rows", "cell"):
+            def guarded(self, *args, _original=saved[name], _name=name):
+                guard(_name)
+                return _original(self, *args)
+
+            setattr(Stage, name, guarded)
+        Stage.array = property(lambda self: (guard("array"), saved["array"].fget(self))[1])
+        return reads
+
+    def disarm():
+        for name, original in saved.items():
+            setattr(Stage, name, original)
+
+    arm.disarm = disarm
+    yield arm
+    disarm()

@@ -116,6 +116,7 @@ def test_keyboard_moves_the_selected_cell_and_enter_explains_it(qtbot, make_wind
     assert (outline.rect().x(), outline.rect().y()) == (1, 3)
     assert window.state.stage_name == "weights"  # Ctrl+arrows do not step the stages
     qtbot.keyClick(view.canvas, Qt.Key.Key_Return)
+    assert window.jobs.wait_until_idle()
     d = window.inspector.inspector.derivation
     assert d is not None and d.stage == "weights" and tuple(d.cell) == (1, 3, 1)
     assert d.value == float(window.state.display.trace["weights"].head(1)[3, 1])

@@ -27,12 +27,12 @@ def test_fit_to_data_rescales_the_weights_without_recomputing(qtbot, make_window
 
     window = make_window(LONG, stage="weights", worker=ComputeWorker({AttentionRequest: counting_run}))
     view, state = window.matrix_view, window.state
-    assert view.colour_combo.currentText() == "0 to 1" and view.colour_combo.isEnabled()
+    assert view.colour_combo.currentText() == "auto: 0 to 1" and view.colour_combo.isEnabled()  # 40 keys
     assert tuple(view.colour_bar.levels()) == (0.0, 1.0)
     weights = state.display.trace["weights"].array
     top = float(weights.max())
 
-    view.colour_combo.setCurrentIndex(1)  # "fit to data"
+    view.colour_combo.setCurrentIndex(2)  # "fit to data"
     assert state.fit_colours
     _wait_for_levels(qtbot, view, (0.0, top))
     assert len(calls) == 1  # converted again on the worker, not recomputed
@@ -48,7 +48,7 @@ def test_fit_to_data_rescales_the_weights_without_recomputing(qtbot, make_window
     new_top = float(state.display.trace["weights"].array.max())
     _wait_for_levels(qtbot, view, (0.0, new_top))
 
-    view.colour_combo.setCurrentIndex(0)  # back to 0 to 1
+    view.colour_combo.setCurrentIndex(1)  # back to 0 to 1
     _wait_for_levels(qtbot, view, (0.0, 1.0))
     assert view.shown_indices().max() == round(new_top * (COLOURS - 1))
 
@@ -64,14 +64,14 @@ def test_signed_stages_keep_their_symmetric_levels(qtbot, make_window):
 
 def test_the_colour_scale_persists(qtbot, make_window, settings):
     window = make_window(LONG, stage="weights")
-    window.matrix_view.colour_combo.setCurrentIndex(1)
+    window.matrix_view.colour_combo.setCurrentIndex(2)
     window.close()
     assert load_fit_colours(settings)
     again = make_window(LONG, stage="weights")
     assert again.state.fit_colours and again.matrix_view.colour_combo.currentText() == "fit to data"
     top = float(again.state.display.trace["weights"].array.max())
     _wait_for_levels(qtbot, again.matrix_view, (0.0, top))
-    assert not make_window(LONG, persist=False).state.fit_colours  # screenshots start from 0 to 1
+    assert make_window(LONG, persist=False).state.fit_colours == "auto"  # screenshots: chosen from the data
 
 
 def test_plots_are_kept_when_the_heads_shrink_and_reused_when_they_grow(make_window, settle):

@@ -109,29 +109,15 @@ def test_beyond_the_token_limit_it_says_so():
     assert shown.delta is None and str(MAX_COMPARE_TOKENS) in shown.message
 
 
-def test_the_comparison_is_read_off_the_gui_thread(make_window, settle, monkeypatch):
+def test_the_comparison_is_read_off_the_gui_thread(make_window, settle, no_stage_reads_on_gui_thread):
     # Two heads of up to 2048² cells and their difference: the GUI thread only paints the answer.
-    import threading
-
-    from models.trace import Stage
-
     window = make_window()
     window.state.set_stage("weights")
     _pin_then(window, settle, temperature=2.0)
-    reads = []
-    for name in ("head", "rows"):
-        original = getattr(Stage, name)
-
-        def guarded(self, *args, _original=original, _name=name):
-            on_gui = threading.current_thread() is threading.main_thread()
-            reads.append((_name, on_gui))
-            if on_gui:
-                raise AssertionError(f"Stage.{_name} read on the GUI thread")
-            return _original(self, *args)
-
-        monkeypatch.setattr(Stage, name, guarded)
+    reads = no_stage_reads_on_gui_thread()
     window.compare.comparison = None
     window.compare.refresh()
     assert window.compare.comparison is None  # not computed in this turn: asked for
     assert shown_comparison(window).stage == "weights" and shown_comparison(window).delta is not None
-    assert reads and not any(on_gui for _name, on_gui in reads)
+    no_stage_reads_on_gui_thread.disarm()  # the window's own turns after the test may read again
+    assert reads and not any(on_gui for _what, on_gui in reads)

@@ -16,6 +16,7 @@ def test_clicking_a_weight_shows_its_softmax_derivation(qtbot, make_window):
     window.state.set_stage("weights")
     view, trace = window.matrix_view, window.state.display.trace
     _click(qtbot, view, 1, 3, 2)
+    assert window.jobs.wait_until_idle()
     d = window.inspector.inspector.derivation
     assert d is not None and d.stage == "weights" and tuple(d.cell) == (1, 3, 2)
     assert d.value == float(trace["weights"].head(1)[3, 2])
@@ -27,6 +28,7 @@ def test_clicking_a_score_lists_its_products_adding_up_to_it(qtbot, make_window)
     window.state.set_stage("scores")
     view, trace = window.matrix_view, window.state.display.trace
     _click(qtbot, view, 0, 2, 1)
+    assert window.jobs.wait_until_idle()
     d = window.inspector.inspector.derivation
     assert d.value == float(trace["scores"].head(0)[2, 1])
     terms = [t.value for t in d.sum_of]
@@ -44,3 +46,15 @@ def test_the_positional_encoding_lens_opens_for_the_sentence(qtbot, make_window)
     for delta in (1, 2, 4):
         lens.set_delta(delta)
         assert lens.largest_error() < 1e-5
+
+
+def test_the_derivation_is_read_off_the_gui_thread(qtbot, make_window, no_stage_reads_on_gui_thread):
+    window = make_window(Inputs(sentence="one two three four", heads=2, d_model=8))
+    display = window.state.display
+    reads = no_stage_reads_on_gui_thread()
+    window.inspector.explain_cell(display, display.trace["scores"], 1, 2, 1)
+    assert window.jobs.wait_until_idle()
+    d = window.inspector.inspector.derivation
+    assert d is not None and tuple(d.cell) == (1, 2, 1)
+    no_stage_reads_on_gui_thread.disarm()  # the window's own turns after the test may read again
+    assert reads and not any(on_gui for _what, on_gui in reads)

@@ -82,6 +82,8 @@ def test_special_token_toggle_recomputes_the_metrics_by_the_formulas(qtbot, pane
     panel.special_box.setChecked(True)
     sub = survey.weights[:, :, 1:-1, 1:-1]  # [CLS] and [SEP] rows and key columns dropped
     expected = head_metrics(sub)
+    # sink stays the weight on the sequence's own first token ([CLS], left out) over the rows kept
+    expected["sink"] = survey.weights[:, :, 1:-1, 0].astype(np.float64).mean(-1)
     for i, name in enumerate(METRIC_NAMES):
         np.testing.assert_allclose(panel.table.model.values[:, i], expected[name].reshape(-1), atol=1e-12)
         assert not np.allclose(before[name], expected[name].reshape(-1))

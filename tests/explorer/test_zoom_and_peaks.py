@@ -16,7 +16,8 @@ SENTENCE = " ".join(f"w{i}" for i in range(N))
 
 @pytest.fixture
 def long_window(make_window):
-    window = make_window(Inputs(sentence=SENTENCE, heads=2, d_model=8, mask="causal"), stage="weights")
+    window = make_window(Inputs(sentence=SENTENCE, heads=2, d_model=8, mask="causal"), stage="weights",
+                         fit_colours=False)  # 0 to 1 (auto would choose log10 for 2048 keys)
     return window
 
 

@@ -33,6 +33,9 @@ FAMILIES = {
                                      initializer_factor=1.0)),
     "bart": ("bart", "BartConfig", dict(SMALL_SEQ, activation_function="gelu")),
     "marian": ("marian", "MarianConfig", dict(SMALL_SEQ, scale_embedding=True, activation_function="swish")),
+    # separate source and target embeddings: no "shared.weight" in the checkpoint
+    "marian-unshared": ("marian", "MarianConfig", dict(SMALL_SEQ, scale_embedding=True,
+                                                       share_encoder_decoder_embeddings=False)),
 }  # fmt: skip
 
 
@@ -45,13 +48,27 @@ def make_tokenizer(t5_style: bool) -> Tokenizer:
     return tok
 
 
-def build(folder, name: str):
+def make_unigram_tokenizer() -> Tokenizer:
+    """A SentencePiece-style tokenizer as T5's tokenizer.json is: Unigram pieces with ``▁`` marking a
+    word's start (Metaspace), ``</s>`` appended by the post-processor, ids 0-2 for <pad> </s> <unk>."""
+    from tokenizers import decoders, trainers
+
+    tok = Tokenizer(models.Unigram())
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=60, special_tokens=["<pad>", "</s>", "<unk>"], unk_token="<unk>")
+    tok.train_from_iterator([SOURCE, TARGET, "hello world"] * 8, trainer)
+    tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
+    return tok
+
+
+def build(folder, name: str, tok: Tokenizer | None = None):
     """Save family ``name`` to ``folder``; returns (transformers model, tokenizer)."""
     import transformers
 
     model_type, cls_name, kwargs = FAMILIES[name]
     torch.manual_seed(0)
-    tok = make_tokenizer(model_type in ("t5", "mt5"))
+    tok = tok or make_tokenizer(model_type in ("t5", "mt5"))
     config = getattr(transformers, cls_name)(vocab_size=tok.get_vocab_size(), **kwargs)
     model = transformers.AutoModelForSeq2SeqLM.from_config(config, attn_implementation="eager").eval()
     with torch.no_grad():

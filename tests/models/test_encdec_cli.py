@@ -109,3 +109,18 @@ def test_refusals_are_one_line_and_write_nothing(built, tmp_path, capsys):
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
         assert not dest.exists()
+
+
+def test_the_hub_cache_lists_encoder_decoders(built, tmp_path, monkeypatch):
+    from models.pretrained import list_models
+
+    folder, _ = built
+    snap = tmp_path / "hub" / "models--org--tiny-seq2seq" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    for f in folder.iterdir():
+        (snap / f.name).symlink_to(f)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    cached = {e.name: e.model_type for e in list_models() if e.source == "cache"}
+    model_type = json.loads((folder / "config.json").read_text())["model_type"]
+    assert cached == {"org/tiny-seq2seq": model_type}
+    assert load_model("org/tiny-seq2seq", device="cpu").block_layers("cross") == 3

@@ -106,8 +106,11 @@ def _altered(src, dst, **values):
 
 
 CASES = {
-    "gpt_oss-yarn": ("gpt_oss-sinks-moe", dict(rope_parameters={"rope_type": "dynamic", "factor": 2.0}),
-                     "gpt_oss model: unsupported rope type 'dynamic'"),
+    "gpt_oss-dynamic": ("gpt_oss-sinks-moe", dict(rope_parameters={"rope_type": "dynamic", "factor": 2.0}),
+                        "gpt_oss model: unsupported rope type 'dynamic' (it cannot be reproduced exactly); "
+                        "supported: default, linear, llama3, yarn"),
+    "gpt_oss-yarn-length": ("gpt_oss-sinks-moe", dict(rope_parameters={"rope_type": "yarn", "factor": 4.0}),
+                            "rope type 'yarn' needs 'original_max_position_embeddings'"),
     "gpt_oss-top-k": ("gpt_oss-sinks-moe", dict(num_experts_per_tok=9), "num_experts_per_tok 9 exceeds"),
     "gemma3-pattern-text": ("gemma3-pattern", dict(sliding_window_pattern="2", layer_types=None),
                             "sliding_window_pattern must be a positive integer"),
@@ -141,3 +144,38 @@ def test_a_big_moe_checkpoint_reads_only_the_layers_a_trace_needs(built, monkeyp
     assert store.reads == 0
     model.trace(SENTENCE, 1)
     assert store.reads == 2 and not store.cached(2)  # layer L reads layers ≤ L only
+
+
+def test_one_query_row_reads_the_sink_but_mixes_only_the_keys(built):
+    from models.trace import query_row
+
+    model = load_model(built("gpt_oss-sinks-moe"), device="cpu")
+    trace = model.trace(SENTENCE, 2)
+    n = len(trace.query_tokens)
+    a, o = query_row(trace, 3, n - 1)  # before the head outputs are computed: from the value rows
+    assert a.shape == (n + 1,) and a[-1] > 0
+    np.testing.assert_allclose(o, trace["head_output"].array[3, n - 1], atol=1e-5)
+
+
+def test_the_window_knows_which_keys_a_local_layer_hides(built):
+    from models.pretrained.edits import traced_hidden
+
+    model = load_model(built("modernbert-local-global"), device="cpu")
+    trace = model.trace(SENTENCE, 1)  # a local layer: ±2 keys
+    n = len(trace.query_tokens)
+    hidden = traced_hidden(trace.config, n)
+    np.testing.assert_array_equal(hidden, np.isneginf(trace["masked"].array[0]))
+    assert hidden.any() and not hidden[5, 3:8].any()
+
+
+def test_mxfp4_experts_are_refused_by_name(built, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = _altered(built("gpt_oss-sinks-moe"), tmp_path / "m")
+    tensors = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    key = next(k for k in tensors if k.endswith("layers.0.mlp.experts.gate_up_proj"))
+    tensors[key + "_blocks"] = tensors.pop(key)
+    save_file(tensors, str(folder / "model.safetensors"))
+    with pytest.raises(InputError, match="gpt_oss model: MXFP4-quantized experts are not supported"):
+        load_model(folder, device="cpu")

@@ -117,3 +117,35 @@ def test_what_is_not_reproduced_is_refused_by_name(family):
         model.trace(SOURCE, model.block_layers("decoder"), cross_sentence=TARGET, block="decoder")
     with pytest.raises(InputError, match="target sentence is empty"):
         model.trace(SOURCE, 0, cross_sentence="  ")
+
+
+def test_a_big_checkpoint_reads_only_the_layers_a_block_needs(tmp_path, monkeypatch):
+    from models.pretrained import loader
+
+    monkeypatch.setattr(loader, "PRELOAD_FILE_BYTES", 0)  # as if the checkpoint were big
+    ref_model, tok = build(tmp_path, "t5")  # 2 encoder layers (stored 0, 1), 3 decoder layers (2, 3, 4)
+    out = reference(ref_model, tok)
+    model = load_model(tmp_path, device="cpu")
+    store = model.arch.layers
+    assert not any(store.cached(i) for i in range(5))
+    progress = []
+    model.progress = lambda fraction, message: progress.append(message)
+    trace = model.trace(SOURCE, 0, cross_sentence=TARGET, block="encoder")
+    assert [store.cached(i) for i in range(5)] == [True, False, False, False, False]  # encoder layer 0 only
+    assert progress and progress[-1].startswith("Read ")
+    np.testing.assert_allclose(trace["weights"].array, out.encoder_attentions[0][0].numpy(), atol=TOL)
+    trace = model.trace(SOURCE, 1, cross_sentence=TARGET, block="cross")
+    assert [store.cached(i) for i in range(5)] == [True, True, True, True, False]  # the encoder, decoder 0-1
+    np.testing.assert_allclose(trace["weights"].array, out.cross_attentions[1][0].numpy(), atol=TOL)
+
+
+def test_a_sentencepiece_style_tokenizer_as_t5_ships_it(tmp_path):
+    from encdec_refs import make_unigram_tokenizer
+
+    ref_model, tok = build(tmp_path, "t5-v1_1-gated", make_unigram_tokenizer())
+    out = reference(ref_model, tok)
+    model = load_model(tmp_path, device="cpu")
+    trace = model.trace(SOURCE, 1, cross_sentence=TARGET)
+    assert trace.key_tokens == tuple(tok.encode(SOURCE).tokens) and trace.key_tokens[-1] == "</s>"
+    assert trace.key_tokens[0].startswith("▁") and trace.query_tokens[0].startswith("▁")
+    np.testing.assert_allclose(trace["weights"].array, out.cross_attentions[1][0].numpy(), atol=TOL)

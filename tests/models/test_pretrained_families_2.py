@@ -24,6 +24,9 @@ from test_pretrained_families import SENTENCE, WINDOW, make_tokenizer  # noqa: E
 SMALL = dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4)
 DECODER = dict(SMALL, intermediate_size=64, max_position_embeddings=32, initializer_range=0.2)
 SLIDING, FULL = "sliding_attention", "full_attention"
+# YaRN whose ramp splits the rotated pairs: the fastest extrapolated, the others interpolated
+YARN = {"rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "original_max_position_embeddings": 16,
+        "beta_fast": 8.0, "beta_slow": 1.0}
 
 # name: (model_type, config class, kwargs, encoder?)
 FAMILIES = {
@@ -43,7 +46,12 @@ FAMILIES = {
     "gpt_oss-sinks-moe": (
         "gpt_oss", "GptOssConfig",
         dict(DECODER, num_key_value_heads=2, head_dim=8, sliding_window=WINDOW, num_local_experts=4,
-             num_experts_per_tok=2, swiglu_limit=1.0, rope_parameters={"rope_type": "default", "rope_theta": 100.0}),
+             num_experts_per_tok=2, swiglu_limit=1.0, rope_parameters=YARN | {"truncate": False}),
+        False,
+    ),
+    "llama-yarn": (  # YaRN, read by every family built on LLaMA's blocks
+        "llama", "LlamaConfig", dict(DECODER, num_key_value_heads=2, rope_parameters=YARN | {"mscale": 2.0,
+                                     "mscale_all_dim": 1.0}),
         False,
     ),
     "phi-qk-layernorm": ("phi", "PhiConfig", dict(DECODER, qk_layernorm=True, num_key_value_heads=2), False),
@@ -59,10 +67,22 @@ FAMILIES = {
              word_embed_proj_dim=16),
         False,
     ),
+    "opt-no-bias-no-affine": (
+        "opt", "OPTConfig",
+        dict(SMALL, ffn_dim=64, max_position_embeddings=32, init_std=0.2, enable_bias=False,
+             layer_norm_elementwise_affine=False),
+        False,
+    ),
     "falcon-new-gqa": (
         "falcon", "FalconConfig",
         dict(SMALL, new_decoder_architecture=True, num_kv_heads=2, ffn_hidden_size=64, max_position_embeddings=32,
              bias=True, initializer_range=0.2),
+        False,
+    ),
+    "falcon-new-one-norm": (  # Falcon2-11B's layout: one LayerNorm feeds both branches
+        "falcon", "FalconConfig",
+        dict(SMALL, new_decoder_architecture=True, num_kv_heads=1, num_ln_in_parallel_attn=1, parallel_attn=True,
+             ffn_hidden_size=48, max_position_embeddings=32, initializer_range=0.2),
         False,
     ),
     "falcon-multi-query": (
@@ -180,7 +200,7 @@ def check_family_stages(name: str, trace, layer: int, n: int) -> None:
             assert rd < dk
             before = trace["q_normed" if "q_normed" in trace else "q"].array
             np.testing.assert_array_equal(before[..., rd:], trace["q_rotated"].array[..., rd:])
-    if name.startswith("falcon-new"):
+    if name == "falcon-new-gqa":
         assert trace.config["kv_heads"] == 2 and trace.config["head_groups"] == [0, 0, 1, 1]
     if name.startswith("falcon-multi"):
         assert trace.config["kv_heads"] == 1

@@ -172,7 +172,7 @@ def edit_config(src, dst, **changes):
 @pytest.mark.parametrize(
     "model_type, changes, words",
     [
-        ("llama", {"rope_parameters": {"rope_type": "yarn", "factor": 4.0}}, ["'yarn'", "llama3"]),
+        ("llama", {"rope_parameters": {"rope_type": "dynamic", "factor": 4.0}}, ["'dynamic'", "llama3, yarn"]),
         ("mistral", {"rope_scaling": {"type": "dynamic", "factor": 2.0}}, ["'dynamic'", "linear"]),
         ("phi3", {"rope_parameters": {"rope_type": "longrope"}}, ["'longrope'", "default"]),
         ("qwen2", {"layer_types": ["chunked_attention"] * LAYERS}, ["'chunked_attention'"]),

@@ -122,8 +122,8 @@ def test_no_weights(copy):
 
 def test_unsupported_model_type(copy):
     folder = copy()
-    (folder / "config.json").write_text(json.dumps({"model_type": "t5"}))
-    message = fails("unsupported model_type 't5'", load_model, folder)
+    (folder / "config.json").write_text(json.dumps({"model_type": "whisper"}))
+    message = fails("unsupported model_type 'whisper'", load_model, folder)
     assert "bert" in message and "gpt2" in message and "llama" in message
 
 
@@ -279,7 +279,7 @@ def test_unknown_name(monkeypatch, tmp_path):
 
 # --- the Hugging Face cache --------------------------------------------------------------------
 def fake_cache(root: Path, tiny: Path) -> Path:
-    """A hub cache with org/tiny (complete gpt2), gpt2 (complete) and google/t5-small (t5)."""
+    """A hub cache with org/tiny (complete gpt2), gpt2 (complete) and openai/whisper-tiny (unsupported)."""
     for repo, source in (("models--org--tiny", tiny), ("models--gpt2", tiny)):
         snap = root / repo / "snapshots" / "abc123"
         snap.mkdir(parents=True)
@@ -287,9 +287,9 @@ def fake_cache(root: Path, tiny: Path) -> Path:
             (snap / f.name).symlink_to(f)
         (root / repo / "refs").mkdir()
         (root / repo / "refs" / "main").write_text("abc123")
-    t5 = root / "models--google--t5-small" / "snapshots" / "def456"
+    t5 = root / "models--openai--whisper-tiny" / "snapshots" / "def456"
     t5.mkdir(parents=True)
-    (t5 / "config.json").write_text(json.dumps({"model_type": "t5"}))
+    (t5 / "config.json").write_text(json.dumps({"model_type": "whisper"}))
     (root / "datasets--org--data").mkdir()
     return root
 
@@ -306,7 +306,7 @@ def test_cache_listing(monkeypatch, tmp_path, tiny):
     assert resolve_model("gpt2") == cached["gpt2"].path
     assert load_model("org/tiny", device="cpu").name == "org/tiny"
     assert load_model(cached["gpt2"].path, device="cpu").name == "gpt2"
-    fails("unsupported model_type 't5'", load_model, "google/t5-small")
+    fails("unsupported model_type 'whisper'", load_model, "openai/whisper-tiny")
 
 
 def test_hf_home(monkeypatch, tmp_path, tiny):

@@ -239,3 +239,40 @@ def test_a_weights_npy_is_not_a_weights_archive(tmp_path):
     np.save(tmp_path / "w.npy", np.ones(3))
     with pytest.raises(InputError, match="not a .npz archive"):
         load_weights(tmp_path / "w.npy", AttentionConfig())
+
+
+# --- config values checked before anything is built for them --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [({"num_hidden_layers": 100_000_000}, "num_hidden_layers 100000000 is beyond what any model has"),
+     ({"hidden_size": 10**30}, "hidden_size 1000000000000000000000000000000 is beyond"),
+     ({"layer_norm_eps": 10**400}, "config.json: it holds a number with 401 digits")],
+)  # fmt: skip
+def test_config_values_python_cannot_hold_are_one_line_before_any_allocation(tmp_path, capsys, change, words):
+    from models.pretrained import resolve_model
+
+    source = resolve_model("minilm")
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for path in source.iterdir():
+        if path.name != "config.json":
+            (folder / path.name).symlink_to(path.resolve())
+    config = json.loads((source / "config.json").read_text()) | change
+    (folder / "config.json").write_text(json.dumps(config))
+    line = _one_line(capsys, ["--model", str(folder), "--sentence", "a b", "--out", str(tmp_path / "o")])
+    assert words in line
+
+
+def test_a_session_weight_of_the_wrong_shape_is_refused_from_its_header(tmp_path):
+    """Even with memory to spare: the run's sizes give each weight's shape, checked before the
+    data is decompressed (a 2 GiB member of a 2 MB file was read, twice, then refused)."""
+    path = honest_big_npy_member(tmp_path / "s.zip", "run/weights/W_q.npy", (64, 1024, 1024))
+    doc = {"format": "attention-explorer-session", "version": 1,
+           "run": {"options": {"--sentence": "a b", "--heads": 2, "--d-model": 8},
+                   "arrays": {"weights/W_q": "run/weights/W_q.npy"}}}  # fmt: skip
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("session.json", json.dumps(doc))
+    with pytest.raises(InputError, match=r"has shape \(64, 1024, 1024\), expected \(2, 8, 4\)"):
+        load_session(path)

@@ -35,6 +35,7 @@ def formula_metrics(a: np.ndarray) -> dict[str, float]:
         "previous": np.mean([a[i, i - 1] for i in range(1, n)]),
         "first": np.mean([a[i, 0] for i in rows]),
         "distance": np.mean([sum(a[i, j] * abs(i - j) for j in range(n)) for i in rows]),
+        "sink": np.mean([a[i, 0] for i in range(1, n)]),
     }
 
 
@@ -61,9 +62,9 @@ def check_export_against(folder, attentions: list[np.ndarray]) -> None:
                 assert heads[name][layer, head] == pytest.approx(expected[name], abs=1e-5), (layer, head, name)
     np.testing.assert_allclose(np.load(folder / "rollout.npy"), formula_rollout(attentions), atol=1e-5, rtol=0)
     man = json.loads((folder / "manifest.json").read_text())
-    assert man["metrics_version"] == 1 and len(man["tokens"]) == attentions[0].shape[-1]
+    assert man["metrics_version"] == 2 and len(man["tokens"]) == attentions[0].shape[-1]
     lines = (folder / "heads.csv").read_text().splitlines()
-    assert lines[0] == "layer,head,entropy,max_weight,self,previous,first,distance"
+    assert lines[0] == "layer,head,entropy,max_weight,self,previous,first,distance,sink"
     assert len(lines) == 1 + len(attentions) * attentions[0].shape[0]
     assert lines[1].startswith("0,0,")
 
@@ -163,6 +164,7 @@ def test_metrics_on_known_matrices():
     np.testing.assert_allclose(m["self"], [1 / n, 1, 1 / n])
     np.testing.assert_allclose(m["previous"], [1 / n, 0, 1])
     np.testing.assert_allclose(m["first"], [1 / n, 1 / n, 2 / n])
+    np.testing.assert_allclose(m["sink"], [1 / n, 0, 1 / (n - 1)])  # rows 1..n-1 on token 0
     np.testing.assert_allclose(m["distance"], [np.abs(np.subtract.outer(range(n), range(n))).mean(), 0, (n - 1) / n])
 
 
@@ -183,6 +185,8 @@ def test_metrics_vectorised_equal_formulas_and_keep_is_the_sub_matrix():
     for layer in range(2):
         for head in range(3):
             expected = formula_metrics(sub[layer, head])  # rows NOT renormalised
+            # sink: the sequence's own first token (left out here), over the rows kept (1, 2, 4, 5)
+            expected["sink"] = np.mean([float(a[layer, head, i, 0]) for i in (1, 2, 4, 5)])
             for name in METRIC_NAMES:
                 assert kept[name][layer, head] == pytest.approx(expected[name], abs=1e-9)
 

@@ -62,7 +62,9 @@ def honest_big_npy_member(path: Path, name: str, shape: tuple[int, ...]) -> Path
     total = int(np.prod(shape)) * 4
     chunk = bytes(1 << 20)
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        with zf.open(zipfile.ZipInfo(name), "w", force_zip64=True) as f:
+        info = zipfile.ZipInfo(name)
+        info.compress_type = zipfile.ZIP_DEFLATED  # a ZipInfo is stored unless told otherwise
+        with zf.open(info, "w", force_zip64=True) as f:
             f.write(header.getvalue())
             left = total
             while left:

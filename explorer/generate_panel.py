@@ -1,0 +1,334 @@
+"""The Generate panel: type a prompt, generate, and step through the generation token by token.
+
+At step s (slider, ← / →) the panel shows position ``p = prompt_length - 1 + s``:
+- every layer × head over positions 0..p (the model view grows row by row) with its head metrics
+  (``sink``: the share of attention on the first token), a click opens that head;
+- the chosen head's full matrix, the prompt / generated boundary dashed, row p outlined, and its
+  weight on the first token along the sequence (attention sinks);
+- the next-token top-k at p as bars, the token that followed in orange;
+- the logit lens (layers × positions), column p outlined; hover: the top-5 at that layer.
+
+"Scale without token 0" leaves the first key out of the colour scale (explorer/sink_scale.py).
+Generation runs on :class:`GenerateWorker`; the panel is handed a model source (a callable name ->
+model, e.g. the window's model cache) and a model name, never the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from models.config import InputError
+from models.generate import GenerateSettings
+
+from .generate_worker import GenerateWorker
+from .generation_view import GenerationView
+from .widgets.generated_matrix import GeneratedMatrix
+from .widgets.lens_map import LensMap
+from .widgets.model_view import ModelView
+from .widgets.topk_bars import TopKBars
+
+ModelSource = Callable[[str], object]
+
+
+def _spin(lo: int, hi: int, value: int, tip: str, special: str | None = None) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(lo, hi)
+    box.setValue(value)
+    box.setToolTip(tip)
+    if special:
+        box.setSpecialValueText(special)
+    return box
+
+
+class GeneratePanel(QWidget):
+    shown = Signal(int)  # the step now on screen
+    open_in_window = Signal(str, int)  # the generated sequence's text, the layer to open it at
+
+    def __init__(self, model_source: ModelSource, model_name: str = "", parent: QWidget | None = None):
+        super().__init__(parent)
+        self.model_source = model_source
+        self.worker = GenerateWorker(self)
+        self.view: GenerationView | None = None
+        self.step = 0
+        self.model_edit = QLineEdit(model_name)
+        self.model_edit.setToolTip("A decoder: a folder, a cached name")
+        self.prompt_edit = QLineEdit("The cat sat on the")
+        self.new_tokens = _spin(1, 4096, 20, "How many tokens to generate (fewer if an end token comes)")
+        self.temperature = QDoubleSpinBox()
+        self.temperature.setRange(0.0, 10.0)
+        self.temperature.setSingleStep(0.1)
+        self.temperature.setSpecialValueText("greedy")
+        self.temperature.setToolTip("0: greedy (the most likely token); above 0: sample")
+        self.top_k = _spin(0, 100000, 0, "Sampling: keep the k most likely tokens", "off")
+        self.top_p = QDoubleSpinBox()
+        self.top_p.setRange(0.0, 1.0)
+        self.top_p.setSingleStep(0.05)
+        self.top_p.setValue(1.0)
+        self.top_p.setToolTip("Sampling: keep the most likely tokens up to this probability mass (1: off)")
+        self.seed = _spin(0, 2**31 - 1, 0, "Sampling: the seed (same seed, same tokens)")
+        self.go = QPushButton("Generate")
+        self.open_button = QPushButton("Open in the explorer")
+        self.open_button.setToolTip("Trace the whole generated sequence in the main window at the layer shown")
+        self.open_button.setEnabled(False)
+        self.status = QLabel("Type a prompt and press Generate.")
+        self.status.setWordWrap(True)
+        self.status.setTextFormat(Qt.TextFormat.PlainText)  # tokens like <s> are text, not markup
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider.setEnabled(False)
+        self.step_label = QLabel(" ")
+        self.step_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.layer_box = _spin(0, 0, 0, "The layer of the head shown in full")
+        self.head_box = _spin(0, 0, 0, "The head shown in full")
+        self.sink_box = QCheckBox("Scale without token 0")
+        self.sink_box.setToolTip("Leave the first key out of the colour scale (heads that park weight on the "
+                                 "first token stop flattening the maps); hover still reads exact values")  # fmt: skip
+        self.model_view = ModelView()
+        self.matrix = GeneratedMatrix()
+        self.bars = TopKBars()
+        self.lens = LensMap()
+        self._lay_out()
+        self.go.clicked.connect(self.generate)
+        self.prompt_edit.returnPressed.connect(self.generate)
+        self.open_button.clicked.connect(
+            lambda: self.view and self.open_in_window.emit(self.view.gen.sequence_text or self.prompt_edit.text(),
+                                                           self.layer_box.value())  # fmt: skip
+        )
+        self.slider.valueChanged.connect(self.show_step)
+        for box in (self.layer_box, self.head_box):
+            box.valueChanged.connect(lambda _v: self.show_step(self.step))
+        self.sink_box.toggled.connect(lambda _on: self.show_step(self.step))
+        self.model_view.fit_box.toggled.connect(lambda _on: self.show_step(self.step))
+        self.model_view.head_chosen.connect(self.choose_head)
+        self.worker.progress.connect(self._on_progress)
+        self.worker.finished.connect(self._on_finished)
+        self.worker.failed.connect(self._on_failed)
+        for key, delta in ((Qt.Key.Key_Left, -1), (Qt.Key.Key_Right, 1)):
+            shortcut = QShortcut(QKeySequence(key), self, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            shortcut.activated.connect(lambda d=delta: self.slider.setValue(self.slider.value() + d))
+
+    def _lay_out(self) -> None:
+        settings = QHBoxLayout()
+        for label, widget in (("Model", self.model_edit), ("Prompt", self.prompt_edit)):
+            settings.addWidget(QLabel(label))
+            settings.addWidget(widget, 2 if widget is self.prompt_edit else 1)
+        for label, widget in (("New tokens", self.new_tokens), ("Temperature", self.temperature),
+                              ("Top-k", self.top_k), ("Top-p", self.top_p), ("Seed", self.seed)):  # fmt: skip
+            settings.addWidget(QLabel(label))
+            settings.addWidget(widget)
+        settings.addWidget(self.go)
+        stepper = QHBoxLayout()
+        stepper.addWidget(QLabel("Step (← →)"))
+        stepper.addWidget(self.slider, 2)
+        stepper.addWidget(self.step_label, 3)
+        stepper.addWidget(QLabel("Head shown: layer"))
+        stepper.addWidget(self.layer_box)
+        stepper.addWidget(QLabel("head"))
+        stepper.addWidget(self.head_box)
+        stepper.addWidget(self.sink_box)
+        stepper.addWidget(self.open_button)
+        top = QSplitter(Qt.Orientation.Horizontal)
+        for widget in (self.model_view, self.matrix, self.bars):
+            top.addWidget(widget)
+        top.setStretchFactor(0, 3)
+        top.setStretchFactor(1, 3)
+        top.setStretchFactor(2, 2)
+        body = QSplitter(Qt.Orientation.Vertical)
+        body.addWidget(top)
+        body.addWidget(self.lens)
+        body.setStretchFactor(0, 3)
+        body.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.addLayout(settings)
+        layout.addWidget(self.status)
+        layout.addLayout(stepper)
+        layout.addWidget(body, 1)
+
+    # --- running ---------------------------------------------------------------------------
+    def settings(self) -> GenerateSettings:
+        sampling = self.temperature.value() > 0
+        return GenerateSettings(
+            max_new_tokens=self.new_tokens.value(), temperature=float(self.temperature.value()),
+            top_k=(self.top_k.value() or None) if sampling else None,
+            top_p=(self.top_p.value() if self.top_p.value() < 1 else None) if sampling else None,
+            seed=self.seed.value(),
+        )  # fmt: skip
+
+    def _request(self):
+        name = self.model_edit.text().strip()
+        if not name:
+            raise InputError("choose a decoder model first")
+        settings = self.settings().validate()
+        source = self.model_source
+        return (lambda: source(name)), self.prompt_edit.text(), settings
+
+    def generate(self, now: bool = False) -> int | None:
+        """Start generating (on the worker; ``now``: on this thread, for tests and screenshots)."""
+        try:
+            model, prompt, settings = self._request()
+        except InputError as exc:
+            self._on_failed(self.worker.request, str(exc))
+            return None
+        self.status.setText(f"Generating ({settings.describe()})…")
+        return (self.worker.run_now if now else self.worker.submit)(model, prompt, settings)
+
+    def _on_progress(self, request: int, done: int, total: int) -> None:
+        if request == self.worker.request:
+            self.status.setText(f"Generating: {done} / {total} tokens…")
+
+    def _on_failed(self, request: int, message: str) -> None:
+        if request == self.worker.request:
+            self.status.setText(f"error: {message}")
+
+    def _on_finished(self, request: int, view: GenerationView) -> None:
+        if request != self.worker.request:
+            return
+        self.view = view
+        g = view.gen
+        L, h = g.num_layers, g.num_heads
+        self.layer_box.setRange(0, L - 1)
+        self.head_box.setRange(0, h - 1)
+        notes = "".join(f"  ⚠ {n}" for n in g.notices)
+        ms = sorted(g.step_ms)[len(g.step_ms) // 2] if g.step_ms else 0.0
+        if view.causal:
+            self.status.setText(f"{g.model}: {g.prompt_length} prompt tokens + {g.generated} generated "
+                                f"(stopped: {g.stopped}; {ms:.0f} ms per token): {g.text!r}{notes}")  # fmt: skip
+        else:
+            best = ", ".join(f"{s.position}: {s.top_tokens[0]!r}" for s in g.steps)
+            self.status.setText(f"{g.model} (encoder): {g.n} tokens, {view.steps} mask tokens predicted: "
+                                f"{best}{notes}")  # fmt: skip
+        self.lens.describe = view.lens_hover
+        self.model_view.set_shape(L, h, g.n, g.n)
+        self.model_view.set_metrics(view.metrics)
+        self.lens.set_lens(g.lens_prob, view.lens_labels(), view.tokens, g.prompt_length,
+                           "the next token" if view.causal else "the last layer's top token")  # fmt: skip
+        self.slider.blockSignals(True)
+        self.slider.setRange(0, view.steps - 1)
+        self.slider.setValue(view.steps - 1)
+        self.slider.blockSignals(False)
+        self.slider.setEnabled(True)
+        self.open_button.setEnabled(True)
+        self.show_step(view.steps - 1)
+
+    # --- showing a step --------------------------------------------------------------------
+    def choose_head(self, layer: int, head: int) -> None:
+        self.layer_box.setValue(layer)
+        self.head_box.setValue(head)
+
+    def show_step(self, step: int) -> None:
+        view = self.view
+        if view is None:
+            return
+        self.step = step = max(0, min(step, view.steps - 1))
+        g = view.gen
+        p = view.position(step)
+        s = g.steps[step]
+        chosen = "" if s.chosen is None else f" → chose {g.token_names.get(s.chosen, '?')!r}"
+        kind = "prompt's last token" if step == 0 else f"generated token {step}"
+        if not view.causal:
+            kind = f"mask token {step + 1} of {view.steps}:"
+        self.step_label.setText(f"step {step} / {view.steps - 1}: position {p}, {kind} {view.tokens[p]!r}{chosen}")
+        thumbs = view.step_thumbnails(step, self.model_view.fit_box.isChecked(), self.sink_box.isChecked())
+        for layer in range(g.num_layers):  # the mosaic keeps its shape: rows fill in as p grows
+            self.model_view.set_layer(layer, indices=thumbs[layer])
+        layer, head = self.layer_box.value(), self.head_box.value()
+        title = f"L{layer} H{head} up to position {p}" if view.causal else f"L{layer} H{head}, row {p} outlined"
+        self.matrix.set_matrix(view.attention[layer, head], view.tokens, g.prompt_length, p, title,
+                               self.sink_box.isChecked(), None if view.causal else g.n - 1)  # fmt: skip
+        self.matrix.set_sink(view.sink[:, layer, head], view.sink[:, layer].mean(-1), p)
+        row = s.top_ids.index(s.chosen) if s.chosen in s.top_ids else None
+        what = f"Next token after position {p}" if view.causal else f"Predicted at position {p}"
+        self.bars.set_bars(s.top_tokens, s.top_probs, row, g.token_names.get(s.chosen, "?") if s.chosen is not None
+                           else "", s.chosen_prob, what)  # fmt: skip
+        self.lens.set_position(p)
+        self.shown.emit(step)
+
+    def closeEvent(self, event):  # noqa: N802 - Qt API
+        self.worker.stop()
+        super().closeEvent(event)
+
+
+class GenerateWindow(QMainWindow):
+    def __init__(self, model_source: ModelSource, model_name: str = "", parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("Attention Explorer: generate and watch")
+        self.panel = GeneratePanel(model_source, model_name)
+        self.setCentralWidget(self.panel)
+        self.resize(1500, 950)
+
+    def closeEvent(self, event):  # noqa: N802 - Qt API
+        self.panel.worker.stop()
+        super().closeEvent(event)
+
+
+def generate_screenshot(model: str, prompt: str, new_tokens: int, out, step: int | None = None) -> int:
+    """``main.py --generate PROMPT --model M --screenshot OUT.png``: the Generate window alone."""
+    from PySide6.QtWidgets import QApplication
+
+    from models.pretrained import load_model
+
+    window = GenerateWindow(lambda name: load_model(name), model)
+    window.panel.prompt_edit.setText(prompt)
+    window.panel.new_tokens.setValue(new_tokens)
+    window.show()
+    window.panel.generate(now=True)
+    QApplication.processEvents()
+    if step is not None and window.panel.view is not None:
+        window.panel.slider.setValue(step)
+    QApplication.processEvents()
+    message = window.panel.status.text()
+    ok = window.panel.view is not None and window.grab().save(str(out), "PNG")
+    window.close()
+    window.deleteLater()
+    QApplication.processEvents()
+    if not ok:
+        print(message if message.startswith("error") else f"error: cannot write screenshot to {out}")
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
+
+def open_generate_window(app, model: str, prompt: str, new_tokens: int) -> int:
+    """``main.py --generate PROMPT --model M``: the Generate window on its own, generating at once."""
+    from models.pretrained import load_model
+
+    window = GenerateWindow(lambda name: load_model(name), model)
+    window.panel.prompt_edit.setText(prompt)
+    window.panel.new_tokens.setValue(new_tokens)
+    window.show()
+    window.panel.generate()
+    try:
+        return app.exec()
+    finally:
+        window.close()
+
+
+def open_generate_for(parent: QWidget, models, state) -> GenerateWindow:
+    """File → Generate and watch…: the window's model (when one is chosen) and model cache; "Open in
+    the explorer" traces the generated sequence in the main window at the layer shown."""
+    inputs = state.inputs
+    window = GenerateWindow(models.model, inputs.model if inputs.uses_model else "", parent)
+
+    def open_sequence(text: str, layer: int) -> None:
+        state.update_inputs(model=window.panel.model_edit.text().strip(), sentence=text, layer=layer)
+
+    window.panel.open_in_window.connect(open_sequence)
+    window.show()
+    return window

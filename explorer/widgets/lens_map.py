@@ -1,0 +1,92 @@
+"""The logit lens as a layers × positions map: each cell coloured by the probability the layer
+gives to the token that comes next, and labelled with the layer's own top token (when the cells
+are wide enough). The current step's column is outlined; hover asks ``describe(layer, position)``
+(the top-5 at that layer) and shows the answer below."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from .colormaps import lookup_table
+from .token_axis import TokenAxis, shorten
+
+MAX_TEXT_CELLS = 320  # beyond this many cells the map is coloured only (hover still names them)
+COLOURS = 127
+
+
+class LensMap(QWidget):
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.describe: Callable[[int, int], str] = lambda layer, pos: ""
+        self.bottom = TokenAxis("bottom")
+        self.plot = pg.PlotWidget(background="w", enableMenu=False, axisItems={"bottom": self.bottom})
+        self.plot.setMouseEnabled(False, False)
+        self.plot.hideButtons()
+        self.plot.invertY(True)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.plot.addItem(self.image)
+        self.column = pg.QtWidgets.QGraphicsRectItem()
+        self.column.setPen(pg.mkPen((230, 60, 20), width=2))
+        self.plot.addItem(self.column)
+        self.boundary = pg.InfiniteLine(angle=90, pen=pg.mkPen((255, 255, 255), width=2, style=Qt.PenStyle.DashLine))
+        self.plot.addItem(self.boundary)
+        self.texts: list[pg.TextItem] = []
+        self.hover_label = QLabel(" ")
+        self.hover_label.setWordWrap(True)
+        self.hover_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.shape = (0, 0)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(self.hover_label)
+        self.plot.scene().sigMouseMoved.connect(self._hover)
+
+    def set_lens(self, prob: np.ndarray, labels: list[list[str]], tokens, prompt_length: int,
+                 target: str = "the next token") -> None:  # fmt: skip
+        """``prob (L, n)`` in 0..1 (of ``target``), ``labels[l][p]`` the top token, ``tokens`` the sequence."""
+        L, n = prob.shape
+        self.shape = (L, n)
+        indices = np.rint(np.clip(np.nan_to_num(prob), 0, 1) * (COLOURS - 1)).astype(np.uint8)
+        self.image.setImage(indices, autoLevels=False, levels=(0, 255), lut=lookup_table(True))
+        self.image.setRect(QRectF(0, 0, n, L))
+        self.bottom.set_labels(tuple(tokens))
+        self.plot.getAxis("left").setTicks([[(layer + 0.5, f"L{layer}") for layer in range(L)]])
+        self.boundary.setValue(prompt_length)
+        for item in self.texts:
+            self.plot.removeItem(item)
+        self.texts = []
+        if L * n <= MAX_TEXT_CELLS:
+            for layer in range(L):
+                for p in range(n):
+                    dark = prob[layer, p] > 0.55  # viridis turns light: dark text there
+                    item = pg.TextItem(shorten(labels[layer][p], 6), anchor=(0.5, 0.5),
+                                       color=QColor(20, 20, 20) if dark else QColor(245, 245, 245))  # fmt: skip
+                    item.setPos(p + 0.5, layer + 0.5)
+                    self.plot.addItem(item)
+                    self.texts.append(item)
+        self.plot.setRange(xRange=(0, n), yRange=(0, L), padding=0)
+        self.plot.setTitle(f"Logit lens: colour = probability of {target} after each layer; "
+                           "text = that layer's top token", size="9pt")  # fmt: skip
+
+    def set_position(self, position: int) -> None:
+        L = self.shape[0]
+        self.column.setRect(QRectF(position, 0, 1, L))
+
+    def cell_at(self, scene_pos) -> tuple[int, int] | None:
+        if not self.plot.sceneBoundingRect().contains(scene_pos):
+            return None
+        pt = self.plot.getViewBox().mapSceneToView(scene_pos)
+        layer, p = int(np.floor(pt.y())), int(np.floor(pt.x()))
+        L, n = self.shape
+        return (layer, p) if 0 <= layer < L and 0 <= p < n else None
+
+    def _hover(self, scene_pos) -> None:
+        cell = self.cell_at(scene_pos)
+        if cell is not None:
+            self.hover_label.setText(self.describe(*cell))

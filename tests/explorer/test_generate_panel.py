@@ -1,0 +1,206 @@
+"""The Generate panel: what it shows at each step equals the generation's numbers, ←/→ step, the
+worker answers off the GUI thread, a head is chosen by a click, errors are one line, and the
+first key can be left out of the colour scale."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from explorer.generate_panel import GeneratePanel
+from explorer.sink_scale import first_key_out_of_scale
+from models.generate import GenerateSettings, generate
+from models.pretrained import load_model
+
+PROMPT = "the cat sat on the mat and the dog"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_generate.py"
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("bench_generate", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    folder = tmp_path_factory.mktemp("demo")
+    bench.write_decoder(folder, layers=3, d=32, heads=4, ffn=64, words=bench.DEMO_WORDS, scale=0.35)
+    return folder
+
+
+@pytest.fixture
+def panel(qtbot, decoder):
+    p = GeneratePanel(lambda name: load_model(name, device="cpu"), str(decoder))
+    qtbot.addWidget(p)
+    p.resize(1400, 900)
+    p.prompt_edit.setText(PROMPT)
+    p.new_tokens.setValue(6)
+    p.show()
+    yield p
+    p.worker.stop()
+
+
+def test_each_step_shows_the_generation(qtbot, panel, decoder):
+    panel.generate(now=True)
+    gen = generate(load_model(decoder, device="cpu"), PROMPT, GenerateSettings(max_new_tokens=6))
+    view = panel.view
+    assert view is not None and view.gen.ids == gen.ids
+    np.testing.assert_array_equal(view.attention, gen.attention())
+    assert panel.slider.maximum() == 6 and panel.step == 6  # opens on the last step
+    panel.slider.setFocus()
+    qtbot.keyClick(panel.slider, Qt.Key.Key_Left)
+    qtbot.keyClick(panel.slider, Qt.Key.Key_Left)
+    assert panel.step == 4
+    p = gen.prompt_length - 1 + 4
+    # the model view grows row by row: rows after p are empty in every thumbnail
+    from explorer.thumbnails import EMPTY_INDEX
+
+    assert panel.model_view.tile == (gen.n, gen.n)
+    thumbs = view.step_thumbnails(4, True, False)
+    assert (thumbs[..., p + 1 :, :] == EMPTY_INDEX).all() and (thumbs[..., : p + 1, :] != EMPTY_INDEX).all()
+    np.testing.assert_allclose(panel.model_view.metrics["sink"], gen.attention()[:, :, 1:, 0].mean(-1), atol=1e-6)
+    # the bars: the step's top-k, the chosen token in orange (the greedy choice is the first)
+    step = gen.steps[4]
+    assert panel.bars.chosen_row == 0 and step.chosen == gen.ids[p + 1]
+    assert panel.bars.labels[0].startswith(gen.tokens[p + 1])
+    assert f"position {p}" in panel.step_label.text()
+    # a head chosen in the model view is the one drawn in full
+    panel.choose_head(2, 3)
+    np.testing.assert_array_equal(panel.matrix.matrix, gen.attention()[2, 3])
+    hover = panel.lens.describe(1, p)
+    assert hover.startswith(f"L1, position {p}") and "top-5" in hover
+
+
+def test_worker_generates_off_the_gui_thread(qtbot, panel):
+    with qtbot.waitSignal(panel.worker.finished, timeout=60_000):
+        panel.generate()
+    assert panel.view is not None and panel.slider.isEnabled()
+
+
+def test_errors_are_one_line(qtbot, panel, tmp_path):
+    panel.model_edit.setText(str(tmp_path / "nowhere"))
+    panel.generate(now=True)
+    assert panel.status.text().startswith("error: ") and panel.view is None
+    panel.model_edit.setText("")
+    panel.generate(now=True)
+    assert panel.status.text() == "error: choose a decoder model first"
+
+
+def test_first_key_out_of_the_scale():
+    a = np.array([[[1.0, 0.0, 0.0], [0.9, 0.1, 0.0], [0.5, 0.2, 0.3]]], np.float32)
+    out = first_key_out_of_scale(a)
+    np.testing.assert_array_equal(out[0, :, 0], np.float32([0.3, 0.3, 0.3]))  # at most the rest's largest
+    np.testing.assert_array_equal(out[0, :, 1:], a[0, :, 1:])
+    assert a[0, 0, 0] == 1.0  # the input is unchanged
+
+
+def test_file_menu_generate_then_open_in_the_explorer(qtbot, make_window, settle, decoder):
+    window = make_window()
+    gen_window = window.open_generate()
+    qtbot.addWidget(gen_window)
+    panel = gen_window.panel
+    panel.model_edit.setText(str(decoder))
+    panel.prompt_edit.setText(PROMPT)
+    panel.new_tokens.setValue(4)
+    panel.generate(now=True)
+    assert panel.open_button.isEnabled()
+    panel.layer_box.setValue(2)
+    panel.open_button.click()
+    inputs = window.state.inputs
+    assert inputs.model == str(decoder) and inputs.layer == 2
+    assert inputs.sentence == panel.view.gen.sequence_text and inputs.sentence.startswith(PROMPT)
+    settle(window, timeout=60_000)
+    panel.worker.stop()
+
+
+def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
+    from explorer.survey_panel import SurveyPanel
+    from explorer.thumbnails import thumbnail_indices
+
+    rng = np.random.default_rng(0)
+    a = np.tril(rng.random((2, 3, 6, 6))).astype(np.float32)
+    a[..., 0] += 5.0  # every head parks most of its weight on the first token
+    a /= a.sum(-1, keepdims=True)
+    np.save(tmp_path / "sink.npy", a)
+    panel = SurveyPanel()
+    qtbot.addWidget(panel)
+    painted = {}
+    original = panel.model_view.set_layer
+
+    def spy(layer, weights=None, indices=None):
+        painted[layer] = thumbnail_indices(weights, True) if indices is None else indices
+        original(layer, weights, indices)
+
+    panel.model_view.set_layer = spy
+    assert panel.open_attention(tmp_path / "sink.npy")
+    np.testing.assert_array_equal(painted[1], thumbnail_indices(a[1], True))
+    panel.sink_box.setChecked(True)
+    np.testing.assert_array_equal(painted[1], thumbnail_indices(first_key_out_of_scale(a[1]), True))
+    assert painted[1][..., 1:].max() > thumbnail_indices(a[1], True)[..., 1:].max()  # the rest brightens
+    np.testing.assert_allclose(panel.table.model.values[:, -1], a[:, :, 1:, 0].mean(-1).reshape(-1), atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [9, 150])  # one cell per pixel, and blocks of 3 rows per pixel
+@pytest.mark.parametrize("sink_out", [False, True])
+def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
+    from explorer.generation_view import GenerationView
+    from explorer.thumbnails import EMPTY_INDEX, THUMB, block_max
+
+    rng = np.random.default_rng(1)
+    a = np.tril(rng.random((2, 3, n, n))).astype(np.float32)
+    a /= a.sum(-1, keepdims=True)
+    steps = [type("S", (), {"position": 2 + s})() for s in range(n - 2)]
+    gen = type("G", (), {"steps": steps, "tokens": tuple(f"t{i}" for i in range(n)), "token_names": {}})()
+    view = GenerationView(gen, attention=a, causal=True)  # a generation of n tokens with this attention
+    shown = first_key_out_of_scale(a) if sink_out else a
+    top = block_max(shown, THUMB).max(axis=(-2, -1), keepdims=True)
+    for step in (0, 4, n - 3):
+        p = 2 + step
+        got = view.step_thumbnails(step, True, sink_out)
+        rows = shown.copy()
+        rows[:, :, p + 1 :] = -np.inf  # rows not generated yet take no part in the block maxima
+        small = block_max(rows, THUMB)
+        want = np.rint(np.clip(small / top, 0, 1) * 254)
+        filled = np.isfinite(small).all(-1)
+        np.testing.assert_array_equal(got[filled], want[filled].astype(np.uint8))
+        assert (got[~filled] == EMPTY_INDEX).all() and filled.any()
+
+
+def test_an_encoder_shows_its_mask_predictions(qtbot, tmp_path):
+    import torch
+
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+
+    from models.generate.mlm import predict_masks
+
+    words = ["[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "dog", "ran"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="the"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.add_special_tokens(["[MASK]"])  # one token, not split at its brackets
+    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]",
+                                                       special_tokens=[("[CLS]", 0), ("[SEP]", 1)])  # fmt: skip
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=16)  # fmt: skip
+    transformers.BertForMaskedLM(config).save_pretrained(tmp_path)
+    tok.save(str(tmp_path / "tokenizer.json"))
+    panel = GeneratePanel(lambda name: load_model(name, device="cpu"), str(tmp_path))
+    qtbot.addWidget(panel)
+    panel.prompt_edit.setText("the cat [MASK] on the [MASK]")
+    panel.show()
+    panel.generate(now=True)
+    view = panel.view
+    assert view is not None, panel.status.text()
+    assert not view.causal and view.steps == 2
+    result = predict_masks(load_model(tmp_path, device="cpu"), "the cat [MASK] on the [MASK]")
+    np.testing.assert_array_equal(view.attention, result.attention)
+    assert [view.position(s) for s in range(2)] == [3, 6]  # [CLS] the cat [MASK] on the [MASK] [SEP]
+    panel.slider.setValue(0)
+    assert "mask token 1 of 2" in panel.step_label.text() and panel.bars.chosen_row is None
+    assert panel.bars.labels[0].startswith(result.masks[0].top_tokens[0])
+    assert (view.step_thumbnails(0, True, False) != 255).all()  # an encoder shows every row
+    assert "(encoder)" in panel.status.text()
+    panel.worker.stop()

@@ -1,0 +1,59 @@
+"""Every label readable: all token labels when they fit (upright below the matrix if need be), else
+evenly spaced with their position; axis titles; right-to-left pieces in logical order; no two
+labels overlap."""
+
+from pixels import overlapping
+
+from explorer.state import Inputs
+from explorer.widgets.labels import LRM, display_label
+
+README = "The animal didn't cross the street because it was too tired."
+
+
+def _labels(axis):
+    return axis.drawn_labels()
+
+
+def test_all_fourteen_tokens_of_the_readme_example_are_labelled(make_window):
+    window = make_window(Inputs(sentence=README, heads=2, d_model=16, mask="causal"), stage="weights")
+    view = window.matrix_view
+    view.flush()
+    n = len(window.state.display.trace.key_tokens)
+    assert n == 14
+    for plot in view.plots:
+        drawn = _labels(plot.bottom)
+        assert [text for _, text in drawn] == list(window.state.display.trace.key_tokens)
+        assert not overlapping([rect for rect, _ in drawn])
+    left = _labels(view.plots[0].left)
+    assert len(left) == n and not overlapping([rect for rect, _ in left])
+    assert view.plots[0].left.labelText == "query i" and view.plots[0].bottom.labelText == "key j"
+
+
+def test_thinned_labels_carry_their_position_and_never_overlap(make_window):
+    words = ["the", "cat", "sat"] * 334  # 1002 tokens, the same few words again and again
+    window = make_window(Inputs(sentence=" ".join(words), heads=1, d_model=8), stage="weights")
+    view = window.matrix_view
+    view.flush()
+    for axis in (view.plots[0].left, view.plots[0].bottom):
+        drawn = _labels(axis)
+        assert 5 <= len(drawn) < 1002
+        positions = [int(text.split(" ")[0]) for _, text in drawn]
+        steps = {b - a for a, b in zip(positions, positions[1:])}
+        assert len(steps) == 1  # evenly spaced
+        for (_, text), i in zip(drawn, positions):
+            assert text == f"{i} {words[i]}"
+        assert not overlapping([rect for rect, _ in drawn])
+
+
+def test_cross_attention_axes_say_which_sentence(make_window):
+    window = make_window(Inputs(sentence="The cat sat.", cross_enabled=True, cross_sentence="Die Katze.", heads=1,
+                                d_model=8), stage="weights")  # fmt: skip
+    window.matrix_view.flush()
+    plot = window.matrix_view.plots[0]
+    assert plot.left.labelText == "query i (2nd sentence)" and plot.bottom.labelText == "key j (1st sentence)"
+
+
+def test_right_to_left_word_pieces_keep_their_logical_order(qapp):
+    shown = display_label("##ل")
+    assert shown.startswith(LRM) and shown.endswith("##ل")  # drawn left to right: "##" first
+    assert display_label("the") == "the" and display_label("##ing") == "##ing"

@@ -1,0 +1,84 @@
+"""Numbers in cells only when they fit at the current zoom, never overlapping; fewer digits before
+hiding; when hidden, the Numbers box says why."""
+
+from pixels import overlapping
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QFontMetricsF
+
+from explorer.state import Inputs
+from explorer.widgets.cell_numbers import cell_text, parse_cell_text
+
+# Sharp weights (temperature 0.05): most are tiny, "0.000304" and "9.82e−05" beside each other.
+SHARP = Inputs(sentence="the cat sat on a mat while dogs ran far away now", heads=2, d_model=8, temperature=0.05)
+
+
+def _number_rects(view):
+    """Each written number's rectangle on screen (device pixels) and its text."""
+    out = []
+    for plot in view.plots:
+        item = view.numbers.item_for(plot)
+        box = plot.plot.getViewBox()
+        metrics = QFontMetricsF(item.font)
+        for row, col, text, _ in item.cells:
+            cell = box.mapViewToScene(QRectF(col, row, 1, 1)).boundingRect()
+            width = metrics.horizontalAdvance(text)
+            rect = QRectF(cell.center().x() - width / 2, cell.center().y() - metrics.height() / 2, width,
+                          metrics.height())  # fmt: skip
+            out.append((rect, cell, text))
+    return out
+
+
+def _check(view):
+    rects = _number_rects(view)
+    for rect, cell, text in rects:
+        assert rect.left() >= cell.left() and rect.right() <= cell.right(), (text, rect, cell)
+    assert not overlapping([r for r, _, _ in rects])
+    return rects
+
+
+def test_numbers_never_overlap_at_any_width(qtbot, make_window, settle):
+    window = make_window(SHARP, stage="weights")
+    view = window.matrix_view
+    seen_hidden = seen_shown = False
+    for width in range(900, 1700, 100):
+        window.resize(width, 1000)
+        settle(window)
+        view.flush()
+        view.numbers.update()
+        rects = _check(view)
+        if rects:
+            seen_shown = True
+            assert view.numbers.checkbox.text() == "Numbers"
+        else:
+            seen_hidden = True
+            assert "zoom in" in view.numbers.checkbox.text()
+    assert seen_shown or seen_hidden
+
+
+def test_zoomed_in_the_numbers_come_back(qtbot, make_window, settle):
+    window = make_window(SHARP, stage="weights")
+    view = window.matrix_view
+    window.resize(900, 900)
+    settle(window)
+    box = view.plots[0].plot.getViewBox()
+    box.setRange(xRange=(0, 3), yRange=(0, 3), padding=0)
+    view.numbers.update()
+    _check(view)
+    assert len(view.numbers.item_for(view.plots[0]).cells) == 9  # 3 × 3 cells in view, each with its number
+
+
+def test_short_forms_still_read_back():
+    assert cell_text(9.82e-05) == "9.82e−5"
+    assert cell_text(9.82e-05, 2) == "9.8e−5" and cell_text(0.000304, 1) == "0.0003"
+    assert parse_cell_text("9.82e−5") == 9.82e-05
+
+
+def test_minilm_layer_2_head_9_numbers_fit_their_cells(make_window):
+    # The issue's case: "0.0003049.82e−050.000358" written across three cells.
+    inputs = Inputs(model="minilm", layer=2, sentence="The animal didn't cross the street because it was too tired.")
+    window = make_window(inputs, stage="weights", head=9)
+    view = window.matrix_view
+    view.flush()
+    view.numbers.update()
+    rects = _check(view)
+    assert rects or "zoom in" in view.numbers.checkbox.text()
