@@ -6,28 +6,30 @@ The comparison (two heads read, their difference, three images) is computed off 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt
-from PySide6.QtGui import QKeySequence
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, Qt, Signal
 
 from .compare import Comparison, changes, compare
 from .state import ALL_HEADS
 from .widgets.compare_view import CompareView
 
+Report = Callable[[str], None]
+
 
 class CompareActions(QObject):
-    def __init__(self, window, jobs):
-        super().__init__(window)
-        self.window_, self.state, self.jobs = window, window.state, jobs
+    """Handed the state, the read-job runner (``jobs``: the comparison is computed off the GUI thread),
+    the status line's ``info`` and ``error`` and the window the compare view belongs to (``parent``);
+    Stage → Pin this run / Unpin (explorer.actions) call pin() / unpin()."""
+
+    pinned_changed = Signal()  # a run was pinned or unpinned (Unpin applies or not)
+
+    def __init__(self, state, jobs, info: Report, error: Report, parent=None):
+        super().__init__(parent)
+        self.state, self.jobs, self._parent, self._info, self._error = state, jobs, parent, info, error
         self.pinned = None  # the DisplayTrace pinned (kept alive here: the worker never frees it)
         self.comparison: Comparison | None = None
         self.view: CompareView | None = None
-        menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&Stage")
-        menu.addSeparator()
-        self.pin_action = menu.addAction("Pin this run", self.pin)
-        self.pin_action.setShortcut(QKeySequence("Ctrl+K"))
-        self.pin_action.setToolTip("Keep this run; change anything and compare it with the new one")
-        self.unpin_action = menu.addAction("Unpin", self.unpin)
-        self.unpin_action.setEnabled(False)
         for signal in (self.state.trace_changed, self.state.stage_changed, self.state.head_changed,
                        self.state.focus_head_changed, self.state.colours_changed):  # fmt: skip
             signal.connect(self.refresh)
@@ -35,33 +37,39 @@ class CompareActions(QObject):
     def pin(self) -> bool:
         display = self.state.display
         if display is None:
-            self.window_.status_line.show_error("nothing to pin yet: the first computation has not finished")
+            self._error("nothing to pin yet: the first computation has not finished")
             return False
         self.pinned = display
         if self.view is None:
-            self.view = CompareView(self.window_)  # a window of its own, closed with the main one
+            self.view = CompareView(self._parent)  # a window of its own, closed with the main one
             self.view.setWindowFlag(Qt.WindowType.Window)
             self.view.setWindowTitle("Compare runs: pinned and current")
             self.view.resize(1100, 460)
             self.view.closeEvent = self._view_closed
-        self.unpin_action.setEnabled(True)
+        self.pinned_changed.emit()
         self.refresh()
         self.view.show()
         self.view.raise_()
-        self.window_.status_line.show_info("run pinned: change anything and compare it in the compare window")
+        self._info("run pinned: change anything and compare it in the compare window")
         return True
 
     def unpin(self) -> None:
         self.pinned, self.comparison = None, None
         self.jobs.cancel("compare")
-        self.unpin_action.setEnabled(False)
+        self.pinned_changed.emit()
         if self.view is not None:
             self.view.hide()
+
+    def keep_pinned(self, display) -> None:
+        """Pin ``display`` again without showing the compare window (a session that failed to open
+        puts back the run that was pinned before it)."""
+        self.pinned = display
+        self.pinned_changed.emit()
 
     def _view_closed(self, event) -> None:
         self.pinned, self.comparison = None, None
         self.jobs.cancel("compare")
-        self.unpin_action.setEnabled(False)
+        self.pinned_changed.emit()
         event.accept()
 
     def shown_head(self) -> int:

@@ -6,10 +6,11 @@ models/pretrained/edits.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 
-from PySide6.QtCore import QObject, QRectF, Qt
-from PySide6.QtGui import QKeySequence, QPen
+from PySide6.QtCore import QObject, QRectF, QSignalBlocker, Qt, Signal
+from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel
 
 from models.config import AttentionRequest
@@ -26,13 +27,22 @@ MARK_COLOUR = "#ff8c00"
 
 
 class Experiment(QObject):
-    def __init__(self, window):
-        super().__init__(window)
-        self.window_, self.state, self.view = window, window.state, window.matrix_view
+    """The edits of the shown computation. Handed the state, the matrix view (its pane), ``submit()``
+    (send the current inputs, with the edits, to the worker), ``notify(text)`` (a notice shown with
+    the next summary) and ``error(text)`` (the status line's); the Edit menu's actions
+    (explorer.actions) call its public methods."""
+
+    changed = Signal()  # the edits or the undone steps changed (Undo / Redo / Reset may apply now)
+
+    def __init__(self, state, view, submit: Callable[[], object], notify: Callable[[str], None],
+                 error: Callable[[str], None], parent=None):  # fmt: skip
+        super().__init__(parent)
+        self.state, self.view = state, view
+        self._submit, self._notify, self._error = submit, notify, error
         self.edits: list[Edit] = []
         self.redo_list: list[tuple[Edit, ...]] = []  # undone steps, the last one undone last
         self._steps: list[int] = []  # how many edits each undo step takes back (hiding a whole token: n)
-        self._marks: list[tuple[object, QGraphicsRectItem]] = []
+        self._marks: list[tuple[int, object, QGraphicsRectItem]] = []  # (head, plot item, outline)
         self._inputs = self.state.inputs
         self.difference = QCheckBox("Difference")
         self.difference.setToolTip("Edited − original of this stage, on a diverging map centred on 0")
@@ -43,16 +53,6 @@ class Experiment(QObject):
         self.largest.setMinimumWidth(1)  # its text must not widen the view (see rangeLabel)
         self.view.add_control(self.difference)
         self.view.add_control(self.largest)
-        menu = window.menuBar().addMenu("&Edit")
-        self.actions = {}
-        for name, text, keys, slot in (("undo", "Undo edit", "Ctrl+Z", self.undo),
-                                       ("redo", "Redo edit", "Ctrl+Shift+Z", self.redo),
-                                       ("reset", "Reset edits", None, self.reset)):  # fmt: skip
-            action = menu.addAction(text, slot)
-            if keys:
-                action.setShortcut(QKeySequence(keys))
-            self.actions[name] = action
-        self._sync_actions()
         self.view.cell_double_clicked.connect(self.edit_cell)
         self.state.inputs_changed.connect(self._inputs_changed)
         self.view.shown.connect(self._refresh)  # marks on what the view shows, once it shows it
@@ -70,20 +70,20 @@ class Experiment(QObject):
         return request
 
     def _recompute(self) -> None:
-        self._sync_actions()
-        self.window_.submit_now()
+        self.changed.emit()
+        self._submit()
 
     def _inputs_changed(self, inputs) -> None:
         old, self._inputs = self._inputs, inputs
         if self.edits and _without_mask(old) != _without_mask(inputs):
             self.edits, self.redo_list, self._steps = [], [], []  # they were edits of another computation
-            self.window_._notices.append("edits cleared: the inputs changed")
-            self._sync_actions()
+            self._notify("edits cleared: the inputs changed")
+            self.changed.emit()
 
     # --- editing ---------------------------------------------------------------------------
     def ask_value(self, stage_title: str, cell: tuple[int, ...], current: float) -> float | None:
         """The number dialog (tests replace this method)."""
-        value, ok = QInputDialog.getDouble(self.window_, "Edit a value", f"{stage_title} {list(cell)}:",
+        value, ok = QInputDialog.getDouble(self.view.window(), "Edit a value", f"{stage_title} {list(cell)}:",
                                            current, -1e30, 1e30, 6)  # fmt: skip
         return value if ok else None
 
@@ -95,7 +95,7 @@ class Experiment(QObject):
         if stage.name not in CELL_STAGES:
             return False
         if stage.col_axis == "key" and col >= len(display.trace.key_tokens):  # gpt-oss's sink column
-            self.window_.status_line.show_error("the sink is a learned logit, not a score: it cannot be edited")
+            self._error("the sink is a learned logit, not a score: it cannot be edited")
             return False
         cell = (head, row, col) if stage.per_head else (row, col)
         earlier = [e.value for e in self.edits if e.stage == stage.name and e.cell == cell]
@@ -139,16 +139,27 @@ class Experiment(QObject):
             self.edits, self.redo_list, self._steps = [], [], []
             self._recompute()
 
+    def drop_edits(self) -> None:
+        """Forget the edits and undone steps without a recomputation or a notice (a session's
+        inputs are about to be set: its own edits replace these, they are not "cleared")."""
+        self.edits, self.redo_list, self._steps = [], [], []
+        self.changed.emit()
+
+    def set_difference(self, on: bool) -> None:
+        """Tick or untick Difference without a recomputation (a session's; its edits follow)."""
+        with QSignalBlocker(self.difference):
+            self.difference.setChecked(on)
+
     def set_edits(self, edits) -> None:
         """A session's edits (after its inputs were set)."""
         self.edits, self.redo_list = list(edits), []
         self._steps = [1] * len(self.edits)
         self._recompute()
 
-    def _sync_actions(self) -> None:
-        self.actions["undo"].setEnabled(bool(self.edits))
-        self.actions["redo"].setEnabled(bool(self.redo_list))
-        self.actions["reset"].setEnabled(bool(self.edits or self.redo_list))
+    @property
+    def marks(self) -> list[tuple[int, int, int]]:
+        """The outlined cells on screen, as (head, row, col) of the plots they are drawn on."""
+        return [(head, int(rect.rect().top()), int(rect.rect().left())) for head, _plot, rect in self._marks]
 
     # --- on screen -------------------------------------------------------------------------
     def _refresh(self, *_args) -> None:
@@ -156,7 +167,7 @@ class Experiment(QObject):
         self._name_largest()
 
     def _draw_marks(self) -> None:
-        for plot_item, rect in self._marks:
+        for _head, plot_item, rect in self._marks:
             plot_item.removeItem(rect)
         self._marks = []
         stage = self.view.shown_stage
@@ -182,7 +193,7 @@ class Experiment(QObject):
                 rect.setPen(pen)
                 rect.setZValue(20)
                 plot.plot.addItem(rect)
-                self._marks.append((plot.plot, rect))
+                self._marks.append((plot.head, plot.plot, rect))
 
     def _name_largest(self) -> None:
         display, stage = self.state.display, self.view.shown_stage

@@ -9,6 +9,7 @@ gives export's one-line message in the status bar and the view stays as it was."
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog
@@ -24,29 +25,21 @@ NPZ = "Weights archive (*.npz)"
 
 
 class FileActions(QObject):
-    def __init__(self, window):
-        super().__init__(window)
-        self.window_, self.state = window, window.state
-        menu = window.menuBar().actions()[0].menu()  # File
-        first = next((a for a in menu.actions() if a.text().startswith("Open attention")), None)
-        self.actions = {}
-        for name, text in (("embeddings", "Open embeddings…"), ("weights", "Open weights…"),
-                           ("mask", "Open mask…"), ("close", "Close opened files")):  # fmt: skip
-            action = menu.addAction(text, getattr(self, f"open_{name}" if name != "close" else "close_files"))
-            if first is not None:
-                menu.insertAction(first, action)
-            self.actions[name] = action
-        if first is not None:
-            menu.insertSeparator(first)
+    """Handed the state, ``notify`` (a notice shown with the next summary), the status line's ``error``
+    and the window the dialogs belong to; the File menu's entries (explorer.actions) call it."""
+
+    def __init__(self, state, notify: Callable[[str], None], error: Callable[[str], None], parent=None):
+        super().__init__(parent)
+        self.state, self._notify, self._error, self._parent = state, notify, error, parent
 
     # --- dialogs (tests replace these) -----------------------------------------------------
     def ask_path(self, caption: str, name_filter: str) -> str | None:
-        path, _ = QFileDialog.getOpenFileName(self.window_, caption, "", name_filter)
+        path, _ = QFileDialog.getOpenFileName(self._parent, caption, "", name_filter)
         return path or None
 
     def ask_labels(self, rows: int) -> str | None:
         """Comma-separated labels for the rows, "" for #0, #1, … (None: cancelled)."""
-        text, ok = QInputDialog.getText(self.window_, "Token labels (optional)",
+        text, ok = QInputDialog.getText(self._parent, "Token labels (optional)",
                                         f"{rows} comma-separated labels, or leave empty for #0, #1, …:")  # fmt: skip
         return text if ok else None
 
@@ -96,9 +89,9 @@ class FileActions(QObject):
         except InputError as exc:
             return self._refuse(exc)
         self.state.update_inputs(**changes)
-        self.window_._notices.append(f"opened {what}")
+        self._notify(f"opened {what}")
         return True
 
     def _refuse(self, exc: InputError) -> bool:
-        self.window_.status_line.show_error(str(exc))
+        self._error(str(exc))
         return False

@@ -33,9 +33,12 @@ def current_hidden(inputs, n_q: int, n_k: int) -> np.ndarray:
 
 
 class KeyHider:
-    def __init__(self, window):
-        self.window_, self.state = window, window.state
-        window.matrix_view.key_toggled.connect(self.toggle)
+    """Handed the state, the matrix view (its Alt+clicks), the experiment (a model's mask edits) and
+    the status line's ``error``."""
+
+    def __init__(self, state, view, experiment, error):
+        self.state, self.experiment, self._error = state, experiment, error
+        view.key_toggled.connect(self.toggle)
 
     def toggle(self, row: int, col: int, whole_token: bool = False) -> bool:
         """Flip key ``col`` for query ``row`` (or for every query); False when it cannot apply."""
@@ -45,7 +48,7 @@ class KeyHider:
         if inputs.uses_model:
             return self._edit_layer_mask(display.trace, row, col, whole_token)
         if inputs.mask_file:
-            self.window_.status_line.show_error("cannot hide a key here: the mask comes from --mask-file")
+            self._error("cannot hide a key here: the mask comes from --mask-file")
             return False
         n_q, n_k = len(display.trace.query_tokens), len(display.trace.key_tokens)
         hidden = current_hidden(inputs, n_q, n_k)
@@ -58,10 +61,10 @@ class KeyHider:
 
     def _edit_layer_mask(self, trace, row: int, col: int, whole_token: bool) -> bool:
         """A model's layer: hide (or show) the key as a mask edit, one undo step."""
-        experiment = self.window_.experiment
+        experiment = self.experiment
         n = len(trace.key_tokens)
         if col >= n:  # a learned attention sink's column (gpt-oss): not a key, nothing to hide
-            self.window_.status_line.show_error("the sink is not a key: it cannot be hidden")
+            self._error("the sink is not a key: it cannot be hidden")
             return False
         hidden = traced_hidden(trace.config, n, experiment.edits)  # (n, n)
         if whole_token:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QDockWidget
 
 from models.export import write_array
@@ -18,18 +18,19 @@ def as_rows(mask: np.ndarray) -> tuple[tuple[bool, ...], ...]:
 
 
 class MaskDock(QDockWidget):
-    def __init__(self, window):
-        super().__init__("Custom mask (True = hidden)", window)
+    """Handed the state and the status line's ``error``; the window docks it (bottom area)."""
+
+    def __init__(self, state, error, parent=None):
+        super().__init__("Custom mask (True = hidden)", parent)
         self.setObjectName("maskDock")
-        self.state, self.window_ = window.state, window
+        self.state = state
         self.painter = MaskPainter(lambda path: load_matrix(path, "mask"), write_array)
         self.painter.setMinimumHeight(240)
         self.setWidget(self.painter)
         self.painter.mask_changed.connect(self._painted)
-        self.painter.error.connect(window.status_line.show_error)
+        self.painter.error.connect(error)
         self.state.inputs_changed.connect(self._inputs_changed)
         self.state.trace_changed.connect(lambda _display: self._follow_trace())
-        window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self)
         self._previous_mask = self.state.inputs.mask
         self._following = False
         self.setVisible(self.wanted())

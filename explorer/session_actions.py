@@ -12,10 +12,10 @@ then shows the session's own run: the compare window shows both exactly as when 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QSignalBlocker
-from PySide6.QtGui import QKeySequence
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog
 
 from models.config import InputError
@@ -38,37 +38,38 @@ class _Before:
     pinned: object  # the pinned DisplayTrace, or None
 
 
+Report = Callable[[str], None]
+
+
 class SessionActions(QObject):
-    def __init__(self, window):
-        super().__init__(window)
-        self.window_, self.state = window, window.state
+    """Handed the state, the experiment (edits), the compare actions (the pinned run), ``submit()``
+    (send the current inputs to the worker: their generation, or None), ``notify`` (a notice with the
+    next summary), the status line's ``info`` / ``error`` and the window the dialogs belong to. The
+    window calls :meth:`arrived` for every result shown and every failure."""
+
+    def __init__(self, state, experiment, compare, submit: Callable[[], int | None], notify: Report,
+                 info: Report, error: Report, parent=None):  # fmt: skip
+        super().__init__(parent)
+        self.state, self.experiment, self.compare = state, experiment, compare
+        self._submit, self._notify, self._info, self._error = submit, notify, info, error
+        self._parent = parent
         self._pending: tuple[int, WindowSession] | None = None  # (generation of the pinned run, the rest)
         self._before: _Before | None = None  # what the window showed before the session being opened
         self._opening = 0  # the generation of the session's own run, until it is shown or fails
-        menu = window.menuBar().actions()[0].menu()  # File
-        quit_action = menu.actions()[-1]
-        self.open_action = menu.addAction("Open session…", lambda: self.open_session())
-        self.open_action.setShortcut(QKeySequence("Ctrl+O"))
-        self.save_action = menu.addAction("Save session…", lambda: self.save_session())
-        for action in (self.open_action, self.save_action):
-            menu.insertAction(quit_action, action)
-        menu.insertSeparator(quit_action)
-        window.shown.connect(self._arrived)
-        window.worker.failed.connect(lambda generation, message, _kind: self._arrived(generation, message))
 
     def ask_path(self, save: bool) -> str | None:
         """The file dialog (tests replace this method)."""
         if save:
-            path, _ = QFileDialog.getSaveFileName(self.window_, "Save session", "session.zip", FILTER)
+            path, _ = QFileDialog.getSaveFileName(self._parent, "Save session", "session.zip", FILTER)
         else:
-            path, _ = QFileDialog.getOpenFileName(self.window_, "Open session", "", FILTER)
+            path, _ = QFileDialog.getOpenFileName(self._parent, "Open session", "", FILTER)
         return path or None
 
     # --- saving ----------------------------------------------------------------------------
     def session(self) -> Session:
         """What the window shows, as a session (InputError when a file it uses cannot be read)."""
-        state, experiment = self.state, self.window_.experiment
-        pinned = self.window_.compare.pinned
+        state, experiment = self.state, self.experiment
+        pinned = self.compare.pinned
         pinned_run, pinned_edits, pinned_difference = (None, (), False) if pinned is None else \
             run_from_request(pinned.request)  # fmt: skip
         return Session(run_from_inputs(state.inputs), state.stage_name, state.head, state.query,
@@ -82,9 +83,9 @@ class SessionActions(QObject):
         try:
             save_session(path, self.session())
         except InputError as exc:
-            self.window_.status_line.show_error(str(exc))
+            self._error(str(exc))
             return False
-        self.window_.status_line.show_info(f"saved session {Path(path).name}")
+        self._info(f"saved session {Path(path).name}")
         return True
 
     # --- opening ---------------------------------------------------------------------------
@@ -95,7 +96,7 @@ class SessionActions(QObject):
         try:
             shown = open_window_session(path, self.state.inputs)
         except InputError as exc:
-            self.window_.status_line.show_error(str(exc))
+            self._error(str(exc))
             return False
         self.restore(shown)
         return True
@@ -103,8 +104,8 @@ class SessionActions(QObject):
     def restore(self, shown: WindowSession) -> None:
         """Show ``shown``: its pinned run first (computed on the worker, then pinned), then its run."""
         if shown.not_applied:
-            self.window_._notices.append(f"the window does not show: {', '.join(shown.not_applied)}")
-        experiment, compare = self.window_.experiment, self.window_.compare
+            self._notify(f"the window does not show: {', '.join(shown.not_applied)}")
+        experiment, compare = self.experiment, self.compare
         self._before = _Before(WindowRun(self.state.inputs, tuple(experiment.edits), experiment.difference.isChecked()),
                                self.state.stage_name, self.state.head, self.state.query, compare.pinned)  # fmt: skip
         compare.unpin()
@@ -113,14 +114,14 @@ class SessionActions(QObject):
             self._show(shown)
             return
         self._apply(shown.pinned)
-        generation = self.window_.submit_now()
+        generation = self._submit()
         if generation is None:  # its settings are not valid here: nothing to pin
-            self.window_._notices.append("the pinned run could not be computed")
+            self._notify("the pinned run could not be computed")
             self._show(shown)
             return
         self._pending = (generation, shown)
 
-    def _arrived(self, generation: int, message: str = "") -> None:
+    def arrived(self, generation: int, message: str = "") -> None:
         """A result (or a failure) came: when it is the pinned run's, pin it and show the session's run;
         when the session's own run failed, go back to what the window showed before."""
         if self._opening and generation >= self._opening:
@@ -134,11 +135,11 @@ class SessionActions(QObject):
         wanted, shown = self._pending
         self._pending = None
         if generation == wanted and not message:
-            self.window_.compare.pin()
+            self.compare.pin()
         elif generation == wanted:
-            self.window_._notices.append(f"the pinned run could not be computed: {message}")
+            self._notify(f"the pinned run could not be computed: {message}")
         else:  # another request went first (the user changed something meanwhile)
-            self.window_._notices.append("the session's pinned run was replaced before it was computed: not pinned")
+            self._notify("the session's pinned run was replaced before it was computed: not pinned")
         self._show(shown)
 
     def _show(self, shown: WindowSession) -> None:
@@ -147,7 +148,7 @@ class SessionActions(QObject):
             self.state.set_stage(shown.stage)
         self.state.set_head(shown.head)
         self.state.set_query(shown.query)
-        self._opening = self.window_.submit_now() or 0
+        self._opening = self._submit() or 0
 
     def _roll_back(self, message: str) -> None:
         before, self._before = self._before, None
@@ -158,19 +159,16 @@ class SessionActions(QObject):
             self.state.set_stage(before.stage)
         self.state.set_head(before.head)
         self.state.set_query(before.query)
-        compare = self.window_.compare
         if before.pinned is not None:
-            compare.pinned = before.pinned
-            compare.unpin_action.setEnabled(True)
-        self.window_.submit_now()
-        self.window_._notices.append(f"the session was not opened ({message}); the window is as it was")
+            self.compare.keep_pinned(before.pinned)
+        self._submit()
+        self._notify(f"the session was not opened ({message}); the window is as it was")
 
     def _apply(self, run: WindowRun) -> None:
         """Set the inputs, the Difference toggle and the edits of ``run`` (one request follows)."""
-        experiment = self.window_.experiment
-        experiment.edits, experiment.redo_list = [], []  # replaced below, not "cleared by the inputs"
+        experiment = self.experiment
+        experiment.drop_edits()  # replaced below, not "cleared by the inputs"
         inputs = run.inputs
         self.state.update_inputs(**{f.name: getattr(inputs, f.name) for f in dataclasses.fields(inputs)})
-        with QSignalBlocker(experiment.difference):
-            experiment.difference.setChecked(run.difference)
+        experiment.set_difference(run.difference)
         experiment.set_edits(run.edits)

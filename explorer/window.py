@@ -6,8 +6,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (
     QFileDialog,
     QMainWindow,
@@ -23,6 +22,8 @@ from models.device import describe_default_device
 from models.pretrained import list_models, resolve_model
 from models.trace import AttentionTrace
 
+from .actions.menus import build_menus
+from .actions.window_actions import window_registry
 from .compare_actions import CompareActions
 from .experiment import Experiment
 from .export_actions import ExportActions
@@ -44,6 +45,7 @@ from .pretrained_runner import PretrainedRequest
 from .run import DisplayTrace
 from .session_actions import SessionActions
 from .state import ALL_HEADS, ExplorerState, Inputs
+from .widgets.debounce import Debounced
 from .widgets.matrix_view import MatrixView
 from .widgets.model_chooser import ModelChooser
 from .widgets.pe_lens import PeLens
@@ -117,21 +119,32 @@ class MainWindow(QMainWindow):
         self.exports = ExportActions(self, self.state, self.matrix_view, settings,
                                      self.status_line.show_info, self.status_line.show_error)  # fmt: skip
         self._lay_out()
-        self._add_actions()
-        self.mask_dock = MaskDock(self)  # issue 9: the painted custom mask
-        self.experiment = Experiment(self)  # issue 9: what-if edits, difference view
-        self.key_hider = KeyHider(self)  # Alt+click hides a key from a query (Shift: from every query)
-        self.sessions = SessionActions(self)  # issue 9: File → Save session… / Open session…
-        self.files = FileActions(self)  # issue 9: File → Open embeddings… / weights… / mask…
+        info, error = self.status_line.show_info, self.status_line.show_error
+        self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.mask_dock)
+        # issue 9: what-if edits, difference view
+        self.experiment = Experiment(self.state, self.matrix_view, self.submit_now, self.add_notice, error, self)
+        # Alt+click hides a key from a query (Shift: from every query)
+        self.key_hider = KeyHider(self.state, self.matrix_view, self.experiment, error)
+        self.jobs = ReadJobs(self)  # the GUI's reads of trace numbers, off this thread
         self.jobs.failed.connect(lambda _kind, message: self.status_line.show_error(message))
-        self.compare = CompareActions(self, self.jobs)  # issue 9: Stage → Pin this run, compared with the current one
+        # Stage → Pin this run, compared with the current one
+        self.compare = CompareActions(self.state, self.jobs, info, error, self)
+        # issue 9: File → Save session… / Open session…
+        self.sessions = SessionActions(self.state, self.experiment, self.compare, self.submit_now, self.add_notice,
+                                       info, error, self)  # fmt: skip
+        self.files = FileActions(self.state, self.add_notice, error, self)  # File → Open embeddings… / mask…
+        # Every menu entry and shortcut, registered once by id (explorer/actions/window_actions.py).
+        self.registry = window_registry(self)
+        self.menus = build_menus(self.menuBar(), self.registry)
+        self.experiment.changed.connect(self.registry.refresh)
+        self.compare.pinned_changed.connect(self.registry.refresh)
+        self.shown.connect(self.sessions.arrived)
+        self.worker.failed.connect(lambda generation, message, _kind: self.sessions.arrived(generation, message))
 
         # Many input changes in one event-loop turn (a spin box held down, a restore) make one request.
-        self._submit_timer = QTimer(self)
-        self._submit_timer.setSingleShot(True)
-        self._submit_timer.setInterval(0)
-        self._submit_timer.timeout.connect(self.submit_now)
-        self.state.inputs_changed.connect(lambda _inputs: self._submit_timer.start())
+        self._submit_soon = Debounced(self.submit_now, 0, self)
+        self.state.inputs_changed.connect(lambda _inputs: self._submit_soon())
         self.state.settings_error_changed.connect(self._settings_problem)
         self.worker.result_ready.connect(self._on_result)
         self.worker.failed.connect(self._on_failed)
@@ -201,46 +214,10 @@ class MainWindow(QMainWindow):
         splitter.setChildrenCollapsible(False)
         self.setCentralWidget(splitter)
 
-    def _add_actions(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        self.file_actions: dict[str, QAction] = {}
-        for name, text, keys in (
-            ("export_matrix", "Export matrix…", ["Ctrl+E"]),
-            ("export_all", "Export all…", ["Ctrl+Shift+E"]),
-            ("save_image", "Save image…", ["Ctrl+Shift+S", "Ctrl+P"]),
-            ("save_window_image", "Save window image…", []),
-        ):
-            action = file_menu.addAction(text)
-            action.setShortcuts([QKeySequence(k) for k in keys])
-            action.triggered.connect(lambda _checked=False, name=name: getattr(self.exports, name)())
-            self.file_actions[name] = action
-        file_menu.addSeparator()
-        file_menu.addAction("Open attention…", lambda: self.open_survey(path=None))  # issue 10
-        file_menu.addAction("Whole model (every layer and head)…", lambda: self.open_survey(model=True))
-        file_menu.addAction("Positional-encoding lens…", self.open_pe_lens)
-        file_menu.addAction("Generate and watch…", self.open_generate)  # issue 21
-        file_menu.addSeparator()
-        file_menu.addAction("Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
-        # Window-wide stage keys. A focused line edit claims Left/Right/Home/End first (Qt's
-        # ShortcutOverride), so its cursor still moves; everywhere else these step the stages.
-        stage_menu = self.menuBar().addMenu("&Stage")
-        self.stage_actions: dict[str, QAction] = {}
-        for name, text, key, slot in (
-            ("previous", "Previous stage", Qt.Key.Key_Left, lambda: self.state.step(-1)),
-            ("next", "Next stage", Qt.Key.Key_Right, lambda: self.state.step(+1)),
-            ("first", "First stage", Qt.Key.Key_Home, lambda: self.state.step_to_end(last=False)),
-            ("last", "Last stage", Qt.Key.Key_End, lambda: self.state.step_to_end(last=True)),
-        ):
-            action = stage_menu.addAction(text)
-            action.setShortcut(QKeySequence(key))
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.triggered.connect(slot)
-            self.stage_actions[name] = action
-
     # --- requests and results --------------------------------------------------------------
     def submit_now(self) -> int | None:
         """Send the current inputs to the worker; None while the settings are invalid."""
-        self._submit_timer.stop()
+        self._submit_soon.cancel()
         request = self.state.request()
         if request is None:
             return None
@@ -250,6 +227,10 @@ class MainWindow(QMainWindow):
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
         self._latest_request = request
         return generation
+
+    def add_notice(self, text: str) -> None:
+        """A notice shown with the next summary in the status line (e.g. "opened mask m.npy")."""
+        self._notices.append(text)
 
     # --- models ----------------------------------------------------------------------------
     def ask_model_folder(self, start: Path) -> str | None:
@@ -279,7 +260,7 @@ class MainWindow(QMainWindow):
 
     def is_settled(self) -> bool:
         """True when the last input change has been computed and shown (or refused with a message)."""
-        return not (self.sentence_panel.is_typing() or self._submit_timer.isActive()) and (
+        return not (self.sentence_panel.is_typing() or self._submit_soon.pending) and (
             self._answered == self.worker.latest_generation and not self.matrix_view.building
         ) and self.jobs.idle
 

@@ -81,7 +81,7 @@ class ComputeWorker(QThread):
         super().__init__(parent)
         self.setObjectName("ComputeWorker")
         # Called on this thread while a model loads; the signal carries it to the GUI thread.
-        self.models = PretrainedRunner(progress=self._report_load, before_load=self._wait_for_gui)
+        self.models = PretrainedRunner(progress=self.report_load, before_load=self._wait_for_gui)
         self._last_report = 0.0
         self._runners: dict[type, Runner] = {AttentionRequest: pipeline.run, PretrainedRequest: self.models,
                                              EditedRequest: run_edited}  # fmt: skip
@@ -153,9 +153,15 @@ class ComputeWorker(QThread):
             self._gui_settled = max(self._gui_settled, generation)
             self._cond.notify()
 
-    def _report_load(self, fraction: float, message: str) -> None:
-        """Load progress to the GUI at most every PROGRESS_EVERY_S (a model reports each
-        tensor: a hundred repaints of the status line for a small one), the end always."""
+    @property
+    def gui_settled_generation(self) -> int:
+        """The newest generation whose submitting turn the GUI has reported finished (gui_settled)."""
+        return self._gui_settled
+
+    def report_load(self, fraction: float, message: str) -> None:
+        """Called on the worker thread while a model loads: progress to the GUI (load_progress) at most
+        every PROGRESS_EVERY_S (a model reports each tensor: a hundred repaints of the status line for
+        a small one), the end always."""
         now = time.monotonic()
         if fraction >= 1.0 or now - self._last_report >= PROGRESS_EVERY_S:
             self._last_report = now

@@ -181,7 +181,7 @@ class MatrixView(QWidget):
                 self._paint_soon.request()
             return
         heads = self._heads_to_show(stage)
-        self._hold_paint()  # the canvas paints once all is set, in a turn of its own
+        self.hold_paint()  # the canvas paints once all is set, in a turn of its own
         grid = self.grid.ensure(len(heads), len(stage.row_labels), len(stage.col_labels))
         if grid != READY:  # heatmaps still being built, or a new grid laid out: filled in a later turn
             if grid == LAID_OUT:
@@ -282,7 +282,7 @@ class MatrixView(QWidget):
             self._refresh_soon.flush()
         self._paint_soon.flush()
 
-    def _hold_paint(self) -> None:
+    def hold_paint(self) -> None:
         """No canvas paint until the change is all set (_paint_soon): one paint per change,
         never one of a half-set grid, and not in the turn that set it."""
         self._paint_soon.cancel()

@@ -3,9 +3,11 @@ second sentence that turns self-attention into cross-attention."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QGroupBox, QLineEdit, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
+
+from .debounce import Debounced
 
 MAX_TEXT = (1 << 31) - 1  # QLineEdit's own default is 32,767 characters, silently cut
 
@@ -52,10 +54,11 @@ class SentencePanel(QGroupBox):
         layout.addWidget(self.cross_check)
         layout.addWidget(self.cross_edit)
 
-        self._sentence_pause = self._typing_timer(self._push_sentence)
-        self._cross_pause = self._typing_timer(self._push_cross)
-        self.sentence_edit.textChanged.connect(self._sentence_pause.start)  # restart on every key
-        self.cross_edit.textChanged.connect(self._cross_pause.start)
+        # superqt's qdebounced: the pause restarts on every key; the text goes in once it has lasted.
+        self._sentence_pause = Debounced(self._push_sentence, TYPING_PAUSE_MS, self)
+        self._cross_pause = Debounced(self._push_cross, TYPING_PAUSE_MS, self)
+        self.sentence_edit.textChanged.connect(lambda _text: self._sentence_pause())
+        self.cross_edit.textChanged.connect(lambda _text: self._cross_pause())
         self.examples.activated.connect(self._pick_example)
         self.cross_check.toggled.connect(self._toggle_cross)
         state.inputs_changed.connect(self.sync)
@@ -87,27 +90,18 @@ class SentencePanel(QGroupBox):
         info = getattr(self.state, "model_info", None)
         return inputs.uses_model and bool(getattr(info, "encoder_decoder", False))
 
-    def _typing_timer(self, push) -> QTimer:
-        timer = QTimer(self)
-        timer.setSingleShot(True)
-        timer.setInterval(TYPING_PAUSE_MS)
-        timer.timeout.connect(push)
-        return timer
-
     def is_typing(self) -> bool:
         """True while typed text waits for the typing pause before it reaches the state."""
-        return self._sentence_pause.isActive() or self._cross_pause.isActive()
+        return self._sentence_pause.pending or self._cross_pause.pending
 
     def _pending(self, edit: QLineEdit) -> bool:
-        timer = self._sentence_pause if edit is self.sentence_edit else self._cross_pause
-        return timer.isActive()
+        pause = self._sentence_pause if edit is self.sentence_edit else self._cross_pause
+        return pause.pending
 
     def flush(self) -> None:
         """Push any text still waiting for the typing pause (before saving, screenshots, tests)."""
-        for timer, push in ((self._sentence_pause, self._push_sentence), (self._cross_pause, self._push_cross)):
-            if timer.isActive():
-                timer.stop()
-                push()
+        self._sentence_pause.flush()
+        self._cross_pause.flush()
 
     def _push_sentence(self) -> None:
         self.state.update_inputs(sentence=self.sentence_edit.text())

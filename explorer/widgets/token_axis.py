@@ -71,6 +71,11 @@ SHARED_PICTURES = 64  # drawn axes kept for axes drawn the same (all heads of a 
 _pictures: OrderedDict[tuple, object] = OrderedDict()
 
 
+def clear_shared_pictures() -> None:
+    """Forget every shared axis drawing: each axis draws its own again when it next paints."""
+    _pictures.clear()
+
+
 class TokenAxis(pg.AxisItem):
     def __init__(self, orientation: str, **kwargs):
         super().__init__(orientation, **kwargs)
@@ -86,6 +91,11 @@ class TokenAxis(pg.AxisItem):
         self.setTextPen(QColor(*TEXT_RGB))
         self.setPen(QColor(*LINE_RGB))
         self._widths: list[float] | None = None  # pixel width of each shortened label, measured lazily
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The token label of each cell, as given to set_labels (before shortening)."""
+        return self._labels
 
     @property
     def vertical(self) -> bool:

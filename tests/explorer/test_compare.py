@@ -92,14 +92,15 @@ def test_shape_mismatch_is_reported_without_a_difference(make_window, settle):
 
 def test_unpin_closes_the_panel_and_stops_comparing(make_window, settle):
     window = make_window()
-    window.compare.pin_action.trigger()
-    assert window.compare.view.isVisible() and window.compare.unpin_action.isEnabled()
-    window.compare.unpin_action.trigger()
+    window.registry.execute("stage.pin")
+    assert window.compare.view.isVisible() and window.menus.qaction("stage.unpin").isEnabled()
+    window.registry.execute("stage.unpin")
     assert not window.compare.view.isVisible() and window.compare.pinned is None
     window.state.update_inputs(seed=3)
     settle(window)
     assert shown_comparison(window) is None
-    assert window.compare.pin_action.shortcut().toString() == "Ctrl+K"
+    assert window.menus.qaction("stage.pin").shortcut().toString() == "Ctrl+K"
+    assert not window.registry.is_enabled("stage.unpin") and not window.menus.qaction("stage.unpin").isEnabled()
 
 
 def test_beyond_the_token_limit_it_says_so():

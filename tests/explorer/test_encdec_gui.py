@@ -41,7 +41,7 @@ def test_the_cross_block_by_default_with_both_sentences(make_window, settle, t5_
     expected = reference.trace(SOURCE, 1, cross_sentence=TARGET)["weights"].array
     np.testing.assert_allclose(trace["weights"].array, expected, atol=1e-6)  # the worker may use other threads
     chooser, panel = window.model_chooser, window.sentence_panel
-    assert chooser._form.isRowVisible(2) and chooser.block.currentData() == "cross"
+    assert chooser.block.isVisibleTo(chooser) and chooser.block.currentData() == "cross"
     assert panel.cross_edit.isEnabled() and "Target" in panel.cross_edit.placeholderText()
     assert not window.settings_panel.mask.isEnabled()  # only the model's own masks
     assert "cross block layer 1" in window.status_line.plain_text()
@@ -69,7 +69,7 @@ def test_choosing_a_block_and_typing_a_target(qtbot, make_window, settle, t5_fol
 def test_a_decoder_only_model_keeps_the_second_box_off(make_window, tmp_path):
     window = make_window(Inputs(sentence="The cat sat.", model="minilm"), persist=False)
     assert not window.sentence_panel.cross_edit.isEnabled()
-    assert not window.model_chooser._form.isRowVisible(2)
+    assert not window.model_chooser.block.isVisibleTo(window.model_chooser)
     assert window.settings_panel.mask.isEnabled()
 
 

@@ -81,7 +81,7 @@ def test_an_edit_of_q_recomputes_every_later_stage(make_window, settle, monkeypa
     assert not np.array_equal(shown["weights"].array, original["weights"])
     assert "1 edit applied" in window.status_line.plain_text()
     # the edited cell is outlined on the q stage
-    assert len(window.experiment._marks) == 1
+    assert len(window.experiment.marks) == 1
 
     # undo gives back the original exactly, redo the edit, reset the original
     window.experiment.undo()

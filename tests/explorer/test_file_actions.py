@@ -90,6 +90,6 @@ def test_open_mask_sets_custom_and_a_bad_one(window, settle, tmp_path):
 
 
 def test_the_menu_holds_the_actions(window):
-    texts = [a.text() for a in window.menuBar().actions()[0].menu().actions()]
+    texts = [a.text() for a in window.menus.menus["file"].actions()]
     for text in ("Open embeddings…", "Open weights…", "Open mask…", "Close opened files"):
         assert text in texts

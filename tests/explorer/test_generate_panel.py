@@ -154,9 +154,9 @@ def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
     rng = np.random.default_rng(1)
     a = np.tril(rng.random((2, 3, n, n))).astype(np.float32)
     a /= a.sum(-1, keepdims=True)
-    view = GenerationView.__new__(GenerationView)  # only the attention and the thumbnails' caches
-    view.attention, view._thumbs, view._sink_clipped, view.causal = a, {}, None, True
-    view.gen = type("G", (), {"steps": [type("S", (), {"position": 2 + s})() for s in range(n - 2)]})()
+    steps = [type("S", (), {"position": 2 + s})() for s in range(n - 2)]
+    gen = type("G", (), {"steps": steps, "tokens": tuple(f"t{i}" for i in range(n)), "token_names": {}})()
+    view = GenerationView(gen, attention=a, causal=True)  # a generation of n tokens with this attention
     shown = first_key_out_of_scale(a) if sink_out else a
     tops = shown.max(axis=(-2, -1))  # the whole sequence's scale, at every step
     for step in (0, 4, n - 3):

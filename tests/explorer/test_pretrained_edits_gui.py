@@ -60,7 +60,7 @@ def test_double_clicking_a_cell_of_q_edits_it_and_the_weights_follow(qtbot, make
     assert changed[1, 2].any() and not changed[1, :2].any() and not changed[[0, *range(2, 12)]].any()
     assert not np.array_equal(shown["output"].array, original["output"])
     assert "1 edit applied" in window.status_line.plain_text()
-    assert len(window.experiment._marks) == 1  # the edited cell is outlined
+    assert len(window.experiment.marks) == 1  # the edited cell is outlined
 
     window.experiment.undo()
     settle(window)
@@ -106,8 +106,8 @@ def test_alt_click_hides_a_key_of_the_layer_and_undo_gives_it_back(qtbot, make_w
     assert window.experiment.edits == [hide_key(3, 1)]
     assert window.state.inputs.model == "minilm" and window.state.inputs.painted_mask == ()
     # The hidden key is marked on every head of every query × key stage, on no other stage.
-    marked = lambda: [r.rect().topLeft().toTuple() for _p, r in window.experiment._marks]  # noqa: E731
-    assert marked() == [(1.0, 3.0)] * len(window.matrix_view.plots)
+    marked = lambda: [(row, col) for _head, row, col in window.experiment.marks]  # noqa: E731
+    assert marked() == [(3, 1)] * len(window.matrix_view.plots)
     _show(qtbot, window, "q")
     assert marked() == []
     _show(qtbot, window, "weights")

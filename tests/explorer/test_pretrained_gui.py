@@ -119,7 +119,7 @@ def test_choosing_minilm_shows_its_trace(make_window, settle, minilm):
     tokens = expected.query_tokens
     assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
     plot = window.matrix_view.plots[0]
-    assert plot.left._labels == tokens and plot.bottom._labels == tokens
+    assert plot.left.labels == tokens and plot.bottom.labels == tokens
     assert window.state.key_tokens == tokens
     chooser = window.model_chooser
     assert chooser.layer.isEnabled() and chooser.layer.maximum() == 5

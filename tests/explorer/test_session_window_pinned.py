@@ -66,7 +66,7 @@ def test_a_pinned_toy_run_comes_back_beside_the_current_one(make_window, qtbot, 
     assert (shown.stage, shown.head, shown.message) == ("weights", 1, "")
     np.testing.assert_array_equal(shown.delta, delta)
     assert other.compare.view.isVisible() and other.compare.view.heading.text() == heading
-    assert other.compare.unpin_action.isEnabled()
+    assert other.menus.qaction("stage.unpin").isEnabled()
     assert "does not show" not in other.status_line.text()
 
 

@@ -23,12 +23,12 @@ def test_shared_axis_pictures_draw_exactly_what_each_axis_would(make_window, set
     window = make_window(Inputs(sentence="The cat sat on the mat.", heads=6, d_model=24))
     window.resize(1300, 850)
     settle(window)
-    token_axis._pictures.clear()
+    token_axis.clear_shared_pictures()
     shared = _redraw(window)
     bottoms = [plot.bottom for plot in window.matrix_view.plots]
     assert len({id(axis.picture) for axis in bottoms}) < len(bottoms)  # drawn once, replayed
     monkeypatch.setattr(token_axis, "SHARED_PICTURES", 0)  # each axis draws its own
-    token_axis._pictures.clear()
+    token_axis.clear_shared_pictures()
     np.testing.assert_array_equal(_redraw(window), shared)
 
     # Other labels (another sentence) never replay the old drawing.
@@ -37,6 +37,6 @@ def test_shared_axis_pictures_draw_exactly_what_each_axis_would(make_window, set
     settle(window)
     fresh = _redraw(window)
     monkeypatch.setattr(token_axis, "SHARED_PICTURES", 0)
-    token_axis._pictures.clear()
+    token_axis.clear_shared_pictures()
     np.testing.assert_array_equal(_redraw(window), fresh)
     assert not np.array_equal(fresh, shared)

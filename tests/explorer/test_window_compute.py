@@ -200,25 +200,29 @@ def test_a_longer_range_text_never_resizes_the_heatmaps(qtbot, make_window):
     assert label.toolTip() == label.text() != ""  # all of it on hover when the row is too narrow
 
 
-def test_a_result_with_more_heads_than_built_heatmaps_waits_for_them(qtbot, make_window, settle):
+def test_a_result_with_more_heads_than_built_heatmaps_waits_for_them(qtbot, make_window, settle, monkeypatch):
     """Building a heatmap takes a few ms: never several inside the result's turn (a first model's
     load stalled 50–60 ms so). They are built one per turn, then the result shows, complete."""
     import inspect
 
+    import explorer.widgets.heatmap_grid as heatmap_grid
+
     window = make_window()
     view = window.matrix_view
-    callers = []
-    add_spare = view.grid._add_spare
+    built, ticks = [], []  # (idle ticks before it, result-handling callers) of each heatmap built
+    plot_class = heatmap_grid.HeatmapPlot
 
-    def add() -> None:
-        callers.append({f.function for f in inspect.stack()} & {"show_trace", "refresh", "_grow_pool"})
-        add_spare()
+    def build(*args, **kwargs):
+        built.append((len(ticks), {f.function for f in inspect.stack()} & {"show_trace", "refresh", "build_now"}))
+        return plot_class(*args, **kwargs)
 
-    view.grid._add_spare = add
+    monkeypatch.setattr(heatmap_grid, "HeatmapPlot", build)
+    view.grid.pool_timer.timeout.connect(lambda: ticks.append(1))  # after the grid's own slot, in the same tick
     heads = len(view.grid.pool) + 3
     window.state.update_inputs(heads=heads, d_model=8 * heads)
     settle(window)
-    assert len(callers) >= 3 and all(c == {"_grow_pool"} for c in callers)  # each from the idle timer, alone
+    assert len(built) >= 3 and all(callers == set() for _tick, callers in built)  # none in a result's turn
+    assert len({tick for tick, _callers in built}) == len(built)  # one per idle tick, alone
     assert len(view.plots) == heads and view.shown_generation == window.worker.latest_generation
     assert_view_matches_engine(window)
 

@@ -37,8 +37,8 @@ def test_a_model_is_read_only_once_the_gui_has_finished_its_turn(qtbot, monkeypa
 def test_the_window_tells_the_worker_once_its_turn_is_done(qtbot, make_window):
     window = make_window()
     generation = window.submit_now()
-    assert window.worker._gui_settled < generation  # not inside the submitting turn
-    qtbot.waitUntil(lambda: window.worker._gui_settled >= generation, timeout=5_000)
+    assert window.worker.gui_settled_generation < generation  # not inside the submitting turn
+    qtbot.waitUntil(lambda: window.worker.gui_settled_generation >= generation, timeout=5_000)
 
 
 def test_load_progress_is_thinned_and_its_end_always_reported(qtbot):
@@ -46,11 +46,11 @@ def test_load_progress_is_thinned_and_its_end_always_reported(qtbot):
     seen = []
     worker.load_progress.connect(lambda f, m: seen.append(f), type=Qt.ConnectionType.DirectConnection)
     for i in range(100):
-        worker._report_load(i / 100, f"tensor {i}")
-    worker._report_load(1.0, "Loaded")
+        worker.report_load(i / 100, f"tensor {i}")
+    worker.report_load(1.0, "Loaded")
     assert seen[0] == 0.0 and seen[-1] == 1.0 and len(seen) <= 4  # within a few ms: the first and the end
     time.sleep(worker_module.PROGRESS_EVERY_S)
-    worker._report_load(0.5, "later")
+    worker.report_load(0.5, "later")
     assert seen[-1] == 0.5
 
 

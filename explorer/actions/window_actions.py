@@ -1,0 +1,79 @@
+"""Every command of the main window, in one table: id, title, shortcut, menu and group. The callbacks
+look their target up when they run (so a test may replace e.g. ``window.exports.save_image``).
+
+Ids are ``<area>.<verb>``; docs/architecture.md ("Actions") lists them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .registry import Action, ActionRegistry, Menu, StandardKey
+
+if TYPE_CHECKING:
+    from ..window import MainWindow
+
+MENUS = (Menu("file", "&File"), Menu("stage", "&Stage"), Menu("edit", "&Edit"))
+PIN_TIP = "Keep this run; change anything and compare it with the new one"
+
+
+def window_actions(w: MainWindow) -> list[Action]:
+    state = w.state
+    return [
+        # File: exports
+        Action("file.export_matrix", "Export matrix…", lambda: w.exports.export_matrix(), "Ctrl+E",
+               menu="file", group="1_export"),
+        Action("file.export_all", "Export all…", lambda: w.exports.export_all(), "Ctrl+Shift+E",
+               menu="file", group="1_export"),
+        Action("file.save_image", "Save image…", lambda: w.exports.save_image(), ("Ctrl+Shift+S", "Ctrl+P"),
+               menu="file", group="1_export"),
+        Action("file.save_window_image", "Save window image…", lambda: w.exports.save_window_image(),
+               menu="file", group="1_export"),
+        # File: the toy engine's input files (as `main.py export` takes them)
+        Action("file.open_embeddings", "Open embeddings…", lambda: w.files.open_embeddings(),
+               menu="file", group="2_files"),
+        Action("file.open_weights", "Open weights…", lambda: w.files.open_weights(), menu="file", group="2_files"),
+        Action("file.open_mask", "Open mask…", lambda: w.files.open_mask(), menu="file", group="2_files"),
+        Action("file.close_files", "Close opened files", lambda: w.files.close_files(), menu="file",
+               group="2_files"),
+        # File: other windows
+        Action("file.open_attention", "Open attention…", lambda: w.open_survey(path=None), menu="file",
+               group="3_windows"),
+        Action("view.whole_model", "Whole model (every layer and head)…", lambda: w.open_survey(model=True),
+               menu="file", group="3_windows"),
+        Action("view.pe_lens", "Positional-encoding lens…", lambda: w.open_pe_lens(), menu="file",
+               group="3_windows"),
+        Action("view.generate", "Generate and watch…", lambda: w.open_generate(), menu="file", group="3_windows"),
+        # File: sessions, quit
+        Action("file.open_session", "Open session…", lambda: w.sessions.open_session(),
+               ("Ctrl+O", StandardKey.OPEN), menu="file", group="4_session"),
+        Action("file.save_session", "Save session…", lambda: w.sessions.save_session(), StandardKey.SAVE,
+               menu="file", group="4_session"),
+        Action("file.quit", "Quit", lambda: w.close(), StandardKey.QUIT, menu="file", group="9_quit"),
+        # Stage: window-wide stage keys (a focused line edit claims Left/Right/Home/End first, Qt's
+        # ShortcutOverride, so its cursor still moves; everywhere else these step the stages)
+        Action("stage.previous", "Previous stage", lambda: state.step(-1), "Left", menu="stage", group="1_step"),
+        Action("stage.next", "Next stage", lambda: state.step(+1), "Right", menu="stage", group="1_step"),
+        Action("stage.first", "First stage", lambda: state.step_to_end(last=False), "Home", menu="stage",
+               group="1_step"),
+        Action("stage.last", "Last stage", lambda: state.step_to_end(last=True), "End", menu="stage",
+               group="1_step"),
+        # Stage: pin a run and compare the next ones with it
+        Action("stage.pin", "Pin this run", lambda: w.compare.pin(), "Ctrl+K", menu="stage", group="2_pin",
+               tooltip=PIN_TIP),
+        Action("stage.unpin", "Unpin", lambda: w.compare.unpin(), menu="stage", group="2_pin",
+               enabled_when=lambda: w.compare.pinned is not None),
+        # Edit: what-if edits
+        Action("edit.undo", "Undo edit", lambda: w.experiment.undo(), ("Ctrl+Z", StandardKey.UNDO), menu="edit",
+               enabled_when=lambda: bool(w.experiment.edits)),
+        Action("edit.redo", "Redo edit", lambda: w.experiment.redo(), ("Ctrl+Shift+Z", StandardKey.REDO),
+               menu="edit", enabled_when=lambda: bool(w.experiment.redo_list)),
+        Action("edit.reset", "Reset edits", lambda: w.experiment.reset(), menu="edit",
+               enabled_when=lambda: bool(w.experiment.edits or w.experiment.redo_list)),
+    ]  # fmt: skip
+
+
+def window_registry(window: MainWindow) -> ActionRegistry:
+    registry = ActionRegistry(MENUS)
+    for action in window_actions(window):
+        registry.register(action)
+    return registry
