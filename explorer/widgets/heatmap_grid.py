@@ -55,6 +55,15 @@ class HeatmapGrid:
         # collector destroys outside any scene can crash PySide6 (e.g. when no trace ever came).
         self._lay_out([(colour_bar, 0, 1, 1)])
 
+    def columns_for(self, count: int, rows: int, cols: int) -> int:
+        """The best column count for ``count`` plots of ``rows × cols`` cells at the canvas's size."""
+        size = self.canvas.size()
+        return grid_columns(count, size.width() - 90, size.height(), rows, cols, PLOT_OVERHEAD_PX)
+
+    def shape_changes(self, count: int, rows: int, cols: int) -> bool:
+        """True when the grid laid out now is not the best one for the canvas's size."""
+        return (count, self.columns_for(count, rows, cols)) != self.key
+
     def ensure(self, count: int, rows: int, cols: int) -> str:
         """READY when ``count`` plots are laid out in the best column count for ``rows × cols``
         cells; LAID_OUT when a new grid was laid out just now (fill it in a later turn); BUILDING
@@ -64,8 +73,7 @@ class HeatmapGrid:
             self.warm_up(count)
             return BUILDING
         self.waiting_for = 0
-        size = self.canvas.size()
-        columns = grid_columns(count, size.width() - 90, size.height(), rows, cols, PLOT_OVERHEAD_PX)
+        columns = self.columns_for(count, rows, cols)
         if (count, columns) == self.key:
             return READY
         self.key, self._column_widths = (count, columns), ()

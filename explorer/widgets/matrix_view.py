@@ -321,8 +321,12 @@ class MatrixView(QWidget):
 
     def resizeEvent(self, event):  # noqa: N802 - Qt API
         super().resizeEvent(event)
-        if self.shown_stage is not None and len(self.plots) > 1:
-            self._refresh_soon.request()  # the best grid shape depends on the aspect ratio
+        stage = self.shown_stage
+        # The best grid shape depends on the aspect ratio: lay it out again only when it changes
+        # (a refresh on every resize fed a loop: paint, the range line's new text, a resize, ...).
+        if stage is not None and len(self.plots) > 1 and self.grid.shape_changes(
+                len(self.plots), len(stage.row_labels), len(stage.col_labels)):  # fmt: skip
+            self._refresh_soon.request()
 
     # --- mouse -----------------------------------------------------------------------------
     def _cell_at(self, scene_pos) -> tuple[HeatmapPlot, int, int] | None:
