@@ -208,7 +208,7 @@ def atomic_file(path: str | os.PathLike, what: str = "") -> Iterator:
                 yield f
                 _sync(f)
                 written = f.tell()
-            if os.stat(tmp).st_size != written:  # the check: what is on disk is what was written
+            if os.stat(tmp).st_size < written:  # the check: the file holds all that was written
                 raise OSError(0, f"only {os.stat(tmp).st_size} of {written} bytes reached the disk")
             os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes 0600; a file should follow the umask
             os.replace(tmp, path)
