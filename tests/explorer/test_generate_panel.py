@@ -209,3 +209,13 @@ def test_an_encoder_shows_its_mask_predictions(qtbot, tmp_path):
     assert (view.step_thumbnails(0, True, False) != 255).all()  # an encoder shows every row
     assert "(encoder)" in panel.status.text()
     panel.worker.stop()
+
+
+def test_main_generate_screenshot(qtbot, decoder, tmp_path, capsys):
+    from explorer.app import run_app
+
+    out = tmp_path / "gen.png"
+    assert run_app(["--generate", PROMPT, "--model", str(decoder), "--new-tokens", "3", "--screenshot", str(out)]) == 0
+    assert out.stat().st_size > 10_000
+    assert run_app(["--generate", PROMPT, "--screenshot", str(tmp_path / "x.png")]) == 2
+    assert "--generate needs --model" in capsys.readouterr().err

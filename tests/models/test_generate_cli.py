@@ -10,6 +10,7 @@ import pytest
 from generate_refs import PROMPT, build
 
 from main import main
+from models.config import InputError
 from models.generate import GenerateSettings, generate
 from models.pretrained import load_model
 
@@ -110,3 +111,20 @@ def test_max_positions_bound_the_generation(folder):
     gen = generate(model, PROMPT, GenerateSettings(max_new_tokens=100))
     assert gen.n == model.max_positions and gen.stopped == "max positions"
     assert any("fit in" in n for n in gen.notices)
+
+
+def test_memory_is_checked_before_generating(folder, tmp_path, capsys, monkeypatch):
+    from models import memory
+
+    model = load_model(folder, device="cpu")
+    generate(model, PROMPT, GenerateSettings(max_new_tokens=1))  # the head is read (and checked) once
+    free = 1 << 20
+    monkeypatch.setattr(memory, "available_bytes", lambda: free)
+    with pytest.raises(InputError, match="generating 20 tokens after .* needs about"):
+        generate(model, PROMPT, GenerateSettings(max_new_tokens=20))
+    out = tmp_path / "never"
+    assert main(["generate", "--model", str(folder), "--prompt", PROMPT, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "of memory" in err and not out.exists()
+    free = 1 << 40
+    assert generate(model, PROMPT, GenerateSettings(max_new_tokens=2)).generated == 2
