@@ -330,8 +330,9 @@ def attention(
         capped = p.softcap * torch.tanh(scaled / p.softcap)
     masked = att.apply_mask(capped, hidden)
     if p.sinks is not None:  # the sink column: one more logit per row, with no value
-        scores, scaled, masked = (with_sink(t, p.sinks) for t in (scores, scaled, masked))
-        capped = with_sink(capped, p.sinks)
+        masked = with_sink(masked, p.sinks)
+        if record is not None:  # the recorded stages show it too
+            scores, scaled, capped = (with_sink(t, p.sinks) for t in (scores, scaled, capped))
     weights = att.softmax(masked)  # an all-hidden row gets zero weights, never NaN
     n_keys = v_all.shape[1]
     head_output = att.weighted_sum(weights[..., :n_keys], v_all)  # (h, n, d_k)
