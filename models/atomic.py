@@ -179,7 +179,7 @@ def _restore(previous: dict) -> None:
         signal.signal(sig, handler)
 
 
-def _sync(f) -> None:
+def sync_file(f) -> None:
     """Flush ``f`` and have the disk hold it: a full disk shows here, not after the rename."""
     f.flush()
     os.fsync(f.fileno())
@@ -206,7 +206,7 @@ def atomic_file(path: str | os.PathLike, what: str = "") -> Iterator:
         try:
             with os.fdopen(fd, "wb") as f:
                 yield f
-                _sync(f)
+                sync_file(f)
                 written = f.tell()
             if os.stat(tmp).st_size < written:  # the check: the file holds all that was written
                 raise OSError(0, f"only {os.stat(tmp).st_size} of {written} bytes reached the disk")

@@ -114,7 +114,7 @@ def built(tmp_path_factory):
     for name, (make_config, cls_name, as_bin) in VARIANTS.items():
         tok = make_tokenizer(bos=name.startswith("llama"))
         config = make_config(tok.get_vocab_size())
-        config._attn_implementation = "eager"
+        config._attn_implementation = "eager"  # transformers' own field (a reference library's, not the app's)
         model = getattr(transformers, cls_name)(config).eval()
         folder = tmp_path_factory.mktemp(name)
         model.save_pretrained(folder)

@@ -112,7 +112,7 @@ def build(tmp_path, family: str):
                                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32,
                                           initializer_range=0.3)  # fmt: skip
         model = transformers.LlamaModel(config)
-    config._attn_implementation = "eager"
+    config._attn_implementation = "eager"  # transformers' own field (a reference library's, not the app's)
     folder = tmp_path / family
     model.eval().save_pretrained(folder)
     tok.save(str(folder / "tokenizer.json"))

@@ -27,7 +27,7 @@ def _pause(where: str) -> None:
         time.sleep(60)
 
 
-_sync, _sync_folder = atomic._sync, atomic.sync_folder
+_sync, _sync_folder = atomic.sync_file, atomic.sync_folder
 
 
 def sync(f):
@@ -40,7 +40,7 @@ def sync_folder(folder):
     _sync_folder(folder)
 
 
-atomic._sync, atomic.sync_folder = sync, sync_folder
+atomic.sync_file, atomic.sync_folder = sync, sync_folder
 
 from main import interrupted_main  # noqa: E402
 
