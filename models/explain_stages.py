@@ -391,6 +391,7 @@ def output(ctx: Context) -> Derivation:
 
 
 from models import explain_families as family_steps  # noqa: E402 - it imports Context from here
+from models import explain_norms  # noqa: E402 - it imports Context from here
 
 DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
     "embeddings": embeddings,
@@ -409,6 +410,8 @@ DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
     "softcapped": lambda ctx: family_steps.softcapped(ctx),
     "masked": masked,
     "weights": weights,
+    "weighted_norms": explain_norms.weighted_norms,
+    "value_norms": explain_norms.value_norms,
     "head_output": head_output,
     "concat": concat,
     "output": output,
