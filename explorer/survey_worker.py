@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Signal
 from superqt.utils import create_worker
 
 from models.config import Cancelled, InputError
-from models.survey import Survey, complete
+from models.survey import Survey, complete, norm_shares
 
 from .thumbnails import thumbnail_indices
 from .worker import leave_a_core_to_the_gui
@@ -36,14 +36,15 @@ class SurveyWorker(QObject):
         self._jobs: dict[int, object] = {}  # keeps each superqt worker alive until it ends
 
     def submit(self, model, sentence: str, mask: str | None = None, max_tokens: int | None = None,
-               fit_each: bool = True) -> int:  # fmt: skip
+               fit_each: bool = True, weighted: bool = False) -> int:  # fmt: skip
         """Survey ``model`` (a PretrainedModel, or a callable returning one, called on the worker:
-        e.g. a cached loader) over ``sentence``. Returns the request's generation."""
+        e.g. a cached loader) over ``sentence``. Returns the request's generation. ``weighted``:
+        the weighted norms ‖α_ij f_h(x_j)‖, each row as shares of its sum, instead of the weights."""
         with self._lock:
             self.generation += 1
             generation = self.generation
             done = self._running[generation] = threading.Event()
-        job = create_worker(self._run, generation, model, sentence, mask, max_tokens, fit_each, done,
+        job = create_worker(self._run, generation, model, sentence, mask, max_tokens, fit_each, done, weighted,
                             _start_thread=False)  # fmt: skip
         self._jobs[generation] = job
         job.finished.connect(lambda g=generation: self._jobs.pop(g, None))
@@ -67,7 +68,8 @@ class SurveyWorker(QObject):
     def _current(self, generation: int) -> bool:
         return generation == self.generation
 
-    def _run(self, generation, model, sentence, mask, max_tokens, fit_each, done: threading.Event) -> None:
+    def _run(self, generation, model, sentence, mask, max_tokens, fit_each, done: threading.Event,
+             weighted: bool = False) -> None:  # fmt: skip
         should_stop: Callable[[], bool] = lambda: not self._current(generation)  # noqa: E731
         leave_a_core_to_the_gui()
         try:
@@ -78,15 +80,19 @@ class SurveyWorker(QObject):
                               model.default_mask == "causal")  # fmt: skip
 
             def on_layer(layer: int, weights: np.ndarray) -> None:
+                if weighted:
+                    norm_shares(weights)  # in place: the survey's array holds the shares
                 if self._current(generation):
                     self.layer_ready.emit(generation, layer, weights, thumbnail_indices(weights, fit_each))
 
             enc, weights, notices = model.layer_weights(sentence, mask=mask, should_stop=should_stop,
-                                                        max_tokens=max_tokens, on_layer=on_layer)  # fmt: skip
+                                                        max_tokens=max_tokens, on_layer=on_layer,
+                                                        weighted=weighted)  # fmt: skip
             if should_stop():
                 return
             tokens = tuple(enc.tokens)
-            survey = Survey(weights, tokens, tokens, model.name, decoder=model.default_mask == "causal",
+            source = f"{model.name} (weighted norms ‖α f(x)‖, rows as shares)" if weighted else model.name
+            survey = Survey(weights, tokens, tokens, source, decoder=model.default_mask == "causal",
                             warnings=list(notices))  # fmt: skip
             complete(survey)
             if self._current(generation):

@@ -215,6 +215,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction("Open attention…", lambda: self.open_survey(path=None))  # issue 10
         file_menu.addAction("Whole model (every layer and head)…", lambda: self.open_survey(model=True))
         file_menu.addAction("Positional-encoding lens…", self.open_pe_lens)
+        file_menu.addAction("Head atlas (many texts)…", self.open_atlas)  # issue 22
         file_menu.addSeparator()
         file_menu.addAction("Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
         # Window-wide stage keys. A focused line edit claims Left/Right/Home/End first (Qt's
@@ -368,6 +369,15 @@ class MainWindow(QMainWindow):
         return survey
 
     # --- screenshots and closing -----------------------------------------------------------
+    def open_atlas(self, folder=None, compare=None):
+        """The head atlas window (explorer/atlas_window.py), of this window's model."""
+        from .atlas_window import open_atlas_window
+
+        self._atlas_window = open_atlas_window(self, self.worker.models, self.state)
+        if folder is not None and self._atlas_window.panel.open_folder(folder) and compare is not None:
+            self._atlas_window.panel.compare_folder(compare)
+        return self._atlas_window
+
     def save_screenshot(self, path: str | Path) -> bool:
         self.matrix_view.flush()  # the heatmaps painted, not a held canvas
         return self.grab().save(str(path), "PNG")

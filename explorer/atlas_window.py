@@ -1,0 +1,370 @@
+"""The head atlas in a window: a sortable table of every head, the layers × heads map coloured by any
+column, a scatter of any two columns (one point per head, labelled ``L3 H7``), and a comparison of
+two atlases (a difference table and map). Computed off the GUI thread (:class:`AtlasWorker`) on a
+corpus file or the detectors' built-in probes, or read from a folder ``main.py atlas`` wrote.
+A double click on a head (table row, map cell or scatter point) opens the text where that head
+scores highest on the chosen metric in the stepper (``head_chosen``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from models.atlas import Atlas, read_atlas
+from models.config import InputError
+
+from .atlas_worker import AtlasWorker
+from .widgets.colormaps import colour_map
+
+
+def head_label(layer: int, head: int) -> str:
+    return f"L{layer} H{head}"
+
+
+def metric_of(column: str) -> str:
+    """The per-text metric behind a column (``entropy_mean`` -> ``entropy``), or the column itself."""
+    return column.rsplit("_", 1)[0] if column.endswith(("_mean", "_sd")) else column
+
+
+class AtlasTableModel(QAbstractTableModel):
+    """One row per head: ``head`` then every column of the atlas; sorting reorders rows in numpy."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.atlas: Atlas | None = None
+        self.names: list[str] = []
+        self.values = np.zeros((0, 0))  # (rows, columns) float64, in the shown order
+        self.heads = np.zeros((0, 2), dtype=int)  # (rows, 2): layer, head of each shown row
+
+    def set_atlas(self, atlas: Atlas | None) -> None:
+        self.beginResetModel()
+        self.atlas = atlas
+        if atlas is None:
+            self.names, self.values, self.heads = [], np.zeros((0, 0)), np.zeros((0, 2), dtype=int)
+        else:
+            self.names = list(atlas.columns)
+            self.values = np.stack([atlas.columns[c].ravel() for c in self.names], axis=1)
+            layers, heads = np.divmod(np.arange(atlas.layers * atlas.heads), atlas.heads)
+            self.heads = np.stack([layers, heads], axis=1)
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802,B008 - Qt API
+        return 0 if parent.isValid() else len(self.values)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802,B008
+        return 0 if parent.isValid() else 1 + len(self.names)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return "head" if section == 0 else self.names[section - 1]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if role != Qt.ItemDataRole.DisplayRole or not index.isValid():
+            return None
+        r, c = index.row(), index.column()
+        if c == 0:
+            return head_label(*self.heads[r])
+        v = self.values[r, c - 1]
+        return "—" if np.isnan(v) else f"{v:.4g}"
+
+    def sort(self, column: int, order=Qt.SortOrder.AscendingOrder) -> None:
+        if not len(self.values):
+            return
+        self.layoutAboutToBeChanged.emit()
+        if column == 0:
+            key = self.heads[:, 0] * 10_000 + self.heads[:, 1]
+        else:
+            key = np.nan_to_num(self.values[:, column - 1], nan=-np.inf)
+        order_ = np.argsort(key, kind="stable")
+        if order == Qt.SortOrder.DescendingOrder:
+            order_ = order_[::-1]
+        self.values, self.heads = self.values[order_], self.heads[order_]
+        self.layoutChanged.emit()
+
+
+class AtlasPanel(QWidget):
+    head_chosen = Signal(int, int, str)  # layer, head, the text where it scores highest ("" if none)
+
+    def __init__(self, parent: QWidget | None = None, model_loader=None):
+        super().__init__(parent)
+        self.model_loader = model_loader  # () -> PretrainedModel, called on the worker
+        self.worker = AtlasWorker(self)
+        self.atlas: Atlas | None = None  # the atlas computed or opened
+        self.other: Atlas | None = None  # compared with (shown: atlas − other)
+        self.status = QLabel("No atlas yet: run one on a corpus file or the built-in probes, or open a folder.")
+        self.status.setWordWrap(True)
+        buttons = QHBoxLayout()
+        for text, slot in (("Run on a file…", self.ask_corpus), ("Run on the probes", lambda: self.run(None)),
+                           ("Open atlas…", self.ask_open), ("Compare with…", self.ask_compare),
+                           ("Stop", self.worker.cancel)):  # fmt: skip
+            b = QPushButton(text)
+            b.clicked.connect(slot)
+            buttons.addWidget(b)
+        self.run_buttons = [buttons.itemAt(i).widget() for i in range(2)]
+        buttons.addStretch(1)
+        self.colour_combo, self.x_combo, self.y_combo = QComboBox(), QComboBox(), QComboBox()
+        choose = QHBoxLayout()
+        for label, combo in (("Colour by", self.colour_combo), ("Scatter x", self.x_combo), ("y", self.y_combo)):
+            choose.addWidget(QLabel(label))
+            choose.addWidget(combo)
+            combo.currentTextChanged.connect(self._redraw)
+        choose.addStretch(1)
+        self.table_model = AtlasTableModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.table_model)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().setDefaultSectionSize(20)
+        self.table.verticalHeader().hide()
+        self.table.doubleClicked.connect(lambda i: self.choose(*self.table_model.heads[i.row()]))
+        self.map_plot = pg.PlotWidget(background="w")
+        self.map_image = pg.ImageItem(axisOrder="row-major")
+        self.map_plot.addItem(self.map_image)
+        self.map_plot.invertY(True)
+        self.map_plot.setLabel("left", "layer")
+        self.map_plot.setLabel("bottom", "head")
+        self.map_plot.setMouseEnabled(False, False)
+        self.colour_bar = pg.ColorBarItem(colorMap=colour_map(True), interactive=False)
+        self.colour_bar.setImageItem(self.map_image, insert_in=self.map_plot.getPlotItem())
+        self.map_plot.scene().sigMouseClicked.connect(self._map_clicked)
+        self.scatter_plot = pg.PlotWidget(background="w")
+        self.scatter = pg.ScatterPlotItem(size=8, brush=pg.mkBrush(40, 90, 160, 180), pen=None, hoverable=True)
+        self.scatter.sigClicked.connect(lambda _item, points, _ev: points and self.choose(*points[0].data()))
+        self.scatter_plot.addItem(self.scatter)
+        self._labels: list[pg.TextItem] = []
+        views = QTabWidget()
+        views.addTab(self.map_plot, "Layers × heads")
+        views.addTab(self.scatter_plot, "Scatter")
+        self.views = views
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.table)
+        splitter.addWidget(views)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status)
+        layout.addLayout(choose)
+        layout.addWidget(splitter, 1)
+        self.worker.progress.connect(self._on_progress)
+        self.worker.finished.connect(self._on_finished)
+        self.worker.failed.connect(lambda g, m: g == self.worker.generation and self.status.setText(f"error: {m}"))
+
+    # --- running and opening ------------------------------------------------------------------
+    def ask_corpus(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Corpus: one text per line", "", "Text (*.txt);;All files (*)")
+        if path:
+            self.run(path)
+
+    def run(self, corpus: str | None, limit: int | None = None) -> int | None:
+        if self.model_loader is None:
+            self.status.setText("error: the atlas needs a pretrained model: choose one in the main window first")
+            return None
+        self.status.setText(f"Computing the atlas on {corpus or 'the built-in probes'}…")
+        return self.worker.submit(self.model_loader, corpus, limit)
+
+    def ask_open(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "An atlas folder (main.py atlas --out)")
+        if folder:
+            self.open_folder(folder)
+
+    def ask_compare(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "The atlas to compare with")
+        if folder:
+            self.compare_folder(folder)
+
+    def open_folder(self, folder) -> bool:
+        try:
+            self.set_atlas(read_atlas(folder))
+        except InputError as exc:
+            self.status.setText(f"error: {exc}")
+            return False
+        return True
+
+    def compare_folder(self, folder) -> bool:
+        if self.atlas is None:
+            self.status.setText("error: open or compute an atlas first, then compare another with it")
+            return False
+        try:
+            other = read_atlas(folder)
+            self.atlas.difference(other)  # refuses different shapes in one line
+        except InputError as exc:
+            self.status.setText(f"error: {exc}")
+            return False
+        self.other = other
+        self._show()
+        return True
+
+    def _on_progress(self, generation: int, done: int, total: int) -> None:
+        if generation == self.worker.generation:
+            self.status.setText(f"Computing the atlas: {done}/{total} texts…")
+
+    def _on_finished(self, generation: int, atlas: Atlas) -> None:
+        if generation == self.worker.generation:
+            self.set_atlas(atlas)
+
+    # --- showing --------------------------------------------------------------------------------
+    def set_atlas(self, atlas: Atlas) -> None:
+        self.atlas, self.other = atlas, None
+        self._show()
+
+    @property
+    def shown(self) -> Atlas | None:
+        if self.atlas is None or self.other is None:
+            return self.atlas
+        return self.atlas.difference(self.other)
+
+    def _show(self) -> None:
+        shown = self.shown
+        corpus = (self.atlas.manifest.get("corpus") or {}).get("path", "the built-in probes")
+        what = f"{self.atlas.model}: {self.atlas.layers} layers × {self.atlas.heads} heads over " \
+               f"{self.atlas.texts} texts of {corpus}"  # fmt: skip
+        if self.other is not None:
+            what = f"Difference {self.atlas.model} − {self.other.model} (each over its own texts)"
+        self.status.setText(what)
+        names = [c for c in shown.columns if c != "texts"]
+        for combo, default in ((self.colour_combo, "previous_mean"), (self.x_combo, "entropy_mean"),
+                               (self.y_combo, "induction")):  # fmt: skip
+            keep = combo.currentText()
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItems(names)
+            combo.setCurrentText(keep if keep in names else default if default in names else names[0])
+            combo.blockSignals(False)
+        self.table_model.set_atlas(shown)
+        self.table.resizeColumnsToContents()
+        self._redraw()
+
+    def _redraw(self) -> None:
+        shown = self.shown
+        if shown is None or self.colour_combo.currentText() not in shown.columns:
+            return
+        values = shown.columns[self.colour_combo.currentText()]
+        finite = values[np.isfinite(values)]
+        signed = self.other is not None or (finite.size and finite.min() < 0)
+        if finite.size == 0:
+            levels = (0.0, 1.0)
+        elif signed:
+            bound = float(np.abs(finite).max()) or 1.0
+            levels = (-bound, bound)
+        else:
+            levels = (0.0, float(finite.max()) or 1.0)
+        self.colour_bar.setColorMap(colour_map(not signed))
+        self.map_image.setImage(np.nan_to_num(values, nan=levels[0]), autoLevels=False)
+        self.map_image.setRect(-0.5, -0.5, shown.heads, shown.layers)  # integer ticks at cell centres
+        self.colour_bar.setLevels(levels)
+        self.map_plot.setTitle(self.colour_combo.currentText())
+        self._draw_scatter(shown)
+
+    def _draw_scatter(self, shown: Atlas) -> None:
+        x_name, y_name = self.x_combo.currentText(), self.y_combo.currentText()
+        if x_name not in shown.columns or y_name not in shown.columns:
+            return
+        x, y = shown.columns[x_name].ravel(), shown.columns[y_name].ravel()
+        ok = np.isfinite(x) & np.isfinite(y)
+        layers, heads = np.divmod(np.arange(x.size), shown.heads)
+        self.scatter.setData(x[ok], y[ok], data=list(zip(layers[ok].tolist(), heads[ok].tolist(), strict=True)))
+        for item in self._labels:
+            self.scatter_plot.removeItem(item)
+        self._labels = []
+        for xi, yi, layer, head in zip(x[ok], y[ok], layers[ok], heads[ok], strict=True):
+            label = pg.TextItem(head_label(layer, head), color=(60, 60, 60), anchor=(0, 1))
+            label.setPos(float(xi), float(yi))
+            self.scatter_plot.addItem(label)
+            self._labels.append(label)
+        self.scatter_plot.setLabel("bottom", x_name)
+        self.scatter_plot.setLabel("left", y_name)
+
+    # --- choosing a head --------------------------------------------------------------------------
+    def _map_clicked(self, event) -> None:
+        if self.atlas is None or not event.double():
+            return
+        p = self.map_plot.getPlotItem().vb.mapSceneToView(event.scenePos())
+        layer, head = round(p.y()), round(p.x())
+        if 0 <= layer < self.atlas.layers and 0 <= head < self.atlas.heads:
+            self.choose(layer, head)
+
+    def best_text(self, layer: int, head: int) -> str:
+        """The text where head ``L H`` scores highest on the colour column's metric ("" if unknown)."""
+        if self.atlas is None:
+            return ""
+        lines = self.atlas.best_line.get(metric_of(self.colour_combo.currentText()))
+        if lines is None:
+            return ""
+        return self.atlas.best_text.get(int(lines[layer, head]), "")
+
+    def choose(self, layer: int, head: int) -> None:
+        text = self.best_text(int(layer), int(head))
+        self.status.setText(f"{head_label(layer, head)}: " + (f"opened its highest-scoring text: {text}" if text
+                            else "no text for this column (a detector column: its probes are generated)"))
+        self.head_chosen.emit(int(layer), int(head), text)
+
+
+class AtlasWindow(QMainWindow):
+    def __init__(self, parent: QWidget | None = None, model_loader=None):
+        super().__init__(parent)
+        self.setWindowTitle("Head atlas")
+        self.panel = AtlasPanel(self, model_loader)
+        self.setCentralWidget(self.panel)
+        self.resize(1300, 760)
+
+    def closeEvent(self, event):  # noqa: N802 - Qt API
+        self.panel.worker.stop()
+        super().closeEvent(event)
+
+
+def open_atlas_window(parent, models, state) -> AtlasWindow:
+    """The atlas of the main window's model; a chosen head opens its best text, layer and head."""
+    inputs = state.inputs
+    loader = (lambda: models.model(inputs.model)) if inputs.uses_model else None
+    window = AtlasWindow(parent, loader)
+
+    def open_head(layer: int, head: int, text: str) -> None:
+        if text:
+            state.update_inputs(sentence=text, layer=layer)
+        else:
+            state.update_inputs(layer=layer)
+        state.set_head(head)
+
+    window.panel.head_chosen.connect(open_head)
+    window.show()
+    return window
+
+
+def atlas_screenshot(folder, out, compare=None, colour: str | None = None, scatter: bool = False) -> int:
+    """``main.py --atlas DIR [--atlas-compare DIR2] --screenshot OUT.png``: the atlas window alone."""
+    from PySide6.QtWidgets import QApplication
+
+    window = AtlasWindow(None)
+    ok = window.panel.open_folder(folder) and (compare is None or window.panel.compare_folder(compare))
+    if colour:
+        window.panel.colour_combo.setCurrentText(colour)
+    if scatter:
+        window.panel.views.setCurrentIndex(1)
+    window.show()
+    QApplication.processEvents()
+    saved = window.grab().save(str(out), "PNG")
+    window.close()
+    window.deleteLater()
+    QApplication.processEvents()
+    if not ok:
+        print(f"error: {window.panel.status.text().removeprefix('error: ')}")
+        return 2
+    print(f"wrote {out}" if saved else f"error: cannot write screenshot to {out}")
+    return 0 if saved else 2

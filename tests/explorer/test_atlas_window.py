@@ -1,0 +1,98 @@
+"""The atlas window: the table sorts, the map and the scatter follow the chosen columns, a head opens
+its best text, two atlases compare as a difference; the worker computes off the GUI thread."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+
+from explorer.atlas_window import AtlasPanel, AtlasWindow, metric_of
+from models.atlas import COLUMNS, Atlas, write_atlas
+
+
+def fake_atlas(seed: int, name: str = "fake") -> Atlas:
+    rng = np.random.default_rng(seed)
+    shape = (3, 4)
+    cols = {"texts": np.full(shape, 5.0)} | {c: rng.random(shape) for c in COLUMNS[3:]}
+    lines = rng.integers(1, 4, size=shape)
+    return Atlas(name, 3, 4, 5, cols, best_line={"previous": lines, "entropy": lines},
+                 best_value={"previous": cols["previous_mean"], "entropy": cols["entropy_mean"]},
+                 best_text={1: "one", 2: "two", 3: "three"})  # fmt: skip
+
+
+def test_table_map_scatter_and_choosing_a_head(qtbot):
+    panel = AtlasPanel()
+    qtbot.addWidget(panel)
+    atlas = fake_atlas(0)
+    panel.set_atlas(atlas)
+    model = panel.table_model
+    assert model.rowCount() == 12 and model.columnCount() == 1 + len(atlas.columns)
+    assert model.data(model.index(5, 0)) == "L1 H1"
+    column = 1 + model.names.index("previous_mean")
+    model.sort(column, Qt.SortOrder.DescendingOrder)
+    layer, head = model.heads[0]
+    assert atlas.columns["previous_mean"][layer, head] == atlas.columns["previous_mean"].max()
+    panel.colour_combo.setCurrentText("induction")
+    np.testing.assert_array_equal(panel.map_image.image, atlas.columns["induction"])
+    panel.x_combo.setCurrentText("entropy_mean")
+    panel.y_combo.setCurrentText("previous_mean")
+    x, y = panel.scatter.getData()
+    np.testing.assert_array_equal(x, atlas.columns["entropy_mean"].ravel())
+    np.testing.assert_array_equal(y, atlas.columns["previous_mean"].ravel())
+    assert [t.textItem.toPlainText() for t in panel._labels][:2] == ["L0 H0", "L0 H1"]
+    panel.colour_combo.setCurrentText("previous_mean")
+    with qtbot.waitSignal(panel.head_chosen) as got:
+        panel.choose(2, 3)
+    assert got.args == [2, 3, atlas.best_text[int(atlas.best_line["previous"][2, 3])]]
+    assert metric_of("entropy_sd") == "entropy" and metric_of("induction") == "induction"
+
+
+def test_compare_two_atlas_folders(qtbot, tmp_path):
+    a, b = fake_atlas(0, "a"), fake_atlas(1, "b")
+    write_atlas(a, tmp_path / "a")
+    write_atlas(b, tmp_path / "b")
+    panel = AtlasPanel()
+    qtbot.addWidget(panel)
+    assert not panel.compare_folder(tmp_path / "b") and "first" in panel.status.text()
+    assert panel.open_folder(tmp_path / "a") and panel.compare_folder(tmp_path / "b")
+    shown = panel.shown
+    np.testing.assert_allclose(shown.columns["entropy_mean"], a.columns["entropy_mean"] - b.columns["entropy_mean"])
+    panel.colour_combo.setCurrentText("entropy_mean")
+    assert panel.colour_bar.levels()[0] < 0  # a difference is signed: a diverging map about 0
+    assert not panel.open_folder(tmp_path) and panel.status.text().startswith("error:")
+
+
+def test_worker_computes_a_corpus_atlas_off_the_gui_thread(qtbot, tmp_path):
+    from models.pretrained import load_model
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat on the mat\n\na dog ran in the park\nbirds sing\n")
+    window = AtlasWindow(None, lambda: load_model("minilm", device="cpu"))
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(window.panel.worker.finished, timeout=600_000):
+        window.panel.run(str(corpus))
+    atlas = window.panel.atlas
+    assert atlas.texts == 3 and atlas.manifest["corpus"]["path"] == str(corpus)
+    assert window.panel.table_model.rowCount() == 72
+    assert set(atlas.best_text.values()) <= {"the cat sat on the mat", "a dog ran in the park", "birds sing"}
+
+
+def test_model_view_toggles_to_weighted_norms(qtbot):
+    from explorer.survey_panel import SurveyPanel
+    from models.pretrained import load_model
+    from models.survey import head_metrics
+
+    model = load_model("minilm", device="cpu")
+    panel = SurveyPanel()
+    qtbot.addWidget(panel)
+    assert not panel.measure_combo.isEnabled()
+    with qtbot.waitSignal(panel.survey_shown, timeout=300_000):
+        panel.compute(model, "The cat sat on the mat.")
+    assert panel.measure_combo.isEnabled() and "weighted" not in panel.survey.source
+    with qtbot.waitSignal(panel.survey_shown, timeout=300_000):
+        panel.measure_combo.setCurrentText("weighted norms")
+    _, norms, _ = model.layer_weights("The cat sat on the mat.", weighted=True)
+    shares = norms / norms.sum(-1, keepdims=True)
+    np.testing.assert_allclose(panel.survey.weights, shares, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(panel.survey.metrics["entropy"], head_metrics(shares)["entropy"], atol=1e-9)
+    assert "weighted norms" in panel.survey.source
