@@ -232,11 +232,12 @@ class AtlasPanel(QWidget):
 
     def _show(self) -> None:
         shown = self.shown
-        corpus = (self.atlas.manifest.get("corpus") or {}).get("path", "the built-in probes")
+        corpus = self._corpus(self.atlas)
         what = f"{self.atlas.model}: {self.atlas.layers} layers × {self.atlas.heads} heads over " \
                f"{self.atlas.texts} texts of {corpus}"  # fmt: skip
         if self.other is not None:
-            what = f"Difference {self.atlas.model} − {self.other.model} (each over its own texts)"
+            what = (f"Difference: {self.atlas.model} over {self._corpus(self.atlas)} − {self.other.model} over "
+                    f"{self._corpus(self.other)} (the map is signed: red higher in the first, blue in the second)")
         self.status.setText(what)
         names = [c for c in shown.columns if c != "texts"]
         for combo, default in ((self.colour_combo, "previous_mean"), (self.x_combo, "entropy_mean"),
@@ -250,6 +251,13 @@ class AtlasPanel(QWidget):
         self.table_model.set_atlas(shown)
         self.table.resizeColumnsToContents()
         self._redraw()
+
+    @staticmethod
+    def _corpus(atlas: Atlas) -> str:
+        from pathlib import Path
+
+        path = (atlas.manifest.get("corpus") or {}).get("path")
+        return Path(path).name if path else "the built-in probes"
 
     def _redraw(self) -> None:
         shown = self.shown
