@@ -14,6 +14,8 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
+    QGraphicsItem,
+    QGraphicsSimpleTextItem,
     QHBoxLayout,
     QLabel,
     QMainWindow,
@@ -123,7 +125,10 @@ class AtlasPanel(QWidget):
         for label, combo in (("Colour by", self.colour_combo), ("Scatter x", self.x_combo), ("y", self.y_combo)):
             choose.addWidget(QLabel(label))
             choose.addWidget(combo)
-            combo.currentTextChanged.connect(self._redraw)
+        # recolouring repaints the map only; the scatter's labels are rebuilt when x or y change
+        self.colour_combo.currentTextChanged.connect(lambda _t: self._redraw(scatter=False))
+        self.x_combo.currentTextChanged.connect(lambda _t: self._redraw_scatter())
+        self.y_combo.currentTextChanged.connect(lambda _t: self._redraw_scatter())
         choose.addStretch(1)
         self.table_model = AtlasTableModel(self)
         self.table = QTableView()
@@ -147,7 +152,8 @@ class AtlasPanel(QWidget):
         self.scatter = pg.ScatterPlotItem(size=8, brush=pg.mkBrush(40, 90, 160, 180), pen=None, hoverable=True)
         self.scatter.sigClicked.connect(lambda _item, points, _ev: points and self.choose(*points[0].data()))
         self.scatter_plot.addItem(self.scatter)
-        self._labels: list[pg.TextItem] = []
+        self._labels: list[QGraphicsSimpleTextItem] = []
+        self._label_group: pg.ItemGroup | None = None
         views = QTabWidget()
         views.addTab(self.map_plot, "Layers × heads")
         views.addTab(self.scatter_plot, "Scatter")
@@ -249,7 +255,11 @@ class AtlasPanel(QWidget):
             combo.setCurrentText(keep if keep in names else default if default in names else names[0])
             combo.blockSignals(False)
         self.table_model.set_atlas(shown)
-        self.table.resizeColumnsToContents()
+        metrics = self.table.fontMetrics()  # widths from the headers (resizeColumnsToContents reads every cell)
+        for c in range(self.table_model.columnCount()):
+            name = str(self.table_model.headerData(c, Qt.Orientation.Horizontal))
+            width = max(metrics.horizontalAdvance(name), metrics.horizontalAdvance("-0.00000"))
+            self.table.setColumnWidth(c, width + 24)
         self._redraw()
 
     @staticmethod
@@ -259,7 +269,11 @@ class AtlasPanel(QWidget):
         path = (atlas.manifest.get("corpus") or {}).get("path")
         return Path(path).name if path else "the built-in probes"
 
-    def _redraw(self) -> None:
+    def _redraw_scatter(self) -> None:
+        if self.shown is not None:
+            self._draw_scatter(self.shown)
+
+    def _redraw(self, scatter: bool = True) -> None:
         shown = self.shown
         if shown is None or self.colour_combo.currentText() not in shown.columns:
             return
@@ -278,7 +292,8 @@ class AtlasPanel(QWidget):
         self.map_image.setRect(-0.5, -0.5, shown.heads, shown.layers)  # integer ticks at cell centres
         self.colour_bar.setLevels(levels)
         self.map_plot.setTitle(self.colour_combo.currentText())
-        self._draw_scatter(shown)
+        if scatter:
+            self._draw_scatter(shown)
 
     def _draw_scatter(self, shown: Atlas) -> None:
         x_name, y_name = self.x_combo.currentText(), self.y_combo.currentText()
@@ -288,14 +303,21 @@ class AtlasPanel(QWidget):
         ok = np.isfinite(x) & np.isfinite(y)
         layers, heads = np.divmod(np.arange(x.size), shown.heads)
         self.scatter.setData(x[ok], y[ok], data=list(zip(layers[ok].tolist(), heads[ok].tolist(), strict=True)))
-        for item in self._labels:
-            self.scatter_plot.removeItem(item)
+        # One group of plain Qt text items (not pg.TextItem: 1,024 of those took seconds to add);
+        # each ignores the view's scaling, so a label stays readable at any zoom.
+        if self._label_group is not None:
+            self.scatter_plot.removeItem(self._label_group)
+        group = pg.ItemGroup()
         self._labels = []
+        brush, unscaled = pg.mkBrush(60, 60, 60), QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations
         for xi, yi, layer, head in zip(x[ok], y[ok], layers[ok], heads[ok], strict=True):
-            label = pg.TextItem(head_label(layer, head), color=(60, 60, 60), anchor=(0, 1))
+            label = QGraphicsSimpleTextItem(head_label(layer, head), group)
+            label.setFlag(unscaled)
+            label.setBrush(brush)
             label.setPos(float(xi), float(yi))
-            self.scatter_plot.addItem(label)
             self._labels.append(label)
+        self.scatter_plot.addItem(group)
+        self._label_group = group
         self.scatter_plot.setLabel("bottom", x_name)
         self.scatter_plot.setLabel("left", y_name)
 
