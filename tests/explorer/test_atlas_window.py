@@ -96,3 +96,26 @@ def test_model_view_toggles_to_weighted_norms(qtbot):
     np.testing.assert_allclose(panel.survey.weights, shares, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(panel.survey.metrics["entropy"], head_metrics(shares)["entropy"], atol=1e-9)
     assert "weighted norms" in panel.survey.source
+
+
+def test_a_head_chosen_in_the_atlas_opens_its_best_text_in_the_stepper(make_window, settle, tmp_path):
+    from explorer.state import Inputs
+
+    window = make_window(Inputs(sentence="The cat sat on the mat.", model="minilm", layer=0))
+    rng = np.random.default_rng(2)
+    shape = (6, 12)
+    atlas = Atlas("minilm", 6, 12, 3, {"texts": np.full(shape, 3.0)} | {c: rng.random(shape) for c in COLUMNS[3:]},
+                  best_line={"previous": np.full(shape, 2)}, best_value={"previous": np.ones(shape)},
+                  best_text={2: "A dog ran in the park."})  # fmt: skip
+    write_atlas(atlas, tmp_path / "atlas")
+    atlas_window = window.open_atlas(folder=tmp_path / "atlas")
+    panel = atlas_window.panel
+    assert panel.atlas.layers == 6
+    panel.colour_combo.setCurrentText("previous_mean")
+    panel.choose(4, 7)
+    assert window.state.inputs.sentence == "A dog ran in the park." and window.state.inputs.layer == 4
+    assert window.state.head == 7
+    settle(window, timeout=120_000)
+    trace = window.state.display.trace
+    assert trace.meta["layer"] == 4 and "dog" in trace.query_tokens
+    atlas_window.close()
