@@ -398,3 +398,27 @@ def atlas_screenshot(folder, out, compare=None, colour: str | None = None, scatt
         return 2
     print(f"wrote {out}" if saved else f"error: cannot write screenshot to {out}")
     return 0 if saved else 2
+
+
+def atlas_corpus(window) -> dict | None:
+    """``{"corpus", "sha256"}`` of the atlas open beside ``window`` (a session remembers it), or None."""
+    atlas_window = getattr(window, "_atlas_window", None)
+    atlas = atlas_window.panel.atlas if atlas_window is not None else None
+    corpus = (atlas.manifest.get("corpus") or {}) if atlas is not None else {}
+    if not corpus.get("path") or not corpus.get("sha256"):
+        return None
+    return {"corpus": str(corpus["path"]), "sha256": str(corpus["sha256"])}
+
+
+def corpus_notice(atlas: dict) -> str:
+    """What reopening a session says about its atlas's corpus: the same file, changed, or gone."""
+    from pathlib import Path
+
+    from models.atlas import file_sha256
+
+    path = Path(atlas["corpus"])
+    if not path.is_file():
+        return f"the session's atlas corpus {path} is not there any more"
+    same = file_sha256(path) == atlas["sha256"]
+    return f"the session's atlas corpus {path} " + ("is unchanged (sha256 matches)" if same else
+                                                      "has changed since (sha256 differs): rerun the atlas")

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QFileDialog
 from models.config import InputError
 from models.session import Session, save_session
 
+from .atlas_window import atlas_corpus, corpus_notice
 from .request_run import run_from_request
 from .session_io import WindowRun, WindowSession, open_window_session, run_from_inputs
 
@@ -73,7 +74,7 @@ class SessionActions(QObject):
             run_from_request(pinned.request)  # fmt: skip
         return Session(run_from_inputs(state.inputs), state.stage_name, state.head, state.query,
                        tuple(experiment.edits), pinned_run, experiment.difference.isChecked(),
-                       pinned_edits, pinned_difference)  # fmt: skip
+                       pinned_edits, pinned_difference, atlas_corpus(self.window_))  # fmt: skip
 
     def save_session(self, path: str | None = None) -> bool:
         path = path or self.ask_path(save=True)
@@ -104,6 +105,8 @@ class SessionActions(QObject):
         """Show ``shown``: its pinned run first (computed on the worker, then pinned), then its run."""
         if shown.not_applied:
             self.window_._notices.append(f"the window does not show: {', '.join(shown.not_applied)}")
+        if shown.atlas is not None:
+            self.window_._notices.append(corpus_notice(shown.atlas))
         experiment, compare = self.window_.experiment, self.window_.compare
         self._before = _Before(WindowRun(self.state.inputs, tuple(experiment.edits), experiment.difference.isChecked()),
                                self.state.stage_name, self.state.head, self.state.query, compare.pinned)  # fmt: skip

@@ -221,8 +221,8 @@ def write_atlas(atlas: Atlas, out: str | os.PathLike, force: bool = False, corpu
                     if line >= 0:
                         w.writerow([layer, head, m, int(line), repr(float(atlas.best_value[m][layer, head])),
                                     atlas.best_text.get(int(line), "")])  # fmt: skip
-        man = {"tool": TOOL, "format": FORMAT, "corpus": corpus, **atlas.manifest,
-               "columns": list(COLUMNS),
+        man = {"tool": TOOL, "format": FORMAT, **atlas.manifest,
+               "corpus": corpus if corpus is not None else atlas.manifest.get("corpus"), "columns": list(COLUMNS),
                # what --force may replace: exactly these files (models.atomic reads "stages")
                "stages": [{"file": HEADS_FILE}, {"file": TOP_FILE}]}  # fmt: skip
         text = json.dumps(man, indent=2, ensure_ascii=False, allow_nan=False)

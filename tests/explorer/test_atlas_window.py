@@ -119,3 +119,29 @@ def test_a_head_chosen_in_the_atlas_opens_its_best_text_in_the_stepper(make_wind
     trace = window.state.display.trace
     assert trace.meta["layer"] == 4 and "dog" in trace.query_tokens
     atlas_window.close()
+
+
+def test_a_session_remembers_the_atlas_corpus_and_its_checksum(make_window, settle, tmp_path):
+    import hashlib
+
+    from explorer.state import Inputs
+    from models.session import load_session
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat\na dog ran\n")
+    sha = hashlib.sha256(corpus.read_bytes()).hexdigest()
+    atlas = fake_atlas(3, "minilm")
+    write_atlas(atlas, tmp_path / "atlas", corpus={"path": str(corpus), "sha256": sha, "bytes": 20})
+    window = make_window(Inputs(sentence="a b c"))
+    assert window.sessions.session().atlas is None  # no atlas open: nothing remembered
+    window.open_atlas(folder=tmp_path / "atlas")
+    path = tmp_path / "s.zip"
+    assert window.sessions.save_session(str(path))
+    assert load_session(path).atlas == {"corpus": str(corpus), "sha256": sha}
+    assert window.sessions.open_session(str(path))
+    settle(window)
+    assert "unchanged (sha256 matches)" in window.status_line.plain_text()
+    corpus.write_text("something else\n")
+    assert window.sessions.open_session(str(path))
+    settle(window)
+    assert "has changed since" in window.status_line.plain_text()

@@ -147,3 +147,22 @@ def test_corpus_is_streamed_not_read_whole(tmp_path):
     lines = corpus_lines(path)
     assert next(lines) == (1, "text number 0")  # a generator: the file is read as lines are asked for
     lines.close()
+
+
+def test_session_atlas_key_round_trips_and_is_checked(tmp_path):
+    import zipfile
+
+    from models.cli import build_parser
+    from models.config import InputError
+    from models.session import Run, Session, load_session, save_session
+
+    run = Run.from_args(build_parser().parse_args(["--sentence", "a b", "--out", str(tmp_path / "x")]))
+    good = {"corpus": "/data/texts.txt", "sha256": "ab" * 32}
+    save_session(tmp_path / "s.zip", Session(run, atlas=good))
+    assert load_session(tmp_path / "s.zip").atlas == good
+    save_session(tmp_path / "plain.zip", Session(run))
+    with zipfile.ZipFile(tmp_path / "plain.zip") as zf:
+        assert "atlas" not in json.loads(zf.read("session.json"))  # no key: older readers see the same file
+    save_session(tmp_path / "bad.zip", Session(run, atlas={"corpus": "x", "sha256": "nothex"}))
+    with pytest.raises(InputError, match="'atlas' must be"):
+        load_session(tmp_path / "bad.zip")
