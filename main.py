@@ -16,6 +16,10 @@ def main(argv: list[str]) -> int:
         from models.generate.cli import generate_main
 
         return generate_main(argv[1:])
+    if argv[:1] == ["atlas"]:
+        from models.atlas_cli import atlas_main
+
+        return atlas_main(argv[1:])
     from explorer.app import run_app
 
     return run_app(argv)

@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--generate", metavar="PROMPT",
                       help="with --model: open the Generate window on this prompt (with --screenshot: save it)")
     view.add_argument("--new-tokens", type=int, default=12, metavar="N", help="with --generate: tokens to generate")
+    view.add_argument("--atlas", metavar="DIR", help="open a head atlas folder ('main.py atlas --out DIR')")
+    view.add_argument("--atlas-compare", metavar="DIR2", help="with --atlas: show the difference DIR − DIR2")
     view.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
     view.add_argument("--session", metavar="FILE", help="open a saved session (other options given apply on top)")
     view.add_argument("--save-session", metavar="FILE", help="with --screenshot: also save the session it shows")
@@ -203,7 +205,13 @@ def run_app(argv: Sequence[str]) -> int:
         if args.screenshot:
             return generate_screenshot(args.model, args.generate, args.new_tokens, args.screenshot)
         return open_generate_window(app, args.model, args.generate, args.new_tokens)
+    if args.atlas and args.screenshot:  # issue 22: the atlas window alone
+        from .atlas_window import atlas_screenshot
+
+        return atlas_screenshot(args.atlas, args.screenshot, args.atlas_compare)
     window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head, fit_colours=fit)
+    if args.atlas:
+        window.open_atlas(folder=args.atlas, compare=args.atlas_compare)
     if args.attention:
         window.open_survey(path=args.attention)
     if getattr(args, "window_session", None) is not None:  # issue 9: its edits, pinned run and query

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QFileDialog
 from models.config import InputError
 from models.session import Session, save_session
 
+from .atlas_window import corpus_notice
 from .request_run import run_from_request
 from .session_io import WindowRun, WindowSession, open_window_session, run_from_inputs
 
@@ -48,8 +49,11 @@ class SessionActions(QObject):
     window calls :meth:`arrived` for every result shown and every failure."""
 
     def __init__(self, state, experiment, compare, submit: Callable[[], int | None], notify: Report,
-                 info: Report, error: Report, parent=None):  # fmt: skip
+                 info: Report, error: Report, parent=None,
+                 atlas: Callable[[], dict | None] = lambda: None):  # fmt: skip
+        """``atlas()``: the corpus and checksum of the head atlas open beside the window, or None."""
         super().__init__(parent)
+        self._atlas = atlas
         self.state, self.experiment, self.compare = state, experiment, compare
         self._submit, self._notify, self._info, self._error = submit, notify, info, error
         self._parent = parent
@@ -74,7 +78,7 @@ class SessionActions(QObject):
             run_from_request(pinned.request)  # fmt: skip
         return Session(run_from_inputs(state.inputs), state.stage_name, state.head, state.query,
                        tuple(experiment.edits), pinned_run, experiment.difference.isChecked(),
-                       pinned_edits, pinned_difference)  # fmt: skip
+                       pinned_edits, pinned_difference, self._atlas())  # fmt: skip
 
     def save_session(self, path: str | None = None) -> bool:
         path = path or self.ask_path(save=True)
@@ -105,6 +109,8 @@ class SessionActions(QObject):
         """Show ``shown``: its pinned run first (computed on the worker, then pinned), then its run."""
         if shown.not_applied:
             self._notify(f"the window does not show: {', '.join(shown.not_applied)}")
+        if shown.atlas is not None:
+            self._notify(corpus_notice(shown.atlas))
         experiment, compare = self.experiment, self.compare
         self._before = _Before(WindowRun(self.state.inputs, tuple(experiment.edits), experiment.difference.isChecked()),
                                self.state.stage_name, self.state.head, self.state.query, compare.pinned)  # fmt: skip

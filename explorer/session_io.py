@@ -47,6 +47,7 @@ class WindowSession:
     edits: tuple[Edit, ...] = ()
     difference: bool = False
     pinned: WindowRun | None = None  # computed first and pinned, then this session's run is shown
+    atlas: dict | None = None  # the head atlas's corpus {"corpus", "sha256"} (issue 22)
 
 
 # --- session -> window ----------------------------------------------------------------------
@@ -95,7 +96,7 @@ def inputs_from_session(session: Session, base: Inputs | None = None) -> WindowS
         pinned = WindowRun(pinned_inputs, session.pinned_edits, session.pinned_difference)
         left += tuple(f"pinned {item}" for item in pinned_left)
     return WindowSession(inputs, session.stage, session.head, session.query, left, session.edits,
-                         session.difference, pinned)  # fmt: skip
+                         session.difference, pinned, session.atlas)  # fmt: skip
 
 
 def open_window_session(path: str, base: Inputs | None = None) -> WindowSession:

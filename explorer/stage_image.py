@@ -25,7 +25,7 @@ COLOURS = 127  # indices 0..126 carry the colour map
 MIXED_OFFSET = COLOURS  # 127..253: the colour of the visible peak, washed (partly masked block)
 NAN_INDEX = 254
 MASKED_INDEX = 255
-SEQUENTIAL_STAGES = frozenset({"weights"})  # probabilities: 0..1 on a sequential map
+SEQUENTIAL_STAGES = frozenset({"weights", "weighted_norms", "value_norms"})  # never negative: a sequential map
 SCALES = ("unit", "fit", "log", "auto")  # weights: 0..1, 0..their max, log10 of [smallest shown, 1], chosen
 AUTO = "auto"  # the scale chosen from the data: log10 once rows hold more than LOG_ABOVE_KEYS keys
 LOG_ABOVE_KEYS = 256  # a row of more keys than this has every weight small: 0..1 is a flat purple square
@@ -78,7 +78,8 @@ def colour_levels(stage: Stage, finite_min: float, finite_max: float, fit: bool 
     symmetric about 0 so that white means zero, and always fit their data."""
     scale = as_scale(fit)
     if stage.name in SEQUENTIAL_STAGES and not getattr(stage, "difference", False):  # a Δ is signed
-        if scale == "fit" and np.isfinite(finite_max) and finite_max > 0.0:
+        unbounded = stage.name != "weights"  # norms have no natural top: 0..their largest value
+        if (scale == "fit" or (unbounded and scale == "unit")) and np.isfinite(finite_max) and finite_max > 0.0:
             return 0.0, finite_max
         if scale == "log":
             top = finite_max if np.isfinite(finite_max) and finite_max > LOG_FLOOR else 1.0

@@ -13,6 +13,7 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
@@ -57,6 +58,12 @@ class SurveyPanel(QWidget):
         self.sink_box = QCheckBox("Scale without token 0")
         self.sink_box.setToolTip("Leave the first key out of each thumbnail's colour scale: heads that park "
                                  "weight on the first token (attention sinks) stop flattening the rest")  # fmt: skip
+        self.measure_combo = QComboBox()  # issue 22: what every thumbnail and metric reads
+        self.measure_combo.addItems(["weights", "weighted norms"])
+        self.measure_combo.setToolTip("Weights α, or the weighted norms ‖α_ij f_h(x_j)‖ (Kobayashi et al., 2020): "
+                                      "what each key really moves; rows as shares of their sum for the metrics")
+        self.measure_combo.setEnabled(False)  # a model survey only (an attention file has no values)
+        self._last_compute: tuple | None = None
         self.message = QLabel("")  # warnings about a file, errors: one line each
         self.message.setWordWrap(True)
         self.message.setStyleSheet("color: #a04000;")
@@ -75,6 +82,8 @@ class SurveyPanel(QWidget):
         splitter.setStretchFactor(1, 2)
         top = QHBoxLayout()
         top.addWidget(self.source_label, 1)
+        top.addWidget(QLabel("Show:"))
+        top.addWidget(self.measure_combo)
         top.addWidget(self.special_box)
         top.addWidget(self.sink_box)
         layout = QVBoxLayout(self)
@@ -88,6 +97,7 @@ class SurveyPanel(QWidget):
         self.worker.failed.connect(self._on_failed)
         self.special_box.toggled.connect(lambda _on: self._refresh())
         self.sink_box.toggled.connect(lambda _on: self._refresh())
+        self.measure_combo.currentIndexChanged.connect(lambda _i: self._recompute())
         self.model_view.fit_box.toggled.connect(lambda _on: self._refresh())
         self.model_view.head_chosen.connect(self.head_chosen)
         self.table.head_chosen.connect(self.head_chosen)
@@ -101,11 +111,24 @@ class SurveyPanel(QWidget):
         """Survey a model (a PretrainedModel or a callable returning one) on the worker."""
         self._show_message([])
         self.source_label.setText("Computing every layer…")
-        return self.worker.submit(model, sentence, mask, max_tokens, self.model_view.fit_box.isChecked())
+        self._last_compute = (model, sentence, mask, max_tokens)
+        self.measure_combo.setEnabled(True)
+        return self.worker.submit(model, sentence, mask, max_tokens, self.model_view.fit_box.isChecked(),
+                                  weighted=self.weighted)  # fmt: skip
+
+    @property
+    def weighted(self) -> bool:
+        return self.measure_combo.currentText() == "weighted norms"
+
+    def _recompute(self) -> None:
+        if self._last_compute is not None:
+            self.compute(*self._last_compute)
 
     def open_attention(self, path) -> bool:
         """Show an attention file (see models.attention_file); False, with the reason shown, if unusable."""
         self.worker.cancel()
+        self._last_compute = None
+        self.measure_combo.setEnabled(False)
         try:
             opened = open_attention(path)
         except InputError as exc:

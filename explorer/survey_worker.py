@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Signal
 
-from models.survey import Survey, complete
+from models.survey import Survey, complete, norm_shares
 
 from .jobs import LatestJob
 from .thumbnails import thumbnail_indices
@@ -28,10 +28,12 @@ class SurveyWorker(LatestJob):
     out_of_memory = "not enough memory for every layer at this length; use fewer tokens"
 
     def submit(self, model, sentence: str, mask: str | None = None, max_tokens: int | None = None,
-               fit_each: bool = True) -> int:  # fmt: skip
-        return super().submit(model, sentence, mask, max_tokens, fit_each)
+               fit_each: bool = True, weighted: bool = False) -> int:  # fmt: skip
+        """``weighted``: the weighted norms ‖α_ij f_h(x_j)‖, each row as shares of its sum, instead of
+        the weights."""
+        return super().submit(model, sentence, mask, max_tokens, fit_each, weighted)
 
-    def work(self, generation, should_stop, model, sentence, mask, max_tokens, fit_each) -> None:
+    def work(self, generation, should_stop, model, sentence, mask, max_tokens, fit_each, weighted=False) -> None:
         if callable(model) and not hasattr(model, "layer_weights"):
             model = model()
         enc = model.encode(sentence, max_tokens)
@@ -41,15 +43,19 @@ class SurveyWorker(LatestJob):
                           model.default_mask == "causal", keys)  # fmt: skip
 
         def on_layer(layer: int, weights: np.ndarray) -> None:
+            if weighted:
+                norm_shares(weights)  # in place: the survey's array holds the shares
             if self.is_current(generation):
                 self.layer_ready.emit(generation, layer, weights, thumbnail_indices(weights, fit_each))
 
         enc, weights, notices = model.layer_weights(sentence, mask=mask, should_stop=should_stop,
-                                                    max_tokens=max_tokens, on_layer=on_layer)  # fmt: skip
+                                                    max_tokens=max_tokens, on_layer=on_layer,
+                                                    **({"weighted": True} if weighted else {}))  # fmt: skip
         if should_stop():
             return
         tokens = tuple(enc.tokens)
-        survey = Survey(weights, tokens, keys, model.name, decoder=model.default_mask == "causal",
+        source = f"{model.name} (weighted norms ‖α f(x)‖, rows as shares)" if weighted else model.name
+        survey = Survey(weights, tokens, keys, source, decoder=model.default_mask == "causal",
                         warnings=list(notices))  # fmt: skip
         complete(survey)
         if self.is_current(generation):

@@ -24,6 +24,7 @@ from models.trace import AttentionTrace
 
 from .actions.menus import build_menus
 from .actions.window_actions import window_registry
+from .atlas_window import atlas_corpus
 from .compare_actions import CompareActions
 from .experiment import Experiment
 from .export_actions import ExportActions
@@ -132,7 +133,7 @@ class MainWindow(QMainWindow):
         self.compare = CompareActions(self.state, self.jobs, info, error, self)
         # issue 9: File → Save session… / Open session…
         self.sessions = SessionActions(self.state, self.experiment, self.compare, self.submit_now, self.add_notice,
-                                       info, error, self)  # fmt: skip
+                                       info, error, self, atlas=lambda: atlas_corpus(self))  # fmt: skip
         self.files = FileActions(self.state, self.add_notice, error, self)  # File → Open embeddings… / mask…
         # Every menu entry and shortcut, registered once by id (explorer/actions/window_actions.py).
         self.registry = window_registry(self)
@@ -360,6 +361,15 @@ class MainWindow(QMainWindow):
         return self._generate_window
 
     # --- screenshots and closing -----------------------------------------------------------
+    def open_atlas(self, folder=None, compare=None):
+        """The head atlas window (explorer/atlas_window.py), of this window's model."""
+        from .atlas_window import open_atlas_window
+
+        self.atlas_window = open_atlas_window(self, self.worker.models, self.state)
+        if folder is not None and self.atlas_window.panel.open_folder(folder) and compare is not None:
+            self.atlas_window.panel.compare_folder(compare)
+        return self.atlas_window
+
     def save_screenshot(self, path: str | Path) -> bool:
         from .image_export import write_png
 

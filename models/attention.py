@@ -112,3 +112,25 @@ def output_projection(c: torch.Tensor, w_o: torch.Tensor, b_o: torch.Tensor | No
     """``Y = concat W_O + b_O``: (n_q, h·d_v) x (h·d_v, d_out) -> (n_q, d_out)."""
     y = c @ w_o
     return y if b_o is None else y + b_o
+
+
+def value_norms(v: torch.Tensor, w_o: torch.Tensor, head_groups, rows: int = 4096) -> torch.Tensor:
+    """``‖f_h(x_j)‖`` (h, n_k): the length of what key j would add to the output through query head
+    h if the head attended to it alone, ``f_h(x_j) = v_g(h),j W_O^h`` with ``v = x W_V + b_V``
+    (already in ``v`` (kv, n_k, d_v)) and ``W_O^h`` the d_v rows of ``w_o (h·d_v, d_out)`` head h
+    feeds (Kobayashi et al., 2020). Summed in float64, one head and block of keys at a time."""
+    kv, n_k, d_v = v.shape  # (kv, n_k, d_v)
+    h = len(head_groups)
+    assert w_o.shape[0] == h * d_v, (w_o.shape, h, d_v)
+    out = torch.empty(h, n_k, dtype=v.dtype, device=v.device)
+    for head, g in enumerate(head_groups):
+        w = w_o[head * d_v : (head + 1) * d_v].to(torch.float64)  # (d_v, d_out): W_O^h
+        for start in range(0, n_k, rows):
+            f = v[g, start : start + rows].to(torch.float64) @ w  # (r, d_out): f_h(x_j)
+            out[head, start : start + rows] = torch.linalg.vector_norm(f, dim=-1).to(v.dtype)
+    return out
+
+
+def weighted_norms(weights: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
+    """``‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖`` (α ≥ 0): (h, n_q, n_k) x (h, n_k) -> (h, n_q, n_k)."""
+    return weights * norms[:, None, :]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from models import explain_families as fam
+from models import explain_norms
 from models import explain_stages as st
 from models.config import InputError
 from models.derivation import Derivation, Term, num
@@ -51,6 +52,8 @@ DERIVATIONS: dict[str, Callable[[Context], Derivation]] = {
     "softcapped": lambda ctx: fam.softcapped(ctx),
     "masked": _or_sink(st.masked),
     "weights": st.weights,
+    "weighted_norms": explain_norms.weighted_norms,
+    "value_norms": explain_norms.value_norms,
     "head_output": st.head_output,
     "concat": st.concat,
     "output": st.output,

@@ -134,8 +134,8 @@ def trace_bytes(cfg, n_q: int, n_k: int, cross: bool) -> int:
     h, d, dk, dv = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v
     inputs = 3 * n_k * d + (n_q * d if cross else 0)  # embeddings, positional encoding, input, query
     projections = h * (n_q * dk + n_k * dk + n_k * dv)  # q, k, v
-    outputs = h * n_q * dv + n_q * h * dv + n_q * cfg.out_dim  # head outputs, concat, output
-    pairs = 4 * h * n_q * n_k  # scores, scaled, masked, weights
+    outputs = h * n_q * dv + n_q * h * dv + n_q * cfg.out_dim + h * n_k  # head outputs, concat, output, value norms
+    pairs = 5 * h * n_q * n_k  # scores, scaled, masked, weights, weighted norms
     return F32 * (inputs + projections + outputs) + min(DEFAULT_BUDGET, F32 * pairs)
 
 

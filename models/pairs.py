@@ -118,6 +118,8 @@ class PairSpec:
     sinks: torch.Tensor | None = None
     label: str = ""  # where these stages are, for messages: "layer 3" (a model's), "" (the toy engine)
     largest_input: float | None = None  # the largest |input| (the toy engine's), for messages
+    # The output matrix (h·d_v, d_out): with it, the value-weighted stage ``weighted_norms``.
+    w_o: torch.Tensor | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -131,6 +133,7 @@ class PairSpec:
                 ("softcapped", self.softcap is not None),
                 ("masked", self.mask.hides_anything or self.always_masked),
                 ("weights", True),
+                ("weighted_norms", self.w_o is not None),
             )
             if present
         )
@@ -159,6 +162,7 @@ class PairStore:
         # Called with (name, head, block) for every block computed (tests and benches count them).
         self.on_compute: Callable[[str, int, int], None] | None = None
         self._head_output: torch.Tensor | None = None
+        self._value_norms: torch.Tensor | None = None
         self._lock = threading.RLock()
         self._may_overflow = may_overflow(spec)
 
@@ -264,7 +268,10 @@ class PairStore:
                                x[..., h1 - c0 :]], dim=-1)  # fmt: skip
         if name == "masked":
             return x[0]
-        return att.softmax(x, s.temperature)[0]  # (r, c)
+        a = att.softmax(x, s.temperature)[0]  # (r, c)
+        if name == "weighted_norms":
+            return a * self.value_norms()[head, c0:c1]  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖
+        return a
 
     def block(self, name: str, head: int, block: int, keep: bool = True) -> np.ndarray:
         """One block of rows of a stage, float32 numpy, from the cache when it is there
@@ -362,6 +369,20 @@ class PairStore:
 
     def cell(self, name: str, head: int, i: int, j: int) -> float:
         return float(self.rows(name, head, i, i + 1)[0, j])
+
+    def value_norms(self) -> torch.Tensor:
+        """``‖f_h(x_j)‖`` (h, n_k), computed once (see :func:`models.attention.value_norms`)."""
+        done = self._value_norms
+        if done is not None:
+            return done
+        s = self.spec
+        assert s.w_o is not None, "value norms need the output matrix"
+        with torch.no_grad():
+            norms = att.value_norms(s.v, s.w_o, s.head_groups)  # (h, n_k)
+        with self._lock:
+            if self._value_norms is None:
+                self._value_norms = norms
+            return self._value_norms
 
     def head_output(self, should_stop: StopCheck = None) -> torch.Tensor:
         """``O_i = A_i V_g(i)``, (h, n_q, d_v): computed once, block by block, from the weights."""

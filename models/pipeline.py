@@ -162,10 +162,16 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
         spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), mask=hidden, score=score, params=params,
                               scale=pairs.sqrt_dk(dk) if cfg.score == "scaled" else None,
                               temperature=cfg.temperature, score_edits=score_edits or None,
-                              largest_input=float(torch.max(x_k.abs().max(), x_q.abs().max())))  # fmt: skip
+                              largest_input=float(torch.max(x_k.abs().max(), x_q.abs().max())),
+                              w_o=t(w.W_o))  # fmt: skip
         store = pairs.PairStore(spec)
         for name in spec.names:
             rec.add_lazy(name, query_tokens, key_tokens, store=store)
+
+        def value_norms() -> np.ndarray:
+            return store.value_norms().to("cpu", torch.float32).numpy()  # (h, n_k)
+
+        rec.add_lazy("value_norms", stages.head_labels(h), key_tokens, compute=value_norms, shape=(h, n_k))
 
         def head_output() -> np.ndarray:
             return store.head_output().to("cpu", torch.float32).numpy()  # (h, n_q, d_v)

@@ -11,6 +11,8 @@ Members:
   ``--mask-file``, ``--weights``) are members instead. ``head`` and ``query`` are 0-based, -1 = all
   heads / no query. An edit is ``{"stage": "q", "cell": [head, row, col], "value": 5.0}`` (models/edits.py).
   ``difference``: the window shows edited − original (optional, false when absent).
+  ``"atlas": {"corpus": PATH, "sha256": HEX}`` (optional, any version): the corpus of the head atlas
+  the window showed, so that reopening can say whether the file is still the same.
 - Version 2 adds, to the pinned run only, ``"edits": [EDIT, ...]`` and ``"difference": true`` (a
   pinned run that was edited, or shown as a difference); a file is written as version 2 only when
   its pinned run has either, so every other file still opens in version 1 readers.
@@ -186,6 +188,8 @@ class Session:
     difference: bool = False  # the window shows edited − original
     pinned_edits: tuple[Edit, ...] = ()  # the pinned run's own edits (format 2)
     pinned_difference: bool = False  # the pinned run was shown as edited − original (format 2)
+    # The head atlas's corpus (issue 22), {"corpus": path, "sha256": hex}; optional, any version.
+    atlas: dict | None = None
 
     def request(self) -> AttentionRequest:
         return self.run.request()
@@ -227,6 +231,8 @@ def save_session(path: str | os.PathLike, session: Session) -> Path:
         "edits": [e.to_json() for e in session.edits],
         "pinned": pinned,
     }
+    if session.atlas is not None:
+        doc["atlas"] = dict(session.atlas)
     text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
     with atomic_file(path, "session") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(JSON_MEMBER, text.encode("utf-8", "backslashreplace"))
@@ -272,9 +278,21 @@ def _load(path: Path) -> Session:
         raise InputError("'pinned' must be an object")
     pinned_edits = _edits(pinned_doc.get("edits"), "pinned.edits")
     session = Session(run, stage, head, query, _edits(doc.get("edits"), "edits"), pinned, difference,
-                      pinned_edits, _flag(pinned_doc, "difference", "pinned"))  # fmt: skip
+                      pinned_edits, _flag(pinned_doc, "difference", "pinned"),
+                      _atlas(doc.get("atlas")))  # fmt: skip
     check_session(session)
     return session
+
+
+def _atlas(data) -> dict | None:
+    """The optional ``"atlas": {"corpus": path, "sha256": 64 hex digits}``."""
+    if data is None:
+        return None
+    sha = data.get("sha256") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("corpus"), str) or not isinstance(sha, str) \
+            or len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):  # fmt: skip
+        raise InputError("'atlas' must be {\"corpus\": a path, \"sha256\": 64 hex digits}")
+    return {"corpus": data["corpus"], "sha256": sha}
 
 
 def _edits(data, what: str) -> tuple[Edit, ...]:

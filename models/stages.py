@@ -28,17 +28,24 @@ STAGE_ORDER = (
     "softcapped",
     "masked",
     "weights",
+    "weighted_norms",
+    "value_norms",
     "head_output",
     "concat",
     "output",
 )
 # Stages with one (n_q × n_k) matrix per head: computed lazily, per head and per block of rows.
-PAIR_STAGES = ("scores", "scaled", "biased", "softcapped", "masked", "weights")
+PAIR_STAGES = ("scores", "scaled", "biased", "softcapped", "masked", "weights", "weighted_norms")
 
 
 def features(n: int) -> tuple[str, ...]:
     """Labels of a feature axis: "0", "1", ..."""
     return tuple(str(j) for j in range(n))
+
+
+def head_labels(h: int) -> tuple[str, ...]:
+    """Labels of a head axis: "H0", "H1", ..."""
+    return tuple(f"H{i}" for i in range(h))
 
 
 @dataclass(frozen=True)
@@ -266,6 +273,18 @@ def describe(name: str, c: Context) -> StageText:
             t = ("Softmax weights", f"A_i = softmax(S_i{temp}) row-wise", "Each row becomes a probability "
                  "distribution over the keys: it sums to 1 (all zero if every key is hidden).",
                  f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
+    elif name == "weighted_norms":
+        f_i = f"(x W_V,{g}{_bias(c, 'v', g)}) W_O,i"
+        t = ("Weighted norms", f"‖A_i[q,k] f_i(x_k)‖ = A_i[q,k] · ‖f_i(x_k)‖,  f_i(x) = {f_i}",
+             "The weight times the length of what the key's value adds to the output through this head: a "
+             "large weight on a key whose transformed value is tiny moves little (Kobayashi et al., 2020, "
+             "'Attention is not only a weight').", f"({_d(n_q, n_k)})∘(1×{n_k}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
+    elif name == "value_norms":
+        t = ("Value norms", f"‖f_i(x_k)‖ = ‖(x_k W_V,{g}{_bias(c, 'v', g)}) W_O,i‖",
+             f"How far each key's value would move the output through head i if the head attended to it "
+             f"alone: its value row times the {c.d_v} rows of W_O that head i feeds, measured as a length. "
+             "One row per head." + shared, f"{h}×({_d(n_k, dv)})·({_d(dv, d_out)}) → {_d(h, n_k)}", "head", "key",
+             False)  # fmt: skip
     elif name == "head_output":
         sink = (" The sink's weight multiplies no value: it only takes weight away from the keys."
                 if c.sinks else "")

@@ -135,6 +135,15 @@ def head_metrics(A: np.ndarray, keep=None) -> dict[str, np.ndarray]:
     return {name: values.reshape(lead) for name, values in result.items()}
 
 
+def norm_shares(norms: np.ndarray) -> np.ndarray:
+    """Weighted norms ``‖α_ij f_h(x_j)‖ (..., n_q, n_k)`` as each row's shares (rows divided by their
+    sums, in place; an all-zero row stays 0): what the model view's metrics and rollout read when it
+    shows weighted norms, so that every formula above applies to them as to weights."""
+    total = norms.sum(-1, keepdims=True)
+    np.divide(norms, total, out=norms, where=total > 0)
+    return norms
+
+
 def rollout(A: np.ndarray) -> np.ndarray:
     """Attention rollout ``(L, n, n)`` of ``A (L, h, n, n)``: ``R_l`` at index l (float32)."""
     A = np.asarray(A)  # a memory map stays one (no copy)

@@ -43,6 +43,7 @@ def window_actions(w: MainWindow) -> list[Action]:
         Action("view.pe_lens", "Positional-encoding lens…", lambda: w.open_pe_lens(), menu="file",
                group="3_windows"),
         Action("view.generate", "Generate and watch…", lambda: w.open_generate(), menu="file", group="3_windows"),
+        Action("view.atlas", "Head atlas (many texts)…", lambda: w.open_atlas(), menu="file", group="3_windows"),
         # File: sessions, quit
         Action("file.open_session", "Open session…", lambda: w.sessions.open_session(),
                ("Ctrl+O", StandardKey.OPEN), menu="file", group="4_session"),

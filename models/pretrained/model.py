@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from models import attention as att
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
 from models.memory import check_memory, estimate_pretrained_peak
 from models.pairs import check_recorded
@@ -94,6 +95,15 @@ class PretrainedModel:
                 f"{self.arch.vocab_size} embeddings; tokenizer and weights do not match"
             )
         return enc
+
+    def encode_ids(self, ids) -> Encoded:
+        """Token ids chosen by the caller (special tokens included), as :meth:`encode` returns them."""
+        ids = tuple(int(i) for i in ids)
+        if not ids or min(ids) < 0 or max(ids) >= self.arch.vocab_size or len(ids) > self.max_positions:
+            raise InputError(f"{len(ids)} token ids outside 0..{self.arch.vocab_size - 1} or longer than "
+                             f"{self.name}'s {self.max_positions} positions")  # fmt: skip
+        tok = self.tokenizer.tokenizer
+        return Encoded(tuple(tok.id_to_token(i) or f"#{i}" for i in ids), ids, (0,) * len(ids))
 
     def tokenize(self, sentence: str) -> tuple[list[str], list[int]]:
         """The tokens (as the axes show them) and ids the model reads, special tokens included."""
@@ -225,13 +235,14 @@ class PretrainedModel:
 
     def layer_weights(
         self,
-        sentence: str,
+        sentence: str | Encoded,
         mask: str | None = None,
         pad_positions=(),
         should_stop: StopCheck | None = None,
         max_tokens: int | None = None,
         on_layer: Callable[[int, np.ndarray], None] | None = None,
         out: np.ndarray | None = None,
+        weighted: bool = False,
     ) -> tuple[Encoded, np.ndarray, list[str]]:
         """Every layer's attention weights in one forward pass: ``(encoded, (L, h, n, n), notices)``.
 
@@ -239,8 +250,10 @@ class PretrainedModel:
         are recorded by :func:`attention` on the very input that block reads, and written to
         ``out[l]`` (a preallocated or memory-mapped array; float32 otherwise) before
         ``on_layer(l, weights_l)`` is called, so a view can paint layers as they arrive.
+        ``sentence``: a text, or token ids already :meth:`encoded <encode_ids>` (the detectors' probes).
+        ``weighted``: the weighted norms ‖α_ij f_h(x_j)‖ instead of the weights (models.attention).
         """
-        enc = self.encode(sentence, max_tokens)
+        enc = sentence if isinstance(sentence, Encoded) else self.encode(sentence, max_tokens)
         n = len(enc.ids)
         mode, pads, notices = self._mask(mask, pad_positions, n)
         shape = (self.num_layers, self.num_heads, n, n)
@@ -261,10 +274,13 @@ class PretrainedModel:
                     source = f"the output of layer {layer - 1}" if layer else "the embeddings"
                     raise InputError(f"the input of layer {layer} ({source}) overflows float32: the model's "
                                      f"weights are too large")  # fmt: skip
-                attention(x, self.arch.attention_params(layer, n), hidden, record=record)
+                params = self.arch.attention_params(layer, n)
+                attention(x, params, hidden, record=record)
                 check_recorded(record, f"layer {layer}")  # never a NaN in a file or on screen
-                # (h, n, n): the real keys' weights (a learned sink's column, if any, left out)
-                out[layer] = record["weights"][..., :n].detach().cpu().numpy()
+                a = record["weights"][..., :n]  # (h, n, n): the real keys' (a learned sink's column left out)
+                if weighted:
+                    a = att.weighted_norms(a, att.value_norms(record["v"], params.w_o, params.head_groups))
+                out[layer] = a.detach().cpu().numpy()
                 if on_layer is not None:
                     on_layer(layer, out[layer])
         return enc, out, self.notices + list(enc.notices) + notices

@@ -99,10 +99,16 @@ def build_trace(
     spec = pairs.PairSpec(q=q, k=k, v=rec["v"], head_groups=p.head_groups, mask=mask, scale=("mul", float(p.scale)),
                           softcap=p.softcap, always_masked=True, label=f"layer {layer}",
                           score_edits=edits.scores or None if edits is not None else None,
-                          sinks=p.sinks)  # fmt: skip
+                          sinks=p.sinks, w_o=p.w_o)  # fmt: skip
     store = pairs.PairStore(spec)
     keys = tokens + (SINK,) if p.sinks is not None else tokens  # the sink: one more key column, last
     built += [Stage(name, row_labels=tokens, col_labels=keys, store=store, **text(name)) for name in spec.names]
+
+    def value_norms() -> np.ndarray:
+        return to_numpy(store.value_norms())  # (h, n)
+
+    built.append(Stage("value_norms", row_labels=stages.head_labels(h), col_labels=tokens, compute=value_norms,
+                       shape=(h, n), **text("value_norms")))  # fmt: skip
 
     def head_output() -> np.ndarray:
         return to_numpy(store.head_output())  # (h, n, d_k)

@@ -97,6 +97,10 @@ def hf_stages(hf, layer: int, ids: list[int], edits=(), hidden: torch.Tensor | N
     weights = torch.softmax(masked, dim=-1)
     head_output = weights @ v_all  # (h, n, d)
     concat = head_output.transpose(0, 1).reshape(n, heads * d)
+    w_o = o_proj.weight.T  # (h·d, d_model)
+    f = torch.stack([v_all[i] @ w_o[i * d : (i + 1) * d] for i in range(heads)])  # (h, n, d_model): f_h(x_j)
+    weighted = torch.linalg.vector_norm(weights[..., None] * f[:, None], dim=-1)  # ‖α_ij f_h(x_j)‖
     out |= {"scores": scores, "scaled": scaled, "masked": masked, "weights": weights, "head_output": head_output,
-            "concat": concat, "output": o_proj(concat)}  # fmt: skip
+            "concat": concat, "output": o_proj(concat), "weighted_norms": weighted,
+            "value_norms": torch.linalg.vector_norm(f, dim=-1)}  # fmt: skip
     return {name: t.detach().numpy() for name, t in out.items()}

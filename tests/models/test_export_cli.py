@@ -147,7 +147,7 @@ def test_cli_export_writes_a_trace_and_reports_it(tmp_path, capsys):
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     assert captured.err == ""
-    assert captured.out.startswith(f"wrote 12 stages to {out} (cpu,")
+    assert captured.out.startswith(f"wrote 14 stages to {out} (cpu,")
     man, arrays = read_trace_files(out)
     assert man["key_tokens"] == ["the", "cat", "sat"] and man["device"] == "cpu"
     assert np.all(arrays["weights"][:, 0, 1:] == 0.0)

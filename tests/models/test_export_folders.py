@@ -84,7 +84,7 @@ def test_main_py_export_subprocess_succeeds_and_fails_cleanly(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert ok.returncode == 0, ok.stderr
-    assert "wrote 11 stages" in ok.stdout
+    assert "wrote 13 stages" in ok.stdout  # 11 + weighted_norms, value_norms
     man, _ = read_trace_files(tmp_path / "run")
     assert man["key_tokens"] == ["Hello", ",", "world", "🌍", "!"]
 

@@ -23,6 +23,8 @@ STAGES = (
     "scaled",
     "masked",
     "weights",
+    "weighted_norms",
+    "value_norms",
     "head_output",
     "concat",
     "output",

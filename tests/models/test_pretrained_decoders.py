@@ -179,6 +179,8 @@ def test_llama_gqa_stages(built):
         "scaled",
         "masked",
         "weights",
+        "weighted_norms",
+        "value_norms",
         "head_output",
         "concat",
         "output",

@@ -1,0 +1,364 @@
+"""The head atlas in a window: a sortable table of every head, the layers × heads map coloured by any
+column, a scatter of any two columns (one point per head, labelled ``L3 H7``), and a comparison of
+two atlases (a difference table and map). Computed off the GUI thread (:class:`AtlasWorker`) on a
+corpus file or the detectors' built-in probes, or read from a folder ``main.py atlas`` wrote.
+A double click on a head (table row, map cell or scatter point) opens the text where that head
+scores highest on the chosen metric in the stepper (``head_chosen``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QGraphicsItem,
+    QGraphicsSimpleTextItem,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from models.atlas import Atlas, read_atlas
+from models.config import InputError
+
+from .atlas_worker import AtlasWorker
+from .widgets.atlas_table import AtlasTableModel, head_label
+from .widgets.colormaps import colour_map
+
+
+def metric_of(column: str) -> str:
+    """The per-text metric behind a column (``entropy_mean`` -> ``entropy``), or the column itself."""
+    return column.rsplit("_", 1)[0] if column.endswith(("_mean", "_sd")) else column
+
+
+class AtlasPanel(QWidget):
+    head_chosen = Signal(int, int, str)  # layer, head, the text where it scores highest ("" if none)
+
+    def __init__(self, parent: QWidget | None = None, model_loader=None):
+        super().__init__(parent)
+        self.model_loader = model_loader  # () -> PretrainedModel, called on the worker
+        self.worker = AtlasWorker(self)
+        self.atlas: Atlas | None = None  # the atlas computed or opened
+        self.other: Atlas | None = None  # compared with (shown: atlas − other)
+        self.status = QLabel("No atlas yet: run one on a corpus file or the built-in probes, or open a folder.")
+        self.status.setWordWrap(True)
+        buttons = QHBoxLayout()
+        for text, slot in (("Run on a file…", self.ask_corpus), ("Run on the probes", lambda: self.run(None)),
+                           ("Open atlas…", self.ask_open), ("Compare with…", self.ask_compare),
+                           ("Stop", self.worker.cancel)):  # fmt: skip
+            b = QPushButton(text)
+            b.clicked.connect(slot)
+            buttons.addWidget(b)
+        self.run_buttons = [buttons.itemAt(i).widget() for i in range(2)]
+        buttons.addStretch(1)
+        self.colour_combo, self.x_combo, self.y_combo = QComboBox(), QComboBox(), QComboBox()
+        choose = QHBoxLayout()
+        for label, combo in (("Colour by", self.colour_combo), ("Scatter x", self.x_combo), ("y", self.y_combo)):
+            choose.addWidget(QLabel(label))
+            choose.addWidget(combo)
+        # recolouring repaints the map only; the scatter's labels are rebuilt when x or y change
+        self.colour_combo.currentTextChanged.connect(lambda _t: self._redraw(scatter=False))
+        self.x_combo.currentTextChanged.connect(lambda _t: self._redraw_scatter())
+        self.y_combo.currentTextChanged.connect(lambda _t: self._redraw_scatter())
+        choose.addStretch(1)
+        self.table_model = AtlasTableModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.table_model)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().setDefaultSectionSize(20)
+        self.table.verticalHeader().hide()
+        self.table.doubleClicked.connect(lambda i: self.choose(*self.table_model.heads[i.row()]))
+        self.map_plot = pg.PlotWidget(background="w")
+        self.map_image = pg.ImageItem(axisOrder="row-major")
+        self.map_plot.addItem(self.map_image)
+        self.map_plot.invertY(True)
+        self.map_plot.setLabel("left", "layer")
+        self.map_plot.setLabel("bottom", "head")
+        self.map_plot.setMouseEnabled(False, False)
+        self.colour_bar = pg.ColorBarItem(colorMap=colour_map(True), interactive=False)
+        self.colour_bar.setImageItem(self.map_image, insert_in=self.map_plot.getPlotItem())
+        self.map_plot.scene().sigMouseClicked.connect(self._map_clicked)
+        self.scatter_plot = pg.PlotWidget(background="w")
+        self.scatter = pg.ScatterPlotItem(size=8, brush=pg.mkBrush(40, 90, 160, 180), pen=None, hoverable=True)
+        self.scatter.sigClicked.connect(lambda _item, points, _ev: points and self.choose(*points[0].data()))
+        self.scatter_plot.addItem(self.scatter)
+        self.point_labels: list[QGraphicsSimpleTextItem] = []  # the scatter's "L3 H7" labels, in head order
+        self._label_group: pg.ItemGroup | None = None
+        views = QTabWidget()
+        views.addTab(self.map_plot, "Layers × heads")
+        views.addTab(self.scatter_plot, "Scatter")
+        self.views = views
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.table)
+        splitter.addWidget(views)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status)
+        layout.addLayout(choose)
+        layout.addWidget(splitter, 1)
+        self.worker.progress.connect(self._on_progress)
+        self.worker.finished.connect(self._on_finished)
+        self.worker.failed.connect(lambda g, m: g == self.worker.generation and self.status.setText(f"error: {m}"))
+
+    # --- running and opening ------------------------------------------------------------------
+    def ask_corpus(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Corpus: one text per line", "", "Text (*.txt);;All files (*)")
+        if path:
+            self.run(path)
+
+    def run(self, corpus: str | None, limit: int | None = None) -> int | None:
+        if self.model_loader is None:
+            self.status.setText("error: the atlas needs a pretrained model: choose one in the main window first")
+            return None
+        self.status.setText(f"Computing the atlas on {corpus or 'the built-in probes'}…")
+        return self.worker.submit(self.model_loader, corpus, limit)
+
+    def ask_open(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "An atlas folder (main.py atlas --out)")
+        if folder:
+            self.open_folder(folder)
+
+    def ask_compare(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "The atlas to compare with")
+        if folder:
+            self.compare_folder(folder)
+
+    def open_folder(self, folder) -> bool:
+        try:
+            self.set_atlas(read_atlas(folder))
+        except InputError as exc:
+            self.status.setText(f"error: {exc}")
+            return False
+        return True
+
+    def compare_folder(self, folder) -> bool:
+        if self.atlas is None:
+            self.status.setText("error: open or compute an atlas first, then compare another with it")
+            return False
+        try:
+            other = read_atlas(folder)
+            self.atlas.difference(other)  # refuses different shapes in one line
+        except InputError as exc:
+            self.status.setText(f"error: {exc}")
+            return False
+        self.other = other
+        self._show()
+        return True
+
+    def _on_progress(self, generation: int, done: int, total: int) -> None:
+        if generation == self.worker.generation:
+            self.status.setText(f"Computing the atlas: {done}/{total} texts…")
+
+    def _on_finished(self, generation: int, atlas: Atlas) -> None:
+        if generation == self.worker.generation:
+            self.set_atlas(atlas)
+
+    # --- showing --------------------------------------------------------------------------------
+    def set_atlas(self, atlas: Atlas) -> None:
+        self.atlas, self.other = atlas, None
+        self._show()
+
+    @property
+    def shown(self) -> Atlas | None:
+        if self.atlas is None or self.other is None:
+            return self.atlas
+        return self.atlas.difference(self.other)
+
+    def _show(self) -> None:
+        shown = self.shown
+        corpus = self._corpus(self.atlas)
+        what = f"{self.atlas.model}: {self.atlas.layers} layers × {self.atlas.heads} heads over " \
+               f"{self.atlas.texts} texts of {corpus}"  # fmt: skip
+        if self.other is not None:
+            what = (f"Difference: {self.atlas.model} over {self._corpus(self.atlas)} − {self.other.model} over "
+                    f"{self._corpus(self.other)} (the map is signed: red higher in the first, blue in the second)")
+        self.status.setText(what)
+        names = [c for c in shown.columns if c != "texts"]
+        for combo, default in ((self.colour_combo, "previous_mean"), (self.x_combo, "entropy_mean"),
+                               (self.y_combo, "induction")):  # fmt: skip
+            keep = combo.currentText()
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItems(names)
+            combo.setCurrentText(keep if keep in names else default if default in names else names[0])
+            combo.blockSignals(False)
+        self.table_model.set_atlas(shown)
+        metrics = self.table.fontMetrics()  # widths from the headers (resizeColumnsToContents reads every cell)
+        for c in range(self.table_model.columnCount()):
+            name = str(self.table_model.headerData(c, Qt.Orientation.Horizontal))
+            width = max(metrics.horizontalAdvance(name), metrics.horizontalAdvance("-0.00000"))
+            self.table.setColumnWidth(c, width + 24)
+        self._redraw()
+
+    @staticmethod
+    def _corpus(atlas: Atlas) -> str:
+        from pathlib import Path
+
+        path = (atlas.manifest.get("corpus") or {}).get("path")
+        return Path(path).name if path else "the built-in probes"
+
+    def _redraw_scatter(self) -> None:
+        if self.shown is not None:
+            self._draw_scatter(self.shown)
+
+    def _redraw(self, scatter: bool = True) -> None:
+        shown = self.shown
+        if shown is None or self.colour_combo.currentText() not in shown.columns:
+            return
+        values = shown.columns[self.colour_combo.currentText()]
+        finite = values[np.isfinite(values)]
+        signed = self.other is not None or (finite.size and finite.min() < 0)
+        if finite.size == 0:
+            levels = (0.0, 1.0)
+        elif signed:
+            bound = float(np.abs(finite).max()) or 1.0
+            levels = (-bound, bound)
+        else:
+            levels = (0.0, float(finite.max()) or 1.0)
+        self.colour_bar.setColorMap(colour_map(not signed))
+        self.map_image.setImage(np.nan_to_num(values, nan=levels[0]), autoLevels=False)
+        self.map_image.setRect(-0.5, -0.5, shown.heads, shown.layers)  # integer ticks at cell centres
+        self.colour_bar.setLevels(levels)
+        self.map_plot.setTitle(self.colour_combo.currentText())
+        if scatter:
+            self._draw_scatter(shown)
+
+    def _draw_scatter(self, shown: Atlas) -> None:
+        x_name, y_name = self.x_combo.currentText(), self.y_combo.currentText()
+        if x_name not in shown.columns or y_name not in shown.columns:
+            return
+        x, y = shown.columns[x_name].ravel(), shown.columns[y_name].ravel()
+        ok = np.isfinite(x) & np.isfinite(y)
+        layers, heads = np.divmod(np.arange(x.size), shown.heads)
+        self.scatter.setData(x[ok], y[ok], data=list(zip(layers[ok].tolist(), heads[ok].tolist(), strict=True)))
+        # One group of plain Qt text items (not pg.TextItem: 1,024 of those took seconds to add);
+        # each ignores the view's scaling, so a label stays readable at any zoom.
+        if self._label_group is not None:
+            self.scatter_plot.removeItem(self._label_group)
+        group = pg.ItemGroup()
+        self.point_labels = []
+        brush, unscaled = pg.mkBrush(60, 60, 60), QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations
+        for xi, yi, layer, head in zip(x[ok], y[ok], layers[ok], heads[ok], strict=True):
+            label = QGraphicsSimpleTextItem(head_label(layer, head), group)
+            label.setFlag(unscaled)
+            label.setBrush(brush)
+            label.setPos(float(xi), float(yi))
+            self.point_labels.append(label)
+        self.scatter_plot.addItem(group)
+        self._label_group = group
+        self.scatter_plot.setLabel("bottom", x_name)
+        self.scatter_plot.setLabel("left", y_name)
+
+    # --- choosing a head --------------------------------------------------------------------------
+    def _map_clicked(self, event) -> None:
+        if self.atlas is None or not event.double():
+            return
+        p = self.map_plot.getPlotItem().vb.mapSceneToView(event.scenePos())
+        layer, head = round(p.y()), round(p.x())
+        if 0 <= layer < self.atlas.layers and 0 <= head < self.atlas.heads:
+            self.choose(layer, head)
+
+    def best_text(self, layer: int, head: int) -> str:
+        """The text where head ``L H`` scores highest on the colour column's metric ("" if unknown)."""
+        if self.atlas is None:
+            return ""
+        lines = self.atlas.best_line.get(metric_of(self.colour_combo.currentText()))
+        if lines is None:
+            return ""
+        return self.atlas.best_text.get(int(lines[layer, head]), "")
+
+    def choose(self, layer: int, head: int) -> None:
+        text = self.best_text(int(layer), int(head))
+        self.status.setText(f"{head_label(layer, head)}: " + (f"opened its highest-scoring text: {text}" if text
+                            else "no text for this column (a detector column: its probes are generated)"))
+        self.head_chosen.emit(int(layer), int(head), text)
+
+
+class AtlasWindow(QMainWindow):
+    def __init__(self, parent: QWidget | None = None, model_loader=None):
+        super().__init__(parent)
+        self.setWindowTitle("Head atlas")
+        self.panel = AtlasPanel(self, model_loader)
+        self.setCentralWidget(self.panel)
+        self.resize(1300, 760)
+
+    def closeEvent(self, event):  # noqa: N802 - Qt API
+        self.panel.worker.stop()
+        super().closeEvent(event)
+
+
+def open_atlas_window(parent, models, state) -> AtlasWindow:
+    """The atlas of the main window's model; a chosen head opens its best text, layer and head."""
+    inputs = state.inputs
+    loader = (lambda: models.model(inputs.model)) if inputs.uses_model else None
+    window = AtlasWindow(parent, loader)
+
+    def open_head(layer: int, head: int, text: str) -> None:
+        if text:
+            state.update_inputs(sentence=text, layer=layer)
+        else:
+            state.update_inputs(layer=layer)
+        state.set_head(head)
+
+    window.panel.head_chosen.connect(open_head)
+    window.show()
+    return window
+
+
+def atlas_screenshot(folder, out, compare=None, colour: str | None = None, scatter: bool = False) -> int:
+    """``main.py --atlas DIR [--atlas-compare DIR2] --screenshot OUT.png``: the atlas window alone."""
+    from PySide6.QtWidgets import QApplication
+
+    window = AtlasWindow(None)
+    ok = window.panel.open_folder(folder) and (compare is None or window.panel.compare_folder(compare))
+    if colour:
+        window.panel.colour_combo.setCurrentText(colour)
+    if scatter:
+        window.panel.views.setCurrentIndex(1)
+    window.show()
+    QApplication.processEvents()
+    saved = window.grab().save(str(out), "PNG")
+    window.close()
+    window.deleteLater()
+    QApplication.processEvents()
+    if not ok:
+        print(f"error: {window.panel.status.text().removeprefix('error: ')}")
+        return 2
+    print(f"wrote {out}" if saved else f"error: cannot write screenshot to {out}")
+    return 0 if saved else 2
+
+
+def atlas_corpus(window) -> dict | None:
+    """``{"corpus", "sha256"}`` of the atlas open beside ``window`` (a session remembers it), or None."""
+    atlas_window = getattr(window, "atlas_window", None)
+    atlas = atlas_window.panel.atlas if atlas_window is not None else None
+    corpus = (atlas.manifest.get("corpus") or {}) if atlas is not None else {}
+    if not corpus.get("path") or not corpus.get("sha256"):
+        return None
+    return {"corpus": str(corpus["path"]), "sha256": str(corpus["sha256"])}
+
+
+def corpus_notice(atlas: dict) -> str:
+    """What reopening a session says about its atlas's corpus: the same file, changed, or gone."""
+    from pathlib import Path
+
+    from models.atlas import file_sha256
+
+    path = Path(atlas["corpus"])
+    if not path.is_file():
+        return f"the session's atlas corpus {path} is not there any more"
+    same = file_sha256(path) == atlas["sha256"]
+    return f"the session's atlas corpus {path} " + ("is unchanged (sha256 matches)" if same else
+                                                      "has changed since (sha256 differs): rerun the atlas")
