@@ -12,6 +12,10 @@ def main(argv: list[str]) -> int:
         from models.explain_cli import explain_main
 
         return explain_main(argv[1:])
+    if argv[:1] == ["train"]:
+        from models.training.train_cli import train_main
+
+        return train_main(argv[1:])
     from explorer.app import run_app
 
     return run_app(argv)
