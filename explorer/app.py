@@ -61,7 +61,7 @@ FILES = {"embeddings": "embeddings_file", "cross_embeddings": "cross_embeddings_
          "mask_file": "mask_file"}  # fmt: skip
 
 
-def model_from_arg(text: str) -> str:
+def model_from_arg(text: str, step: str | None = None) -> str:
     """What to store for ``--model``: a folder as an absolute path, a name as given; UsageError
     (one line) when there is no such model or its config.json is unusable. Nothing loads here."""
     from models.config import InputError
@@ -69,9 +69,15 @@ def model_from_arg(text: str) -> str:
 
     try:
         folder = resolve_model(text)
+        if step is not None:  # issue 20: one training step of the model, opened as its own folder
+            from models.pretrained.steps import step_folder
+
+            folder = step_folder(folder, step)
         read_config(folder)
     except InputError as exc:
         raise UsageError(str(exc)) from None
+    if step is not None:
+        return str(folder.resolve())
     given = Path(text.strip()).expanduser()
     return str(given.resolve()) if given.is_dir() else text.strip()
 
@@ -83,7 +89,9 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
         if given:
             option = "--" + given[0].replace("_", "-")
             raise UsageError(f"{option} is set by the model; leave it out with --model")
-        base = dataclasses.replace(base, model=model_from_arg(args.model), pad_positions=())
+        base = dataclasses.replace(base, model=model_from_arg(args.model, args.step), pad_positions=())
+    elif args.step is not None:
+        raise UsageError("--step needs --model (a model with training checkpoints)")
     if args.layer is not None:
         if not base.uses_model:
             raise UsageError("--layer needs --model (the toy model has a single layer)")

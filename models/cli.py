@@ -28,7 +28,7 @@ from .memory import OUT_OF_MEMORY, is_out_of_memory
 TOY_ONLY = ("embeddings", "labels", "cross_sentence", "cross_embeddings", "cross_labels", "heads",
             "d_model", "d_k", "d_v", "d_out", "mask_file", "score", "pe", "temperature", "seed",
             "bias", "weights")  # fmt: skip
-MODEL_ONLY = ("layer",)
+MODEL_ONLY = ("layer", "step")
 TEXT_OPTIONS = ("sentence", "cross_sentence", "labels", "cross_labels")
 
 
@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session", metavar="FILE", help="compute what a saved session shows (not with input options)")
     out = p.add_argument_group("output")
     out.add_argument("--out", required=True, metavar="DIR", help="folder to create")
+    out.add_argument("--all-steps", action="store_true",
+                     help="with --model: steps.csv and losses.csv over every training step (docs/induction.md)")
     out.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
     out.add_argument("--stages", type=_labels, metavar="weights,output",
                      help="write only these stages (default: all)")  # fmt: skip
@@ -72,6 +74,8 @@ def add_input_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     src.add_argument("--cross-labels", type=_labels, help="labels for --cross-embeddings")
     src.add_argument("--model", metavar="PATH_OR_NAME",
                      help="a pretrained model folder, a cached model name, or 'minilm' (built in)")  # fmt: skip
+    src.add_argument("--step", metavar="S",
+                     help="with --model: a training step ('first', 'last' (default) or a number)")  # fmt: skip
     src.add_argument("--layer", type=int, default=0, help="the model layer to trace (with --model)")
     src.add_argument("--all-layers", action="store_true",
                      help="with --model: every layer and head, rollout and head metrics (see README)")  # fmt: skip
@@ -205,7 +209,7 @@ def model_from_args(args: argparse.Namespace):
 
     if not args.sentence:
         raise InputError("--model needs --sentence")
-    return load_model(args.model, device=args.device)
+    return load_model(args.model, device=args.device, step=getattr(args, "step", None))
 
 
 def model_trace_from_args(model, args: argparse.Namespace, edits=()):
@@ -243,6 +247,10 @@ def export_main(argv: Sequence[str]) -> int:
     try:
         notes = check_arguments(args, given_options(argv))
         check_target(args.out, args.force)  # fail before computing anything
+        if getattr(args, "all_steps", False):
+            from .steps_export import export_all_steps
+
+            return export_all_steps(args)
         if args.all_layers:
             from .survey_export import export_all_layers
 

@@ -111,7 +111,7 @@ def export_all_layers(args) -> int:
 
     if not args.model or not args.sentence:
         raise InputError("--all-layers needs --model and --sentence")
-    model = load_model(args.model, device=args.device)
+    model = load_model(args.model, device=args.device, step=getattr(args, "step", None))
     out, man = write_all_layers(
         model, args.sentence, args.out, force=args.force, mask=args.mask,
         pad_positions=args.pad_positions, max_tokens=args.max_tokens,

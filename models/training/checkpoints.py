@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from pathlib import Path
 
 import numpy as np
-import torch
 from safetensors.torch import save_file
 
 from models.config import InputError
+from models.pretrained.steps import checkpoint_steps, parse_step  # noqa: F401 (re-exported)
 from models.training.tiny_llama import TinyLlama
 from models.training.tokenizer_file import write_tokenizer
 
-STEP_FOLDER = re.compile(r"^step-(\d+)$")
 LOSS_COLUMNS = ("step", "train_loss", "train_repeated_loss", "heldout_loss", "heldout_repeated_loss")
 
 
@@ -72,37 +70,3 @@ def read_losses(path: Path) -> list[dict]:
         return []
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InputError(f"could not read {path}: {e}") from e
-
-
-def checkpoint_steps(folder: Path) -> dict[int, Path]:
-    """``{step: folder}`` of ``folder/checkpoints/step-N`` subfolders, in step order ({} if none)."""
-    root = Path(folder) / "checkpoints"
-    try:
-        found = {int(m.group(1)): p for p in root.iterdir() if p.is_dir() and (m := STEP_FOLDER.match(p.name))}
-    except OSError:
-        return {}
-    return dict(sorted(found.items()))
-
-
-def parse_step(text: str | int | None, available: list[int], where: str) -> int:
-    """``"first"``, ``"last"`` (also None) or a step number that is in ``available``."""
-    if not available:
-        raise InputError(f"{where} has no checkpoints (no checkpoints/step-N folders, no step revisions)")
-    spec = "last" if text is None else str(text).strip().lower()
-    if spec == "first":
-        return available[0]
-    if spec == "last":
-        return available[-1]
-    try:
-        step = int(spec.removeprefix("step-").removeprefix("step"))
-    except ValueError:
-        raise InputError(f"--step must be a step number, 'first' or 'last', got {text!r}") from None
-    if step not in available:
-        near = min(available, key=lambda s: abs(s - step))
-        raise InputError(f"{where} has no step {step} (nearest: {near}; {len(available)} steps from "
-                         f"{available[0]} to {available[-1]})")  # fmt: skip
-    return step
-
-
-def save_model_copy(model: TinyLlama) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}

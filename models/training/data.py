@@ -72,7 +72,8 @@ def sequence(rng: np.random.Generator, cfg: DataConfig, table: np.ndarray) -> tu
             rep += [False] * len(stretch)
             continue
         length = int(rng.integers(cfg.min_block, cfg.max_block + 1))
-        block = rng.integers(FIRST_CHAR_ID, len(VOCAB), size=length).tolist()
+        # all different, so that each character of the copy has one earlier occurrence to look at
+        block = (FIRST_CHAR_ID + rng.choice(len(VOCAB) - FIRST_CHAR_ID, size=length, replace=False)).tolist()
         gap_len = int(rng.integers(1, cfg.max_gap + 1)) if cfg.max_gap and rng.random() < 0.5 else 0
         gap = rng.integers(FIRST_CHAR_ID, len(VOCAB), size=gap_len).tolist()
         ids += block + gap + block
