@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--colours", choices=COLOUR_CHOICES,
                       help="the weights' colour scale: fixed 0 to 1 (default), fit 0 to their largest value, "
                            "or log (log10, for long rows whose weights are all small)")
+    view.add_argument("--timeline", action="store_true",
+                      help="open the training timeline (with --screenshot: save it, the window as OUT_window.png)")
     view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
     view.add_argument("--attention", metavar="FILE",
                       help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
@@ -185,6 +187,12 @@ def run_app(argv: Sequence[str]) -> int:
         from .session_io import on_top
 
         window.sessions.restore(on_top(args.window_session, inputs, args.stage, head))
+    if args.timeline:  # issue 20
+        from .timeline_actions import timeline_screenshot
+
+        timeline = window.open_timeline(step=args.step)
+        if args.screenshot:
+            return timeline_screenshot(app, window, timeline, args.screenshot, _screenshot)
     try:
         if args.screenshot:
             code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer)

@@ -215,6 +215,7 @@ class MainWindow(QMainWindow):
         file_menu.addAction("Open attention…", lambda: self.open_survey(path=None))  # issue 10
         file_menu.addAction("Whole model (every layer and head)…", lambda: self.open_survey(model=True))
         file_menu.addAction("Positional-encoding lens…", self.open_pe_lens)
+        file_menu.addAction("Training timeline…", self.open_timeline)  # issue 20
         file_menu.addSeparator()
         file_menu.addAction("Quit", QKeySequence(QKeySequence.StandardKey.Quit), self.close)
         # Window-wide stage keys. A focused line edit claims Left/Right/Home/End first (Qt's
@@ -366,6 +367,12 @@ class MainWindow(QMainWindow):
             survey = open_attention_window(self, path)
         self._survey_window = survey or getattr(self, "_survey_window", None)
         return survey
+
+    def open_timeline(self, step: str | None = None):
+        """The training timeline of the model on screen (issue 20: explorer/timeline_actions.py)."""
+        from .timeline_actions import open_timeline
+
+        return open_timeline(self, step=step)
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:

@@ -27,12 +27,12 @@ FIRST_CHAR_ID = 2
 
 @dataclass(frozen=True)
 class DataConfig:
-    seq_len: int = 128  # tokens per sequence, <s> included
+    seq_len: int = 64  # tokens per sequence, <s> included
     min_block: int = 6
-    max_block: int = 40
-    max_gap: int = 8  # random characters between a block and its copy (half the time none)
+    max_block: int = 30
+    max_gap: int = 4  # random characters between a block and its copy (half the time none)
     max_prefix: int = 16  # random characters before the first block
-    text_share: float = 0.3  # share of segments that are "text" (see text_stretch), not blocks
+    text_share: float = 0.2  # share of segments that are "text" (see text_stretch), not blocks
 
 
 @dataclass(frozen=True)
