@@ -34,7 +34,7 @@ def test_timeline_data(run):
 
 def test_slider_calls_back_with_each_step(qtbot, run):
     seen, heads = [], []
-    window = TimelineWindow(build_timeline(str(run), "abcdabcd"), seen.append, lambda p, l, h: heads.append((p, l, h)))
+    window = TimelineWindow(build_timeline(str(run), "abcdabcd"), seen.append, lambda *a: heads.append(a))
     qtbot.addWidget(window)
     assert seen[-1] == run / "checkpoints" / "step-000006"  # opens at the last step
     window.slider.setValue(0)
