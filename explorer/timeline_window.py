@@ -76,7 +76,7 @@ class TimelineWindow(QWidget):
     def _build_plots(self) -> None:
         t = self.timeline
         loss = self.plots.addPlot(row=0, col=0, title="Loss")
-        loss.addLegend(offset=(-10, 10))
+        loss.addLegend(offset=(10, -10))  # bottom left: the curves start high
         for key, name, colour in LOSSES:
             x, y = t.loss_series(key)
             if len(x):
