@@ -27,7 +27,7 @@ Progress = Callable[[int, int, float], None]  # (step, total steps, training los
 
 @dataclass(frozen=True)
 class TrainConfig:
-    steps: int = 1200
+    steps: int = 2500
     seed: int = 0
     batch_size: int = 32
     lr: float = 5e-3
