@@ -63,8 +63,8 @@ def test_no_induction_head_at_step_0():
     assert scores("first")["induction"].max() < 0.2
 
 
-@pytest.mark.xfail(strict=True, reason="issue 20 target not met yet: the shipped model's induction head (L1 H1) "
-                   "looks one character past TransformerLens's position (docs/induction.md, 'Not there yet')")  # fmt: skip
+@pytest.mark.xfail(strict=True, reason="issue 20 target not met yet: the shipped induction head (L1 H1) "
+                   "looks one character past TransformerLens's position (docs/induction.md)")  # fmt: skip
 def test_final_step_has_an_induction_head_in_layer_1():
     assert scores()["induction"][1].max() >= 0.8
 
