@@ -20,6 +20,10 @@ def main(argv: list[str]) -> int:
         from models.atlas_cli import atlas_main
 
         return atlas_main(argv[1:])
+    if argv[:1] == ["train"]:
+        from models.training.train_cli import train_main
+
+        return train_main(argv[1:])
     from explorer.app import run_app
 
     return run_app(argv)

@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--colours", choices=COLOUR_CHOICES,
                       help="the weights' colour scale: auto (default: log10 once rows hold more than 256 keys, "
                            "else 0 to 1), fixed 0 to 1, fit 0 to their largest value, or log (log10)")
+    view.add_argument("--timeline", action="store_true",
+                      help="open the training timeline (with --screenshot: save it, the window as OUT_window.png)")
     view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
     view.add_argument("--attention", metavar="FILE",
                       help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
@@ -69,7 +71,7 @@ FILES = {"embeddings": "embeddings_file", "cross_embeddings": "cross_embeddings_
          "mask_file": "mask_file"}  # fmt: skip
 
 
-def model_from_arg(text: str) -> str:
+def model_from_arg(text: str, step: str | None = None) -> str:
     """What to store for ``--model``: a folder as an absolute path, a name as given; UsageError
     (one line) when there is no such model or its config.json is unusable. Nothing loads here."""
     from models.config import InputError
@@ -77,9 +79,15 @@ def model_from_arg(text: str) -> str:
 
     try:
         folder = resolve_model(text)
+        if step is not None:  # issue 20: one training step of the model, opened as its own folder
+            from models.pretrained.steps import step_folder
+
+            folder = step_folder(folder, step)
         read_config(folder)
     except InputError as exc:
         raise UsageError(str(exc)) from None
+    if step is not None:
+        return str(folder.resolve())
     given = Path(text.strip()).expanduser()
     return str(given.resolve()) if given.is_dir() else text.strip()
 
@@ -103,7 +111,9 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
         if args.cross_sentence is not None and not encdec:  # would be silently ignored by this model
             raise UsageError("--cross-sentence applies with --model only to encoder-decoder models (t5, mt5, bart, "
                              "marian): their target; leave it out")  # fmt: skip
-        base = dataclasses.replace(base, model=model_from_arg(args.model), pad_positions=())
+        base = dataclasses.replace(base, model=model_from_arg(args.model, args.step), pad_positions=())
+    elif args.step is not None:
+        raise UsageError("--step needs --model (a model with training checkpoints)")
     if args.block is not None:
         if not base.uses_model or not is_encoder_decoder(base.model):
             raise UsageError("--block needs an encoder-decoder --model (t5, mt5, bart, marian)")
@@ -218,6 +228,12 @@ def run_app(argv: Sequence[str]) -> int:
         from .session_io import on_top
 
         window.sessions.restore(on_top(args.window_session, inputs, args.stage, head))
+    if args.timeline:  # issue 20
+        from .timeline_actions import timeline_screenshot
+
+        timeline = window.open_timeline(step=args.step)
+        if args.screenshot:
+            return timeline_screenshot(app, window, timeline, args.screenshot, _screenshot)
     try:
         if args.screenshot:
             code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer)

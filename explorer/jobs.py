@@ -9,11 +9,11 @@ answers with :meth:`ReadJobs.wait_until_idle`, as napari's slicer does, instead 
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
@@ -30,7 +30,9 @@ class ReadJobs(QObject):
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer-reads")
+        # One daemon thread, started at the first ask: a window never left open keeps no process alive.
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._latest: dict[str, int] = {}  # kind -> ticket of the newest ask
         self._callbacks: dict[str, Deliver] = {}
@@ -47,7 +49,10 @@ class ReadJobs(QObject):
             self._latest[kind] = ticket
             self._callbacks[kind] = deliver
             self._pending += 1
-        self._pool.submit(self._run, kind, ticket, compute)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="explorer-reads", daemon=True)
+                self._thread.start()
+        self._queue.put((kind, ticket, compute))
         return ticket
 
     def cancel(self, kind: str) -> None:
@@ -67,10 +72,20 @@ class ReadJobs(QObject):
             time.sleep(0.001)
         return self.idle
 
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Drop the asks not started and end the read thread (the window is closing)."""
+        with self._lock:
+            self._latest.clear()
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join(timeout)
 
     # --- the read thread -----------------------------------------------------------------------
+    def _serve(self) -> None:
+        while (job := self._queue.get()) is not None:
+            self._run(*job)
+
     def _run(self, kind: str, ticket: int, compute: Callable[[], object]) -> None:
         if self._latest.get(kind) != ticket:  # replaced before it started: no work at all
             self._answered.emit(kind, ticket, None, None)

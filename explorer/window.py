@@ -127,7 +127,6 @@ class MainWindow(QMainWindow):
         self.experiment = Experiment(self.state, self.matrix_view, self.submit_now, self.add_notice, error, self)
         # Alt+click hides a key from a query (Shift: from every query)
         self.key_hider = KeyHider(self.state, self.matrix_view, self.experiment, error)
-        self.jobs = ReadJobs(self)  # the GUI's reads of trace numbers, off this thread
         self.jobs.failed.connect(lambda _kind, message: self.status_line.show_error(message))
         # Stage → Pin this run, compared with the current one
         self.compare = CompareActions(self.state, self.jobs, info, error, self)
@@ -359,6 +358,12 @@ class MainWindow(QMainWindow):
 
         self._generate_window = open_generate_for(self, self.worker.models, self.state)
         return self._generate_window
+
+    def open_timeline(self, step: str | None = None):
+        """The training timeline of the model on screen (issue 20: explorer/timeline_actions.py)."""
+        from .timeline_actions import open_timeline
+
+        return open_timeline(self, step=step)
 
     # --- screenshots and closing -----------------------------------------------------------
     def open_atlas(self, folder=None, compare=None):

@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session", metavar="FILE", help="compute what a saved session shows (not with input options)")
     out = p.add_argument_group("output")
     out.add_argument("--out", required=True, metavar="DIR", help="folder to create")
+    out.add_argument("--all-steps", action="store_true",
+                     help="with --model: steps.csv and losses.csv over every training step (docs/induction.md)")
     out.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
     out.add_argument("--stages", type=labels, metavar="weights,output",
                      help="write only these stages (default: all)")  # fmt: skip
@@ -90,6 +92,10 @@ def export_main(argv: Sequence[str]) -> int:
         given = given_options(argv)
         notes = check_arguments(args, given)
         check_target(args.out, args.force)  # fail before computing anything
+        if getattr(args, "all_steps", False):
+            from .steps_export import export_all_steps
+
+            return export_all_steps(args)
         if args.all_layers:
             from .survey_cli import export_all_layers
 

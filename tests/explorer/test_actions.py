@@ -114,6 +114,7 @@ WINDOW_ACTIONS = {  # id: (title, the shortcuts it had before the registry, menu
     "view.pe_lens": ("Positional-encoding lens…", [], "file"),
     "view.generate": ("Generate and watch…", [], "file"),
     "view.atlas": ("Head atlas (many texts)…", [], "file"),
+    "view.timeline": ("Training timeline…", [], "file"),
     "file.open_session": ("Open session…", ["Ctrl+O"], "file"),
     "file.save_session": ("Save session…", [], "file"),
     "file.quit": ("Quit", [], "file"),
@@ -146,7 +147,8 @@ def test_every_window_action_keeps_its_title_shortcut_and_menu(make_window):
     assert texts("file") == ["Export matrix…", "Export all…", "Save image…", "Save window image…", "",
                              "Open embeddings…", "Open weights…", "Open mask…", "Close opened files", "",
                              "Open attention…", "Whole model (every layer and head)…", "Positional-encoding lens…",
-                             "Generate and watch…", "Head atlas (many texts)…", "", "Open session…", "Save session…",
+                             "Generate and watch…", "Head atlas (many texts)…",
+                             "Training timeline…", "", "Open session…", "Save session…",
                              "", "Quit"]  # fmt: skip
     assert texts("stage") == ["Previous stage", "Next stage", "First stage", "Last stage", "", "Pin this run", "Unpin"]
     assert texts("edit") == ["Undo edit", "Redo edit", "Reset edits"]

@@ -1,0 +1,72 @@
+"""View → Training timeline…: build the timeline of the model on screen and connect it to the
+window's state (the slider sets the traced model to that step's folder; a clicked head opens it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from models.config import InputError
+
+
+def open_timeline(window, sentence: str | None = None, step: str | None = None):
+    """The timeline of the window's model (``window.state``), or None with the reason in the status line."""
+    from explorer.timeline_data import build_timeline
+    from explorer.timeline_window import TimelineWindow
+
+    state = window.state
+    model = state.inputs.model or "induction"
+    text = sentence or state.inputs.sentence
+    QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+    try:
+        timeline = build_timeline(model, text)
+    except InputError as exc:
+        window.status_line.show_error(f"no training timeline: {exc}")
+        return None
+    finally:
+        QApplication.restoreOverrideCursor()
+
+    def on_step(path: Path) -> None:
+        state.update_inputs(model=str(path))
+
+    def on_head(path: Path, layer: int, head: int) -> None:
+        state.update_inputs(model=str(path), layer=layer)
+        state.set_head(head)
+
+    old = getattr(window, "timeline_window", None)
+    if old is not None:
+        old.close()
+    timeline_window = TimelineWindow(timeline, on_step, on_head)
+    timeline_window.resize(900, 820)
+    if step is not None:
+        from models.pretrained.steps import parse_step
+
+        try:
+            timeline_window.set_step(parse_step(step, timeline.steps, timeline.name))
+        except InputError as exc:
+            window.status_line.show_error(str(exc))
+    timeline_window.show()
+    window.timeline_window = timeline_window
+    return timeline_window
+
+
+def timeline_screenshot(app, window, timeline, path: str, window_screenshot) -> int:
+    """Save the timeline as ``path`` and the main window (tracing the slider's step) beside it."""
+    try:
+        if timeline is None:
+            print(f"error: {window.status_line.text() if hasattr(window.status_line, 'text') else 'no timeline'}")
+            return 2
+        out = Path(path)
+        code = window_screenshot(app, window, str(out.with_name(out.stem + "_window.png")), None)
+        app.processEvents()
+        if code == 0 and not timeline.grab().save(str(out), "PNG"):
+            print(f"error: could not write {out}")
+            return 2
+        return code
+    finally:
+        timeline.close()
+        window.close()
+        window.deleteLater()
+        app.processEvents()

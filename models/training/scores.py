@@ -1,0 +1,43 @@
+"""Previous-token and induction scores of every head, as TransformerLens's head detector defines them.
+
+- ``previous``: :func:`models.survey.head_metrics`' own (mean over i ≥ 1 of ``a_i,i−1``).
+- ``induction``: over the queries i whose token occurred before (at j < i, special tokens aside), the
+  weight on the tokens right after those earlier occurrences, ``Σ_j a_i,j+1``, averaged. On a block
+  of random characters repeated twice these queries are exactly the second block's, so this is the
+  mean over the second block of the weight on the token after the same token's earlier occurrence.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.survey import SPECIAL_TOKENS, head_metrics
+
+
+def induction_targets(tokens) -> list[tuple[int, list[int]]]:
+    """``[(query i, [j + 1 for each earlier occurrence j of token i])]`` for the queries that have one."""
+    seen: dict[str, list[int]] = {}
+    out = []
+    for i, tok in enumerate(tokens):
+        if tok in SPECIAL_TOKENS:
+            continue
+        if seen.get(tok):
+            out.append((i, [j + 1 for j in seen[tok]]))
+        seen.setdefault(tok, []).append(i)
+    return out
+
+
+def induction_scores(A: np.ndarray, tokens) -> np.ndarray:
+    """``A (..., n, n)`` -> induction score per head (``A.shape[:-2]``), NaN when no token repeats."""
+    A = np.asarray(A, dtype=np.float64)
+    targets = induction_targets(tokens)
+    if not targets:
+        return np.full(A.shape[:-2], np.nan)
+    per_query = [A[..., i, js].sum(-1) for i, js in targets]  # each A.shape[:-2]
+    return np.mean(per_query, axis=0)
+
+
+def head_scores(A: np.ndarray, tokens) -> dict[str, np.ndarray]:
+    """``{"previous", "induction", and the six metrics of models.survey}``, each ``A.shape[:-2]``."""
+    metrics = head_metrics(A)
+    return {"previous": metrics["previous"], "induction": induction_scores(A, tokens), **metrics}

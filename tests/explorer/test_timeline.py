@@ -1,0 +1,56 @@
+"""The training timeline: its data, its slider and the main window following it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from explorer.timeline_data import build_timeline, history_folder
+from explorer.timeline_window import TimelineWindow
+from models.training.data import DataConfig
+from models.training.train import TrainConfig, train
+from tests.explorer.conftest import SMALL
+
+RUN = TrainConfig(steps=6, checkpoints=4, batch_size=4, lr=2e-2, data=DataConfig(seq_len=32, max_block=12))
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    train(out, RUN)
+    return out
+
+
+def test_timeline_data(run):
+    t = build_timeline(str(run), "abcdabcd")
+    assert t.steps[0] == 0 and t.steps[-1] == 6 and len(t.paths) == len(t.steps)
+    assert t.scores["induction"].shape == (len(t.steps), 2, 4)
+    assert history_folder(str(t.paths[1])) == run  # a step folder leads back to its history
+    x, y = t.loss_series("heldout_repeated_loss")
+    assert len(x) == len(t.steps) and np.isfinite(y).all()
+
+
+def test_slider_calls_back_with_each_step(qtbot, run):
+    seen, heads = [], []
+    window = TimelineWindow(build_timeline(str(run), "abcdabcd"), seen.append, lambda *a: heads.append(a))
+    qtbot.addWidget(window)
+    assert seen[-1] == run / "checkpoints" / "step-000006"  # opens at the last step
+    window.slider.setValue(0)
+    assert seen[-1] == run / "checkpoints" / "step-000000" and window.step == 0
+    window.curves[("induction", 1, 2)].sigClicked.emit(window.curves[("induction", 1, 2)], None)
+    assert heads == [(run / "checkpoints" / "step-000000", 1, 2)]
+
+
+def test_main_window_follows_the_slider(qtbot, make_window, settle, run):
+    window = make_window(dataclasses.replace(SMALL, model=str(run), sentence="abcdabcd"))
+    timeline = window.open_timeline()
+    qtbot.addWidget(timeline)
+    settle(window)
+    last = window.state.display.trace
+    timeline.slider.setValue(0)
+    settle(window)
+    first = window.state.display.trace
+    assert window.state.inputs.model.endswith("step-000000")
+    assert not np.allclose(last["weights"].array, first["weights"].array)
