@@ -154,10 +154,17 @@ def yarn(cfg: dict, dim: int, params: dict) -> tuple[Tensor, float]:
     return inv_freq, attention
 
 
+# The families whose YaRN rotary is checked against transformers (tests/models/test_pretrained_families_2.py);
+# for the others it is refused by name, as every rope type not reproduced exactly.
+YARN_CHECKED = ("llama", "gpt_oss")
+
+
 def rotary(cfg: dict, dim: int, model_type: str, params: dict | None = None) -> Rotary:
     """The cos/sin tables of a family whose rope types include "yarn" (with its cos/sin factor),
     else exactly :func:`rope_inv_freq`'s."""
     params = rope_params(cfg) if params is None else params
+    if model_type not in YARN_CHECKED:
+        return Rotary(rope_inv_freq(cfg, dim, model_type, params))
     if params.get("rope_type", params.get("type")) == "yarn":
         return Rotary(*yarn(cfg, dim, params))
     return Rotary(rope_inv_freq(cfg, dim, model_type, params, also=("yarn",)))
