@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(**{a.dest: None for a in p._actions if a.dest != "help"})
     view = p.add_argument_group("window")
     view.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
-    view.add_argument("--head", type=int, metavar="N", help="show head N (1-based) instead of all heads")
+    view.add_argument("--head", type=int, metavar="N",
+                      help="show head N (0-based: the first head is 0, as heads.csv and explain) instead of all heads")
     view.add_argument("--colours", choices=COLOUR_CHOICES,
                       help="the weights' colour scale: auto (default: log10 once rows hold more than 256 keys, "
                            "else 0 to 1), fixed 0 to 1, fit 0 to their largest value, or log (log10)")
@@ -126,11 +127,11 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     message, _ = settings_problem(inputs)
     if message:
         raise UsageError(message)
-    if args.head is not None and args.head < 1:
-        raise UsageError("--head must be 1 or more (the first head is 1)")
-    if args.head is not None and not inputs.uses_model and args.head > inputs.heads:
+    if args.head is not None and args.head < 0:
+        raise UsageError("--head must be 0 or more (the first head is 0)")
+    if args.head is not None and not inputs.uses_model and args.head >= inputs.heads:
         # (a model's head count is known once it has loaded: the screenshot checks it then)
-        raise UsageError(f"--head must be between 1 and {inputs.heads} (the number of heads)")
+        raise UsageError(f"--head must be between 0 and {inputs.heads - 1} ({inputs.heads} heads, numbered from 0)")
     return inputs
 
 
@@ -163,7 +164,7 @@ def run_app(argv: Sequence[str]) -> int:
     app.setApplicationName(APPLICATION)
     if STYLE_SHEET.is_file():
         app.setStyleSheet(STYLE_SHEET.read_text(encoding="utf-8"))
-    head = ALL_HEADS if args.head is None else args.head - 1
+    head = ALL_HEADS if args.head is None else args.head
     fit = None if args.colours is None else colours_from_choice(args.colours)
     if args.attention:  # issue 10: a file refused before any window opens; --screenshot shows just it
         from .survey_panel import attention_screenshot, check_attention_arg
@@ -242,8 +243,8 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         elif stage and stage not in window.state.display.trace:
             names = ", ".join(window.state.display.trace.names)
             outcome["error"] = f"this computation has no stage {stage!r}; it has {names}"
-        elif head is not None and head > (heads := max(s.heads for s in window.state.display.trace.stages)):
-            outcome["error"] = f"--head must be between 1 and {heads} (the number of heads)"
+        elif head is not None and head >= (heads := max(s.heads for s in window.state.display.trace.stages)):
+            outcome["error"] = f"--head must be between 0 and {heads - 1} ({heads} heads, numbered from 0)"
         elif layer is not None and window.state.display.trace.meta.get("layer") != layer:
             # the window showed the last layer instead; a screenshot must show what was asked for
             config = window.state.display.trace.config

@@ -191,7 +191,7 @@ class Experiment(QObject):
             self.largest.setText("no change here")
             return
         head, row, col, value = found
-        where = f"head {head + 1} · " if stage.per_head else ""
+        where = f"head {head} · " if stage.per_head else ""
         self.largest.setText(f"largest Δ: {where}<b>{escape(stage.row_labels[row])}</b> × "
                              f"<b>{escape(stage.col_labels[col])}</b> = <b>{value:+.4g}</b>")  # fmt: skip
 

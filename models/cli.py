@@ -56,8 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
     out.add_argument("--stages", type=_labels, metavar="weights,output",
                      help="write only these stages (default: all)")  # fmt: skip
-    out.add_argument("--only-heads", type=_positions, metavar="1,3",
-                     help="write only these heads of per-head stages, numbered from 1 (default: all)")  # fmt: skip
+    out.add_argument("--only-heads", type=_positions, metavar="0,2",
+                     help="write only these heads of per-head stages, numbered from 0 (default: all)")  # fmt: skip
     return p
 
 
@@ -72,26 +72,30 @@ def add_input_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     src.add_argument("--cross-labels", type=_labels, help="labels for --cross-embeddings")
     src.add_argument("--model", metavar="PATH_OR_NAME",
                      help="a pretrained model folder, a cached model name, or 'minilm' (built in)")  # fmt: skip
-    src.add_argument("--layer", type=int, default=0, help="the model layer to trace (with --model)")
+    src.add_argument("--layer", type=int, default=0, help="the model layer to trace, 0-based (with --model)")
     src.add_argument("--all-layers", action="store_true",
                      help="with --model: every layer and head, rollout and head metrics (see README)")  # fmt: skip
     att = p.add_argument_group("attention")
-    att.add_argument("--heads", type=int, default=2)
-    att.add_argument("--d-model", type=int, default=16)
-    att.add_argument("--d-k", type=int)
-    att.add_argument("--d-v", type=int)
-    att.add_argument("--d-out", type=int)
+    att.add_argument("--heads", type=int, default=2, help="attention heads h (default 2; d_model must divide by it)")
+    att.add_argument("--d-model", type=int, default=16, help="embedding width d_model (default 16)")
+    att.add_argument("--d-k", type=int, help="query/key width per head (default d_model / heads)")
+    att.add_argument("--d-v", type=int, help="value width per head (default d_k)")
+    att.add_argument("--d-out", type=int, help="output width of W_o (default d_model)")
     att.add_argument("--mask", choices=MASKS, help="default: none (the model's own with --model)")
-    att.add_argument("--pad-positions", type=_positions, default=(), metavar="3,4")
+    att.add_argument("--pad-positions", type=_positions, default=(), metavar="3,4",
+                     help="0-based key positions hidden by --mask padding")  # fmt: skip
     att.add_argument("--mask-file", metavar="M.npy", help="boolean n_q × n_k matrix for --mask custom")
-    att.add_argument("--score", choices=SCORES, default="scaled")
-    att.add_argument("--pe", choices=POSITIONAL, default="none")
-    att.add_argument("--temperature", type=float, default=1.0)
-    att.add_argument("--seed", type=int, default=0)
+    att.add_argument("--score", choices=SCORES, default="scaled",
+                     help="score function: q·k, q·k/√d_k (default), additive (Bahdanau) or general q W k")  # fmt: skip
+    att.add_argument("--pe", choices=POSITIONAL, default="none",
+                     help="positional encoding added to the embeddings (default none)")  # fmt: skip
+    att.add_argument("--temperature", type=float, default=1.0,
+                     help="softmax temperature T: weights = softmax(scores / T) (default 1)")  # fmt: skip
+    att.add_argument("--seed", type=int, default=0, help="seed of the random embeddings and weights (default 0)")
     att.add_argument("--bias", action="store_true", help="random biases (a weights file has its own)")
     att.add_argument("--weights", metavar="W.npz", help="projection weights (see README)")
-    att.add_argument("--device", choices=DEVICES, default="auto")
-    att.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
+    att.add_argument("--device", choices=DEVICES, default="auto", help="where torch computes (default: cuda if any)")
+    att.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="refuse longer inputs")
     return p
 
 
@@ -248,7 +252,7 @@ def export_main(argv: Sequence[str]) -> int:
 
             return export_all_layers(args)
         trace = trace_from_args(args)
-        heads = [h - 1 for h in dict.fromkeys(args.only_heads)] if args.only_heads else None
+        heads = list(dict.fromkeys(args.only_heads)) if args.only_heads else None
         out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads)
     except InputError as exc:
         return _error(str(exc))

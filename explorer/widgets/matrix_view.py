@@ -295,7 +295,7 @@ class MatrixView(QWidget):
         # Always the query heads (a GQA model's k and v show the key/value head a query head reads).
         heads = max(s.heads for s in self.state.display.trace.stages)
         groups = next((s.head_groups for s in self.state.display.trace.stages if s.head_groups), None)
-        wanted = ["All heads"] + [f"Head {i + 1}" + (f" (kv {groups[i] + 1})" if groups else "") for i in range(heads)]
+        wanted = ["All heads"] + [f"Head {i}" + (f" (kv {groups[i]})" if groups else "") for i in range(heads)]
         with signals_blocked(self.head_combo):
             if [self.head_combo.itemText(i) for i in range(self.head_combo.count())] != wanted:
                 self.head_combo.clear()

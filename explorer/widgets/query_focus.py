@@ -101,9 +101,9 @@ class QueryFocusPanel(QGroupBox):
         weights, output = query_row(trace, head, row)  # (n_k,), (d_v,)
         keys = trace.key_tokens
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
-        reads = f" (reads key/value head {groups[head] + 1})" if groups else ""
+        reads = f" (reads key/value head {groups[head]})" if groups else ""
         self.header.setText(
-            f"Query <b>“{escape(trace.query_tokens[row])}”</b> (row {row}), head {head + 1}{reads}: "
+            f"Query <b>“{escape(trace.query_tokens[row])}”</b> (row {row}), head {head}{reads}: "
             "how much it attends to each key."
         )
         self.weights_row = weights
@@ -113,8 +113,8 @@ class QueryFocusPanel(QGroupBox):
         self.chart.setYRange(0, max(float(weights.max()), 1e-6) * 1.1, padding=0)
         values = ""
         if groups:
-            sharing = ", ".join(str(q + 1) for q, g in enumerate(groups) if g == groups[head])
-            values = f"the values of key/value head {groups[head] + 1}, shared by heads {sharing}"
+            sharing = ", ".join(str(q) for q, g in enumerate(groups) if g == groups[head])
+            values = f"the values of key/value head {groups[head]}, shared by heads {sharing}"
         self.sum_text.setText(contributions_html(keys, weights, output, values))
         self.sum_text.setToolTip("o_i = [" + ", ".join(str(np.float32(v)) for v in output) + "]")
 
