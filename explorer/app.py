@@ -21,6 +21,7 @@ from models.trace import STAGE_ORDER
 from .limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_SEED, TEMPERATURE_RANGE
 from .persistence import APPLICATION, COLOUR_CHOICES, ORGANIZATION, colours_from_choice, load_inputs, open_settings
 from .state import ALL_HEADS, Inputs, settings_problem
+from .view_shots import VIEWS, check_view_arguments, parse_cell
 
 SCREENSHOT_TIMEOUT_MS = 120_000
 STYLE_SHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
@@ -48,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the weights' colour scale: auto (default: log10 once rows hold more than 256 keys, "
                            "else 0 to 1), fixed 0 to 1, fit 0 to their largest value, or log (log10)")
     view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
+    view.add_argument("--view", choices=VIEWS, help="with --screenshot: the view to save (default: stepper, the "
+                      "main window); model, metrics and rollout need --model or --attention")
+    view.add_argument("--cell", metavar="H,R,C", help="with --view inspector: the cell explained (0-based)")
+    view.add_argument("--query", type=int, metavar="I", help="the query row focused on (0-based)")
     view.add_argument("--attention", metavar="FILE",
                       help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
     view.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
@@ -140,6 +145,12 @@ def run_app(argv: Sequence[str]) -> int:
         args = build_parser().parse_args(list(argv))
     except SystemExit as exc:  # argparse has printed the usage and the reason
         return int(exc.code or 0)
+    if problem := check_view_arguments(args.view, args.model, args.screenshot, args.attention):
+        return _fail(problem)
+    try:
+        cell = parse_cell(args.cell) if args.cell else None
+    except ValueError as exc:
+        return _fail(str(exc))
     settings = open_settings(args.settings)
     # A screenshot documents exactly the options given: start from the defaults, save nothing.
     base = Inputs() if args.screenshot else load_inputs(settings)
@@ -170,7 +181,7 @@ def run_app(argv: Sequence[str]) -> int:
         from .survey_panel import attention_screenshot, check_attention_arg
 
         if (problem := check_attention_arg(args.attention)) or args.screenshot:
-            return attention_screenshot(args.attention, args.screenshot) if not problem else _fail(problem)
+            return attention_screenshot(args.attention, args.screenshot, args.view) if not problem else _fail(problem)
     window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head, fit_colours=fit)
     if args.attention:
         window.open_survey(path=args.attention)
@@ -180,7 +191,8 @@ def run_app(argv: Sequence[str]) -> int:
         window.sessions.restore(on_top(args.window_session, inputs, args.stage, head))
     try:
         if args.screenshot:
-            code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer)
+            code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer,
+                               (args.view, cell, args.query))  # fmt: skip
             if code == 0 and args.save_session:
                 from .session_io import save_shown_session
 
@@ -190,6 +202,10 @@ def run_app(argv: Sequence[str]) -> int:
         freeze_startup_objects()
         return app.exec()
     finally:
+        for other in (getattr(window, "_survey_window", None), getattr(window, "pe_lens", None)):
+            if other is not None:  # their own windows (a survey's worker thread stops on close)
+                other.close()
+                other.deleteLater()
         window.close()  # stops and joins the worker thread
         window.deleteLater()
         app.processEvents()
@@ -227,8 +243,10 @@ def quiet_offscreen_warnings() -> None:
     previous = qInstallMessageHandler(handler)
 
 
-def _screenshot(app, window, path: str, stage: str | None, head: int | None = None, layer: int | None = None) -> int:
-    """Show the window, wait until the result and the shown stage's image are on screen, save a PNG."""
+def _screenshot(app, window, path: str, stage: str | None, head: int | None = None, layer: int | None = None,
+                shot: tuple = (None, None, None)) -> int:  # fmt: skip
+    """Show the window, wait until the result and the shown stage's image are on screen, save a PNG
+    (of the view ``shot`` = (--view, --cell, --query) names: explorer/view_shots.py)."""
     from PySide6.QtCore import QEventLoop, QTimer
 
     outcome: dict[str, str] = {}
@@ -274,7 +292,31 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         print(f"error: {outcome['error']}", file=sys.stderr)
         return 2
     app.processEvents()  # let the layout settle and the views paint
-    if not window.save_screenshot(path):
+    view, cell, query = shot
+    target = window
+    if view not in (None, "stepper") or query is not None:
+        from .view_shots import open_view
+
+        opened = open_view(window, view or "stepper", cell, query)
+        if isinstance(opened, str):
+            print(f"error: {opened}", file=sys.stderr)
+            return 2
+        loop = QEventLoop()  # (give_up quits this one: the same name)
+        poll.timeout.disconnect(check)
+        poll.timeout.connect(lambda: (opened.ready() and window.is_settled()) and loop.quit())
+        poll.start(20)
+        deadline.start(SCREENSHOT_TIMEOUT_MS)
+        loop.exec()
+        poll.stop()
+        deadline.stop()
+        if "error" in outcome:
+            print(f"error: {outcome['error']}", file=sys.stderr)
+            return 2
+        for _ in range(3):  # its layout settled and painted
+            app.processEvents()
+        target = opened.widget
+    saved = window.save_screenshot(path) if target is window else target.grab().save(str(path), "PNG")
+    if not saved:
         print(f"error: cannot write screenshot to {path}", file=sys.stderr)
         return 2
     print(f"wrote {path}")
