@@ -24,6 +24,7 @@ DIGITS = (3, 2, 1)  # significant digits tried in turn until the widest number f
 MAX_CELLS = 400  # visible cells per plot above which nothing is written
 MAX_FONT_PX = 12.0
 MIN_FONT_PX = 7.0
+READABLE_PX = 10.0  # digits are dropped before the font goes below this
 DEBOUNCE_MS = 40
 LIGHT_LUMA = 140.0  # above this the cell is light: black text, else white
 BLACK, WHITE = QColor(0, 0, 0), QColor(255, 255, 255)
@@ -182,9 +183,10 @@ class CellNumbers:
         if (r1 - r0) * (c1 - c0) > MAX_CELLS:
             return [], 0.0, f"over {MAX_CELLS} cells in view"
         values = stage.rows(plot.head, r0, r1)[:, c0:c1]  # (rows visible, cols visible)
-        for digits in DIGITS:  # fewer digits before hiding
+        # Fewer digits rather than a tiny font, fewer digits before hiding: first from READABLE_PX up.
+        for smallest, digits in [(READABLE_PX, d) for d in DIGITS] + [(MIN_FONT_PX, d) for d in DIGITS]:
             texts = [[cell_text(float(v), digits) for v in row] for row in values]
-            font_px = self._font_px(texts, cell_w, cell_h)
+            font_px = self._font_px(texts, cell_w, cell_h, smallest)
             if font_px:
                 break
         else:
@@ -206,12 +208,12 @@ class CellNumbers:
         return image[np.ix_(rows, cols)]
 
     @staticmethod
-    def _font_px(texts: list[list[str]], cell_w: float, cell_h: float) -> float:
+    def _font_px(texts: list[list[str]], cell_w: float, cell_h: float, smallest: float = MIN_FONT_PX) -> float:
         """The largest whole pixel size (up to MAX_FONT_PX) at which the widest text, measured in
         that font, fits its cell with 2 px either side; 0 when none from MIN_FONT_PX up does."""
         size = math.floor(min(MAX_FONT_PX, cell_h * 0.75))
         font = QFont()
-        while size >= MIN_FONT_PX:
+        while size >= smallest:
             font.setPixelSize(size)
             metrics = QFontMetricsF(font)
             if max(metrics.horizontalAdvance(t) for row in texts for t in row) <= cell_w - 4:
