@@ -132,3 +132,11 @@ def test_stages_converted_lazily_appear_when_stepped_to(qtbot, make_window, monk
         qtbot.waitUntil(lambda name=name: window.matrix_view.shown_stage.name == name, timeout=10_000)
         np.testing.assert_array_equal(window.matrix_view.shown_values()[0],
                                       window.state.display.trace[name].head(0))  # fmt: skip
+
+
+def test_the_formula_line_wraps_between_its_parts_never_inside_one(make_window):
+    window = make_window(Inputs(sentence="The cat sat.", heads=2, d_model=8, score="general", pe=True), stage="scores")
+    text = formula_line(window.state.display.trace["scores"])
+    parts = text.split("      ")
+    assert len(parts) == 3 and all(" " not in p for p in parts)  # spaces inside a part do not break
+    assert parts[2] == "per\u00a0head,\u00a0×\u00a02"
