@@ -29,6 +29,7 @@ from .cell_selection import CellSelection
 from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
 from .heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from .heatmap_plot import HeatmapPlot
+from .labels import display_label
 from .token_axis import axis_title
 from .turns import NextTurn
 from .zoom_regions import ZoomRegions, device_pixels, visible_region
@@ -343,8 +344,8 @@ class MatrixView(QWidget):
             text += " (masked)"
         where = f"{head_name(stage, plot.head)} · " if stage.per_head else ""
         self.readout.setText(
-            f"{where}row {row} <b>{escape(stage.row_labels[row])}</b> · "
-            f"col {col} <b>{escape(stage.col_labels[col])}</b> = <b>{text}</b>"
+            f"{where}row {row} <b>{escape(display_label(stage.row_labels[row]))}</b> · "
+            f"col {col} <b>{escape(display_label(stage.col_labels[col]))}</b> = <b>{text}</b>"
         )
 
     def _was_masked(self, head: int, row: int, col: int) -> bool:

@@ -16,6 +16,7 @@ from explorer.heads import array_head, head_name
 from models.pixels import enlarge_peaks, reduce_row
 from models.trace import AttentionTrace, query_row
 
+from .labels import display_label
 from .token_axis import TokenAxis, shorten
 
 TOP_CONTRIBUTORS = 5
@@ -36,7 +37,7 @@ def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.
     top = np.argsort(-weights, kind="stable")[:TOP_CONTRIBUTORS]
     rows = "".join(
         f"<tr><td align=right>{_num(weights[j])}</td><td>&nbsp;×&nbsp;v<sub>{j}</sub></td>"
-        f"<td><b>{escape(shorten(tokens[j], 16))}</b></td></tr>"
+        f"<td><b>{escape(shorten(display_label(tokens[j]), 16))}</b></td></tr>"
         for j in top
     )
     rest = len(weights) - len(top)
@@ -114,7 +115,7 @@ class QueryFocusPanel(QGroupBox):
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
         reads = f" (reads key/value head {groups[head]})" if groups else ""
         self.header.setText(
-            f"Query <b>“{escape(trace.query_tokens[row])}”</b> (row {row}), head {head}{reads}: "
+            f"Query <b>“{escape(display_label(trace.query_tokens[row]))}”</b> (row {row}), head {head}{reads}: "
             "how much it attends to each key."
         )
         self.weights_row = weights
@@ -137,7 +138,7 @@ class QueryFocusPanel(QGroupBox):
         h = array_head(stage, head) if stage.per_head else 0
         vector = np.asarray(stage.rows(h, r, r + 1)[0], dtype=np.float32)
         self.vector, self.weights_row = vector, None
-        token = stage.row_labels[r] if r < len(stage.row_labels) else str(r)
+        token = display_label(stage.row_labels[r]) if r < len(stage.row_labels) else str(r)
         where = f", {head_name(stage, h)}" if stage.per_head else ""
         self.header.setText(f"Row {r} <b>“{escape(token)}”</b> of {escape(stage.title)}{where}: its "
                             f"{len(vector)} features (indices from 0).")  # fmt: skip

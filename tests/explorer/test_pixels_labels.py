@@ -2,6 +2,7 @@
 evenly spaced with their position; axis titles; right-to-left pieces in logical order; no two
 labels overlap."""
 
+import numpy as np
 from pixels import overlapping
 
 from explorer.state import Inputs
@@ -57,3 +58,25 @@ def test_right_to_left_word_pieces_keep_their_logical_order(qapp):
     shown = display_label("##ل")
     assert shown.startswith(LRM) and shown.endswith("##ل")  # drawn left to right: "##" first
     assert display_label("the") == "the" and display_label("##ing") == "##ing"
+
+
+class _NoGlyph:
+    """A font that covers nothing beyond ASCII."""
+
+    def supportsCharacter(self, cp):  # noqa: N802 - Qt's name
+        return cp < 128
+
+
+def test_code_points_wherever_a_token_is_drawn(qtbot, monkeypatch):
+    import explorer.widgets.labels as labels
+    from explorer.widgets.pad_picker import PadPicker
+    from explorer.widgets.query_focus import contributions_html
+
+    monkeypatch.setattr(labels, "_raw_font", lambda _description: _NoGlyph())
+    monkeypatch.setattr(labels, "installed_font_covers", lambda cp: cp < 128)
+    picker = PadPicker()
+    qtbot.addWidget(picker)
+    picker.set_tokens(("a", "\u6211"), ())
+    assert picker.item(1).text() == "1:U+6211"  # the pad picker
+    html = contributions_html(("a", "\u6211"), np.array([0.2, 0.8], np.float32), np.zeros(2, np.float32))
+    assert "U+6211" in html and "\u6211" not in html  # the focus list
