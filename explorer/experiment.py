@@ -10,7 +10,7 @@ from html import escape
 
 from PySide6.QtCore import QObject, QRectF, Qt
 from PySide6.QtGui import QKeySequence, QPen
-from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel
+from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel, QSizePolicy
 
 from models.config import AttentionRequest
 from models.edits import Edit
@@ -40,7 +40,8 @@ class Experiment(QObject):
         self.difference.toggled.connect(lambda _on: self._recompute())
         self.largest = QLabel()
         self.largest.setObjectName("largestChange")
-        self.largest.setMinimumWidth(1)  # its text must not widen the view (see rangeLabel)
+        self.largest.setMinimumWidth(1)  # its text must not widen the view (see rangeLabel): nor its size hint
+        self.largest.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.view.add_control(self.difference)
         self.view.add_control(self.largest)
         menu = window.menuBar().addMenu("&Edit")
@@ -194,6 +195,7 @@ class Experiment(QObject):
         where = f"head {head} · " if stage.per_head else ""
         self.largest.setText(f"largest Δ: {where}<b>{escape(stage.row_labels[row])}</b> × "
                              f"<b>{escape(stage.col_labels[col])}</b> = <b>{value:+.4g}</b>")  # fmt: skip
+        self.largest.setToolTip(self.largest.text())  # the whole text when the row is too narrow
 
 
 def _without_mask(inputs):

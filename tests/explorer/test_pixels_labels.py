@@ -80,3 +80,16 @@ def test_code_points_wherever_a_token_is_drawn(qtbot, monkeypatch):
     assert picker.item(1).text() == "1:U+6211"  # the pad picker
     html = contributions_html(("a", "\u6211"), np.array([0.2, 0.8], np.float32), np.zeros(2, np.float32))
     assert "U+6211" in html and "\u6211" not in html  # the focus list
+
+
+def test_a_long_largest_change_label_never_widens_the_window(make_window, settle):
+    window = make_window(Inputs(sentence=README, heads=2, d_model=16, mask="causal"), stage="weights")
+    window.resize(1400, 900)
+    settle(window)
+    width = window.width()
+    window.experiment.largest.setText("largest Δ: head 1 · <b>" + "extraordinarily" * 12 + "</b> × <b>x</b> = +0.5")
+    window.matrix_view.flush()
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.processEvents()
+    assert window.width() == width and window.minimumSizeHint().width() <= 1400
