@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLa
 from explorer.thumbnails import EMPTY_INDEX, THUMB, thumbnail_indices
 
 from .colormaps import lookup_table
+from .token_axis import TEXT_RGB
 
 GAP = 3  # pixels between thumbnails
 EMPTY_RGB = (236, 236, 236)  # gaps and layers not computed yet
@@ -68,6 +69,8 @@ class ModelView(QWidget):
             plot.showAxis("top")
             plot.hideAxis("bottom")
             plot.setTitle(title, size="9pt")
+            for side in ("left", "top"):  # near-black labels: pyqtgraph's grey read poorly
+                plot.getAxis(side).setTextPen(TEXT_RGB)
         self.mosaic = pg.ImageItem(axisOrder="row-major")
         self.mosaic_plot.addItem(self.mosaic)
         self.table = pg.ImageItem(axisOrder="row-major")

@@ -17,7 +17,7 @@ from models.pixels import enlarge_peaks, reduce_row
 from models.trace import AttentionTrace, query_row
 
 from .labels import display_label
-from .token_axis import TokenAxis, shorten
+from .token_axis import TEXT_RGB, TokenAxis, shorten
 
 TOP_CONTRIBUTORS = 5
 OUTPUT_STAGES = frozenset({"head_output", "concat", "output"})  # a vector that is Σ_j a_ij v_j
@@ -70,6 +70,7 @@ class QueryFocusPanel(QGroupBox):
         self.chart.hideButtons()
         self.chart.setMenuEnabled(False)
         self.chart.setLabel("left", "weight a_ij")
+        self.chart.getAxis("left").setTextPen(TEXT_RGB)  # near-black, as the token labels
         self.chart.getAxis("left").enableAutoSIPrefix(False)  # weights read as 0.1, never "100 (×0.001)"
         self.chart.setMinimumHeight(180)
         # No outline: with hundreds of keys the bars are thinner than a pixel and would be all outline.
