@@ -93,3 +93,15 @@ def test_a_long_largest_change_label_never_widens_the_window(make_window, settle
 
     QApplication.processEvents()
     assert window.width() == width and window.minimumSizeHint().width() <= 1400
+
+
+def test_the_inspectors_bar_labels_never_overlap(qtbot, make_window):
+    window = make_window(Inputs(sentence=README, heads=2, d_model=16, mask="causal"), stage="weights")
+    window._on_cell_clicked(1, 9, 1)  # a weight: 14 bars, one per key
+    window.matrix_view.flush()
+    from explorer.widgets.cell_inspector import CellInspector
+
+    axis = window.inspector.findChild(CellInspector).bar_axis
+    qtbot.waitUntil(lambda: axis.isVisible() and axis.size().width() > 50)
+    drawn = axis.drawn_labels()
+    assert len(drawn) >= 5 and not overlapping([rect for rect, _ in drawn])
