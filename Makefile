@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 ARGS   ?=
 
-.PHONY: run test bench clean
+.PHONY: run test bench clean screenshots
 
 # torch==2.13.0 first: it is a CPU build on local disk; pyproject's range then installs nothing more.
 $(BIN)/activate:
@@ -39,6 +39,28 @@ bench: $(VENV)/.dev
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_survey.py
 	$(BIN)/python bench/bench_memory.py
 # bench/bench_big_checkpoint.py writes a 2.2 GB checkpoint to a temporary folder: run it by hand.
+
+# Every image in docs/ (the README's included), each made by the command line and nothing else.
+SHOT     := QT_QPA_PLATFORM=offscreen $(BIN)/python main.py
+SENTENCE := The animal didn't cross the street because it was too tired.
+SESSIONS := $(shell mktemp -d 2>/dev/null || echo /tmp/attention-explorer-sessions)
+screenshots: $(VENV)/.app
+	$(BIN)/python docs/screenshot_sessions.py $(SESSIONS)
+	$(SHOT) --sentence "$(SENTENCE)" --heads 2 --mask causal --stage weights --screenshot docs/screenshot.png
+	$(SHOT) --model minilm --layer 2 --sentence "$(SENTENCE)" --stage weights --screenshot docs/minilm.png
+	$(SHOT) --sentence "The cat sat down." --heads 2 --mask causal --stage weights --screenshot docs/numbers_in_cells.png
+	$(SHOT) --sentence "$(SENTENCE)" --heads 2 --mask causal --stage scores --view inspector --cell 0,6,1 \
+		--screenshot docs/inspector_score.png
+	$(SHOT) --sentence "$(SENTENCE)" --heads 2 --mask causal --stage weights --view inspector --cell 1,9,1 \
+		--screenshot docs/inspector_weight.png
+	$(SHOT) --session $(SESSIONS)/compare.zip --view compare --screenshot docs/compare.png
+	$(SHOT) --session $(SESSIONS)/edit.zip --screenshot docs/edit_difference.png
+	$(SHOT) --sentence "$(SENTENCE)" --heads 2 --mask custom --stage weights --view mask --screenshot docs/custom_mask.png
+	$(SHOT) --sentence "$(SENTENCE)" --pe sinusoidal --view pe-lens --screenshot docs/pe_lens.png
+	$(SHOT) --model minilm --sentence "$(SENTENCE)" --view model --screenshot docs/model_view.png
+	$(SHOT) --model minilm --sentence "$(SENTENCE)" --view metrics --screenshot docs/head_metrics.png
+	$(SHOT) --model minilm --sentence "$(SENTENCE)" --view rollout --screenshot docs/rollout.png
+	rm -rf $(SESSIONS)
 
 clean:
 	rm -rf $(VENV)

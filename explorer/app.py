@@ -30,6 +30,7 @@ from .persistence import (
 )
 from .state import ALL_HEADS, Inputs, settings_problem
 from .usage import UsageError
+from .view_shots import VIEWS, check_view_arguments, parse_cell
 
 SCREENSHOT_TIMEOUT_MS = 120_000
 STYLE_SHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
@@ -47,13 +48,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(**{a.dest: None for a in p._actions if a.dest != "help"})
     view = p.add_argument_group("window")
     view.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
-    view.add_argument("--head", type=int, metavar="N", help="show head N (1-based) instead of all heads")
+    view.add_argument("--head", type=int, metavar="N",
+                      help="show head N (0-based: the first head is 0, as heads.csv and explain) instead of all heads")
     view.add_argument("--colours", choices=COLOUR_CHOICES,
                       help="the weights' colour scale: auto (default: log10 once rows hold more than 256 keys, "
                            "else 0 to 1), fixed 0 to 1, fit 0 to their largest value, or log (log10)")
     view.add_argument("--timeline", action="store_true",
                       help="open the training timeline (with --screenshot: save it, the window as OUT_window.png)")
     view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
+    view.add_argument("--view", choices=VIEWS, help="with --screenshot: the view to save (default: stepper, the "
+                      "main window); model, metrics and rollout need --model or --attention")
+    view.add_argument("--cell", metavar="H,R,C", help="with --view inspector: the cell explained (0-based)")
+    view.add_argument("--query", type=int, metavar="I", help="the query row focused on (0-based)")
     view.add_argument("--attention", metavar="FILE",
                       help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
     view.add_argument("--generate", metavar="PROMPT",
@@ -160,11 +166,11 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     message, _ = settings_problem(inputs)
     if message:
         raise UsageError(message)
-    if args.head is not None and args.head < 1:
-        raise UsageError("--head must be 1 or more (the first head is 1)")
-    if args.head is not None and not inputs.uses_model and args.head > inputs.heads:
+    if args.head is not None and args.head < 0:
+        raise UsageError("--head must be 0 or more (the first head is 0)")
+    if args.head is not None and not inputs.uses_model and args.head >= inputs.heads:
         # (a model's head count is known once it has loaded: the screenshot checks it then)
-        raise UsageError(f"--head must be between 1 and {inputs.heads} (the number of heads)")
+        raise UsageError(f"--head must be between 0 and {inputs.heads - 1} ({inputs.heads} heads, numbered from 0)")
     return inputs
 
 
@@ -173,6 +179,12 @@ def run_app(argv: Sequence[str]) -> int:
         args = build_parser().parse_args(list(argv))
     except SystemExit as exc:  # argparse has printed the usage and the reason
         return int(exc.code or 0)
+    if problem := check_view_arguments(args.view, args.model, args.screenshot, args.attention):
+        return _fail(problem)
+    try:
+        cell = parse_cell(args.cell) if args.cell else None
+    except ValueError as exc:
+        return _fail(str(exc))
     problems: list[str] = []  # issue 19: a bad settings file is reported once, the window still starts
     settings = open_settings(args.settings, problems)
     # A screenshot documents exactly the options given: start from the defaults, save nothing.
@@ -200,13 +212,13 @@ def run_app(argv: Sequence[str]) -> int:
     app.setApplicationName(APPLICATION)
     if STYLE_SHEET.is_file():
         app.setStyleSheet(STYLE_SHEET.read_text(encoding="utf-8"))
-    head = ALL_HEADS if args.head is None else args.head - 1
+    head = ALL_HEADS if args.head is None else args.head
     fit = None if args.colours is None else colours_from_choice(args.colours)
     if args.attention:  # issue 10: a file refused before any window opens; --screenshot shows just it
         from .survey_panel import attention_screenshot, check_attention_arg
 
         if (problem := check_attention_arg(args.attention)) or args.screenshot:
-            return attention_screenshot(args.attention, args.screenshot) if not problem else _fail(problem)
+            return attention_screenshot(args.attention, args.screenshot, args.view) if not problem else _fail(problem)
     if args.generate is not None:  # issue 21: the Generate window alone
         from .generate_panel import generate_screenshot, open_generate_window
 
@@ -236,7 +248,8 @@ def run_app(argv: Sequence[str]) -> int:
             return timeline_screenshot(app, window, timeline, args.screenshot, _screenshot)
     try:
         if args.screenshot:
-            code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer)
+            code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer,
+                               (args.view, cell, args.query))  # fmt: skip
             if code == 0 and args.save_session:
                 from .session_io import save_shown_session
 
@@ -246,6 +259,10 @@ def run_app(argv: Sequence[str]) -> int:
         freeze_startup_objects()
         return app.exec()
     finally:
+        for other in (getattr(window, "_survey_window", None), getattr(window, "pe_lens", None)):
+            if other is not None:  # their own windows (a survey's worker thread stops on close)
+                other.close()
+                other.deleteLater()
         window.close()  # stops and joins the worker thread
         window.deleteLater()
         app.processEvents()
@@ -283,8 +300,10 @@ def quiet_offscreen_warnings() -> None:
     previous = qInstallMessageHandler(handler)
 
 
-def _screenshot(app, window, path: str, stage: str | None, head: int | None = None, layer: int | None = None) -> int:
-    """Show the window, wait until the result and the shown stage's image are on screen, save a PNG."""
+def _screenshot(app, window, path: str, stage: str | None, head: int | None = None, layer: int | None = None,
+                shot: tuple = (None, None, None)) -> int:  # fmt: skip
+    """Show the window, wait until the result and the shown stage's image are on screen, save a PNG
+    (of the view ``shot`` = (--view, --cell, --query) names: explorer/view_shots.py)."""
     from PySide6.QtCore import QEventLoop, QTimer
 
     outcome: dict[str, str] = {}
@@ -299,8 +318,8 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         elif stage and stage not in window.state.display.trace:
             names = ", ".join(window.state.display.trace.names)
             outcome["error"] = f"this computation has no stage {stage!r}; it has {names}"
-        elif head is not None and head > (heads := max(s.heads for s in window.state.display.trace.stages)):
-            outcome["error"] = f"--head must be between 1 and {heads} (the number of heads)"
+        elif head is not None and head >= (heads := max(s.heads for s in window.state.display.trace.stages)):
+            outcome["error"] = f"--head must be between 0 and {heads - 1} ({heads} heads, numbered from 0)"
         elif layer is not None and window.state.display.trace.meta.get("layer") != layer:
             # the window showed the last layer instead; a screenshot must show what was asked for
             config = window.state.display.trace.config
@@ -330,7 +349,31 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         print(f"error: {outcome['error']}", file=sys.stderr)
         return 2
     app.processEvents()  # let the layout settle and the views paint
-    if not window.save_screenshot(path):
+    view, cell, query = shot
+    target = window
+    if view not in (None, "stepper") or query is not None:
+        from .view_shots import open_view
+
+        opened = open_view(window, view or "stepper", cell, query)
+        if isinstance(opened, str):
+            print(f"error: {opened}", file=sys.stderr)
+            return 2
+        loop = QEventLoop()  # (give_up quits this one: the same name)
+        poll.timeout.disconnect(check)
+        poll.timeout.connect(lambda: (opened.ready() and window.is_settled()) and loop.quit())
+        poll.start(20)
+        deadline.start(SCREENSHOT_TIMEOUT_MS)
+        loop.exec()
+        poll.stop()
+        deadline.stop()
+        if "error" in outcome:
+            print(f"error: {outcome['error']}", file=sys.stderr)
+            return 2
+        for _ in range(3):  # its layout settled and painted
+            app.processEvents()
+        target = opened.widget
+    saved = window.save_screenshot(path) if target is window else target.grab().save(str(path), "PNG")
+    if not saved:
         print(f"error: {getattr(window, 'screenshot_error', None) or f'cannot write screenshot to {path}'}",
               file=sys.stderr)  # fmt: skip
         return 2

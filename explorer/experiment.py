@@ -11,7 +11,7 @@ from html import escape
 
 from PySide6.QtCore import QObject, QRectF, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QPen
-from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel
+from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel, QSizePolicy
 
 from models.config import AttentionRequest
 from models.edits import Edit
@@ -50,7 +50,8 @@ class Experiment(QObject):
         self.difference.toggled.connect(lambda _on: self._recompute())
         self.largest = QLabel()
         self.largest.setObjectName("largestChange")
-        self.largest.setMinimumWidth(1)  # its text must not widen the view (see rangeLabel)
+        self.largest.setMinimumWidth(1)  # its text must not widen the view (see rangeLabel): nor its size hint
+        self.largest.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.view.add_control(self.difference)
         self.view.add_control(self.largest)
         self.view.cell_double_clicked.connect(self.edit_cell)
@@ -205,9 +206,10 @@ class Experiment(QObject):
             self.largest.setText("no change here")
             return
         head, row, col, value = found
-        where = f"head {head + 1} · " if stage.per_head else ""
+        where = f"head {head} · " if stage.per_head else ""
         self.largest.setText(f"largest Δ: {where}<b>{escape(stage.row_labels[row])}</b> × "
                              f"<b>{escape(stage.col_labels[col])}</b> = <b>{value:+.4g}</b>")  # fmt: skip
+        self.largest.setToolTip(self.largest.text())  # the whole text when the row is too narrow
 
 
 def _without_mask(inputs):

@@ -52,7 +52,7 @@ class ExportActions(QObject):
         head = array_head(stage, self.state.head) if one_head else 0  # a GQA key/value head for k, v
         array = stage.head(head) if one_head else stage.array
         kind = "kvhead" if is_kv_stage(stage) else "head"
-        name = f"{stage.name}_{kind}{head + 1}.npy" if one_head else f"{stage.name}.npy"
+        name = f"{stage.name}_{kind}{head}.npy" if one_head else f"{stage.name}.npy"
         chosen = self.ask_save_path("Export matrix", export_folder(self.settings) / name, "NumPy array (*.npy)")
         if not chosen:
             return None

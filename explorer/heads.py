@@ -32,25 +32,26 @@ def query_heads_of(stage: Stage, kv_head: int) -> list[int]:
 
 
 def _span(heads: list[int]) -> str:
-    """1-based: "3", "3–4" for a run, "1, 3" otherwise."""
-    first, last = heads[0] + 1, heads[-1] + 1
+    """0-based: "3", "3–4" for a run, "1, 3" otherwise."""
+    first, last = heads[0], heads[-1]
     if first == last:
         return str(first)
     if last - first + 1 == len(heads):
         return f"{first}–{last}"
-    return ", ".join(str(q + 1) for q in heads)
+    return ", ".join(str(q) for q in heads)
 
 
 def head_title(stage: Stage, index: int) -> str:
-    """The title of plot ``index`` of a per-head stage, 1-based: "Head 3", "Head 3 (kv 2)" for a
+    """The title of plot ``index`` of a per-head stage, 0-based as numpy, PyTorch and transformers:
+    "Head 3", "Head 3 (kv 2)" for a
     query head of a GQA model, "KV head 2 (heads 3–4)" for a key/value head."""
     if is_kv_stage(stage):
-        return f"KV head {index + 1} (heads {_span(query_heads_of(stage, index))})"
+        return f"KV head {index} (heads {_span(query_heads_of(stage, index))})"
     if stage.head_groups and stage.heads == len(stage.head_groups) and len(set(stage.head_groups)) < stage.heads:
-        return f"Head {index + 1} (kv {stage.head_groups[index] + 1})"
-    return f"Head {index + 1}"
+        return f"Head {index} (kv {stage.head_groups[index]})"
+    return f"Head {index}"
 
 
 def head_name(stage: Stage, index: int) -> str:
     """Lower-case, for read-outs: "head 3" or "kv head 2"."""
-    return f"kv head {index + 1}" if is_kv_stage(stage) else f"head {index + 1}"
+    return f"kv head {index}" if is_kv_stage(stage) else f"head {index}"

@@ -30,7 +30,7 @@ class InspectorPanel(QWidget):
         self.note = QLabel(PROMPT)
         self.note.setWordWrap(True)
         # The derivation numbers heads, rows and columns from 0, as `main.py explain` and the .npy files.
-        self.indices = QLabel("Indices from 0, as in the exported arrays: the grid's Head 1 is head 0 here.")
+        self.indices = QLabel("Indices from 0 everywhere, as in the exported arrays, heads.csv and the grid's titles.")
         self.indices.setObjectName("indicesNote")
         self.indices.setWordWrap(True)
         layout = QVBoxLayout(self)

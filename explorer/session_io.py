@@ -211,7 +211,7 @@ def session_arguments(args, base: Inputs) -> Inputs:
     if args.stage is None:
         args.stage = shown.stage
     if args.head is None and shown.head != ALL_HEADS:
-        args.head = shown.head + 1  # --head counts from 1
+        args.head = shown.head  # --head counts from 0, as the session
     if shown.not_applied:
         print(f"note: the window does not show: {', '.join(shown.not_applied)}", file=sys.stderr)
     args.window_session = shown

@@ -289,11 +289,15 @@ def check_attention_arg(path) -> str:
     return ""
 
 
-def attention_screenshot(path, out) -> int:
-    """``main.py --attention FILE --screenshot OUT.png``: the survey window alone, saved as PNG."""
+def attention_screenshot(path, out, view: str | None = None) -> int:
+    """``main.py --attention FILE --screenshot OUT.png``: the survey window alone, saved as PNG
+    (``view``: metrics or rollout picks that tab)."""
     from PySide6.QtWidgets import QApplication
 
+    from .view_shots import survey_tab
+
     window = open_attention_window(None, path)
+    survey_tab(window.panel, view)
     QApplication.processEvents()
     from .image_export import write_png
 

@@ -158,7 +158,7 @@ class MainWindow(QMainWindow):
         self.worker.region_ready.connect(self.matrix_view.zoom.arrived)
         self.matrix_view.painted.connect(self.worker.painted)  # then it converts the other stages
         self.state.colours_changed.connect(self.worker.set_fit_colours)  # for the traces to come
-        self.matrix_view.cell_clicked.connect(self._on_cell_clicked)
+        self.matrix_view.cell_clicked.connect(self.select_cell)
         self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
@@ -313,7 +313,7 @@ class MainWindow(QMainWindow):
         if message:
             self.status_line.show_error(f"settings not applied: {message}")
 
-    def _on_cell_clicked(self, head: int, row: int, col: int) -> None:
+    def select_cell(self, head: int, row: int, col: int) -> None:
         stage = self.matrix_view.shown_stage
         if stage is None or self.state.display is None:
             return

@@ -42,8 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
     out.add_argument("--stages", type=labels, metavar="weights,output",
                      help="write only these stages (default: all)")  # fmt: skip
-    out.add_argument("--only-heads", type=positions, metavar="1,3",
-                     help="write only these heads of per-head stages, numbered from 1 (default: all)")  # fmt: skip
+    out.add_argument("--only-heads", type=positions, metavar="0,2",
+                     help="write only these heads of per-head stages, numbered from 0 (default: all)")  # fmt: skip
     return p
 
 
@@ -106,7 +106,7 @@ def export_main(argv: Sequence[str]) -> int:
 
             return export_all_layers(args)
         trace = trace_from_args(args)
-        heads = [h - 1 for h in dict.fromkeys(args.only_heads)] if args.only_heads else None
+        heads = list(dict.fromkeys(args.only_heads)) if args.only_heads else None
         out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads)
     except InputError as exc:
         return _error(str(exc))

@@ -52,8 +52,8 @@ def _stage_entry(stage: Stage, heads: Sequence[int] | None = None, keys: Sequenc
         "dtype": str(stage.dtype),
         "axes": (["head"] if stage.per_head else []) + [stage.row_axis, stage.col_axis],
     }
-    if stage.per_head:  # which heads the file holds, numbered from 1 as the window's --head
-        entry["heads"] = [h + 1 for h in _stage_heads(stage, heads)]
+    if stage.per_head:  # which heads the file holds, numbered from 0 as the window's --head and explain
+        entry["heads"] = list(_stage_heads(stage, heads))
     if stage.head_groups is not None:
         entry["head_groups"] = list(stage.head_groups)
     if stage.col_axis == "key" and len(stage.col_labels) > len(keys) > 0:  # e.g. gpt-oss's "sink" column, last
@@ -86,7 +86,7 @@ def select(trace: AttentionTrace, stages: Sequence[str] | None, heads: Sequence[
     h = max(s.heads for s in trace.stages)
     for head in heads or ():
         if not 0 <= head < h:
-            raise InputError(f"--only-heads: head {head + 1} does not exist; the heads are 1..{h}")
+            raise InputError(f"--only-heads: head {head} does not exist; the heads are 0..{h - 1} (numbered from 0)")
 
 
 def save_stage(stage: Stage, path: Path, heads: Sequence[int] | None = None, should_stop=None,

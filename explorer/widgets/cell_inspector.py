@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 from models.derivation import num
 
 from .labels import display_label
+from .token_axis import TokenAxis
 
 if TYPE_CHECKING:
     from models.derivation import Derivation
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
 POSITIVE = (200, 70, 60)  # the diverging map's ends: red for positive terms,
 NEGATIVE = (50, 100, 180)  # blue for negative ones
 FOCUS = (240, 170, 30)  # the bar that is the explained cell itself
-MAX_TICKS = 16  # label every bar with its token when there are at most this many
 
 
 class CellInspector(QWidget):
@@ -44,7 +44,8 @@ class CellInspector(QWidget):
         self.steps = self._label()
         self.steps.setStyleSheet("color: #444;")
         self.caption = self._label(size_delta=-1)
-        self.plot = pg.PlotWidget(background="w", enableMenu=False)
+        self.bar_axis = TokenAxis("bottom")  # every bar's token when they fit, else spaced with positions
+        self.plot = pg.PlotWidget(background="w", enableMenu=False, axisItems={"bottom": self.bar_axis})
         self.plot.setMinimumHeight(170)
         self.plot.hideButtons()
         self.plot.setMouseEnabled(False, False)
@@ -116,15 +117,11 @@ class CellInspector(QWidget):
         brushes = [pg.mkBrush(*(POSITIVE if h >= 0 else NEGATIVE), 220) for h in heights]
         if d.focus_bar is not None and 0 <= d.focus_bar < len(brushes):
             brushes[d.focus_bar] = pg.mkBrush(*FOCUS)
-        x = np.arange(len(terms))
+        x = np.arange(len(terms)) + 0.5  # bar i centred in cell i, as the token axis labels it
         self.bars.setOpts(x=x, height=heights, width=0.8, brushes=brushes, pen=pg.mkPen(None))
-        bottom = self.plot.getPlotItem().getAxis("bottom")
-        if d.bar_ticks and len(d.bar_ticks) == len(terms) and len(terms) <= MAX_TICKS:
-            ticks = [(i, display_label(t, bottom.font())[:10]) for i, t in enumerate(d.bar_ticks)]
-            bottom.setTicks([ticks])
-        else:
-            bottom.setTicks(None)
-        self.plot.setXRange(-0.6, len(terms) - 0.4, padding=0)
+        named = bool(d.bar_ticks) and len(d.bar_ticks) == len(terms)
+        self.bar_axis.set_labels(tuple(d.bar_ticks) if named else tuple(str(i) for i in range(len(terms))))
+        self.plot.setXRange(0, len(terms), padding=0.01)
         low, high = min(0.0, *heights), max(0.0, *heights)
         pad = 0.08 * (high - low or 1.0)
         self.plot.setYRange(low - pad, high + pad, padding=0)

@@ -19,10 +19,12 @@ from PySide6.QtWidgets import QCheckBox, QGraphicsItem
 from .colormaps import lookup_table
 
 MIN_CELL_PX = (16.0, 12.0)  # width, height of a cell on screen below which nothing can be written
+ZOOM_IN = "zoom in"  # what the Numbers box says while they are hidden; its tooltip says why
 DIGITS = (3, 2, 1)  # significant digits tried in turn until the widest number fits its cell
 MAX_CELLS = 400  # visible cells per plot above which nothing is written
 MAX_FONT_PX = 12.0
 MIN_FONT_PX = 7.0
+READABLE_PX = 10.0  # digits are dropped before the font goes below this
 DEBOUNCE_MS = 40
 LIGHT_LUMA = 140.0  # above this the cell is light: black text, else white
 BLACK, WHITE = QColor(0, 0, 0), QColor(255, 255, 255)
@@ -110,6 +112,10 @@ class CellNumbers:
         self.checkbox.setChecked(True)
         self.checkbox.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self.hidden_because = ""  # why the numbers are not shown now ("" when shown or unticked)
+        # As wide as its longest text from the start: a box that changed width would re-lay out the
+        # view, resize the heatmaps and change whether the numbers fit (the two would take turns).
+        self.checkbox.setText(f"Numbers ({ZOOM_IN})")
+        self.checkbox.setFixedWidth(self.checkbox.sizeHint().width())
         self._say_why("")
         self.checkbox.toggled.connect(lambda _on: self.update())
         view.add_control(self.checkbox)
@@ -139,11 +145,11 @@ class CellNumbers:
     def _say_why(self, reason: str) -> None:
         """The Numbers box says why the numbers are hidden ("zoom in"), and its tooltip the rule."""
         self.hidden_because = reason
-        self.checkbox.setText(f"Numbers ({reason})" if reason else "Numbers")
+        self.checkbox.setText(f"Numbers ({ZOOM_IN})" if reason else "Numbers")
         self.checkbox.setToolTip(
             "Write each cell's value on it (3 significant digits, fewer when the cells are narrow) when "
             f"every number fits its cell and at most {MAX_CELLS} cells are visible"
-            + (f". Hidden now: {reason}." if reason else ""))  # fmt: skip
+            + (f". Hidden now: {reason}; zoom in." if reason else ""))  # fmt: skip
 
     def update(self) -> None:
         self.timer.stop()
@@ -168,22 +174,23 @@ class CellNumbers:
             return [], 0.0, ""
         cell_w, cell_h = 1.0 / px_w, 1.0 / px_h
         if cell_w < MIN_CELL_PX[0] or cell_h < MIN_CELL_PX[1]:
-            return [], 0.0, "zoom in: cells too small"
+            return [], 0.0, "the cells are too small"
         (x0, x1), (y0, y1) = box.viewRange()
         r0, r1 = max(0, math.floor(y0)), min(plot.rows, math.ceil(y1))
         c0, c1 = max(0, math.floor(x0)), min(plot.cols, math.ceil(x1))
         if r1 <= r0 or c1 <= c0:
             return [], 0.0, ""
         if (r1 - r0) * (c1 - c0) > MAX_CELLS:
-            return [], 0.0, f"zoom in: over {MAX_CELLS} cells"
+            return [], 0.0, f"over {MAX_CELLS} cells in view"
         values = stage.rows(plot.head, r0, r1)[:, c0:c1]  # (rows visible, cols visible)
-        for digits in DIGITS:  # fewer digits before hiding
+        # Fewer digits rather than a tiny font, fewer digits before hiding: first from READABLE_PX up.
+        for smallest, digits in [(READABLE_PX, d) for d in DIGITS] + [(MIN_FONT_PX, d) for d in DIGITS]:
             texts = [[cell_text(float(v), digits) for v in row] for row in values]
-            font_px = self._font_px(texts, cell_w, cell_h)
+            font_px = self._font_px(texts, cell_w, cell_h, smallest)
             if font_px:
                 break
         else:
-            return [], 0.0, "zoom in: numbers wider than cells"
+            return [], 0.0, "the numbers are wider than the cells"
         indices = self._indices(plot, r0, r1, c0, c1)
         cells = [(r0 + i, c0 + j, texts[i][j], text_colour(lut, int(indices[i, j])))
                  for i in range(r1 - r0) for j in range(c1 - c0)]  # fmt: skip
@@ -201,12 +208,12 @@ class CellNumbers:
         return image[np.ix_(rows, cols)]
 
     @staticmethod
-    def _font_px(texts: list[list[str]], cell_w: float, cell_h: float) -> float:
+    def _font_px(texts: list[list[str]], cell_w: float, cell_h: float, smallest: float = MIN_FONT_PX) -> float:
         """The largest whole pixel size (up to MAX_FONT_PX) at which the widest text, measured in
         that font, fits its cell with 2 px either side; 0 when none from MIN_FONT_PX up does."""
         size = math.floor(min(MAX_FONT_PX, cell_h * 0.75))
         font = QFont()
-        while size >= MIN_FONT_PX:
+        while size >= smallest:
             font.setPixelSize(size)
             metrics = QFontMetricsF(font)
             if max(metrics.horizontalAdvance(t) for row in texts for t in row) <= cell_w - 4:

@@ -48,7 +48,7 @@ class CompareView(QWidget):
     def show_comparison(self, comparison, what_changed: str) -> None:
         """Paint ``comparison`` (pinned, current, difference); ``what_changed`` heads the panel."""
         self.comparison = comparison
-        head = f" · head {comparison.head + 1}" if comparison.pinned is not None else ""
+        head = f" · head {comparison.head}" if comparison.pinned is not None else ""
         changed = f"<span style='color:#555'>changed since pinned: {escape(what_changed)}</span>"
         self.heading.setText(f"<b>{escape(comparison.title)}</b>{head} &nbsp; {changed}")
         self.message.setText(escape(comparison.message))

@@ -55,7 +55,7 @@ class HeadMetricsModel(QStandardItemModel):
                 item.setTextAlignment(right)
             for value in values:
                 nan = math.isnan(value)
-                item = _item("—" if nan else f"{value:.4f}", math.inf if nan else value)
+                item = _item("—" if nan else metric_text(value), math.inf if nan else value)
                 item.setTextAlignment(right)
                 row.append(item)
             self.appendRow(row)
@@ -66,6 +66,12 @@ def _item(text, sort_key) -> QStandardItem:
     item.setData(text, Qt.ItemDataRole.DisplayRole)
     item.setData(sort_key, SORT_ROLE)
     return item
+
+
+def metric_text(value: float) -> str:
+    """Four decimals, never "−0.0000": a value that rounds to zero is 0.0000 (entropy of a one-hot head)."""
+    text = f"{value:.4f}"
+    return text[1:] if text.startswith("-") and float(text) == 0.0 else text
 
 
 class HeadMetricsTable(QWidget):

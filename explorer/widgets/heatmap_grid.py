@@ -163,7 +163,7 @@ class HeatmapGrid:
     def _add_spare(self) -> None:
         spare = HeatmapPlot(len(self.pool))
         self._on_plot_built(spare)
-        spare.set_title(f"Head {len(self.pool) + 1}")  # its likely title (all heads), ready in advance
+        spare.set_title(f"Head {len(self.pool)}")  # its likely title (all heads), ready in advance
         spare.plot.hide()  # first: a visible item added to the scene repaints where it lands
         spare.plot.setParentItem(self.canvas.ci)  # in the scene from the start (see _lay_out)
         self.pool.append(spare)

@@ -36,7 +36,7 @@ def installed_font_covers(cp: int) -> bool:
 
 
 @functools.lru_cache(maxsize=16)
-def _raw_font(description: str) -> QRawFont:
+def raw_font(description: str) -> QRawFont:
     font = QFont()
     font.fromString(description)
     return QRawFont.fromFont(font)
@@ -47,7 +47,7 @@ def covered(char: str, font: QFont | None = None) -> bool:
     cp = ord(char)
     if _invisible(cp):
         return True
-    if font is not None and _raw_font(font.toString()).supportsCharacter(cp):
+    if font is not None and raw_font(font.toString()).supportsCharacter(cp):
         return True
     return installed_font_covers(cp)
 
@@ -75,7 +75,7 @@ def display_label(text: str, font: QFont | None = None) -> str:
     """
     if text.isascii() and text.isprintable():  # every font has these: the common case, kept fast
         return text
-    raw = _raw_font(font.toString()) if font is not None else None
+    raw = raw_font(font.toString()) if font is not None else None
     visible = [_invisible(ord(c)) or (raw is not None and raw.supportsCharacter(ord(c)))
                or installed_font_covers(ord(c)) for c in text]  # fmt: skip
     if all(visible):

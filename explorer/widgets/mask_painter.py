@@ -84,7 +84,8 @@ class MaskPainter(QWidget):
         self._mask = np.zeros((0, 0), bool)
         self._pads: tuple[int, ...] = ()
         self.left, self.bottom = TokenAxis("left"), TokenAxis("bottom")
-        self.view = pg.PlotWidget(axisItems={"left": self.left, "bottom": self.bottom}, enableMenu=False)
+        self.view = pg.PlotWidget(axisItems={"left": self.left, "bottom": self.bottom}, enableMenu=False,
+                                  background="w")  # the labels are dark: on black they could not be read
         self.plot = self.view.getPlotItem()
         self.plot.invertY(True)
         self.plot.hideButtons()

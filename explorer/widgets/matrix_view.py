@@ -29,6 +29,7 @@ from .cell_selection import CellSelection
 from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
 from .heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from .heatmap_plot import HeatmapPlot
+from .labels import display_label
 from .token_axis import axis_title
 from .turns import NextTurn
 from .zoom_regions import ZoomRegions, device_pixels, visible_region
@@ -295,7 +296,7 @@ class MatrixView(QWidget):
         # Always the query heads (a GQA model's k and v show the key/value head a query head reads).
         heads = max(s.heads for s in self.state.display.trace.stages)
         groups = next((s.head_groups for s in self.state.display.trace.stages if s.head_groups), None)
-        wanted = ["All heads"] + [f"Head {i + 1}" + (f" (kv {groups[i] + 1})" if groups else "") for i in range(heads)]
+        wanted = ["All heads"] + [f"Head {i}" + (f" (kv {groups[i]})" if groups else "") for i in range(heads)]
         with signals_blocked(self.head_combo):
             if [self.head_combo.itemText(i) for i in range(self.head_combo.count())] != wanted:
                 self.head_combo.clear()
@@ -347,8 +348,8 @@ class MatrixView(QWidget):
             text += " (masked)"
         where = f"{head_name(stage, plot.head)} · " if stage.per_head else ""
         self.readout.setText(
-            f"{where}row {row} <b>{escape(stage.row_labels[row])}</b> · "
-            f"col {col} <b>{escape(stage.col_labels[col])}</b> = <b>{text}</b>"
+            f"{where}row {row} <b>{escape(display_label(stage.row_labels[row]))}</b> · "
+            f"col {col} <b>{escape(display_label(stage.col_labels[col]))}</b> = <b>{text}</b>"
         )
 
     def _was_masked(self, head: int, row: int, col: int) -> bool:

@@ -17,16 +17,24 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLa
 from explorer.thumbnails import EMPTY_INDEX, THUMB, thumbnail_indices
 
 from .colormaps import lookup_table
+from .token_axis import TEXT_RGB
 
 GAP = 3  # pixels between thumbnails
 EMPTY_RGB = (236, 236, 236)  # gaps and layers not computed yet
-METRIC_MAP = "CET-L17"  # white -> orange -> dark: distinct from the thumbnails' viridis
+METRIC_MAP = "CET-L17"  # (light) orange -> dark: distinct from the thumbnails' viridis
+METRIC_MAP_FROM = 0.15  # its first 15 % (white, near white) left out: a head at the minimum is not white on white
 
 
 def _mosaic_lut() -> np.ndarray:
     lut = np.array(lookup_table(True), copy=True)
     lut[EMPTY_INDEX] = EMPTY_RGB
     return lut
+
+
+def metric_colour_map() -> pg.ColorMap:
+    """METRIC_MAP without its white end: every value is a colour on the white canvas."""
+    colours = pg.colormap.get(METRIC_MAP).getLookupTable(nPts=256, alpha=False)[int(256 * METRIC_MAP_FROM):]
+    return pg.ColorMap(np.linspace(0.0, 1.0, len(colours)), colours)
 
 
 class ModelView(QWidget):
@@ -56,16 +64,18 @@ class ModelView(QWidget):
             plot.invertY(True)
             plot.hideButtons()
             plot.setMouseEnabled(False, False)
-            plot.getViewBox().setAspectLocked(True)
+            plot.getViewBox().setAspectLocked(plot is self.mosaic_plot)  # the table fills its width
             plot.getViewBox().setDefaultPadding(0.0)
             plot.showAxis("top")
             plot.hideAxis("bottom")
             plot.setTitle(title, size="9pt")
+            for side in ("left", "top"):  # near-black labels: pyqtgraph's grey read poorly
+                plot.getAxis(side).setTextPen(TEXT_RGB)
         self.mosaic = pg.ImageItem(axisOrder="row-major")
         self.mosaic_plot.addItem(self.mosaic)
         self.table = pg.ImageItem(axisOrder="row-major")
         self.table_plot.addItem(self.table)
-        self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get(METRIC_MAP), interactive=False, width=12)
+        self.colour_bar = pg.ColorBarItem(colorMap=metric_colour_map(), interactive=False, width=12)
         self.colour_bar.setImageItem(self.table, insert_in=self.table_plot)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -6,6 +6,8 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QListView, QListWidget, QListWidgetItem, QWidget
 from superqt.utils import signals_blocked
 
+from .labels import display_label
+
 
 class PadPicker(QListWidget):
     positions_changed = Signal(tuple)  # the checked key positions, ascending
@@ -28,7 +30,7 @@ class PadPicker(QListWidget):
             if tokens != self._tokens:
                 self.clear()
                 for i, token in enumerate(tokens):
-                    item = QListWidgetItem(f"{i}:{token}")
+                    item = QListWidgetItem(f"{i}:{display_label(token, self.font())}")  # code points, never boxes
                     # Not user-checkable: _toggle handles every click, on the box or on the word.
                     item.setFlags(Qt.ItemFlag.ItemIsEnabled)
                     item.setSizeHint(QSize(self.fontMetrics().horizontalAdvance(item.text()) + 30, 22))

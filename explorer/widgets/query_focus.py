@@ -1,5 +1,7 @@
-"""The attention of one word: the focused query's weights over the keys as a bar chart, and its
-output as the weighted sum of the value rows, o_i = Σ_j a_ij v_j (top contributors + result)."""
+"""The attention of one word, fitted to the stage on screen: on a query × key stage the focused
+query's weights over the keys as a bar chart; on a per-token stage (embeddings, Q, K, V) the
+selected row's vector over its feature indices; on the outputs that vector and its decomposition
+as the weighted sum of the value rows, o_i = Σ_j a_ij v_j (top contributors + result)."""
 
 from __future__ import annotations
 
@@ -10,12 +12,15 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from explorer.heads import array_head, head_name
 from models.pixels import enlarge_peaks, reduce_row
 from models.trace import AttentionTrace, query_row
 
-from .token_axis import TokenAxis, shorten
+from .labels import display_label
+from .token_axis import TEXT_RGB, TokenAxis, shorten
 
 TOP_CONTRIBUTORS = 5
+OUTPUT_STAGES = frozenset({"head_output", "concat", "output"})  # a vector that is Σ_j a_ij v_j
 MAX_BARS = 512  # more keys than this: one bar per block of keys, its largest weight
 VECTOR_PREVIEW = 8  # values of o_i written out; the tooltip has all of them
 BAR_BRUSH = (68, 1, 84)  # viridis' dark end, as the weights heatmap
@@ -36,7 +41,7 @@ def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.
     rows = "".join(
         f"<tr><td align=right>{_num(weights[j])}</td>"
         + (f"<td>&nbsp;×&nbsp;v<sub>{j}</sub></td>" if j < n_values else "<td>&nbsp;(no value)</td>")
-        + f"<td><b>{escape(shorten(tokens[j], 16))}</b></td></tr>"
+        + f"<td><b>{escape(shorten(display_label(tokens[j]), 16))}</b></td></tr>"
         for j in top
     )
     rest = len(weights) - len(top)
@@ -69,6 +74,7 @@ class QueryFocusPanel(QGroupBox):
         self.chart.hideButtons()
         self.chart.setMenuEnabled(False)
         self.chart.setLabel("left", "weight a_ij")
+        self.chart.getAxis("left").setTextPen(TEXT_RGB)  # near-black, as the token labels
         self.chart.getAxis("left").enableAutoSIPrefix(False)  # weights read as 0.1, never "100 (×0.001)"
         self.chart.setMinimumHeight(180)
         # No outline: with hundreds of keys the bars are thinner than a pixel and would be all outline.
@@ -93,8 +99,9 @@ class QueryFocusPanel(QGroupBox):
         self.bar_step = 1  # keys per bar
         self.chart.scene().sigMouseMoved.connect(self._hover)
         self.chart.getPlotItem().getViewBox().sigResized.connect(self._paint_bars)
-        for signal in (state.trace_changed, state.query_changed, state.focus_head_changed):
+        for signal in (state.trace_changed, state.query_changed, state.focus_head_changed, state.stage_changed):
             signal.connect(self.refresh)
+        self.vector: np.ndarray | None = None  # the row vector shown on a per-token stage (tests)
 
     def refresh(self, *_) -> None:
         display, row, head = self.state.display, self.state.query, self.state.focus_head
@@ -102,12 +109,18 @@ class QueryFocusPanel(QGroupBox):
         if trace is None or "weights" not in trace or not 0 <= row < len(trace.query_tokens):
             self._clear(PROMPT)
             return
+        stage = trace[self.state.stage_name] if self.state.stage_name in trace else None
         weights, output = query_row(trace, head, row)  # (n_k,), (d_v,)
         keys = trace["weights"].col_labels or trace.key_tokens  # with a learned sink: its column, last
+        if stage is not None and stage.col_axis == "feature":  # a vector per token: show the row's
+            self._show_vector(trace, stage, row, head, weights, output)
+            return
+        self.vector = None
+        self.chart.setLabel("left", "weight a_ij")
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
-        reads = f" (reads key/value head {groups[head] + 1})" if groups else ""
+        reads = f" (reads key/value head {groups[head]})" if groups else ""
         self.header.setText(
-            f"Query <b>“{escape(trace.query_tokens[row])}”</b> (row {row}), head {head + 1}{reads}: "
+            f"Query <b>“{escape(display_label(trace.query_tokens[row]))}”</b> (row {row}), head {head}{reads}: "
             "how much it attends to each key."
         )
         self.weights_row = weights
@@ -117,10 +130,36 @@ class QueryFocusPanel(QGroupBox):
         self.chart.setYRange(0, max(float(weights.max()), 1e-6) * 1.1, padding=0)
         values = ""
         if groups:
-            sharing = ", ".join(str(q + 1) for q, g in enumerate(groups) if g == groups[head])
-            values = f"the values of key/value head {groups[head] + 1}, shared by heads {sharing}"
+            sharing = ", ".join(str(q) for q, g in enumerate(groups) if g == groups[head])
+            values = f"the values of key/value head {groups[head]}, shared by heads {sharing}"
         self.sum_text.setText(contributions_html(keys, weights, output, values, len(trace.key_tokens)))
         self.sum_text.setToolTip("o_i = [" + ", ".join(str(np.float32(v)) for v in output) + "]")
+
+    def _show_vector(self, trace, stage, row: int, head: int, weights, output) -> None:
+        """The selected row of a per-token stage as bars over its feature indices (0-based); on the
+        outputs the decomposition o_i = Σ_j a_ij v_j below it."""
+        rows = stage.shape[-2]
+        r = min(row, rows - 1)
+        h = array_head(stage, head) if stage.per_head else 0
+        vector = np.asarray(stage.rows(h, r, r + 1)[0], dtype=np.float32)
+        self.vector, self.weights_row = vector, None
+        token = display_label(stage.row_labels[r]) if r < len(stage.row_labels) else str(r)
+        where = f", {head_name(stage, h)}" if stage.per_head else ""
+        self.header.setText(f"Row {r} <b>“{escape(token)}”</b> of {escape(stage.title)}{where}: its "
+                            f"{len(vector)} features (indices from 0).")  # fmt: skip
+        self.bars.setOpts(x=np.arange(len(vector)) + 0.5, height=vector, width=0.8)
+        self.axis.set_labels(tuple(str(i) for i in range(len(vector))))
+        self.chart.setLabel("left", "value")
+        self.chart.setXRange(0, max(1, len(vector)), padding=0.02)
+        low, high = min(0.0, float(vector.min(initial=0))), max(0.0, float(vector.max(initial=0)))
+        self.chart.setYRange(low - 0.05 * (high - low or 1), high + 0.05 * (high - low or 1), padding=0)
+        if stage.name in OUTPUT_STAGES:
+            self.sum_text.setText(contributions_html(trace.key_tokens, weights, output))
+        else:
+            preview = ", ".join(f"{v:.3f}" for v in vector[:VECTOR_PREVIEW])
+            more = ", …" if len(vector) > VECTOR_PREVIEW else ""
+            self.sum_text.setText(f"[{preview}{more}] &nbsp;(d = {len(vector)})")
+        self.sum_text.setToolTip("[" + ", ".join(str(np.float32(v)) for v in vector) + "]")
 
     def _paint_bars(self, *_) -> None:
         """Many keys: one bar per block of keys that share a screen pixel, as tall as their largest
@@ -152,7 +191,7 @@ class QueryFocusPanel(QGroupBox):
         if not view.sceneBoundingRect().contains(scene_pos):
             return
         j = int(np.floor(view.mapSceneToView(scene_pos).x()))
-        if 0 <= j < len(self.weights_row):
+        if 0 <= j < len(self.weights_row) and self.vector is None:
             trace = self.state.display.trace
             token = (trace["weights"].col_labels or trace.key_tokens)[j]
             self.bar_readout.setText(f"key {j} <b>{escape(token)}</b>: a = <b>{np.float32(self.weights_row[j])}</b>")

@@ -10,6 +10,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
 from .colormaps import colour_map
+from .labels import display_label
 from .token_axis import TokenAxis
 
 
@@ -79,7 +80,7 @@ class RolloutView(QWidget):
         self.slider.blockSignals(False)
         self.token_box.blockSignals(True)
         self.token_box.clear()
-        self.token_box.addItems([f"{i}: {t}" for i, t in enumerate(self.tokens)])
+        self.token_box.addItems([f"{i}: {display_label(t, self.font())}" for i, t in enumerate(self.tokens)])
         self.token_box.setCurrentIndex(min(max(keep_token, 0), n - 1))
         self.token_box.blockSignals(False)
         self.axes["left"].set_labels(self.tokens)

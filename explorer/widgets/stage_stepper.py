@@ -8,15 +8,14 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVB
 
 from models.trace import Stage
 
+NBSP = "\u00a0"
+
 
 def formula_line(stage: Stage) -> str:
-    """``S = Q Kᵀ / √d_k      (6×24)·(24×6) → 6×6      per head, × 2``."""
-    text = stage.formula
-    if stage.shapes:
-        text += f"      {stage.shapes}"
-    if stage.per_head:
-        text += f"      per head, × {stage.heads}"
-    return text
+    """``S = Q Kᵀ / √d_k      (6×24)·(24×6) → 6×6      per head, × 2``: the line wraps only between
+    these three parts, never inside one (each joined by no-break spaces)."""
+    parts = [stage.formula, stage.shapes, f"per head, × {stage.heads}" if stage.per_head else ""]
+    return "      ".join(p.replace(" ", NBSP) for p in parts if p)
 
 
 class StageStepper(QWidget):

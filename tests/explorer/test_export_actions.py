@@ -40,7 +40,7 @@ def test_export_matrix_of_one_head(monkeypatch, window, tmp_path):
     window.state.set_head(1)
     asked = _answer_dialogs(monkeypatch, window, tmp_path / "w")
     path = window.exports.export_matrix()
-    assert asked[0].name == "weights_head2.npy"
+    assert asked[0].name == "weights_head1.npy"  # head 1, 0-based
     assert path.suffix == ".npy"
     np.testing.assert_array_equal(np.load(path), window.state.display.trace["weights"].head(1))
 

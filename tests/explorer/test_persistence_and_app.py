@@ -64,7 +64,7 @@ def test_no_thread_is_left_running_after_close(qtbot, make_window):
 def test_screenshot_from_the_command_line(qtbot, tmp_path, isolated_settings):
     out = tmp_path / "shot.png"
     code = run_app(["--sentence", "The cat sat.", "--heads", "2", "--mask", "causal", "--stage", "masked",
-                    "--head", "2", "--seed", "3", "--screenshot", str(out)])  # fmt: skip
+                    "--head", "1", "--seed", "3", "--screenshot", str(out)])  # fmt: skip
     assert code == 0
     image = QImage(str(out))
     assert image.width() >= 1000 and image.height() >= 700
@@ -77,8 +77,10 @@ def test_bad_command_line_values_exit_2(capsys, tmp_path):
     assert "divisible" in capsys.readouterr().err
     assert run_app(["--mask", "sideways"]) == 2
     assert "invalid choice" in capsys.readouterr().err
-    assert run_app(["--heads", "2", "--head", "3", "--screenshot", shot]) == 2
-    assert "--head" in capsys.readouterr().err
+    assert run_app(["--heads", "2", "--head", "2", "--screenshot", shot]) == 2  # heads 0 and 1
+    assert "--head must be between 0 and 1" in capsys.readouterr().err
+    assert run_app(["--heads", "2", "--head", "-1", "--screenshot", shot]) == 2
+    assert "--head must be 0 or more" in capsys.readouterr().err
     assert run_app(["--sentence", "   ", "--screenshot", shot]) == 2
     assert "empty" in capsys.readouterr().err
     assert run_app(["--sentence", "a b", "--stage", "masked", "--screenshot", shot]) == 2

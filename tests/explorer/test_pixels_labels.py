@@ -2,6 +2,7 @@
 evenly spaced with their position; axis titles; right-to-left pieces in logical order; no two
 labels overlap."""
 
+import numpy as np
 from pixels import overlapping
 
 from explorer.state import Inputs
@@ -57,3 +58,51 @@ def test_right_to_left_word_pieces_keep_their_logical_order(qapp):
     shown = display_label("##ل")
     assert shown.startswith(LRM) and shown.endswith("##ل")  # drawn left to right: "##" first
     assert display_label("the") == "the" and display_label("##ing") == "##ing"
+
+
+class _NoGlyph:
+    """A font that covers nothing beyond ASCII."""
+
+    def supportsCharacter(self, cp):  # noqa: N802 - Qt's name
+        return cp < 128
+
+
+def test_code_points_wherever_a_token_is_drawn(qtbot, monkeypatch):
+    import explorer.widgets.labels as labels
+    from explorer.widgets.pad_picker import PadPicker
+    from explorer.widgets.query_focus import contributions_html
+
+    monkeypatch.setattr(labels, "raw_font", lambda _description: _NoGlyph())
+    monkeypatch.setattr(labels, "installed_font_covers", lambda cp: cp < 128)
+    picker = PadPicker()
+    qtbot.addWidget(picker)
+    picker.set_tokens(("a", "\u6211"), ())
+    assert picker.item(1).text() == "1:U+6211"  # the pad picker
+    html = contributions_html(("a", "\u6211"), np.array([0.2, 0.8], np.float32), np.zeros(2, np.float32))
+    assert "U+6211" in html and "\u6211" not in html  # the focus list
+
+
+def test_a_long_largest_change_label_never_widens_the_window(make_window, settle):
+    window = make_window(Inputs(sentence=README, heads=2, d_model=16, mask="causal"), stage="weights")
+    window.resize(1400, 900)
+    settle(window)
+    width = window.width()
+    window.experiment.largest.setText("largest Δ: head 1 · <b>" + "extraordinarily" * 12 + "</b> × <b>x</b> = +0.5")
+    window.matrix_view.flush()
+    from PySide6.QtWidgets import QApplication
+
+    QApplication.processEvents()
+    assert window.width() == width and window.minimumSizeHint().width() <= 1400
+
+
+def test_the_inspectors_bar_labels_never_overlap(qtbot, make_window):
+    window = make_window(Inputs(sentence=README, heads=2, d_model=16, mask="causal"), stage="weights")
+    window.select_cell(1, 9, 1)  # a weight: 14 bars, one per key
+    window.matrix_view.flush()
+    assert window.jobs.wait_until_idle()  # the derivation comes from the read thread
+    from explorer.widgets.cell_inspector import CellInspector
+
+    axis = window.inspector.findChild(CellInspector).bar_axis
+    qtbot.waitUntil(lambda: axis.isVisible() and axis.size().width() > 50)
+    drawn = axis.drawn_labels()
+    assert len(drawn) >= 5 and not overlapping([rect for rect, _ in drawn])

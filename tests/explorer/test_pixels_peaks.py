@@ -82,3 +82,21 @@ def test_focus_bars_show_one_key_of_1000_with_weight_one(qtbot, make_window, tmp
     bar = [xx for xx in range(pixels.shape[1]) if near(pixels[y, xx], BAR_BRUSH)]
     assert len(bar) >= 3, bar  # a bar at least 3 pixels wide
     assert abs(np.mean(bar) - x) <= 3  # where key 300 is
+
+
+def test_the_focus_panel_fits_the_stage(make_window):
+    from explorer.state import Inputs as In
+
+    window = make_window(In(sentence="one two three four", heads=2, d_model=8, mask="causal"), stage="weights")
+    panel, state = window.focus_panel, window.state
+    state.set_query(2)
+    assert panel.weights_row is not None and panel.vector is None  # query × key: the weights as bars
+    state.set_stage("q")  # per token: the row's vector over its feature indices
+    q = state.display.trace["q"]
+    np.testing.assert_array_equal(panel.vector, q.rows(state.focus_head, 2, 3)[0])
+    assert panel.axis.tickStrings([0.5, 1.5], 1.0, 1.0) == ["0", "1"] and "features" in panel.header.text()
+    state.set_stage("output")  # the output: its vector and the decomposition Σ_j a_ij v_j
+    assert panel.vector.shape == (state.display.trace["output"].shape[-1],)
+    assert "Σ" in panel.sum_text.text()
+    state.set_stage("scores")
+    assert panel.vector is None and panel.weights_row is not None

@@ -103,7 +103,7 @@ def test_choosing_minilm_shows_its_trace(make_window, settle, minilm):
     expected = minilm.trace(SENTENCE, 0)
     assert window.state.display.trace.meta["model"] == "minilm" and not window.status_line.is_error
     np.testing.assert_allclose(shown(window, "weights"), expected["weights"].array, atol=1e-6)
-    assert titles(window) == [f"Head {i}" for i in range(1, 13)]
+    assert titles(window) == [f"Head {i}" for i in range(12)]
     assert window.matrix_view.grid.key == (12, 4)  # 4 × 3, not 12 slivers
 
     panel = window.settings_panel
@@ -203,16 +203,16 @@ def test_grouped_query_attention_model_from_a_folder(qtbot, make_window, settle,
     assert panel.mask.currentText() == "model default: causal"
 
     np.testing.assert_allclose(shown(window, "weights"), expected["weights"].array, atol=1e-5)
-    assert titles(window) == ["Head 1 (kv 1)", "Head 2 (kv 1)", "Head 3 (kv 2)", "Head 4 (kv 2)"]
+    assert titles(window) == ["Head 0 (kv 0)", "Head 1 (kv 0)", "Head 2 (kv 1)", "Head 3 (kv 1)"]
     for stage in ("k", "v", "k_rotated"):
         np.testing.assert_allclose(shown(window, stage), expected[stage].array, atol=1e-5)
-        assert titles(window) == ["KV head 1 (heads 1–2)", "KV head 2 (heads 3–4)"]
+        assert titles(window) == ["KV head 0 (heads 0–1)", "KV head 1 (heads 2–3)"]
         # One query head picked: its key/value head is shown.
         np.testing.assert_allclose(shown(window, stage, head=2), expected[stage].array[1:2], atol=1e-5)
-        assert titles(window) == ["KV head 2 (heads 3–4)"]
+        assert titles(window) == ["KV head 1 (heads 2–3)"]
     combo = window.matrix_view.head_combo
     items = [combo.itemText(i) for i in range(combo.count())]
-    assert items == ["All heads", "Head 1 (kv 1)", "Head 2 (kv 1)", "Head 3 (kv 2)", "Head 4 (kv 2)"]
+    assert items == ["All heads", "Head 0 (kv 0)", "Head 1 (kv 0)", "Head 2 (kv 1)", "Head 3 (kv 1)"]
 
     # Hovering and clicking a key/value head's matrix: it is named as such, and the click focuses
     # a query head that reads it.
@@ -220,15 +220,17 @@ def test_grouped_query_attention_model_from_a_folder(qtbot, make_window, settle,
     shown(window, "k")
     hover(view, 1, 2, 5)
     value = str(np.float32(trace["k"].array[1, 2, 5]))
-    assert f"kv head 2 · row 2 <b>sat</b> · col 5 <b>5</b> = <b>{value}</b>" in view.readout.text()
+    assert f"kv head 1 · row 2 <b>sat</b> · col 5 <b>5</b> = <b>{value}</b>" in view.readout.text()
     qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 1, 3, 0))
     assert window.state.focus_head == 2 and window.state.query == 3
     window.state.set_focus_head(3)
     qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 1, 3, 0))
-    assert window.state.focus_head == 3  # it already reads key/value head 2: it stays
+    assert window.state.focus_head == 3  # it already reads key/value head 1: it stays
     focus = window.focus_panel
-    assert "reads key/value head 2" in focus.header.text()
-    assert "key/value head 2, shared by heads 3, 4" in focus.sum_text.text()
+    assert "of Keys K, kv head 1" in focus.header.text()  # on K: the row's vector (the focus fits the stage)
+    window.state.set_stage("weights")  # on the weights: the bars and the mix of the shared values
+    assert "reads key/value head 1" in focus.header.text()
+    assert "key/value head 1, shared by heads 2, 3" in focus.sum_text.text()
     np.testing.assert_allclose(focus.weights_row, expected["weights"].array[3, 3], atol=1e-5)
 
     window.state.step_to_end(last=False)
@@ -384,7 +386,7 @@ def test_command_line_model_and_layer(tmp_path, isolated_settings, capsys, corru
         (["--model", "minilm", "--cross-labels", "a"], "--cross-labels does not apply with --model"),
         (["--model", "minilm", "--layer", "-1"], "--layer must be 0 or more"),
         (["--model", "minilm", "--layer", "6"], "--layer must be between 0 and 5"),
-        (["--model", "minilm", "--head", "13"], "--head must be between 1 and 12"),
+        (["--model", "minilm", "--head", "12"], "--head must be between 0 and 11"),
     ):
         assert run_app([*argv, "--sentence", SENTENCE, "--screenshot", shot]) == 2, argv
         err = capsys.readouterr().err

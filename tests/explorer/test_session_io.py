@@ -55,10 +55,10 @@ def test_a_toy_session_resets_what_the_window_had_before():
 
 def test_screenshot_saves_its_session_and_session_reopens_it(qtbot, tmp_path, capsys):
     shot, saved = tmp_path / "a.png", tmp_path / "a.zip"
-    argv = ["--sentence", "The cat sat.", "--heads", "2", "--mask", "causal", "--stage", "masked", "--head", "2"]
+    argv = ["--sentence", "The cat sat.", "--heads", "2", "--mask", "causal", "--stage", "masked", "--head", "1"]
     assert run_app([*argv, "--screenshot", str(shot), "--save-session", str(saved)]) == 0
     session = load_session(saved)
-    assert (session.stage, session.head) == ("masked", 1)
+    assert (session.stage, session.head) == ("masked", 1)  # --head and sessions: both 0-based
     assert session.run.options["--mask"] == "causal" and session.run.options["--heads"] == 2
     again = tmp_path / "b.zip"
     argv = ["--session", str(saved), "--screenshot", str(tmp_path / "b.png"), "--save-session", str(again)]

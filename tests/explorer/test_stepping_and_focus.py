@@ -74,7 +74,7 @@ def test_head_selector_shows_one_head_or_all(make_window):
     window.state.set_stage("weights")
     assert len(window.matrix_view.plots) == 2
     combo = window.matrix_view.head_combo
-    assert [combo.itemText(i) for i in range(combo.count())] == ["All heads", "Head 1", "Head 2"]
+    assert [combo.itemText(i) for i in range(combo.count())] == ["All heads", "Head 0", "Head 1"]  # 0-based
     combo.activated.emit(2)
     assert window.state.head == 1
     window.matrix_view.flush()
@@ -93,7 +93,7 @@ def test_hover_reads_the_exact_value_and_masked_cells(qtbot, make_window, no_mou
     hover(view, 1, 2, 1)
     value = trace["scores"].head(1)[2, 1]
     assert str(np.float32(value)) in view.readout.text()
-    assert "three" in view.readout.text() and "two" in view.readout.text() and "head 2" in view.readout.text()
+    assert "three" in view.readout.text() and "two" in view.readout.text() and "head 1" in view.readout.text()
 
     window.state.set_stage("masked")
     hover(view, 0, 0, 3)
@@ -113,7 +113,7 @@ def test_clicking_a_row_focuses_that_query(qtbot, make_window):
     assert window.state.query == 2 and window.state.focus_head == 1
     panel = window.focus_panel
     np.testing.assert_array_equal(panel.weights_row, trace["weights"].head(1)[2])
-    assert "three" in panel.header.text() and "head 2" in panel.header.text()
+    assert "three" in panel.header.text() and "head 1" in panel.header.text()
     output = trace["head_output"].head(1)[2]
     assert f"{output[0]:.3f}" in panel.sum_text.text()
     # The marker outlines the focused row in every heatmap.
@@ -132,3 +132,11 @@ def test_stages_converted_lazily_appear_when_stepped_to(qtbot, make_window, monk
         qtbot.waitUntil(lambda name=name: window.matrix_view.shown_stage.name == name, timeout=10_000)
         np.testing.assert_array_equal(window.matrix_view.shown_values()[0],
                                       window.state.display.trace[name].head(0))  # fmt: skip
+
+
+def test_the_formula_line_wraps_between_its_parts_never_inside_one(make_window):
+    window = make_window(Inputs(sentence="The cat sat.", heads=2, d_model=8, score="general", pe=True), stage="scores")
+    text = formula_line(window.state.display.trace["scores"])
+    parts = text.split("      ")
+    assert len(parts) == 3 and all(" " not in p for p in parts)  # spaces inside a part do not break
+    assert parts[2] == "per\u00a0head,\u00a0×\u00a02"

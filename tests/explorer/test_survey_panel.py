@@ -190,3 +190,16 @@ def test_every_metrics_title_is_shown_whole(qtbot):
     metrics = header.fontMetrics()
     for column, name in enumerate(["layer", "head", *METRIC_NAMES]):
         assert header.sectionSize(column) >= metrics.horizontalAdvance(name) + 8, name
+
+
+def test_a_metric_that_rounds_to_zero_never_reads_minus_zero():
+    from explorer.widgets.head_metrics_table import metric_text
+
+    assert metric_text(-1e-7) == "0.0000" and metric_text(-0.25) == "-0.2500" and metric_text(0.0013) == "0.0013"
+
+
+def test_the_heat_table_paints_the_minimum_in_a_colour_not_white():
+    from explorer.widgets.model_view import metric_colour_map
+
+    lowest = metric_colour_map().map([0.0], mode="byte")[0][:3]
+    assert sum(int(c) for c in lowest) < 3 * 235  # visibly coloured on the white canvas

@@ -124,13 +124,13 @@ def test_export_of_16384_tokens_streams_one_head(tmp_path):
     )
     sentence = " ".join(f"w{i % 3000}" for i in range(16384))
     args = ["--sentence", sentence, "--heads", "8", "--d-model", "64", "--mask", "causal",
-            "--stages", "weights", "--only-heads", "3", "--out", str(out)]  # fmt: skip
+            "--stages", "weights", "--only-heads", "2", "--out", str(out)]  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     peak_kib = int(done.stdout.strip().splitlines()[-1])
     assert peak_kib < 1_000_000  # well under the 1 GiB the head alone would take, let alone 8 heads
     manifest = json.loads((out / "manifest.json").read_text())
-    assert [(s["name"], s["shape"], s["heads"]) for s in manifest["stages"]] == [("weights", [1, 16384, 16384], [3])]
+    assert [(s["name"], s["shape"], s["heads"]) for s in manifest["stages"]] == [("weights", [1, 16384, 16384], [2])]
     weights = np.load(out / "weights.npy", mmap_mode="r")
     assert weights.shape == (1, 16384, 16384)
     for row in (0, 1, 8191, 16383):

@@ -1,0 +1,97 @@
+"""``main.py --screenshot OUT --view NAME``: every view on screen from the command line.
+
+The main window computes as for any screenshot; then the view asked for is opened as a person
+would open it (a click on a cell for the inspector, Stage → Pin for the compare window, File →
+Positional-encoding lens…, File → Whole model… for the model view, its metrics and rollout, the
+custom-mask painter), and that view alone is grabbed once it is ready. How the PNG is written
+stays with the window (explorer.app's screenshot).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+VIEWS = ("stepper", "inspector", "compare", "pe-lens", "model", "metrics", "rollout", "mask")
+
+
+@dataclass
+class Shot:
+    """The widget to grab, and when it is ready (polled)."""
+
+    widget: object
+    ready: Callable[[], bool]
+
+
+def parse_cell(text: str) -> tuple[int, int, int]:
+    """``--cell H,R,C`` (0-based head, row, column)."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 3 or not all(p.lstrip("-").isdigit() for p in parts):
+        raise ValueError(f"--cell expects head,row,col (three 0-based integers), got {text!r}")
+    head, row, col = (int(p) for p in parts)
+    if min(head, row, col) < 0:
+        raise ValueError(f"--cell {text}: head, row and column count from 0")
+    return head, row, col
+
+
+def check_view_arguments(view: str | None, model: str | None, screenshot: str | None, attention: str | None) -> str:
+    """'' when ``--view`` can be honoured, else the one-line reason."""
+    if view is None:
+        return ""
+    if not screenshot:
+        return "--view needs --screenshot (it says which view the PNG shows)"
+    if view in ("model", "metrics", "rollout") and not (model or attention):
+        return f"--view {view} needs --model (or --attention FILE): it shows every layer of a pretrained model"
+    return ""
+
+
+def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int | None) -> Shot | str:
+    """Open ``view`` on the computed ``window``; a :class:`Shot`, or the one-line reason it cannot."""
+    state = window.state
+    display = state.display
+    trace = display.trace
+    if query is not None:
+        if not 0 <= query < len(trace.query_tokens):
+            return f"--query must be between 0 and {len(trace.query_tokens) - 1}"
+        state.set_query(query)
+    if view == "stepper":
+        return Shot(window, lambda: True)
+    if view == "inspector":
+        stage = window.matrix_view.shown_stage
+        head, row, col = cell if cell is not None else (0, max(0, state.query), 0)
+        rows, cols = stage.shape[-2:]
+        if not (0 <= head < max(1, stage.heads) and 0 <= row < rows and 0 <= col < cols):
+            return f"--cell {head},{row},{col} is outside {stage.name} ({stage.heads} heads × {rows} × {cols}, from 0)"
+        window.select_cell(head, row, col)
+        return Shot(window, lambda: True)
+    if view == "compare":
+        compare = window.compare
+        if compare.pinned is None:  # no session with a pinned run: the run compared with itself
+            print("note: no pinned run (give --session with one): the run is compared with itself")
+            compare.pin()
+        return Shot(compare.view, lambda: compare.comparison is not None)
+    if view == "pe-lens":
+        lens = window.open_pe_lens()
+        return Shot(lens, lambda: True)
+    if view == "mask":
+        dock = window.mask_dock
+        if not dock.isVisible():
+            return "--view mask needs the painted custom mask: --mask custom without --mask-file (toy model)"
+        return Shot(window, lambda: True)
+    survey = window.open_survey(model=True)
+    if survey is None:
+        return window.last_error or "the whole-model view needs --model"
+    panel = survey.panel
+    if view == "metrics":
+        panel.tabs.setCurrentWidget(panel.table)
+    elif view == "rollout":
+        panel.tabs.setCurrentWidget(panel.rollout_view)
+    return Shot(survey, lambda: panel.survey is not None and not panel.busy)
+
+
+def survey_tab(panel, view: str | None) -> None:
+    """``--attention FILE --view metrics|rollout``: the tab asked for in the survey window."""
+    if view == "metrics":
+        panel.tabs.setCurrentWidget(panel.table)
+    elif view == "rollout":
+        panel.tabs.setCurrentWidget(panel.rollout_view)

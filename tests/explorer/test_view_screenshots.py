@@ -1,0 +1,44 @@
+"""Every view on screen from the command line: --screenshot OUT --view NAME saves that view."""
+
+import pytest
+from PySide6.QtGui import QImage
+
+from explorer.app import run_app
+
+SENTENCE = "The animal didn't cross the street because it was too tired."
+TOY = ["--sentence", SENTENCE, "--heads", "2", "--mask", "causal", "--stage", "weights"]
+
+
+@pytest.mark.parametrize("view, extra, size", [
+    ("inspector", ["--cell", "1,4,2"], None),
+    ("compare", [], (1100, 460)),  # the compare window alone
+    ("pe-lens", [], (900, 700)),  # the lens alone
+    ("mask", ["--mask", "custom"], None),
+])  # fmt: skip
+def test_each_toy_view_is_saved(tmp_path, capsys, view, extra, size):
+    out = tmp_path / f"{view}.png"
+    assert run_app([*TOY, *extra, "--view", view, "--screenshot", str(out)]) == 0, capsys.readouterr().err
+    image = QImage(str(out))
+    assert not image.isNull()
+    if size is not None:
+        assert (image.width(), image.height()) == size
+
+
+@pytest.mark.parametrize("view", ["model", "metrics", "rollout"])
+def test_the_whole_model_views_are_saved(tmp_path, capsys, view):
+    out = tmp_path / f"{view}.png"
+    argv = ["--model", "minilm", "--sentence", "The cat sat on the mat.", "--view", view, "--screenshot", str(out)]
+    assert run_app(argv) == 0, capsys.readouterr().err
+    assert QImage(str(out)).width() == 1300  # the survey window, not the main one
+
+
+def test_bad_view_arguments_say_why(tmp_path, capsys):
+    shot = str(tmp_path / "x.png")
+    assert run_app([*TOY, "--view", "model", "--screenshot", shot]) == 2
+    assert "--view model needs --model" in capsys.readouterr().err
+    assert run_app([*TOY, "--view", "inspector"]) == 2
+    assert "--view needs --screenshot" in capsys.readouterr().err
+    assert run_app([*TOY, "--view", "inspector", "--cell", "5,0,0", "--screenshot", shot]) == 2
+    assert "outside weights" in capsys.readouterr().err
+    assert run_app([*TOY, "--view", "inspector", "--cell", "a,b", "--screenshot", shot]) == 2
+    assert "--cell expects" in capsys.readouterr().err
