@@ -3,6 +3,7 @@ window's state (the slider sets the traced model to that step's folder; a clicke
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -23,7 +24,8 @@ def open_timeline(window, sentence: str | None = None, step: str | None = None):
     try:
         timeline = build_timeline(model, text)
     except InputError as exc:
-        window.status_line.show_error(f"no training timeline: {exc}")
+        window.timeline_error = f"no training timeline: {exc}"
+        window.status_line.show_error(window.timeline_error)
         return None
     finally:
         QApplication.restoreOverrideCursor()
@@ -56,17 +58,18 @@ def timeline_screenshot(app, window, timeline, path: str, window_screenshot) -> 
     """Save the timeline as ``path`` and the main window (tracing the slider's step) beside it."""
     try:
         if timeline is None:
-            print(f"error: {window.status_line.text() if hasattr(window.status_line, 'text') else 'no timeline'}")
+            print(f"error: {getattr(window, 'timeline_error', 'no training timeline')}", file=sys.stderr)
             return 2
         out = Path(path)
         code = window_screenshot(app, window, str(out.with_name(out.stem + "_window.png")), None)
         app.processEvents()
         if code == 0 and not timeline.grab().save(str(out), "PNG"):
-            print(f"error: could not write {out}")
+            print(f"error: could not write {out}", file=sys.stderr)
             return 2
         return code
     finally:
-        timeline.close()
+        if timeline is not None:
+            timeline.close()
         window.close()
         window.deleteLater()
         app.processEvents()

@@ -60,8 +60,9 @@ def history_folder(model: str) -> Path:
 
 
 def build_timeline(model: str, sentence: str, progress: Callable[[int, int], None] | None = None,
-                   max_tokens: int | None = None) -> Timeline:  # fmt: skip
-    folder = history_folder(model)
+                   max_tokens: int | None = None, history: bool = True) -> Timeline:  # fmt: skip
+    """``history``: a step folder (checkpoints/step-N) stands for the run it belongs to."""
+    folder = history_folder(model) if history else resolve_model(model)
     steps = model_steps(folder)
     if not steps:
         raise InputError(f"{folder.name} has no training steps (no checkpoints/step-N folders, no stepN revisions)")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
@@ -90,6 +91,10 @@ class TimelineWindow(QWidget):
             plot.setYRange(0, 1)
             plot.setLabel("left", score)
             values = t.scores[score]  # (S, L, h)
+            if np.isnan(values).all():  # e.g. no character repeats: the induction score is undefined
+                plot.setTitle(f"{plot.titleLabel.text} (undefined on this sentence: no token repeats)")
+                self._axis_ticks(plot)
+                continue
             for layer in range(t.num_layers):
                 for head in range(t.num_heads):
                     colour = HEAD_COLOURS[head % len(HEAD_COLOURS)]

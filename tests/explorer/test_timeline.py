@@ -9,6 +9,7 @@ import pytest
 
 from explorer.timeline_data import build_timeline, history_folder
 from explorer.timeline_window import TimelineWindow
+from models.config import InputError
 from models.training.data import DataConfig
 from models.training.train import TrainConfig, train
 from tests.explorer.conftest import SMALL
@@ -54,3 +55,12 @@ def test_main_window_follows_the_slider(qtbot, make_window, settle, run):
     first = window.state.display.trace
     assert window.state.inputs.model.endswith("step-000000")
     assert not np.allclose(last["weights"].array, first["weights"].array)
+
+
+def test_a_step_folder_opens_its_history_and_a_model_without_one_says_why(qtbot, make_window, run):
+    window = make_window(dataclasses.replace(SMALL, model=str(run / "checkpoints" / "step-000000"), sentence="ab"))
+    timeline = window.open_timeline()
+    qtbot.addWidget(timeline)
+    assert timeline.timeline.folder == run
+    with pytest.raises(InputError, match="no training steps"):
+        build_timeline(str(run / "checkpoints" / "step-000000"), "ab", history=False)
