@@ -40,7 +40,7 @@ READOUT_HINT = "Hover: exact value of a cell · click a row: focus on that query
 PREPARING = "Preparing"  # the readout while a stage's image or its heatmaps are on their way
 COLOUR_SCALES = ("auto", "0 to 1", "fit to data", "log")  # state.fit_colours: "auto", False, True, "log"
 SCALE_VALUES = ("auto", False, True, "log")
-AUTO_TEXT = {"log": "auto: log₁₀ (long rows)", "unit": "auto: 0 to 1", "fit": "auto: fit"}
+AUTO_TEXT = {"log": "auto: log₁₀", "unit": "auto: 0 to 1", "fit": "auto: fit"}  # the tooltip says why
 
 
 class _Canvas(pg.GraphicsLayoutWidget):
@@ -103,6 +103,10 @@ class MatrixView(QWidget):
         self.head_combo.setMinimumContentsLength(14)  # "All heads" / "Head 12 (kv 4)" in full
         self.colour_combo = QComboBox()
         self.colour_combo.addItems(COLOUR_SCALES)
+        # As wide as its longest text from the start ("auto: 0 to 1"): never cut, and a text
+        # that changes with the data never changes the width (a new width re-lays out the whole view).
+        self.colour_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.colour_combo.setMinimumContentsLength(max(len(t) for t in (*COLOUR_SCALES, *AUTO_TEXT.values())))
         self.colour_combo.setToolTip(
             "Softmax weights: auto (log10 once rows hold more than 256 keys, where every weight is small; "
             "else 0 to 1), 0 to 1 (colours comparable between inputs), 0 to the largest weight shown, or "

@@ -56,3 +56,22 @@ def test_on_the_log_scale_a_weight_of_one_is_the_top_colour_even_when_all_weight
     levels = colour_levels(stage, 1.0, 1.0, "log")
     indices, _ = to_indices(np.array([[1.0, 0.0]], np.float32), None, levels, log=True)
     assert indices[0, 0] == COLOURS - 1 and indices[0, 1] == 0
+
+
+def test_the_colour_box_shows_every_text_whole_and_keeps_its_width(make_window):
+    # "auto: 0 to 1" was cut to "auto: 0 to"; a box sized to its texts must not widen the window either.
+    from PySide6.QtWidgets import QStyle, QStyleOptionComboBox
+
+    from explorer.widgets.matrix_view import AUTO_TEXT, COLOUR_SCALES
+
+    window = make_window()
+    combo = window.matrix_view.colour_combo
+    option = QStyleOptionComboBox()
+    combo.initStyleOption(option)
+    field = combo.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, option,
+                                         QStyle.SubControl.SC_ComboBoxEditField, combo)  # fmt: skip
+    width = combo.width()
+    for text in (*COLOUR_SCALES, *AUTO_TEXT.values()):
+        assert combo.fontMetrics().horizontalAdvance(text) <= field.width(), text
+    combo.setItemText(0, AUTO_TEXT["log"])
+    assert combo.width() == width and window.width() <= 1400
