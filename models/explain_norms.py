@@ -37,6 +37,14 @@ def value_norms(ctx: Context) -> Derivation:
 
 def weighted_norms(ctx: Context) -> Derivation:
     h, i, j = ctx.cell
+    if ctx.is_sink(j):  # gpt-oss's learned sink: a share of the softmax, but no value vector to move
+        a = float(ctx.trace["weights"].rows(h, i, i + 1)[0, j])
+        return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Weighted norm of the sink"),
+                          f"‖α'_{i},sink · 0‖ = 0  (α'_{i},sink = {num(a, 6)})", ctx.value,
+                          sum_of=[Term("the sink has no value vector", 0.0)],
+                          steps=[f"The sink takes {num(a, 4)} of row {i}'s weight and moves nothing: it has no "
+                                 "value row, so the head's output is made of the real keys' values only."],
+                          details={"weight": a, "value_norm": 0.0, "sink": True})  # fmt: skip
     a_row = ctx.trace["weights"].rows(h, i, i + 1)[0].astype(F64)  # (n_k,)
     a = float(a_row[j])
     norm = float(np.linalg.norm(transformed_value(ctx, h, j)))

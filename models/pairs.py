@@ -222,6 +222,9 @@ class PairStore:
         s = self.spec
         if s.sinks is None:
             return self._keys_chain(name, head, r0, r1, c0, c1)
+        if name == "weighted_norms":  # the weights with the sink in their softmax; the sink has no value
+            a = self._chain("weights", head, r0, r1, c0, c1)  # (r, c + 1)
+            return a * torch.cat([self.value_norms()[head, c0:c1].to(a.dtype), a.new_zeros(1)])
         # keys c0:c1 then the sink (whose logit is neither scaled, capped nor masked)
         last = "masked" if name == "weights" else name
         x = self._keys_chain(last, head, r0, r1, c0, c1)  # (r, c)

@@ -382,6 +382,23 @@ class Architecture:
         """Block ``i``'s tensors from ``w`` (called on first use, or with meta weights to check)."""
         raise NotImplementedError
 
+    def read_sizes(self, cfg: dict, *, grouped: bool = False) -> tuple[int, int, int]:
+        """The sizes the families read alike from config.json (``hidden_size``, ``num_attention_heads``,
+        with ``grouped`` also ``num_key_value_heads`` and ``head_dim``, ``num_hidden_layers``,
+        ``max_position_embeddings``, ``vocab_size``), checked; returns ``(d_model, heads, d_k)``."""
+        d = self.hidden_size = config_int(cfg, "hidden_size")
+        h = self.num_heads = config_int(cfg, "num_attention_heads")
+        kv = self.num_kv_heads = config_int(cfg, "num_key_value_heads", default=h) if grouped else h
+        if h % kv:
+            raise InputError(f"config.json: {h} query heads cannot share {kv} key/value heads")
+        if d % h and not (grouped and cfg.get("head_dim") is not None):
+            raise InputError(f"config.json: hidden_size={d} is not divisible by {h} heads")
+        dk = self.head_dim = config_int(cfg, "head_dim", default=d // h) if grouped else d // h
+        self.num_layers = config_int(cfg, "num_hidden_layers")
+        self.max_positions = config_int(cfg, "max_position_embeddings")
+        self.vocab_size = config_int(cfg, "vocab_size")
+        return d, h, dk
+
     def embed(self, ids: Tensor, type_ids: Tensor) -> Tensor:
         """Token ids ``(n,)`` -> the hidden state entering block 0, ``(n, d_model)``."""
         raise NotImplementedError

@@ -13,7 +13,6 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
-from models.config import InputError
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
     Architecture,
@@ -41,14 +40,7 @@ class GPTNeoX(Architecture):
     )
 
     def __init__(self, cfg: dict, w: Weights) -> None:
-        d = self.hidden_size = config_int(cfg, "hidden_size")
-        h = self.num_heads = self.num_kv_heads = config_int(cfg, "num_attention_heads")
-        if d % h:
-            raise InputError(f"config.json: hidden_size={d} is not divisible by {h} heads")
-        dk = self.head_dim = d // h
-        self.num_layers = config_int(cfg, "num_hidden_layers")
-        self.max_positions = config_int(cfg, "max_position_embeddings")
-        self.vocab_size = config_int(cfg, "vocab_size")
+        d, h, dk = self.read_sizes(cfg)
         self.ffn = config_int(cfg, "intermediate_size", default=4 * d)
         self.eps = config_float(cfg, "layer_norm_eps", 1e-5)
         self.act = activation(config_str(cfg, "hidden_act", "gelu"))

@@ -15,7 +15,6 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_str
-from models.config import InputError
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
     Architecture,
@@ -42,14 +41,7 @@ class OPT(Architecture):
     )
 
     def __init__(self, cfg: dict, w: Weights) -> None:
-        d = self.hidden_size = config_int(cfg, "hidden_size")
-        h = self.num_heads = self.num_kv_heads = config_int(cfg, "num_attention_heads")
-        if d % h:
-            raise InputError(f"config.json: hidden_size={d} is not divisible by {h} heads")
-        self.head_dim = d // h
-        self.num_layers = config_int(cfg, "num_hidden_layers")
-        self.max_positions = config_int(cfg, "max_position_embeddings")
-        self.vocab_size = config_int(cfg, "vocab_size")
+        d, h, _ = self.read_sizes(cfg)
         self.ffn = config_int(cfg, "ffn_dim")
         self.eps = 1e-5  # nn.LayerNorm's default: OPT does not set one
         self.act = activation(config_str(cfg, "activation_function", "relu"))

@@ -14,7 +14,6 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
-from models.config import InputError
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
     Architecture,
@@ -43,15 +42,7 @@ class Phi(Architecture):
     )
 
     def __init__(self, cfg: dict, w: Weights) -> None:
-        d = self.hidden_size = config_int(cfg, "hidden_size")
-        h = self.num_heads = config_int(cfg, "num_attention_heads")
-        kv = self.num_kv_heads = config_int(cfg, "num_key_value_heads", default=h)
-        if h % kv or d % h:
-            raise InputError(f"config.json: {h} query heads, {kv} key/value heads and hidden_size {d} do not fit")
-        dk = self.head_dim = config_int(cfg, "head_dim", default=d // h)
-        self.num_layers = config_int(cfg, "num_hidden_layers")
-        self.max_positions = config_int(cfg, "max_position_embeddings")
-        self.vocab_size = config_int(cfg, "vocab_size")
+        d, h, dk = self.read_sizes(cfg, grouped=True)
         self.ffn = config_int(cfg, "intermediate_size")
         self.eps = config_float(cfg, "layer_norm_eps", 1e-5)
         self.act = activation(config_str(cfg, "hidden_act", "gelu_new"))
