@@ -38,13 +38,22 @@ bench: $(VENV)/.dev
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_long.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_survey.py
 	$(BIN)/python bench/bench_memory.py
+	$(BIN)/python bench/bench_generate.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_generate_gui.py
+	$(BIN)/python bench/bench_encdec.py
+	$(BIN)/python bench/bench_sink_pairs.py
+	$(BIN)/python bench/bench_atlas.py
+	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_timeline.py
+	$(BIN)/python bench/bench_train.py
 # bench/bench_big_checkpoint.py writes a 2.2 GB checkpoint to a temporary folder: run it by hand.
 
 # Every image in docs/ (the README's included), each made by the command line and nothing else.
 SHOT     := QT_QPA_PLATFORM=offscreen $(BIN)/python main.py
 SENTENCE := The animal didn't cross the street because it was too tired.
-SESSIONS := $(shell mktemp -d 2>/dev/null || echo /tmp/attention-explorer-sessions)
+# Made and removed by the recipe (a $(shell mktemp) here ran at every make, `make test` included).
+SESSIONS := docs/.sessions
 screenshots: $(VENV)/.app
+	mkdir -p $(SESSIONS)
 	$(BIN)/python docs/screenshot_sessions.py $(SESSIONS)
 	$(SHOT) --sentence "$(SENTENCE)" --heads 2 --mask causal --stage weights --screenshot docs/screenshot.png
 	$(SHOT) --model minilm --layer 2 --sentence "$(SENTENCE)" --stage weights --screenshot docs/minilm.png
