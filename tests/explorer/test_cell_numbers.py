@@ -14,9 +14,11 @@ FOUR = Inputs(sentence="one two three four", heads=2, d_model=8, mask="causal")
 
 def _open(make_window, inputs=FOUR):
     """A window whose matrices have their real size. (In the offscreen tests the canvas's layout
-    first keeps the width it had before the window was shown; a resize lays it out again.)"""
+    first keeps the width it had before the window was shown; a resize lays it out again, in a
+    later turn: wait for it.)"""
     window = make_window(inputs)
     window.resize(1300, 850)
+    window.matrix_view.flush()  # the new grid laid out and painted now, as napari's force_sync
     return window
 
 
