@@ -39,7 +39,6 @@ Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
 # (a few milliseconds), so stepping is instant. Bigger ones show the focused stage first and
 # convert the rest in the background, most likely next stages first.
 CONVERT_ALL_BELOW = 4_000_000
-LATER_STAGES = frozenset({"weighted_norms", "value_norms"})
 # After a result is sent, background conversions wait until the GUI has painted it (see
 # ComputeWorker.painted), at most this long: converting needs the interpreter lock in short
 # bursts, and each burst the GUI thread waits for (up to sys.getswitchinterval(), 5 ms) is
@@ -266,9 +265,7 @@ class ComputeWorker(QThread):
             names = list(trace.names)
             focus = job.focus_stage if job.focus_stage in names else names[-1]
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
-            # Small traces convert whole before they show, but for the value-weighted stages (a pass
-            # over V·W_O of their own, ~+15% on a model's change): those follow in the background.
-            first = [n for n in names if n == focus or n not in LATER_STAGES] if total <= CONVERT_ALL_BELOW else [focus]
+            first = names if total <= CONVERT_ALL_BELOW else [focus]
             fit = self._fit_colours
             images = {n: stage_image(trace[n], fit, should_stop=is_stale) for n in first}
             display = DisplayTrace(job.generation, trace, images, job.request)
