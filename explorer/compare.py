@@ -18,7 +18,7 @@ from .stage_image import SEQUENTIAL_STAGES, StageImage
 from .stage_render import stage_image
 
 MAX_COMPARE_TOKENS = 2048  # beyond this the panel says so instead of reading two n×n matrices
-COMPARE_SIDE = 512  # each matrix is painted at most this many pixels a side (peak-keeping reduction)
+COMPARE_SIDE = 512  # before the view is laid out: at most this many pixels a side (peak-keeping reduction)
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,8 +47,9 @@ class Comparison:
 
 
 def compare(pinned: AttentionTrace, current: AttentionTrace, stage: str, head: int,
-            fit: bool | str = False) -> Comparison:  # fmt: skip
-    """Compare ``stage`` (head ``head``, clamped to each run's heads) of the two runs."""
+            fit: bool | str = False, side: int | tuple[int, int] = COMPARE_SIDE) -> Comparison:  # fmt: skip
+    """Compare ``stage`` (head ``head``, clamped to each run's heads) of the two runs, each matrix
+    reduced to ``side`` (the device pixels the compare view draws it on: never scaled again)."""
     missing = [name for name, trace in (("pinned", pinned), ("current", current)) if stage not in trace]
     if missing:
         return Comparison(stage, stage, head, f"the {' and '.join(missing)} run has no stage {stage!r}")
@@ -62,7 +63,7 @@ def compare(pinned: AttentionTrace, current: AttentionTrace, stage: str, head: i
     same = a.shape == b.shape
     bound = _bound(ma, mb)
     levels = None if stage in SEQUENTIAL_STAGES else (-bound, bound)  # one scale for both runs
-    common = dict(fit=fit, max_side=COMPARE_SIDE, levels=levels)
+    common = dict(fit=fit, max_side=side, levels=levels)
     kwargs = dict(pinned=stage_image(_flat(a, ma), **common), current=stage_image(_flat(b, mb), **common),
                   pinned_labels=(a.row_labels, a.col_labels), current_labels=(b.row_labels, b.col_labels))  # fmt: skip
     if not same:
@@ -78,7 +79,7 @@ def compare(pinned: AttentionTrace, current: AttentionTrace, stage: str, head: i
         r, c = np.unravel_index(int(np.argmax(np.abs(finite))), delta.shape)
         largest = (int(r), int(c), float(delta[r, c]))
     return Comparison(stage, b.title, hb, "", delta=delta, largest=largest,
-                      difference=stage_image(diff, max_side=COMPARE_SIDE), **kwargs)  # fmt: skip
+                      difference=stage_image(diff, max_side=side), **kwargs)  # fmt: skip
 
 
 def _flat(like: Stage, matrix: np.ndarray) -> Stage:

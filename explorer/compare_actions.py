@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from .compare import Comparison, changes, compare
+from .compare import COMPARE_SIDE, Comparison, changes, compare
 from .state import ALL_HEADS
 from .widgets.compare_view import CompareView
 
@@ -46,6 +46,7 @@ class CompareActions(QObject):
             self.view.setWindowTitle("Compare runs: pinned and current")
             self.view.resize(1100, 460)
             self.view.closeEvent = self._view_closed
+            self.view.resized.connect(self.refresh)  # new device pixels: reduced to them again
         self.pinned_changed.emit()
         self.refresh()
         self.view.show()
@@ -82,9 +83,10 @@ class CompareActions(QObject):
             return
         pinned, current = self.pinned.trace, display.trace
         stage, head, fit = self.state.stage_name, self.shown_head(), self.state.fit_colours
+        side = self.view.device_side() or COMPARE_SIDE  # the screen's own pixels, once laid out
 
         def read() -> tuple[Comparison, str]:  # on the read thread: the traces' numbers, never the GUI's
-            return compare(pinned, current, stage, head, fit), changes(pinned, current)
+            return compare(pinned, current, stage, head, fit, side), changes(pinned, current)
 
         self.jobs.ask("compare", read, self._show)
 

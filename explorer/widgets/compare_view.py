@@ -9,14 +9,17 @@ from __future__ import annotations
 from html import escape
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from .colormaps import colour_map, lookup_table
 from .heatmap_plot import HeatmapPlot
+from .zoom_regions import device_pixels
 
 
 class CompareView(QWidget):
+    resized = Signal()  # its matrices cover other device pixels now: reduce the comparison to them again
+
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("compareView")
@@ -44,6 +47,15 @@ class CompareView(QWidget):
         layout.addWidget(self.canvas, 1)
         layout.addWidget(self.largest)
         self.comparison = None
+
+    def device_side(self) -> tuple[int, int] | None:
+        """(rows, cols) of device pixels a run's matrix covers, or None before the first layout."""
+        rows, cols = device_pixels(self.plots[1], self.devicePixelRatioF())
+        return (rows, cols) if rows > 8 and cols > 8 else None
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self.resized.emit()
 
     def show_comparison(self, comparison, what_changed: str) -> None:
         """Paint ``comparison`` (pinned, current, difference); ``what_changed`` heads the panel."""

@@ -121,3 +121,20 @@ def test_the_comparison_is_read_off_the_gui_thread(make_window, settle, no_stage
     assert shown_comparison(window).stage == "weights" and shown_comparison(window).delta is not None
     no_stage_reads_on_gui_thread.disarm()  # the window's own turns after the test may read again
     assert reads and not any(on_gui for _what, on_gui in reads)
+
+
+def test_the_comparison_is_reduced_to_the_device_pixels_it_is_drawn_on(qtbot, make_window, settle):
+    # It was reduced to 512 pixels a side and Qt scaled that down again to the ~300 on screen,
+    # dropping the peaks the reduction had kept.
+    long = " ".join(f"w{i}" for i in range(700))
+    window = make_window(Inputs(sentence=long, heads=2, d_model=8, mask="causal"))
+    window.state.set_stage("weights")
+    _pin_then(window, settle, temperature=2.0)
+    view = window.compare.view
+    qtbot.waitUntil(lambda: view.device_side() is not None)
+    window.compare.refresh()
+    shown = shown_comparison(window)
+    rows, cols = view.device_side()
+    for image in (shown.pinned, shown.current, shown.difference):
+        got_rows, got_cols = image.indices.shape[-2:]
+        assert rows // 2 < got_rows <= rows and cols // 2 < got_cols <= cols, (image.indices.shape, rows, cols)
