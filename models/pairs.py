@@ -20,72 +20,14 @@ import numpy as np
 import torch
 
 from . import attention as att
-from .config import Cancelled, InputError
+from .config import Cancelled
+from .finite import check_pair_block, may_overflow
+from .masks import MaskSpec
 
 # What computed blocks may hold, in bytes; least recently used blocks go first.
 DEFAULT_BUDGET = 768 << 20
 BLOCK_BYTES = 16 << 20  # one block of one stage of one head: about this many bytes
 StopCheck = Callable[[], bool] | None
-
-
-@dataclass(frozen=True, eq=False)
-class MaskSpec:
-    """Which keys each query may not see; ``rows()`` builds only the rows asked for."""
-
-    causal: bool = False
-    pads: tuple[int, ...] = ()  # key positions hidden from every query
-    window: int | None = None  # sliding window: query i sees keys i − window < j ≤ i
-    custom: np.ndarray | None = None  # (n_q, n_k) bool, True = hidden
-    band: int | None = None  # two-sided local window: query i sees keys |i − j| ≤ band
-
-    @property
-    def hides_anything(self) -> bool:
-        return (self.causal or bool(self.pads) or self.window is not None or self.custom is not None
-                or self.band is not None)  # fmt: skip
-
-    def visible_columns(self, r0: int, r1: int, n_k: int) -> tuple[int, int]:
-        """Keys ``c0:c1`` outside which every key is hidden from queries ``r0:r1`` (causal: nothing
-        after the last query; sliding window: nothing before the first query's window)."""
-        c0, c1 = 0, n_k
-        if self.causal:
-            c1 = min(n_k, r1)
-        if self.window is not None:
-            c0 = min(c1, max(0, r0 - self.window + 1))
-        if self.band is not None:
-            c0, c1 = max(c0, min(c1, r0 - self.band)), min(c1, max(c0, r1 + self.band))
-        return c0, c1
-
-    def hidden_span(self, r0: int, r1: int, c0: int, c1: int) -> tuple[int, int]:
-        """Keys ``h0:h1`` (within ``c0:c1``) outside which nothing is hidden from queries ``r0:r1``:
-        under a causal mask alone only keys after the first query can be (the block's diagonal
-        square), so the mask is built and applied there only."""
-        if self.pads or self.custom is not None or self.window is not None or self.band is not None:
-            return c0, c1
-        if self.causal:
-            return min(c1, max(c0, r0 + 1)), c1
-        return c1, c1
-
-    def rows(self, r0: int, r1: int, n_k: int, device: torch.device, c0: int = 0,
-             c1: int | None = None) -> torch.Tensor | None:  # fmt: skip
-        """``(r1 − r0, c1 − c0)`` bool, True where query i may not see key j; None when nothing is hidden."""
-        if not self.hides_anything:
-            return None
-        c1 = n_k if c1 is None else c1
-        i = torch.arange(r0, r1, device=device)[:, None]  # (r, 1)
-        j = torch.arange(c0, c1, device=device)[None, :]  # (1, c)
-        hidden = torch.zeros(r1 - r0, c1 - c0, dtype=torch.bool, device=device)
-        if self.causal:
-            hidden |= j > i
-        if self.window is not None:
-            hidden |= j <= i - self.window
-        if self.band is not None:
-            hidden |= (i - j).abs() > self.band
-        if self.pads:
-            pads = [p - c0 for p in self.pads if c0 <= p < c1]
-            hidden[:, pads] = True
-        if self.custom is not None:
-            hidden |= torch.as_tensor(np.asarray(self.custom[r0:r1, c0:c1], dtype=bool), device=device)
-        return hidden
 
 
 @dataclass(frozen=True, eq=False)
@@ -409,65 +351,6 @@ class PairStore:
             if self._head_output is None:
                 self._head_output = out
             return self._head_output
-
-
-FLOAT32_MAX = float(np.finfo(np.float32).max)
-
-
-def may_overflow(spec: PairSpec) -> bool:
-    """False when no score can leave float32's range: ``|q_i · k_j| ≤ max‖q‖ · max‖k‖`` (Cauchy–
-    Schwarz; every partial sum too) below float32's maximum, and nothing later can make a NaN
-    (the scale is at most 1 or checked, the soft cap is bounded, the softmax is exact for any
-    finite scores). General and additive scores (the toy engine's) are always checked."""
-    if spec.score != "dot":
-        return True
-    # float32 norms (no float64 copy of Q and K): a norm that is itself infinite counts as "may".
-    q = float(torch.linalg.vector_norm(spec.q, dim=-1).max()) if spec.q.numel() else 0.0
-    k = float(torch.linalg.vector_norm(spec.k, dim=-1).max()) if spec.k.numel() else 0.0
-    bound = q * k  # in Python's float64
-    if spec.scale is not None:
-        kind, value = spec.scale
-        bound = max(bound, bound / value if kind == "div" else bound * value)
-    edits = max((abs(v) for v in (spec.score_edits or {}).values()), default=0.0)
-    return not (math.isfinite(bound) and max(bound, edits) < FLOAT32_MAX / 2)
-
-
-def check_pair_block(spec: PairSpec, name: str, head: int, r0: int, block: np.ndarray) -> None:
-    """Refuse a block of an n×n stage holding NaN or ±∞ (−∞ in "masked" is the mask), naming
-    the stage, the layer and the cause: the queries and keys whose dot products overflow."""
-    bad = ~np.isfinite(block)
-    if name == "masked":
-        bad &= block != -np.inf
-    if not bad.any():
-        return
-    i, j = (int(x) for x in np.argwhere(bad)[0])
-    where = f" of {spec.label}" if spec.label else ""
-    q = float(spec.q.abs().max()) if spec.q.numel() else 0.0
-    k = float(spec.k.abs().max()) if spec.k.numel() else 0.0
-    sizes = f"largest |input| {spec.largest_input:.3g}, " if spec.largest_input is not None else ""
-    raise InputError(
-        f"stage '{name}'{where} overflows float32 ({float(block[i, j])!r} at [{head}, {r0 + i}, {j}]): the queries "
-        f"and keys are too large for their dot products ({sizes}largest |q| {q:.3g}, |k| {k:.3g}); scale the "
-        f"inputs or weights down"
-    )
-
-
-def check_recorded(record: dict, label: str) -> None:
-    """The stages one attention layer recorded (``{name: tensor}``, in the order computed), for a
-    path that does not go through the pair store (``export --all-layers``, the survey): the first
-    one holding NaN or ±∞ (−∞ in "masked" is the mask) is refused, naming it and ``label``."""
-    for name, tensor in record.items():
-        bad = ~torch.isfinite(tensor)
-        if name == "masked":
-            bad &= tensor != float("-inf")
-        if not bool(bad.any()):
-            continue
-        index = [int(i) for i in bad.nonzero()[0]]
-        value = float(tensor[tuple(index)])
-        cause = "the queries and keys are too large for their dot products" if name in (
-            "scores", "scaled", "softcapped", "masked", "weights") else "the inputs or weights are too large"
-        raise InputError(f"stage '{name}' of {label} overflows float32 ({value!r} at {index}): {cause}; "
-                         f"scale them down")  # fmt: skip
 
 
 def sqrt_dk(d_k: int) -> tuple[str, float]:

@@ -21,7 +21,7 @@ from torch import Tensor
 from models import attention as att
 from models.checks import short
 from models.config import InputError
-from models.pairs import MaskSpec
+from models.masks import MaskSpec
 from models.pretrained.checkpoint import LayerStore, Weights
 from models.pretrained.rope import apply_rope
 

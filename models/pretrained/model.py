@@ -19,8 +19,8 @@ from torch import Tensor
 
 from models import attention as att
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
+from models.finite import check_recorded
 from models.memory import check_memory, estimate_pretrained_peak
-from models.pairs import check_recorded
 from models.pretrained.common import MASK_MODES, Architecture, attention, hidden_mask, project_qkv
 from models.pretrained.edits import LayerEdits, layer_shapes
 from models.pretrained.stages import build_trace

@@ -1,0 +1,74 @@
+"""No NaN on any path: the checks that refuse a non-finite n×n stage, naming the stage, the layer and
+the cause, and the bound that says when the scores of a layer cannot overflow at all (then no block
+is scanned)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    from .pairs import PairSpec
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def may_overflow(spec: PairSpec) -> bool:
+    """False when no score can leave float32's range: ``|q_i · k_j| ≤ max‖q‖ · max‖k‖`` (Cauchy–
+    Schwarz; every partial sum too) below float32's maximum, and nothing later can make a NaN
+    (the scale is at most 1 or checked, the soft cap is bounded, the softmax is exact for any
+    finite scores). General and additive scores (the toy engine's) are always checked."""
+    if spec.score != "dot":
+        return True
+    # float32 norms (no float64 copy of Q and K): a norm that is itself infinite counts as "may".
+    q = float(torch.linalg.vector_norm(spec.q, dim=-1).max()) if spec.q.numel() else 0.0
+    k = float(torch.linalg.vector_norm(spec.k, dim=-1).max()) if spec.k.numel() else 0.0
+    bound = q * k  # in Python's float64
+    if spec.scale is not None:
+        kind, value = spec.scale
+        bound = max(bound, bound / value if kind == "div" else bound * value)
+    edits = max((abs(v) for v in (spec.score_edits or {}).values()), default=0.0)
+    return not (math.isfinite(bound) and max(bound, edits) < FLOAT32_MAX / 2)
+
+
+def check_pair_block(spec: PairSpec, name: str, head: int, r0: int, block: np.ndarray) -> None:
+    """Refuse a block of an n×n stage holding NaN or ±∞ (−∞ in "masked" is the mask), naming
+    the stage, the layer and the cause: the queries and keys whose dot products overflow."""
+    bad = ~np.isfinite(block)
+    if name == "masked":
+        bad &= block != -np.inf
+    if not bad.any():
+        return
+    i, j = (int(x) for x in np.argwhere(bad)[0])
+    where = f" of {spec.label}" if spec.label else ""
+    q = float(spec.q.abs().max()) if spec.q.numel() else 0.0
+    k = float(spec.k.abs().max()) if spec.k.numel() else 0.0
+    sizes = f"largest |input| {spec.largest_input:.3g}, " if spec.largest_input is not None else ""
+    raise InputError(
+        f"stage '{name}'{where} overflows float32 ({float(block[i, j])!r} at [{head}, {r0 + i}, {j}]): the queries "
+        f"and keys are too large for their dot products ({sizes}largest |q| {q:.3g}, |k| {k:.3g}); scale the "
+        f"inputs or weights down"
+    )
+
+
+def check_recorded(record: dict, label: str) -> None:
+    """The stages one attention layer recorded (``{name: tensor}``, in the order computed), for a
+    path that does not go through the pair store (``export --all-layers``, the survey): the first
+    one holding NaN or ±∞ (−∞ in "masked" is the mask) is refused, naming it and ``label``."""
+    for name, tensor in record.items():
+        bad = ~torch.isfinite(tensor)
+        if name == "masked":
+            bad &= tensor != float("-inf")
+        if not bool(bad.any()):
+            continue
+        index = [int(i) for i in bad.nonzero()[0]]
+        value = float(tensor[tuple(index)])
+        cause = "the queries and keys are too large for their dot products" if name in (
+            "scores", "scaled", "softcapped", "masked", "weights") else "the inputs or weights are too large"
+        raise InputError(f"stage '{name}' of {label} overflows float32 ({value!r} at {index}): {cause}; "
+                         f"scale them down")  # fmt: skip
