@@ -307,12 +307,25 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
     from PySide6.QtCore import QEventLoop, QTimer
 
     outcome: dict[str, str] = {}
-    loop = QEventLoop()
 
-    def check() -> None:
-        # Polled rather than signalled: a fast first result may come before any connection here.
+    def wait_until(done, every_ms: int) -> None:
+        """Run the event loop until ``done()`` (polled: a fast first result may come before any
+        connection here) or the deadline, which is an error."""
+        loop = QEventLoop()
+        # Timer objects (not QTimer.singleShot) so that none is left pending once this returns.
+        poll, deadline = QTimer(), QTimer()
+        poll.timeout.connect(lambda: done() and loop.quit())
+        deadline.setSingleShot(True)
+        deadline.timeout.connect(lambda: (outcome.setdefault("error", "timed out"), loop.quit()))
+        poll.start(every_ms)
+        deadline.start(SCREENSHOT_TIMEOUT_MS)
+        loop.exec()
+        poll.stop()
+        deadline.stop()
+
+    def check() -> bool:
         if not window.is_settled():
-            return
+            return False
         if window.last_error:
             outcome["error"] = window.last_error
         elif stage and stage not in window.state.display.trace:
@@ -327,24 +340,10 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
                                 f"({config['model']} has {config['num_layers']} layers)")  # fmt: skip
         elif window.state.stage_name in window.state.display.images:
             outcome["done"] = "yes"
-        if outcome:
-            loop.quit()
+        return bool(outcome)
 
-    def give_up() -> None:
-        outcome.setdefault("error", "timed out")
-        loop.quit()
-
-    # Timer objects (not QTimer.singleShot) so that none is left pending once this returns.
-    poll, deadline = QTimer(), QTimer()
-    poll.timeout.connect(check)
-    deadline.setSingleShot(True)
-    deadline.timeout.connect(give_up)
     window.show()
-    poll.start(10)
-    deadline.start(SCREENSHOT_TIMEOUT_MS)
-    loop.exec()
-    poll.stop()
-    deadline.stop()
+    wait_until(check, 10)
     if "error" in outcome:
         print(f"error: {outcome['error']}", file=sys.stderr)
         return 2
@@ -358,14 +357,7 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         if isinstance(opened, str):
             print(f"error: {opened}", file=sys.stderr)
             return 2
-        loop = QEventLoop()  # (give_up quits this one: the same name)
-        poll.timeout.disconnect(check)
-        poll.timeout.connect(lambda: (opened.ready() and window.is_settled()) and loop.quit())
-        poll.start(20)
-        deadline.start(SCREENSHOT_TIMEOUT_MS)
-        loop.exec()
-        poll.stop()
-        deadline.stop()
+        wait_until(lambda: opened.ready() and window.is_settled(), 20)
         if "error" in outcome:
             print(f"error: {outcome['error']}", file=sys.stderr)
             return 2

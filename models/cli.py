@@ -47,17 +47,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def given_options(argv: Sequence[str]) -> dict[str, str]:
-    """The options written on the command line (not defaults): ``{dest: "--option"}``."""
-    parser = build_parser()
-    names = {}
-    for action in parser._actions:
-        action.default, action.required = argparse.SUPPRESS, False
-        if action.option_strings:
-            names[action.dest] = action.option_strings[-1]
-    return {dest: names[dest] for dest in vars(parser.parse_args(argv))}
-
-
 def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> list[str]:
     """Refuse options that would be ignored and text that is not valid UTF-8; return notes."""
     if getattr(args, "session", None) is not None:  # issue 9: the session holds every input
@@ -89,7 +78,7 @@ def _printable(text: str) -> str:
 def export_main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
-        given = given_options(argv)
+        given = runspec.given_options(build_parser(), argv)
         notes = check_arguments(args, given)
         check_target(args.out, args.force)  # fail before computing anything
         if getattr(args, "all_steps", False):

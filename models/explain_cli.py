@@ -15,7 +15,7 @@ from typing import NoReturn
 from .cli import _printable, check_arguments
 from .config import InputError
 from .memory import OUT_OF_MEMORY, is_out_of_memory
-from .runspec import add_input_arguments, model_from_args, model_trace_from_args, request_from_args
+from .runspec import add_input_arguments, given_options, model_from_args, model_trace_from_args, request_from_args
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -69,21 +69,10 @@ def derive_from_args(args: argparse.Namespace):
     return trace, explain(trace, params, args.stage, args.cell)
 
 
-def explain_given(argv: Sequence[str]) -> dict[str, str]:
-    """The options written on the command line (not defaults): ``{dest: "--option"}``."""
-    parser = build_explain_parser()
-    names = {}
-    for action in parser._actions:
-        action.default, action.required = argparse.SUPPRESS, False
-        if action.option_strings:
-            names[action.dest] = action.option_strings[-1]
-    return {dest: names[dest] for dest in vars(parser.parse_args(argv))}
-
-
 def explain_main(argv: Sequence[str]) -> int:
     args = build_explain_parser().parse_args(argv)
     try:
-        given = explain_given(argv)
+        given = given_options(build_explain_parser(), argv)
         if args.all_layers:
             raise InputError("--all-layers applies to 'main.py export' only; explain one cell of one layer")
         notes = check_arguments(args, given)  # the very checks export makes

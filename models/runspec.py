@@ -13,7 +13,7 @@ engine's :class:`~models.config.AttentionRequest`, its files read and checked) a
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -152,6 +152,16 @@ def add_input_arguments(p: argparse.ArgumentParser, skip: Iterable[str] = ()) ->
             kwargs["type"] = f.type
         groups[f.group].add_argument(f.option, **{k: v for k, v in kwargs.items() if v is not None or k == "default"})
     return p
+
+
+def given_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> dict[str, str]:
+    """The options written on ``parser``'s command line ``argv`` (not defaults): ``{dest: "--option"}``."""
+    names = {}
+    for action in parser._actions:
+        action.default, action.required = argparse.SUPPRESS, False
+        if action.option_strings:
+            names[action.dest] = action.option_strings[-1]
+    return {dest: names[dest] for dest in vars(parser.parse_args(argv))}
 
 
 def check_applicable(given: Iterable[str], with_model: bool) -> None:
