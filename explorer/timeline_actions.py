@@ -32,6 +32,7 @@ def open_timeline(window, sentence: str | None = None, step: str | None = None):
 
     def on_step(path: Path) -> None:
         state.update_inputs(model=str(path))
+        window.submit_now()  # at once: the worker traces while the GUI repaints the step marker
 
     def on_head(path: Path, layer: int, head: int) -> None:
         state.update_inputs(model=str(path), layer=layer)

@@ -100,9 +100,10 @@ class TimelineWindow(QWidget):
                     colour = HEAD_COLOURS[head % len(HEAD_COLOURS)]
                     style = Qt.PenStyle.SolidLine if layer == 0 else Qt.PenStyle.DashLine
                     pen = pg.mkPen(colour, width=2, style=style)
+                    # lines without symbols: 24 curves of symbols doubled the cost of each repaint
+                    # as the step marker moves (the x axis ticks mark the checkpoints)
                     curve = plot.plot(range(len(t.steps)), values[:, layer, head], pen=pen,
-                                      name=head_label(layer, head),
-                                      symbol="o", symbolSize=4, symbolBrush=colour)  # fmt: skip
+                                      name=head_label(layer, head))  # fmt: skip
                     curve.setCurveClickable(True, width=8)
                     curve.sigClicked.connect(lambda _c, _e=None, lh=(layer, head): self._head_clicked(*lh))
                     self.curves[(score, layer, head)] = curve

@@ -45,8 +45,24 @@ class ZoomRegions:
         self._timer.timeout.connect(self.ask)
 
     def changed(self, *plots) -> None:
-        self._zoomed.update(id(p) for p in plots)
-        self._timer.start()
+        """A plot's range or size changed: ask for its region after a pause, unless it shows its
+        whole matrix at one pixel or more per cell already (nothing to ask: no wait)."""
+        plots = [p for p in plots if not self._whole_and_exact(p)]
+        if plots:
+            self._zoomed.update(id(p) for p in plots)
+            self._timer.start()
+
+    def _whole_and_exact(self, plot) -> bool:
+        view = self.view
+        display, stage = view.state.display, view.shown_stage
+        if display is None or stage is None or plot.rows == 0 or plot.region is not None:
+            return False
+        image = display.images.get(stage.name)
+        if image is None or image.step != (1, 1):
+            return False
+        region = visible_region(plot)
+        rows, cols = device_pixels(plot, self.ratio())
+        return region == (0, plot.rows, 0, plot.cols) and plot.rows <= rows and plot.cols <= cols
 
     def now(self, *plots) -> None:
         """Ask for ``plots`` at once (a new image just laid out), not after the pause."""

@@ -32,7 +32,7 @@ class DataConfig:
     max_block: int = 30
     max_gap: int = 4  # random characters between a block and its copy (half the time none)
     max_prefix: int = 16  # random characters before the first block
-    text_share: float = 0.2  # share of segments that are "text" (see text_stretch), not blocks
+    text_share: float = 0.1  # share of segments that are "text" (see text_stretch), not blocks
 
 
 @dataclass(frozen=True)

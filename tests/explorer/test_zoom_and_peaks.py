@@ -65,3 +65,19 @@ def test_a_previous_token_head_is_found_in_the_painted_pixels():
     shown = enlarge_peaks(block_peaks, signed=False)  # cells under a pixel: each peak 3 × 3 pixels
     np.testing.assert_array_equal(plane, np.rint(np.clip(shown, 0, 1) * (COLOURS - 1)).astype(np.uint8))
     assert diag.shape == (1023,)
+
+
+def test_a_small_matrix_shown_whole_asks_for_nothing_and_waits_for_no_pause(make_window):
+    """A range or size change of a plot that shows its whole matrix at one pixel or more per cell
+    has nothing to ask the worker: the window counts as settled at once (it used to wait for the
+    zoom pause, 120 ms, on every new result: the training timeline's slider paid it each step)."""
+    window = make_window(Inputs(sentence="the cat sat on the mat", heads=2), stage="weights")
+    view = window.matrix_view
+    plot = view.plots[0]
+    assert plot.rows == 6 and not view.zoom.pending
+    box = plot.plot.getViewBox()
+    box.setRange(xRange=(0, 6), yRange=(0, 6), padding=0)  # the whole matrix again: nothing to do
+    view.zoom.changed(plot)
+    assert not view.zoom.pending and not view.building
+    box.setRange(xRange=(1, 3), yRange=(1, 3), padding=0)  # zoomed in: a region is asked after the pause
+    assert view.zoom.pending
