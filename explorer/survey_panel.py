@@ -30,7 +30,6 @@ from models.survey import Survey, complete, head_metrics, special_token_mask
 
 from .sink_scale import first_key_out_of_scale
 from .survey_worker import SurveyWorker
-from .thumbnails import thumbnail_indices
 from .widgets.head_metrics_table import HeadMetricsTable
 from .widgets.model_view import ModelView
 from .widgets.rollout_view import RolloutView
@@ -100,6 +99,7 @@ class SurveyPanel(QWidget):
         self.measure_combo.currentIndexChanged.connect(lambda _i: self._recompute())
         self.model_view.fit_box.toggled.connect(lambda _on: self._refresh())
         self.model_view.head_chosen.connect(self.head_chosen)
+        self.model_view.side_changed.connect(self._on_side_changed)
         self.table.head_chosen.connect(self.head_chosen)
 
     # --- sources ---------------------------------------------------------------------------
@@ -113,6 +113,7 @@ class SurveyPanel(QWidget):
         self.source_label.setText("Computing every layer…")
         self._last_compute = (model, sentence, mask, max_tokens)
         self.measure_combo.setEnabled(True)
+        self.worker.view_pixels = self.model_view.view_pixels()  # the worker's thumbnails fit them
         return self.worker.submit(model, sentence, mask, max_tokens, self.model_view.fit_box.isChecked(),
                                   weighted=self.weighted)  # fmt: skip
 
@@ -175,9 +176,13 @@ class SurveyPanel(QWidget):
         self._layers[layer] = weights
         if self._view_options() != self._streamed_view:
             return  # a toggle changed the mosaic's shape or scale: all of it is repainted at the end
+        self._paint_layer(layer, weights, thumbnails)
+
+    def _paint_layer(self, layer: int, weights: np.ndarray, thumbnails: np.ndarray | None) -> None:
+        """One streamed layer: the worker's ``thumbnails`` when they fit the view, else made here."""
         keep = self._keep(self._tokens, self._decoder) if self._square else None
         if keep is None and not self.sink_box.isChecked():
-            self.model_view.set_layer(layer, indices=thumbnails)
+            self.model_view.set_layer(layer, weights, indices=thumbnails)  # weights: if made for another size
         else:
             self.model_view.set_layer(layer, self._scaled(weights if keep is None else weights[:, keep][:, :, keep]))
 
@@ -235,7 +240,7 @@ class SurveyPanel(QWidget):
                 self.model_view.set_shape(L, h, len(q_tokens), len(k_tokens))
             a = survey.weights[layer]  # (h, n_q, n_k)
             shown = a if keep is None else a[:, keep][:, :, keep]
-            self.model_view.set_layer(layer, indices=thumbnail_indices(self._scaled(shown), fit))
+            self.model_view.set_layer(layer, indices=self.model_view.thumbnails(self._scaled(shown), fit))
         metrics = self.shown_metrics()
         self.model_view.set_metrics(metrics)
         self.table.set_metrics(metrics)
@@ -244,6 +249,17 @@ class SurveyPanel(QWidget):
         else:
             rollout = survey.rollout if keep is None else survey.rollout[:, keep][:, :, keep]
             self.rollout_view.set_rollout(rollout, q_tokens)
+
+    def _on_side_changed(self, _side: int) -> None:
+        """The view was resized: thumbnails again at its new device pixels (streamed layers too)."""
+        self.worker.view_pixels = self.model_view.view_pixels()
+        if self.survey is not None:
+            self._refresh()
+        elif self._layers and self._view_options() == self._streamed_view:
+            view = self.model_view
+            view.set_shape(view.layers, view.heads, *view.matrix_shape)
+            for layer, weights in sorted(self._layers.items()):
+                self._paint_layer(layer, weights, None)
 
     def _show_message(self, lines: list[str]) -> None:
         self.message.setText("\n".join(f"⚠ {line}" if not line.startswith("error:") else line for line in lines))

@@ -14,7 +14,7 @@ from PySide6.QtCore import Signal
 from models.survey import Survey, complete, norm_shares
 
 from .jobs import LatestJob
-from .thumbnails import thumbnail_indices
+from .thumbnails import thumbnail_indices, tile_side
 
 
 class SurveyWorker(LatestJob):
@@ -26,6 +26,7 @@ class SurveyWorker(LatestJob):
     layer_ready = Signal(int, int, object, object)  # generation, layer, weights (h, n, n), thumbnails
     finished = Signal(int, object)  # generation, Survey
     out_of_memory = "not enough memory for every layer at this length; use fewer tokens"
+    view_pixels: tuple[int, int] | None = None  # the model view's (rows, cols) device pixels, set by the GUI
 
     def submit(self, model, sentence: str, mask: str | None = None, max_tokens: int | None = None,
                fit_each: bool = True, weighted: bool = False) -> int:  # fmt: skip
@@ -42,11 +43,13 @@ class SurveyWorker(LatestJob):
         self.started.emit(generation, tuple(enc.tokens), model.num_layers, model.num_heads,
                           model.default_mask == "causal", keys)  # fmt: skip
 
+        side = tile_side(self.view_pixels, model.num_layers, model.num_heads)  # as the model view's
+
         def on_layer(layer: int, weights: np.ndarray) -> None:
             if weighted:
                 norm_shares(weights)  # in place: the survey's array holds the shares
             if self.is_current(generation):
-                self.layer_ready.emit(generation, layer, weights, thumbnail_indices(weights, fit_each))
+                self.layer_ready.emit(generation, layer, weights, thumbnail_indices(weights, fit_each, side=side))
 
         enc, weights, notices = model.layer_weights(sentence, mask=mask, should_stop=should_stop,
                                                     max_tokens=max_tokens, on_layer=on_layer,

@@ -1,9 +1,11 @@
 """Heads -> small uint8 thumbnails for the model view (numpy only: runs on the worker or the GUI).
 
-A thumbnail is at most ``THUMB`` pixels a side. Larger matrices are reduced as every view reduces
-them (models.pixels: each pixel its block's largest weight, peaks enlarged to 3 × 3 pixels), and
-coloured with the one index layout of explorer.stage_image (0..126 the colour map, 254 NaN), so
-the model view's thumbnails paint exactly as the stepper's heatmaps.
+A thumbnail is at most ``side`` pixels a side: the device pixels one thumbnail gets in the model
+view (:func:`tile_side`, again after every resize), ``THUMB`` where no view is known. Larger
+matrices are reduced as every view reduces them (models.pixels: each pixel its block's largest
+weight, peaks enlarged to 3 × 3 pixels), and coloured with the one index layout of
+explorer.stage_image (0..126 the colour map, 254 NaN), so the model view's thumbnails paint
+exactly as the stepper's heatmaps.
 """
 
 from __future__ import annotations
@@ -15,7 +17,20 @@ from models.pixels import block_peaks, enlarge_peaks
 from .stage_image import MASKED_INDEX, to_indices
 
 THUMB = 64
+MIN_SIDE, MAX_SIDE = 8, 256  # a thumbnail's side in device pixels, whatever the view's size
+GAP = 3  # device pixels between thumbnails
 EMPTY_INDEX = MASKED_INDEX  # gaps between thumbnails and layers not computed yet (weights are never −∞)
+
+
+def tile_side(view_pixels: tuple[int, int] | None, layers: int, heads: int) -> int:
+    """The largest thumbnail side with which ``layers × heads`` thumbnails and their gaps fit a
+    view of ``(rows, cols)`` device pixels (so each is drawn at its own pixels, never scaled down),
+    within MIN_SIDE..MAX_SIDE; THUMB when the view's size is not known."""
+    if not view_pixels or layers < 1 or heads < 1:
+        return THUMB
+    rows, cols = view_pixels
+    side = min((cols - (heads - 1) * GAP) // heads, (rows - (layers - 1) * GAP) // layers)
+    return int(min(MAX_SIDE, max(MIN_SIDE, side)))
 
 
 def thumbnail_indices(a: np.ndarray, fit_each: bool = True, side: int = THUMB,

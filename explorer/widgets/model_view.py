@@ -14,12 +14,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from explorer.thumbnails import EMPTY_INDEX, THUMB, thumbnail_indices
+from explorer.thumbnails import EMPTY_INDEX, GAP, THUMB, thumbnail_indices, tile_side
 
 from .colormaps import lookup_table
+from .debounce import Debounced
 from .token_axis import TEXT_RGB
 
-GAP = 3  # pixels between thumbnails
+RESIZE_PAUSE_MS = 150  # thumbnails are made again for the new size once resizing pauses
 EMPTY_RGB = (236, 236, 236)  # gaps and layers not computed yet
 METRIC_MAP = "CET-L17"  # (light) orange -> dark: distinct from the thumbnails' viridis
 METRIC_MAP_FROM = 0.15  # its first 15 % (white, near white) left out: a head at the minimum is not white on white
@@ -39,6 +40,7 @@ def metric_colour_map() -> pg.ColorMap:
 
 class ModelView(QWidget):
     head_chosen = Signal(int, int)  # layer, head (0-based)
+    side_changed = Signal(int)  # the thumbnails' side (device pixels) after a resize: make them again
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -85,6 +87,8 @@ class ModelView(QWidget):
 
         self._lut = _mosaic_lut()
         self.layers = self.heads = 0
+        self.side = THUMB  # the largest thumbnail side that fits the view, in device pixels
+        self.matrix_shape = (0, 0)  # (n_q, n_k) of the heads shown
         self.tile = (THUMB, THUMB)  # thumbnail rows, cols (pixels)
         self.painted_layers = 0  # how many layers arrived since set_shape (for tests and the bench)
         self.metrics: dict[str, np.ndarray] = {}
@@ -92,12 +96,37 @@ class ModelView(QWidget):
         self.metric_box.currentTextChanged.connect(lambda _name: self._paint_table())
         self.canvas.scene().sigMouseMoved.connect(self._hover)
         self.canvas.scene().sigMouseClicked.connect(self._clicked)
+        self._resized = Debounced(self._check_side, RESIZE_PAUSE_MS, self)
+        self.mosaic_plot.getViewBox().sigResized.connect(lambda *_a: self._resized())
+
+    def view_pixels(self) -> tuple[int, int] | None:
+        """(rows, cols) of device pixels the mosaic's area covers, None before it is laid out."""
+        box = self.mosaic_plot.getViewBox()
+        ratio = self.canvas.devicePixelRatioF()
+        rows, cols = int(box.height() * ratio), int(box.width() * ratio)
+        return (rows, cols) if rows > 1 and cols > 1 else None
+
+    def wanted_side(self, layers: int | None = None, heads: int | None = None) -> int:
+        """The thumbnail side that fits the view now (for ``layers × heads``, default the shown ones)."""
+        return tile_side(self.view_pixels(), layers or self.layers, heads or self.heads)
+
+    def _check_side(self) -> None:
+        if self.layers and self.wanted_side() != self.side:
+            self.side_changed.emit(self.wanted_side())
+
+    def thumbnails(self, weights: np.ndarray, fit_each: bool | None = None) -> np.ndarray:
+        """``weights (h, n_q, n_k)`` -> this view's thumbnails, at its device-pixel side."""
+        fit = self.fit_box.isChecked() if fit_each is None else fit_each
+        return thumbnail_indices(weights, fit, side=self.side)
 
     # --- content ---------------------------------------------------------------------------
     def set_shape(self, layers: int, heads: int, n_q: int, n_k: int) -> None:
-        """Start a new survey: an empty mosaic of ``layers × heads`` thumbnails."""
+        """Start a new survey: an empty mosaic of ``layers × heads`` thumbnails, each as large as
+        the view's device pixels allow (:meth:`wanted_side`)."""
         self.layers, self.heads, self.painted_layers = layers, heads, 0
-        self.tile = thumbnail_indices(np.zeros((1, n_q, n_k), np.float32)).shape[1:]
+        self.matrix_shape = (n_q, n_k)
+        self.side = self.wanted_side()
+        self.tile = thumbnail_indices(np.zeros((1, n_q, n_k), np.float32), side=self.side).shape[1:]
         t_q, t_k = self.tile
         self._pixels = np.full((layers * (t_q + GAP) - GAP, heads * (t_k + GAP) - GAP), EMPTY_INDEX, np.uint8)
         self.mosaic.setImage(self._pixels, autoLevels=False, levels=(0, 255), lut=self._lut)
@@ -112,10 +141,11 @@ class ModelView(QWidget):
         self.table.clear()
 
     def set_layer(self, layer: int, weights: np.ndarray | None = None, indices: np.ndarray | None = None) -> None:
-        """Paint one layer: ``weights (h, n_q, n_k)`` floats, or ready ``indices (h, t_q, t_k)``."""
-        if indices is None:
-            indices = thumbnail_indices(weights, self.fit_box.isChecked())
+        """Paint one layer: ``weights (h, n_q, n_k)`` floats, or ready ``indices (h, t_q, t_k)``
+        (made for another size than the view's now: made again from ``weights`` when given)."""
         t_q, t_k = self.tile
+        if indices is None or (indices.shape[1:] != (t_q, t_k) and weights is not None):
+            indices = self.thumbnails(weights)
         if indices.shape != (self.heads, t_q, t_k):
             raise ValueError(f"layer {layer}: thumbnails {indices.shape}, expected {(self.heads, t_q, t_k)}")
         y = layer * (t_q + GAP)

@@ -71,3 +71,38 @@ def test_an_isolated_peak_in_a_1000_token_thumbnail_is_seen(qtbot, model_view):
     heads[0, 10, 990] = 1.0
     pixels = _paint(model_view, qtbot, heads)
     assert count_colour(pixels, TOP) >= 2 * 9  # both peaks, each at least 3 × 3 pixels
+
+
+def test_tile_side_is_the_largest_that_fits_the_device_pixels():
+    from explorer.thumbnails import GAP, MAX_SIDE, MIN_SIDE, THUMB, tile_side
+
+    for rows, cols, layers, heads in ((500, 800, 6, 12), (300, 300, 1, 2), (900, 900, 32, 32), (4000, 4000, 1, 1)):
+        side = tile_side((rows, cols), layers, heads)
+        assert MIN_SIDE <= side <= MAX_SIDE
+        fits = layers * side + (layers - 1) * GAP <= rows and heads * side + (heads - 1) * GAP <= cols
+        bigger = tile_side((rows, cols), layers, heads) + 1
+        too_big = layers * bigger + (layers - 1) * GAP > rows or heads * bigger + (heads - 1) * GAP > cols
+        assert (fits and too_big) or side in (MIN_SIDE, MAX_SIDE)
+    assert tile_side(None, 6, 12) == THUMB
+
+
+def test_thumbnails_are_made_at_the_views_device_pixels_and_again_after_a_resize(qtbot, model_view):
+    """Issue 18: the model view's thumbnails are reduced to the device pixels they are drawn on (no
+    second scaling by Qt), and made again when the view is resized."""
+    n = 1000
+    heads = np.zeros((2, n, n), np.float32)
+    heads[:, 700, 300] = heads[:, 10, 990] = 1.0
+    _paint(model_view, qtbot, heads)
+    rows, cols = model_view.view_pixels()
+    side = model_view.side
+    assert side > 64  # bigger than the old fixed 64 pixels: this view has room for more
+    assert side // 2 < model_view.tile[0] == model_view.tile[1] <= side  # 1000 cells by whole blocks
+    assert 2 * side + 3 <= cols and side <= rows  # the mosaic fits its pixels: never scaled down
+    with qtbot.waitSignal(model_view.side_changed, timeout=3000) as got:
+        model_view.resize(380, 380)
+    assert got.args[0] < side
+    # what the survey panel does with the signal: thumbnails again at the new side
+    _paint(model_view, qtbot, heads)
+    assert model_view.side == got.args[0] and got.args[0] // 2 < model_view.tile[0] <= got.args[0]
+    pixels = grab(model_view.canvas)
+    assert count_colour(pixels, TOP) >= 4 * 9  # both peaks of both heads, each at least 3 × 3
