@@ -139,8 +139,9 @@ def test_the_block_survives_a_restart_and_a_bad_one_is_dropped():
 
 
 def test_a_pinned_runs_request_keeps_the_target_and_block_of_an_encoder_decoder_only(t5_folder):
-    from explorer.pretrained_runner import PretrainedRequest
     from explorer.request_run import run_from_request
+
+    from explorer.pretrained_runner import PretrainedRequest
 
     run, _, _ = run_from_request(PretrainedRequest(str(t5_folder), 1, SOURCE, cross_sentence=TARGET, block="encoder"))
     assert run.options["--cross-sentence"] == TARGET and run.options["--block"] == "encoder"

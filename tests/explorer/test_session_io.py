@@ -78,9 +78,10 @@ def test_bad_session_or_save_without_screenshot_exit_2(tmp_path, capsys):
 
 
 def test_a_request_with_arrays_becomes_a_run_with_the_same_numbers():
-    from explorer.edited_runner import EditedRequest
-    from explorer.held_arrays import HeldArrays
     from explorer.request_run import run_from_request
+
+    from explorer.edited_runner import EditedRequest
+    from models.held_arrays import HeldArrays
 
     rng = np.random.default_rng(8)
     held = HeldArrays({"embeddings": rng.standard_normal((4, 6)), "cross_embeddings": rng.standard_normal((3, 6)),

@@ -9,10 +9,10 @@ import numpy as np
 from trace_arrays import assert_same_arrays, stage_arrays
 
 from explorer.app import run_app
-from explorer.held_arrays import HeldArrays
 from explorer.state import Inputs
 from models import pipeline
 from models.cli import build_parser, request_from_args
+from models.held_arrays import HeldArrays
 from models.session import load_session
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
