@@ -2,8 +2,9 @@
 models/session.py (explorer/session_io.py maps it to the window's inputs): the RunSpec of the shown
 run (its files' arrays, the painted mask, the edits and the Difference toggle inside) and of the
 pinned run, the stage, head and focused query. A bad file gives one line in the status bar and
-leaves the window as it was; so does a file read well whose run then fails (e.g. an edit outside the model's layer, whose shapes
-are only known once it is traced): the window goes back to what it showed before, pinned run included.
+leaves the window as it was; so does a file read well whose run then fails (e.g. an edit outside
+the model's layer, whose shapes are only known once it is traced): the window goes back to what
+it showed before, pinned run included.
 
 Opening a session with a pinned run computes that run first (the worker's usual path), pins it,
 then shows the session's own run: the compare window shows both exactly as when it was saved.
