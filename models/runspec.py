@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from .config import AttentionConfig, AttentionRequest
-from .edits import Edit
 from .errors import InputError
 from .fields import (  # noqa: F401 - the option table's names, re-exported: callers import them from here
     BY_DEST,
@@ -264,6 +263,8 @@ class _RunSpecMethods:
         if not isinstance(edits, list):
             raise InputError(f"'{what}.edits' must be a list")
         difference = doc.get("difference", False)
+        from .edits import Edit  # torch: the window's state imports this module without it
+
         if not isinstance(difference, bool):
             raise InputError(f"{what} difference must be true or false, got {difference!r}")
         return cls(**values, arrays=HeldArrays(arrays or {}), edits=tuple(Edit.from_json(e) for e in edits),

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from .config import InputError
-from .edits import Edit
 from .fields import FIELDS, add_input_arguments
 from .runspec import RunSpec, array_members
 
@@ -75,11 +74,13 @@ def legacy_runs(doc: dict, read_arrays: ReadArrays) -> tuple[RunSpec, RunSpec | 
                             read_arrays)  # fmt: skip
 
 
-def _edits(data, what: str) -> tuple[Edit, ...]:
+def _edits(data, what: str) -> tuple:
     if data is None:
         return ()
     if not isinstance(data, list):
         raise InputError(f"'{what}' must be a list")
+    from .edits import Edit
+
     return tuple(Edit.from_json(e) for e in data)
 
 
