@@ -7,20 +7,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from models.edits import Edit  # noqa: E402
-from models.session import Run, Session, save_session  # noqa: E402
+from models.runspec import RunSpec  # noqa: E402
+from models.session import Session, save_session  # noqa: E402
 
 SENTENCE = "The animal didn't cross the street because it was too tired."
-TOY = {"--sentence": SENTENCE, "--heads": 2, "--d-model": 16, "--mask": "causal"}
+TOY = RunSpec(sentence=SENTENCE, heads=2, d_model=16, mask="causal")
 
 
 def main(folder: str) -> None:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    pinned = Run(dict(TOY, **{"--seed": 0}))
-    current = Run(dict(TOY, **{"--seed": 0, "--temperature": 0.5}))  # sharper: what a temperature does
+    pinned = TOY.replace(seed=0)
+    current = TOY.replace(seed=0, temperature=0.5)  # sharper: what a temperature does
     save_session(out / "compare.zip", Session(current, stage="weights", head=0, pinned=pinned))
-    edited = Session(Run(dict(TOY)), stage="weights", head=0, query=6, edits=(Edit("q", (0, 6, 0), 4.0),),
-                     difference=True)  # fmt: skip
+    edited = Session(TOY.with_edits((Edit("q", (0, 6, 0), 4.0),), difference=True), stage="weights", head=0,
+                     query=6)  # fmt: skip
     save_session(out / "edit.zip", edited)
 
 

@@ -1,15 +1,14 @@
-"""A toy-engine request with what-if edits, and the worker's runner for it (no Qt).
+"""The worker's runner of a toy RunSpec with what-if edits (no Qt).
 
-``EditedRequest(base, edits)`` runs :func:`models.edits.apply_edits`; with ``difference=True`` the
-trace holds ``edited − original`` of every stage instead (0 where both are equal, −∞ cells
-included), stages marked ``difference`` so that they are painted on the diverging map.
-A model's layer with edits is explorer.pretrained_runner.EditedModelRequest (same display).
+:func:`run_edited` runs :func:`models.edits.apply_edits`; with ``difference=True`` the trace holds
+``edited − original`` of every stage instead (0 where both are equal, −∞ cells included), stages
+marked ``difference`` so that they are painted on the diverging map. A model's layer with edits is
+answered by explorer.pretrained_runner (same display).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,17 +18,11 @@ from models.edits import Edit, apply_edits
 from models.trace import AttentionTrace, Stage
 
 
-@dataclass(frozen=True, eq=False)
-class EditedRequest:
-    base: AttentionRequest
-    edits: tuple[Edit, ...]
-    difference: bool = False
-
-
-def run_edited(request: EditedRequest, should_stop=None) -> AttentionTrace:
-    original = pipeline.run(request.base, should_stop)
-    edited = apply_edits(request.base, request.edits, original, should_stop)
-    return shown_edits(original, edited, len(request.edits), request.difference)
+def run_edited(request: AttentionRequest, edits: tuple[Edit, ...], difference: bool = False,
+               should_stop=None) -> AttentionTrace:  # fmt: skip
+    original = pipeline.run(request, should_stop)
+    edited = apply_edits(request, edits, original, should_stop)
+    return shown_edits(original, edited, len(edits), difference)
 
 
 def shown_edits(original: AttentionTrace, edited: AttentionTrace, count: int, difference: bool) -> AttentionTrace:

@@ -13,12 +13,10 @@ from PySide6.QtCore import QObject, QRectF, QSignalBlocker, Qt, Signal
 from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel, QSizePolicy
 
-from models.config import AttentionRequest
 from models.edits import Edit
 from models.stages import PAIR_STAGES
 
-from .edited_runner import EditedRequest, largest_change
-from .pretrained_runner import EditedModelRequest, PretrainedRequest
+from .edited_runner import largest_change
 
 # double-click edits these (the normed and rotated q and k: a model's layer)
 CELL_STAGES = ("embeddings", "input", "query_input", "q", "k", "v", "q_normed", "k_normed", "q_rotated", "k_rotated",
@@ -59,16 +57,9 @@ class Experiment(QObject):
         self.view.shown.connect(self._refresh)  # marks on what the view shows, once it shows it
 
     # --- requests --------------------------------------------------------------------------
-    def wrap(self, request):
-        """The request the worker runs: with the edits (and as a difference), toy engine or model."""
-        if not (self.edits or self.difference.isChecked()):
-            return request
-        if isinstance(request, AttentionRequest):
-            return EditedRequest(request, tuple(self.edits), self.difference.isChecked())
-        if type(request) is PretrainedRequest:
-            fields = {f: getattr(request, f) for f in request.__dataclass_fields__}
-            return EditedModelRequest(**fields, edits=tuple(self.edits), difference=self.difference.isChecked())
-        return request
+    def wrap(self, spec):
+        """The RunSpec the worker runs: with the edits (and as a difference), toy engine or model."""
+        return spec.with_edits(self.edits, self.difference.isChecked())
 
     def _recompute(self) -> None:
         self.changed.emit()

@@ -1,8 +1,8 @@
 """File → Open embeddings… / Open weights… / Open mask…: what `main.py export` takes as
 --embeddings (+ --labels), --weights and --mask custom --mask-file, for the toy engine.
 
-A file is checked before anything changes: the request is built from a copy of the inputs by
-the same code as `export` (models.cli.request_from_args, via Inputs.request) and its cheap part
+A file is checked before anything changes: the RunSpec of a copy of the inputs
+(Inputs.to_runspec) goes through the one validator `export` runs (RunSpec.validate: its cheap part
 run (models.pipeline.run computes inputs and Q, K, V; the n×n stages stay lazy), so a bad file
 gives export's one-line message in the status bar and the view stays as it was."""
 
@@ -14,11 +14,9 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
-from models import pipeline
 from models.config import InputError
+from models.held_arrays import HeldArrays
 from models.runspec import load_matrix
-
-from .held_arrays import HeldArrays
 
 NPY = "NumPy array (*.npy)"
 NPZ = "Weights archive (*.npz)"
@@ -85,7 +83,7 @@ class FileActions(QObject):
         candidate = dataclasses.replace(inputs, **changes)
         try:
             candidate.config().validate()
-            pipeline.run(candidate.request())  # export's checks: shapes, widths, finite values
+            candidate.to_runspec().validate()  # export's checks: shapes, widths, finite values
         except InputError as exc:
             return self._refuse(exc)
         self.state.update_inputs(**changes)

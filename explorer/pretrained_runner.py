@@ -1,4 +1,4 @@
-"""The request for a pretrained model's trace, and the worker-side runner that answers it.
+"""The worker-side runner of a model's RunSpec (models/runspec.py): one layer of a pretrained model.
 
 The runner loads each model once (keyed by folder and device) and keeps the last few, so that
 changing the layer or the sentence only traces. It never does maths: it calls
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from models.config import Cancelled, InputError
 from models.pretrained import PretrainedModel, load_model, resolve_model
-from models.runspec import DEFAULT_MASK, EditedModelRequest, PretrainedRequest  # noqa: F401 - re-exported
+from models.runspec import DEFAULT_MASK, RunSpec  # noqa: F401 - re-exported
 from models.trace import AttentionTrace
 
 from .edited_runner import shown_edits
@@ -69,7 +69,11 @@ class PretrainedRunner:
                 self._models.popitem(last=False)
         return model
 
-    def __call__(self, request: PretrainedRequest, should_stop: Callable[[], bool]) -> AttentionTrace:
+    def __call__(self, request: RunSpec, should_stop: Callable[[], bool]) -> AttentionTrace:
+        """The layer ``request`` asks for; unless ``request.exact``, a layer past the model's last
+        shows the last, and pad positions past the sentence are dropped (the window's inputs may
+        hold what was picked for another model or sentence). The target and block apply only to an
+        encoder-decoder model."""
         model = self.model(request.model, request.device)
         layer, notices = request.layer, []
         encdec = {"cross_sentence": request.cross_sentence, "block": request.block} if getattr(
@@ -87,7 +91,7 @@ class PretrainedRunner:
             return model.trace(request.sentence, layer, mask=request.mask, pad_positions=pads, should_stop=should_stop,
                                edits=edits, **encdec)  # fmt: skip
 
-        if isinstance(request, EditedModelRequest):
+        if request.edits or request.difference:
             edited = trace_with(request.edits)
             original = trace_with() if request.difference else edited  # the layers below are cached
             trace = shown_edits(original, edited, len(request.edits), request.difference)

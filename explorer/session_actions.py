@@ -1,9 +1,10 @@
 """File → Save session… / Open session…: everything on screen in the session file of
-models/session.py (explorer/session_io.py maps it to the window's inputs): the inputs with their
-files' arrays, the painted mask, the edits and the Difference toggle, the pinned run, the stage,
-head and focused query. A bad file gives one line in the status bar and leaves the window as it was;
-so does a file read well whose run then fails (e.g. an edit outside the model's layer, whose shapes
-are only known once it is traced): the window goes back to what it showed before, pinned run included.
+models/session.py (explorer/session_io.py maps it to the window's inputs): the RunSpec of the shown
+run (its files' arrays, the painted mask, the edits and the Difference toggle inside) and of the
+pinned run, the stage, head and focused query. A bad file gives one line in the status bar and
+leaves the window as it was; so does a file read well whose run then fails (e.g. an edit outside
+the model's layer, whose shapes are only known once it is traced): the window goes back to what
+it showed before, pinned run included.
 
 Opening a session with a pinned run computes that run first (the worker's usual path), pins it,
 then shows the session's own run: the compare window shows both exactly as when it was saved.
@@ -19,11 +20,11 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog
 
 from models.config import InputError
+from models.runspec import RunSpec
 from models.session import Session, save_session
 
 from .atlas_window import corpus_notice
-from .request_run import run_from_request
-from .session_io import WindowRun, WindowSession, open_window_session, run_from_inputs
+from .session_io import WindowRun, WindowSession, open_window_session, spec_to_save
 
 FILTER = "Attention Explorer session (*.zip)"
 
@@ -71,14 +72,16 @@ class SessionActions(QObject):
 
     # --- saving ----------------------------------------------------------------------------
     def session(self) -> Session:
-        """What the window shows, as a session (InputError when a file it uses cannot be read)."""
-        state, experiment = self.state, self.experiment
+        """What the window shows, as a session: the RunSpecs that made the shown and the pinned run
+        (before the first result: the inputs' own, InputError when a file they use cannot be read)."""
+        state = self.state
+        shown = state.display.request if state.display is not None else None
+        if not isinstance(shown, RunSpec):
+            shown = self.experiment.wrap(state.inputs.to_runspec())
         pinned = self.compare.pinned
-        pinned_run, pinned_edits, pinned_difference = (None, (), False) if pinned is None else \
-            run_from_request(pinned.request)  # fmt: skip
-        return Session(run_from_inputs(state.inputs), state.stage_name, state.head, state.query,
-                       tuple(experiment.edits), pinned_run, experiment.difference.isChecked(),
-                       pinned_edits, pinned_difference, self._atlas())  # fmt: skip
+        pinned_spec = pinned.request if pinned is not None and isinstance(pinned.request, RunSpec) else None
+        return Session(spec_to_save(shown), state.stage_name, state.head, state.query,
+                       None if pinned_spec is None else spec_to_save(pinned_spec), self._atlas())  # fmt: skip
 
     def save_session(self, path: str | None = None) -> bool:
         path = path or self.ask_path(save=True)

@@ -1,10 +1,12 @@
 """Sessions (models/session.py) to and from what the window shows: :class:`~explorer.state.Inputs`,
 the edits and the Difference toggle, the pinned run, the stage, head and focused query. Qt-free.
 
-A run's files become arrays inside the session (read when it is saved); on opening, the arrays
-stay in memory (``Inputs.held``, the painted mask): nothing is written to the user's disk. What a
-session holds that the window cannot show (``--device``, ``--max-tokens``) is listed in
-``not_applied`` so that the caller can say so, rather than silently showing something else.
+A session holds RunSpecs (models/runspec.py): the window saves the RunSpecs of the runs it shows
+(each display carries the one that made it), and opening one turns each RunSpec back into the
+window's inputs (:func:`inputs_from_spec`). The arrays stay in memory (``Inputs.held``, the painted
+mask): nothing is written to the user's disk. What a session holds that the window cannot show
+(``--device``, ``--max-tokens``) is listed in ``not_applied`` so that the caller can say so, rather
+than silently showing something else.
 """
 
 from __future__ import annotations
@@ -16,16 +18,13 @@ import numpy as np
 
 from models.config import InputError
 from models.edits import Edit
-from models.pretrained.registry import is_encoder_decoder
-from models.runspec import load_matrix
-from models.session import Run, Session, load_session, save_session
+from models.held_arrays import HeldArrays
+from models.runspec import BY_DEST, DEFAULT_MASK, RunSpec
+from models.session import Session, load_session, save_session
 
-from .held_arrays import HeldArrays
-from .pretrained_runner import DEFAULT_MASK
 from .state import ALL_HEADS, NO_QUERY, Inputs
 
-_SHOWABLE_MASKS = ("none", "causal", "padding")
-_EXPORT_ONLY = ("--device", "--max-tokens")  # the window always computes on its own device, unlimited
+_EXPORT_ONLY = ("device", "max_tokens")  # the window always computes on its own device, unlimited
 
 
 @dataclass(frozen=True)
@@ -53,35 +52,41 @@ class WindowSession:
 # --- session -> window ----------------------------------------------------------------------
 
 
-def inputs_from_run(run: Run, base: Inputs | None = None) -> tuple[Inputs, tuple[str, ...]]:
-    """The window's inputs for ``run``, with what they cannot show. Every setting the run's kind
-    (toy or model) uses comes from the run, defaults filled in as ``main.py export`` fills them;
+def inputs_from_spec(spec: RunSpec, base: Inputs | None = None) -> tuple[Inputs, tuple[str, ...]]:
+    """The window's inputs for ``spec``, with what they cannot show. Every setting the spec's kind
+    (toy or model) uses comes from the spec, defaults filled in as ``main.py export`` fills them;
     ``base`` keeps only the other kind's settings (the toy sizes behind a model, …)."""
     base = base or Inputs()
-    args = run.parsed()
-    left = tuple(f"{o} {run.options[o]}" for o in _EXPORT_ONLY if o in run.options)
+    left = tuple(f"{BY_DEST[d].option} {getattr(spec, d)}" for d in _EXPORT_ONLY
+                 if getattr(spec, d) != BY_DEST[d].default)  # fmt: skip
     cleared = dict(embeddings_file="", cross_embeddings_file="", weights_file="", mask_file="", held=HeldArrays(),
                    labels=(), cross_labels=(), painted_mask=())  # fmt: skip
-    if run.model is not None:
-        target = {} if args.cross_sentence is None else {"cross_sentence": args.cross_sentence}  # encoder-decoder
-        return dataclasses.replace(base, model=run.model, layer=args.layer, sentence=args.sentence or "",
-                                   model_mask=args.mask or DEFAULT_MASK, pad_positions=tuple(args.pad_positions),
-                                   block=args.block or "cross", **target, exact=True, **cleared), left  # fmt: skip
-    arrays = dict(run.arrays)
-    mask, painted = args.mask or "none", ()
+    if spec.uses_model:
+        model = spec.model
+        if spec.step is not None:  # one training step, opened as its own folder (as `main.py --step`)
+            from models.pretrained.registry import resolve_model
+            from models.pretrained.steps import step_folder
+
+            model = str(step_folder(resolve_model(model), spec.step).resolve())
+        target = {} if spec.cross_sentence is None else {"cross_sentence": spec.cross_sentence}  # encoder-decoder
+        return dataclasses.replace(base, model=model, layer=spec.layer, sentence=spec.sentence or "",
+                                   model_mask=spec.mask or DEFAULT_MASK, pad_positions=tuple(spec.pad_positions),
+                                   block=spec.block or "cross", **target, exact=True, **cleared), left  # fmt: skip
+    arrays = dict(spec.arrays)
+    mask, painted = spec.mask or "none", ()
     if mask == "custom":
         if "mask" not in arrays:
             raise InputError("--mask custom needs its mask array")
         painted = tuple(tuple(bool(v) for v in row) for row in np.asarray(arrays.pop("mask"), bool))
     arrays.pop("mask", None)  # a mask array without --mask custom hides nothing
-    cross = args.cross_sentence is not None or "cross_embeddings" in arrays
+    cross = spec.cross_sentence is not None or "cross_embeddings" in arrays
     inputs = dataclasses.replace(
-        base, model="", sentence=base.sentence if args.sentence is None else args.sentence,
-        cross_enabled=cross, cross_sentence=args.cross_sentence or base.cross_sentence,
-        heads=args.heads, d_model=args.d_model, d_k=args.d_k, d_v=args.d_v, d_out=args.d_out, mask=mask,
-        pad_positions=tuple(args.pad_positions), score=args.score, pe=args.pe == "sinusoidal",
-        temperature=args.temperature, seed=args.seed, bias=args.bias, labels=tuple(args.labels or ()),
-        cross_labels=tuple(args.cross_labels or ()), painted_mask=painted, held=HeldArrays(arrays),
+        base, model="", sentence=base.sentence if spec.sentence is None else spec.sentence,
+        cross_enabled=cross, cross_sentence=spec.cross_sentence or base.cross_sentence,
+        heads=spec.heads, d_model=spec.d_model, d_k=spec.d_k, d_v=spec.d_v, d_out=spec.d_out, mask=mask,
+        pad_positions=tuple(spec.pad_positions), score=spec.score, pe=spec.pe == "sinusoidal",
+        temperature=spec.temperature, seed=spec.seed, bias=spec.bias, labels=tuple(spec.labels or ()),
+        cross_labels=tuple(spec.cross_labels or ()), painted_mask=painted, held=HeldArrays(arrays),
         embeddings_file="", cross_embeddings_file="", weights_file="", mask_file="",
     )  # fmt: skip
     return inputs, left
@@ -89,14 +94,15 @@ def inputs_from_run(run: Run, base: Inputs | None = None) -> tuple[Inputs, tuple
 
 def inputs_from_session(session: Session, base: Inputs | None = None) -> WindowSession:
     """What the window shows for ``session`` (``base`` for the settings its runs do not use)."""
-    inputs, left = inputs_from_run(session.run, base)
+    run = session.run
+    inputs, left = inputs_from_spec(run, base)
     pinned = None
     if session.pinned is not None:
-        pinned_inputs, pinned_left = inputs_from_run(session.pinned, base)
-        pinned = WindowRun(pinned_inputs, session.pinned_edits, session.pinned_difference)
+        pinned_inputs, pinned_left = inputs_from_spec(session.pinned, base)
+        pinned = WindowRun(pinned_inputs, session.pinned.edits, session.pinned.difference)
         left += tuple(f"pinned {item}" for item in pinned_left)
-    return WindowSession(inputs, session.stage, session.head, session.query, left, session.edits,
-                         session.difference, pinned, session.atlas)  # fmt: skip
+    return WindowSession(inputs, session.stage, session.head, session.query, left, run.edits,
+                         run.difference, pinned, session.atlas)  # fmt: skip
 
 
 def open_window_session(path: str, base: Inputs | None = None) -> WindowSession:
@@ -111,66 +117,21 @@ def open_window_session(path: str, base: Inputs | None = None) -> WindowSession:
 # --- window -> session ----------------------------------------------------------------------
 
 
-def run_from_inputs(inputs: Inputs) -> Run:
-    """The run of ``inputs``: options as ``main.py export`` takes them, files read into arrays."""
-    if inputs.uses_model:
-        options = {"--model": inputs.model, "--layer": inputs.layer, "--sentence": inputs.sentence}
-        if inputs.model_mask in _SHOWABLE_MASKS:
-            options["--mask"] = inputs.model_mask
-        if inputs.pad_positions and inputs.model_mask != "none":
-            options["--pad-positions"] = list(inputs.pad_positions)
-        if is_encoder_decoder(inputs.model):  # the target and the block, as `export` takes them
-            options |= {"--cross-sentence": inputs.cross_sentence, "--block": inputs.block}
-        return Run(options)
-    options, arrays = {}, {}
-    embeddings = _matrix(inputs.embeddings_file, inputs.held, "embeddings")
-    if embeddings is None:
-        options["--sentence"] = inputs.sentence
-    else:
-        arrays["embeddings"] = embeddings
-    options |= {"--heads": inputs.heads, "--d-model": inputs.d_model, "--mask": inputs.mask, "--score": inputs.score,
-                "--pe": "sinusoidal" if inputs.pe else "none", "--temperature": inputs.temperature,
-                "--seed": inputs.seed}  # fmt: skip
-    options |= {o: v for o, v in (("--d-k", inputs.d_k), ("--d-v", inputs.d_v), ("--d-out", inputs.d_out)) if v}
-    if inputs.bias:
-        options["--bias"] = True
-    if inputs.labels:
-        options["--labels"] = list(inputs.labels)
-    if inputs.cross_enabled:
-        cross = _matrix(inputs.cross_embeddings_file, inputs.held, "cross_embeddings")
-        if cross is None:
-            options["--cross-sentence"] = inputs.cross_sentence
-        else:
-            arrays["cross_embeddings"] = cross
-            if inputs.cross_labels:
-                options["--cross-labels"] = list(inputs.cross_labels)
-    if inputs.pad_positions and inputs.mask == "padding":
-        options["--pad-positions"] = list(inputs.pad_positions)
-    arrays |= {f"weights/{k}": a for k, a in (_weights(inputs) or {}).items()}
-    if inputs.mask == "custom":
-        mask = load_matrix(inputs.mask_file, "mask") if inputs.mask_file else inputs.request().custom_mask
-        arrays["mask"] = np.asarray(mask)
-    return Run(options, arrays)
+def spec_to_save(spec: RunSpec) -> RunSpec:
+    """``spec`` as a session stores it: a model's target and block only for an encoder-decoder (the
+    window's inputs keep them for when one is chosen; a shown run's RunSpec is already so)."""
+    if spec.uses_model and spec.cross_sentence is not None:
+        from models.pretrained.registry import is_encoder_decoder
 
-
-def _matrix(path: str, held: HeldArrays, name: str) -> np.ndarray | None:
-    if path:
-        return load_matrix(path, name.replace("_", " "))
-    return held.get(name)
-
-
-def _weights(inputs: Inputs) -> dict[str, np.ndarray] | None:
-    if not inputs.weights_file:
-        return inputs.held.weights()
-    from models.weights import read_weights_file
-
-    return read_weights_file(inputs.weights_file)  # the very reader export uses
+        if not is_encoder_decoder(spec.model):
+            return spec.replace(cross_sentence=None, block=None)
+    return spec
 
 
 def session_from_inputs(inputs: Inputs, stage: str | None = None, head: int = ALL_HEADS,
                         query: int = NO_QUERY) -> Session:  # fmt: skip
-    """The session of what the window shows (no edits, nothing pinned)."""
-    return Session(run_from_inputs(inputs), stage, head, query)
+    """The session of ``inputs`` (no edits, nothing pinned); InputError when a file cannot be read."""
+    return Session(spec_to_save(inputs.to_runspec()), stage, head, query)
 
 
 def save_window_session(path: str, inputs: Inputs, stage: str | None = None, head: int = ALL_HEADS,

@@ -1,8 +1,9 @@
 """What the user asked for and what is shown: Qt-free data with one psygnal event per field.
 
 Two halves, as in napari's Dims beside QtDims:
-- ``inputs``: everything the computation depends on (an immutable :class:`Inputs`); changing it
-  emits ``inputs_changed`` and the window turns it into a request for the worker. With
+- ``inputs``: everything the computation depends on (an immutable :class:`Inputs`: the window's
+  controls); changing it emits ``inputs_changed`` and the window turns it into a RunSpec
+  (:meth:`Inputs.to_runspec`, models/runspec.py) for the worker. With
   ``model`` empty that is the toy engine (random weights, every size settable); with a model
   name or folder it is that pretrained model's layer, and the model sets the sizes.
 - what is shown: the latest trace, the stage, the head (-1 = all heads) and the focused query
@@ -14,17 +15,16 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import numpy as np
 from psygnal import Signal
 
-from models.config import AttentionConfig, AttentionRequest, InputError
-from models.runspec import DEFAULT_MASK, PretrainedRequest, request_from_args
+from models.config import AttentionConfig, InputError
+from models.held_arrays import HeldArrays
+from models.runspec import DEFAULT_MASK, RunSpec, load_matrix
 from models.tokenize import tokenize
 from models.trace import STAGE_ORDER, AttentionTrace
 
-from .held_arrays import HeldArrays
 from .run import DisplayTrace
 from .stage_image import StageImage
 
@@ -90,55 +90,58 @@ class Inputs:
         return bool(self.held) or any((self.embeddings_file, self.cross_embeddings_file, self.weights_file,
                                        self.mask_file))  # fmt: skip
 
-    def request(self) -> AttentionRequest | PretrainedRequest:
-        """The request, built by the same code as ``main.py export`` (models.cli.request_from_args):
-        files are read and checked there, with the same messages (InputError)."""
+    def to_runspec(self) -> RunSpec:
+        """What these settings compute: the RunSpec the worker runs and a session stores. Files are
+        read here, with ``export``'s messages (InputError); the painted mask becomes the mask array."""
         if self.uses_model:
             # Pad positions hide keys under every mask but 'none' (a decoder's causal mask included).
             pads = tuple(self.pad_positions) if self.model_mask != "none" else ()
             mask = None if self.model_mask == DEFAULT_MASK else self.model_mask
-            # An encoder-decoder model reads the second sentence as its target (others ignore it).
-            return PretrainedRequest(self.model, self.layer, self.sentence, mask, pads,
-                                     cross_sentence=self.cross_sentence, block=self.block,
-                                     exact=self.exact)  # fmt: skip
-        cross = self.cross_sentence if self.cross_enabled else None
-        if not self.uses_files:
-            request = AttentionRequest(config=self.config(), sentence=self.sentence, cross_sentence=cross)
-            return with_painted_mask(request, self.painted_mask)
+            # An encoder-decoder model reads the second sentence as its target (others ignore it:
+            # the shown run's RunSpec has it only for them, RunSpec.as_traced).
+            return RunSpec(model=self.model, layer=self.layer, sentence=self.sentence, mask=mask, pad_positions=pads,
+                           cross_sentence=self.cross_sentence, block=self.block, exact=self.exact)  # fmt: skip
         c = self.config()
-        painted = c.mask == "custom" and not self.mask_file
-        embeddings = self.embeddings_file or self.held.get("embeddings")  # a path, an array or None
-        cross_embeddings = self.cross_embeddings_file or self.held.get("cross_embeddings")
-        options = SimpleNamespace(
-            sentence=None if embeddings is not None else self.sentence, embeddings=embeddings,
-            labels=self.labels or None, cross_sentence=None if cross_embeddings is not None else cross,
-            cross_embeddings=cross_embeddings, cross_labels=self.cross_labels or None,
-            heads=c.heads, d_model=c.d_model, d_k=c.d_k, d_v=c.d_v, d_out=self.d_out,
-            mask="none" if painted else c.mask,
-            pad_positions=c.pad_positions, mask_file=self.mask_file or None, score=c.score, pe=c.pe,
-            temperature=c.temperature, seed=c.seed, bias=self.bias, weights=self.weights_file or self.held.weights(),
-            device=c.device, max_tokens=c.max_tokens,
+        arrays = dict(self.held)
+        for name, path in (("embeddings", self.embeddings_file), ("cross_embeddings", self.cross_embeddings_file)):
+            if path:
+                arrays[name] = load_matrix(path, name.replace("_", " "))
+        if self.weights_file:
+            from models.weights import read_weights_file
+
+            arrays = {n: a for n, a in arrays.items() if not n.startswith("weights/")}
+            arrays |= {f"weights/{k}": a for k, a in read_weights_file(self.weights_file).items()}
+        origins = {"weights": f"weights file {self.weights_file}"} if self.weights_file else {}
+        files = self.uses_files  # labels name the rows of a matrix (without files they wait, unused)
+        spec = RunSpec(
+            sentence=None if "embeddings" in arrays else self.sentence, labels=self.labels or None if files else None,
+            cross_sentence=self.cross_sentence if self.cross_enabled and "cross_embeddings" not in arrays else None,
+            cross_labels=self.cross_labels or None if files else None, heads=c.heads, d_model=c.d_model, d_k=c.d_k,
+            d_v=c.d_v, d_out=c.d_out, mask=None if c.mask == "none" else c.mask, pad_positions=c.pad_positions,
+            score=c.score, pe=c.pe,
+            temperature=c.temperature, seed=c.seed, bias=c.bias,
+            arrays=HeldArrays({n: a for n, a in arrays.items() if n != "mask"}), origins=tuple(origins.items()),
         )  # fmt: skip
-        request = request_from_args(options)
-        if painted:
-            request = dataclasses.replace(request, config=request.config.replace(mask="custom"))
-            return with_painted_mask(request, self.painted_mask)
-        return request
+        if c.mask != "custom":
+            return spec
+        if self.mask_file:
+            mask = load_matrix(self.mask_file, "mask")
+            origins["mask"] = f"mask file {self.mask_file}"
+        else:
+            mask = painted_mask(spec, self.painted_mask)
+        return spec.replace(arrays=HeldArrays({**spec.arrays, "mask": mask}), origins=tuple(origins.items()))
 
 
-def with_painted_mask(request: AttentionRequest, painted: tuple) -> AttentionRequest:
+def painted_mask(spec: RunSpec, painted: tuple) -> np.ndarray:
     """Mask "custom" without a file: the painted mask, or nothing hidden when it does not fit."""
-    if request.config.mask != "custom" or request.custom_mask is not None:
-        return request
-    n_k = len(request.embeddings) if request.embeddings is not None else len(tokenize(request.sentence or ""))
-    if request.cross_embeddings is not None:
-        n_q = len(request.cross_embeddings)
+    embeddings, cross = spec.arrays.get("embeddings"), spec.arrays.get("cross_embeddings")
+    n_k = len(embeddings) if embeddings is not None else len(tokenize(spec.sentence or ""))
+    if cross is not None:
+        n_q = len(cross)
     else:
-        n_q = len(tokenize(request.cross_sentence)) if request.is_cross else n_k
+        n_q = len(tokenize(spec.cross_sentence)) if spec.cross_sentence else n_k
     mask = np.array(painted, dtype=bool) if painted else np.zeros((0, 0), bool)
-    if mask.shape != (n_q, n_k):
-        mask = np.zeros((n_q, n_k), bool)
-    return dataclasses.replace(request, custom_mask=mask)
+    return mask if mask.shape == (n_q, n_k) else np.zeros((n_q, n_k), bool)
 
 
 @dataclass(frozen=True)
@@ -177,7 +180,7 @@ def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
     try:
         inputs.config().validate()
         if inputs.uses_files:
-            inputs.request()  # reads the files: a bad one is named here, as `export` names it
+            inputs.to_runspec().toy_request()  # reads the files: a bad one is named here, as `export` names it
     except InputError as exc:
         message = str(exc)
         fields = tuple(f for f in ("heads", "d_model", "d_k", "d_v", "temperature") if f in message)
@@ -259,9 +262,9 @@ class ExplorerState:
             self.settings_error_changed.emit(*problem)
         self.inputs_changed.emit(new)
 
-    def request(self) -> AttentionRequest | PretrainedRequest | None:
-        """The request for the current inputs, or None while the settings are invalid."""
-        return None if self._problem[0] else self._inputs.request()
+    def request(self) -> RunSpec | None:
+        """The RunSpec of the current inputs, or None while the settings are invalid."""
+        return None if self._problem[0] else self._inputs.to_runspec()
 
     # --- what is shown ---------------------------------------------------------------------
     def show_trace(self, display: DisplayTrace) -> None:

@@ -42,7 +42,6 @@ from .persistence import (
     save_fit_colours,
     save_inputs,
 )
-from .pretrained_runner import PretrainedRequest
 from .run import DisplayTrace
 from .session_actions import SessionActions
 from .state import ALL_HEADS, ExplorerState, Inputs
@@ -294,7 +293,7 @@ class MainWindow(QMainWindow):
         self.load_bar.hide()
         self._answered, self.last_error = generation, message
         self.status_line.show_error(message)
-        failed_model = self._latest_request.model if isinstance(self._latest_request, PretrainedRequest) else ""
+        failed_model = getattr(self._latest_request, "model", None) or ""
         if kind == "load" and failed_model and failed_model != self.shown_model:
             # The model did not open: back to the one on screen, which keeps working.
             self._load_error = message
@@ -307,7 +306,7 @@ class MainWindow(QMainWindow):
         made it: where a failed load goes back to."""
         display = self.state.display
         request = display.request if display is not None else None
-        return request.model if isinstance(request, PretrainedRequest) else ""
+        return getattr(request, "model", None) or ""
 
     def _settings_problem(self, message: str, _fields: tuple) -> None:
         if message:

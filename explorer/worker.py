@@ -5,9 +5,11 @@ trace, converts the stage on screen to uint8 colour indices (explorer.stage_imag
 :attr:`ComputeWorker.result_ready`. A newer submit bumps the generation; the running computation
 sees that at its next stage boundary (``should_stop``) and is abandoned.
 
-Runners are looked up by request type: ``AttentionRequest`` goes to the toy engine,
-``PretrainedRequest`` to a real model (loaded once, then cached here, on this thread). Another
+Runners are looked up by request type: a :class:`~models.runspec.RunSpec` (what the window
+submits) goes to a real model (loaded once, then cached here, on this thread) or, as the toy
+engine's ``AttentionRequest``, to the toy engine (with its edits: explorer.edited_runner). Another
 kind of request only needs one more entry in ``runners``: ``(request, should_stop) -> AttentionTrace``.
+A result carries the RunSpec that made it, as traced (``RunSpec.as_traced``).
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from models import pipeline
 from models.config import AttentionRequest, Cancelled, InputError
 from models.memory import OUT_OF_MEMORY, is_out_of_memory
 from models.params import pretrained_params, toy_params
+from models.runspec import RunSpec
 from models.trace import AttentionTrace
 
-from .edited_runner import EditedRequest, run_edited
-from .pretrained_runner import EditedModelRequest, PretrainedRequest, PretrainedRunner
+from .edited_runner import run_edited
+from .pretrained_runner import PretrainedRunner
 from .run import DisplayTrace
 from .stage_image import MAX_DISPLAY_SIDE
 from .stage_render import stage_image
@@ -83,8 +86,7 @@ class ComputeWorker(QThread):
         # Called on this thread while a model loads; the signal carries it to the GUI thread.
         self.models = PretrainedRunner(progress=self.report_load, before_load=self._wait_for_gui)
         self._last_report = 0.0
-        self._runners: dict[type, Runner] = {AttentionRequest: pipeline.run, PretrainedRequest: self.models,
-                                             EditedRequest: run_edited}  # fmt: skip
+        self._runners: dict[type, Runner] = {AttentionRequest: pipeline.run, RunSpec: self._run_spec}
         self._runners.update(runners or {})
         self._cond = threading.Condition()
         self._job: _Job | None = None
@@ -268,7 +270,8 @@ class ComputeWorker(QThread):
             first = names if total <= CONVERT_ALL_BELOW else [focus]
             fit = self._fit_colours
             images = {n: stage_image(trace[n], fit, should_stop=is_stale) for n in first}
-            display = DisplayTrace(job.generation, trace, images, job.request)
+            shown = job.request.as_traced(trace) if isinstance(job.request, RunSpec) else job.request
+            display = DisplayTrace(job.generation, trace, images, shown)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message
             if not is_stale():  # a stale job's failure (Cancelled included) interests no one
                 self.failed.emit(job.generation, _message(exc), _kind(exc))
@@ -282,22 +285,34 @@ class ComputeWorker(QThread):
         self.result_ready.emit(display)
         return display, _background_order([n for n in names if n not in display.images], names, focus)
 
+    def _run_spec(self, spec: RunSpec, should_stop: Callable[[], bool]) -> AttentionTrace:
+        """A RunSpec: a model's layer, or the toy engine (its request answered by its runner)."""
+        if spec.uses_model:
+            return self.models(spec, should_stop)
+        request = spec.toy_request()
+        if spec.edits or spec.difference:
+            return run_edited(request, spec.edits, spec.difference, should_stop)
+        return self._runner_for(request)(request, should_stop)
+
     def _params(self, request: object, trace: AttentionTrace):
-        """The layer's weights in one form for both engines, for explaining a cell; None if unknown."""
+        """The layer's weights in one form for both engines, for explaining a cell; None if unknown
+        (an edited run: its weights are the unedited ones)."""
         try:
             if isinstance(request, AttentionRequest):
                 return toy_params(request)
-            if isinstance(request, PretrainedRequest) and not isinstance(request, EditedModelRequest):
-                model = self.models.model(request.model, request.device)
-                c = trace.config
-                if c.get("encoder_decoder"):  # one block of an encoder-decoder model
-                    from models.encdec_params import encdec_params
+            if not isinstance(request, RunSpec) or request.edits or request.difference:
+                return None
+            if not request.uses_model:
+                return toy_params(request.toy_request())
+            model = self.models.model(request.model, request.device)
+            c = trace.config
+            if c.get("encoder_decoder"):  # one block of an encoder-decoder model
+                from models.encdec_params import encdec_params
 
-                    return encdec_params(model, trace)
-                return pretrained_params(model, c["layer"], len(trace.query_tokens), c["mask"], c["pad_positions"])
+                return encdec_params(model, trace)
+            return pretrained_params(model, c["layer"], len(trace.query_tokens), c["mask"], c["pad_positions"])
         except Exception:  # noqa: BLE001 - the inspector then says it cannot explain; the trace still shows
             return None
-        return None
 
     def _runner_for(self, request: object) -> Runner:
         for cls in type(request).__mro__:

@@ -1,4 +1,4 @@
-"""The headless ``export`` command: arguments -> request -> trace -> files.
+"""The headless ``export`` command: arguments -> RunSpec -> trace -> files.
 
 Every user error becomes one line on stderr and exit status 2, with nothing written.
 """
@@ -9,22 +9,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from . import runspec
-from .config import (
-    InputError,
-)
+from .config import InputError
 from .export import check_target, write_trace
+from .fields import check_applicable, check_text, given_options
 from .memory import OUT_OF_MEMORY, is_out_of_memory
 from .runspec import (  # noqa: F401 - the input options' code, re-exported for callers of models.cli
     TOY_ONLY,
+    RunSpec,
     add_input_arguments,
-    input_trace,
     labels,
     load_matrix,
-    model_from_args,
-    model_trace_from_args,
     positions,
-    request_from_args,
 )
 
 
@@ -47,21 +42,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> list[str]:
-    """Refuse options that would be ignored and text that is not valid UTF-8; return notes."""
+def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> None:
+    """Refuse text that is not valid UTF-8 and options written on the command line that would be
+    ignored (even at their default value: ``--model m --heads 2``); the RunSpec's validator then
+    refuses the rest."""
     if getattr(args, "session", None) is not None:  # issue 9: the session holds every input
         from .session import check_session_options
 
-        return check_session_options(given)
-    return runspec.check_arguments(args, given)
+        check_session_options(given)
+        return
+    check_text(args)
+    check_applicable(given, args.model is not None)
 
 
-def trace_from_args(args: argparse.Namespace):
+def spec_from_args(args: argparse.Namespace) -> RunSpec:
+    """What the arguments ask for, validated: a session's run, or the input options (files read)."""
     if getattr(args, "session", None) is not None:
         from .session import load_session
 
-        return load_session(args.session).trace()
-    return input_trace(args)
+        return load_session(args.session).run
+    return RunSpec.from_args(args).validate(resolve=False)
 
 
 def _error(message: str) -> int:
@@ -78,8 +78,8 @@ def _printable(text: str) -> str:
 def export_main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
-        given = runspec.given_options(build_parser(), argv)
-        notes = check_arguments(args, given)
+        given = given_options(build_parser(), argv)
+        check_arguments(args, given)
         check_target(args.out, args.force)  # fail before computing anything
         if getattr(args, "all_steps", False):
             from .steps_export import export_all_steps
@@ -94,7 +94,9 @@ def export_main(argv: Sequence[str]) -> int:
                                  f"--all-layers (it writes every layer's weights, rollout and heads.csv)")  # fmt: skip
 
             return export_all_layers(args)
-        trace = trace_from_args(args)
+        spec = spec_from_args(args)
+        notes = spec.notes()
+        trace = spec.trace()
         heads = list(dict.fromkeys(args.only_heads)) if args.only_heads else None
         out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads)
     except InputError as exc:

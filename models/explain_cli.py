@@ -15,7 +15,7 @@ from typing import NoReturn
 from .cli import _printable, check_arguments
 from .config import InputError
 from .memory import OUT_OF_MEMORY, is_out_of_memory
-from .runspec import add_input_arguments, given_options, model_from_args, model_trace_from_args, request_from_args
+from .runspec import RunSpec, add_input_arguments, given_options
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -47,26 +47,26 @@ def build_explain_parser() -> argparse.ArgumentParser:
     return p
 
 
-def derive_from_args(args: argparse.Namespace):
-    """Compute the trace the arguments describe, its layer's parameters, and the derivation."""
+def derive(spec: RunSpec, stage: str, cell: tuple[int, ...]):
+    """Compute the trace ``spec`` describes, its layer's parameters, and the derivation of ``cell``."""
     from .explain import explain
     from .params import pretrained_params, toy_params
 
-    if args.model:
-        model = model_from_args(args)
-        trace = model_trace_from_args(model, args)
+    if spec.uses_model:
+        model = spec.load_model()
+        trace = spec.model_trace(model)
         if trace.config.get("encoder_decoder"):
             from .encdec_params import encdec_params
 
-            return trace, explain(trace, encdec_params(model, trace), args.stage, args.cell)
-        params = pretrained_params(model, args.layer, len(trace.query_tokens),
+            return trace, explain(trace, encdec_params(model, trace), stage, cell)
+        params = pretrained_params(model, spec.layer, len(trace.query_tokens),
                                    mask=trace.config["mask"], pad_positions=trace.config["pad_positions"])  # fmt: skip
     else:
         from .pipeline import run
 
-        req = request_from_args(args)
+        req = spec.toy_request()
         trace, params = run(req), toy_params(req)
-    return trace, explain(trace, params, args.stage, args.cell)
+    return trace, explain(trace, params, stage, cell)
 
 
 def explain_main(argv: Sequence[str]) -> int:
@@ -75,8 +75,10 @@ def explain_main(argv: Sequence[str]) -> int:
         given = given_options(build_explain_parser(), argv)
         if args.all_layers:
             raise InputError("--all-layers applies to 'main.py export' only; explain one cell of one layer")
-        notes = check_arguments(args, given)  # the very checks export makes
-        trace, derivation = derive_from_args(args)
+        check_arguments(args, given)  # the very checks export makes
+        spec = RunSpec.from_args(args).validate(resolve=False)
+        notes = spec.notes()
+        trace, derivation = derive(spec, args.stage, args.cell)
     except InputError as exc:
         print(f"error: {_printable(str(exc))}", file=sys.stderr)
         return 2

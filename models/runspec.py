@@ -1,206 +1,52 @@
-"""What to compute, described once: the input options of ``export``, ``explain``, the window and sessions.
+"""What to compute, described once: :class:`RunSpec`, the one request of ``export``, ``explain``,
+the window and sessions.
 
-``FIELDS`` is the one table of input options. From it come the command-line options of every
-command (:func:`add_input_arguments`), the lists of what applies to the toy engine and what to a
-model (:data:`TOY_ONLY`, :data:`MODEL_ONLY`), and the one check that refuses an option that would
-be ignored (:func:`check_applicable`). A new input option is one row here.
+A RunSpec is frozen and compares by value (its arrays included, models/held_arrays.py): everything
+that decides a result. Its fields are the rows of the one option table (models/fields.py:
+``FIELDS``): toy settings (the AttentionConfig fields) or model + layer (+ step, block, the target
+sentence, device), sentences, labels and pad positions or arrays (embeddings, cross embeddings), a
+mask by name or a custom array, weights; plus the what-if edits and the Difference flag. A new input
+option is one row of ``FIELDS`` and becomes a field here, a command-line option and a JSON key.
 
-The rest turns parsed options into what the engines take: :func:`request_from_args` (the toy
-engine's :class:`~models.config.AttentionRequest`, its files read and checked) and
-:func:`model_from_args` / :func:`model_trace_from_args` (a model's layer).
+- :meth:`RunSpec.from_args`: what ``export`` / ``explain`` parse (their files read into arrays);
+- :meth:`RunSpec.to_json` / :meth:`RunSpec.from_json`: a versioned dict, arrays as separate named
+  numpy members (as sessions store them, models/session.py);
+- :meth:`RunSpec.validate`: the one validator (what applies to a toy and what to a model);
+- :meth:`RunSpec.toy_request` (the toy engine's internal input, models.config.AttentionRequest),
+  :meth:`RunSpec.load_model` / :meth:`RunSpec.model_trace` (a model's layer), :meth:`RunSpec.trace`.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
-from .config import DEFAULT_MAX_TOKENS, DEVICES, MASKS, POSITIONAL, SCORES, AttentionConfig, AttentionRequest
+from .config import AttentionConfig, AttentionRequest
 from .errors import InputError
+from .fields import (  # noqa: F401 - the option table's names, re-exported: callers import them from here
+    BY_DEST,
+    DEFAULT_MASK,
+    FIELDS,
+    MODEL_ONLY,
+    TEXT_OPTIONS,
+    TOY_ONLY,
+    Field,
+    add_input_arguments,
+    check_applicable,
+    check_text,
+    given_options,
+    labels,
+    positions,
+)
+from .held_arrays import HeldArrays
 
-if TYPE_CHECKING:
-    from .edits import Edit
-
-
-DEFAULT_MASK = "default"  # a model's own mask: padding for encoders, causal for decoders
-
-
-@dataclass(frozen=True)
-class PretrainedRequest:
-    """Trace one layer of a real model. ``model`` is what resolve_model accepts (a name or folder)."""
-
-    model: str
-    layer: int
-    sentence: str
-    mask: str | None = None  # None: the model's own
-    pad_positions: tuple[int, ...] = ()
-    device: str = "auto"
-    cross_sentence: str | None = None  # an encoder-decoder model's target (others ignore it)
-    block: str = "cross"  # an encoder-decoder model's attention: encoder, decoder or cross
-    exact: bool = False  # a session's layer and pads: refused as export refuses them, never adjusted
-
-
-@dataclass(frozen=True)
-class EditedModelRequest(PretrainedRequest):
-    """The same layer with what-if edits (models/pretrained/edits.py); ``difference``: show edited −
-    original. A PretrainedRequest still (the window reads its model), answered by the same runner."""
-
-    edits: tuple[Edit, ...] = ()
-    difference: bool = False
-
-
-def positions(text: str) -> tuple[int, ...]:
-    """Comma-separated integers, sorted, duplicates merged."""
-    try:
-        return tuple(sorted({int(p) for p in text.replace(" ", "").split(",") if p}))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-
-
-def labels(text: str) -> tuple[str, ...]:
-    return tuple(p.strip() for p in text.split(","))
-
-
-@dataclass(frozen=True)
-class Field:
-    """One input option. ``applies``: "toy" (only the toy engine reads it), "model" (only with
-    ``--model``) or "both"."""
-
-    dest: str
-    group: str  # "input" or "attention": the --help section
-    applies: str
-    help: str
-    type: Callable[[str], Any] | None = str
-    default: Any = None
-    choices: tuple[str, ...] | None = None
-    metavar: str | None = None
-    flag: bool = False  # store_true
-    text: bool = False  # free text: checked to be valid UTF-8
-
-    @property
-    def option(self) -> str:
-        return "--" + self.dest.replace("_", "-")
-
-
-FIELDS: tuple[Field, ...] = (
-    Field("sentence", "input", "both", "the sentence whose tokens are the keys and values", text=True),
-    Field("embeddings", "input", "toy", "an n × d_model matrix instead of a sentence", metavar="X.npy"),
-    Field("labels", "input", "toy", "comma-separated token labels for --embeddings", type=labels, text=True),
-    # With a model it is an encoder-decoder's target (refused by name for other models once the model is open).
-    Field("cross_sentence", "input", "both", "a second sentence: the toy's queries (cross-attention), or an "
-          "encoder-decoder model's target", text=True),
-    Field("cross_embeddings", "input", "toy", "a matrix supplying the queries", metavar="XQ.npy"),
-    Field("cross_labels", "input", "toy", "labels for --cross-embeddings", type=labels, text=True),
-    Field("model", "input", "both", "a pretrained model folder, a cached model name, or 'minilm' (built in)",
-          metavar="PATH_OR_NAME"),
-    Field("step", "input", "model", "with --model: a training step ('first', 'last' (default) or a number)",
-          metavar="S"),
-    Field("layer", "input", "model", "the model layer to trace, from 0 (with --model)", type=int, default=0),
-    Field("block", "input", "model", "with an encoder-decoder --model: which attention (default: cross)",
-          choices=("encoder", "decoder", "cross")),
-    Field("all_layers", "input", "model", "with --model: every layer and head, rollout and head metrics",
-          type=None, flag=True),
-    Field("heads", "attention", "toy", "number of attention heads h", type=int, default=2),
-    Field("d_model", "attention", "toy", "width of each token's vector (embeddings and output)", type=int,
-          default=16),
-    Field("d_k", "attention", "toy", "width of each head's queries and keys (default d_model / heads)", type=int),
-    Field("d_v", "attention", "toy", "width of each head's values (default d_k)", type=int),
-    Field("d_out", "attention", "toy", "width of the output projection (default d_model)", type=int),
-    Field("mask", "attention", "both", "which keys each query may see (default: none; a model's own with --model)",
-          choices=MASKS),
-    Field("pad_positions", "attention", "both", "key positions the padding mask hides, from 0", type=positions,
-          default=(), metavar="3,4"),
-    Field("mask_file", "attention", "toy", "boolean n_q × n_k matrix for --mask custom (True = hidden)",
-          metavar="M.npy"),
-    Field("score", "attention", "toy", "how a query meets a key: dot, scaled dot (÷ √d_k), additive or general",
-          choices=SCORES, default="scaled"),
-    Field("pe", "attention", "toy", "positional encoding added to the embeddings", choices=POSITIONAL,
-          default="none"),
-    Field("temperature", "attention", "toy", "softmax temperature T: weights = softmax(scores / T)", type=float,
-          default=1.0),
-    Field("seed", "attention", "toy", "seed of the random embeddings and weights", type=int, default=0),
-    Field("bias", "attention", "toy", "random biases (a weights file has its own)", type=None, flag=True),
-    Field("weights", "attention", "toy", "projection weights (.npz, see docs/formats.md)", metavar="W.npz"),
-    Field("device", "attention", "both", "where torch computes (auto: CUDA when present)", choices=DEVICES,
-          default="auto"),
-    Field("max_tokens", "attention", "both", "refuse inputs longer than this", type=int,
-          default=DEFAULT_MAX_TOKENS),
-)  # fmt: skip
-BY_DEST = {f.dest: f for f in FIELDS}
-TOY_ONLY = tuple(f.dest for f in FIELDS if f.applies == "toy")
-MODEL_ONLY = tuple(f.dest for f in FIELDS if f.applies == "model")
-TEXT_OPTIONS = tuple(f.dest for f in FIELDS if f.text)
-
-
-def add_input_arguments(p: argparse.ArgumentParser, skip: Iterable[str] = ()) -> argparse.ArgumentParser:
-    """Every option saying what to compute, from :data:`FIELDS` (``skip``: dests left out)."""
-    groups = {name: p.add_argument_group(name) for name in ("input", "attention")}
-    for f in FIELDS:
-        if f.dest in skip:
-            continue
-        if f.flag:
-            groups[f.group].add_argument(f.option, action="store_true", help=f.help)
-            continue
-        kwargs = {"help": f.help, "default": f.default, "metavar": f.metavar}
-        if f.choices:
-            kwargs["choices"] = f.choices
-        else:
-            kwargs["type"] = f.type
-        groups[f.group].add_argument(f.option, **{k: v for k, v in kwargs.items() if v is not None or k == "default"})
-    return p
-
-
-def given_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> dict[str, str]:
-    """The options written on ``parser``'s command line ``argv`` (not defaults): ``{dest: "--option"}``."""
-    names = {}
-    for action in parser._actions:
-        action.default, action.required = argparse.SUPPRESS, False
-        if action.option_strings:
-            names[action.dest] = action.option_strings[-1]
-    return {dest: names[dest] for dest in vars(parser.parse_args(argv))}
-
-
-def check_applicable(given: Iterable[str], with_model: bool) -> None:
-    """Refuse options that would be ignored: toy-only options with a model, model-only without.
-    ``given``: the dests written by the user (command line, session or settings)."""
-    given = list(given)
-    if with_model:
-        ignored = [BY_DEST[d].option for d in TOY_ONLY if d in given]
-        if ignored:
-            one = len(ignored) == 1
-            raise InputError(
-                f"{', '.join(ignored)} {'does' if one else 'do'} not apply with --model "
-                f"(the model fixes its heads, widths, scores and weights); remove {'it' if one else 'them'}"
-            )
-    else:
-        ignored = [BY_DEST[d].option for d in MODEL_ONLY if d in given]
-        if ignored:
-            raise InputError(f"{', '.join(ignored)} applies only with --model; remove it")
-
-
-def check_text(args: argparse.Namespace) -> None:
-    """Refuse text options that are not valid UTF-8 (surrogate-escaped bytes from the command line)."""
-    for dest in TEXT_OPTIONS:
-        value = getattr(args, dest, None)
-        for text in value if isinstance(value, tuple) else [value]:
-            if isinstance(text, str) and any("\udc80" <= c <= "\udcff" for c in text):
-                raise InputError(f"{BY_DEST[dest].option} is not valid UTF-8 text: {ascii(text)}")
-
-
-def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> list[str]:
-    """Refuse options that would be ignored and text that is not valid UTF-8; return notes."""
-    check_text(args)
-    check_applicable(given, args.model is not None)
-    notes = []
-    mask = args.mask or ("model" if args.model is not None else "none")
-    if args.pad_positions and args.model is None and mask != "padding":
-        shown = ",".join(map(str, args.pad_positions))
-        notes.append(f"--pad-positions {shown} ignored: mask '{mask}' does not use them (use --mask padding)")
-    return notes
+JSON_VERSION = 1  # of a RunSpec's JSON ("runspec": 1)
+VALUES = tuple(f for f in FIELDS if f.stored and f.array is None)  # the RunSpec's plain fields, table order
+ARRAY_FIELDS = {f.array: f for f in FIELDS if f.array}  # "embeddings", "cross_embeddings", "mask", "weights"
 
 
 def load_matrix(path: str, what: str) -> np.ndarray:
@@ -211,74 +57,249 @@ def load_matrix(path: str, what: str) -> np.ndarray:
     return read_npy(path, f"{what} file")
 
 
-def _matrix(source, what: str) -> np.ndarray | None:
-    """A file option's matrix: read from its path, or given in memory (a session's array)."""
-    if source is None or isinstance(source, str) and not source:
-        return None
-    return source if isinstance(source, np.ndarray) else load_matrix(source, what)
+def array_name_allowed(name: str) -> bool:
+    return name in ARRAY_FIELDS and name != "weights" or name.startswith("weights/") and len(name) > 8
 
 
-def request_from_args(args: argparse.Namespace) -> AttentionRequest:
-    """The toy engine's request; the file options (``embeddings``, ``cross_embeddings``,
-    ``mask_file``, ``weights``) may also hold their arrays in memory (a dict for ``weights``)."""
-    from .weights import load_weights, weights_from_arrays
+class _RunSpecMethods:
+    """The methods of :class:`RunSpec` (its fields come from the option table)."""
 
-    if args.sentence is None and args.embeddings is None:
-        raise InputError("give --sentence or --embeddings")
-    if args.sentence is not None and args.embeddings is not None:
-        raise InputError("give --sentence or --embeddings, not both")
-    if args.cross_sentence is not None and not args.cross_sentence.strip():
-        raise InputError("the second sentence (--cross-sentence) is empty: type at least one word")
-    if args.cross_sentence is not None and args.cross_embeddings is not None:
-        raise InputError("give --cross-sentence or --cross-embeddings, not both")
-    cfg = AttentionConfig(
-        heads=args.heads, d_model=args.d_model, d_k=args.d_k, d_v=args.d_v, d_out=args.d_out,
-        mask=args.mask or "none", pad_positions=tuple(args.pad_positions), score=args.score,
-        pe=args.pe, temperature=args.temperature, seed=args.seed, bias=args.bias,
-        device=args.device, max_tokens=args.max_tokens,
-    ).validate()  # fmt: skip
-    embeddings = _matrix(args.embeddings, "embeddings")
-    cross = _matrix(args.cross_embeddings, "cross embeddings")
-    mask = None
-    if cfg.mask == "custom":
-        mask = _matrix(args.mask_file, "mask")
-        if mask is None:
+    # --- building ----------------------------------------------------------------------------
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, arrays: Mapping[str, np.ndarray] | None = None) -> RunSpec:
+        """The RunSpec of parsed options; their files (``--embeddings``, ``--mask-file``,
+        ``--weights`` …) are read now, unless ``arrays`` gives what they held."""
+        values = {f.dest: getattr(args, f.dest, f.default) for f in VALUES}
+        origins = {}
+        if arrays is None:
+            arrays = {}
+            for name, f in ARRAY_FIELDS.items():
+                path = getattr(args, f.dest, None)
+                if not path:
+                    continue
+                origins[name] = f"{'weights' if name == 'weights' else name.replace('_', ' ')} file {path}"
+                if name == "weights":
+                    from .weights import read_weights_file
+
+                    arrays |= {f"weights/{k}": a for k, a in read_weights_file(path).items()}
+                else:
+                    arrays[name] = load_matrix(path, name.replace("_", " ") if name != "mask" else "mask")
+        return cls(**values, arrays=HeldArrays(arrays), origins=tuple(origins.items()))
+
+    def replace(self, **changes: Any) -> RunSpec:
+        return dataclasses.replace(self, **changes)
+
+    def with_edits(self, edits, difference: bool = False) -> RunSpec:
+        return dataclasses.replace(self, edits=tuple(edits), difference=bool(difference))
+
+    # --- reading it ----------------------------------------------------------------------------
+    @property
+    def uses_model(self) -> bool:
+        return self.model is not None
+
+    def given(self) -> tuple[str, ...]:
+        """The dests this spec sets (values other than the default, arrays it holds), table order."""
+        held = {n.split("/")[0] for n in self.arrays}
+        return tuple(f.dest for f in FIELDS
+                     if (f.array in held if f.array else f.stored and getattr(self, f.dest) != f.default))
+
+    def config(self) -> AttentionConfig:
+        """The toy engine's settings (not validated)."""
+        return AttentionConfig(
+            heads=self.heads, d_model=self.d_model, d_k=self.d_k, d_v=self.d_v, d_out=self.d_out,
+            mask=self.mask or "none", pad_positions=tuple(self.pad_positions), score=self.score, pe=self.pe,
+            temperature=self.temperature, seed=self.seed, bias=self.bias, device=self.device,
+            max_tokens=self.max_tokens,
+        )  # fmt: skip
+
+    def _origin(self, name: str, default: str) -> str:
+        return dict(self.origins).get(name, default)
+
+    # --- the one validator ---------------------------------------------------------------------
+    def validate(self, resolve: bool = True) -> RunSpec:
+        """Refuse (InputError, one line) what ``export`` refuses: text that is not UTF-8, an option
+        that would be ignored (toy-only with a model, model-only without), bad toy settings or
+        arrays, edits that do not fit. ``resolve``: also find the model (on disk) and check a toy
+        run's arrays and edits against its trace (cheap: the n×n stages are lazy). Returns self."""
+        check_text(self)
+        check_applicable(self.given(), self.uses_model)
+        if self.uses_model:
+            if not self.sentence:
+                raise InputError("--model needs --sentence")
+            if self.edits:
+                from .pretrained.edits import check_form
+
+                check_form(self.edits)
+            if resolve:
+                from .pretrained import resolve_model
+
+                resolve_model(self.model)
+            return self
+        request = self.toy_request()
+        if resolve:
+            from .pipeline import run
+
+            trace = run(request)
+            if self.edits:
+                from .edits import check_edit, edit_shapes
+
+                shapes = edit_shapes(trace)
+                for e in self.edits:
+                    check_edit(e, shapes)
+        return self
+
+    def notes(self) -> list[str]:
+        """What the spec holds that changes nothing, said once (e.g. pad positions without the padding mask)."""
+        mask = self.mask or ("model" if self.uses_model else "none")
+        if self.pad_positions and not self.uses_model and mask != "padding":
+            shown = ",".join(map(str, self.pad_positions))
+            return [f"--pad-positions {shown} ignored: mask '{mask}' does not use them (use --mask padding)"]
+        return []
+
+    # --- what each engine takes ----------------------------------------------------------------
+    def toy_request(self) -> AttentionRequest:
+        """The toy engine's input (arrays checked as a file's would be); InputError when invalid."""
+        from .weights import weights_from_arrays
+
+        if self.uses_model:
+            raise InputError("this run traces a pretrained model, not the toy engine")
+        embeddings, cross, mask = (self.arrays.get(n) for n in ("embeddings", "cross_embeddings", "mask"))
+        if self.sentence is None and embeddings is None:
+            raise InputError("give --sentence or --embeddings")
+        if self.sentence is not None and embeddings is not None:
+            raise InputError("give --sentence or --embeddings, not both")
+        if self.cross_sentence is not None and not self.cross_sentence.strip():
+            raise InputError("the second sentence (--cross-sentence) is empty: type at least one word")
+        if self.cross_sentence is not None and cross is not None:
+            raise InputError("give --cross-sentence or --cross-embeddings, not both")
+        cfg = self.config().validate()
+        if cfg.mask != "custom":
+            mask = None
+        elif mask is None:
             raise InputError("--mask custom needs --mask-file M.npy (boolean, True = hidden)")
-        if mask.dtype != bool:
-            where = "the mask" if isinstance(args.mask_file, np.ndarray) else f"mask file {args.mask_file}"
-            raise InputError(f"{where} must hold booleans, got {mask.dtype}")
-    if isinstance(args.weights, dict):  # in memory (a session's): checked as a file's would be
-        weights = weights_from_arrays(args.weights, cfg, "the session's weights")
-    else:
-        weights = load_weights(args.weights, cfg) if args.weights else None
-    return AttentionRequest(
-        config=cfg, sentence=args.sentence, embeddings=embeddings, labels=args.labels,
-        cross_sentence=args.cross_sentence, cross_embeddings=cross, cross_labels=args.cross_labels,
-        weights=weights, custom_mask=mask,
-    )  # fmt: skip
+        elif mask.dtype != bool:
+            raise InputError(f"{self._origin('mask', 'the mask')} must hold booleans, got {mask.dtype}")
+        held = self.arrays.weights()
+        weights = None if held is None else weights_from_arrays(held, cfg, self._origin("weights", "the weights"))
+        return AttentionRequest(
+            config=cfg, sentence=self.sentence, embeddings=embeddings, labels=self.labels,
+            cross_sentence=self.cross_sentence, cross_embeddings=cross, cross_labels=self.cross_labels,
+            weights=weights, custom_mask=mask,
+        )  # fmt: skip
+
+    def load_model(self, progress=None):
+        from .pretrained import load_model
+
+        if not self.sentence:
+            raise InputError("--model needs --sentence")
+        return load_model(self.model, device=self.device, progress=progress, step=self.step)
+
+    def encdec_options(self, model) -> dict:
+        """What ``model.trace`` takes for the target and block (refused for other models)."""
+        from .encdec_cli import encdec_options
+
+        return encdec_options(model, self)
+
+    def model_trace(self, model, edits=None, should_stop=None, layer=None, pad_positions=None):
+        """``model``'s trace of this spec's layer (``edits``: these instead of the spec's)."""
+        return model.trace(
+            self.sentence, self.layer if layer is None else layer, mask=self.mask,
+            pad_positions=self.pad_positions if pad_positions is None else pad_positions,
+            max_tokens=self.max_tokens, edits=self.edits if edits is None else edits, should_stop=should_stop,
+            **self.encdec_options(model),
+        )  # fmt: skip
+
+    def trace(self):
+        """The trace ``main.py export`` writes: the edits applied (never as a difference)."""
+        if self.uses_model:
+            return self.model_trace(self.load_model())
+        from .edits import apply_edits
+        from .pipeline import run
+
+        return apply_edits(self.toy_request(), self.edits) if self.edits else run(self.toy_request())
+
+    def as_traced(self, trace) -> RunSpec:
+        """This spec as ``trace`` shows it: a model's layer (the runner may show the deepest there is)
+        and pad positions as traced, the target and block only for an encoder-decoder."""
+        if not self.uses_model or trace.config.get("source") != "pretrained":
+            return self
+        changes = {"layer": trace.meta.get("layer", self.layer)}
+        if not trace.config.get("encoder_decoder"):
+            changes |= {"cross_sentence": None, "block": None}
+        return dataclasses.replace(self, **changes)
+
+    # --- JSON ----------------------------------------------------------------------------------
+    def to_json(self, prefix: str = "") -> dict:
+        """``{"runspec": 1, "options": {dest: value (not the defaults)}, "arrays": {name: member},
+        "edits": [EDIT, ...], "difference": bool}``; the arrays themselves are ``self.arrays``,
+        stored as ``<prefix><name>.npy`` members."""
+        options = {f.dest: f.to_json(getattr(self, f.dest)) for f in VALUES if getattr(self, f.dest) != f.default}
+        return {"runspec": JSON_VERSION, "options": options,
+                "arrays": {name: f"{prefix}{name}.npy" for name in self.arrays},
+                "edits": [e.to_json() for e in self.edits], "difference": self.difference}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, doc, arrays: Mapping[str, np.ndarray] | None = None, what: str = "run") -> RunSpec:
+        """The RunSpec of :meth:`to_json`'s dict, with ``arrays`` read from its members
+        (:func:`array_members`); InputError naming the first problem. Not validated."""
+        if not isinstance(doc, dict):
+            raise InputError(f"'{what}' must be an object")
+        version = doc.get("runspec")
+        if type(version) is not int or version < 1:
+            raise InputError(f"'{what}' has no runspec version")
+        if version > JSON_VERSION:
+            raise InputError(f"'{what}' is a newer runspec (version {version}); this one reads {JSON_VERSION}")
+        options = doc.get("options", {})
+        if not isinstance(options, dict):
+            raise InputError(f"'{what}.options' must be an object")
+        values = {}
+        for dest, value in options.items():
+            f = BY_DEST.get(dest)
+            if f is None or f not in VALUES:
+                raise InputError(f"unknown option {dest!r} in {what}")
+            values[dest] = f.from_json(value)
+        array_members(doc, what)
+        edits = doc.get("edits") or []
+        if not isinstance(edits, list):
+            raise InputError(f"'{what}.edits' must be a list")
+        difference = doc.get("difference", False)
+        from .edits import Edit  # torch: the window's state imports this module without it
+
+        if not isinstance(difference, bool):
+            raise InputError(f"{what} difference must be true or false, got {difference!r}")
+        return cls(**values, arrays=HeldArrays(arrays or {}), edits=tuple(Edit.from_json(e) for e in edits),
+                   difference=difference)  # fmt: skip
 
 
-def model_from_args(args: argparse.Namespace):
-    from .pretrained import load_model
-
-    if not args.sentence:
-        raise InputError("--model needs --sentence")
-    return load_model(args.model, device=args.device, step=getattr(args, "step", None))
-
-
-def model_trace_from_args(model, args: argparse.Namespace, edits=()):
-    from .encdec_cli import encdec_options
-
-    return model.trace(
-        args.sentence, args.layer, mask=args.mask, pad_positions=args.pad_positions, max_tokens=args.max_tokens,
-        edits=edits, **encdec_options(model, args),
-    )
+def array_members(doc: dict, what: str = "run") -> dict[str, str]:
+    """``{array name: member}`` of a RunSpec's JSON (or of an older session's run), names checked."""
+    names = doc.get("arrays") or {}
+    if not isinstance(names, dict) or not all(isinstance(v, str) for v in names.values()):
+        raise InputError(f"'{what}.arrays' must map names to members")
+    for name in names:
+        if not array_name_allowed(name):
+            raise InputError(f"unknown array {name!r} in {what}")
+    return names
 
 
-def input_trace(args: argparse.Namespace):
-    """The trace of parsed input options (no session): a model's layer or the toy engine."""
-    if args.model is not None:
-        return model_trace_from_args(model_from_args(args), args)
-    from .pipeline import run
+def _fields() -> list:
+    rows = [(f.dest, Any, dataclasses.field(default=f.default)) for f in VALUES]
+    return rows + [
+        # embeddings, cross_embeddings, mask, weights/W_q …
+        ("arrays", HeldArrays, dataclasses.field(default=HeldArrays())),
+        ("edits", tuple, dataclasses.field(default=())),  # what-if edits (models/edits.py)
+        ("difference", bool, dataclasses.field(default=False)),  # shown as edited − original
+        # Policy, not part of the result (never stored, not compared): a model's layer and pad positions
+        # used as given (refused when there is no such layer or token). The window's own inputs are
+        # adjusted instead (a layer kept from a deeper model shows the deepest there is).
+        ("exact", bool, dataclasses.field(default=True, compare=False)),
+        # Where arrays came from, for messages: (("weights", "weights file w.npz"), ...)
+        ("origins", tuple, dataclasses.field(default=(), compare=False, repr=False)),
+    ]
 
-    return run(request_from_args(args))
+
+RunSpec = dataclasses.make_dataclass("RunSpec", _fields(), bases=(_RunSpecMethods,), frozen=True)
+RunSpec.__module__ = __name__
+RunSpec.__doc__ = """ONE frozen description of what to compute; its fields are :data:`VALUES` (one per
+row of ``FIELDS``), then ``arrays``, ``edits``, ``difference`` (see the module's docstring)."""
+

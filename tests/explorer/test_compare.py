@@ -104,7 +104,8 @@ def test_unpin_closes_the_panel_and_stops_comparing(make_window, settle):
 
 
 def test_beyond_the_token_limit_it_says_so():
-    trace = pipeline.run(dataclasses.replace(SMALL, sentence=" ".join(["a"] * (MAX_COMPARE_TOKENS + 1))).request())
+    long = dataclasses.replace(SMALL, sentence=" ".join(["a"] * (MAX_COMPARE_TOKENS + 1)))
+    trace = pipeline.run(long.to_runspec().toy_request())
     shown = compare(trace, trace, "weights", 0)
     assert shown.delta is None and str(MAX_COMPARE_TOKENS) in shown.message
 

@@ -138,11 +138,11 @@ def test_the_block_survives_a_restart_and_a_bad_one_is_dropped():
     assert inputs_from_dict({"block": "middle"}).block == "cross"
 
 
-def test_a_pinned_runs_request_keeps_the_target_and_block_of_an_encoder_decoder_only(t5_folder):
-    from explorer.pretrained_runner import PretrainedRequest
-    from explorer.request_run import run_from_request
+def test_a_saved_runspec_keeps_the_target_and_block_of_an_encoder_decoder_only(t5_folder):
+    from explorer.session_io import spec_to_save
+    from models.runspec import RunSpec
 
-    run, _, _ = run_from_request(PretrainedRequest(str(t5_folder), 1, SOURCE, cross_sentence=TARGET, block="encoder"))
-    assert run.options["--cross-sentence"] == TARGET and run.options["--block"] == "encoder"
-    run, _, _ = run_from_request(PretrainedRequest("minilm", 1, "a b", cross_sentence="c d", block="cross"))
-    assert "--cross-sentence" not in run.options and "--block" not in run.options
+    run = spec_to_save(RunSpec(model=str(t5_folder), layer=1, sentence=SOURCE, cross_sentence=TARGET, block="encoder"))
+    assert (run.cross_sentence, run.block) == (TARGET, "encoder")
+    run = spec_to_save(RunSpec(model="minilm", layer=1, sentence="a b", cross_sentence="c d", block="cross"))
+    assert (run.cross_sentence, run.block) == (None, None) and run.validate(resolve=False) is run

@@ -72,7 +72,7 @@ def test_an_edit_of_q_recomputes_every_later_stage(make_window, settle, monkeypa
     original = _arrays(window.state.display.trace)
     _edit_q(window, monkeypatch)
     settle(window)
-    request = SMALL.request()
+    request = SMALL.to_runspec().toy_request()
     expected = apply_edits(request, [Edit("q", (1, 2, 3), 5.0)])
     shown = window.state.display.trace
     assert shown["q"].array[1, 2, 3] == 5.0
@@ -106,7 +106,7 @@ def test_difference_view_shows_edited_minus_original_and_names_the_largest_chang
     settle(window)
     window.state.set_stage("weights")
     settle(window)
-    request = SMALL.request()
+    request = SMALL.to_runspec().toy_request()
     a = pipeline.run(request)["weights"].array
     b = apply_edits(request, [Edit("q", (1, 2, 3), 5.0)])["weights"].array
     shown = window.state.display.trace["weights"]

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from models import pipeline
-from models.cli import build_parser, request_from_args
+from models.cli import build_parser
+from models.runspec import RunSpec
 
 
 @pytest.fixture
@@ -14,7 +15,8 @@ def window(make_window):
 
 
 def _export_weights(argv):
-    return pipeline.run(request_from_args(build_parser().parse_args([*argv, "--out", "x"])))["weights"].array
+    spec = RunSpec.from_args(build_parser().parse_args([*argv, "--out", "x"]))
+    return pipeline.run(spec.toy_request())["weights"].array
 
 
 def _unchanged(window, settle, before, inputs):

@@ -8,8 +8,10 @@ from explorer.app import run_app
 from explorer.session_io import inputs_from_session, session_from_inputs
 from explorer.state import Inputs
 from models.edits import Edit
+from models.held_arrays import HeldArrays
 from models.pipeline import materialize, run
-from models.session import Run, Session, load_session, save_session
+from models.runspec import RunSpec
+from models.session import Session, load_session, save_session
 
 TOY = Inputs(sentence="The cat sat on the mat.", heads=4, d_model=8, d_k=3, mask="padding", pad_positions=(1, 3),
              score="additive", pe=True, temperature=0.5, seed=7, cross_enabled=True,
@@ -21,7 +23,7 @@ def test_window_inputs_round_trip_through_a_session_and_compute_the_same_numbers
     shown = inputs_from_session(load_session(path))
     assert shown.inputs == TOY and (shown.stage, shown.head, shown.query) == ("weights", 2, 1)
     assert shown.not_applied == ()
-    window = materialize(run(TOY.request()))
+    window = materialize(run(TOY.to_runspec().toy_request()))
     exported = materialize(load_session(path).trace())  # what export --session computes
     assert window.names == exported.names
     for name in window.names:
@@ -37,9 +39,9 @@ def test_a_model_session_maps_to_the_model_inputs():
 
 def test_the_window_shows_everything_but_the_export_only_options():
     mask = np.eye(2, dtype=bool)
-    session = Session(Run({"--sentence": "a b", "--mask": "custom", "--bias": True, "--d-out": 6, "--device": "cpu"},
-                          {"mask": mask}), edits=(Edit("q", (0, 0, 0), 1.0),),
-                      pinned=Run({"--sentence": "a", "--max-tokens": 9}))  # fmt: skip
+    session = Session(RunSpec(sentence="a b", mask="custom", bias=True, d_out=6, device="cpu",
+                              arrays=HeldArrays({"mask": mask}), edits=(Edit("q", (0, 0, 0), 1.0),)),
+                      pinned=RunSpec(sentence="a", max_tokens=9))  # fmt: skip
     shown = inputs_from_session(session)
     assert shown.not_applied == ("--device cpu", "pinned --max-tokens 9")
     assert (shown.inputs.mask, shown.inputs.bias, shown.inputs.d_out) == ("custom", True, 6)
@@ -59,12 +61,12 @@ def test_screenshot_saves_its_session_and_session_reopens_it(qtbot, tmp_path, ca
     assert run_app([*argv, "--screenshot", str(shot), "--save-session", str(saved)]) == 0
     session = load_session(saved)
     assert (session.stage, session.head) == ("masked", 1)  # --head and sessions: both 0-based
-    assert session.run.options["--mask"] == "causal" and session.run.options["--heads"] == 2
+    assert session.run.mask == "causal" and session.run.heads == 2
     again = tmp_path / "b.zip"
     argv = ["--session", str(saved), "--screenshot", str(tmp_path / "b.png"), "--save-session", str(again)]
     assert run_app(argv) == 0
     back = load_session(again)
-    assert (back.run.options, back.stage, back.head) == (session.run.options, session.stage, session.head)
+    assert (back.run, back.stage, back.head) == (session.run, session.stage, session.head)
 
 
 def test_bad_session_or_save_without_screenshot_exit_2(tmp_path, capsys):
@@ -77,22 +79,19 @@ def test_bad_session_or_save_without_screenshot_exit_2(tmp_path, capsys):
     assert not (tmp_path / "x.png").exists() and not (tmp_path / "s.zip").exists()
 
 
-def test_a_request_with_arrays_becomes_a_run_with_the_same_numbers():
-    from explorer.edited_runner import EditedRequest
-    from explorer.held_arrays import HeldArrays
-    from explorer.request_run import run_from_request
-
+def test_inputs_with_arrays_make_a_runspec_with_the_same_numbers():
     rng = np.random.default_rng(8)
     held = HeldArrays({"embeddings": rng.standard_normal((4, 6)), "cross_embeddings": rng.standard_normal((3, 6)),
                        **{f"weights/{k}": rng.standard_normal((2, 6, 3)) for k in ("W_q", "W_k", "W_v")}})  # fmt: skip
     inputs = Inputs(heads=2, d_model=6, d_out=5, bias=True, score="additive", mask="custom", cross_enabled=True,
                     painted_mask=((True, False, False, False),) * 3, labels=tuple("abcd"), held=held)  # fmt: skip
     edits = (Edit("v", (1, 0, 2), 9.0),)
-    saved, back_edits, difference = run_from_request(EditedRequest(inputs.request(), edits))
-    assert back_edits == edits and not difference and saved.options["--labels"] == list("abcd")
-    original = materialize(run(inputs.request()))
-    again = materialize(saved.trace())
+    saved = inputs.to_runspec().with_edits(edits)
+    assert saved.edits == edits and not saved.difference and saved.labels == tuple("abcd")
+    original = materialize(run(inputs.to_runspec().toy_request()))
+    again = materialize(saved.replace(edits=()).trace())
     for name in original.names:
         np.testing.assert_array_equal(original[name].array, again[name].array, err_msg=name)
-    restored = inputs_from_session(Session(saved)).inputs
-    assert restored.request().custom_mask.tolist() == [[True, False, False, False]] * 3
+    shown = inputs_from_session(Session(saved))
+    assert shown.edits == edits and shown.inputs.to_runspec() == saved.replace(edits=())
+    assert shown.inputs.to_runspec().toy_request().custom_mask.tolist() == [[True, False, False, False]] * 3

@@ -9,10 +9,11 @@ import numpy as np
 from trace_arrays import assert_same_arrays, stage_arrays
 
 from explorer.app import run_app
-from explorer.held_arrays import HeldArrays
 from explorer.state import Inputs
 from models import pipeline
-from models.cli import build_parser, request_from_args
+from models.cli import build_parser
+from models.held_arrays import HeldArrays
+from models.runspec import RunSpec
 from models.session import load_session
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
@@ -47,16 +48,17 @@ def test_files_opened_from_the_menu_come_back_from_memory(make_window, settle, t
     window.state.set_stage("weights")
     window.state.set_query(1)
     expected = stage_arrays(window.state.display.trace)
-    assert_same_arrays(pipeline.run(request_from_args(build_parser().parse_args(
+    assert_same_arrays(pipeline.run(RunSpec.from_args(build_parser().parse_args(
         ["--embeddings", str(x), "--labels", ",".join(LABELS), "--weights", str(w), "--mask", "custom",
-         "--mask-file", str(m), "--heads", "2", "--d-model", "12", "--d-out", "5", "--bias", "--out", "o"]))),
+         "--mask-file", str(m), "--heads", "2", "--d-model", "12", "--d-out", "5", "--bias", "--out", "o"]))
+        .toy_request()),
         expected)  # fmt: skip
     path = tmp_path / "s.zip"
     assert window.sessions.save_session(str(path))
     saved = load_session(path)
     assert sorted(saved.run.arrays) == ["embeddings", "mask", "weights/W_k", "weights/W_q", "weights/W_v",
                                         "weights/b_q"]  # fmt: skip
-    assert saved.run.options["--labels"] == list(LABELS) and "--sentence" not in saved.run.options
+    assert saved.run.labels == LABELS and saved.run.sentence is None
     _delete(x, w, m)
 
     other = make_window(dataclasses.replace(SMALL, cross_enabled=True, d_k=2))
@@ -75,7 +77,7 @@ def test_files_opened_from_the_menu_come_back_from_memory(make_window, settle, t
 
     assert other.sessions.save_session(str(tmp_path / "again.zip"))  # from memory: the same session
     again = load_session(tmp_path / "again.zip")
-    assert again.run.options == saved.run.options and sorted(again.run.arrays) == sorted(saved.run.arrays)
+    assert again.run == saved.run and sorted(again.run.arrays) == sorted(saved.run.arrays)
     for key, array in saved.run.arrays.items():
         assert again.run.arrays[key].dtype == array.dtype and np.array_equal(again.run.arrays[key], array), key
 
@@ -106,14 +108,15 @@ def test_command_line_files_round_trip_through_save_session_and_session(tmp_path
     argv = ["--embeddings", str(x), "--labels", ",".join(LABELS), "--weights", str(w), "--mask", "custom",
             "--mask-file", str(m), "--heads", "2", "--d-model", "12", "--d-out", "5", "--bias", "--stage", "output"]
     assert run_app([*argv, "--screenshot", str(tmp_path / "a.png"), "--save-session", str(first)]) == 0
-    expected = stage_arrays(pipeline.run(request_from_args(build_parser().parse_args([*argv[:-2], "--out", "o"]))))
+    spec = RunSpec.from_args(build_parser().parse_args([*argv[:-2], "--out", "o"]))
+    expected = stage_arrays(pipeline.run(spec.toy_request()))
     _delete(x, w, m)
     capsys.readouterr()
     argv = ["--session", str(first), "--screenshot", str(tmp_path / "b.png"), "--save-session", str(second)]
     assert run_app(argv) == 0
     assert "note:" not in capsys.readouterr().err
     a, b = load_session(first), load_session(second)
-    assert (a.run.options, a.stage) == (b.run.options, b.stage) and a.run.options["--d-out"] == 5
+    assert (a.run, a.stage) == (b.run, b.stage) and a.run.d_out == 5
     assert sorted(a.run.arrays) == sorted(b.run.arrays) and "weights/b_q" in a.run.arrays
     for key, array in a.run.arrays.items():
         assert np.array_equal(b.run.arrays[key], array), key

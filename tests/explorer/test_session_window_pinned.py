@@ -13,6 +13,7 @@ from explorer.app import run_app
 from explorer.state import Inputs
 from models.edits import Edit
 from models.pretrained import list_models
+from models.runspec import RunSpec
 from models.session import load_session
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
@@ -56,7 +57,7 @@ def test_a_pinned_toy_run_comes_back_beside_the_current_one(make_window, qtbot, 
     pinned, current = stage_arrays(window.compare.pinned.trace), stage_arrays(window.state.display.trace)
     delta, heading = shown_comparison(window).delta.copy(), window.compare.view.heading.text()
     _save(window, tmp_path / "s.zip", monkeypatch)
-    assert json.loads(zipfile.ZipFile(tmp_path / "s.zip").read("session.json"))["version"] == 1
+    assert json.loads(zipfile.ZipFile(tmp_path / "s.zip").read("session.json"))["version"] == 3
 
     other = _reopen(make_window, qtbot, settle, tmp_path / "s.zip", monkeypatch)
     assert other.state.inputs == window.state.inputs
@@ -82,8 +83,8 @@ def test_a_pinned_run_with_edits_and_the_difference_view(make_window, qtbot, set
     pinned, current = stage_arrays(window.compare.pinned.trace), stage_arrays(window.state.display.trace)
     _save(window, tmp_path / "s.zip", monkeypatch)
     session = load_session(tmp_path / "s.zip")
-    assert session.pinned_edits == (Edit("q", (0, 1, 2), 4.0),) and session.pinned_difference
-    assert json.loads(zipfile.ZipFile(tmp_path / "s.zip").read("session.json"))["version"] == 2
+    assert session.pinned.edits == (Edit("q", (0, 1, 2), 4.0),) and session.pinned.difference
+    assert json.loads(zipfile.ZipFile(tmp_path / "s.zip").read("session.json"))["version"] == 3
 
     other = _reopen(make_window, qtbot, settle, tmp_path / "s.zip", monkeypatch)
     assert other.compare.pinned.trace.meta.get("difference")
@@ -113,8 +114,7 @@ def test_a_pinned_model_layer_comes_back(make_window, qtbot, settle, tmp_path, m
     pinned, current = stage_arrays(window.compare.pinned.trace), stage_arrays(window.state.display.trace)
     delta = shown_comparison(window).delta.copy()
     _save(window, tmp_path / "s.zip", monkeypatch)
-    assert load_session(tmp_path / "s.zip").pinned.options == {"--model": "minilm", "--layer": 0,
-                                                               "--sentence": model.sentence}  # fmt: skip
+    assert load_session(tmp_path / "s.zip").pinned == RunSpec(model="minilm", layer=0, sentence=model.sentence)
     other = _reopen(make_window, qtbot, settle, tmp_path / "s.zip", monkeypatch)
     assert (other.state.inputs.model, other.state.inputs.layer, other.state.inputs.model_mask) == \
         ("minilm", 2, "causal")  # fmt: skip
@@ -138,9 +138,8 @@ def test_main_session_re_pins_and_saves_the_same_session(tmp_path, monkeypatch, 
     assert run_app(argv) == 0
     assert "does not show" not in capsys.readouterr().err
     back = load_session(again)
-    assert (back.run.options, back.stage, back.head, back.query, back.edits) == \
-        (saved.run.options, saved.stage, saved.head, saved.query, saved.edits)  # fmt: skip
-    assert back.pinned is not None and back.pinned.options == saved.pinned.options
+    assert (back.run, back.stage, back.head, back.query) == (saved.run, saved.stage, saved.head, saved.query)
+    assert back.pinned is not None and back.pinned == saved.pinned
     for key, array in saved.run.arrays.items():
         assert np.array_equal(back.run.arrays[key], array), key
 
@@ -155,6 +154,6 @@ def test_a_pinned_model_layer_keeps_its_edits(make_window, qtbot, settle, tmp_pa
     _pinned_then(window, settle, layer=3)
     pinned = stage_arrays(window.compare.pinned.trace)
     _save(window, tmp_path / "s.zip", monkeypatch)
-    assert load_session(tmp_path / "s.zip").pinned_edits == (Edit("q", (0, 2, 3), 5.0),)
+    assert load_session(tmp_path / "s.zip").pinned.edits == (Edit("q", (0, 2, 3), 5.0),)
     other = _reopen(make_window, qtbot, settle, tmp_path / "s.zip", monkeypatch, inputs=model)
     assert_same_arrays(other.compare.pinned.trace, pinned)

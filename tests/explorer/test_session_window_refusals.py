@@ -10,7 +10,9 @@ import pytest
 
 from explorer.state import Inputs
 from models.edits import Edit
-from models.session import Run, Session, save_session
+from models.held_arrays import HeldArrays
+from models.runspec import RunSpec
+from models.session import Session, load_session, save_session
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
 
@@ -30,8 +32,8 @@ def _rewrite_json(path, change):
 def busy_window(make_window, settle, tmp_path):
     """A window with a session's arrays in memory, an edit, a pinned run and a chosen view."""
     rng = np.random.default_rng(3)
-    save_session(tmp_path / "start.zip", Session(Run({"--heads": 2, "--d-model": 6},
-                                                     {"embeddings": rng.standard_normal((4, 6))})))  # fmt: skip
+    save_session(tmp_path / "start.zip", Session(RunSpec(
+        heads=2, d_model=6, arrays=HeldArrays({"embeddings": rng.standard_normal((4, 6))}))))  # fmt: skip
     window = make_window()
     assert window.sessions.open_session(str(tmp_path / "start.zip"))
     settle(window)
@@ -40,6 +42,7 @@ def busy_window(make_window, settle, tmp_path):
     settle(window)
     window.state.set_stage("scores")
     window.state.set_head(1)
+    settle(window)  # the new grid built: what follows starts from a settled window
     return window
 
 
@@ -49,37 +52,37 @@ def _snapshot(window):
 
 
 @pytest.mark.parametrize("damage, words", [
-    ("newer", "written by a newer version (format 3); this one reads format 2"),
+    ("newer", "written by a newer version (format 4); this one reads format 3"),
     ("corrupt", "corrupt or truncated"),
     ("truncated", "corrupt or truncated"),
     ("missing-model", "no model 'surely-not-a-model'"),
     ("missing-pinned-model", "no model 'surely-not-a-model'"),
     ("bad-pinned-edit", "outside its shape"),
-    ("bad-difference", "view difference must be true or false"),
+    ("bad-difference", "run difference must be true or false"),
     ("missing", "file not found"),
 ])  # fmt: skip
 def test_a_bad_session_changes_nothing(busy_window, settle, qtbot, tmp_path, damage, words):
     window = busy_window
     before = _snapshot(window)
     path = tmp_path / "bad.zip"
-    good = Session(Run({"--sentence": "a b c"}), pinned=Run({"--sentence": "a b"}))
+    good = Session(RunSpec(sentence="a b c"), pinned=RunSpec(sentence="a b"))
     save_session(path, good)
     if damage == "newer":
-        _rewrite_json(path, lambda d: d.update(version=3))
+        _rewrite_json(path, lambda d: d.update(version=4))
     elif damage == "corrupt":
         path.write_bytes(b"PK\x03\x04" + os.urandom(200))
     elif damage == "truncated":
         path.write_bytes(path.read_bytes()[:-40])
     elif damage == "missing-model":
-        save_session(path, Session(Run({"--model": "surely-not-a-model", "--sentence": "a"})))
+        save_session(path, Session(RunSpec(model="surely-not-a-model", sentence="a")))
     elif damage == "missing-pinned-model":
-        save_session(path, Session(Run({"--sentence": "a"}), pinned=Run({"--model": "surely-not-a-model",
-                                                                          "--sentence": "a"})))  # fmt: skip
+        save_session(path, Session(RunSpec(sentence="a"), pinned=RunSpec(model="surely-not-a-model",
+                                                                          sentence="a")))  # fmt: skip
     elif damage == "bad-pinned-edit":
-        save_session(path, Session(Run({"--sentence": "a"}), pinned=Run({"--sentence": "a b"}),
-                                   pinned_edits=(Edit("q", (0, 9, 0), 1.0),)))  # fmt: skip
+        pinned = RunSpec(sentence="a b", edits=(Edit("q", (0, 9, 0), 1.0),))
+        save_session(path, Session(RunSpec(sentence="a"), pinned=pinned))
     elif damage == "bad-difference":
-        _rewrite_json(path, lambda d: d["view"].update(difference="yes"))
+        _rewrite_json(path, lambda d: d["run"].update(difference="yes"))
     elif damage == "missing":
         path.unlink()
     assert not window.sessions.open_session(str(path))
@@ -106,15 +109,21 @@ def test_a_failed_save_keeps_the_old_file_whole(busy_window, tmp_path, monkeypat
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "settings.ini") == ["s.zip", "start.zip"]
 
 
-def test_an_unreadable_file_of_the_window_gives_one_line_when_saving(make_window, settle, tmp_path):
+def test_a_file_gone_since_it_was_shown_is_saved_from_the_shown_run(make_window, settle, tmp_path):
+    """Saving reads the RunSpec of the run on screen (its arrays read when it was computed), not the
+    files again: a file deleted since still saves what is shown. Before a first result the inputs'
+    own RunSpec is saved, and a file gone then gives one line."""
     np.save(tmp_path / "x.npy", np.ones((3, 8), np.float32))
     window = make_window()
     window.state.update_inputs(embeddings_file=str(tmp_path / "x.npy"))
     settle(window)
     (tmp_path / "x.npy").unlink()  # gone since it was opened
-    assert not window.sessions.save_session(str(tmp_path / "s.zip"))
+    assert window.sessions.save_session(str(tmp_path / "s.zip"))
+    assert load_session(tmp_path / "s.zip").run == window.state.display.request
+    window.state.display = None  # as before the first result
+    assert not window.sessions.save_session(str(tmp_path / "t.zip"))
     assert "embeddings file not found" in window.status_line.text()
-    assert not (tmp_path / "s.zip").exists()
+    assert not (tmp_path / "t.zip").exists()
 
 
 def test_a_session_whose_model_edit_falls_outside_the_layer_leaves_the_window_as_it_was(busy_window, settle,
@@ -126,8 +135,8 @@ def test_a_session_whose_model_edit_falls_outside_the_layer_leaves_the_window_as
     before = _snapshot(window)
     arrays = {s.name: s.array.copy() for s in window.state.display.trace.stages}
     path = tmp_path / "edit.zip"
-    save_session(path, Session(Run({"--model": "minilm", "--layer": 1, "--sentence": "The cat sat."}),
-                               edits=(Edit("q", (0, 99, 0), 1.0),)))  # fmt: skip
+    save_session(path, Session(RunSpec(model="minilm", layer=1, sentence="The cat sat.",
+                                       edits=(Edit("q", (0, 99, 0), 1.0),))))  # fmt: skip
     assert window.sessions.open_session(str(path))  # read well: the edit's bounds are not known yet
     settle(window, timeout=30_000)
     text = window.status_line.plain_text()

@@ -20,7 +20,7 @@ state.stage_changed.connect(lambda name: events.append(("stage", name)))
 state.trace_changed.connect(lambda display: events.append(("trace", display.generation)))
 state.update_inputs(mask="causal")
 request = state.request()
-state.show_trace(DisplayTrace(1, run(request), request=request))
+state.show_trace(DisplayTrace(1, run(request.toy_request()), request=request))
 state.step(-1)
 state.set_head(1)
 assert events == [("inputs", "causal"), ("trace", 1), ("stage", "masked")], events

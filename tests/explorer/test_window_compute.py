@@ -13,7 +13,7 @@ from models.pipeline import run
 def assert_view_matches_engine(window):
     """The matrices on screen are the engine's for the current inputs, values and colours."""
     state, view = window.state, window.matrix_view
-    expected = run(state.inputs.request())
+    expected = run(state.inputs.to_runspec().toy_request())
     stage = expected[state.stage_name]
     heads = range(stage.heads) if state.head == ALL_HEADS else [state.head]
     view.flush()  # a new grid's images come a turn later

@@ -15,7 +15,8 @@ from explorer.persistence import INPUTS_KEY, open_settings, read_inputs
 from explorer.state import Inputs
 from explorer.window import MainWindow
 from models.cli import export_main
-from models.session import Run, Session, save_session
+from models.runspec import RunSpec
+from models.session import Session, save_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
 from test_pretrained_loader import D, gpt2_tensors, write_tiny_gpt2  # noqa: E402
@@ -34,12 +35,12 @@ def _window_messages(window) -> str:
 
 @pytest.mark.parametrize(
     "options, words",
-    [({"--layer": 40}, "layer 40 is out of range: minilm has 6 layers (0..5)"),
-     ({"--mask": "padding", "--pad-positions": [9]}, "pad position 9 is outside the 5 tokens")],
+    [({"layer": 40}, "layer 40 is out of range: minilm has 6 layers (0..5)"),
+     ({"mask": "padding", "pad_positions": (9,)}, "pad position 9 is outside the 5 tokens")],
 )  # fmt: skip
 def test_a_model_session_the_export_refuses_is_refused_by_the_window_with_its_line(
         qtbot, make_window, settle, tmp_path, capsys, options, words):  # fmt: skip
-    path = save_session(tmp_path / "s.zip", Session(Run({"--model": "minilm", "--sentence": SENTENCE, **options})))
+    path = save_session(tmp_path / "s.zip", Session(RunSpec(model="minilm", sentence=SENTENCE, **options)))
     line = _export_line(capsys, path, tmp_path)
     assert words in line
     window = make_window()
@@ -51,7 +52,7 @@ def test_a_model_session_the_export_refuses_is_refused_by_the_window_with_its_li
 
 
 def test_a_session_seed_of_2_to_the_40_opens_as_export_takes_it(qtbot, make_window, settle, tmp_path):
-    path = save_session(tmp_path / "s.zip", Session(Run({"--sentence": SENTENCE, "--seed": 2**40})))
+    path = save_session(tmp_path / "s.zip", Session(RunSpec(sentence=SENTENCE, seed=2**40)))
     assert export_main(["--session", str(path), "--out", str(tmp_path / "out")]) == 0
     window = make_window()
     window.sessions.open_session(str(path))

@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt
 import explorer.pretrained_runner as pretrained_runner
 import explorer.worker as worker_module
 import models.pretrained.loader as loader
-from explorer.pretrained_runner import PretrainedRequest
 from explorer.worker import ComputeWorker
+from models.runspec import RunSpec
 
 
 def test_a_model_is_read_only_once_the_gui_has_finished_its_turn(qtbot, monkeypatch):
@@ -23,7 +23,7 @@ def test_a_model_is_read_only_once_the_gui_has_finished_its_turn(qtbot, monkeypa
     worker = ComputeWorker()
     worker.start()
     try:
-        request = PretrainedRequest(model="minilm", layer=0, sentence="The cat sat.")
+        request = RunSpec(model="minilm", layer=0, sentence="The cat sat.")
         generation = worker.submit(request, focus_stage="weights")
         qtbot.wait(300)
         assert started == []  # waiting for the GUI

@@ -154,9 +154,10 @@ def test_session_atlas_key_round_trips_and_is_checked(tmp_path):
 
     from models.cli import build_parser
     from models.config import InputError
-    from models.session import Run, Session, load_session, save_session
+    from models.runspec import RunSpec
+    from models.session import Session, load_session, save_session
 
-    run = Run.from_args(build_parser().parse_args(["--sentence", "a b", "--out", str(tmp_path / "x")]))
+    run = RunSpec.from_args(build_parser().parse_args(["--sentence", "a b", "--out", str(tmp_path / "x")]))
     good = {"corpus": "/data/texts.txt", "sha256": "ab" * 32}
     save_session(tmp_path / "s.zip", Session(run, atlas=good))
     assert load_session(tmp_path / "s.zip").atlas == good

@@ -18,8 +18,10 @@ from hypothesis import strategies as st
 
 from models.attention_file import open_attention
 from models.config import InputError
+from models.held_arrays import HeldArrays
 from models.io import load_array, parse_json
-from models.session import Run, Session, load_session, save_session
+from models.runspec import RunSpec
+from models.session import Session, load_session, save_session
 
 EXAMPLES = 150
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -142,8 +144,8 @@ def test_fuzz_attention_files_and_folders(tmp_path, shape, dtype, tokens, manife
 
 @pytest.fixture(scope="module")
 def good_session(tmp_path_factory) -> bytes:
-    run = Run({"--sentence": "the cat sat", "--heads": 2, "--d-model": 8, "--mask": "custom"},
-              {"mask": np.eye(3, dtype=bool)})  # fmt: skip
+    run = RunSpec(sentence="the cat sat", heads=2, d_model=8, mask="custom",
+                  arrays=HeldArrays({"mask": np.eye(3, dtype=bool)}))  # fmt: skip
     path = save_session(tmp_path_factory.mktemp("s") / "s.zip", Session(run, "weights", 1, 2))
     return path.read_bytes()
 

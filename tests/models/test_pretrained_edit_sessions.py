@@ -12,7 +12,8 @@ from models.config import InputError
 from models.edits import Edit, hide_key
 from models.export import read_trace_files
 from models.pretrained import list_models, load_model
-from models.session import Run, Session, load_session, save_session
+from models.runspec import RunSpec
+from models.session import Session, load_session, save_session
 
 EDITS = (Edit("q", (1, 2, 3), 5.0), Edit("scores", (0, 4, 1), 7.0), hide_key(5, 0))
 
@@ -29,10 +30,10 @@ def test_export_session_reproduces_the_edits_of_a_model_run(tmp_path, llama, whi
     name = str(llama) if which == "llama" else "minilm"
     if which == "minilm" and not any(e.name == "minilm" for e in list_models()):
         pytest.skip("minilm is not installed")
-    run = Run({"--model": name, "--sentence": SENTENCE, "--layer": 1})
-    path = save_session(tmp_path / "s.zip", Session(run, stage="weights", edits=EDITS))
+    run = RunSpec(model=name, sentence=SENTENCE, layer=1)
+    path = save_session(tmp_path / "s.zip", Session(run.with_edits(EDITS), stage="weights"))
     back = load_session(path)
-    assert back.edits == EDITS
+    assert back.run.edits == EDITS
     expected = load_model(name, device="cpu").trace(SENTENCE, 1, edits=EDITS)
     assert main(["export", "--session", str(path), "--out", str(tmp_path / "out")]) == 0
     _, arrays = read_trace_files(tmp_path / "out")
@@ -45,8 +46,8 @@ def test_export_session_reproduces_the_edits_of_a_model_run(tmp_path, llama, whi
 
 
 def test_an_edit_outside_the_layer_is_refused_by_export_session_in_one_line(tmp_path, llama, capsys):
-    run = Run({"--model": str(llama), "--sentence": SENTENCE, "--layer": 1})
-    path = save_session(tmp_path / "s.zip", Session(run, edits=(Edit("k", (2, 0, 0), 1.0),)))  # 2 kv heads
+    run = RunSpec(model=str(llama), sentence=SENTENCE, layer=1)
+    path = save_session(tmp_path / "s.zip", Session(run.with_edits((Edit("k", (2, 0, 0), 1.0),))))  # 2 kv heads
     assert main(["export", "--session", str(path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.strip() == "error: edit of k: cell [2, 0, 0] is outside its shape [2, 13, 8]"
@@ -62,8 +63,8 @@ def test_an_edit_outside_the_layer_is_refused_by_export_session_in_one_line(tmp_
     ],
 )
 def test_a_malformed_model_edit_is_refused_when_the_session_is_read(tmp_path, llama, edit, message):
-    run = Run({"--model": str(llama), "--sentence": SENTENCE})
-    path = save_session(tmp_path / "s.zip", Session(run, edits=(edit,)))
+    run = RunSpec(model=str(llama), sentence=SENTENCE)
+    path = save_session(tmp_path / "s.zip", Session(run.with_edits((edit,))))
     with pytest.raises(InputError) as info:
         load_session(path)
     assert message in str(info.value) and "\n" not in str(info.value)

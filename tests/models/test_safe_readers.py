@@ -18,8 +18,10 @@ import models.memory as memory
 from models.attention_file import open_attention
 from models.cli import export_main
 from models.config import InputError
+from models.held_arrays import HeldArrays
 from models.io import load_array, parse_json, read_json, read_npy, read_npz
-from models.session import Run, Session, load_session, save_session
+from models.runspec import RunSpec
+from models.session import Session, load_session, save_session
 from models.weights import load_weights
 
 
@@ -152,7 +154,8 @@ def test_a_session_matrix_with_more_rows_than_tokens_is_refused_from_its_header(
 
 
 def _session_members(tmp_path) -> list[tuple[str, bytes]]:
-    path = save_session(tmp_path / "good.zip", Session(Run({"--sentence": "a b c"}, {"mask": np.zeros((3, 3), bool)})))
+    spec = RunSpec(sentence="a b c", arrays=HeldArrays({"mask": np.zeros((3, 3), bool)}))
+    path = save_session(tmp_path / "good.zip", Session(spec))
     with zipfile.ZipFile(path) as zf:
         return [(n, zf.read(n)) for n in zf.namelist()]
 

@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 
 from main import main
-from models.cli import build_parser, request_from_args
+from models.cli import build_parser
 from models.config import InputError
 from models.edits import Edit, hide_key
 from models.export import read_trace_files
+from models.held_arrays import HeldArrays
 from models.pipeline import materialize, run
-from models.session import Run, Session, load_session, save_session
+from models.runspec import RunSpec
+from models.session import Session, load_session, save_session
 
 SENTENCE = "the cat sat on the mat"
 
@@ -47,37 +49,38 @@ def _same_trace(a, b):
 
 def test_save_then_load_gives_the_same_request_view_and_bit_identical_arrays(tmp_path):
     argv = _files(tmp_path)
-    run_ = Run.from_args(_args(argv))
-    session = Session(run_, stage="masked", head=1, query=3, edits=(Edit("q", (1, 2, 0), 2.5), hide_key(4, 0)),
-                      pinned=Run({"--sentence": SENTENCE, "--heads": 4, "--mask": "causal"}))  # fmt: skip
+    run_ = RunSpec.from_args(_args(argv)).with_edits((Edit("q", (1, 2, 0), 2.5), hide_key(4, 0)))
+    session = Session(run_, stage="masked", head=1, query=3, pinned=RunSpec(sentence=SENTENCE, heads=4, mask="causal"))
     path = save_session(tmp_path / "s.zip", session)
     back = load_session(path)
-    assert (back.stage, back.head, back.query, back.edits) == ("masked", 1, 3, session.edits)
-    assert back.run.options == json.loads(json.dumps(run_.options))
+    assert (back.stage, back.head, back.query, back.run.edits) == ("masked", 1, 3, run_.edits)
+    assert back.run == run_ and back.run.to_json() == run_.to_json()  # options, edits and arrays, by value
     for key, array in run_.arrays.items():
         assert back.run.arrays[key].dtype == array.dtype
         np.testing.assert_array_equal(back.run.arrays[key], array)
-    assert back.pinned.options["--heads"] == 4
-    cli = request_from_args(_args(argv))
-    _same_trace(materialize(run(back.request())), materialize(run(cli)))
+    assert back.pinned.heads == 4
+    cli = RunSpec.from_args(_args(argv)).toy_request()
+    _same_trace(materialize(run(back.run.toy_request())), materialize(run(cli)))
     edited = materialize(back.trace())
     assert edited["q"].array[1, 2, 0] == np.float32(2.5) and (edited["weights"].array[:, 4, 0] == 0).all()
     with zipfile.ZipFile(path) as zf:  # readable without this tool
         doc = json.loads(zf.read("session.json"))
-        assert doc["format"] == "attention-explorer-session" and doc["version"] == 1
+        assert doc["format"] == "attention-explorer-session" and doc["version"] == 3
+        assert doc["run"]["options"]["labels"] == list("abcde") and doc["run"]["options"]["d_v"] == 3
+        np.load(zf.open(doc["run"]["arrays"]["mask"]), allow_pickle=False)
         np.load(zf.open(doc["run"]["arrays"]["mask"]), allow_pickle=False)
 
 
 def test_saving_is_atomic_follows_the_umask_and_replaces_the_old_file_whole(tmp_path, monkeypatch):
     path = tmp_path / "s.zip"
-    save_session(path, Session(Run({"--sentence": "a b"})))
+    save_session(path, Session(RunSpec(sentence="a b")))
     old = os.umask(0o027)
     try:
-        save_session(path, Session(Run({"--sentence": SENTENCE})))
+        save_session(path, Session(RunSpec(sentence=SENTENCE)))
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
-    assert load_session(path).run.options == {"--sentence": SENTENCE}
+    assert load_session(path).run == RunSpec(sentence=SENTENCE)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zip"]  # no temporary file left
 
     class Boom(Exception):
@@ -93,16 +96,16 @@ def test_saving_is_atomic_follows_the_umask_and_replaces_the_old_file_whole(tmp_
         return real(self, name, data, *a, **k)
 
     monkeypatch.setattr(zipfile.ZipFile, "writestr", interrupted)
-    big = Run({"--sentence": "x"}, {"embeddings": np.zeros((3, 16), np.float32)})
+    big = RunSpec(sentence="x", arrays=HeldArrays({"embeddings": np.zeros((3, 16), np.float32)}))
     with pytest.raises(Boom):
         save_session(path, Session(big))
-    assert load_session(path).run.options == {"--sentence": SENTENCE}  # the old file, whole
+    assert load_session(path).run == RunSpec(sentence=SENTENCE)  # the old file, whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.zip"]
 
 
 def test_export_session_writes_the_same_files_as_export_with_the_same_arguments(tmp_path, capsys):
     argv = _files(tmp_path)
-    session = save_session(tmp_path / "s.zip", Session(Run.from_args(_args(argv))))
+    session = save_session(tmp_path / "s.zip", Session(RunSpec.from_args(_args(argv))))
     assert main(["export", *argv, "--out", str(tmp_path / "a")]) == 0
     assert main(["export", "--session", str(session), "--out", str(tmp_path / "b")]) == 0
     man_a, arrays_a = read_trace_files(tmp_path / "a")
@@ -115,14 +118,14 @@ def test_export_session_writes_the_same_files_as_export_with_the_same_arguments(
 
 def test_export_session_applies_the_edits(tmp_path):
     edits = (Edit("k", (0, 1, 1), 3.0),)
-    session = save_session(tmp_path / "s.zip", Session(Run({"--sentence": SENTENCE}), edits=edits))
+    session = save_session(tmp_path / "s.zip", Session(RunSpec(sentence=SENTENCE, edits=edits)))
     assert main(["export", "--session", str(session), "--out", str(tmp_path / "b")]) == 0
     _, arrays = read_trace_files(tmp_path / "b")
     assert arrays["k"][0, 1, 1] == 3.0
 
 
 def test_export_session_refuses_input_options_beside_it(tmp_path, capsys):
-    session = save_session(tmp_path / "s.zip", Session(Run({"--sentence": SENTENCE})))
+    session = save_session(tmp_path / "s.zip", Session(RunSpec(sentence=SENTENCE)))
     assert main(["export", "--session", str(session), "--heads", "4", "--out", str(tmp_path / "b")]) == 2
     assert capsys.readouterr().err.strip() == "error: --session holds the inputs; remove --heads"
     assert not (tmp_path / "b").exists()
@@ -142,7 +145,7 @@ def _rewrite(path, change, raw: bytes | None = None):
 @pytest.mark.parametrize(
     "damage, words",
     [
-        ("newer", "written by a newer version (format 3); this one reads format 2"),
+        ("newer", "written by a newer version (format 4); this one reads format 3"),
         ("truncated", "corrupt or truncated"),
         ("garbage", "corrupt or truncated"),
         ("no-json", "no session.json inside"),
@@ -152,8 +155,8 @@ def _rewrite(path, change, raw: bytes | None = None):
         ("embeddings-shape", "embeddings has 7 columns but d_model is 8"),
         ("no-model", "no model 'surely-not-a-model'"),
         ("model-and-heads", "--heads does not apply with --model"),
-        ("bad-option", "unknown option '--nonsense'"),
-        ("bad-value", "argument --heads: invalid int value"),
+        ("bad-option", "unknown option 'nonsense' in run"),
+        ("bad-value", "option heads must be an integer, got 'two'"),
         ("edit-outside", "outside its shape"),
         ("not-json", "not valid JSON"),
         ("missing", "file not found"),
@@ -161,10 +164,10 @@ def _rewrite(path, change, raw: bytes | None = None):
 )
 def test_every_bad_session_is_refused_with_one_line(tmp_path, damage, words):
     argv = _files(tmp_path)
-    path = save_session(tmp_path / "s.zip", Session(Run.from_args(_args(argv))))
+    path = save_session(tmp_path / "s.zip", Session(RunSpec.from_args(_args(argv))))
     rng = np.random.default_rng(1)
     if damage == "newer":
-        _rewrite(path, lambda d, m: d.update(version=3))
+        _rewrite(path, lambda d, m: d.update(version=4))
     elif damage == "truncated":
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     elif damage == "garbage":
@@ -187,15 +190,15 @@ def test_every_bad_session_is_refused_with_one_line(tmp_path, damage, words):
     elif damage == "embeddings-shape":
         _rewrite(path, lambda d, m: m.update({"run/embeddings.npy": _npy(rng.standard_normal((5, 7)))}))
     elif damage == "no-model":
-        path = save_session(path, Session(Run({"--sentence": "a", "--model": "surely-not-a-model"})))
+        path = save_session(path, Session(RunSpec(sentence="a", model="surely-not-a-model")))
     elif damage == "model-and-heads":
-        path = save_session(path, Session(Run({"--sentence": "a", "--model": "minilm", "--heads": 4})))
+        path = save_session(path, Session(RunSpec(sentence="a", model="minilm", heads=4)))
     elif damage == "bad-option":
-        _rewrite(path, lambda d, m: d["run"]["options"].update({"--nonsense": 1}))
+        _rewrite(path, lambda d, m: d["run"]["options"].update({"nonsense": 1}))
     elif damage == "bad-value":
-        _rewrite(path, lambda d, m: d["run"]["options"].update({"--heads": "two"}))
+        _rewrite(path, lambda d, m: d["run"]["options"].update({"heads": "two"}))
     elif damage == "edit-outside":
-        _rewrite(path, lambda d, m: d.update(edits=[{"stage": "q", "cell": [2, 0, 0], "value": 1.0}]))
+        _rewrite(path, lambda d, m: d["run"].update(edits=[{"stage": "q", "cell": [2, 0, 0], "value": 1.0}]))
     elif damage == "not-json":
         _rewrite(path, lambda d, m: None, raw=b"{nope")
     elif damage == "missing":

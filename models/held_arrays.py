@@ -1,10 +1,10 @@
-"""Arrays the window holds in memory instead of a file on disk: what a session brought (its
-embeddings, cross embeddings and weights), so that reopening one writes nothing to the user's disk.
+"""The arrays of a :class:`models.runspec.RunSpec` (what its file options held), kept in memory:
+what a session brought, so that reopening one writes nothing to the user's disk.
 
 :class:`HeldArrays` is immutable and compares by value (dtype, shape and bytes), so that it can sit
-in the frozen :class:`explorer.state.Inputs` and ``Inputs == Inputs`` still means "the same
-computation". Names are a session's (models/session.py): ``embeddings``, ``cross_embeddings``,
-``weights/W_q`` …
+in the frozen RunSpec (and the window's ``Inputs``) and ``spec == spec`` still means "the same
+computation". Names are a session's members (models/session.py): ``embeddings``,
+``cross_embeddings``, ``mask``, ``weights/W_q`` …
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-ROLES = ("embeddings", "cross_embeddings", "weights")  # what Inputs can take from memory
+ROLES = ("embeddings", "cross_embeddings", "weights")  # what the window's Inputs can take from memory
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
