@@ -14,9 +14,9 @@ from torch import Tensor
 
 from models.checks import config_float, config_str, short
 from models.config import InputError
+from models.pretrained.architecture import Architecture
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
-    Architecture,
     AttentionParams,
     Weights,
     activation,

@@ -22,9 +22,9 @@ from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
+from models.pretrained.architecture import Architecture
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
-    Architecture,
     AttentionParams,
     Weights,
     activation,

@@ -12,18 +12,9 @@ from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
+from models.pretrained.architecture import Architecture, context_length
 from models.pretrained.checkpoint import LayerStore
-from models.pretrained.common import (
-    Architecture,
-    AttentionParams,
-    Weights,
-    activation,
-    attention,
-    config_int,
-    context_length,
-    layer_norm,
-    linear,
-)
+from models.pretrained.common import AttentionParams, Weights, activation, attention, config_int, layer_norm, linear
 
 
 class GPT2(Architecture):

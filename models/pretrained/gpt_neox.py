@@ -13,18 +13,9 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
+from models.pretrained.architecture import Architecture, context_length
 from models.pretrained.checkpoint import LayerStore
-from models.pretrained.common import (
-    Architecture,
-    AttentionParams,
-    Weights,
-    activation,
-    attention,
-    config_int,
-    context_length,
-    layer_norm,
-    linear,
-)
+from models.pretrained.common import AttentionParams, Weights, activation, attention, config_int, layer_norm, linear
 from models.pretrained.rope import Rotary, rope_inv_freq, rotary_dim
 
 

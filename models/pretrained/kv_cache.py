@@ -5,7 +5,7 @@ passes it to :func:`models.pretrained.common.attention`; there only the new toke
 (after qk-norm and rotation at their own positions), joined to the cached keys and values, and
 attended causally (plus the layer's sliding window). Every family that runs its attention through
 that one function gets generation for free; it only has to size its rotary table by
-:func:`~models.pretrained.common.context_length` and place learned positions by ``embed_at``.
+:func:`~models.pretrained.architecture.context_length` and place learned positions by ``embed_at``.
 
 The steps are those of :class:`~models.pretrained.common.AttentionParams`, written out explicitly
 (no fused kernel) so that the new rows' weights are kept: the explorer shows them.

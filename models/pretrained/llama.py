@@ -17,16 +17,15 @@ from torch import Tensor
 
 from models.checks import config_float, config_str, short
 from models.config import InputError
+from models.pretrained.architecture import Architecture, context_length
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
-    Architecture,
     AttentionParams,
     HeadNorm,
     Weights,
     activation,
     attention,
     config_int,
-    context_length,
     linear,
     rms_norm,
 )

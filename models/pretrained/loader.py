@@ -20,11 +20,11 @@ import torch
 from models.config import DEVICES, InputError
 from models.device import pick_device
 from models.memory import check_memory, estimate_pretrained_load, estimate_tensors_read
+from models.pretrained.architecture import Architecture
 from models.pretrained.bart import Bart, Marian
 from models.pretrained.bert import Bert, DistilBert, Roberta, XLMRoberta
 from models.pretrained.checkpoint import LAYER_CACHE_BYTES, Checkpoint, Weights
 from models.pretrained.cohere import Cohere
-from models.pretrained.common import Architecture
 from models.pretrained.encdec import EncoderDecoder
 from models.pretrained.encdec_model import EncoderDecoderModel
 from models.pretrained.falcon import Falcon

@@ -21,7 +21,8 @@ from models import attention as att
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
 from models.finite import check_recorded
 from models.memory import check_memory, estimate_pretrained_peak
-from models.pretrained.common import MASK_MODES, Architecture, attention, hidden_mask, project_qkv
+from models.pretrained.architecture import Architecture
+from models.pretrained.common import MASK_MODES, attention, hidden_mask, project_qkv
 from models.pretrained.edits import LayerEdits, layer_shapes
 from models.pretrained.stages import build_trace
 from models.pretrained.tokenizer import Encoded, ModelTokenizer

@@ -14,9 +14,9 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
+from models.pretrained.architecture import Architecture
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
-    Architecture,
     AttentionParams,
     HeadLayerNorm,
     Weights,
