@@ -15,6 +15,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QSpinBox, QWidget
 from superqt.utils import signals_blocked
 
+from models.step_names import step_of_folder
+
 TOY = ""  # the model string of the toy engine
 OPEN_FOLDER = "\x00open-folder"  # the data of the "Open folder…" item (never a model string)
 TIP = Qt.ItemDataRole.ToolTipRole
@@ -82,13 +84,26 @@ class ModelChooser(QGroupBox):
 
     # --- the list of models ----------------------------------------------------------------
     def add_folder(self, folder: str) -> int:
-        """The item of a model folder, added above the separator when new."""
+        """The item of a model folder, added above the separator when new. A training step's
+        folder (``RUN/checkpoints/step-N``) reads "RUN · step N" and takes the place of another
+        step of the same run (the timeline's slider visits forty: the list keeps one)."""
         index = self.combo.findData(folder)
-        if index < 0:
-            index = self.combo.count() - 2  # above the separator and "Open folder…"
-            with signals_blocked(self.combo):
-                self.combo.insertItem(index, f"{Path(folder).name}  (folder)", folder)
-                self.combo.setItemData(index, folder, TIP)
+        if index >= 0:
+            return index
+        label = f"{Path(folder).name}  (folder)"
+        step = step_of_folder(folder)
+        if step is not None:
+            run, number = step
+            label = f"{run.name} · step {number}  (folder)"
+            for i in range(self.combo.count() - 1, -1, -1):
+                other = step_of_folder(self.combo.itemData(i)) if isinstance(self.combo.itemData(i), str) else None
+                if other is not None and other[0] == run and self.combo.itemText(i).endswith("(folder)"):
+                    with signals_blocked(self.combo):
+                        self.combo.removeItem(i)
+        index = self.combo.count() - 2  # above the separator and "Open folder…"
+        with signals_blocked(self.combo):
+            self.combo.insertItem(index, label, folder)
+            self.combo.setItemData(index, folder, TIP)
         return index
 
     def remove_folder(self, folder: str) -> None:

@@ -16,8 +16,7 @@ import re
 from pathlib import Path
 
 from models.config import InputError
-
-STEP_FOLDER = re.compile(r"^step-?(\d+)$")
+from models.step_names import STEP_FOLDER
 
 
 def checkpoint_steps(folder: Path) -> dict[int, Path]:

@@ -64,3 +64,19 @@ def test_a_step_folder_opens_its_history_and_a_model_without_one_says_why(qtbot,
     assert timeline.timeline.folder == run
     with pytest.raises(InputError, match="no training steps"):
         build_timeline(str(run / "checkpoints" / "step-000000"), "ab", history=False)
+
+
+def test_the_model_list_names_the_step_and_keeps_one_item_per_run(qtbot, make_window, settle, run):
+    """The slider visits a folder per step: the model list reads "RUN · step N" and keeps one item
+    for the run (it grew by one "step-00000N (folder)" item per step visited)."""
+    window = make_window(dataclasses.replace(SMALL, model=str(run), sentence="abcdabcd"))
+    timeline = window.open_timeline()
+    qtbot.addWidget(timeline)
+    settle(window)
+    before = len(window.model_chooser.models())
+    for index in range(len(timeline.timeline.steps)):
+        timeline.slider.setValue(index)
+    settle(window)
+    assert len(window.model_chooser.models()) == before
+    combo = window.model_chooser.combo
+    assert combo.currentText() == f"{run.name} · step {timeline.timeline.steps[-1]}  (folder)"

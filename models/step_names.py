@@ -1,0 +1,16 @@
+"""The names of training-step folders and revisions (``step-N``, ``stepN``): no torch, so the
+window's widgets can label a step's folder without importing the engine."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+STEP_FOLDER = re.compile(r"^step-?(\d+)$")
+
+
+def step_of_folder(folder: str | Path) -> tuple[Path, int] | None:
+    """``(the run's folder, step)`` for a ``RUN/checkpoints/step-N`` folder, else None."""
+    p = Path(folder)
+    m = STEP_FOLDER.match(p.name)
+    return (p.parent.parent, int(m.group(1))) if m and p.parent.name == "checkpoints" else None
