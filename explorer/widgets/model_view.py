@@ -125,6 +125,18 @@ class ModelView(QWidget):
         self.mosaic.updateImage(self._pixels)
         self.painted_layers += 1
 
+    def set_layers(self, indices: np.ndarray) -> None:
+        """Paint every layer at once from ready ``indices (layers, h, t_q, t_k)``: one image update."""
+        t_q, t_k = self.tile
+        if indices.shape != (self.layers, self.heads, t_q, t_k):
+            raise ValueError(f"thumbnails {indices.shape}, expected {(self.layers, self.heads, t_q, t_k)}")
+        mosaic = np.full((self.layers, t_q + GAP, self.heads, t_k + GAP), EMPTY_INDEX, np.uint8)
+        mosaic[:, :t_q, :, :t_k] = indices.transpose(0, 2, 1, 3)  # (layer, row, head, col)
+        rows, cols = self._pixels.shape  # the last layer and head have no gap after them
+        self._pixels[...] = mosaic.reshape(self.layers * (t_q + GAP), -1)[:rows, :cols]
+        self.mosaic.updateImage(self._pixels)
+        self.painted_layers = self.layers
+
     def set_metrics(self, metrics: dict[str, np.ndarray]) -> None:
         """Metrics ``{name: (layers, heads)}``: fill the combo box and colour the heat table."""
         self.metrics = metrics
