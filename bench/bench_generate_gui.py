@@ -35,10 +35,10 @@ TIMEOUT_MS = 10_000
 
 def settle(app, panel) -> None:
     """Let every posted event, frame and paint run."""
-    jobs = getattr(panel, "jobs", None)
+    wait = getattr(panel, "wait_until_shown", None)  # (not in the first version of the panel)
     for _ in range(5):
-        if jobs is not None:
-            jobs.wait_until_idle()
+        if wait is not None:
+            wait()
         app.processEvents()
         time.sleep(0.01)
 

@@ -17,9 +17,10 @@ model name, never the window.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -47,6 +48,7 @@ from .widgets.generated_matrix import GeneratedMatrix
 from .widgets.lens_map import LensMap
 from .widgets.model_view import ModelView
 from .widgets.topk_bars import TopKBars
+from .widgets.turns import NextTurn
 
 ModelSource = Callable[[str], object]
 
@@ -70,6 +72,8 @@ class GeneratePanel(QWidget):
         self.model_source = model_source
         self.worker = GenerateWorker(self)
         self.jobs = ReadJobs(self)  # each step's frame, computed off the GUI thread
+        self.frame: StepFrame | None = None  # the step painted last
+        self.paint_rest = NextTurn(self, self._paint_rest)
         self.view: GenerationView | None = None
         self.step = 0
         self.model_edit = QLineEdit(model_name)
@@ -251,21 +255,42 @@ class GeneratePanel(QWidget):
                       lambda frame: frame is not None and view is self.view and self.paint_step(frame))  # fmt: skip
 
     def paint_step(self, frame: StepFrame) -> None:
-        """Paint a ready frame: images, marks and texts only (nothing computed, nothing laid out)."""
-        view = self.view
+        """Paint a ready frame: images, marks and texts only (nothing computed, nothing laid out),
+        in two turns of the event loop, each with its own paint, so input is handled in between:
+        the model view and the chosen head now, the bars and the lens in the next turn."""
+        self.frame = frame
         self.step_label.setText(frame.text)
         self.model_view.set_layers(frame.thumbs)  # the mosaic keeps its shape: rows fill in as p grows
-        self.matrix.show_step(frame.matrix, frame.matrix_top, view.attention[frame.layer, frame.head], frame.position,
-                              frame.matrix_title, frame.sink_out)  # fmt: skip
+        head = self.view.attention[frame.layer, frame.head]
+        self.matrix.show_step(frame.matrix, frame.matrix_top, head, frame.position, frame.matrix_title, frame.sink_out)
         self.matrix.set_sink(frame.head_sink, frame.mean_sink, frame.position)
+        self.paint_rest.request()  # a newer frame before it runs: the rest of the newest is painted
+
+    def _paint_rest(self) -> None:
+        frame, view = self.frame, self.view
+        if frame is None or view is None:
+            return
         self.bars.set_bars(frame.bar_tokens, frame.bar_probs, frame.bar_chosen, frame.chosen_token, frame.chosen_prob,
                            "Next token" if view.causal else "Predicted at the mask token")  # fmt: skip
         self.lens.set_position(frame.position)
         self.shown.emit(frame.step)
 
+    def is_settled(self) -> bool:
+        """True when the step asked last is on screen (its frame computed and painted)."""
+        return self.jobs.idle and not self.paint_rest.pending
+
+    def wait_until_shown(self, timeout: float = 10.0) -> bool:
+        """Process events until :meth:`is_settled` (tests, screenshots), as ReadJobs.wait_until_idle."""
+        deadline = time.monotonic() + timeout
+        while not self.is_settled() and time.monotonic() < deadline:
+            QCoreApplication.processEvents()
+            time.sleep(0.001)
+        return self.is_settled()
+
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.worker.stop()
         self.jobs.shutdown()
+        self.paint_rest.cancel()
         super().closeEvent(event)
 
 
@@ -297,7 +322,7 @@ def generate_screenshot(model: str, prompt: str, new_tokens: int, out, step: int
     QApplication.processEvents()
     if step is not None and window.panel.view is not None:
         window.panel.slider.setValue(step)
-    window.panel.jobs.wait_until_idle()
+    window.panel.wait_until_shown()
     QApplication.processEvents()
     message = window.panel.status.text()
     ok = window.panel.view is not None and window.grab().save(str(out), "PNG")

@@ -69,7 +69,7 @@ def test_each_step_shows_the_generation(qtbot, panel, decoder):
     assert f"position {p}" in panel.step_label.text()
     # a head chosen in the model view is the one drawn in full
     panel.choose_head(2, 3)
-    assert panel.jobs.wait_until_idle()
+    assert panel.wait_until_shown()
     np.testing.assert_array_equal(panel.matrix.matrix, gen.attention()[2, 3])
     hover = panel.lens.describe(1, p)
     assert hover.startswith(f"L1, position {p}") and "top-5" in hover
@@ -207,7 +207,7 @@ def test_an_encoder_shows_its_mask_predictions(qtbot, tmp_path):
     np.testing.assert_array_equal(view.attention, result.attention)
     assert [view.position(s) for s in range(2)] == [3, 6]  # [CLS] the cat [MASK] on the [MASK] [SEP]
     panel.slider.setValue(0)
-    assert panel.jobs.wait_until_idle()
+    assert panel.wait_until_shown()
     assert "mask token 1 of 2" in panel.step_label.text() and panel.bars.chosen_row is None
     assert panel.bars.labels[0].startswith(result.masks[0].top_tokens[0])
     assert (view.step_thumbnails(0, True, False) != 255).all()  # an encoder shows every row

@@ -40,7 +40,7 @@ def panel(qtbot, decoder):
     p.show()
     p.generate(now=True)
     assert p.view is not None, p.status.text()
-    assert p.jobs.wait_until_idle()
+    assert p.wait_until_shown()
     yield p
     p.worker.stop()
     p.jobs.shutdown()
@@ -83,7 +83,7 @@ def test_a_held_arrow_key_paints_only_the_latest_step(qtbot, panel):
     panel.shown.connect(painted.append)
     for step in (5, 4, 3, 2, 1):  # asked faster than the read thread answers
         panel.slider.setValue(step)
-    assert panel.jobs.wait_until_idle()
+    assert panel.wait_until_shown()
     assert painted and painted[-1] == 1 and panel.step == 1
     assert painted == sorted(painted, reverse=True)  # an older step is never painted after a newer one
 
@@ -105,7 +105,7 @@ def test_a_step_sets_no_labels_ranges_or_titles(qtbot, panel, monkeypatch):
             panel.slider.setValue(step)
     assert {what: len(seen) for what, seen in spies.items()} == dict.fromkeys(spies, 0)
     panel.choose_head(1, 2)  # another head: its title and its sink line, still no labels or range
-    assert panel.jobs.wait_until_idle()
+    assert panel.wait_until_shown()
     assert [len(spies[k]) for k in ("matrix title", "sink lines", "matrix labels", "matrix range")] == [1, 1, 0, 0]
     assert spies["matrix title"][0][0] == "L1 H2"
 
