@@ -166,3 +166,23 @@ def test_model_view_set_layers_equals_each_layer_set_alone(qtbot):
     assert all_at_once.painted_layers == 3
     with pytest.raises(ValueError):
         all_at_once.set_layers(indices[:2])
+
+
+def test_the_bars_and_lens_are_painted_in_a_later_turn_than_the_head(qtbot, panel, monkeypatch):
+    # Two shorter turns rather than one long one: input (a key, the mouse) is handled in between.
+    order = []
+    for name, obj, method in (("head", panel.matrix, "show_step"), ("bars", panel.bars, "set_bars"),
+                              ("lens", panel.lens, "set_position")):  # fmt: skip
+        original = getattr(obj, method)
+        monkeypatch.setattr(obj, method, lambda *a, _o=original, _n=name, **k: (order.append(_n), _o(*a, **k))[1])
+    original_paint = panel.paint_step
+
+    def paint_step(frame):
+        original_paint(frame)
+        order.append("turn ends")
+
+    monkeypatch.setattr(panel, "paint_step", paint_step)
+    panel.slider.setValue(3)
+    assert panel.wait_until_shown()
+    assert order == ["head", "turn ends", "bars", "lens"]
+    assert panel.bars.labels[0].startswith(panel.view.gen.steps[3].top_tokens[0])
