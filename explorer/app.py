@@ -226,7 +226,8 @@ def run_app(argv: Sequence[str]) -> int:
             return _fail("--generate needs --model (a decoder)")
         if args.screenshot:
             return generate_screenshot(args.model, args.generate, args.new_tokens, args.screenshot)
-        return open_generate_window(app, args.model, args.generate, args.new_tokens)
+        # shown: as the main window, start-up objects frozen out of collections (no ~90 ms walk while stepping)
+        return open_generate_window(app, args.model, args.generate, args.new_tokens, freeze_startup_objects)
     if args.atlas and args.screenshot:  # issue 22: the atlas window alone
         from .atlas_window import atlas_screenshot
 

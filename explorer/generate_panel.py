@@ -9,15 +9,18 @@ At step s (slider, ← / →) the panel shows position ``p = prompt_length - 1 +
 - the logit lens (layers × positions), column p outlined; hover: the top-5 at that layer.
 
 "Scale without token 0" leaves the first key out of the colour scale (explorer/sink_scale.py).
-Generation runs on :class:`GenerateWorker`; the panel is handed a model source (a callable name ->
-model, e.g. the window's model cache) and a model name, never the window.
+A step's frame (every image as uint8, the texts) is computed on the read thread (explorer.jobs) from
+the GenerationView; the GUI thread only paints it. Generation runs on :class:`GenerateWorker`; the
+panel is handed a model source (a callable name -> model, e.g. the window's model cache) and a
+model name, never the window.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -27,6 +30,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMainWindow,
     QPushButton,
+    QSizePolicy,
     QSlider,
     QSpinBox,
     QSplitter,
@@ -38,11 +42,13 @@ from models.config import InputError
 from models.generate import GenerateSettings
 
 from .generate_worker import GenerateWorker
-from .generation_view import GenerationView
+from .generation_view import GenerationView, StepFrame
+from .jobs import ReadJobs
 from .widgets.generated_matrix import GeneratedMatrix
 from .widgets.lens_map import LensMap
 from .widgets.model_view import ModelView
 from .widgets.topk_bars import TopKBars
+from .widgets.turns import NextTurn
 
 ModelSource = Callable[[str], object]
 
@@ -65,6 +71,9 @@ class GeneratePanel(QWidget):
         super().__init__(parent)
         self.model_source = model_source
         self.worker = GenerateWorker(self)
+        self.jobs = ReadJobs(self)  # each step's frame, computed off the GUI thread
+        self.frame: StepFrame | None = None  # the step painted last
+        self.paint_rest = NextTurn(self, self._paint_rest)
         self.view: GenerationView | None = None
         self.step = 0
         self.model_edit = QLineEdit(model_name)
@@ -94,12 +103,13 @@ class GeneratePanel(QWidget):
         self.slider.setEnabled(False)
         self.step_label = QLabel(" ")
         self.step_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.step_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # no relayout
         self.layer_box = _spin(0, 0, 0, "The layer of the head shown in full")
         self.head_box = _spin(0, 0, 0, "The head shown in full")
         self.sink_box = QCheckBox("Scale without token 0")
         self.sink_box.setToolTip("Leave the first key out of the colour scale (heads that park weight on the "
                                  "first token stop flattening the maps); hover still reads exact values")  # fmt: skip
-        self.model_view = ModelView()
+        self.model_view = ModelView(follow_view_size=False)  # generation_view makes THUMB-sized thumbnails
         self.matrix = GeneratedMatrix()
         self.bars = TopKBars()
         self.lens = LensMap()
@@ -218,6 +228,7 @@ class GeneratePanel(QWidget):
         self.model_view.set_metrics(view.metrics)
         self.lens.set_lens(g.lens_prob, view.lens_labels(), view.tokens, g.prompt_length,
                            "the next token" if view.causal else "the last layer's top token")  # fmt: skip
+        self.matrix.set_sequence(view.tokens, g.prompt_length, view.causal)
         self.slider.blockSignals(True)
         self.slider.setRange(0, view.steps - 1)
         self.slider.setValue(view.steps - 1)
@@ -232,35 +243,54 @@ class GeneratePanel(QWidget):
         self.head_box.setValue(head)
 
     def show_step(self, step: int) -> None:
+        """Show ``step``: its frame is computed on the read thread (explorer.jobs, the latest ask
+        wins, so a held arrow key never queues up paints) and painted here when it comes."""
         view = self.view
         if view is None:
             return
         self.step = step = max(0, min(step, view.steps - 1))
-        g = view.gen
-        p = view.position(step)
-        s = g.steps[step]
-        chosen = "" if s.chosen is None else f" → chose {g.token_names.get(s.chosen, '?')!r}"
-        kind = "prompt's last token" if step == 0 else f"generated token {step}"
-        if not view.causal:
-            kind = f"mask token {step + 1} of {view.steps}:"
-        self.step_label.setText(f"step {step} / {view.steps - 1}: position {p}, {kind} {view.tokens[p]!r}{chosen}")
-        thumbs = view.step_thumbnails(step, self.model_view.fit_box.isChecked(), self.sink_box.isChecked())
-        for layer in range(g.num_layers):  # the mosaic keeps its shape: rows fill in as p grows
-            self.model_view.set_layer(layer, indices=thumbs[layer])
+        fit, sink = self.model_view.fit_box.isChecked(), self.sink_box.isChecked()
         layer, head = self.layer_box.value(), self.head_box.value()
-        title = f"L{layer} H{head} up to position {p}" if view.causal else f"L{layer} H{head}, row {p} outlined"
-        self.matrix.set_matrix(view.attention[layer, head], view.tokens, g.prompt_length, p, title,
-                               self.sink_box.isChecked(), None if view.causal else g.n - 1)  # fmt: skip
-        self.matrix.set_sink(view.sink[:, layer, head], view.sink[:, layer].mean(-1), p)
-        row = s.top_ids.index(s.chosen) if s.chosen in s.top_ids else None
-        what = f"Next token after position {p}" if view.causal else f"Predicted at position {p}"
-        self.bars.set_bars(s.top_tokens, s.top_probs, row, g.token_names.get(s.chosen, "?") if s.chosen is not None
-                           else "", s.chosen_prob, what)  # fmt: skip
-        self.lens.set_position(p)
-        self.shown.emit(step)
+        self.jobs.ask("step", lambda: view.frame(step, fit, sink, layer, head),
+                      lambda frame: frame is not None and view is self.view and self.paint_step(frame))  # fmt: skip
+
+    def paint_step(self, frame: StepFrame) -> None:
+        """Paint a ready frame: images, marks and texts only (nothing computed, nothing laid out),
+        in two turns of the event loop, each with its own paint, so input is handled in between:
+        the model view and the chosen head now, the bars and the lens in the next turn."""
+        self.frame = frame
+        self.step_label.setText(frame.text)
+        self.model_view.set_layers(frame.thumbs)  # the mosaic keeps its shape: rows fill in as p grows
+        head = self.view.attention[frame.layer, frame.head]
+        self.matrix.show_step(frame.matrix, frame.matrix_top, head, frame.position, frame.matrix_title, frame.sink_out)
+        self.matrix.set_sink(frame.head_sink, frame.mean_sink, frame.position)
+        self.paint_rest.request()  # a newer frame before it runs: the rest of the newest is painted
+
+    def _paint_rest(self) -> None:
+        frame, view = self.frame, self.view
+        if frame is None or view is None:
+            return
+        self.bars.set_bars(frame.bar_tokens, frame.bar_probs, frame.bar_chosen, frame.chosen_token, frame.chosen_prob,
+                           "Next token" if view.causal else "Predicted at the mask token")  # fmt: skip
+        self.lens.set_position(frame.position)
+        self.shown.emit(frame.step)
+
+    def is_settled(self) -> bool:
+        """True when the step asked last is on screen (its frame computed and painted)."""
+        return self.jobs.idle and not self.paint_rest.pending
+
+    def wait_until_shown(self, timeout: float = 10.0) -> bool:
+        """Process events until :meth:`is_settled` (tests, screenshots), as ReadJobs.wait_until_idle."""
+        deadline = time.monotonic() + timeout
+        while not self.is_settled() and time.monotonic() < deadline:
+            QCoreApplication.processEvents()
+            time.sleep(0.001)
+        return self.is_settled()
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.worker.stop()
+        self.jobs.shutdown()
+        self.paint_rest.cancel()
         super().closeEvent(event)
 
 
@@ -274,6 +304,7 @@ class GenerateWindow(QMainWindow):
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.panel.worker.stop()
+        self.panel.jobs.shutdown()
         super().closeEvent(event)
 
 
@@ -291,6 +322,7 @@ def generate_screenshot(model: str, prompt: str, new_tokens: int, out, step: int
     QApplication.processEvents()
     if step is not None and window.panel.view is not None:
         window.panel.slider.setValue(step)
+    window.panel.wait_until_shown()
     QApplication.processEvents()
     message = window.panel.status.text()
     ok = window.panel.view is not None and window.grab().save(str(out), "PNG")
@@ -305,14 +337,16 @@ def generate_screenshot(model: str, prompt: str, new_tokens: int, out, step: int
 
 
 
-def open_generate_window(app, model: str, prompt: str, new_tokens: int) -> int:
-    """``main.py --generate PROMPT --model M``: the Generate window on its own, generating at once."""
+def open_generate_window(app, model: str, prompt: str, new_tokens: int, shown: Callable[[], None] = lambda: None):
+    """``main.py --generate PROMPT --model M``: the Generate window on its own, generating at once;
+    ``shown()`` is called once it is shown (the app freezes its start-up objects out of collections)."""
     from models.pretrained import load_model
 
     window = GenerateWindow(lambda name: load_model(name), model)
     window.panel.prompt_edit.setText(prompt)
     window.panel.new_tokens.setValue(new_tokens)
     window.show()
+    shown()
     window.panel.generate()
     try:
         return app.exec()

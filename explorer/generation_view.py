@@ -7,13 +7,60 @@ rows 0..p: the attention grows row by row as the slider moves.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from models.generate import Generation
 from models.survey import head_metrics
 
 from .sink_scale import first_key_out_of_scale
+from .stage_image import COLOURS, MASKED_INDEX
 from .thumbnails import EMPTY_INDEX, thumbnail_indices
+
+MASKED = MASKED_INDEX  # the chosen head's cells not shown at a step: rows not generated yet, the causal future
+
+
+@dataclass(frozen=True)
+class StepFrame:
+    """One step as the panel paints it."""
+
+    step: int
+    position: int
+    text: str  # the step line
+    thumbs: np.ndarray  # (L, h, t, t) uint8: every head's rows up to the step
+    layer: int
+    head: int
+    matrix: np.ndarray  # (n, n) uint8: the chosen head's colour indices, MASKED where not shown
+    matrix_top: float  # the weight drawn in the top colour
+    sink_out: bool
+    matrix_title: str
+    head_sink: np.ndarray  # (n,) the chosen head's weight on token 0 at every position
+    mean_sink: np.ndarray  # (n,) the mean of its layer's heads
+    bar_tokens: tuple[str, ...]
+    bar_probs: tuple[float, ...]
+    bar_chosen: int | None  # the chosen token's row among the bars (None: outside them)
+    chosen_token: str
+    chosen_prob: float | None
+
+
+def head_indices(a: np.ndarray, position: int, sink_out: bool = False,
+                 last_row: int | None = None) -> tuple[np.ndarray, float]:  # fmt: skip
+    """``a (n, n)`` one head -> ``(n, n)`` uint8 colour indices (0..COLOURS - 1, MASKED) and the
+    weight of the top colour: rows after ``last_row`` (default ``position``) MASKED, and for a
+    decoder (no ``last_row``) the causal upper triangle too; the scale is 0 to the largest weight
+    shown (``sink_out``: off the first key)."""
+    n = a.shape[0]
+    last = position if last_row is None else last_row
+    shown = a[: last + 1]
+    scaled = first_key_out_of_scale(shown) if sink_out else shown
+    top = float(np.nanmax(scaled)) if scaled.size else 1.0
+    top = top if top > 0 else 1.0
+    indices = np.full((n, n), MASKED, np.uint8)  # not generated yet at this step
+    indices[: last + 1] = np.rint(np.clip(scaled / top, 0, 1) * (COLOURS - 1)).astype(np.uint8)
+    if last_row is None:  # a decoder: the future is hidden
+        indices[: last + 1][np.triu(np.ones((last + 1, n), bool), 1)] = MASKED
+    return indices, top
 
 
 class GenerationView:
@@ -29,7 +76,8 @@ class GenerationView:
         self.metrics = head_metrics(self.attention)  # of the whole sequence, sink included
         self._thumbs: dict[tuple[bool, bool], np.ndarray] = {}  # colour tops per view
         self._sink_clipped: np.ndarray | None = None
-        self.thumbnails_for(fit_each=True, sink_out=False)  # the default view, made on the worker
+        self._whole: dict[tuple[bool, bool], np.ndarray] = {}  # whole-sequence thumbnails per view
+        self.whole_thumbnails(fit_each=True, sink_out=False)  # the default view, made on the worker
 
     def thumbnails_for(self, fit_each: bool, sink_out: bool) -> np.ndarray:
         """``(L, h)`` each head's colour top over the whole sequence (1 for all without
@@ -45,21 +93,71 @@ class GenerationView:
             self._sink_clipped = first_key_out_of_scale(self.attention)
         return self._sink_clipped
 
+    def whole_thumbnails(self, fit_each: bool, sink_out: bool) -> np.ndarray:
+        """``(L, h, t, t)`` uint8: every head's thumbnail over the whole sequence (each head at the
+        colour top of :meth:`thumbnails_for`), cached: a step changes at most two of its rows."""
+        key = (fit_each, sink_out)
+        if key not in self._whole:
+            tops = self.thumbnails_for(fit_each, sink_out)
+            a = self._clipped() if sink_out else self.attention
+            L, h = a.shape[:2]
+            flat = thumbnail_indices(a.reshape(L * h, *a.shape[2:]), True, tops=tops.reshape(-1))
+            self._whole[key] = flat.reshape(L, h, *flat.shape[1:])
+        return self._whole[key]
+
     def step_thumbnails(self, step: int, fit_each: bool, sink_out: bool) -> np.ndarray:
         """``(L, h, t, t)`` uint8: every head's thumbnail (the one reduction and colour layout of
         explorer.thumbnails) with rows 0..p only (p: the step's position); the rows after p are
-        empty and take no part in the block holding p."""
-        tops = self.thumbnails_for(fit_each, sink_out)
+        empty and take no part in the block holding p.
+
+        Equal to reducing the rows 0..p (rows after p set to 0) but without doing it: a thumbnail
+        pixel row holds ``k`` rows and a peak is enlarged to its neighbouring pixel rows, so only
+        the pixel row ``r`` holding p and the one above it differ from the whole sequence's
+        thumbnail; those two are reduced again from the rows of pixel rows r - 2 .. r."""
+        whole = self.whole_thumbnails(fit_each, sink_out)
         a = self._clipped() if sink_out else self.attention
         n = a.shape[-2]
         p = self.last_row(step)
-        if p + 1 < n:
-            a = a.copy()
-            a[..., p + 1 :, :] = 0  # weights are ≥ 0: no block maximum changes but by the rows shown
-        out = np.stack([thumbnail_indices(a[layer], True, tops=tops[layer]) for layer in range(a.shape[0])])
-        per_pixel = -(-n // out.shape[-2])  # rows a thumbnail pixel holds
-        out[..., p // per_pixel + 1 :, :] = EMPTY_INDEX
+        out = whole.copy()
+        if p + 1 >= n:
+            return out
+        k = -(-n // whole.shape[-2])  # rows a thumbnail pixel holds
+        r = p // k  # the pixel row holding p
+        first = max(0, r - 2)  # the pixel rows whose blocks the enlarged rows r - 1 and r read
+        L, h = a.shape[:2]
+        band = np.zeros((L * h, (r - first + 1) * k, a.shape[-1]), np.float32)  # whole blocks of rows
+        band[:, : p + 1 - first * k] = a[:, :, first * k : p + 1].reshape(L * h, -1, a.shape[-1])
+        tops = self.thumbnails_for(fit_each, sink_out).reshape(-1)
+        redone = thumbnail_indices(band, True, tops=tops).reshape(L, h, -1, whole.shape[-1])
+        keep = max(0, r - 1)
+        out[..., keep : r + 1, :] = redone[..., keep - first :, :]
+        out[..., r + 1 :, :] = EMPTY_INDEX
         return out
+
+    def frame(self, step: int, fit_each: bool, sink_out: bool, layer: int, head: int) -> StepFrame:
+        """What the panel paints at ``step`` (thumbnails, the chosen head's colour indices, the
+        sink lines, the bars, the texts): plain numpy, computed off the GUI thread."""
+        g = self.gen
+        p = self.position(step)
+        s = g.steps[step]
+        chosen = "" if s.chosen is None else f" → chose {g.token_names.get(s.chosen, '?')!r}"
+        kind = "prompt's last token" if step == 0 else f"generated token {step}"
+        if not self.causal:
+            kind = f"mask token {step + 1} of {self.steps}:"
+        last_row = None if self.causal else g.n - 1
+        indices, top = head_indices(self.attention[layer, head], p, sink_out, last_row)
+        text = f"step {step} / {self.steps - 1}: position {p}, {kind} {self.tokens[p]!r}{chosen}"
+        return StepFrame(
+            step=step, position=p, text=text,
+            thumbs=self.step_thumbnails(step, fit_each, sink_out),
+            layer=layer, head=head, matrix=indices, matrix_top=top, sink_out=sink_out,
+            matrix_title=f"L{layer} H{head}",
+            head_sink=self.sink[:, layer, head], mean_sink=self.sink[:, layer].mean(-1),
+            bar_tokens=s.top_tokens, bar_probs=s.top_probs,
+            bar_chosen=s.top_ids.index(s.chosen) if s.chosen in s.top_ids else None,
+            chosen_token=g.token_names.get(s.chosen, "?") if s.chosen is not None else "",
+            chosen_prob=s.chosen_prob,
+        )  # fmt: skip
 
     @property
     def steps(self) -> int:

@@ -49,13 +49,14 @@ def thumbnail_indices(a: np.ndarray, fit_each: bool = True, side: int = THUMB,
     small, step = block_peaks(a, side_q, side_k)
     if step != (1, 1):
         small = enlarge_peaks(small, signed=False)
-    out = np.empty(small.shape, dtype=np.uint8)
-    for h in range(small.shape[0]):
-        top = 1.0
-        if tops is not None:
-            top = float(tops[h]) if tops[h] > 0 else 1.0
-        elif fit_each:
-            finite = small[h][np.isfinite(small[h])]
-            top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-        out[h], _ = to_indices(small[h], None, (0.0, top), log=False)
+    if tops is not None:
+        top = np.asarray(tops, dtype=np.float64).reshape(-1)
+    elif fit_each:
+        top = np.where(np.isfinite(small), small, -np.inf).max(axis=(-2, -1), initial=-np.inf).astype(np.float64)
+    else:
+        top = np.ones(small.shape[0])
+    top = np.where(top > 0, top, 1.0)  # no weight above 0 (or none finite): 0..1
+    # All heads in one call (each with its own top): a loop of per-head calls cost ~0.15 ms a head
+    # of Python, 6 ms a generation step on a 6 × 6 model.
+    out, _ = to_indices(small, None, (0.0, top[:, None, None]), log=False)
     return out

@@ -1,20 +1,23 @@
 """One head's attention over the generated sequence, rows up to the current step, with the
 prompt / generated boundary marked (dashed lines) and the current row outlined; below it, the
-head's share of attention on the first token at every position (an attention-sink line)."""
+head's share of attention on the first token at every position (an attention-sink line).
+
+A step only swaps the uint8 image (computed off the GUI thread), moves the outline and the marker,
+and sets the caption: labels, range and boundary are set once per generation, the title and the
+sink lines only when the head changes."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from explorer.sink_scale import first_key_out_of_scale
+from explorer.stage_image import MASKED_INDEX as MASKED
 
 from .colormaps import lookup_table
 from .token_axis import TokenAxis
 
-COLOURS = 127
 BOUNDARY_PEN = dict(color=(255, 255, 255), width=2, style=Qt.PenStyle.DashLine)
 
 
@@ -56,43 +59,51 @@ class GeneratedMatrix(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.canvas, 1)
         layout.addWidget(self.caption)
+        # Two lines always (what this step shows; what the marks mean), as wide as the column: a
+        # step's new text never lays the window out again.
+        self.caption.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.caption.setFixedHeight(2 * self.caption.fontMetrics().lineSpacing() + 2)
         self.matrix: np.ndarray | None = None
+        self.n, self.causal, self.title = 0, True, ""
 
-    def set_matrix(self, a: np.ndarray, tokens, prompt_length: int, position: int, title: str,
-                   sink_out: bool = False, last_row: int | None = None) -> None:  # fmt: skip
-        """``a (n, n)`` one head over the whole sequence, row ``position`` outlined; rows after
-        ``last_row`` (default: ``position``) are left empty and so is the causal upper triangle."""
-        n = a.shape[0]
-        last = position if last_row is None else last_row
-        shown = a[: last + 1]
-        scaled = first_key_out_of_scale(shown) if sink_out else shown
-        top = float(np.nanmax(scaled)) if scaled.size else 1.0
-        top = top if top > 0 else 1.0
-        indices = np.full((n, n), 255, np.uint8)  # masked grey: not generated yet at this step
-        indices[: last + 1] = np.rint(np.clip(scaled / top, 0, 1) * (COLOURS - 1)).astype(np.uint8)
-        if last_row is None:  # a decoder: the future is hidden
-            upper = np.triu(np.ones((last + 1, n), bool), 1)
-            indices[: last + 1][upper] = 255
-        self.matrix = a
-        self.image.setImage(indices, autoLevels=False, levels=(0, 255), lut=lookup_table(True))
+    def set_sequence(self, tokens, prompt_length: int, causal: bool = True) -> None:
+        """A new generation: the token labels, the prompt / generated boundary, the view's range.
+        Called once per generation, so a step never re-lays out an axis or the range."""
+        n = len(tokens)
+        self.n, self.causal = n, causal
+        self.image.setImage(np.full((n, n), MASKED, np.uint8), autoLevels=False, levels=(0, 255),
+                            lut=lookup_table(True))  # fmt: skip
         self.image.setRect(QRectF(0, 0, n, n))
         self.left.set_labels(tuple(tokens))
         self.bottom.set_labels(tuple(tokens))
         self.v_line.setValue(prompt_length)
         self.h_line.setValue(prompt_length)
-        self.row_box.setRect(QRectF(0, position, (position if last_row is None else n - 1) + 1, 1))
         self.plot.setRange(xRange=(0, n), yRange=(0, n), padding=0)
-        self.plot.setTitle(title, size="9pt")
+
+    def show_step(self, indices: np.ndarray, top: float, matrix: np.ndarray, position: int, title: str,
+                  sink_out: bool = False) -> None:  # fmt: skip
+        """Paint ready colour ``indices (n, n)`` (explorer.generation_view.head_indices; ``top``:
+        the weight of the top colour) of the head ``matrix (n, n)``, row ``position`` outlined."""
+        self.matrix = matrix
+        self.image.setImage(indices, autoLevels=False)
+        self.row_box.setRect(QRectF(0, position, (position if self.causal else self.n - 1) + 1, 1))
+        if title != self.title:  # a step of the same head keeps its title: no text layout
+            self.title = title
+            self.plot.setTitle(title, size="9pt")
         scale = "0 to the largest weight off token 0" if sink_out else "0 to the largest weight"
-        marks = "outlined: the mask's row"
-        if last_row is None:
-            marks = "dashed: prompt | generated; outlined: this step's row"
-        self.caption.setText(f"Colours: {scale} ({top:.3f}); {marks}")
+        marks = "dashed: prompt | generated; outlined: this step's row" if self.causal else "outlined: the mask's row"
+        self.caption.setText(f"Position {position}; colours: {scale} ({top:.3f})\n{marks}")
 
     def set_sink(self, head_share: np.ndarray, mean_share: np.ndarray, position: int) -> None:
-        """Weight on token 0 at every position: this head (orange), the mean of all heads (dashed)."""
-        x = np.arange(len(head_share))
-        self.sink_curve.setData(x, head_share)
-        self.mean_curve.setData(x, mean_share)
+        """Weight on token 0 at every position: this head (orange), the mean of all heads (dashed);
+        the lines are set again only when they changed (another head), the marker at every step."""
+        if not (_same(head_share, self.sink_curve.yData) and _same(mean_share, self.mean_curve.yData)):
+            x = np.arange(len(head_share))
+            self.sink_curve.setData(x, head_share)
+            self.mean_curve.setData(x, mean_share)
+            self.sink_plot.setXRange(0, max(len(head_share) - 1, 1), padding=0.02)
         self.sink_marker.setValue(position)
-        self.sink_plot.setXRange(0, max(len(head_share) - 1, 1), padding=0.02)
+
+
+def _same(a: np.ndarray, b: np.ndarray | None) -> bool:
+    return b is not None and a.shape == b.shape and np.array_equal(a, b)

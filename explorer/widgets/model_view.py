@@ -42,8 +42,12 @@ class ModelView(QWidget):
     head_chosen = Signal(int, int)  # layer, head (0-based)
     side_changed = Signal(int)  # the thumbnails' side (device pixels) after a resize: make them again
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, parent: QWidget | None = None, follow_view_size: bool = True):
+        """``follow_view_size``: thumbnails at the device pixels each gets (again after a resize,
+        :attr:`side_changed`); False: always ``THUMB`` pixels a side (thumbnails made elsewhere
+        at that size, as the Generate window's)."""
         super().__init__(parent)
+        self.follow_view_size = follow_view_size
         self.metric_box = QComboBox()
         self.metric_box.setToolTip("The metric that colours the heat table (definitions: README)")
         self.fit_box = QCheckBox("Fit each head")
@@ -108,6 +112,8 @@ class ModelView(QWidget):
 
     def wanted_side(self, layers: int | None = None, heads: int | None = None) -> int:
         """The thumbnail side that fits the view now (for ``layers × heads``, default the shown ones)."""
+        if not self.follow_view_size:
+            return THUMB
         return tile_side(self.view_pixels(), layers or self.layers, heads or self.heads)
 
     def _check_side(self) -> None:
@@ -154,6 +160,18 @@ class ModelView(QWidget):
             self._pixels[y : y + t_q, x : x + t_k] = indices[h]
         self.mosaic.updateImage(self._pixels)
         self.painted_layers += 1
+
+    def set_layers(self, indices: np.ndarray) -> None:
+        """Paint every layer at once from ready ``indices (layers, h, t_q, t_k)``: one image update."""
+        t_q, t_k = self.tile
+        if indices.shape != (self.layers, self.heads, t_q, t_k):
+            raise ValueError(f"thumbnails {indices.shape}, expected {(self.layers, self.heads, t_q, t_k)}")
+        mosaic = np.full((self.layers, t_q + GAP, self.heads, t_k + GAP), EMPTY_INDEX, np.uint8)
+        mosaic[:, :t_q, :, :t_k] = indices.transpose(0, 2, 1, 3)  # (layer, row, head, col)
+        rows, cols = self._pixels.shape  # the last layer and head have no gap after them
+        self._pixels[...] = mosaic.reshape(self.layers * (t_q + GAP), -1)[:rows, :cols]
+        self.mosaic.updateImage(self._pixels)
+        self.painted_layers = self.layers
 
     def set_metrics(self, metrics: dict[str, np.ndarray]) -> None:
         """Metrics ``{name: (layers, heads)}``: fill the combo box and colour the heat table."""

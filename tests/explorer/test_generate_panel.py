@@ -51,7 +51,8 @@ def test_each_step_shows_the_generation(qtbot, panel, decoder):
     assert panel.slider.maximum() == 6 and panel.step == 6  # opens on the last step
     panel.slider.setFocus()
     qtbot.keyClick(panel.slider, Qt.Key.Key_Left)
-    qtbot.keyClick(panel.slider, Qt.Key.Key_Left)
+    with qtbot.waitSignal(panel.shown, check_params_cb=lambda step: step == 4):  # painted when its frame comes
+        qtbot.keyClick(panel.slider, Qt.Key.Key_Left)
     assert panel.step == 4
     p = gen.prompt_length - 1 + 4
     # the model view grows row by row: rows after p are empty in every thumbnail
@@ -68,6 +69,7 @@ def test_each_step_shows_the_generation(qtbot, panel, decoder):
     assert f"position {p}" in panel.step_label.text()
     # a head chosen in the model view is the one drawn in full
     panel.choose_head(2, 3)
+    assert panel.wait_until_shown()
     np.testing.assert_array_equal(panel.matrix.matrix, gen.attention()[2, 3])
     hover = panel.lens.describe(1, p)
     assert hover.startswith(f"L1, position {p}") and "top-5" in hover
@@ -142,7 +144,8 @@ def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
     np.testing.assert_allclose(panel.table.model.values[:, -1], a[:, :, 1:, 0].mean(-1).reshape(-1), atol=1e-6)
 
 
-@pytest.mark.parametrize("n", [9, 150])  # one cell per pixel, and blocks of 3 rows per pixel
+# one cell per pixel; blocks of 2, 3 and 4 rows a pixel (the last one partial for 65 and 150 - 1)
+@pytest.mark.parametrize("n", [9, 65, 150, 199])
 @pytest.mark.parametrize("sink_out", [False, True])
 def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
     # Drawn with the model view's own reduction and colours (explorer.thumbnails): the strongest
@@ -159,7 +162,7 @@ def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
     view = GenerationView(gen, attention=a, causal=True)  # a generation of n tokens with this attention
     shown = first_key_out_of_scale(a) if sink_out else a
     tops = shown.max(axis=(-2, -1))  # the whole sequence's scale, at every step
-    for step in (0, 4, n - 3):
+    for step in range(n - 2):  # every step: only the pixel rows near p are reduced again (a band)
         p = 2 + step
         got = view.step_thumbnails(step, True, sink_out)
         rows = shown.copy()
@@ -204,6 +207,7 @@ def test_an_encoder_shows_its_mask_predictions(qtbot, tmp_path):
     np.testing.assert_array_equal(view.attention, result.attention)
     assert [view.position(s) for s in range(2)] == [3, 6]  # [CLS] the cat [MASK] on the [MASK] [SEP]
     panel.slider.setValue(0)
+    assert panel.wait_until_shown()
     assert "mask token 1 of 2" in panel.step_label.text() and panel.bars.chosen_row is None
     assert panel.bars.labels[0].startswith(result.masks[0].top_tokens[0])
     assert (view.step_thumbnails(0, True, False) != 255).all()  # an encoder shows every row

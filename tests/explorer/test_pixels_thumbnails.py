@@ -106,3 +106,29 @@ def test_thumbnails_are_made_at_the_views_device_pixels_and_again_after_a_resize
     assert model_view.side == got.args[0] and got.args[0] // 2 < model_view.tile[0] <= got.args[0]
     pixels = grab(model_view.canvas)
     assert count_colour(pixels, TOP) >= 4 * 9  # both peaks of both heads, each at least 3 × 3
+
+
+@pytest.mark.parametrize("n", [12, 150])  # one cell per pixel, and 3 × 3 blocks with peaks enlarged
+def test_all_heads_at_once_equal_each_head_alone(n):
+    # Every head is converted in one call with its own top (speed: the Generate window's steps);
+    # each must equal that head converted alone by stage_image.to_indices, the one colour layout.
+    from explorer.stage_image import to_indices
+    from models.pixels import block_peaks, enlarge_peaks
+
+    rng = np.random.default_rng(3)
+    a = (rng.random((5, n, n)) ** 4).astype(np.float32)
+    a[1] = 0.0  # no weight above 0: scaled 0..1
+    a[2, 0, 0] = np.nan
+    a[3] *= 1e-7  # tiny weights, fitted to their own top
+    for fit_each, tops in ((True, None), (False, None), (True, np.float32([0.5, 0.0, 2.0, 1e-3, np.nan]))):
+        got = thumbnail_indices(a, fit_each, tops=tops)
+        side = -(-n // -(-n // 64))  # the thumbnail's side: whole blocks of cells
+        small, step = block_peaks(a, side, side)
+        small = enlarge_peaks(small, signed=False) if step != (1, 1) else small
+        for h in range(5):
+            finite = small[h][np.isfinite(small[h])]
+            top = 1.0 if not fit_each else float(finite.max()) if finite.size else 1.0
+            top = float(tops[h]) if tops is not None else top
+            top = top if top > 0 else 1.0
+            want, _ = to_indices(small[h], None, (0.0, top), log=False)
+            np.testing.assert_array_equal(got[h], want, err_msg=f"head {h}, fit_each {fit_each}, tops {tops}")
