@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from models.config import InputError
-from models.edits import Edit
 from models.held_arrays import HeldArrays
 from models.runspec import BY_DEST, DEFAULT_MASK, RunSpec
 from models.session import Session, load_session, save_session
@@ -26,6 +26,9 @@ from models.session import Session, load_session, save_session
 from .run import DisplayTrace
 from .snapshot import EditHistory, Snapshot
 from .state import ALL_HEADS, NO_QUERY, Inputs
+
+if TYPE_CHECKING:  # models.edits imports torch: reading and writing sessions needs none
+    from models.edits import Edit
 
 _EXPORT_ONLY = ("device", "max_tokens")  # the window always computes on its own device, unlimited
 
