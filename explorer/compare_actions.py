@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt
 
 from .compare import COMPARE_SIDE, Comparison, changes, compare
 from .state import ALL_HEADS
@@ -18,28 +18,47 @@ Report = Callable[[str], None]
 
 
 class CompareActions(QObject):
-    """Handed the state, the read-job runner (``jobs``: the comparison is computed off the GUI thread),
+    """The compare window of the pinned run (``state.pinned``: the state holds it, this shows it).
+    Handed the state, the read-job runner (``jobs``: the comparison is computed off the GUI thread),
     the status line's ``info`` and ``error`` and the window the compare view belongs to (``parent``);
-    Stage → Pin this run / Unpin (explorer.actions) call pin() / unpin()."""
-
-    pinned_changed = Signal()  # a run was pinned or unpinned (Unpin applies or not)
+    Stage → Pin this run / Unpin (explorer.actions) call pin() / unpin(). The compare window is open
+    while a run is pinned: pinning (a session's apply too) opens it, closing it unpins."""
 
     def __init__(self, state, jobs, info: Report, error: Report, parent=None):
         super().__init__(parent)
         self.state, self.jobs, self._parent, self._info, self._error = state, jobs, parent, info, error
-        self.pinned = None  # the DisplayTrace pinned (kept alive here: the worker never frees it)
-        self.comparison: Comparison | None = None
+        self.comparison: Comparison | None = None  # the compare pane's answer for what it shows
         self.view: CompareView | None = None
         for signal in (self.state.trace_changed, self.state.stage_changed, self.state.head_changed,
                        self.state.focus_head_changed, self.state.colours_changed):  # fmt: skip
             signal.connect(self.refresh)
+        self.state.pinned_changed.connect(self._pinned_changed)
+
+    @property
+    def pinned(self):
+        """The pinned DisplayTrace (the state's), or None."""
+        return self.state.pinned
 
     def pin(self) -> bool:
-        display = self.state.display
-        if display is None:
+        if not self.state.pin():
             self._error("nothing to pin yet: the first computation has not finished")
             return False
-        self.pinned = display
+        if self.view is not None:  # the same run pinned again: its window to the front
+            self.view.show()
+            self.view.raise_()
+        self._info("run pinned: change anything and compare it in the compare window")
+        return True
+
+    def unpin(self) -> None:
+        self.state.unpin()
+
+    def _pinned_changed(self, pinned) -> None:
+        self.comparison = None
+        self.jobs.cancel("compare")
+        if pinned is None:
+            if self.view is not None:
+                self.view.hide()
+            return
         if self.view is None:
             self.view = CompareView(self._parent)  # a window of its own, closed with the main one
             self.view.setWindowFlag(Qt.WindowType.Window)
@@ -47,31 +66,13 @@ class CompareActions(QObject):
             self.view.resize(1100, 460)
             self.view.closeEvent = self._view_closed
             self.view.resized.connect(self.refresh)  # new device pixels: reduced to them again
-        self.pinned_changed.emit()
         self.refresh()
         self.view.show()
         self.view.raise_()
-        self._info("run pinned: change anything and compare it in the compare window")
-        return True
-
-    def unpin(self) -> None:
-        self.pinned, self.comparison = None, None
-        self.jobs.cancel("compare")
-        self.pinned_changed.emit()
-        if self.view is not None:
-            self.view.hide()
-
-    def keep_pinned(self, display) -> None:
-        """Pin ``display`` again without showing the compare window (a session that failed to open
-        puts back the run that was pinned before it)."""
-        self.pinned = display
-        self.pinned_changed.emit()
 
     def _view_closed(self, event) -> None:
-        self.pinned, self.comparison = None, None
-        self.jobs.cancel("compare")
-        self.pinned_changed.emit()
         event.accept()
+        self.state.unpin()
 
     def shown_head(self) -> int:
         """The head compared: the one picked, or the focused one when all heads are shown."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from PySide6.QtCore import QObject, QRectF, QSignalBlocker, Qt, Signal
+from PySide6.QtCore import QObject, QRectF, QSignalBlocker, Qt
 from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel, QSizePolicy
 
@@ -25,27 +25,23 @@ MARK_COLOUR = "#ff8c00"
 
 
 class Experiment(QObject):
-    """The edits of the shown computation. Handed the state, the matrix view (its pane), ``submit()``
-    (send the current inputs, with the edits, to the worker), ``notify(text)`` (a notice shown with
-    the next summary) and ``error(text)`` (the status line's); the Edit menu's actions
-    (explorer.actions) call its public methods."""
+    """The edits of the shown computation on screen: the Difference checkbox (a mirror of
+    ``state.difference``), the edited cells outlined, the largest change named. The edits, their undo
+    and redo steps and the toggle live in the state (explorer/state.py): this is handed the state, the
+    matrix view (its pane) and ``error(text)`` (the status line's); the Edit menu's actions
+    (explorer.actions) call its public methods, which change the state (the window sends the request)."""
 
-    changed = Signal()  # the edits or the undone steps changed (Undo / Redo / Reset may apply now)
-
-    def __init__(self, state, view, submit: Callable[[], object], notify: Callable[[str], None],
-                 error: Callable[[str], None], parent=None):  # fmt: skip
+    def __init__(self, state, view, error: Callable[[str], None], parent=None):
         super().__init__(parent)
         self.state, self.view = state, view
-        self._submit, self._notify, self._error = submit, notify, error
-        self.edits: list[Edit] = []
-        self.redo_list: list[tuple[Edit, ...]] = []  # undone steps, the last one undone last
-        self._steps: list[int] = []  # how many edits each undo step takes back (hiding a whole token: n)
+        self._error = error
         self._marks: list[tuple[int, object, QGraphicsRectItem]] = []  # (head, plot item, outline)
-        self._inputs = self.state.inputs
         self.difference = QCheckBox("Difference")
         self.difference.setToolTip("Edited − original of this stage, on a diverging map centred on 0")
         self.difference.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-        self.difference.toggled.connect(lambda _on: self._recompute())
+        self.difference.setChecked(state.difference)
+        self.difference.toggled.connect(state.set_difference)
+        state.difference_changed.connect(self._mirror_difference)
         self.largest = QLabel()
         self.largest.setObjectName("largestChange")
         self.largest.setMinimumWidth(1)  # its text must not widen the view (see rangeLabel): nor its size hint
@@ -53,24 +49,16 @@ class Experiment(QObject):
         self.view.add_control(self.difference)
         self.view.add_control(self.largest)
         self.view.cell_double_clicked.connect(self.edit_cell)
-        self.state.inputs_changed.connect(self._inputs_changed)
         self.view.shown.connect(self._refresh)  # marks on what the view shows, once it shows it
 
-    # --- requests --------------------------------------------------------------------------
-    def wrap(self, spec):
-        """The RunSpec the worker runs: with the edits (and as a difference), toy engine or model."""
-        return spec.with_edits(self.edits, self.difference.isChecked())
+    def _mirror_difference(self, on: bool) -> None:
+        with QSignalBlocker(self.difference):
+            self.difference.setChecked(on)
 
-    def _recompute(self) -> None:
-        self.changed.emit()
-        self._submit()
-
-    def _inputs_changed(self, inputs) -> None:
-        old, self._inputs = self._inputs, inputs
-        if self.edits and _without_mask(old) != _without_mask(inputs):
-            self.edits, self.redo_list, self._steps = [], [], []  # they were edits of another computation
-            self._notify("edits cleared: the inputs changed")
-            self.changed.emit()
+    @property
+    def edits(self) -> list[Edit]:
+        """The edits applied, oldest first (the state's)."""
+        return list(self.state.edits)
 
     # --- editing ---------------------------------------------------------------------------
     def ask_value(self, stage_title: str, cell: tuple[int, ...], current: float) -> float | None:
@@ -100,53 +88,20 @@ class Experiment(QObject):
         return True
 
     def add_edit(self, edit: Edit) -> None:
-        self.add_edits([edit])
+        self.state.add_edits([edit])
 
     def add_edits(self, edits) -> None:
         """Several edits as one undo step (hiding a token from every query)."""
-        edits = list(edits)
-        if not edits:
-            return
-        self.edits += edits
-        self._steps.append(len(edits))
-        self.redo_list.clear()
-        self._recompute()
+        self.state.add_edits(edits)
 
     def undo(self) -> None:
-        if self.edits:
-            count = self._steps.pop() if self._steps else 1
-            self.redo_list.append(tuple(self.edits[-count:]))
-            del self.edits[-count:]
-            self._recompute()
+        self.state.undo()
 
     def redo(self) -> None:
-        if self.redo_list:
-            step = self.redo_list.pop()
-            self.edits += step
-            self._steps.append(len(step))
-            self._recompute()
+        self.state.redo()
 
     def reset(self) -> None:
-        if self.edits or self.redo_list:
-            self.edits, self.redo_list, self._steps = [], [], []
-            self._recompute()
-
-    def drop_edits(self) -> None:
-        """Forget the edits and undone steps without a recomputation or a notice (a session's
-        inputs are about to be set: its own edits replace these, they are not "cleared")."""
-        self.edits, self.redo_list, self._steps = [], [], []
-        self.changed.emit()
-
-    def set_difference(self, on: bool) -> None:
-        """Tick or untick Difference without a recomputation (a session's; its edits follow)."""
-        with QSignalBlocker(self.difference):
-            self.difference.setChecked(on)
-
-    def set_edits(self, edits) -> None:
-        """A session's edits (after its inputs were set)."""
-        self.edits, self.redo_list = list(edits), []
-        self._steps = [1] * len(self.edits)
-        self._recompute()
+        self.state.reset_edits()
 
     @property
     def marks(self) -> list[tuple[int, int, int]]:
@@ -202,8 +157,3 @@ class Experiment(QObject):
                              f"<b>{escape(stage.col_labels[col])}</b> = <b>{value:+.4g}</b>")  # fmt: skip
         self.largest.setToolTip(self.largest.text())  # the whole text when the row is too narrow
 
-
-def _without_mask(inputs):
-    import dataclasses
-
-    return dataclasses.replace(inputs, painted_mask=())

@@ -33,11 +33,11 @@ def current_hidden(inputs, n_q: int, n_k: int) -> np.ndarray:
 
 
 class KeyHider:
-    """Handed the state, the matrix view (its Alt+clicks), the experiment (a model's mask edits) and
+    """Handed the state (its inputs, and a model's mask edits), the matrix view (its Alt+clicks) and
     the status line's ``error``."""
 
-    def __init__(self, state, view, experiment, error):
-        self.state, self.experiment, self._error = state, experiment, error
+    def __init__(self, state, view, error):
+        self.state, self._error = state, error
         view.key_toggled.connect(self.toggle)
 
     def toggle(self, row: int, col: int, whole_token: bool = False) -> bool:
@@ -61,15 +61,15 @@ class KeyHider:
 
     def _edit_layer_mask(self, trace, row: int, col: int, whole_token: bool) -> bool:
         """A model's layer: hide (or show) the key as a mask edit, one undo step."""
-        experiment = self.experiment
+        state = self.state
         n = len(trace.key_tokens)
         if col >= n:  # a learned attention sink's column (gpt-oss): not a key, nothing to hide
             self._error("the sink is not a key: it cannot be hidden")
             return False
-        hidden = traced_hidden(trace.config, n, experiment.edits)  # (n, n)
+        hidden = traced_hidden(trace.config, n, state.edits)  # (n, n)
         if whole_token:
             hide = not hidden[:, col].all()
-            experiment.add_edits([hide_key(i, col, hide) for i in range(n) if hidden[i, col] != hide])
+            state.add_edits([hide_key(i, col, hide) for i in range(n) if hidden[i, col] != hide])
         else:
-            experiment.add_edit(hide_key(row, col, not hidden[row, col]))
+            state.add_edits([hide_key(row, col, not hidden[row, col])])
         return True

@@ -1,10 +1,11 @@
 """File → Save session… / Open session…: everything on screen in the session file of
-models/session.py (explorer/session_io.py maps it to the window's inputs): the RunSpec of the shown
-run (its files' arrays, the painted mask, the edits and the Difference toggle inside) and of the
-pinned run, the stage, head and focused query. A bad file gives one line in the status bar and
-leaves the window as it was; so does a file read well whose run then fails (e.g. an edit outside
-the model's layer, whose shapes are only known once it is traced): the window goes back to what
-it showed before, pinned run included.
+models/session.py. A session is a snapshot of the state (``state.snapshot()``: the inputs, edits and
+Difference toggle of the shown run, the pinned run, the stage, head and focused query; the file
+stores the RunSpecs that made the shown and the pinned run, explorer/session_io.py). Opening one is
+``state.apply(snapshot)``: whole or not at all. A bad file gives one line in the status bar and leaves
+the window as it was; so does a file read well whose run then fails (e.g. an edit outside the model's
+layer, whose shapes are only known once it is traced): the state's snapshot from before is applied
+again, pinned run included.
 
 Opening a session with a pinned run computes that run first (the worker's usual path), pins it,
 then shows the session's own run: the compare window shows both exactly as when it was saved.
@@ -12,7 +13,6 @@ then shows the session's own run: the compare window shows both exactly as when 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,46 +20,33 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog
 
 from models.config import InputError
-from models.runspec import RunSpec
 from models.session import Session, save_session
 
 from .atlas_window import corpus_notice
-from .session_io import WindowRun, WindowSession, open_window_session, spec_to_save
+from .session_io import WindowSession, open_window_session, session_of
+from .snapshot import Snapshot
 
 FILTER = "Attention Explorer session (*.zip)"
-
-
-@dataclasses.dataclass(frozen=True)
-class _Before:
-    """What the window showed before a session was opened (to go back to when it fails)."""
-
-    run: WindowRun
-    stage: str | None
-    head: int
-    query: int
-    pinned: object  # the pinned DisplayTrace, or None
 
 
 Report = Callable[[str], None]
 
 
 class SessionActions(QObject):
-    """Handed the state, the experiment (edits), the compare actions (the pinned run), ``submit()``
-    (send the current inputs to the worker: their generation, or None), ``notify`` (a notice with the
-    next summary), the status line's ``info`` / ``error`` and the window the dialogs belong to. The
-    window calls :meth:`arrived` for every result shown and every failure."""
+    """Handed the state, ``submit()`` (send the state's request to the worker: its generation, or
+    None), the status line's ``info`` / ``error`` and the window the dialogs belong to. The window
+    calls :meth:`arrived` for every result shown and every failure."""
 
-    def __init__(self, state, experiment, compare, submit: Callable[[], int | None], notify: Report,
-                 info: Report, error: Report, parent=None,
+    def __init__(self, state, submit: Callable[[], int | None], info: Report, error: Report, parent=None,
                  atlas: Callable[[], dict | None] = lambda: None):  # fmt: skip
         """``atlas()``: the corpus and checksum of the head atlas open beside the window, or None."""
         super().__init__(parent)
         self._atlas = atlas
-        self.state, self.experiment, self.compare = state, experiment, compare
-        self._submit, self._notify, self._info, self._error = submit, notify, info, error
+        self.state = state
+        self._submit, self._info, self._error = submit, info, error
         self._parent = parent
         self._pending: tuple[int, WindowSession] | None = None  # (generation of the pinned run, the rest)
-        self._before: _Before | None = None  # what the window showed before the session being opened
+        self._before: Snapshot | None = None  # the state before the session being opened
         self._opening = 0  # the generation of the session's own run, until it is shown or fails
 
     def ask_path(self, save: bool) -> str | None:
@@ -70,18 +57,12 @@ class SessionActions(QObject):
             path, _ = QFileDialog.getOpenFileName(self._parent, "Open session", "", FILTER)
         return path or None
 
-    # --- saving ----------------------------------------------------------------------------
+    # --- saving ---------------------------------------------------------------------------
     def session(self) -> Session:
-        """What the window shows, as a session: the RunSpecs that made the shown and the pinned run
-        (before the first result: the inputs' own, InputError when a file they use cannot be read)."""
-        state = self.state
-        shown = state.display.request if state.display is not None else None
-        if not isinstance(shown, RunSpec):
-            shown = self.experiment.wrap(state.inputs.to_runspec())
-        pinned = self.compare.pinned
-        pinned_spec = pinned.request if pinned is not None and isinstance(pinned.request, RunSpec) else None
-        return Session(spec_to_save(shown), state.stage_name, state.head, state.query,
-                       None if pinned_spec is None else spec_to_save(pinned_spec), self._atlas())  # fmt: skip
+        """What the window shows, as a session (before the first result: the state's own request;
+        InputError when a file it uses cannot be read)."""
+        display = self.state.display
+        return session_of(self.state.snapshot(), display.request if display is not None else None, self._atlas())
 
     def save_session(self, path: str | None = None) -> bool:
         path = path or self.ask_path(save=True)
@@ -110,23 +91,22 @@ class SessionActions(QObject):
 
     def restore(self, shown: WindowSession) -> None:
         """Show ``shown``: its pinned run first (computed on the worker, then pinned), then its run."""
+        state = self.state
         if shown.not_applied:
-            self._notify(f"the window does not show: {', '.join(shown.not_applied)}")
+            state.add_notice(f"the window does not show: {', '.join(shown.not_applied)}")
         if shown.atlas is not None:
-            self._notify(corpus_notice(shown.atlas))
-        experiment, compare = self.experiment, self.compare
-        self._before = _Before(WindowRun(self.state.inputs, tuple(experiment.edits), experiment.difference.isChecked()),
-                               self.state.stage_name, self.state.head, self.state.query, compare.pinned)  # fmt: skip
-        compare.unpin()
+            state.add_notice(corpus_notice(shown.atlas))
+        self._before = state.snapshot()
         self._pending = None
         if shown.pinned is None:
-            self._show(shown)
+            self._show(shown, None)
             return
-        self._apply(shown.pinned)
+        if not self._apply(shown.pinned.snapshot(self._before)):  # its run, nothing pinned yet
+            return
         generation = self._submit()
         if generation is None:  # its settings are not valid here: nothing to pin
-            self._notify("the pinned run could not be computed")
-            self._show(shown)
+            state.add_notice("the pinned run could not be computed")
+            self._show(shown, None)
             return
         self._pending = (generation, shown)
 
@@ -143,41 +123,32 @@ class SessionActions(QObject):
             return
         wanted, shown = self._pending
         self._pending = None
+        pinned = None
         if generation == wanted and not message:
-            self.compare.pin()
+            pinned = self.state.display  # the pinned run, just shown
         elif generation == wanted:
-            self._notify(f"the pinned run could not be computed: {message}")
+            self.state.add_notice(f"the pinned run could not be computed: {message}")
         else:  # another request went first (the user changed something meanwhile)
-            self._notify("the session's pinned run was replaced before it was computed: not pinned")
-        self._show(shown)
+            self.state.add_notice("the session's pinned run was replaced before it was computed: not pinned")
+        self._show(shown, pinned)
 
-    def _show(self, shown: WindowSession) -> None:
-        self._apply(WindowRun(shown.inputs, shown.edits, shown.difference))
-        if shown.stage:
-            self.state.set_stage(shown.stage)
-        self.state.set_head(shown.head)
-        self.state.set_query(shown.query)
-        self._opening = self._submit() or 0
+    def _show(self, shown: WindowSession, pinned) -> None:
+        if self._apply(shown.snapshot(pinned)):
+            self._opening = self._submit() or 0
+
+    def _apply(self, snapshot: Snapshot) -> bool:
+        """Apply a snapshot of the session; when the state refuses it, go back to the one before."""
+        try:
+            self.state.apply(snapshot)
+        except (TypeError, ValueError) as exc:
+            self._roll_back(str(exc))
+            return False
+        return True
 
     def _roll_back(self, message: str) -> None:
         before, self._before = self._before, None
         if before is None:
             return
-        self._apply(before.run)
-        if before.stage:
-            self.state.set_stage(before.stage)
-        self.state.set_head(before.head)
-        self.state.set_query(before.query)
-        if before.pinned is not None:
-            self.compare.keep_pinned(before.pinned)
+        self.state.apply(before)  # the state's own snapshot: always applies
         self._submit()
-        self._notify(f"the session was not opened ({message}); the window is as it was")
-
-    def _apply(self, run: WindowRun) -> None:
-        """Set the inputs, the Difference toggle and the edits of ``run`` (one request follows)."""
-        experiment = self.experiment
-        experiment.drop_edits()  # replaced below, not "cleared by the inputs"
-        inputs = run.inputs
-        self.state.update_inputs(**{f.name: getattr(inputs, f.name) for f in dataclasses.fields(inputs)})
-        experiment.set_difference(run.difference)
-        experiment.set_edits(run.edits)
+        self.state.add_notice(f"the session was not opened ({message}); the window is as it was")

@@ -1,5 +1,6 @@
-"""Sessions (models/session.py) to and from what the window shows: :class:`~explorer.state.Inputs`,
-the edits and the Difference toggle, the pinned run, the stage, head and focused query. Qt-free.
+"""Sessions (models/session.py) to and from what the window shows: a snapshot of the state
+(explorer/snapshot.py: the inputs, the edits and the Difference toggle, the pinned run, the stage,
+head and focused query). Qt-free.
 
 A session holds RunSpecs (models/runspec.py): the window saves the RunSpecs of the runs it shows
 (each display carries the one that made it), and opening one turns each RunSpec back into the
@@ -13,16 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from models.config import InputError
-from models.edits import Edit
 from models.held_arrays import HeldArrays
 from models.runspec import BY_DEST, DEFAULT_MASK, RunSpec
 from models.session import Session, load_session, save_session
 
+from .run import DisplayTrace
+from .snapshot import EditHistory, Snapshot
 from .state import ALL_HEADS, NO_QUERY, Inputs
+
+if TYPE_CHECKING:  # models.edits imports torch: reading and writing sessions needs none
+    from models.edits import Edit
 
 _EXPORT_ONLY = ("device", "max_tokens")  # the window always computes on its own device, unlimited
 
@@ -34,6 +40,11 @@ class WindowRun:
     inputs: Inputs
     edits: tuple[Edit, ...] = ()
     difference: bool = False
+
+    def snapshot(self, base: Snapshot) -> Snapshot:
+        """``base`` (the state's snapshot) with this run's inputs, edits and toggle; nothing pinned."""
+        return base.replace(inputs=self.inputs, history=EditHistory.of(self.edits), difference=self.difference,
+                            pinned=None)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,11 @@ class WindowSession:
     difference: bool = False
     pinned: WindowRun | None = None  # computed first and pinned, then this session's run is shown
     atlas: dict | None = None  # the head atlas's corpus {"corpus", "sha256"} (issue 22)
+
+    def snapshot(self, pinned: DisplayTrace | None = None) -> Snapshot:
+        """The state this session shows, ``pinned`` once its pinned run was computed."""
+        return Snapshot(self.inputs, EditHistory.of(self.edits), self.difference, self.stage, self.head, self.query,
+                        pinned)  # fmt: skip
 
 
 # --- session -> window ----------------------------------------------------------------------
@@ -126,6 +142,16 @@ def spec_to_save(spec: RunSpec) -> RunSpec:
         if not is_encoder_decoder(spec.model):
             return spec.replace(cross_sentence=None, block=None)
     return spec
+
+
+def session_of(snapshot: Snapshot, shown: RunSpec | None = None, atlas: dict | None = None) -> Session:
+    """The session of a state's ``snapshot``: the RunSpec that made the ``shown`` run (what is on screen,
+    not what was asked since; before the first result: the snapshot's own) and the pinned run's."""
+    if not isinstance(shown, RunSpec):
+        shown = snapshot.inputs.to_runspec().with_edits(snapshot.edits, snapshot.difference)
+    pinned = snapshot.pinned.request if snapshot.pinned is not None else None
+    pinned = spec_to_save(pinned) if isinstance(pinned, RunSpec) else None
+    return Session(spec_to_save(shown), snapshot.stage, snapshot.head, snapshot.query, pinned, atlas)
 
 
 def session_from_inputs(inputs: Inputs, stage: str | None = None, head: int = ALL_HEADS,

@@ -1,13 +1,15 @@
-"""What the user asked for and what is shown: Qt-free data with one psygnal event per field.
+"""Everything the window shows, in one place: Qt-free data with one psygnal event per field.
 
-Two halves, as in napari's Dims beside QtDims:
-- ``inputs``: everything the computation depends on (an immutable :class:`Inputs`: the window's
-  controls); changing it emits ``inputs_changed`` and the window turns it into a RunSpec
-  (:meth:`Inputs.to_runspec`, models/runspec.py) for the worker. With
-  ``model`` empty that is the toy engine (random weights, every size settable); with a model
-  name or folder it is that pretrained model's layer, and the model sets the sizes.
-- what is shown: the latest trace, the stage, the head (-1 = all heads) and the focused query
-  row. Widgets subscribe to these signals and never compute anything themselves.
+As in napari's Dims beside QtDims, the widgets and actions are handed this state, read it, write it
+through its methods and subscribe to its events; none of them keeps a fact of its own.
+- what is asked for: ``inputs`` (an immutable :class:`~explorer.inputs.Inputs`: the window's
+  controls), the what-if ``edits`` with their undo and redo steps (an
+  :class:`~explorer.snapshot.EditHistory`) and the ``difference`` toggle; :meth:`request` is the
+  RunSpec of the three (models/runspec.py), ``requested`` the one last sent to the worker;
+- what is shown: the latest run (``display``, a DisplayTrace carrying the RunSpec that made it), the
+  ``pinned`` run compared with it, the stage, the head (-1 = all heads), the focused query row and head,
+  the colour scale, and the ``notices`` to show with the next summary.
+:meth:`snapshot` is what a session file holds; :meth:`apply` sets one whole, or nothing.
 """
 
 from __future__ import annotations
@@ -16,132 +18,21 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-import numpy as np
 from psygnal import Signal
 
-from models.config import AttentionConfig, InputError
-from models.held_arrays import HeldArrays
-from models.runspec import DEFAULT_MASK, RunSpec, load_matrix
+from models.runspec import RunSpec
 from models.tokenize import tokenize
 from models.trace import STAGE_ORDER, AttentionTrace
 
+from .inputs import DEFAULT_SENTENCE, Inputs, painted_mask, same_computation, settings_problem
 from .run import DisplayTrace
+from .snapshot import ALL_HEADS, NO_QUERY, EditHistory, Snapshot
 from .stage_image import StageImage
 
-ALL_HEADS = -1
-NO_QUERY = -1
+__all__ = ["ALL_HEADS", "DEFAULT_SENTENCE", "NO_QUERY", "EditHistory", "ExplorerState", "Inputs", "ModelInfo",
+           "Snapshot", "default_query", "is_special_token", "painted_mask", "settings_problem"]  # fmt: skip
+
 SPECIAL_TOKEN = re.compile(r"\[[A-Z]+\]|<[^<>\s]+>")
-DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired."
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """The user's settings, flat and JSON-friendly (they persist between launches)."""
-
-    sentence: str = DEFAULT_SENTENCE
-    cross_enabled: bool = False
-    cross_sentence: str = "Das Tier überquerte die Straße nicht."
-    heads: int = 2
-    d_model: int = 16
-    d_k: int | None = None  # None: auto (d_model // heads)
-    d_v: int | None = None  # None: same as d_k
-    mask: str = "none"
-    pad_positions: tuple[int, ...] = ()
-    score: str = "scaled"
-    pe: bool = False
-    temperature: float = 1.0
-    seed: int = 0
-    model: str = ""  # "": the toy engine; else a name ("minilm", "gpt2") or a model folder
-    layer: int = 0  # the model layer traced, 0-based like models.pretrained and `export --layer`
-    model_mask: str = DEFAULT_MASK  # the model's own mask, or none / causal / padding to compare
-    block: str = "cross"  # an encoder-decoder model's attention: encoder, decoder or cross
-    # What the command line's files give (`export` takes the same options); not saved between launches.
-    d_out: int | None = None
-    bias: bool = False
-    embeddings_file: str = ""  # an n × d_model .npy instead of the sentence
-    labels: tuple[str, ...] = ()
-    cross_embeddings_file: str = ""
-    cross_labels: tuple[str, ...] = ()
-    weights_file: str = ""  # W.npz
-    mask_file: str = ""  # boolean .npy for mask "custom"
-    # Mask "custom" without a file: the mask painted in the window, rows of True = hidden (not saved
-    # between launches; sessions hold it). () or another shape: nothing hidden.
-    painted_mask: tuple[tuple[bool, ...], ...] = ()
-    # Embeddings / weights a session brought, held in memory (no file on disk); a file above wins.
-    held: HeldArrays = HeldArrays()
-    # A session's model run: its layer and pad positions are used as given, refused (with export's
-    # line) when the model has no such layer or token, never adjusted; any later change clears it.
-    exact: bool = False
-
-    @property
-    def uses_model(self) -> bool:
-        return bool(self.model)
-
-    def config(self) -> AttentionConfig:
-        return AttentionConfig(
-            heads=self.heads, d_model=self.d_model, d_k=self.d_k, d_v=self.d_v, d_out=self.d_out, mask=self.mask,
-            pad_positions=tuple(self.pad_positions) if self.mask == "padding" else (),
-            score=self.score, pe="sinusoidal" if self.pe else "none",
-            temperature=self.temperature, seed=self.seed, bias=self.bias,
-        )  # fmt: skip
-
-    @property
-    def uses_files(self) -> bool:
-        return bool(self.held) or any((self.embeddings_file, self.cross_embeddings_file, self.weights_file,
-                                       self.mask_file))  # fmt: skip
-
-    def to_runspec(self) -> RunSpec:
-        """What these settings compute: the RunSpec the worker runs and a session stores. Files are
-        read here, with ``export``'s messages (InputError); the painted mask becomes the mask array."""
-        if self.uses_model:
-            # Pad positions hide keys under every mask but 'none' (a decoder's causal mask included).
-            pads = tuple(self.pad_positions) if self.model_mask != "none" else ()
-            mask = None if self.model_mask == DEFAULT_MASK else self.model_mask
-            # An encoder-decoder model reads the second sentence as its target (others ignore it:
-            # the shown run's RunSpec has it only for them, RunSpec.as_traced).
-            return RunSpec(model=self.model, layer=self.layer, sentence=self.sentence, mask=mask, pad_positions=pads,
-                           cross_sentence=self.cross_sentence, block=self.block, exact=self.exact)  # fmt: skip
-        c = self.config()
-        arrays = dict(self.held)
-        for name, path in (("embeddings", self.embeddings_file), ("cross_embeddings", self.cross_embeddings_file)):
-            if path:
-                arrays[name] = load_matrix(path, name.replace("_", " "))
-        if self.weights_file:
-            from models.weights import read_weights_file
-
-            arrays = {n: a for n, a in arrays.items() if not n.startswith("weights/")}
-            arrays |= {f"weights/{k}": a for k, a in read_weights_file(self.weights_file).items()}
-        origins = {"weights": f"weights file {self.weights_file}"} if self.weights_file else {}
-        files = self.uses_files  # labels name the rows of a matrix (without files they wait, unused)
-        spec = RunSpec(
-            sentence=None if "embeddings" in arrays else self.sentence, labels=self.labels or None if files else None,
-            cross_sentence=self.cross_sentence if self.cross_enabled and "cross_embeddings" not in arrays else None,
-            cross_labels=self.cross_labels or None if files else None, heads=c.heads, d_model=c.d_model, d_k=c.d_k,
-            d_v=c.d_v, d_out=c.d_out, mask=None if c.mask == "none" else c.mask, pad_positions=c.pad_positions,
-            score=c.score, pe=c.pe,
-            temperature=c.temperature, seed=c.seed, bias=c.bias,
-            arrays=HeldArrays({n: a for n, a in arrays.items() if n != "mask"}), origins=tuple(origins.items()),
-        )  # fmt: skip
-        if c.mask != "custom":
-            return spec
-        if self.mask_file:
-            mask = load_matrix(self.mask_file, "mask")
-            origins["mask"] = f"mask file {self.mask_file}"
-        else:
-            mask = painted_mask(spec, self.painted_mask)
-        return spec.replace(arrays=HeldArrays({**spec.arrays, "mask": mask}), origins=tuple(origins.items()))
-
-
-def painted_mask(spec: RunSpec, painted: tuple) -> np.ndarray:
-    """Mask "custom" without a file: the painted mask, or nothing hidden when it does not fit."""
-    embeddings, cross = spec.arrays.get("embeddings"), spec.arrays.get("cross_embeddings")
-    n_k = len(embeddings) if embeddings is not None else len(tokenize(spec.sentence or ""))
-    if cross is not None:
-        n_q = len(cross)
-    else:
-        n_q = len(tokenize(spec.cross_sentence)) if spec.cross_sentence else n_k
-    mask = np.array(painted, dtype=bool) if painted else np.zeros((0, 0), bool)
-    return mask if mask.shape == (n_q, n_k) else np.zeros((n_q, n_k), bool)
 
 
 @dataclass(frozen=True)
@@ -173,46 +64,41 @@ class ModelInfo:
                    block=c.get("block", ""))  # fmt: skip
 
 
-def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
-    """``(message, names of the offending fields)``; ``("", ())`` when the settings are valid."""
-    if inputs.uses_model:  # the model sets every size; the toy settings wait, unchecked
-        return "", ()
-    try:
-        inputs.config().validate()
-        if inputs.uses_files:
-            inputs.to_runspec().toy_request()  # reads the files: a bad one is named here, as `export` names it
-    except InputError as exc:
-        message = str(exc)
-        fields = tuple(f for f in ("heads", "d_model", "d_k", "d_v", "temperature") if f in message)
-        return message, fields
-    return "", ()
-
-
 class ExplorerState:
     inputs_changed = Signal(object)  # Inputs
     settings_error_changed = Signal(str, tuple)  # message ('' when valid), offending field names
     key_tokens_changed = Signal(tuple)  # the sentence's tokens, for the padding picker
     model_info_changed = Signal(object)  # ModelInfo of the shown model, or None (toy, loading)
+    edits_changed = Signal(object)  # EditHistory: the edits or their undone steps changed
+    difference_changed = Signal(bool)  # show edited − original rather than the edited run
+    requested_changed = Signal(object)  # the RunSpec just sent to the worker
     trace_changed = Signal(object)  # DisplayTrace now shown
     stage_image_added = Signal(str)  # a lazily converted stage arrived for the shown trace
+    pinned_changed = Signal(object)  # the DisplayTrace pinned beside the shown one, or None
     stage_changed = Signal(str)
     head_changed = Signal(int)
     query_changed = Signal(int)
     focus_head_changed = Signal(int)
     colours_changed = Signal(object)  # True: weights 0..their max ("fit to data"), "log": log10, False: 0..1
+    notices_changed = Signal(tuple)  # what to show with the next summary in the status line
 
     def __init__(self, inputs: Inputs | None = None, parent: object = None):
         # ``parent``: ignored (kept for callers written for the QObject this used to be).
         self._inputs = inputs or Inputs()
         self._key_tokens = () if self._inputs.uses_model else tuple(tokenize(self._inputs.sentence))
         self._problem = settings_problem(self._inputs)
+        self._history = EditHistory()
+        self.difference = False
+        self.requested: RunSpec | None = None  # the RunSpec last sent to the worker (it may fail)
         self.model_info: ModelInfo | None = None
         self.display: DisplayTrace | None = None
+        self.pinned: DisplayTrace | None = None  # kept alive here: the worker never frees it
         self.stage_name = "weights"
         self.head = ALL_HEADS
         self.focus_head = 0  # the head the query panel explains (the one last clicked)
         self.query = NO_QUERY
         self.fit_colours = False
+        self.notices: tuple[str, ...] = ()
 
     # --- inputs ----------------------------------------------------------------------------
     @property
@@ -233,22 +119,39 @@ class ExplorerState:
         return self._problem
 
     def update_inputs(self, **changes) -> None:
+        """Change some inputs. Edits of another computation are dropped (with a notice): they
+        edited cells of a run that is no longer asked for."""
         old = self._inputs
         if old.exact and "exact" not in changes:
             changes = {**changes, "exact": False}  # the user changes what the session set
-        new = dataclasses.replace(old, **changes)
-        model_changed = new.model != old.model
-        if model_changed and "pad_positions" not in changes:
+        new, tokens = self._settled(dataclasses.replace(old, **changes), "pad_positions" in changes)
+        if new == old:
+            return
+        cleared = (self._history.steps or self._history.undone) and not same_computation(old, new)
+        if cleared:  # set before any event: a subscriber to inputs_changed reads the edits that go with them
+            self._history = EditHistory()
+            self.notices += ("edits cleared: the inputs changed",)
+        self._set(new, tokens, settings_problem(new))
+        if cleared:
+            self.notices_changed.emit(self.notices)
+            self.edits_changed.emit(self._history)
+
+    def _settled(self, new: Inputs, pads_given: bool) -> tuple[Inputs, tuple[str, ...]]:
+        """``new`` made consistent (pad positions of another tokenizer dropped) and its key tokens."""
+        model_changed = new.model != self._inputs.model
+        if model_changed and not pads_given:
             new = dataclasses.replace(new, pad_positions=())  # positions of another tokenizer's tokens
         if new.uses_model:
             # The model's tokenizer runs on the worker: its tokens arrive with the trace.
-            tokens = () if model_changed else self._key_tokens
-        else:
-            tokens = tuple(tokenize(new.sentence))
-            if new.pad_positions:  # keep only positions that still name a key of the sentence
-                new = dataclasses.replace(new, pad_positions=tuple(p for p in new.pad_positions if p < len(tokens)))
-        if new == old:
-            return
+            return new, () if model_changed else self._key_tokens
+        tokens = tuple(tokenize(new.sentence))
+        if new.pad_positions:  # keep only positions that still name a key of the sentence
+            new = dataclasses.replace(new, pad_positions=tuple(p for p in new.pad_positions if p < len(tokens)))
+        return new, tokens
+
+    def _set(self, new: Inputs, tokens: tuple[str, ...], problem: tuple) -> None:
+        """Set the inputs (their tokens and problem computed already), then emit what changed."""
+        model_changed = new.model != self._inputs.model
         self._inputs = new
         if tokens != self._key_tokens:
             self._key_tokens = tokens
@@ -256,15 +159,100 @@ class ExplorerState:
         if model_changed and self.model_info is not None:
             self.model_info = None  # until the new model's first trace
             self.model_info_changed.emit(None)
-        problem = settings_problem(new)
         if problem != self._problem:
             self._problem = problem
             self.settings_error_changed.emit(*problem)
         self.inputs_changed.emit(new)
 
     def request(self) -> RunSpec | None:
-        """The RunSpec of the current inputs, or None while the settings are invalid."""
-        return None if self._problem[0] else self._inputs.to_runspec()
+        """The RunSpec of the current inputs with the edits (as a difference when that is shown), or
+        None while the settings are invalid."""
+        if self._problem[0]:
+            return None
+        return self._inputs.to_runspec().with_edits(self._history.edits, self.difference)
+
+    def set_requested(self, spec: RunSpec) -> None:
+        self.requested = spec
+        self.requested_changed.emit(spec)
+
+    # --- edits -----------------------------------------------------------------------------
+    @property
+    def history(self) -> EditHistory:
+        return self._history
+
+    @property
+    def edits(self) -> tuple:
+        return self._history.edits
+
+    def add_edits(self, edits) -> None:
+        """``edits`` as one undo step (hiding a token from every query is several)."""
+        self._set_history(self._history.add(edits))
+
+    def undo(self) -> None:
+        self._set_history(self._history.undo())
+
+    def redo(self) -> None:
+        self._set_history(self._history.redo())
+
+    def reset_edits(self) -> None:
+        self._set_history(EditHistory())
+
+    def _set_history(self, history: EditHistory) -> None:
+        if history != self._history:
+            self._history = history
+            self.edits_changed.emit(history)
+
+    def set_difference(self, on: bool) -> None:
+        if bool(on) != self.difference:
+            self.difference = bool(on)
+            self.difference_changed.emit(self.difference)
+
+    # --- notices ---------------------------------------------------------------------------
+    def add_notice(self, text: str) -> None:
+        """A notice shown with the next summary in the status line (e.g. "opened mask m.npy")."""
+        self.notices += (text,)
+        self.notices_changed.emit(self.notices)
+
+    def take_notices(self) -> tuple[str, ...]:
+        """The notices, now shown: the state forgets them."""
+        notices, self.notices = self.notices, ()
+        if notices:
+            self.notices_changed.emit(())
+        return notices
+
+    # --- sessions --------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """What is on screen, as a session file holds it (plain data: no Qt, no copy of a trace)."""
+        return Snapshot(self._inputs, self._history, self.difference, self.stage_name, self.head, self.query,
+                        self.pinned, self.focus_head)  # fmt: skip
+
+    def apply(self, snapshot: Snapshot) -> None:
+        """Set every field of ``snapshot``, or none: one that is not a snapshot the state can hold
+        raises TypeError / ValueError and leaves every field as it was, with no event. Its edits are
+        its own (its inputs do not clear them). The events of the fields that changed follow once
+        all are set: one request follows, not one per field."""
+        snapshot.check()
+        new, tokens = self._settled(snapshot.inputs, pads_given=True)
+        problem = settings_problem(new)
+        stage = snapshot.stage or self.stage_name
+        focus = snapshot.focus_head if snapshot.focus_head is not None else \
+            snapshot.head if snapshot.head != ALL_HEADS else self.focus_head  # fmt: skip
+        # Everything is known: from here on nothing can fail, and the events come after the fields.
+        old = self.snapshot()
+        self._history, self.difference, self.pinned = snapshot.history, snapshot.difference, snapshot.pinned
+        self.stage_name, self.head, self.query, self.focus_head = stage, snapshot.head, snapshot.query, focus
+        if new != old.inputs:
+            self._set(new, tokens, problem)
+        if snapshot.history != old.history:
+            self.edits_changed.emit(snapshot.history)
+        for signal, before, now in ((self.difference_changed, old.difference, self.difference),
+                                    (self.pinned_changed, old.pinned, self.pinned),
+                                    (self.stage_changed, old.stage, self.stage_name),
+                                    (self.head_changed, old.head, self.head),
+                                    (self.focus_head_changed, old.focus_head, self.focus_head),
+                                    (self.query_changed, old.query, self.query)):  # fmt: skip
+            if now is not before and now != before:
+                signal.emit(now)
 
     # --- what is shown ---------------------------------------------------------------------
     def show_trace(self, display: DisplayTrace) -> None:
@@ -299,6 +287,21 @@ class ExplorerState:
         if self.display is not None and self.display.generation == generation:
             self.display.images[image.name] = image
             self.stage_image_added.emit(image.name)
+
+    def pin(self, display: DisplayTrace | None = None) -> bool:
+        """Keep ``display`` (the shown run by default) beside every later run; False when there is none."""
+        display = display if display is not None else self.display
+        if display is None:
+            return False
+        if display is not self.pinned:
+            self.pinned = display
+            self.pinned_changed.emit(display)
+        return True
+
+    def unpin(self) -> None:
+        if self.pinned is not None:
+            self.pinned = None
+            self.pinned_changed.emit(None)
 
     def set_stage(self, name: str) -> None:
         if name != self.stage_name:

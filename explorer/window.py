@@ -90,14 +90,14 @@ class MainWindow(QMainWindow):
             fit_colours = load_fit_colours(settings) if persist else "auto"
         self.state.set_fit_colours(fit_colours)
         self.worker = worker or ComputeWorker()
-        self.worker.set_fit_colours(fit_colours)
+        # The worker converts with the state's colour scale: told it now and at every change (one source).
+        self.worker.set_fit_colours(self.state.fit_colours)
+        self.state.colours_changed.connect(self.worker.set_fit_colours)
         self.last_gui_ms = 0.0  # GUI-thread time spent handling the latest result (for the benchmark)
         self._submitted_at: dict[int, float] = {}
         self._answered = 0  # the latest generation that produced a result or an error
         self.last_error = ""  # the message of the latest request, if it failed
-        self._latest_request: object = None
         self._load_error = ""  # why the chooser went back; shown instead of the next summary
-        self._notices: list[str] = []  # shown with the next summary (e.g. a saved model that has gone)
 
         self.model_chooser = ModelChooser(self.state, list_models())
         self.sentence_panel = SentencePanel(self.state, read_examples())
@@ -123,27 +123,28 @@ class MainWindow(QMainWindow):
         self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.mask_dock)
         # issue 9: what-if edits, difference view
-        self.experiment = Experiment(self.state, self.matrix_view, self.submit_now, self.add_notice, error, self)
+        self.experiment = Experiment(self.state, self.matrix_view, error, self)
         # Alt+click hides a key from a query (Shift: from every query)
-        self.key_hider = KeyHider(self.state, self.matrix_view, self.experiment, error)
+        self.key_hider = KeyHider(self.state, self.matrix_view, error)
         self.jobs.failed.connect(lambda _kind, message: self.status_line.show_error(message))
         # Stage → Pin this run, compared with the current one
         self.compare = CompareActions(self.state, self.jobs, info, error, self)
         # issue 9: File → Save session… / Open session…
-        self.sessions = SessionActions(self.state, self.experiment, self.compare, self.submit_now, self.add_notice,
-                                       info, error, self, atlas=lambda: atlas_corpus(self))  # fmt: skip
-        self.files = FileActions(self.state, self.add_notice, error, self)  # File → Open embeddings… / mask…
+        self.sessions = SessionActions(self.state, self.submit_now, info, error, self,
+                                       atlas=lambda: atlas_corpus(self))  # fmt: skip
+        self.files = FileActions(self.state, self.state.add_notice, error, self)  # File → Open embeddings… / mask…
         # Every menu entry and shortcut, registered once by id (explorer/actions/window_actions.py).
         self.registry = window_registry(self)
         self.menus = build_menus(self.menuBar(), self.registry)
-        self.experiment.changed.connect(self.registry.refresh)
-        self.compare.pinned_changed.connect(self.registry.refresh)
+        for changed in (self.state.edits_changed, self.state.pinned_changed):  # Undo, Redo, Unpin apply or not
+            changed.connect(lambda *_: self.registry.refresh())
         self.shown.connect(self.sessions.arrived)
         self.worker.failed.connect(lambda generation, message, _kind: self.sessions.arrived(generation, message))
 
-        # Many input changes in one event-loop turn (a spin box held down, a restore) make one request.
+        # Many changes in one event-loop turn (a spin box held down, a session applied) make one request.
         self._submit_soon = Debounced(self.submit_now, 0, self)
-        self.state.inputs_changed.connect(lambda _inputs: self._submit_soon())
+        for changed in (self.state.inputs_changed, self.state.edits_changed, self.state.difference_changed):
+            changed.connect(lambda *_: self._submit_soon())
         self.state.settings_error_changed.connect(self._settings_problem)
         self.worker.result_ready.connect(self._on_result)
         self.worker.failed.connect(self._on_failed)
@@ -156,7 +157,6 @@ class MainWindow(QMainWindow):
         self.matrix_view.region_wanted.connect(self.worker.prepare_region)
         self.worker.region_ready.connect(self.matrix_view.zoom.arrived)
         self.matrix_view.painted.connect(self.worker.painted)  # then it converts the other stages
-        self.state.colours_changed.connect(self.worker.set_fit_colours)  # for the traces to come
         self.matrix_view.cell_clicked.connect(self.select_cell)
         self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
 
@@ -171,8 +171,8 @@ class MainWindow(QMainWindow):
         # later (12 heads, say) then finds its heatmaps built, even chosen from the keyboard.
         self.matrix_view.warm_up(IDLE_PLOTS)
         if startup_notice:
-            self._notices.append(startup_notice)
-            self.status_line.show_info("", self._notices)
+            self.state.add_notice(startup_notice)
+            self.status_line.show_info("", self.state.notices)
 
     # --- layout ----------------------------------------------------------------------------
     def _lay_out(self) -> None:
@@ -215,21 +215,17 @@ class MainWindow(QMainWindow):
 
     # --- requests and results --------------------------------------------------------------
     def submit_now(self) -> int | None:
-        """Send the current inputs to the worker; None while the settings are invalid."""
+        """Send the state's request (its inputs with the edits) to the worker; None while the settings
+        are invalid."""
         self._submit_soon.cancel()
         request = self.state.request()
         if request is None:
             return None
-        request = self.experiment.wrap(request)
+        self.state.set_requested(request)
         generation = self.worker.submit(request, focus_stage=self.state.stage_name)
         after_this_turn(self, lambda: self.worker.gui_settled(generation))  # then it may read a model
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
-        self._latest_request = request
         return generation
-
-    def add_notice(self, text: str) -> None:
-        """A notice shown with the next summary in the status line (e.g. "opened mask m.npy")."""
-        self._notices.append(text)
 
     # --- models ----------------------------------------------------------------------------
     def ask_model_folder(self, start: Path) -> str | None:
@@ -281,8 +277,8 @@ class MainWindow(QMainWindow):
             self.status_line.show_error(self.last_error)
         else:
             summary = _summary(display.trace, (t0 - submitted) * 1000.0)
-            self.status_line.show_info(summary, [*self._notices, *(display.trace.meta.get("notices") or ())])
-            self._notices = []
+            notices = self.state.take_notices()
+            self.status_line.show_info(summary, [*notices, *(display.trace.meta.get("notices") or ())])
         # The heatmaps (a new grid's layout, then its images) and their paint come in later
         # event-loop turns of their own, each short, rather than all in this one (MatrixView).
         self.shown.emit(display.generation)
@@ -293,7 +289,7 @@ class MainWindow(QMainWindow):
         self.load_bar.hide()
         self._answered, self.last_error = generation, message
         self.status_line.show_error(message)
-        failed_model = getattr(self._latest_request, "model", None) or ""
+        failed_model = getattr(self.state.requested, "model", None) or ""
         if kind == "load" and failed_model and failed_model != self.shown_model:
             # The model did not open: back to the one on screen, which keeps working.
             self._load_error = message

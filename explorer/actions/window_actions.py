@@ -66,11 +66,11 @@ def window_actions(w: MainWindow) -> list[Action]:
                enabled_when=lambda: w.compare.pinned is not None),
         # Edit: what-if edits
         Action("edit.undo", "Undo edit", lambda: w.experiment.undo(), ("Ctrl+Z", StandardKey.UNDO), menu="edit",
-               enabled_when=lambda: bool(w.experiment.edits)),
+               enabled_when=lambda: w.state.history.can_undo),
         Action("edit.redo", "Redo edit", lambda: w.experiment.redo(), ("Ctrl+Shift+Z", StandardKey.REDO),
-               menu="edit", enabled_when=lambda: bool(w.experiment.redo_list)),
+               menu="edit", enabled_when=lambda: w.state.history.can_redo),
         Action("edit.reset", "Reset edits", lambda: w.experiment.reset(), menu="edit",
-               enabled_when=lambda: bool(w.experiment.edits or w.experiment.redo_list)),
+               enabled_when=lambda: w.state.history.can_undo or w.state.history.can_redo),
     ]  # fmt: skip
 
 

@@ -51,3 +51,34 @@ def test_the_state_and_its_requests_import_neither_qt_nor_torch():
     )
     done = subprocess.run([sys.executable, "-c", script, str(ROOT)], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_edits_pins_notices_and_sessions_work_without_qt_or_torch_loaded():
+    # What moved into the state from the window's Qt objects (the edits and their undo steps, the
+    # Difference checkbox, the pinned run, the notices, a session's rollback) needs neither.
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from explorer.run import DisplayTrace\n"
+        "from explorer.state import ExplorerState, Inputs\n"
+        "from explorer.session_io import session_of\n"
+        "class Cell:\n"
+        "    def __init__(self, stage, cell, value): self.stage, self.cell, self.value = stage, cell, value\n"
+        "state = ExplorerState(Inputs(sentence='one two', heads=2, d_model=8))\n"
+        "events = []\n"
+        "for name in ('edits_changed', 'difference_changed', 'pinned_changed', 'notices_changed'):\n"
+        "    getattr(state, name).connect(lambda *a, name=name: events.append(name))\n"
+        "state.add_edits([Cell('q', (0, 0, 0), 1.0)]); state.undo(); state.redo(); state.set_difference(True)\n"
+        "before = state.snapshot()\n"
+        "state.update_inputs(sentence='three four')  # clears the edits, with a notice\n"
+        "state.pin(DisplayTrace(1, None, request=state.request()))\n"
+        "state.apply(before)\n"
+        "assert state.snapshot() == before and state.pinned is None and state.request().difference\n"
+        "assert session_of(before).run.edits == before.edits\n"
+        "assert events == ['edits_changed'] * 3 + ['difference_changed', 'notices_changed', 'edits_changed',\n"
+        "                  'pinned_changed', 'edits_changed', 'pinned_changed'], events\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'PySide6', 'pyqtgraph', 'superqt')]\n"
+        "assert not bad, bad[:5]\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(ROOT)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr
