@@ -100,14 +100,16 @@ class MainWindow(QMainWindow):
         self._load_error = ""  # why the chooser went back; shown instead of the next summary
         self._notices: list[str] = []  # shown with the next summary (e.g. a saved model that has gone)
 
+        # Every number the GUI shows is read off this thread by these jobs (hover, focus, numbers in
+        # cells, the edit dialog's value, the inspector, the comparison): the GUI thread never computes.
+        self.jobs = ReadJobs(self)
         self.model_chooser = ModelChooser(self.state, list_models())
         self.sentence_panel = SentencePanel(self.state, read_examples())
         self.settings_panel = SettingsPanel(self.state, describe_default_device())
         self.stepper = StageStepper(self.state)
         self.stage_list = StageList(self.state)
-        self.matrix_view = MatrixView(self.state)
-        self.focus_panel = QueryFocusPanel(self.state)
-        self.jobs = ReadJobs(self)  # the GUI's reads of trace numbers, off this thread
+        self.matrix_view = MatrixView(self.state, jobs=self.jobs)
+        self.focus_panel = QueryFocusPanel(self.state, jobs=self.jobs)
         self.inspector = InspectorPanel(jobs=self.jobs)
         self.status_line = StatusLine()
         self.statusBar().addWidget(self.status_line, 1)
@@ -379,6 +381,7 @@ class MainWindow(QMainWindow):
         from .image_export import write_png
 
         self.matrix_view.flush()  # the heatmaps painted, not a held canvas
+        self.jobs.wait_until_idle()  # and the numbers read off this thread (in cells, focus) shown
         self.screenshot_error = write_png(self, path)  # atomic: never a truncated PNG in place
         return self.screenshot_error is None
 
