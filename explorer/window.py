@@ -119,8 +119,8 @@ class MainWindow(QMainWindow):
         self.load_bar.setFormat("Loading %p%")
         self.load_bar.hide()
         self.statusBar().addPermanentWidget(self.load_bar)
-        self.exports = ExportActions(self, self.state, self.matrix_view, settings,
-                                     self.status_line.show_info, self.status_line.show_error)  # fmt: skip
+        self.exports = ExportActions(self, self.state, self.matrix_view, settings, self.status_line.show_info,
+                                     self.status_line.show_error, jobs=self.jobs)  # fmt: skip
         self._lay_out()
         info, error = self.status_line.show_info, self.status_line.show_error
         self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask

@@ -246,8 +246,12 @@ def test_grouped_query_attention_model_from_a_folder(qtbot, make_window, settle,
     monkeypatch.setattr(window.exports, "ask_save_path", lambda *args: next(answers))
     monkeypatch.setattr(window.exports, "ask_folder", lambda *args: next(answers))
     shown(window, "v", head=3)
-    np.testing.assert_allclose(np.load(window.exports.export_matrix()), expected["v"].array[1], atol=1e-5)
-    manifest = json.loads((window.exports.export_all() / "manifest.json").read_text())
+    path = window.exports.export_matrix()
+    assert window.jobs.wait_until_idle()  # written off the GUI thread
+    np.testing.assert_allclose(np.load(path), expected["v"].array[1], atol=1e-5)
+    folder = window.exports.export_all()
+    assert window.jobs.wait_until_idle()
+    manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["meta"]["model"] == "tiny-llama" and manifest["meta"]["layer"] == 0
     assert manifest["meta"]["tokens"] == list(expected.query_tokens)
 
