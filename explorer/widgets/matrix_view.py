@@ -150,6 +150,8 @@ class MatrixView(QWidget):
         self.hover = HoverReadout(self)  # the exact value under the mouse
         self.canvas.scene().sigMouseClicked.connect(self._click)
         self.canvas.painted.connect(lambda: self.painted.emit(self.shown_generation))
+        self._read_ahead: tuple | None = None  # (stage names, heads) to read once painted
+        self.canvas.painted.connect(self._read_ahead_now)
         # A new result shares its turn with every other panel's update: the heatmaps come in later ones.
         state.trace_changed.connect(self._refresh_soon.request)
         for signal in (state.stage_changed, state.head_changed, state.colours_changed):
@@ -219,8 +221,9 @@ class MatrixView(QWidget):
             self.zoom.forget()
         self.shown_stage, self.shown_generation = stage, display.generation
         self.values.follow(display.trace)
-        # A small stage is read whole in advance: hovering it, and its numbers, never wait.
-        self.values.prefetch((stage.name, "masked") if stage.name == "weights" else (stage.name,), heads)
+        # A small stage is read whole in advance, once it is painted (the read never delays the
+        # paint): hovering it, and its numbers, then never wait.
+        self._read_ahead = ((stage.name, "masked") if stage.name == "weights" else (stage.name,), heads)
         self._mark_query()
         self.grid.settle_layout()
         self.zoom.now(*self.plots)  # each plot at its own device pixels, zoomed or not
@@ -229,6 +232,12 @@ class MatrixView(QWidget):
         self.selection.sync()
         self._paint_soon.request()
         self.shown.emit()
+
+    def _read_ahead_now(self) -> None:
+        if self._read_ahead is not None:
+            names, heads = self._read_ahead
+            self._read_ahead = None
+            self.values.prefetch(names, heads)
 
     def update_range_line(self) -> None:
         """The values' range, and how many cells one screen pixel holds (from the first plot's
