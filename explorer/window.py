@@ -109,6 +109,9 @@ class MainWindow(QMainWindow):
         self.stepper = StageStepper(self.state)
         self.stage_list = StageList(self.state)
         self.matrix_view = MatrixView(self.state, jobs=self.jobs)
+        # Answers for the panels beside the heatmaps (the focus) wait until these have painted.
+        self.jobs.busy = lambda: self.matrix_view.building
+        self.matrix_view.painted.connect(self.jobs.release)
         self.focus_panel = QueryFocusPanel(self.state, jobs=self.jobs)
         self.inspector = InspectorPanel(jobs=self.jobs)
         self.status_line = StatusLine()

@@ -141,7 +141,8 @@ class QueryFocusPanel(QGroupBox):
                 return key, read_focus(trace, stage, head, row)
 
             if self.jobs is not None:
-                self.jobs.ask("focus", read, self._arrived)  # shown when it comes
+                # Shown when it comes (held while the heatmaps of a result are on their way).
+                self.jobs.ask("focus", read, self._arrived, held=True)
                 return
             answer = self._keep(*read())
         weights, output, vector = answer  # (n_k,), (d_v,), the row's (d,) or None

@@ -186,3 +186,22 @@ def test_rows_answered_for_a_trace_no_longer_shown_are_dropped():
     np.testing.assert_array_equal(rows.rows("q", 0, 1, 2), new["q"].head(0)[1:2])
     assert rows.request("hover", [("q", 0, 1, 2)], lambda: arrived.append("again")) is True  # kept
     assert len(jobs.asked) == 2
+
+
+def test_held_answers_wait_for_the_paint_and_the_latest_still_wins(qapp, monkeypatch):
+    import explorer.jobs
+    from explorer.jobs import ReadJobs
+
+    monkeypatch.setattr(explorer.jobs, "HOLD_MS", 60_000)  # only release() hands them over here
+    jobs, got = ReadJobs(), []
+    busy = [True]  # a result's heatmaps on their way
+    jobs.busy = lambda: busy[0]
+    jobs.ask("focus", lambda: "row 1", got.append, held=True)
+    jobs.ask("focus", lambda: "row 2", got.append, held=True)  # replaces row 1
+    jobs.ask("numbers", lambda: "cells", got.append)  # not held: drawn with the heatmaps
+    assert not jobs.wait_until_idle(timeout=0.2)  # the focus waits
+    assert got == ["cells"]
+    busy[0] = False
+    jobs.release()  # they have painted
+    assert jobs.idle and got == ["cells", "row 2"]
+    jobs.shutdown()
