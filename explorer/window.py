@@ -111,7 +111,7 @@ class MainWindow(QMainWindow):
         self.matrix_view = MatrixView(self.state, jobs=self.jobs)
         # Answers for the panels beside the heatmaps (the focus) wait until these have painted.
         self.jobs.busy = lambda: self.matrix_view.building
-        self.matrix_view.painted.connect(self.jobs.release)
+        self.matrix_view.painted.connect(self.jobs.release, Qt.ConnectionType.QueuedConnection)  # after the paint
         self.focus_panel = QueryFocusPanel(self.state, jobs=self.jobs)
         self.inspector = InspectorPanel(jobs=self.jobs)
         self.status_line = StatusLine()
