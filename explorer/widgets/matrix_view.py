@@ -382,7 +382,8 @@ class MatrixView(QWidget):
 
     # --- for tests and export -------------------------------------------------------------
     def shown_values(self) -> np.ndarray:
-        """The exact float matrices on screen, (plots, rows, cols)."""
+        """The exact float matrices on screen, (plots, rows, cols), read from the stage here (tests:
+        the app itself never calls it, it reads through ``values``)."""
         stage = self.shown_stage
         return np.stack([stage.head(p.head) for p in self.plots])
 
