@@ -68,7 +68,10 @@ class Experiment(QObject):
         return value if ok else None
 
     def edit_cell(self, head: int, row: int, col: int) -> bool:
-        """Double-click on a cell of the shown stage: ask for a number and recompute."""
+        """Double-click on a cell of the shown stage: ask for a number and recompute. The dialog
+        opens with the cell's value, from the view's rows (read off the GUI thread: the cell was
+        hovered, or its stage is small and read whole); when they are not there yet, once they
+        come (then only if the same stage of the same run is still shown). False when refused."""
         stage, display = self.view.shown_stage, self.state.display
         if stage is None or display is None:
             return False
@@ -77,15 +80,25 @@ class Experiment(QObject):
         if stage.col_axis == "key" and col >= len(display.trace.key_tokens):  # gpt-oss's sink column
             self._error("the sink is a learned logit, not a score: it cannot be edited")
             return False
+        shown = (self.view.shown_generation, stage.name)
+
+        def ask() -> None:
+            if (self.view.shown_generation, getattr(self.view.shown_stage, "name", None)) == shown:
+                self._ask_and_edit(stage, head, row, col, bool(display.trace.meta.get("difference")))
+
+        if display.trace.meta.get("difference") or self.view.values.request("edit", [(stage.name, head, row, row + 1)],
+                                                                             ask):  # fmt: skip
+            ask()
+        return True
+
+    def _ask_and_edit(self, stage, head: int, row: int, col: int, difference: bool) -> None:
         cell = (head, row, col) if stage.per_head else (row, col)
         earlier = [e.value for e in self.edits if e.stage == stage.name and e.cell == cell]
-        shown = 0.0 if display.trace.meta.get("difference") else stage.cell(head, row, col)
+        shown = 0.0 if difference else self.view.values.value(stage.name, head, row, col)
         current = earlier[-1] if earlier else shown
         value = self.ask_value(stage.title, cell, float(current))
-        if value is None:
-            return False
-        self.add_edit(Edit(stage.name, cell, float(value)))
-        return True
+        if value is not None:
+            self.add_edit(Edit(stage.name, cell, float(value)))
 
     def add_edit(self, edit: Edit) -> None:
         self.state.add_edits([edit])

@@ -5,6 +5,11 @@ function of the traces; the function runs on one background thread and its value
 images) is handed to the view's callback on the GUI thread. An answer to an ask that a newer ask
 of the same kind has replaced is dropped, never shown. Tests (and screenshots) wait for the
 answers with :meth:`ReadJobs.wait_until_idle`, as napari's slicer does, instead of polling.
+
+An ask made with ``held=True`` (a panel beside the heatmaps: the focus) is not handed over while
+``busy()`` says a result's heatmaps are on their way to the screen: it waits for :meth:`release`
+(their paint) or :data:`HOLD_MS`, so that its update never lengthens one of their turns. It is
+still pending meanwhile: ``wait_until_idle`` waits for it.
 """
 
 from __future__ import annotations
@@ -15,11 +20,12 @@ import time
 import traceback
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
 from models.config import InputError
 
 Deliver = Callable[[object], None]
+HOLD_MS = 200  # the longest a held answer waits for release()
 
 
 class ReadJobs(QObject):
@@ -38,11 +44,16 @@ class ReadJobs(QObject):
         self._callbacks: dict[str, Deliver] = {}
         self._pending = 0  # asks not answered on this thread yet
         self._tickets = 0
+        self._held_kinds: set[str] = set()  # kinds whose answers wait while busy()
+        self._held: list[tuple[str, int, object, object]] = []  # answers waiting for release()
+        self.busy: Callable[[], bool] | None = None  # the GUI is busy showing a result (set by the window)
         # Emitted on the read thread, delivered queued on the thread this object lives on (the GUI's).
         self._answered.connect(self._deliver)
 
-    def ask(self, kind: str, compute: Callable[[], object], deliver: Deliver) -> int:
-        """Run ``compute`` off this thread; ``deliver`` its value here unless a newer ``kind`` ask came."""
+    def ask(self, kind: str, compute: Callable[[], object], deliver: Deliver, held: bool = False) -> int:
+        """Run ``compute`` off this thread; ``deliver`` its value here unless a newer ``kind`` ask came
+        (``held``: not while :attr:`busy`, see the module's doc)."""
+        (self._held_kinds.add if held else self._held_kinds.discard)(kind)
         with self._lock:
             self._tickets += 1
             ticket = self._tickets
@@ -77,6 +88,7 @@ class ReadJobs(QObject):
         with self._lock:
             self._latest.clear()
             thread, self._thread = self._thread, None
+        self._held = []
         if thread is not None:
             self._queue.put(None)
             thread.join(timeout)
@@ -97,7 +109,18 @@ class ReadJobs(QObject):
         self._answered.emit(kind, ticket, value, error)
 
     # --- back on the GUI thread ----------------------------------------------------------------
-    def _deliver(self, kind: str, ticket: int, value: object, error: object) -> None:
+    def release(self, *_) -> None:
+        """Hand over the answers held while the GUI was busy (it has painted)."""
+        held, self._held = self._held, []
+        for answer in held:
+            self._deliver(*answer, holding=False)
+
+    def _deliver(self, kind: str, ticket: int, value: object, error: object, holding: bool = True) -> None:
+        if holding and kind in self._held_kinds and self.busy is not None and self.busy():
+            if not self._held:
+                QTimer.singleShot(HOLD_MS, self.release)  # never held for longer
+            self._held.append((kind, ticket, value, error))
+            return
         with self._lock:
             self._pending -= 1
             current = self._latest.get(kind) == ticket

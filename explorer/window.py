@@ -99,14 +99,19 @@ class MainWindow(QMainWindow):
         self.last_error = ""  # the message of the latest request, if it failed
         self._load_error = ""  # why the chooser went back; shown instead of the next summary
 
+        # Every number the GUI shows is read off this thread by these jobs (hover, focus, numbers in
+        # cells, the edit dialog's value, the inspector, the comparison): the GUI thread never computes.
+        self.jobs = ReadJobs(self)
         self.model_chooser = ModelChooser(self.state, list_models())
         self.sentence_panel = SentencePanel(self.state, read_examples())
         self.settings_panel = SettingsPanel(self.state, describe_default_device())
         self.stepper = StageStepper(self.state)
         self.stage_list = StageList(self.state)
-        self.matrix_view = MatrixView(self.state)
-        self.focus_panel = QueryFocusPanel(self.state)
-        self.jobs = ReadJobs(self)  # the GUI's reads of trace numbers, off this thread
+        self.matrix_view = MatrixView(self.state, jobs=self.jobs)
+        # Answers for the panels beside the heatmaps (the focus) wait until these have painted.
+        self.jobs.busy = lambda: self.matrix_view.building
+        self.matrix_view.painted.connect(self.jobs.release, Qt.ConnectionType.QueuedConnection)  # after the paint
+        self.focus_panel = QueryFocusPanel(self.state, jobs=self.jobs)
         self.inspector = InspectorPanel(jobs=self.jobs)
         self.status_line = StatusLine()
         self.statusBar().addWidget(self.status_line, 1)
@@ -116,8 +121,8 @@ class MainWindow(QMainWindow):
         self.load_bar.setFormat("Loading %p%")
         self.load_bar.hide()
         self.statusBar().addPermanentWidget(self.load_bar)
-        self.exports = ExportActions(self, self.state, self.matrix_view, settings,
-                                     self.status_line.show_info, self.status_line.show_error)  # fmt: skip
+        self.exports = ExportActions(self, self.state, self.matrix_view, settings, self.status_line.show_info,
+                                     self.status_line.show_error, jobs=self.jobs)  # fmt: skip
         self._lay_out()
         info, error = self.status_line.show_info, self.status_line.show_error
         self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask
@@ -374,6 +379,7 @@ class MainWindow(QMainWindow):
         from .image_export import write_png
 
         self.matrix_view.flush()  # the heatmaps painted, not a held canvas
+        self.jobs.wait_until_idle()  # and the numbers read off this thread (in cells, focus) shown
         self.screenshot_error = write_png(self, path)  # atomic: never a truncated PNG in place
         return self.screenshot_error is None
 

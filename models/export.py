@@ -131,11 +131,15 @@ def write_trace(trace: AttentionTrace, out: str | os.PathLike, force: bool = Fal
     return Path(out)
 
 
+def npy_path(path: str | os.PathLike) -> Path:
+    """The file :func:`write_array` writes for ``path``: ``.npy`` added when it has another suffix."""
+    path = Path(path)
+    return path if path.suffix == ".npy" else path.with_name(path.name + ".npy")
+
+
 def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
     """Save one matrix to ``path`` (.npy) atomically: a temporary file renamed into place."""
-    path = Path(path)
-    if path.suffix != ".npy":
-        path = path.with_name(path.name + ".npy")
+    path = npy_path(path)
     with atomic_file(path, "to") as f:
         np.save(f, array, allow_pickle=False)
     return path

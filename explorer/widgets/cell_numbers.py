@@ -2,9 +2,11 @@
 
 One :class:`NumbersItem` per heatmap paints all its texts in one go (no item per cell), in device
 pixels, so the font stays the same size at any zoom. :class:`CellNumbers` decides when to show them
-(cells at least :data:`MIN_CELL_PX` on screen, at most :data:`MAX_CELLS` visible per plot), reads the
-values from the stage (only the visible cells) and picks black or white text from the colour of each
-cell's uint8 index in the lookup table. Updated on refresh, resize and zoom (debounced).
+(cells at least :data:`MIN_CELL_PX` on screen, at most :data:`MAX_CELLS` visible per plot), takes the
+visible cells' values from the view's ``values`` (explorer.widgets.stage_rows: rows the read jobs
+read off the GUI thread; the rows not there yet are asked for, and written when they come) and picks
+black or white text from the colour of each cell's uint8 index in the lookup table. Updated on
+refresh, resize and zoom (debounced).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class NumbersItem(QGraphicsItem):
     def __init__(self) -> None:
         super().__init__()
         self.cells: list[tuple[int, int, str, QColor]] = []  # row, col, text, colour
+        self.shows: tuple = ()  # (generation, stage name, head) the cells are the numbers of
         self._rect = QRectF()
         self.font = QFont()
         self.setZValue(5)  # above the image, under the row marker and the selection outline
@@ -156,18 +159,28 @@ class CellNumbers:
         view, stage = self.view, self.view.shown_stage
         display = view.state.display
         image = display.images.get(stage.name) if display is not None and stage is not None else None
-        reasons = []
+        reasons, wanted = [], []
         for plot in view.plots:
             item = self.item_for(plot)
             cells: list = []
+            shows = (view.shown_generation, stage.name, plot.head) if stage is not None else ()
             if self.enabled and image is not None and plot.rows == len(stage.row_labels):
                 cells, font_px, reason = self._cells_of(plot, stage, lookup_table(image.sequential))
                 reasons.append(reason)
+                if isinstance(cells, tuple):  # rows still to be read: asked for below
+                    wanted.append(cells)
+                    if item.shows != shows:  # the numbers of another stage or run: never left on this one
+                        item.set_cells([], MAX_FONT_PX)
+                    continue
             item.set_cells(cells, font_px if cells else MAX_FONT_PX)
+            item.shows = shows
         self._say_why(next((r for r in reasons if r), ""))
+        if wanted and view.values.request("numbers", wanted, self.update):
+            self.update()  # no read jobs: read in this turn
 
-    def _cells_of(self, plot, stage, lut: np.ndarray) -> tuple[list, float, str]:
-        """The visible cells' texts and colours at a font where each fits its cell, or [] and why not."""
+    def _cells_of(self, plot, stage, lut: np.ndarray) -> tuple[list | tuple, float, str]:
+        """The visible cells' texts and colours at a font where each fits its cell, or [] and why
+        not; or, when the visible rows have not been read yet, what to ask for (stage, head, r0, r1)."""
         box = plot.plot.getViewBox()
         px_w, px_h = box.viewPixelSize()  # view units (cells) per screen pixel
         if px_w <= 0 or px_h <= 0:
@@ -182,7 +195,10 @@ class CellNumbers:
             return [], 0.0, ""
         if (r1 - r0) * (c1 - c0) > MAX_CELLS:
             return [], 0.0, f"over {MAX_CELLS} cells in view"
-        values = stage.rows(plot.head, r0, r1)[:, c0:c1]  # (rows visible, cols visible)
+        rows = self.view.values.rows(stage.name, plot.head, r0, r1)
+        if rows is None:
+            return (stage.name, plot.head, r0, r1), 0.0, ""
+        values = rows[:, c0:c1]  # (rows visible, cols visible)
         # Fewer digits rather than a tiny font, fewer digits before hiding: first from READABLE_PX up.
         for smallest, digits in [(READABLE_PX, d) for d in DIGITS] + [(MIN_FONT_PX, d) for d in DIGITS]:
             texts = [[cell_text(float(v), digits) for v in row] for row in values]

@@ -64,7 +64,7 @@ class CellSelection(QObject):
     def _clicked(self, event) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
             return
-        hit = self.view._cell_at(event.scenePos())
+        hit = self.view.cell_at(event.scenePos())
         if hit is not None:
             plot, row, col = hit
             self.select(self.view.plots.index(plot), row, col)

@@ -2,8 +2,9 @@
 read-out of the exact value under the mouse.
 
 Given the state (explorer.state.ExplorerState, duck-typed: widgets do not import it), it
-repaints on trace/stage/head changes. It paints uint8 images converted on the worker; the float
-arrays are only read for the one cell under the mouse. A new result's heatmaps come in event-loop
+repaints on trace/stage/head changes. It paints uint8 images converted on the worker; the exact
+floats (the cell under the mouse, the numbers in cells) come from ``values``, read off the GUI
+thread by the window's read jobs (stage_rows.StageRows). A new result's heatmaps come in event-loop
 turns after the result's own (a new grid's layout, then its images, then one paint of the canvas
 alone: turns.NextTurn), so that no turn of the GUI thread runs long.
 """
@@ -11,7 +12,6 @@ alone: turns.NextTurn), so that no turn of the GUI thread runs long.
 from __future__ import annotations
 
 import time
-from html import escape
 
 import numpy as np
 import pyqtgraph as pg
@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
-from explorer.heads import array_head, head_name, head_title, is_kv_stage, query_heads_of
+from explorer.heads import array_head, head_title, is_kv_stage, query_heads_of
 from explorer.stage_image import SEQUENTIAL_STAGES
 from models.pixels import ENLARGE, block_step
 from models.trace import Stage
@@ -29,13 +29,14 @@ from .cell_selection import CellSelection
 from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
 from .heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from .heatmap_plot import HeatmapPlot
-from .labels import display_label
+from .hover_readout import MINUS_INFINITY, HoverReadout, format_value
+from .stage_rows import StageRows
 from .token_axis import axis_title
 from .turns import NextTurn
 from .zoom_regions import ZoomRegions, device_pixels, visible_region
 
+__all__ = ["MINUS_INFINITY", "MatrixView", "format_value"]
 ALL_HEADS = -1
-MINUS_INFINITY = "−∞ (masked)"
 READOUT_HINT = "Hover: exact value of a cell · click a row: focus on that query"
 PREPARING = "Preparing"  # the readout while a stage's image or its heatmaps are on their way
 COLOUR_SCALES = ("auto", "0 to 1", "fit to data", "log")  # state.fit_colours: "auto", False, True, "log"
@@ -59,13 +60,6 @@ class _Canvas(pg.GraphicsLayoutWidget):
         self.painted.emit()
 
 
-def format_value(value: float) -> str:
-    """The exact float32 value (its shortest round-trip form); −∞ says it was masked."""
-    if np.isneginf(value):
-        return MINUS_INFINITY
-    return str(np.float32(value))
-
-
 def _scale_index(fit: bool | str) -> int:
     """The colour box's entry for state.fit_colours (False is not "auto", True is not 1)."""
     if isinstance(fit, str):
@@ -84,9 +78,12 @@ class MatrixView(QWidget):
     painted = Signal(int)  # generation on screen after a paint
     shown = Signal()  # the shown stage's images, titles and grid are all set (shown_stage is current)
 
-    def __init__(self, state, parent: QWidget | None = None):
+    def __init__(self, state, parent: QWidget | None = None, jobs=None):
+        """``jobs``: the window's read jobs (explorer.jobs.ReadJobs), through which every exact
+        float shown is read; None reads them in the caller's turn (a view on its own)."""
         super().__init__(parent)
         self.state = state
+        self.values = StageRows(jobs)  # the shown trace's rows as they arrive
         self.shown_generation = 0
         self.shown_stage: Stage | None = None
         # A change's work comes in event-loop turns of its own, each well under 50 ms, with input
@@ -150,9 +147,11 @@ class MatrixView(QWidget):
 
         self.head_combo.activated.connect(lambda i: state.set_head(i - 1))
         self.colour_combo.currentIndexChanged.connect(lambda i: state.set_fit_colours(SCALE_VALUES[i]))
-        self.canvas.scene().sigMouseMoved.connect(self._hover)
+        self.hover = HoverReadout(self)  # the exact value under the mouse
         self.canvas.scene().sigMouseClicked.connect(self._click)
         self.canvas.painted.connect(lambda: self.painted.emit(self.shown_generation))
+        self._read_ahead: tuple | None = None  # (stage names, heads) to read once painted
+        self.canvas.painted.connect(self._read_ahead_now)
         # A new result shares its turn with every other panel's update: the heatmaps come in later ones.
         state.trace_changed.connect(self._refresh_soon.request)
         for signal in (state.stage_changed, state.head_changed, state.colours_changed):
@@ -221,6 +220,10 @@ class MatrixView(QWidget):
         if (stage, display.generation) != (self.shown_stage, self.shown_generation):
             self.zoom.forget()
         self.shown_stage, self.shown_generation = stage, display.generation
+        self.values.follow(display.trace)
+        # A small stage is read whole in advance, once it is painted (the read never delays the
+        # paint): hovering it, and its numbers, then never wait.
+        self._read_ahead = ((stage.name, "masked") if stage.name == "weights" else (stage.name,), heads)
         self._mark_query()
         self.grid.settle_layout()
         self.zoom.now(*self.plots)  # each plot at its own device pixels, zoomed or not
@@ -229,6 +232,12 @@ class MatrixView(QWidget):
         self.selection.sync()
         self._paint_soon.request()
         self.shown.emit()
+
+    def _read_ahead_now(self) -> None:
+        if self._read_ahead is not None:
+            names, heads = self._read_ahead
+            self._read_ahead = None
+            self.values.prefetch(names, heads)
 
     def update_range_line(self) -> None:
         """The values' range, and how many cells one screen pixel holds (from the first plot's
@@ -334,36 +343,17 @@ class MatrixView(QWidget):
             self._refresh_soon.request()
 
     # --- mouse -----------------------------------------------------------------------------
-    def _cell_at(self, scene_pos) -> tuple[HeatmapPlot, int, int] | None:
+    def cell_at(self, scene_pos) -> tuple[HeatmapPlot, int, int] | None:
         for plot in self.plots:
             cell = plot.cell_at(scene_pos)
             if cell is not None:
                 return plot, *cell
         return None
 
-    def _hover(self, scene_pos) -> None:
-        hit, stage = self._cell_at(scene_pos), self.shown_stage
-        if hit is None or stage is None:
-            return
-        plot, row, col = hit
-        value = stage.cell(plot.head, row, col)
-        text = format_value(value)
-        if stage.name == "weights" and self._was_masked(plot.head, row, col):
-            text += " (masked)"
-        where = f"{head_name(stage, plot.head)} · " if stage.per_head else ""
-        self.readout.setText(
-            f"{where}row {row} <b>{escape(display_label(stage.row_labels[row]))}</b> · "
-            f"col {col} <b>{escape(display_label(stage.col_labels[col]))}</b> = <b>{text}</b>"
-        )
-
-    def _was_masked(self, head: int, row: int, col: int) -> bool:
-        trace = self.state.display.trace
-        return "masked" in trace and bool(np.isneginf(trace["masked"].cell(head, row, col)))
-
     def _click(self, event) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
             return
-        hit = self._cell_at(event.scenePos())
+        hit = self.cell_at(event.scenePos())
         if hit is not None:
             plot, row, col = hit
             if event.double():
@@ -392,7 +382,8 @@ class MatrixView(QWidget):
 
     # --- for tests and export -------------------------------------------------------------
     def shown_values(self) -> np.ndarray:
-        """The exact float matrices on screen, (plots, rows, cols)."""
+        """The exact float matrices on screen, (plots, rows, cols), read from the stage here (tests:
+        the app itself never calls it, it reads through ``values``)."""
         stage = self.shown_stage
         return np.stack([stage.head(p.head) for p in self.plots])
 

@@ -1,10 +1,15 @@
 """The attention of one word, fitted to the stage on screen: on a query × key stage the focused
 query's weights over the keys as a bar chart; on a per-token stage (embeddings, Q, K, V) the
 selected row's vector over its feature indices; on the outputs that vector and its decomposition
-as the weighted sum of the value rows, o_i = Σ_j a_ij v_j (top contributors + result)."""
+as the weighted sum of the value rows, o_i = Σ_j a_ij v_j (top contributors + result).
+
+Its numbers (the query's weights, o_i, a row's vector) are read off the GUI thread by the window's
+read jobs (explorer.jobs) and kept for the run on screen: going back to a query is instant, and the
+panel shows the focus it had until the numbers of the new one come."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from html import escape
 
 import numpy as np
@@ -25,6 +30,18 @@ MAX_BARS = 512  # more keys than this: one bar per block of keys, its largest we
 VECTOR_PREVIEW = 8  # values of o_i written out; the tooltip has all of them
 BAR_BRUSH = (68, 1, 84)  # viridis' dark end, as the weights heatmap
 PROMPT = "Click a row of the weights (or any query × key matrix) to focus on that word."
+KEPT_ANSWERS = 64  # focus answers kept for the run on screen
+
+
+def read_focus(trace, stage, head: int, row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The numbers the panel shows (on the read thread): the query's weights ``(n_k,)`` and head
+    output ``(d_v,)``, and on a per-token ``stage`` the row's vector (else None)."""
+    weights, output = query_row(trace, head, row)
+    if stage is None or stage.col_axis != "feature":
+        return weights, output, None
+    r = min(row, stage.shape[-2] - 1)
+    h = array_head(stage, head) if stage.per_head else 0
+    return weights, output, np.asarray(stage.rows(h, r, r + 1)[0], dtype=np.float32)
 
 
 def _num(x: float) -> str:
@@ -62,9 +79,11 @@ def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.
 class QueryFocusPanel(QGroupBox):
     """Given the state (duck-typed), it follows the trace, the focused query and head."""
 
-    def __init__(self, state, parent: QWidget | None = None):
+    def __init__(self, state, parent: QWidget | None = None, jobs=None):
+        """``jobs``: the window's read jobs (explorer.jobs.ReadJobs); None reads in the caller's turn."""
         super().__init__("Focus on one query", parent)
-        self.state = state
+        self.state, self.jobs = state, jobs
+        self._answers: OrderedDict[tuple, tuple] = OrderedDict()  # (generation, stage, head, row) -> numbers
         self.header = QLabel(PROMPT)
         self.header.setWordWrap(True)
         self.header.setObjectName("focusHeader")
@@ -107,13 +126,29 @@ class QueryFocusPanel(QGroupBox):
         display, row, head = self.state.display, self.state.query, self.state.focus_head
         trace: AttentionTrace | None = display.trace if display is not None else None
         if trace is None or "weights" not in trace or not 0 <= row < len(trace.query_tokens):
+            if self.jobs is not None:
+                self.jobs.cancel("focus")  # an answer on its way is for a focus no longer asked
             self._clear(PROMPT)
             return
         stage = trace[self.state.stage_name] if self.state.stage_name in trace else None
-        weights, output = query_row(trace, head, row)  # (n_k,), (d_v,)
+        per_token = stage is not None and stage.col_axis == "feature"
+        key = (display.generation, stage.name if per_token else "", head, row)
+        if self._answers and next(iter(self._answers))[0] != display.generation:
+            self._answers.clear()  # the numbers of another run
+        answer = self._answers.get(key)
+        if answer is None:
+            def read():  # on the read thread
+                return key, read_focus(trace, stage, head, row)
+
+            if self.jobs is not None:
+                # Shown when it comes (held while the heatmaps of a result are on their way).
+                self.jobs.ask("focus", read, self._arrived, held=True)
+                return
+            answer = self._keep(*read())
+        weights, output, vector = answer  # (n_k,), (d_v,), the row's (d,) or None
         keys = trace["weights"].col_labels or trace.key_tokens  # with a learned sink: its column, last
-        if stage is not None and stage.col_axis == "feature":  # a vector per token: show the row's
-            self._show_vector(trace, stage, row, head, weights, output)
+        if vector is not None:  # a vector per token: show the row's
+            self._show_vector(trace, stage, row, head, weights, output, vector)
             return
         self.vector = None
         self.chart.setLabel("left", "weight a_ij")
@@ -135,13 +170,24 @@ class QueryFocusPanel(QGroupBox):
         self.sum_text.setText(contributions_html(keys, weights, output, values, len(trace.key_tokens)))
         self.sum_text.setToolTip("o_i = [" + ", ".join(str(np.float32(v)) for v in output) + "]")
 
-    def _show_vector(self, trace, stage, row: int, head: int, weights, output) -> None:
+    def _keep(self, key: tuple, answer: tuple) -> tuple:
+        display = self.state.display
+        if display is not None and key[0] == display.generation:  # never the numbers of another run
+            self._answers[key] = answer
+            while len(self._answers) > KEPT_ANSWERS:
+                self._answers.popitem(last=False)
+        return answer
+
+    def _arrived(self, keyed) -> None:
+        """The numbers of the latest ask (older asks' answers never come: explorer.jobs)."""
+        self._keep(*keyed)
+        self.refresh()  # shows them if they are still the focus, else asks for the focus now
+
+    def _show_vector(self, trace, stage, row: int, head: int, weights, output, vector) -> None:
         """The selected row of a per-token stage as bars over its feature indices (0-based); on the
         outputs the decomposition o_i = Σ_j a_ij v_j below it."""
-        rows = stage.shape[-2]
-        r = min(row, rows - 1)
+        r = min(row, stage.shape[-2] - 1)
         h = array_head(stage, head) if stage.per_head else 0
-        vector = np.asarray(stage.rows(h, r, r + 1)[0], dtype=np.float32)
         self.vector, self.weights_row = vector, None
         token = display_label(stage.row_labels[r]) if r < len(stage.row_labels) else str(r)
         where = f", {head_name(stage, h)}" if stage.per_head else ""

@@ -81,35 +81,61 @@ def make_window(qtbot, settings, settle):
 
 @pytest.fixture
 def no_stage_reads_on_gui_thread():
-    """``arm()`` patches every read of a stage's numbers to fail on the GUI (main) thread and returns
-    the list of reads made after it, each ``(what, on_gui_thread)``: what the GUI then shows must
-    come from explorer.jobs. ``arm.disarm()`` (also at teardown) puts the reads back."""
+    """``arm()`` patches every read of a stage's numbers (models.trace.Stage, the lazy stores'
+    blocks: models.pairs.PairStore) and every torch call to fail on the GUI (main) thread, and
+    returns the list of reads made after it, each ``(what, on_gui_thread)``: what the GUI then
+    shows must come from explorer.jobs. ``arm.disarm()`` (also at teardown) puts them back."""
     import threading
 
+    from torch.overrides import TorchFunctionMode
+
+    from models.pairs import PairStore
     from models.trace import Stage
 
     reads = []
     saved = {name: Stage.__dict__[name] for name in ("head", "rows", "cell", "array")}
+    saved_block = PairStore.__dict__["block"]
 
     def guard(what):
         on_gui = threading.current_thread() is threading.main_thread()
         reads.append((what, on_gui))
         if on_gui:
-            raise AssertionError(f"Stage.{what} read on the GUI thread")
+            raise AssertionError(f"{what} read on the GUI thread")
+
+    class NoTorchHere(TorchFunctionMode):
+        """Torch's function modes are per thread: entered on the GUI thread, only its calls come here."""
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            guard(f"torch {getattr(func, '__name__', func)}")
+            return func(*args, **(kwargs or {}))
+
+    modes = []
 
     def arm():
         for name in ("head", "rows", "cell"):
             def guarded(self, *args, _original=saved[name], _name=name):
-                guard(_name)
+                guard(f"Stage.{_name}")
                 return _original(self, *args)
 
             setattr(Stage, name, guarded)
-        Stage.array = property(lambda self: (guard("array"), saved["array"].fget(self))[1])
+        Stage.array = property(lambda self: (guard("Stage.array"), saved["array"].fget(self))[1])
+
+        def block(self, *args, **kwargs):
+            guard("PairStore.block")
+            return saved_block(self, *args, **kwargs)
+
+        PairStore.block = block
+        if not modes:
+            modes.append(NoTorchHere())
+            modes[0].__enter__()
         return reads
 
     def disarm():
         for name, original in saved.items():
             setattr(Stage, name, original)
+        PairStore.block = saved_block
+        while modes:
+            modes.pop().__exit__(None, None, None)
 
     arm.disarm = disarm
     yield arm

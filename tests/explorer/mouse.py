@@ -12,13 +12,16 @@ def cell_point(view, plot_index, row, col) -> QPoint:
     return view.canvas.mapFromScene(scene)
 
 
-def hover(view, plot_index, row, col):
-    """A mouse move event through the view and its scene (pyqtgraph's sigMouseMoved)."""
+def hover(view, plot_index, row, col, wait=True):
+    """A mouse move event through the view and its scene (pyqtgraph's sigMouseMoved); with
+    ``wait``, until the value read for it off the GUI thread (the view's read jobs) is shown."""
     QApplication.processEvents()  # let the grid take its final geometry before mapping a cell to pixels
     point = QPointF(cell_point(view, plot_index, row, col))
     move = QMouseEvent(QEvent.Type.MouseMove, point, view.canvas.viewport().mapToGlobal(point),
                        Qt.MouseButton.NoButton, Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)  # fmt: skip
     QApplication.sendEvent(view.canvas.viewport(), move)
+    if wait and view.values.jobs is not None:
+        assert view.values.jobs.wait_until_idle()
 
 
 def double_click(view, plot_index, row, col):

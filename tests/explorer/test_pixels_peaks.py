@@ -75,6 +75,7 @@ def test_focus_bars_show_one_key_of_1000_with_weight_one(qtbot, make_window, tmp
     window = make_window(_two_peaks(tmp_path, 1000, [(700, 300), (10, 990)]), stage="weights")
     window.state.set_query(700)
     panel = window.focus_panel
+    assert window.jobs.wait_until_idle()  # the query's weights, read off the GUI thread
     qtbot.wait(50)
     pixels = grab(panel.chart)
     box = panel.chart.getPlotItem().getViewBox()
@@ -90,13 +91,17 @@ def test_the_focus_panel_fits_the_stage(make_window):
     window = make_window(In(sentence="one two three four", heads=2, d_model=8, mask="causal"), stage="weights")
     panel, state = window.focus_panel, window.state
     state.set_query(2)
+    assert window.jobs.wait_until_idle()  # the focus's numbers are read off the GUI thread
     assert panel.weights_row is not None and panel.vector is None  # query × key: the weights as bars
     state.set_stage("q")  # per token: the row's vector over its feature indices
+    assert window.jobs.wait_until_idle()
     q = state.display.trace["q"]
     np.testing.assert_array_equal(panel.vector, q.rows(state.focus_head, 2, 3)[0])
     assert panel.axis.tickStrings([0.5, 1.5], 1.0, 1.0) == ["0", "1"] and "features" in panel.header.text()
     state.set_stage("output")  # the output: its vector and the decomposition Σ_j a_ij v_j
+    assert window.jobs.wait_until_idle()
     assert panel.vector.shape == (state.display.trace["output"].shape[-1],)
     assert "Σ" in panel.sum_text.text()
     state.set_stage("scores")
+    assert window.jobs.wait_until_idle()
     assert panel.vector is None and panel.weights_row is not None

@@ -226,9 +226,11 @@ def test_grouped_query_attention_model_from_a_folder(qtbot, make_window, settle,
     window.state.set_focus_head(3)
     qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 1, 3, 0))
     assert window.state.focus_head == 3  # it already reads key/value head 1: it stays
+    assert window.jobs.wait_until_idle()  # the focus's numbers are read off the GUI thread
     focus = window.focus_panel
     assert "of Keys K, kv head 1" in focus.header.text()  # on K: the row's vector (the focus fits the stage)
     window.state.set_stage("weights")  # on the weights: the bars and the mix of the shared values
+    assert window.jobs.wait_until_idle()
     assert "reads key/value head 1" in focus.header.text()
     assert "key/value head 1, shared by heads 2, 3" in focus.sum_text.text()
     np.testing.assert_allclose(focus.weights_row, expected["weights"].array[3, 3], atol=1e-5)
@@ -244,8 +246,12 @@ def test_grouped_query_attention_model_from_a_folder(qtbot, make_window, settle,
     monkeypatch.setattr(window.exports, "ask_save_path", lambda *args: next(answers))
     monkeypatch.setattr(window.exports, "ask_folder", lambda *args: next(answers))
     shown(window, "v", head=3)
-    np.testing.assert_allclose(np.load(window.exports.export_matrix()), expected["v"].array[1], atol=1e-5)
-    manifest = json.loads((window.exports.export_all() / "manifest.json").read_text())
+    path = window.exports.export_matrix()
+    assert window.jobs.wait_until_idle()  # written off the GUI thread
+    np.testing.assert_allclose(np.load(path), expected["v"].array[1], atol=1e-5)
+    folder = window.exports.export_all()
+    assert window.jobs.wait_until_idle()
+    manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["meta"]["model"] == "tiny-llama" and manifest["meta"]["layer"] == 0
     assert manifest["meta"]["tokens"] == list(expected.query_tokens)
 

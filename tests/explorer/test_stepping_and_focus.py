@@ -111,6 +111,7 @@ def test_clicking_a_row_focuses_that_query(qtbot, make_window):
     window.state.set_stage("weights")
     qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 1, 2, 0))
     assert window.state.query == 2 and window.state.focus_head == 1
+    assert window.jobs.wait_until_idle()  # the focus's numbers are read off the GUI thread
     panel = window.focus_panel
     np.testing.assert_array_equal(panel.weights_row, trace["weights"].head(1)[2])
     assert "three" in panel.header.text() and "head 1" in panel.header.text()
