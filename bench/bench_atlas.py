@@ -36,7 +36,7 @@ def gui_figures(atlas) -> None:
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication
 
-    from explorer.atlas_window import AtlasPanel
+    from explorer.panels.atlas_window import AtlasPanel
     from models.atlas import Atlas
 
     app = QApplication.instance() or QApplication([])

@@ -148,7 +148,7 @@ def main() -> None:
     from PySide6.QtWidgets import QApplication
 
     from explorer.app import freeze_startup_objects
-    from explorer.generate_panel import GenerateWindow
+    from explorer.panels.generate_panel import GenerateWindow
     from models.pretrained import load_model
 
     torch.set_num_threads(1)

@@ -40,7 +40,7 @@ from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from explorer.app import freeze_startup_objects, quiet_offscreen_warnings  # noqa: E402
-from explorer.persistence import open_settings  # noqa: E402
+from explorer.files.persistence import open_settings  # noqa: E402
 from explorer.state import Inputs  # noqa: E402
 from explorer.window import MainWindow  # noqa: E402
 

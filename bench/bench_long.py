@@ -26,7 +26,7 @@ torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))  # as the window's work
 import torch.nn.functional as F
 from models import pipeline
 from models.config import AttentionConfig, AttentionRequest
-from explorer.stage_render import stage_image
+from explorer.engine.stage_render import stage_image
 
 n = int(sys.argv[2])
 sentence = " ".join(f"w{i % 5000}" for i in range(n))

@@ -60,7 +60,7 @@ def gui(model, tokens: int, target: float) -> None:
     """Time from 'sentence changed' to the model view painted, through the panel's own worker."""
     from PySide6.QtWidgets import QApplication
 
-    from explorer.survey_panel import SurveyPanel
+    from explorer.panels.survey_panel import SurveyPanel
 
     app = QApplication.instance() or QApplication([])
     panel = SurveyPanel()

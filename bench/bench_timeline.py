@@ -25,7 +25,7 @@ def main() -> int:
     import torch
     from PySide6.QtWidgets import QApplication
 
-    from explorer.persistence import open_settings
+    from explorer.files.persistence import open_settings
     from explorer.state import Inputs
     from explorer.window import MainWindow
     from models.training.data import repeated_block

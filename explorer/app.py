@@ -15,12 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from models.config import InputError
-from models.runspec import FIELDS, add_input_arguments, check_applicable
-from models.trace import STAGE_ORDER
-
-from .limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_SEED, TEMPERATURE_RANGE
-from .persistence import (
+from explorer.files.persistence import (
     APPLICATION,
     COLOUR_CHOICES,
     ORGANIZATION,
@@ -28,9 +23,13 @@ from .persistence import (
     open_settings,
     settings_inputs,
 )
-from .state import ALL_HEADS, Inputs, settings_problem
-from .usage import UsageError
-from .view_shots import VIEWS, check_view_arguments, parse_cell
+from explorer.files.view_shots import VIEWS, check_view_arguments, parse_cell
+from explorer.limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_SEED, TEMPERATURE_RANGE
+from explorer.state import ALL_HEADS, Inputs, settings_problem
+from explorer.usage import UsageError
+from models.config import InputError
+from models.runspec import FIELDS, add_input_arguments, check_applicable
+from models.trace import STAGE_ORDER
 
 SCREENSHOT_TIMEOUT_MS = 120_000
 STYLE_SHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
@@ -192,8 +191,8 @@ def run_app(argv: Sequence[str]) -> int:
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
     try:
-        if args.session or args.save_session:  # issue 9 (explorer/session_io.py)
-            from .session_io import session_arguments
+        if args.session or args.save_session:  # issue 9 (explorer/files/session_io.py)
+            from explorer.files.session_io import session_arguments
 
             base = session_arguments(args, base)
         inputs = inputs_from_args(args, base)
@@ -203,7 +202,7 @@ def run_app(argv: Sequence[str]) -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from .window import MainWindow
+    from explorer.window import MainWindow
 
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "attention-explorer"])
     if app.platformName() == "offscreen":
@@ -215,12 +214,12 @@ def run_app(argv: Sequence[str]) -> int:
     head = ALL_HEADS if args.head is None else args.head
     fit = None if args.colours is None else colours_from_choice(args.colours)
     if args.attention:  # issue 10: a file refused before any window opens; --screenshot shows just it
-        from .survey_panel import attention_screenshot, check_attention_arg
+        from explorer.panels.survey_panel import attention_screenshot, check_attention_arg
 
         if (problem := check_attention_arg(args.attention)) or args.screenshot:
             return attention_screenshot(args.attention, args.screenshot, args.view) if not problem else _fail(problem)
     if args.generate is not None:  # issue 21: the Generate window alone
-        from .generate_panel import generate_screenshot, open_generate_window
+        from explorer.panels.generate_panel import generate_screenshot, open_generate_window
 
         if not args.model:
             return _fail("--generate needs --model (a decoder)")
@@ -229,7 +228,7 @@ def run_app(argv: Sequence[str]) -> int:
         # shown: as the main window, start-up objects frozen out of collections (no ~90 ms walk while stepping)
         return open_generate_window(app, args.model, args.generate, args.new_tokens, freeze_startup_objects)
     if args.atlas and args.screenshot:  # issue 22: the atlas window alone
-        from .atlas_window import atlas_screenshot
+        from explorer.panels.atlas_window import atlas_screenshot
 
         return atlas_screenshot(args.atlas, args.screenshot, args.atlas_compare)
     window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head, fit_colours=fit)
@@ -238,11 +237,11 @@ def run_app(argv: Sequence[str]) -> int:
     if args.attention:
         window.open_survey(path=args.attention)
     if getattr(args, "window_session", None) is not None:  # issue 9: its edits, pinned run and query
-        from .session_io import on_top
+        from explorer.files.session_io import on_top
 
         window.sessions.restore(on_top(args.window_session, inputs, args.stage, head))
     if args.timeline:  # issue 20
-        from .timeline_actions import timeline_screenshot
+        from explorer.actions.timeline_actions import timeline_screenshot
 
         timeline = window.open_timeline(step=args.step)
         if args.screenshot:
@@ -252,7 +251,7 @@ def run_app(argv: Sequence[str]) -> int:
             code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer,
                                (args.view, cell, args.query))  # fmt: skip
             if code == 0 and args.save_session:
-                from .session_io import save_shown_session
+                from explorer.files.session_io import save_shown_session
 
                 code = save_shown_session(args.save_session, window)
             return code
@@ -304,7 +303,7 @@ def quiet_offscreen_warnings() -> None:
 def _screenshot(app, window, path: str, stage: str | None, head: int | None = None, layer: int | None = None,
                 shot: tuple = (None, None, None)) -> int:  # fmt: skip
     """Show the window, wait until the result and the shown stage's image are on screen, save a PNG
-    (of the view ``shot`` = (--view, --cell, --query) names: explorer/view_shots.py)."""
+    (of the view ``shot`` = (--view, --cell, --query) names: explorer/files/view_shots.py)."""
     from PySide6.QtCore import QEventLoop, QTimer
 
     outcome: dict[str, str] = {}
@@ -352,7 +351,7 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
     view, cell, query = shot
     target = window
     if view not in (None, "stepper") or query is not None:
-        from .view_shots import open_view
+        from explorer.files.view_shots import open_view
 
         opened = open_view(window, view or "stepper", cell, query)
         if isinstance(opened, str):

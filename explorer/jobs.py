@@ -199,9 +199,8 @@ class LatestJob(QObject):
             return self.generation, done
 
     def _guarded(self, generation: int, done: threading.Event, *args) -> None:
+        from explorer.engine.worker import leave_a_core_to_the_gui
         from models.config import Cancelled
-
-        from .worker import leave_a_core_to_the_gui
 
         leave_a_core_to_the_gui()
         try:

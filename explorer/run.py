@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from explorer.images.stage_image import StageImage
 from models.trace import AttentionTrace
-
-from .stage_image import StageImage
 
 
 @dataclass(eq=False)

@@ -3,7 +3,7 @@ the what-if edits with their undo and redo steps (each operation returns a new h
 :class:`Snapshot` that :meth:`ExplorerState.snapshot` returns and :meth:`ExplorerState.apply` sets.
 
 One step is what one Undo takes back: a single edited cell, or every cell of a key hidden from
-every query at once (explorer/hide_keys.py).
+every query at once (explorer/actions/hide_keys.py).
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from explorer.inputs import Inputs
+from explorer.run import DisplayTrace
 from models.trace import STAGE_ORDER
-
-from .inputs import Inputs
-from .run import DisplayTrace
 
 if TYPE_CHECKING:  # models.edits imports torch: the state stays free of it
     from models.edits import Edit

@@ -20,14 +20,13 @@ from dataclasses import dataclass
 
 from psygnal import Signal
 
+from explorer.images.stage_image import StageImage
+from explorer.inputs import DEFAULT_SENTENCE, Inputs, painted_mask, same_computation, settings_problem
+from explorer.run import DisplayTrace
+from explorer.snapshot import ALL_HEADS, NO_QUERY, EditHistory, Snapshot
 from models.runspec import RunSpec
 from models.tokenize import tokenize
 from models.trace import STAGE_ORDER, AttentionTrace
-
-from .inputs import DEFAULT_SENTENCE, Inputs, painted_mask, same_computation, settings_problem
-from .run import DisplayTrace
-from .snapshot import ALL_HEADS, NO_QUERY, EditHistory, Snapshot
-from .stage_image import StageImage
 
 __all__ = ["ALL_HEADS", "DEFAULT_SENTENCE", "NO_QUERY", "EditHistory", "ExplorerState", "Inputs", "ModelInfo",
            "Snapshot", "default_query", "is_special_token", "painted_mask", "settings_problem"]  # fmt: skip

@@ -17,23 +17,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from models.config import InputError
-from models.device import describe_default_device
-from models.pretrained import list_models, resolve_model
-from models.trace import AttentionTrace
-
-from .actions.menus import build_menus
-from .actions.window_actions import window_registry
-from .atlas_window import atlas_corpus
-from .compare_actions import CompareActions
-from .experiment import Experiment
-from .export_actions import ExportActions
-from .file_actions import FileActions
-from .hide_keys import KeyHider
-from .inspector_panel import InspectorPanel
-from .jobs import ReadJobs
-from .mask_dock import MaskDock
-from .persistence import (
+from explorer.actions.compare_actions import CompareActions
+from explorer.actions.experiment import Experiment
+from explorer.actions.export_actions import ExportActions
+from explorer.actions.file_actions import FileActions
+from explorer.actions.hide_keys import KeyHider
+from explorer.actions.menus import build_menus
+from explorer.actions.session_actions import SessionActions
+from explorer.actions.window_actions import window_registry
+from explorer.engine.worker import ComputeWorker
+from explorer.files.persistence import (
     GEOMETRY_KEY,
     load_fit_colours,
     load_inputs,
@@ -42,21 +35,27 @@ from .persistence import (
     save_fit_colours,
     save_inputs,
 )
-from .run import DisplayTrace
-from .session_actions import SessionActions
-from .state import ALL_HEADS, ExplorerState, Inputs
-from .widgets.debounce import Debounced
-from .widgets.matrix_view import MatrixView
-from .widgets.model_chooser import ModelChooser
-from .widgets.pe_lens import PeLens
-from .widgets.query_focus import QueryFocusPanel
-from .widgets.sentence_panel import SentencePanel
-from .widgets.settings_panel import SettingsPanel
-from .widgets.stage_list import StageList
-from .widgets.stage_stepper import StageStepper
-from .widgets.status_line import StatusLine
-from .widgets.turns import after_this_turn
-from .worker import ComputeWorker
+from explorer.jobs import ReadJobs
+from explorer.panels.atlas_window import atlas_corpus
+from explorer.panels.inspector_panel import InspectorPanel
+from explorer.panels.mask_dock import MaskDock
+from explorer.run import DisplayTrace
+from explorer.state import ALL_HEADS, ExplorerState, Inputs
+from explorer.widgets.debounce import Debounced
+from explorer.widgets.matrix_view import MatrixView
+from explorer.widgets.model_chooser import ModelChooser
+from explorer.widgets.pe_lens import PeLens
+from explorer.widgets.query_focus import QueryFocusPanel
+from explorer.widgets.sentence_panel import SentencePanel
+from explorer.widgets.settings_panel import SettingsPanel
+from explorer.widgets.stage_list import StageList
+from explorer.widgets.stage_stepper import StageStepper
+from explorer.widgets.status_line import StatusLine
+from explorer.widgets.turns import after_this_turn
+from models.config import InputError
+from models.device import describe_default_device
+from models.pretrained import list_models, resolve_model
+from models.trace import AttentionTrace
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 DEFAULT_SIZE = (1400, 900)
@@ -343,8 +342,8 @@ class MainWindow(QMainWindow):
 
     def open_survey(self, path=None, model: bool = False):
         """The whole-model window: an attention file, or every layer of the current model."""
-        from .model_survey import open_model_survey
-        from .survey_panel import open_attention_window
+        from explorer.panels.model_survey import open_model_survey
+        from explorer.panels.survey_panel import open_attention_window
 
         if model:
             survey = open_model_survey(self, self.worker.models, self.state, self.status_line.show_error)
@@ -354,21 +353,21 @@ class MainWindow(QMainWindow):
         return survey
 
     def open_generate(self):
-        from .generate_panel import open_generate_for
+        from explorer.panels.generate_panel import open_generate_for
 
         self._generate_window = open_generate_for(self, self.worker.models, self.state)
         return self._generate_window
 
     def open_timeline(self, step: str | None = None):
-        """The training timeline of the model on screen (issue 20: explorer/timeline_actions.py)."""
-        from .timeline_actions import open_timeline
+        """The training timeline of the model on screen (issue 20: explorer/actions/timeline_actions.py)."""
+        from explorer.actions.timeline_actions import open_timeline
 
         return open_timeline(self, step=step)
 
     # --- screenshots and closing -----------------------------------------------------------
     def open_atlas(self, folder=None, compare=None):
-        """The head atlas window (explorer/atlas_window.py), of this window's model."""
-        from .atlas_window import open_atlas_window
+        """The head atlas window (explorer/panels/atlas_window.py), of this window's model."""
+        from explorer.panels.atlas_window import open_atlas_window
 
         self.atlas_window = open_atlas_window(self, self.worker.models, self.state)
         if folder is not None and self.atlas_window.panel.open_folder(folder) and compare is not None:
@@ -376,7 +375,7 @@ class MainWindow(QMainWindow):
         return self.atlas_window
 
     def save_screenshot(self, path: str | Path) -> bool:
-        from .image_export import write_png
+        from explorer.files.image_export import write_png
 
         self.matrix_view.flush()  # the heatmaps painted, not a held canvas
         self.jobs.wait_until_idle()  # and the numbers read off this thread (in cells, focus) shown

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu, QMenuBar
 
-from .registry import Action, ActionRegistry, Shortcut, StandardKey
+from explorer.actions.registry import Action, ActionRegistry, Shortcut, StandardKey
 
 
 def key_sequences(shortcuts: tuple[Shortcut, ...]) -> list[QKeySequence]:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .registry import Action, ActionRegistry, Menu, StandardKey
+from explorer.actions.registry import Action, ActionRegistry, Menu, StandardKey
 
 if TYPE_CHECKING:
-    from ..window import MainWindow
+    from explorer.window import MainWindow
 
 MENUS = (Menu("file", "&File"), Menu("stage", "&Stage"), Menu("edit", "&Edit"))
 PIN_TIP = "Keep this run; change anything and compare it with the new one"

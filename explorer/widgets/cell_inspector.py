@@ -16,10 +16,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from explorer.widgets.labels import display_label
+from explorer.widgets.token_axis import TokenAxis
 from models.derivation import num
-
-from .labels import display_label
-from .token_axis import TokenAxis
 
 if TYPE_CHECKING:
     from models.derivation import Derivation

@@ -18,7 +18,7 @@ from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import QCheckBox, QGraphicsItem
 
-from .colormaps import lookup_table
+from explorer.widgets.colormaps import lookup_table
 
 MIN_CELL_PX = (16.0, 12.0)  # width, height of a cell on screen below which nothing can be written
 ZOOM_IN = "zoom in"  # what the Numbers box says while they are hidden; its tooltip says why

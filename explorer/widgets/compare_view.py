@@ -1,6 +1,6 @@
 """The compare panel: the pinned run, the current run and current − pinned, side by side.
 
-Handed a :class:`explorer.compare.Comparison` (already converted to colour indices); paints it and
+Handed a :class:`explorer.engine.compare.Comparison` (already converted to colour indices); paints it and
 never computes. The two runs share one colour scale; the difference has its own, centred on 0.
 """
 
@@ -12,9 +12,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from .colormaps import colour_map, lookup_table
-from .heatmap_plot import HeatmapPlot
-from .zoom_regions import device_pixels
+from explorer.widgets.colormaps import colour_map, lookup_table
+from explorer.widgets.heatmap_plot import HeatmapPlot
+from explorer.widgets.zoom_regions import device_pixels
 
 
 class CompareView(QWidget):

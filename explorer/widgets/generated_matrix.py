@@ -13,10 +13,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from explorer.stage_image import MASKED_INDEX as MASKED
-
-from .colormaps import lookup_table
-from .token_axis import TokenAxis
+from explorer.images.stage_image import MASKED_INDEX as MASKED
+from explorer.widgets.colormaps import lookup_table
+from explorer.widgets.token_axis import TokenAxis
 
 BOUNDARY_PEN = dict(color=(255, 255, 255), width=2, style=Qt.PenStyle.DashLine)
 
@@ -82,7 +81,7 @@ class GeneratedMatrix(QWidget):
 
     def show_step(self, indices: np.ndarray, top: float, matrix: np.ndarray, position: int, title: str,
                   sink_out: bool = False) -> None:  # fmt: skip
-        """Paint ready colour ``indices (n, n)`` (explorer.generation_view.head_indices; ``top``:
+        """Paint ready colour ``indices (n, n)`` (explorer.engine.generation_view.head_indices; ``top``:
         the weight of the top colour) of the head ``matrix (n, n)``, row ``position`` outlined."""
         self.matrix = matrix
         self.image.setImage(indices, autoLevels=False)

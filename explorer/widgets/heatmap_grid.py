@@ -11,8 +11,8 @@ import math
 
 from PySide6.QtCore import QTimer
 
-from .heatmap_plot import HeatmapPlot
-from .token_axis import EDGE_OVERHANG_PX
+from explorer.widgets.heatmap_plot import HeatmapPlot
+from explorer.widgets.token_axis import EDGE_OVERHANG_PX
 
 GRID_SPACING = 6
 COLOUR_BAR_PX = 75  # until the colour bar has been laid out once

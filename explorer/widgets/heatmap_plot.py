@@ -11,7 +11,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsRectItem, QSizePolicy
 
-from .token_axis import TokenAxis
+from explorer.widgets.token_axis import TokenAxis
 
 FULL_INDEX_RANGE = (0, 255)  # uint8 indices map straight onto the 256-entry lookup table
 

@@ -12,8 +12,7 @@ from html import escape
 import numpy as np
 
 from explorer.heads import head_name
-
-from .labels import display_label
+from explorer.widgets.labels import display_label
 
 MINUS_INFINITY = "−∞ (masked)"
 WAITING = "…"  # the value while its rows are read

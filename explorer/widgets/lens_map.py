@@ -13,8 +13,8 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from .colormaps import lookup_table
-from .token_axis import TokenAxis, shorten
+from explorer.widgets.colormaps import lookup_table
+from explorer.widgets.token_axis import TokenAxis, shorten
 
 MAX_TEXT_CELLS = 320  # beyond this many cells the map is coloured only (hover still names them)
 COLOURS = 127

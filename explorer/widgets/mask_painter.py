@@ -16,7 +16,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from .token_axis import TokenAxis
+from explorer.widgets.token_axis import TokenAxis
 
 SHOWN, HIDDEN = (250, 250, 250, 255), (60, 60, 70, 255)
 LUT = np.array([SHOWN, HIDDEN], dtype=np.uint8)  # index 0: shown, 1: hidden

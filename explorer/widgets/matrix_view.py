@@ -20,20 +20,19 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBox
 from superqt.utils import signals_blocked
 
 from explorer.heads import array_head, head_title, is_kv_stage, query_heads_of
-from explorer.stage_image import SEQUENTIAL_STAGES
+from explorer.images.stage_image import SEQUENTIAL_STAGES
+from explorer.widgets.cell_numbers import CellNumbers
+from explorer.widgets.cell_selection import CellSelection
+from explorer.widgets.colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
+from explorer.widgets.heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
+from explorer.widgets.heatmap_plot import HeatmapPlot
+from explorer.widgets.hover_readout import MINUS_INFINITY, HoverReadout, format_value
+from explorer.widgets.stage_rows import StageRows
+from explorer.widgets.token_axis import axis_title
+from explorer.widgets.turns import NextTurn
+from explorer.widgets.zoom_regions import ZoomRegions, device_pixels, visible_region
 from models.pixels import ENLARGE, block_step
 from models.trace import Stage
-
-from .cell_numbers import CellNumbers
-from .cell_selection import CellSelection
-from .colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
-from .heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
-from .heatmap_plot import HeatmapPlot
-from .hover_readout import MINUS_INFINITY, HoverReadout, format_value
-from .stage_rows import StageRows
-from .token_axis import axis_title
-from .turns import NextTurn
-from .zoom_regions import ZoomRegions, device_pixels, visible_region
 
 __all__ = ["MINUS_INFINITY", "MatrixView", "format_value"]
 ALL_HEADS = -1

@@ -14,11 +14,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from explorer.thumbnails import EMPTY_INDEX, GAP, THUMB, thumbnail_indices, tile_side
-
-from .colormaps import lookup_table
-from .debounce import Debounced
-from .token_axis import TEXT_RGB
+from explorer.images.thumbnails import EMPTY_INDEX, GAP, THUMB, thumbnail_indices, tile_side
+from explorer.widgets.colormaps import lookup_table
+from explorer.widgets.debounce import Debounced
+from explorer.widgets.token_axis import TEXT_RGB
 
 RESIZE_PAUSE_MS = 150  # thumbnails are made again for the new size once resizing pauses
 EMPTY_RGB = (236, 236, 236)  # gaps and layers not computed yet

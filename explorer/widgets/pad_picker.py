@@ -6,7 +6,7 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtWidgets import QListView, QListWidget, QListWidgetItem, QWidget
 from superqt.utils import signals_blocked
 
-from .labels import display_label
+from explorer.widgets.labels import display_label
 
 
 class PadPicker(QListWidget):

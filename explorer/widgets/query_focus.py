@@ -18,11 +18,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.heads import array_head, head_name
+from explorer.widgets.labels import display_label
+from explorer.widgets.token_axis import TEXT_RGB, TokenAxis, shorten
 from models.pixels import enlarge_peaks, reduce_row
 from models.trace import AttentionTrace, query_row
-
-from .labels import display_label
-from .token_axis import TEXT_RGB, TokenAxis, shorten
 
 TOP_CONTRIBUTORS = 5
 OUTPUT_STAGES = frozenset({"head_output", "concat", "output"})  # a vector that is Σ_j a_ij v_j

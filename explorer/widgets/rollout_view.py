@@ -9,9 +9,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
-from .colormaps import colour_map
-from .labels import display_label
-from .token_axis import TokenAxis
+from explorer.widgets.colormaps import colour_map
+from explorer.widgets.labels import display_label
+from explorer.widgets.token_axis import TokenAxis
 
 
 class RolloutView(QWidget):

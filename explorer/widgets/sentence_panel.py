@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QGroupBox, QLineEdit, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
-from .debounce import Debounced
+from explorer.widgets.debounce import Debounced
 
 MAX_TEXT = (1 << 31) - 1  # QLineEdit's own default is 32,767 characters, silently cut
 

@@ -37,9 +37,8 @@ from explorer.limits import (
     MODEL_MASK_CHOICES,
     TEMPERATURE_RANGE,
 )
-
-from .pad_picker import PadPicker
-from .seed_box import SeedBox
+from explorer.widgets.pad_picker import PadPicker
+from explorer.widgets.seed_box import SeedBox
 
 AUTO = 0  # spin-box value shown as "auto" for d_k / d_v
 SCORES = {

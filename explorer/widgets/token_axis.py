@@ -21,7 +21,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
 
-from .labels import display_label
+from explorer.widgets.labels import display_label
 
 MAX_LABEL_CHARS = 12
 ROW_PITCH_PX = 15  # vertical space one label needs (and the width of an upright one)

@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFont, QFontMetricsF
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from .token_axis import shorten
+from explorer.widgets.token_axis import shorten
 
 BAR_RGB = (70, 110, 170)
 CHOSEN_RGB = (230, 120, 20)

@@ -1,6 +1,6 @@
 """Every heatmap reduced to the device pixels it is drawn on: the visible region, from the exact values.
 
-The worker's first image of a stage is at most 1024 pixels a side (explorer.stage_image). Painted
+The worker's first image of a stage is at most 1024 pixels a side (explorer.images.stage_image). Painted
 as it is, Qt would scale it a second time to the plot's few hundred pixels and drop the peaks the
 reduction kept. So once a plot is laid out, and again after every resize, zoom or pan (after a
 pause), the region in view is asked of the worker at the plot's own device pixels: each pixel
@@ -15,7 +15,7 @@ import time
 
 from PySide6.QtCore import QTimer
 
-from .colormaps import lookup_table
+from explorer.widgets.colormaps import lookup_table
 
 PAUSE_MS = 120  # zooming and panning ask the worker once they pause
 PATIENCE_S = 30.0  # an answer that never came stops counting as pending after this

@@ -8,7 +8,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from explorer.persistence import SETTINGS_ENV, open_settings  # noqa: E402
+from explorer.files.persistence import SETTINGS_ENV, open_settings  # noqa: E402
 from explorer.state import Inputs  # noqa: E402
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt
 
-from explorer.atlas_window import AtlasPanel, AtlasWindow, metric_of
+from explorer.panels.atlas_window import AtlasPanel, AtlasWindow, metric_of
 from models.atlas import COLUMNS, Atlas, write_atlas
 
 
@@ -78,7 +78,7 @@ def test_worker_computes_a_corpus_atlas_off_the_gui_thread(qtbot, tmp_path):
 
 
 def test_model_view_toggles_to_weighted_norms(qtbot):
-    from explorer.survey_panel import SurveyPanel
+    from explorer.panels.survey_panel import SurveyPanel
     from models.pretrained import load_model
     from models.survey import head_metrics
 

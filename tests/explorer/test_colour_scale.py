@@ -3,11 +3,11 @@
 import numpy as np
 from mouse import hover
 
-from explorer.persistence import load_fit_colours
-from explorer.stage_image import COLOURS
+from explorer.engine.worker import ComputeWorker
+from explorer.files.persistence import load_fit_colours
+from explorer.images.stage_image import COLOURS
 from explorer.state import ALL_HEADS, Inputs, default_query
 from explorer.widgets.matrix_view import format_value
-from explorer.worker import ComputeWorker
 from models.config import AttentionRequest
 from models.pipeline import run
 

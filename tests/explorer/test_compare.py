@@ -4,7 +4,7 @@ import dataclasses
 
 import numpy as np
 
-from explorer.compare import MAX_COMPARE_TOKENS, compare
+from explorer.engine.compare import MAX_COMPARE_TOKENS, compare
 from explorer.state import Inputs
 from models import pipeline
 from models.export import read_trace_files, write_trace

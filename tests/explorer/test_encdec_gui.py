@@ -107,7 +107,7 @@ def test_command_line_block_and_target(t5_folder):
 
 
 def test_a_session_keeps_the_target_and_the_block(t5_folder, reference, tmp_path):
-    from explorer.session_io import open_window_session, save_window_session
+    from explorer.files.session_io import open_window_session, save_window_session
     from models.session import load_session
 
     inputs = encdec_inputs(t5_folder, layer=2, block="decoder")
@@ -132,14 +132,14 @@ def test_a_cell_of_the_cross_block_is_explained_in_the_window(make_window, t5_fo
 
 
 def test_the_block_survives_a_restart_and_a_bad_one_is_dropped():
-    from explorer.persistence import inputs_from_dict
+    from explorer.files.persistence import inputs_from_dict
 
     assert inputs_from_dict({"block": "decoder"}).block == "decoder"
     assert inputs_from_dict({"block": "middle"}).block == "cross"
 
 
 def test_a_saved_runspec_keeps_the_target_and_block_of_an_encoder_decoder_only(t5_folder):
-    from explorer.session_io import spec_to_save
+    from explorer.files.session_io import spec_to_save
     from models.runspec import RunSpec
 
     run = spec_to_save(RunSpec(model=str(t5_folder), layer=1, sentence=SOURCE, cross_sentence=TARGET, block="encoder"))

@@ -118,7 +118,7 @@ def test_difference_view_shows_edited_minus_original_and_names_the_largest_chang
 
 
 def test_painted_mask_is_not_remembered_between_launches(settings):
-    from explorer.persistence import load_inputs, save_inputs
+    from explorer.files.persistence import load_inputs, save_inputs
 
     save_inputs(settings, Inputs(mask="custom", painted_mask=((False, True), (False, False))))
     loaded = load_inputs(settings)

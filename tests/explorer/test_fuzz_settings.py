@@ -10,8 +10,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from explorer.files.persistence import INPUTS_KEY, inputs_from_dict, open_settings, read_inputs
 from explorer.limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_LAYER, MAX_SEED, TEMPERATURE_RANGE
-from explorer.persistence import INPUTS_KEY, inputs_from_dict, open_settings, read_inputs
 from explorer.state import Inputs
 
 EXAMPLES = 200

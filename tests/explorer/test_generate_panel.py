@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from explorer.generate_panel import GeneratePanel
-from explorer.sink_scale import first_key_out_of_scale
+from explorer.images.sink_scale import first_key_out_of_scale
+from explorer.panels.generate_panel import GeneratePanel
 from models.generate import GenerateSettings, generate
 from models.pretrained import load_model
 
@@ -56,7 +56,7 @@ def test_each_step_shows_the_generation(qtbot, panel, decoder):
     assert panel.step == 4
     p = gen.prompt_length - 1 + 4
     # the model view grows row by row: rows after p are empty in every thumbnail
-    from explorer.thumbnails import EMPTY_INDEX
+    from explorer.images.thumbnails import EMPTY_INDEX
 
     assert panel.model_view.tile == (gen.n, gen.n)
     thumbs = view.step_thumbnails(4, True, False)
@@ -118,8 +118,8 @@ def test_file_menu_generate_then_open_in_the_explorer(qtbot, make_window, settle
 
 
 def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
-    from explorer.survey_panel import SurveyPanel
-    from explorer.thumbnails import thumbnail_indices
+    from explorer.images.thumbnails import thumbnail_indices
+    from explorer.panels.survey_panel import SurveyPanel
 
     rng = np.random.default_rng(0)
     a = np.tril(rng.random((2, 3, 6, 6))).astype(np.float32)
@@ -148,11 +148,11 @@ def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
 @pytest.mark.parametrize("n", [9, 65, 150, 199])
 @pytest.mark.parametrize("sink_out", [False, True])
 def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
-    # Drawn with the model view's own reduction and colours (explorer.thumbnails): the strongest
+    # Drawn with the model view's own reduction and colours (explorer.images.thumbnails): the strongest
     # weight of a head is the top colour, never the NaN pink of a borrowed table.
-    from explorer.generation_view import GenerationView
-    from explorer.stage_image import COLOURS, NAN_INDEX
-    from explorer.thumbnails import EMPTY_INDEX, thumbnail_indices
+    from explorer.engine.generation_view import GenerationView
+    from explorer.images.stage_image import COLOURS, NAN_INDEX
+    from explorer.images.thumbnails import EMPTY_INDEX, thumbnail_indices
 
     rng = np.random.default_rng(1)
     a = np.tril(rng.random((2, 3, n, n))).astype(np.float32)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer.generate_panel import GeneratePanel
+from explorer.panels.generate_panel import GeneratePanel
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.topk_bars import TopKBars, nice_top
 from models.pretrained import load_model
@@ -60,7 +60,7 @@ def calls(monkeypatch, obj, name: str) -> list:
 
 
 def test_a_step_is_computed_off_the_gui_thread(qtbot, panel, monkeypatch):
-    from explorer.generation_view import GenerationView
+    from explorer.engine.generation_view import GenerationView
 
     threads = []
     for name in ("frame", "step_thumbnails"):

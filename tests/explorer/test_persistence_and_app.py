@@ -8,7 +8,7 @@ from pathlib import Path
 from PySide6.QtGui import QImage
 
 from explorer.app import run_app
-from explorer.persistence import GEOMETRY_KEY, INPUTS_KEY, inputs_from_dict, load_inputs, open_settings
+from explorer.files.persistence import GEOMETRY_KEY, INPUTS_KEY, inputs_from_dict, load_inputs, open_settings
 from explorer.state import Inputs
 from explorer.window import DEFAULT_SIZE, MainWindow
 

@@ -7,7 +7,7 @@ import pytest
 from pixels import cell_centre, count_colour, device_rect, grab, near, square_of
 from PySide6.QtCore import QRectF
 
-from explorer.stage_image import COLOURS
+from explorer.images.stage_image import COLOURS
 from explorer.state import Inputs
 from explorer.widgets.colormaps import lookup_table
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from pixels import cell_centre, count_colour, grab, near
 
-from explorer.stage_image import COLOURS, NAN_INDEX
-from explorer.thumbnails import thumbnail_indices
+from explorer.images.stage_image import COLOURS, NAN_INDEX
+from explorer.images.thumbnails import thumbnail_indices
 from explorer.widgets.colormaps import NAN_RGB, lookup_table
 from explorer.widgets.model_view import ModelView
 
@@ -74,7 +74,7 @@ def test_an_isolated_peak_in_a_1000_token_thumbnail_is_seen(qtbot, model_view):
 
 
 def test_tile_side_is_the_largest_that_fits_the_device_pixels():
-    from explorer.thumbnails import GAP, MAX_SIDE, MIN_SIDE, THUMB, tile_side
+    from explorer.images.thumbnails import GAP, MAX_SIDE, MIN_SIDE, THUMB, tile_side
 
     for rows, cols, layers, heads in ((500, 800, 6, 12), (300, 300, 1, 2), (900, 900, 32, 32), (4000, 4000, 1, 1)):
         side = tile_side((rows, cols), layers, heads)
@@ -112,7 +112,7 @@ def test_thumbnails_are_made_at_the_views_device_pixels_and_again_after_a_resize
 def test_all_heads_at_once_equal_each_head_alone(n):
     # Every head is converted in one call with its own top (speed: the Generate window's steps);
     # each must equal that head converted alone by stage_image.to_indices, the one colour layout.
-    from explorer.stage_image import to_indices
+    from explorer.images.stage_image import to_indices
     from models.pixels import block_peaks, enlarge_peaks
 
     rng = np.random.default_rng(3)

@@ -14,9 +14,9 @@ from mouse import cell_point, hover
 from PySide6.QtCore import Qt, QThread
 from PySide6.QtGui import QImage
 
-import explorer.pretrained_runner as pretrained_runner
+import explorer.engine.pretrained_runner as pretrained_runner
 from explorer.app import run_app
-from explorer.persistence import INPUTS_KEY, MODEL_FOLDER_KEY, open_settings, save_inputs
+from explorer.files.persistence import INPUTS_KEY, MODEL_FOLDER_KEY, open_settings, save_inputs
 from explorer.state import ALL_HEADS, Inputs
 from explorer.widgets.model_chooser import OPEN_FOLDER, TOY
 from explorer.window import MainWindow

@@ -26,12 +26,12 @@ def test_no_test_reads_a_private_field():
 
 
 def test_the_action_modules_are_not_handed_the_window():
-    from explorer.compare_actions import CompareActions
-    from explorer.experiment import Experiment
-    from explorer.file_actions import FileActions
-    from explorer.hide_keys import KeyHider
-    from explorer.mask_dock import MaskDock
-    from explorer.session_actions import SessionActions
+    from explorer.actions.compare_actions import CompareActions
+    from explorer.actions.experiment import Experiment
+    from explorer.actions.file_actions import FileActions
+    from explorer.actions.hide_keys import KeyHider
+    from explorer.actions.session_actions import SessionActions
+    from explorer.panels.mask_dock import MaskDock
 
     for cls in (Experiment, CompareActions, SessionActions, FileActions, KeyHider, MaskDock):
         assert "window" not in inspect.signature(cls.__init__).parameters, cls.__name__

@@ -100,7 +100,7 @@ def test_a_screenshot_taken_while_the_paint_waits_shows_the_heatmaps(qtbot, make
 def test_a_held_paint_is_released_when_the_next_stage_has_no_image_yet(qtbot, make_window, monkeypatch):
     """A grid laid out and waiting for its images, then a step to a stage still converting: the
     canvas must not stay frozen until (or if ever) that image comes."""
-    import explorer.worker as worker_module
+    import explorer.engine.worker as worker_module
 
     monkeypatch.setattr(worker_module, "CONVERT_ALL_BELOW", 0)  # only the shown stage converted
     window = make_window(stage="weights")

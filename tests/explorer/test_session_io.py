@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from explorer.app import run_app
-from explorer.session_io import inputs_from_session, session_from_inputs
+from explorer.files.session_io import inputs_from_session, session_from_inputs
 from explorer.state import Inputs
 from models.edits import Edit
 from models.held_arrays import HeldArrays

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from explorer.stage_image import COLOURS, MASKED_INDEX, MAX_DISPLAY_SIDE, MIXED_OFFSET, NAN_INDEX
-from explorer.stage_render import stage_image
+from explorer.engine.stage_render import stage_image
+from explorer.images.stage_image import COLOURS, MASKED_INDEX, MAX_DISPLAY_SIDE, MIXED_OFFSET, NAN_INDEX
 from models.trace import Stage
 
 TOP = COLOURS - 1

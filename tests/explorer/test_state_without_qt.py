@@ -60,7 +60,7 @@ def test_edits_pins_notices_and_sessions_work_without_qt_or_torch_loaded():
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from explorer.run import DisplayTrace\n"
         "from explorer.state import ExplorerState, Inputs\n"
-        "from explorer.session_io import session_of\n"
+        "from explorer.files.session_io import session_of\n"
         "class Cell:\n"
         "    def __init__(self, stage, cell, value): self.stage, self.cell, self.value = stage, cell, value\n"
         "state = ExplorerState(Inputs(sentence='one two', heads=2, d_model=8))\n"

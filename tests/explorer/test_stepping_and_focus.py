@@ -123,7 +123,7 @@ def test_clicking_a_row_focuses_that_query(qtbot, make_window):
 
 def test_stages_converted_lazily_appear_when_stepped_to(qtbot, make_window, monkeypatch):
     """Big traces send only the shown stage at first; every other one arrives when needed."""
-    import explorer.worker as worker_module
+    import explorer.engine.worker as worker_module
 
     monkeypatch.setattr(worker_module, "CONVERT_ALL_BELOW", 0)
     window = make_window()

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
-from explorer.stage_image import COLOURS
-from explorer.survey_panel import SurveyPanel, open_attention_window
-from explorer.thumbnails import thumbnail_indices
+from explorer.images.stage_image import COLOURS
+from explorer.images.thumbnails import thumbnail_indices
+from explorer.panels.survey_panel import SurveyPanel, open_attention_window
 from models.pixels import block_peaks
 from models.pretrained import load_model
 from models.survey import METRIC_NAMES, head_metrics

@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from explorer.timeline_data import build_timeline, history_folder
-from explorer.timeline_window import TimelineWindow
+from explorer.engine.timeline_data import build_timeline, history_folder
+from explorer.panels.timeline_window import TimelineWindow
 from models.config import InputError
 from models.training.data import DataConfig
 from models.training.train import TrainConfig, train

@@ -5,7 +5,7 @@ import random
 import numpy as np
 from PySide6.QtCore import Qt
 
-from explorer.stage_render import stage_image
+from explorer.engine.stage_render import stage_image
 from explorer.state import ALL_HEADS
 from models.pipeline import run
 

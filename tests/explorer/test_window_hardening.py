@@ -1,8 +1,8 @@
 """The window recovers from anything (issue 12): out-of-memory as one line, long pasted text kept."""
 
 
+from explorer.engine.worker import ComputeWorker
 from explorer.state import Inputs
-from explorer.worker import ComputeWorker
 from models.config import AttentionRequest
 from models.memory import OUT_OF_MEMORY
 

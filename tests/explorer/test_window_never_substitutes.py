@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.persistence import INPUTS_KEY, open_settings, read_inputs
+from explorer.files.persistence import INPUTS_KEY, open_settings, read_inputs
 from explorer.state import Inputs
 from explorer.window import MainWindow
 from models.cli import export_main

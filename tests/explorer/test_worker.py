@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from explorer.worker import ComputeWorker
+from explorer.engine.worker import ComputeWorker
 from models.config import AttentionConfig, AttentionRequest, InputError
 from models.pipeline import run
 
@@ -127,7 +127,7 @@ def test_stale_work_is_abandoned_at_a_stage_boundary(qtbot):
 def lazy_worker(qtbot, monkeypatch):
     """A worker that converts only the focused stage before the result; ``arrived`` lists the
     names of the stages converted after it, in order."""
-    import explorer.worker as worker_module
+    import explorer.engine.worker as worker_module
 
     monkeypatch.setattr(worker_module, "CONVERT_ALL_BELOW", 0)
     worker = ComputeWorker()
@@ -150,7 +150,7 @@ def test_big_traces_convert_the_focused_stage_first_then_the_rest(qtbot, lazy_wo
 
 
 def test_stages_of_the_shown_trace_still_arrive_after_a_failed_request(qtbot, monkeypatch):
-    import explorer.worker as worker_module
+    import explorer.engine.worker as worker_module
 
     monkeypatch.setattr(worker_module, "CONVERT_ALL_BELOW", 0)
     worker = ComputeWorker()
@@ -178,7 +178,7 @@ def test_stages_of_the_shown_trace_still_arrive_after_a_failed_request(qtbot, mo
 
 def test_background_conversion_waits_until_the_result_is_painted(qtbot, lazy_worker, monkeypatch):
     """Converting takes the interpreter lock in bursts: not while the GUI paints the result."""
-    import explorer.worker as worker_module
+    import explorer.engine.worker as worker_module
 
     monkeypatch.setattr(worker_module, "QUIET_AFTER_RESULT_S", 60.0)  # only the painted news ends it
     worker, arrived = lazy_worker, lazy_worker.arrived
@@ -199,7 +199,7 @@ def test_a_stage_asked_for_interrupts_a_background_conversion(qtbot, lazy_worker
     (~1 s for a 2048-token stage): the asked one now goes first, the other is converted after."""
     import threading
 
-    import explorer.worker as worker_module
+    import explorer.engine.worker as worker_module
 
     real = worker_module.stage_image
     in_background, interrupted = threading.Event(), []

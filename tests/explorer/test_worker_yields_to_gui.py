@@ -8,10 +8,10 @@ import time
 
 from PySide6.QtCore import Qt
 
-import explorer.pretrained_runner as pretrained_runner
-import explorer.worker as worker_module
+import explorer.engine.pretrained_runner as pretrained_runner
+import explorer.engine.worker as worker_module
 import models.pretrained.loader as loader
-from explorer.worker import ComputeWorker
+from explorer.engine.worker import ComputeWorker
 from models.runspec import RunSpec
 
 

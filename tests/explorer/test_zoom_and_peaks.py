@@ -4,7 +4,7 @@ the focus panel keeps the one big weight among thousands of keys."""
 import numpy as np
 import pytest
 
-from explorer.stage_image import COLOURS
+from explorer.images.stage_image import COLOURS
 from explorer.state import Inputs
 from models.config import AttentionConfig, AttentionRequest
 from models.pipeline import run
@@ -52,7 +52,7 @@ def test_the_focus_panel_keeps_the_one_big_weight_among_2048_keys(make_window):
 
 def test_a_previous_token_head_is_found_in_the_painted_pixels():
     # The engine with weights shaped like a previous-token head: softmax of a large score on (i, i−1).
-    from explorer.stage_render import stage_image
+    from explorer.engine.stage_render import stage_image
 
     cfg = AttentionConfig(heads=1, d_model=4, mask="causal")
     trace = run(AttentionRequest(config=cfg, sentence=SENTENCE))

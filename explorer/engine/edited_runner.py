@@ -3,7 +3,7 @@
 :func:`run_edited` runs :func:`models.edits.apply_edits`; with ``difference=True`` the trace holds
 ``edited − original`` of every stage instead (0 where both are equal, −∞ cells included), stages
 marked ``difference`` so that they are painted on the diverging map. A model's layer with edits is
-answered by explorer.pretrained_runner (same display).
+answered by explorer.engine.pretrained_runner (same display).
 """
 
 from __future__ import annotations

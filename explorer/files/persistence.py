@@ -16,7 +16,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
-from .limits import (
+from explorer.limits import (
     MASK_CHOICES,
     MAX_D_MODEL,
     MAX_HEAD_DIM,
@@ -27,7 +27,7 @@ from .limits import (
     SCORE_CHOICES,
     TEMPERATURE_RANGE,
 )
-from .state import Inputs
+from explorer.state import Inputs
 
 SETTINGS_ENV = "ATTENTION_EXPLORER_SETTINGS"  # an INI file to use instead of the user's settings
 ORGANIZATION, APPLICATION = "attention-explorer", "Attention Explorer"

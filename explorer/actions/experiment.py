@@ -1,5 +1,5 @@
 """What-if edits in the window: double-click a cell of an input-side stage, enter a number, and
-every later stage recomputes on the worker (explorer.edited_runner); Edit menu: Undo, Redo,
+every later stage recomputes on the worker (explorer.engine.edited_runner); Edit menu: Undo, Redo,
 Reset edits; edited cells outlined; a "Difference" view of edited − original. For the toy engine
 and for a model's layer alike (its input, q, k, v, their norms and rotations, the scores, the mask:
 models/pretrained/edits.py)."""
@@ -13,10 +13,9 @@ from PySide6.QtCore import QObject, QRectF, QSignalBlocker, Qt
 from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel, QSizePolicy
 
+from explorer.engine.edited_runner import largest_change
 from models.edits import Edit
 from models.stages import PAIR_STAGES
-
-from .edited_runner import largest_change
 
 # double-click edits these (the normed and rotated q and k: a model's layer)
 CELL_STAGES = ("embeddings", "input", "query_input", "q", "k", "v", "q_normed", "k_normed", "q_rotated", "k_rotated",

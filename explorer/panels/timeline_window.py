@@ -1,7 +1,7 @@
 """The training timeline: a step slider, the loss curves with the step marked, and every head's
 previous-token and induction scores against the step (one line per head, ``L0 H1``).
 
-Handed a :class:`~explorer.timeline_data.Timeline` and two callbacks, never the main window:
+Handed a :class:`~explorer.engine.timeline_data.Timeline` and two callbacks, never the main window:
 ``on_step(path)`` when the slider moves (the main window then traces that step's model), and
 ``on_head(path, layer, head)`` when a head's line is clicked (open that head at that step).
 The x axis is the checkpoint's index (the steps are log-spaced), labelled with the step numbers.
@@ -17,7 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
-from explorer.timeline_data import Timeline
+from explorer.engine.timeline_data import Timeline
 
 HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 LOSSES = (("heldout_loss", "held-out loss", "#333333"), ("heldout_repeated_loss", "on repeated blocks", "#d62728"),

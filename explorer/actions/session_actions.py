@@ -1,7 +1,7 @@
 """File → Save session… / Open session…: everything on screen in the session file of
 models/session.py. A session is a snapshot of the state (``state.snapshot()``: the inputs, edits and
 Difference toggle of the shown run, the pinned run, the stage, head and focused query; the file
-stores the RunSpecs that made the shown and the pinned run, explorer/session_io.py). Opening one is
+stores the RunSpecs that made the shown and the pinned run, explorer/files/session_io.py). Opening one is
 ``state.apply(snapshot)``: whole or not at all. A bad file gives one line in the status bar and leaves
 the window as it was; so does a file read well whose run then fails (e.g. an edit outside the model's
 layer, whose shapes are only known once it is traced): the state's snapshot from before is applied
@@ -19,12 +19,11 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog
 
+from explorer.files.session_io import WindowSession, open_window_session, session_of
+from explorer.panels.atlas_window import corpus_notice
+from explorer.snapshot import Snapshot
 from models.config import InputError
 from models.session import Session, save_session
-
-from .atlas_window import corpus_notice
-from .session_io import WindowSession, open_window_session, session_of
-from .snapshot import Snapshot
 
 FILTER = "Attention Explorer session (*.zip)"
 

@@ -27,12 +27,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.engine.atlas_worker import AtlasWorker
+from explorer.widgets.atlas_table import AtlasTableModel, head_label
+from explorer.widgets.colormaps import colour_map
 from models.atlas import Atlas, read_atlas
 from models.config import InputError
-
-from .atlas_worker import AtlasWorker
-from .widgets.atlas_table import AtlasTableModel, head_label
-from .widgets.colormaps import colour_map
 
 
 def metric_of(column: str) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QWidget
 
+from explorer.panels.survey_panel import SurveyWindow
 from models.runspec import DEFAULT_MASK
-
-from .survey_panel import SurveyWindow
 
 
 def open_model_survey(parent: QWidget | None, models, state, show_error) -> SurveyWindow | None:
@@ -19,7 +18,7 @@ def open_model_survey(parent: QWidget | None, models, state, show_error) -> Surv
         show_error("the whole-model view needs a pretrained model: choose one first")
         return None
     if getattr(state.model_info, "encoder_decoder", False):  # three rows: encoder, decoder, cross
-        from .encdec_survey_window import open_encdec_survey
+        from explorer.panels.encdec_survey_window import open_encdec_survey
 
         return open_encdec_survey(parent, models, state)
     window = SurveyWindow(parent)

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt
 
-from .compare import COMPARE_SIDE, Comparison, changes, compare
-from .state import ALL_HEADS
-from .widgets.compare_view import CompareView
+from explorer.engine.compare import COMPARE_SIDE, Comparison, changes, compare
+from explorer.state import ALL_HEADS
+from explorer.widgets.compare_view import CompareView
 
 Report = Callable[[str], None]
 

@@ -1,13 +1,13 @@
 """The only bridge to the torch engine: one long-lived thread, the latest request wins.
 
 The GUI thread calls :meth:`ComputeWorker.submit` and returns at once. The thread computes the
-trace, converts the stage on screen to uint8 colour indices (explorer.stage_image) and emits
+trace, converts the stage on screen to uint8 colour indices (explorer.images.stage_image) and emits
 :attr:`ComputeWorker.result_ready`. A newer submit bumps the generation; the running computation
 sees that at its next stage boundary (``should_stop``) and is abandoned.
 
 Runners are looked up by request type: a :class:`~models.runspec.RunSpec` (what the window
 submits) goes to a real model (loaded once, then cached here, on this thread) or, as the toy
-engine's ``AttentionRequest``, to the toy engine (with its edits: explorer.edited_runner). Another
+engine's ``AttentionRequest``, to the toy engine (with its edits: explorer.engine.edited_runner). Another
 kind of request only needs one more entry in ``runners``: ``(request, should_stop) -> AttentionTrace``.
 A result carries the RunSpec that made it, as traced (``RunSpec.as_traced``).
 """
@@ -24,18 +24,17 @@ from dataclasses import dataclass
 import torch
 from PySide6.QtCore import QThread, Signal
 
+from explorer.engine.edited_runner import run_edited
+from explorer.engine.pretrained_runner import PretrainedRunner
+from explorer.engine.stage_render import stage_image
+from explorer.images.stage_image import MAX_DISPLAY_SIDE
+from explorer.run import DisplayTrace
 from models import pipeline
 from models.config import AttentionRequest, Cancelled, InputError
 from models.memory import OUT_OF_MEMORY, is_out_of_memory
 from models.params import pretrained_params, toy_params
 from models.runspec import RunSpec
 from models.trace import AttentionTrace
-
-from .edited_runner import run_edited
-from .pretrained_runner import PretrainedRunner
-from .run import DisplayTrace
-from .stage_image import MAX_DISPLAY_SIDE
-from .stage_render import stage_image
 
 Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
 # Traces up to this many float elements in total are converted whole before they are shown

@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from explorer.run import DisplayTrace
+from explorer.snapshot import EditHistory, Snapshot
+from explorer.state import ALL_HEADS, NO_QUERY, Inputs
 from models.config import InputError
 from models.held_arrays import HeldArrays
 from models.runspec import BY_DEST, DEFAULT_MASK, RunSpec
 from models.session import Session, load_session, save_session
-
-from .run import DisplayTrace
-from .snapshot import EditHistory, Snapshot
-from .state import ALL_HEADS, NO_QUERY, Inputs
 
 if TYPE_CHECKING:  # models.edits imports torch: reading and writing sessions needs none
     from models.edits import Edit
@@ -180,7 +179,7 @@ def session_arguments(args, base: Inputs) -> Inputs:
     app's UsageError (one line)."""
     import sys
 
-    from .usage import UsageError
+    from explorer.usage import UsageError
 
     args.window_session = None
     if args.save_session and not args.screenshot:

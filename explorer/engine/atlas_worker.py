@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Signal
 
+from explorer.jobs import LatestJob
 from models.atlas import compute_atlas, corpus_lines, count_lines, file_sha256, fill_best_texts, probe_texts
-
-from .jobs import LatestJob
 
 
 class AtlasWorker(LatestJob):

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from explorer.images.stage_image import (
+    MAX_DISPLAY_SIDE,
+    SEQUENTIAL_STAGES,
+    StageImage,
+    colour_levels,
+    resolve_scale,
+    to_indices,
+)
 from models.pixels import enlarge_peaks
 from models.reduce import reduce_head
 from models.trace import Stage
-
-from .stage_image import MAX_DISPLAY_SIDE, SEQUENTIAL_STAGES, StageImage, colour_levels, resolve_scale, to_indices
 
 
 def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, int, int] | None = None,

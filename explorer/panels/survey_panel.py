@@ -24,15 +24,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.engine.survey_worker import SurveyWorker
+from explorer.images.sink_scale import first_key_out_of_scale
+from explorer.widgets.head_metrics_table import HeadMetricsTable
+from explorer.widgets.model_view import ModelView
+from explorer.widgets.rollout_view import RolloutView
 from models.attention_file import open_attention
 from models.config import InputError
 from models.survey import Survey, complete, head_metrics, special_token_mask
-
-from .sink_scale import first_key_out_of_scale
-from .survey_worker import SurveyWorker
-from .widgets.head_metrics_table import HeadMetricsTable
-from .widgets.model_view import ModelView
-from .widgets.rollout_view import RolloutView
 
 FILE_FILTER = "Attention (*.npy *.npz);;All files (*)"
 
@@ -204,7 +203,7 @@ class SurveyPanel(QWidget):
 
     def _scaled(self, a: np.ndarray) -> np.ndarray:
         """What the thumbnails colour: with "Scale without token 0", the first key clipped to the
-        largest of the others (explorer/sink_scale.py)."""
+        largest of the others (explorer/images/sink_scale.py)."""
         return first_key_out_of_scale(a) if self.sink_box.isChecked() else a
 
     def _keep(self, tokens, decoder: bool) -> np.ndarray | None:
@@ -310,12 +309,12 @@ def attention_screenshot(path, out, view: str | None = None) -> int:
     (``view``: metrics or rollout picks that tab)."""
     from PySide6.QtWidgets import QApplication
 
-    from .view_shots import survey_tab
+    from explorer.files.view_shots import survey_tab
 
     window = open_attention_window(None, path)
     survey_tab(window.panel, view)
     QApplication.processEvents()
-    from .image_export import write_png
+    from explorer.files.image_export import write_png
 
     problem = write_png(window, out)  # atomic: never a truncated PNG in place
     window.close()

@@ -11,12 +11,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
+from explorer.engine.edited_runner import shown_edits
 from models.config import Cancelled, InputError
 from models.pretrained import PretrainedModel, load_model, resolve_model
 from models.runspec import DEFAULT_MASK, RunSpec  # noqa: F401 - re-exported
 from models.trace import AttentionTrace
-
-from .edited_runner import shown_edits
 
 MODELS_KEPT = 2  # switching back and forth between two models never reloads either
 Progress = Callable[[float, str], None]

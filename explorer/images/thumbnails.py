@@ -4,7 +4,7 @@ A thumbnail is at most ``side`` pixels a side: the device pixels one thumbnail g
 view (:func:`tile_side`, again after every resize), ``THUMB`` where no view is known. Larger
 matrices are reduced as every view reduces them (models.pixels: each pixel its block's largest
 weight, peaks enlarged to 3 × 3 pixels), and coloured with the one index layout of
-explorer.stage_image (0..126 the colour map, 254 NaN), so the model view's thumbnails paint
+explorer.images.stage_image (0..126 the colour map, 254 NaN), so the model view's thumbnails paint
 exactly as the stepper's heatmaps.
 """
 
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from explorer.images.stage_image import MASKED_INDEX, to_indices
 from models.pixels import block_peaks, enlarge_peaks
-
-from .stage_image import MASKED_INDEX, to_indices
 
 THUMB = 64
 MIN_SIDE, MAX_SIDE = 8, 256  # a thumbnail's side in device pixels, whatever the view's size

@@ -13,9 +13,8 @@ import threading
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
+from explorer.panels.survey_panel import SurveyPanel
 from models.encdec_survey import BlockSurvey
-
-from .survey_panel import SurveyPanel
 
 ROWS = (("encoder", "Encoder self-attention: the source's tokens attend to each other"),
         ("decoder", "Decoder self-attention (causal): each target token attends to the ones before it"),

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.images.sink_scale import first_key_out_of_scale
+from explorer.images.stage_image import COLOURS, MASKED_INDEX
+from explorer.images.thumbnails import EMPTY_INDEX, thumbnail_indices
 from models.generate import Generation
 from models.survey import head_metrics
-
-from .sink_scale import first_key_out_of_scale
-from .stage_image import COLOURS, MASKED_INDEX
-from .thumbnails import EMPTY_INDEX, thumbnail_indices
 
 MASKED = MASKED_INDEX  # the chosen head's cells not shown at a step: rows not generated yet, the causal future
 
@@ -107,7 +106,7 @@ class GenerationView:
 
     def step_thumbnails(self, step: int, fit_each: bool, sink_out: bool) -> np.ndarray:
         """``(L, h, t, t)`` uint8: every head's thumbnail (the one reduction and colour layout of
-        explorer.thumbnails) with rows 0..p only (p: the step's position); the rows after p are
+        explorer.images.thumbnails) with rows 0..p only (p: the step's position); the rows after p are
         empty and take no part in the block holding p.
 
         Equal to reducing the rows 0..p (rows after p set to 0) but without doing it: a thumbnail

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from explorer.panels.mask_dock import as_rows
 from models.edits import hide_key
 from models.pretrained.edits import traced_hidden
-
-from .mask_dock import as_rows
 
 
 def current_hidden(inputs, n_q: int, n_k: int) -> np.ndarray:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from explorer.heads import array_head
+from explorer.widgets.cell_inspector import CellInspector
 from models.config import InputError
 from models.explain import explain
-
-from .heads import array_head
-from .widgets.cell_inspector import CellInspector
 
 EXPLAIN_LIMIT = 16_000_000  # cells of one n×n stage (all heads) the window derives a cell from
 PROMPT = "Click any cell of any stage: it is derived here from its inputs, with the real numbers."

@@ -8,7 +8,7 @@ At step s (slider, ← / →) the panel shows position ``p = prompt_length - 1 +
 - the next-token top-k at p as bars, the token that followed in orange;
 - the logit lens (layers × positions), column p outlined; hover: the top-5 at that layer.
 
-"Scale without token 0" leaves the first key out of the colour scale (explorer/sink_scale.py).
+"Scale without token 0" leaves the first key out of the colour scale (explorer/images/sink_scale.py).
 A step's frame (every image as uint8, the texts) is computed on the read thread (explorer.jobs) from
 the GenerationView; the GUI thread only paints it. Generation runs on :class:`GenerateWorker`; the
 panel is handed a model source (a callable name -> model, e.g. the window's model cache) and a
@@ -38,17 +38,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.engine.generate_worker import GenerateWorker
+from explorer.engine.generation_view import GenerationView, StepFrame
+from explorer.jobs import ReadJobs
+from explorer.widgets.generated_matrix import GeneratedMatrix
+from explorer.widgets.lens_map import LensMap
+from explorer.widgets.model_view import ModelView
+from explorer.widgets.topk_bars import TopKBars
+from explorer.widgets.turns import NextTurn
 from models.config import InputError
 from models.generate import GenerateSettings
-
-from .generate_worker import GenerateWorker
-from .generation_view import GenerationView, StepFrame
-from .jobs import ReadJobs
-from .widgets.generated_matrix import GeneratedMatrix
-from .widgets.lens_map import LensMap
-from .widgets.model_view import ModelView
-from .widgets.topk_bars import TopKBars
-from .widgets.turns import NextTurn
 
 ModelSource = Callable[[str], object]
 

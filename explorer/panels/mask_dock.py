@@ -7,10 +7,9 @@ import numpy as np
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QDockWidget
 
+from explorer.widgets.mask_painter import STARTS, MaskPainter
 from models.export import write_array
 from models.runspec import load_matrix
-
-from .widgets.mask_painter import STARTS, MaskPainter
 
 
 def as_rows(mask: np.ndarray) -> tuple[tuple[bool, ...], ...]:

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import Signal
 
+from explorer.engine.generation_view import GenerationView
+from explorer.jobs import LatestJob
 from models.generate import GenerateSettings, generate
-
-from .generation_view import GenerationView
-from .jobs import LatestJob
 
 
 class GenerateWorker(LatestJob):

@@ -17,13 +17,12 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QSettings
 from PySide6.QtWidgets import QFileDialog, QWidget
 
+from explorer.files.image_export import NAME_FILTER, save_scene, save_widget, save_widget_png
+from explorer.files.persistence import export_folder, remember_export_folder
+from explorer.heads import array_head, is_kv_stage
+from explorer.state import ALL_HEADS, ExplorerState
 from models.config import InputError
 from models.export import npy_path, write_array, write_trace
-
-from .heads import array_head, is_kv_stage
-from .image_export import NAME_FILTER, save_scene, save_widget, save_widget_png
-from .persistence import export_folder, remember_export_folder
-from .state import ALL_HEADS, ExplorerState
 
 Report = Callable[[str], None]
 

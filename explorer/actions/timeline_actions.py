@@ -14,8 +14,8 @@ from models.config import InputError
 
 def open_timeline(window, sentence: str | None = None, step: str | None = None):
     """The timeline of the window's model (``window.state``), or None with the reason in the status line."""
-    from explorer.timeline_data import build_timeline
-    from explorer.timeline_window import TimelineWindow
+    from explorer.engine.timeline_data import build_timeline
+    from explorer.panels.timeline_window import TimelineWindow
 
     state = window.state
     model = state.inputs.model or "induction"

@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Signal
 
+from explorer.images.thumbnails import thumbnail_indices, tile_side
+from explorer.jobs import LatestJob
 from models.survey import Survey, complete, norm_shares
-
-from .jobs import LatestJob
-from .thumbnails import thumbnail_indices, tile_side
 
 
 class SurveyWorker(LatestJob):
