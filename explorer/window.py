@@ -50,12 +50,11 @@ from explorer.widgets.sentence_panel import SentencePanel
 from explorer.widgets.settings_panel import SettingsPanel
 from explorer.widgets.stage_list import StageList
 from explorer.widgets.stage_stepper import StageStepper
-from explorer.widgets.status_line import StatusLine
+from explorer.widgets.status_line import StatusLine, trace_summary
 from explorer.widgets.turns import after_this_turn
 from models.config import InputError
 from models.device import describe_default_device
 from models.pretrained import list_models, resolve_model
-from models.trace import AttentionTrace
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 DEFAULT_SIZE = (1400, 900)
@@ -280,7 +279,7 @@ class MainWindow(QMainWindow):
         if self.last_error:
             self.status_line.show_error(self.last_error)
         else:
-            summary = _summary(display.trace, (t0 - submitted) * 1000.0)
+            summary = trace_summary(display.trace, (t0 - submitted) * 1000.0)
             notices = self.state.take_notices()
             self.status_line.show_info(summary, [*notices, *(display.trace.meta.get("notices") or ())])
         # The heatmaps (a new grid's layout, then its images) and their paint come in later
@@ -405,13 +404,3 @@ def _available(inputs: Inputs) -> tuple[Inputs, str]:
         return dataclasses.replace(inputs, model="", pad_positions=()), \
             f"the model {inputs.model} is no longer there: showing the toy model"  # fmt: skip
     return inputs, ""
-
-
-def _summary(trace: AttentionTrace, latency_ms: float) -> str:
-    sizes = f"{len(trace.query_tokens)} × {len(trace.key_tokens)} tokens" if trace.config.get("cross") else \
-        f"{len(trace.key_tokens)} tokens"
-    heads = trace.config.get("heads", "?")
-    block = f"{trace.meta['block']} block " if "block" in trace.meta else ""  # an encoder-decoder's
-    source = f"{trace.meta['model']}, {block}layer {trace.meta['layer']} · " if "model" in trace.meta else ""
-    return (f"{source}Computed {len(trace.stages)} stages for {sizes}, {heads} heads on {trace.device} "
-            f"in {trace.elapsed_ms:.1f} ms ({latency_ms:.0f} ms from request to view)")  # fmt: skip

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+if TYPE_CHECKING:
+    from models.trace import AttentionTrace
 
 NOTICE_COLOUR = "#8a5300"  # dark amber: worth reading, not a failure
 
@@ -46,3 +50,14 @@ class StatusLine(QLabel):
             self.setTextFormat(Qt.TextFormat.PlainText)
             self.setText(text)
             self.setToolTip(text)
+
+
+def trace_summary(trace: AttentionTrace, latency_ms: float) -> str:
+    """The status line's words for a result: what was computed, how many stages, how long."""
+    sizes = f"{len(trace.query_tokens)} × {len(trace.key_tokens)} tokens" if trace.config.get("cross") else \
+        f"{len(trace.key_tokens)} tokens"
+    heads = trace.config.get("heads", "?")
+    block = f"{trace.meta['block']} block " if "block" in trace.meta else ""  # an encoder-decoder's
+    source = f"{trace.meta['model']}, {block}layer {trace.meta['layer']} · " if "model" in trace.meta else ""
+    return (f"{source}Computed {len(trace.stages)} stages for {sizes}, {heads} heads on {trace.device} "
+            f"in {trace.elapsed_ms:.1f} ms ({latency_ms:.0f} ms from request to view)")  # fmt: skip
