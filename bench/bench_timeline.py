@@ -46,25 +46,34 @@ def main() -> int:
                 app.processEvents()
                 time.sleep(0.001)
 
+        def painted() -> bool:  # the step's trace on screen (reads for hover and focus may still run)
+            display = window.state.display
+            return (display is not None and display.generation == window.worker.latest_generation
+                    and not window.matrix_view.building)  # fmt: skip
+
         settle()
         start = time.perf_counter()
         timeline = window.open_timeline()
         print(f"timeline opened in {(time.perf_counter() - start) * 1000:.0f} ms "
               f"({len(timeline.timeline.steps)} steps traced)")  # fmt: skip
         app.processEvents()
-        times = []
+        times, settled = [], []
         n = len(timeline.timeline.steps)
         for i in range(args.steps):
             start = time.perf_counter()
             timeline.slider.setValue((n - 1 - i) % n)
             app.processEvents()
-            settle()
-            window.matrix_view.flush()
-            app.processEvents()
+            while not painted():
+                app.processEvents()
+                time.sleep(0.001)
             times.append((time.perf_counter() - start) * 1000)
+            settle()
+            settled.append((time.perf_counter() - start) * 1000)
         med = statistics.median(times)
-        print(f"slider step -> trace shown: median {med:.0f} ms, max {max(times):.0f} ms over {len(times)} steps "
-              f"(target <= {TARGET_MS:.0f} ms) {'OK' if med <= TARGET_MS else 'OVER'}")  # fmt: skip
+        print(f"load average {os.getloadavg()[0]:.1f}; slider step -> trace painted: median {med:.0f} ms, "
+              f"max {max(times):.0f} ms over {len(times)} steps (target <= {TARGET_MS:.0f} ms) "
+              f"{'OK' if med <= TARGET_MS else 'OVER'}; -> every read done (settled): median "
+              f"{statistics.median(settled):.0f} ms")  # fmt: skip
         timeline.close()
         window.close()
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 
 from explorer.engine.edited_runner import shown_edits
 from models.config import Cancelled, InputError
@@ -18,6 +19,20 @@ from models.runspec import DEFAULT_MASK, RunSpec  # noqa: F401 - re-exported
 from models.trace import AttentionTrace
 
 MODELS_KEPT = 2  # switching back and forth between two models never reloads either
+# A model folder whose files hold at most this many bytes is small (a training step of the induction
+# model: 0.2 MB): reading it holds the interpreter lock for a few milliseconds, so the worker does not
+# wait for the GUI's turn first, and up to SMALL_KEPT small models stay besides the MODELS_KEPT
+# (the timeline's slider goes back and forth over forty of them).
+SMALL_MODEL_BYTES = 4 * 1024 * 1024
+SMALL_KEPT = 64
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes of the files directly in ``folder`` (stat only; 0 when unreadable)."""
+    try:
+        return sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+    except OSError:
+        return 0
 Progress = Callable[[float, str], None]
 
 
@@ -39,19 +54,23 @@ class PretrainedRunner:
         self.kept = kept
         self.loads = 0  # how many times a model was actually read from disk (for tests)
         self._models: OrderedDict[tuple[str, str], PretrainedModel] = OrderedDict()
+        self._small: set[tuple[str, str]] = set()  # keys of small models (SMALL_MODEL_BYTES)
         self._lock = threading.Lock()
 
     def model(self, name_or_path: str, device: str = "auto") -> PretrainedModel:
         """The loaded model, from the cache when it was opened before."""
         try:
-            key = (str(resolve_model(name_or_path).resolve()), device)
+            folder = resolve_model(name_or_path).resolve()
         except InputError as exc:
             raise ModelLoadError(str(exc)) from exc
+        key = (str(folder), device)
         with self._lock:
             if key in self._models:
                 self._models.move_to_end(key)
                 return self._models[key]
-        self.before_load()
+        small = folder_bytes(folder) <= SMALL_MODEL_BYTES
+        if not small:
+            self.before_load()
         try:
             model = load_model(name_or_path, device=device, progress=self.progress)
         except Cancelled:
@@ -64,9 +83,18 @@ class PretrainedRunner:
         with self._lock:
             self.loads += 1
             self._models[key] = model
-            while len(self._models) > self.kept:
-                self._models.popitem(last=False)
+            if small:
+                self._small.add(key)
+            self._evict()
         return model
+
+    def _evict(self) -> None:
+        """Keep the ``kept`` most recent models, and besides them up to SMALL_KEPT small ones."""
+        big = [k for k in self._models if k not in self._small]
+        small = [k for k in self._models if k in self._small]
+        for k in big[: max(0, len(big) - self.kept)] + small[: max(0, len(small) - SMALL_KEPT)]:
+            del self._models[k]
+            self._small.discard(k)
 
     def __call__(self, request: RunSpec, should_stop: Callable[[], bool]) -> AttentionTrace:
         """The layer ``request`` asks for; unless ``request.exact``, a layer past the model's last
