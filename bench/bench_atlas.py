@@ -2,7 +2,7 @@
 with ``--big``, a 1.1 B-parameter bf16 checkpoint over 100 texts of ~64 tokens.
 
     python bench/bench_atlas.py [--texts 1000] [--threads 1] [--gui]
-    python bench/bench_atlas.py --big [--texts 100] [--threads 2] [--dir DIR] [--keep]
+    python bench/bench_atlas.py --big [--texts 100] [--threads 1] [--dir DIR] [--keep]
 
 Writes a seeded corpus (one text per line) to a temporary folder, runs ``main.py atlas`` in this
 process and prints the wall time, the CPU time and the peak resident memory (targets: ≤ 60 s,
@@ -137,19 +137,16 @@ def big(args) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--texts", type=int, default=None, help="default 1000 (MiniLM), 100 (--big)")
-    ap.add_argument("--threads", type=int, default=None, help="torch threads: default 1 (MiniLM), all (--big)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     ap.add_argument("--gui", action="store_true")
     ap.add_argument("--big", action="store_true", help="the 1.1 B-parameter bf16 checkpoint instead of MiniLM")
     ap.add_argument("--dir", help="--big: where the checkpoint is (written there if missing, then kept)")
     ap.add_argument("--keep", action="store_true", help="--big: keep the temporary checkpoint")
     args = ap.parse_args()
     if args.big:
-        import os
-
         args.texts = args.texts or 100
-        args.threads = args.threads or os.cpu_count() or 1
         return big(args)
-    args.texts, args.threads = args.texts or 1000, args.threads or 1
+    args.texts = args.texts or 1000
     import torch
 
     torch.set_num_threads(args.threads)
