@@ -132,7 +132,7 @@ CHUNK_STATE_BYTES = 128 << 20  # ... and fewer when their hidden states would ho
 
 class _Heads:
     """The running statistics of every head and where each head peaks, fed text by text in the
-    corpus's order (so a batched run gives the very numbers of a run text by text)."""
+    corpus's order (so the batches change no sum's order, nor which line wins a tie)."""
 
     def __init__(self, shape: tuple[int, int]) -> None:
         self.stats = {m: RunningStats(shape) for m in METRIC_NAMES}
