@@ -5,8 +5,9 @@
 through the model's own one-text functions under ``torch.func.vmap`` (models/pretrained/batching.py):
 no padding, every text at its own length with the model's own mask, so every number equals
 :meth:`PretrainedModel.layer_weights <models.pretrained.model.PretrainedModel.layer_weights>` text by
-text (within 1e-6, the tests; mostly bit for bit, see models/pretrained/batching.py). The loop runs layer by layer over all the batches, so a big
-checkpoint reads each layer once for all the texts given, not once per text.
+text (within 1e-6, the tests; mostly bit for bit, see models/pretrained/batching.py). The loop runs
+layer by layer over all the batches, so a big checkpoint reads each layer once for all the texts
+given, not once per text.
 
 A family whose code cannot run under vmap (data-dependent control flow, e.g. a mixture of experts
 routing its tokens) runs the same steps one text at a time, found on its first batch and remembered.
