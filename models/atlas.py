@@ -4,9 +4,11 @@ detectors' scores, written as ``heads.csv``, ``top_texts.csv`` and ``manifest.js
 numpy (plus the model's own forward pass); no Qt. Each text runs alone, at its own length, with the
 model's own special tokens, so no padding can change a number; the metrics are models.survey's
 :func:`~models.survey.head_metrics`, the detectors models.detectors'. Memory is bounded however
-large the corpus: lines are read one at a time and only running sums are kept (Welford's update),
-plus, per head and metric, the line where the head scores highest (the texts themselves are read
-again at the end, only for those lines).
+large the corpus: lines are read one at a time, at most a chunk of them (:data:`CHUNK_TEXTS`) is held
+while it runs, the texts of one length as one batch (no padding, the same numbers as text by text),
+and only running sums are kept (Welford's update, fed in the corpus's order), plus, per head and
+metric, the line where the head scores highest (the texts themselves are read again at the end,
+only for those lines).
 """
 
 from __future__ import annotations
@@ -124,19 +126,75 @@ def count_lines(path: str | os.PathLike, limit: int | None = None) -> int:
 
 
 # --- computing -----------------------------------------------------------------------------------------
+CHUNK_TEXTS = 256  # texts read ahead and grouped by length; each chunk runs layer by layer
+CHUNK_STATE_BYTES = 128 << 20  # ... and fewer when their hidden states would hold more than this
+
+
+class _Heads:
+    """The running statistics of every head and where each head peaks, fed text by text in the
+    corpus's order (so the batches change no sum's order, nor which line wins a tie)."""
+
+    def __init__(self, shape: tuple[int, int]) -> None:
+        self.stats = {m: RunningStats(shape) for m in METRIC_NAMES}
+        self.best_value = {m: np.full(shape, -np.inf) for m in METRIC_NAMES}
+        self.best_line = {m: np.full(shape, -1, dtype=np.int64) for m in METRIC_NAMES}
+
+    def add(self, line: int, metrics: dict[str, np.ndarray]) -> None:
+        for m in METRIC_NAMES:
+            self.stats[m].add(metrics[m])
+            better = np.isfinite(metrics[m]) & (metrics[m] > self.best_value[m])
+            self.best_value[m][better] = metrics[m][better]
+            self.best_line[m][better] = line
+
+
+def chunk_metrics(model, encs, should_stop=None, on_layer: Callable[[int], None] | None = None
+                  ) -> tuple[dict[str, np.ndarray], int]:  # fmt: skip
+    """Every head's metrics ``{metric: (texts, L, h)}`` of the encoded texts ``encs``, those of one
+    length run as one batch (models/pretrained/batch_weights.py); ``on_layer(layer)`` after each
+    layer. Returns the metrics and the number of batches run."""
+    from .pretrained.batch_weights import batch_layer_weights
+
+    shape = (len(encs), model.num_layers, model.num_heads)
+    out = {m: np.full(shape, np.nan) for m in METRIC_NAMES}
+
+    def add(layer: int, indices, weights: np.ndarray) -> None:  # weights (b, h, n, n)
+        for m, values in head_metrics(weights).items():  # (b, h) each
+            out[m][indices, layer] = values
+
+    return out, batch_layer_weights(model, encs, add, should_stop, on_layer)
+
+
 def compute_atlas(model, texts, *, limit: int | None = None, detectors: bool = True, seed: int = PROBE_SEED,
                   should_stop: Callable[[], bool] | None = None,
                   progress: Callable[[int], None] | None = None) -> Atlas:  # fmt: skip
     """The atlas of ``model`` (a PretrainedModel) over ``texts``, an iterable of ``(line, text)``
-    (:func:`corpus_lines`, or the detectors' probes). ``progress(texts done)`` after each text."""
+    (:func:`corpus_lines`, or the detectors' probes), read lazily: up to :data:`CHUNK_TEXTS` texts
+    at a time are encoded, grouped by their number of tokens and run layer by layer, the texts of
+    one length as one batch. ``progress(texts done)`` after each layer of a chunk (a chunk's
+    texts count as done in proportion to its layers)."""
+    from .pretrained.batch_weights import state_bytes
+
     start = time.perf_counter()
     shape = (model.num_layers, model.num_heads)
-    stats = {m: RunningStats(shape) for m in METRIC_NAMES}
-    best_value = {m: np.full(shape, -np.inf) for m in METRIC_NAMES}
-    best_line = {m: np.full(shape, -1, dtype=np.int64) for m in METRIC_NAMES}
-    done = truncated = skipped = tokens = 0
+    heads = _Heads(shape)
+    done = truncated = skipped = tokens = batches = 0
+    pending: list[tuple[int, object]] = []  # (line, Encoded), in the corpus's order
+    held = 0
+
+    def run_chunk() -> None:
+        nonlocal done, batches, held
+        if not pending:
+            return
+        count, layers = len(pending), model.num_layers
+        report = None if progress is None else (lambda layer: progress(done + count * (layer + 1) // layers))
+        metrics, ran = chunk_metrics(model, [e for _, e in pending], should_stop, report)
+        for k, (line, _) in enumerate(pending):
+            heads.add(line, {m: metrics[m][k] for m in METRIC_NAMES})
+        done, batches, held = done + count, batches + ran, 0
+        pending.clear()
+
     for line, text in texts:
-        if limit is not None and done >= limit:
+        if limit is not None and done + len(pending) >= limit:
             break
         if should_stop is not None and should_stop():
             raise Cancelled(f"stopped after {done} texts")
@@ -147,35 +205,31 @@ def compute_atlas(model, texts, *, limit: int | None = None, detectors: bool = T
             continue
         truncated += bool(enc.notices)
         tokens += len(enc.ids)
-        _, weights, _ = model.layer_weights(enc, should_stop=should_stop)  # (L, h, n, n)
-        metrics = head_metrics(weights)
-        for m in METRIC_NAMES:
-            stats[m].add(metrics[m])
-            better = np.isfinite(metrics[m]) & (metrics[m] > best_value[m])
-            best_value[m][better] = metrics[m][better]
-            best_line[m][better] = line
-        done += 1
-        if progress is not None:
-            progress(done)
+        pending.append((line, enc))
+        held += state_bytes(model.arch, len(enc.ids)) if hasattr(model, "arch") else 0
+        if len(pending) >= CHUNK_TEXTS or held >= CHUNK_STATE_BYTES:
+            run_chunk()
+    run_chunk()
     if done == 0:
         raise InputError("the corpus has no text to read (every line is blank)")
     columns: dict[str, np.ndarray] = {"texts": np.full(shape, float(done))}
     for m in METRIC_NAMES:
-        columns[f"{m}_mean"], columns[f"{m}_sd"] = stats[m].result()
+        columns[f"{m}_mean"], columns[f"{m}_sd"] = heads.stats[m].result()
     found = detect_all(model, seed, should_stop) if detectors else {d: np.full(shape, np.nan) for d in DETECTORS}
     columns.update(found)
     manifest = {
         "model": model.name, "model_type": model.model_type, "num_layers": shape[0], "num_heads": shape[1],
         "decoder": model.default_mask == "causal", "texts": done, "tokens": tokens, "truncated_texts": truncated,
-        "skipped_texts": skipped, "metrics_version": METRICS_VERSION,
+        "skipped_texts": skipped, "batches": batches, "metrics_version": METRICS_VERSION,
         "definitions": {**{m: DEFINITIONS[m] for m in METRIC_NAMES},
                         "mean_sd": "over the texts, each run alone at its own length with the model's own special "
-                                   "tokens; sd is the sample standard deviation (n - 1)"},
+                                   "tokens (texts of one length as one batch, no padding); sd is the sample "
+                                   "standard deviation (n - 1)"},
         "detectors": {"seed": seed, "probes_per_kind": PROBES_PER_KIND, "definitions": DETECTOR_DEFINITIONS}
         if detectors else None,
         "device": model.device_label, "elapsed_s": round(time.perf_counter() - start, 3),
     }  # fmt: skip
-    return Atlas(model.name, shape[0], shape[1], done, columns, best_line, best_value, manifest=manifest)
+    return Atlas(model.name, shape[0], shape[1], done, columns, heads.best_line, heads.best_value, manifest=manifest)
 
 
 def probe_texts(model, seed: int = PROBE_SEED) -> Iterator[tuple[int, object]]:

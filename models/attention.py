@@ -92,9 +92,8 @@ def softmax(scores: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     else:
         x = scores
     a = torch.softmax(x, dim=-1)  # subtracts the row max itself; an all −∞ row gives NaN ...
-    if bool(dead.any()):
-        a = a.masked_fill_(dead, 0.0)  # ... which becomes 0 here
-    return a
+    return a.masked_fill_(dead, 0.0)  # ... which becomes 0 here (no test of dead.any(): torch.func.vmap
+    # batches texts of one length through here, and a batched tensor cannot steer Python's control flow)
 
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

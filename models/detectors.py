@@ -100,6 +100,13 @@ def retrieval_score(A: np.ndarray, copies) -> np.ndarray:
     return np.mean(hits, axis=0).astype(np.float64)
 
 
+def detectors_on(kind: str) -> tuple[str, ...]:
+    """The detectors a probe of this kind is read by (the keys of :func:`scores_on`)."""
+    names = [name for name, (k, _) in PATTERNS.items() if k == kind]
+    return (*names, *(("sink",) if kind in ("repeats", "induction") else ()),
+            *(("retrieval",) if kind == "retrieval" else ()))  # fmt: skip
+
+
 def scores_on(kind: str, A: np.ndarray, probe: Probe) -> dict[str, np.ndarray]:
     """Every detector that reads a probe of this kind, on ``A (..., n, n)``."""
     out = {name: pattern_score(A, make(probe.ids)) for name, (k, make) in PATTERNS.items() if k == kind}
@@ -166,16 +173,26 @@ def model_probes(model, seed: int = PROBE_SEED) -> list[Probe]:
 def detect(model, seed: int = PROBE_SEED, should_stop: Callable[[], bool] | None = None,
            weights_of: Callable[[Probe], np.ndarray] | None = None) -> dict[str, np.ndarray]:  # fmt: skip
     """Every detector's ``(L, h)`` scores for ``model`` (NaN where a detector does not apply).
-    ``weights_of(probe) -> (L, h, n, n)``: how to get the weights (default: the model's own pass)."""
+    ``weights_of(probe) -> (L, h, n, n)``: how to get the weights (default: the model's own pass,
+    the probes of one length as one batch, models/pretrained/batch_weights.py)."""
     probes = model_probes(model, seed)
-    if weights_of is None:
-        def weights_of(probe: Probe) -> np.ndarray:
-            return model.layer_weights(model.encode_ids(probe.ids), should_stop=should_stop)[1]
     shape = (model.num_layers, model.num_heads)
     sums = {name: np.zeros(shape) for name in DETECTORS}
     counts = dict.fromkeys(DETECTORS, 0)
     for probe in probes:
-        for name, score in scores_on(probe.kind, weights_of(probe), probe).items():
-            sums[name] += score
+        for name in detectors_on(probe.kind):
             counts[name] += 1
+    if weights_of is None:
+        from .pretrained.batch_weights import batch_layer_weights
+
+        def add(layer: int, indices, weights: np.ndarray) -> None:  # weights (b, h, n, n)
+            for i, a in zip(indices, weights, strict=True):
+                for name, score in scores_on(probes[i].kind, a, probes[i]).items():
+                    sums[name][layer] += score
+
+        batch_layer_weights(model, [model.encode_ids(p.ids) for p in probes], add, should_stop)
+    else:
+        for probe in probes:
+            for name, score in scores_on(probe.kind, weights_of(probe), probe).items():
+                sums[name] += score
     return {name: sums[name] / counts[name] if counts[name] else np.full(shape, np.nan) for name in DETECTORS}

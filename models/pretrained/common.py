@@ -22,6 +22,7 @@ from models import attention as att
 from models.checks import short
 from models.config import InputError
 from models.masks import MaskSpec
+from models.pretrained.batching import folded_linear, in_batch
 from models.pretrained.checkpoint import Weights  # noqa: F401 - the families import it from here
 from models.pretrained.rope import apply_rope
 
@@ -69,7 +70,10 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, plus_one: bool = False) -> T
 
 
 def linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-    """``x @ w + b`` with ``w`` of shape (in, out)."""
+    """``x @ w + b`` with ``w`` of shape (in, out); under :func:`~models.pretrained.batching.batched`
+    the same product for every text of a batch (vmap would otherwise split the fused ``addmm``)."""
+    if in_batch():
+        return folded_linear(x, w, b)
     return x @ w if b is None else torch.addmm(b, x, w)
 
 

@@ -167,3 +167,35 @@ def test_session_atlas_key_round_trips_and_is_checked(tmp_path):
     save_session(tmp_path / "bad.zip", Session(run, atlas={"corpus": "x", "sha256": "nothex"}))
     with pytest.raises(InputError, match="'atlas' must be"):
         load_session(tmp_path / "bad.zip")
+
+
+def test_batched_atlas_equals_one_text_at_a_time(tmp_path, monkeypatch):
+    """Texts of one length run as one batch, a chunk of 4 texts at a time: the same means, standard
+    deviations and best lines as each text run alone through ``layer_weights`` (1e-6)."""
+    import models.atlas as atlas_mod
+    from models.atlas import compute_atlas, corpus_lines
+
+    monkeypatch.setattr(atlas_mod, "CHUNK_TEXTS", 4)
+    lines = ["the cat sat on the mat", "a dog sat on the mat", "the cat sat", "", "a dog ran", "the cat ran",
+             "hello world", "the dog sat on the cat", "a cat sat", "world hello"]  # fmt: skip
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    model = load_model("minilm", device="cpu")
+    seen = []
+    atlas = compute_atlas(model, corpus_lines(corpus), detectors=False, progress=seen.append)
+    texts = [(i + 1, t) for i, t in enumerate(lines) if t]
+    assert atlas.texts == len(texts) and atlas.manifest["batches"] < len(texts)  # real batches
+    assert seen == sorted(seen) and seen[-1] == len(texts)  # the progress bar moves on, to the end
+    per_text = []
+    from models.survey import head_metrics
+
+    for _, text in texts:
+        per_text.append(head_metrics(model.layer_weights(text)[1]))
+    for m in METRIC_NAMES:
+        stack = np.stack([t[m] for t in per_text])  # (texts, L, h)
+        np.testing.assert_allclose(atlas.columns[f"{m}_mean"], np.nanmean(stack, 0), atol=1e-6, rtol=0)
+        with np.errstate(invalid="ignore"):
+            sd = np.nanstd(stack, 0, ddof=1)
+        np.testing.assert_allclose(atlas.columns[f"{m}_sd"], sd, atol=1e-6, rtol=0)
+        best = np.nanargmax(np.where(np.isnan(stack), -np.inf, stack), axis=0)  # the first text on a tie
+        np.testing.assert_array_equal(atlas.best_line[m], np.array([t[0] for t in texts])[best], err_msg=m)
