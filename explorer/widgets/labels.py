@@ -65,6 +65,20 @@ def logical_order(text: str) -> str:
     return LRM + text
 
 
+def uncovered_characters(text: str, font: QFont | None = None) -> list[str]:
+    """The distinct characters of ``text`` that no installed font draws (they show as boxes in a
+    text box, which cannot write them as code points: it would change the person's text)."""
+    if text.isascii():
+        return []
+    raw = raw_font(font.toString()) if font is not None else None
+    out = []
+    for char in dict.fromkeys(c for c in text if not c.isascii()):
+        code = ord(char)
+        if not (_invisible(code) or (raw is not None and raw.supportsCharacter(code)) or installed_font_covers(code)):
+            out.append(char)
+    return out
+
+
 def display_label(text: str, font: QFont | None = None) -> str:
     """``text`` where every character is covered; otherwise the uncovered ones as ``U+XXXX``. Labels
     with right-to-left letters keep their logical order (:func:`logical_order`).

@@ -4,11 +4,13 @@ second sentence that turns self-attention into cross-attention."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QGroupBox, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QGroupBox, QLabel, QLineEdit, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
 from explorer.widgets.debounce import Debounced
+from explorer.widgets.labels import uncovered_characters
 
+UNSEEN_SHOWN = 6  # code points named under the sentence box, at most
 MAX_TEXT = (1 << 31) - 1  # QLineEdit's own default is 32,767 characters, silently cut
 
 TYPING_PAUSE_MS = 150  # recompute once the typist pauses: a blink, not every keystroke
@@ -48,8 +50,14 @@ class SentencePanel(QGroupBox):
         self.cross_edit.setMaxLength(MAX_TEXT)
         self.cross_edit.setPlaceholderText(CROSS_HINT)
 
+        # Characters no installed font draws are boxes in the text box: this line names them.
+        self.unseen_label = QLabel()
+        self.unseen_label.setWordWrap(True)
+        self.unseen_label.hide()
+
         layout = QVBoxLayout(self)
         layout.addWidget(self.sentence_edit)
+        layout.addWidget(self.unseen_label)
         layout.addWidget(self.examples)
         layout.addWidget(self.cross_check)
         layout.addWidget(self.cross_edit)
@@ -58,6 +66,8 @@ class SentencePanel(QGroupBox):
         self._sentence_pause = Debounced(self._push_sentence, TYPING_PAUSE_MS, self)
         self._cross_pause = Debounced(self._push_cross, TYPING_PAUSE_MS, self)
         self.sentence_edit.textChanged.connect(lambda _text: self._sentence_pause())
+        self.sentence_edit.textChanged.connect(lambda _text: self._name_unseen())
+        self.cross_edit.textChanged.connect(lambda _text: self._name_unseen())
         self.cross_edit.textChanged.connect(lambda _text: self._cross_pause())
         self.examples.activated.connect(self._pick_example)
         self.cross_check.toggled.connect(self._toggle_cross)
@@ -73,6 +83,7 @@ class SentencePanel(QGroupBox):
                 with signals_blocked(edit):
                     edit.setText(text)
                     edit.setCursorPosition(0)  # show the start of a long sentence, not its end
+                self._name_unseen()
         with signals_blocked(self.cross_check):
             self.cross_check.setChecked(inputs.cross_enabled)
         # A pretrained model's layer is self-attention: one sentence supplies queries, keys and values;
@@ -89,6 +100,15 @@ class SentencePanel(QGroupBox):
     def encoder_decoder(self, inputs) -> bool:
         info = getattr(self.state, "model_info", None)
         return inputs.uses_model and bool(getattr(info, "encoder_decoder", False))
+
+    def _name_unseen(self) -> None:
+        text = self.sentence_edit.text() + self.cross_edit.text()
+        unseen = uncovered_characters(text, self.sentence_edit.font())
+        if unseen:
+            shown = " ".join(f"U+{ord(c):04X}" for c in unseen[:UNSEEN_SHOWN])
+            shown += " …" if len(unseen) > UNSEEN_SHOWN else ""
+            self.unseen_label.setText(f"No installed font draws {shown} (boxes above; the plots write the code points)")
+        self.unseen_label.setVisible(bool(unseen))
 
     def is_typing(self) -> bool:
         """True while typed text waits for the typing pause before it reaches the state."""

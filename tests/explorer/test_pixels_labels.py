@@ -82,6 +82,24 @@ def test_code_points_wherever_a_token_is_drawn(qtbot, monkeypatch):
     assert "U+6211" in html and "\u6211" not in html  # the focus list
 
 
+def test_the_sentence_box_names_the_characters_no_font_draws(qtbot, monkeypatch):
+    """A text box cannot write its own characters as code points (it would change the text): a
+    line under it names the ones no installed font draws, which the box shows as boxes."""
+    import explorer.widgets.labels as labels
+    from explorer.state import ExplorerState
+    from explorer.widgets.sentence_panel import SentencePanel
+
+    monkeypatch.setattr(labels, "raw_font", lambda _description: _NoGlyph())
+    monkeypatch.setattr(labels, "installed_font_covers", lambda cp: cp < 0x2E80)  # no CJK font
+    panel = SentencePanel(ExplorerState(), [])
+    qtbot.addWidget(panel)
+    panel.sentence_edit.setText("caf\u00e9 \u6211\u4eec \u6211")
+    assert panel.unseen_label.isVisibleTo(panel)
+    assert "U+6211 U+4EEC" in panel.unseen_label.text() and "U+00E9" not in panel.unseen_label.text()
+    panel.sentence_edit.setText("plain text")
+    assert not panel.unseen_label.isVisibleTo(panel)
+
+
 def test_a_long_largest_change_label_never_widens_the_window(make_window, settle):
     window = make_window(Inputs(sentence=README, heads=2, d_model=16, mask="causal"), stage="weights")
     window.resize(1400, 900)
