@@ -24,9 +24,10 @@ def hover(view, plot_index, row, col, wait=True):
         assert view.values.jobs.wait_until_idle()
 
 
-def double_click(view, plot_index, row, col):
+def double_click(view, plot_index, row, col, wait=True):
     """A left double-click on a cell through the real scene: press, release, double-click, release
-    (what a hand's double-click delivers; pyqtgraph reports it as a click with ``double()``)."""
+    (what a hand's double-click delivers; pyqtgraph reports it as a click with ``double()``); with
+    ``wait``, until the cell's value read off the GUI thread has come (the edit dialog opens then)."""
     QApplication.processEvents()
     point = QPointF(cell_point(view, plot_index, row, col))
     viewport = view.canvas.viewport()
@@ -35,3 +36,6 @@ def double_click(view, plot_index, row, col):
                           (QEvent.Type.MouseButtonDblClick, left), (QEvent.Type.MouseButtonRelease, none)):  # fmt: skip
         event = QMouseEvent(kind, point, viewport.mapToGlobal(point), left, buttons, Qt.KeyboardModifier.NoModifier)
         QApplication.sendEvent(viewport, event)
+    if wait and view.values.jobs is not None:
+        assert view.values.jobs.wait_until_idle()
+        QApplication.processEvents()
