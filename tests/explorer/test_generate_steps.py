@@ -4,9 +4,7 @@ label, range or title rebuilt, no bar item made again, no axis widened for a nar
 
 from __future__ import annotations
 
-import importlib.util
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,23 +13,11 @@ from explorer.panels.generate_panel import GeneratePanel
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.topk_bars import TopKBars, nice_top
 from models.pretrained import load_model
-
-PROMPT = "the cat sat on the mat and the dog"
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_generate.py"
-
-
-@pytest.fixture(scope="module")
-def decoder(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("bench_generate", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    folder = tmp_path_factory.mktemp("demo")
-    bench.write_decoder(folder, layers=3, d=32, heads=4, ffn=64, words=bench.DEMO_WORDS, scale=0.35)
-    return folder
+from tests.explorer.test_generate_panel import PROMPT, decoder  # noqa: F401 - the shared decoder fixture
 
 
 @pytest.fixture
-def panel(qtbot, decoder):
+def panel(qtbot, decoder):  # noqa: F811 - the fixture imported above
     p = GeneratePanel(lambda name: load_model(name, device="cpu"), str(decoder))
     qtbot.addWidget(p)
     p.resize(1400, 900)
