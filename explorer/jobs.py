@@ -7,8 +7,8 @@ of the same kind has replaced is dropped, never shown. Tests (and screenshots) w
 answers with :meth:`ReadJobs.wait_until_idle`, as napari's slicer does, instead of polling.
 
 An ask made with ``held=True`` (a panel beside the heatmaps: the focus) is not handed over while
-``busy()`` says a result's heatmaps are on their way to the screen: it waits for :meth:`release`
-(their paint) or :data:`HOLD_MS`, so that its update never lengthens one of their turns. It is
+``busy()`` says a result's heatmaps are on their way to the screen (the window's frame scheduler,
+explorer.widgets.frames): it waits for :meth:`release` (the scheduler idle again) or :data:`HOLD_MS`, so that its update never lengthens one of their turns. It is
 still pending meanwhile: ``wait_until_idle`` waits for it.
 """
 

@@ -42,6 +42,7 @@ from explorer.panels.mask_dock import MaskDock
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
 from explorer.widgets.debounce import Debounced
+from explorer.widgets.frames import Frames
 from explorer.widgets.matrix_view import MatrixView
 from explorer.widgets.model_chooser import ModelChooser
 from explorer.widgets.pe_lens import PeLens
@@ -51,7 +52,6 @@ from explorer.widgets.settings_panel import SettingsPanel
 from explorer.widgets.stage_list import StageList
 from explorer.widgets.stage_stepper import StageStepper
 from explorer.widgets.status_line import StatusLine, trace_summary
-from explorer.widgets.turns import after_this_turn
 from models.config import InputError
 from models.device import describe_default_device
 from models.pretrained import list_models, resolve_model
@@ -100,15 +100,18 @@ class MainWindow(QMainWindow):
         # Every number the GUI shows is read off this thread by these jobs (hover, focus, numbers in
         # cells, the edit dialog's value, the inspector, the comparison): the GUI thread never computes.
         self.jobs = ReadJobs(self)
+        # The one frame scheduler: every turn after a change is one of its phases; while any is to
+        # come the GUI is busy, and the worker and the read jobs hold back (explorer/widgets/frames.py).
+        self.frames = Frames(self)
+        self.frames.busy_changed.connect(self.worker.set_gui_busy)
+        self.jobs.busy = lambda: self.frames.busy
+        self.frames.idle.connect(self.jobs.release, Qt.ConnectionType.QueuedConnection)  # after the paint
         self.model_chooser = ModelChooser(self.state, list_models())
         self.sentence_panel = SentencePanel(self.state, read_examples())
         self.settings_panel = SettingsPanel(self.state, describe_default_device())
         self.stepper = StageStepper(self.state)
         self.stage_list = StageList(self.state)
-        self.matrix_view = MatrixView(self.state, jobs=self.jobs)
-        # Answers for the panels beside the heatmaps (the focus) wait until these have painted.
-        self.jobs.busy = lambda: self.matrix_view.building
-        self.matrix_view.painted.connect(self.jobs.release, Qt.ConnectionType.QueuedConnection)  # after the paint
+        self.matrix_view = MatrixView(self.state, jobs=self.jobs, frames=self.frames)
         self.focus_panel = QueryFocusPanel(self.state, jobs=self.jobs)
         self.inspector = InspectorPanel(jobs=self.jobs)
         self.status_line = StatusLine()
@@ -159,7 +162,6 @@ class MainWindow(QMainWindow):
         self.matrix_view.image_missing.connect(self.worker.prepare)
         self.matrix_view.region_wanted.connect(self.worker.prepare_region)
         self.worker.region_ready.connect(self.matrix_view.zoom.arrived)
-        self.matrix_view.painted.connect(self.worker.painted)  # then it converts the other stages
         self.matrix_view.cell_clicked.connect(self.select_cell)
         self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
 
@@ -225,8 +227,8 @@ class MainWindow(QMainWindow):
         if request is None:
             return None
         self.state.set_requested(request)
+        self.frames.after_this_turn("submitted")  # the worker reads a model after this turn's repaints
         generation = self.worker.submit(request, focus_stage=self.state.stage_name)
-        after_this_turn(self, lambda: self.worker.gui_settled(generation))  # then it may read a model
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
         return generation
 
@@ -259,10 +261,12 @@ class MainWindow(QMainWindow):
     def is_settled(self) -> bool:
         """True when the last input change has been computed and shown (or refused with a message)."""
         return not (self.sentence_panel.is_typing() or self._submit_soon.pending) and (
-            self._answered == self.worker.latest_generation and not self.matrix_view.building
+            self._answered == self.worker.latest_generation and not self.frames.busy
         ) and self.jobs.idle
 
     def _on_result(self, display: DisplayTrace) -> None:
+        # The worker holds back until the GUI says it is idle again, after this turn at the earliest.
+        self.frames.after_this_turn("result")
         if display.generation != self.worker.latest_generation:
             return  # stale: a newer request is on its way, never paint an old answer
         # A load that failed and sent the chooser back stays the latest news (and the error).

@@ -41,16 +41,17 @@ Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
 # (a few milliseconds), so stepping is instant. Bigger ones show the focused stage first and
 # convert the rest in the background, most likely next stages first.
 CONVERT_ALL_BELOW = 4_000_000
-# After a result is sent, background conversions wait until the GUI has painted it (see
-# ComputeWorker.painted), at most this long: converting needs the interpreter lock in short
-# bursts, and each burst the GUI thread waits for (up to sys.getswitchinterval(), 5 ms) is
-# multiplied by the hundred Python calls of one paint, which doubled the window's longest stall.
-QUIET_AFTER_RESULT_S = 0.25
-# Before reading a model, the worker waits until the GUI has handled the change that asked for it
-# (ComputeWorker.gui_settled), at most this long: reading the tokenizer holds the interpreter lock
-# for ~40 ms, and the GUI thread, laying out and repainting the panels then, waited for it (a
-# 50–100 ms stall on choosing a model, for ~25 ms of the GUI's own work).
+# The GUI says when it is busy (explorer.widgets.frames: a change's phases still to come), the one
+# signal this thread consults, through set_gui_busy. Two things wait for it, each at most so long:
+# - reading a model (WAIT_FOR_GUI_S): reading the tokenizer holds the interpreter lock for ~40 ms,
+#   and the GUI thread, laying out and repainting the panels after a model is chosen, waited for
+#   it (a 50-100 ms stall on choosing a model, for ~25 ms of the GUI's own work);
+# - converting the other stages after a result (QUIET_AFTER_RESULT_S): converting takes the lock in
+#   short bursts, and each burst the GUI thread waits for (up to sys.getswitchinterval(), 5 ms) is
+#   multiplied by the hundred Python calls of one paint, which doubled the window's longest stall.
+#   Handing over a result makes the GUI busy until it says otherwise (it has painted the result).
 WAIT_FOR_GUI_S = 0.1
+QUIET_AFTER_RESULT_S = 0.25
 PROGRESS_EVERY_S = 0.05
 
 
@@ -95,9 +96,8 @@ class ComputeWorker(QThread):
         self._stopping = False
         self._latest = 0
         self._fit_colours = False  # weights on 0..max rather than 0..1 (see stage_image.colour_levels)
-        self._painted = 0  # the newest generation the GUI has painted
-        self._quiet_until = 0.0  # time.monotonic() until which background conversion waits for that
-        self._gui_settled = 0  # the newest generation whose submitting turn the GUI has finished
+        self._gui_busy = False  # the GUI's frame scheduler has phases to come (set_gui_busy)
+        self._quiet_until = 0.0  # time.monotonic() until which background conversion waits for the GUI
 
     # --- GUI thread ------------------------------------------------------------------------
     @property
@@ -141,23 +141,18 @@ class ComputeWorker(QThread):
     def fit_colours(self) -> bool:
         return self._fit_colours
 
-    def painted(self, generation: int) -> None:
-        """The GUI has painted ``generation``: background conversion may use the lock again."""
+    def set_gui_busy(self, busy: bool) -> None:
+        """The GUI is busy showing a change, or no longer (explorer.widgets.frames.Frames.busy_changed,
+        on the GUI thread): while it is, a model is not read and stages are not converted in the
+        background (see WAIT_FOR_GUI_S and QUIET_AFTER_RESULT_S)."""
         with self._cond:
-            self._painted = max(self._painted, generation)
-            self._cond.notify()
-
-    def gui_settled(self, generation: int) -> None:
-        """The GUI has finished the turn that submitted ``generation`` (its panels laid out and
-        repainted): a model may be read now."""
-        with self._cond:
-            self._gui_settled = max(self._gui_settled, generation)
+            self._gui_busy = bool(busy)
             self._cond.notify()
 
     @property
-    def gui_settled_generation(self) -> int:
-        """The newest generation whose submitting turn the GUI has reported finished (gui_settled)."""
-        return self._gui_settled
+    def gui_busy(self) -> bool:
+        """What the GUI said last (True from a result's hand-over until the GUI says it is idle)."""
+        return self._gui_busy
 
     def report_load(self, fraction: float, message: str) -> None:
         """Called on the worker thread while a model loads: progress to the GUI (load_progress) at most
@@ -171,13 +166,13 @@ class ComputeWorker(QThread):
     def _wait_for_gui(self) -> None:
         self._last_report = 0.0  # a new load's first report always goes
         with self._cond:
-            self._cond.wait_for(lambda: self._gui_settled >= self._latest or self._stopping, WAIT_FOR_GUI_S)
+            self._cond.wait_for(lambda: not self._gui_busy or self._stopping, WAIT_FOR_GUI_S)
 
     def _background_allowed(self, current: DisplayTrace | None, todo: list[str]) -> bool:
         """Called with the lock held: convert the rest of the latest trace once it is on screen."""
         if not todo or current is None or current.generation != self._latest:
             return False
-        return self._painted >= current.generation or time.monotonic() >= self._quiet_until
+        return not self._gui_busy or time.monotonic() >= self._quiet_until
 
     def discard(self, old: object) -> None:
         """Let this thread drop ``old``: freeing a trace of hundreds of MB takes milliseconds."""
@@ -279,8 +274,8 @@ class ComputeWorker(QThread):
         display.worker_ms = (time.perf_counter() - t0) * 1000.0
         if is_stale():
             return None
-        with self._cond:
-            self._quiet_until = time.monotonic() + QUIET_AFTER_RESULT_S
+        with self._cond:  # the GUI is busy with it from now until it says otherwise
+            self._gui_busy, self._quiet_until = True, time.monotonic() + QUIET_AFTER_RESULT_S
         self.result_ready.emit(display)
         return display, _background_order([n for n in names if n not in display.images], names, focus)
 

@@ -41,11 +41,11 @@ from PySide6.QtWidgets import (
 from explorer.engine.generate_worker import GenerateWorker
 from explorer.engine.generation_view import GenerationView, StepFrame
 from explorer.jobs import ReadJobs
+from explorer.widgets.frames import Frames
 from explorer.widgets.generated_matrix import GeneratedMatrix
 from explorer.widgets.lens_map import LensMap
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.topk_bars import TopKBars
-from explorer.widgets.turns import NextTurn
 from models.config import InputError
 from models.generate import GenerateSettings
 
@@ -72,7 +72,8 @@ class GeneratePanel(QWidget):
         self.worker = GenerateWorker(self)
         self.jobs = ReadJobs(self)  # each step's frame, computed off the GUI thread
         self.frame: StepFrame | None = None  # the step painted last
-        self.paint_rest = NextTurn(self, self._paint_rest)
+        self.frames = Frames(self)  # a step paints in two turns: the heatmaps, then the rest
+        self.paint_rest = self.frames.turn("rest", self._paint_rest)
         self.view: GenerationView | None = None
         self.step = 0
         self.model_edit = QLineEdit(model_name)
@@ -276,7 +277,7 @@ class GeneratePanel(QWidget):
 
     def is_settled(self) -> bool:
         """True when the step asked last is on screen (its frame computed and painted)."""
-        return self.jobs.idle and not self.paint_rest.pending
+        return self.jobs.idle and not self.frames.busy
 
     def wait_until_shown(self, timeout: float = 10.0) -> bool:
         """Process events until :meth:`is_settled` (tests, screenshots), as ReadJobs.wait_until_idle."""

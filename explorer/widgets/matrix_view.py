@@ -5,8 +5,9 @@ Given the state (explorer.state.ExplorerState, duck-typed: widgets do not import
 repaints on trace/stage/head changes. It paints uint8 images converted on the worker; the exact
 floats (the cell under the mouse, the numbers in cells) come from ``values``, read off the GUI
 thread by the window's read jobs (stage_rows.StageRows). A new result's heatmaps come in event-loop
-turns after the result's own (a new grid's layout, then its images, then one paint of the canvas
-alone: turns.NextTurn), so that no turn of the GUI thread runs long.
+turns after the result's own, as phases of the window's frame scheduler (explorer.widgets.frames:
+a new grid's layout, then its images, then one paint of the canvas alone), so that no turn of the
+GUI thread runs long.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from explorer.images.stage_image import SEQUENTIAL_STAGES
 from explorer.widgets.cell_numbers import CellNumbers
 from explorer.widgets.cell_selection import CellSelection
 from explorer.widgets.colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
+from explorer.widgets.frames import Frames
 from explorer.widgets.heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from explorer.widgets.heatmap_plot import HeatmapPlot
 from explorer.widgets.hover_readout import MINUS_INFINITY, HoverReadout, format_value
 from explorer.widgets.stage_rows import StageRows
 from explorer.widgets.token_axis import axis_title
-from explorer.widgets.turns import NextTurn
 from explorer.widgets.zoom_regions import ZoomRegions, device_pixels, visible_region
 from models.pixels import ENLARGE, block_step
 from models.trace import Stage
@@ -77,10 +78,12 @@ class MatrixView(QWidget):
     painted = Signal(int)  # generation on screen after a paint
     shown = Signal()  # the shown stage's images, titles and grid are all set (shown_stage is current)
 
-    def __init__(self, state, parent: QWidget | None = None, jobs=None):
+    def __init__(self, state, parent: QWidget | None = None, jobs=None, frames: Frames | None = None):
         """``jobs``: the window's read jobs (explorer.jobs.ReadJobs), through which every exact
-        float shown is read; None reads them in the caller's turn (a view on its own)."""
+        float shown is read; None reads them in the caller's turn (a view on its own). ``frames``:
+        the window's frame scheduler, whose phases this view's work runs in (its own when None)."""
         super().__init__(parent)
+        self.frames = frames if frames is not None else Frames(self)
         self.state = state
         self.values = StageRows(jobs)  # the shown trace's rows as they arrive
         self.shown_generation = 0
@@ -88,9 +91,11 @@ class MatrixView(QWidget):
         # A change's work comes in event-loop turns of its own, each well under 50 ms, with input
         # handled in between: the change and the other panels; a new grid's layout; its images,
         # ticks and titles; the paint of the canvas alone (held until then).
-        self._refresh_soon = NextTurn(self, self.refresh)
-        self._paint_soon = NextTurn(self, self._paint_now)
+        self._refresh_soon = self.frames.turn("images", self.refresh)
+        self._paint_soon = self.frames.turn("paint", self._paint_now)
         self.zoom = ZoomRegions(self)  # zooming and panning redraw the visible region from exact cells
+        # Also busy while heatmaps are being built, zoomed regions are on their way, or the paint is held.
+        self.frames.watch(lambda: self.grid.waiting_for > 0 or self.zoom.pending or self.paint_held)
 
         self.head_combo = QComboBox()
         self.head_combo.setToolTip("Show every head side by side, or one head large")
@@ -149,6 +154,7 @@ class MatrixView(QWidget):
         self.hover = HoverReadout(self)  # the exact value under the mouse
         self.canvas.scene().sigMouseClicked.connect(self._click)
         self.canvas.painted.connect(lambda: self.painted.emit(self.shown_generation))
+        self.canvas.painted.connect(lambda: self.frames.end("painted"))
         self._read_ahead: tuple | None = None  # (stage names, heads) to read once painted
         self.canvas.painted.connect(self._read_ahead_now)
         # A new result shares its turn with every other panel's update: the heatmaps come in later ones.
@@ -276,12 +282,6 @@ class MatrixView(QWidget):
         self.grid.warm_up(plots)
 
     @property
-    def building(self) -> bool:
-        """True while the change on screen is still on its way: heatmaps being built, a refresh
-        or the paint waiting for its turn."""
-        return self.grid.waiting_for > 0 or self._refresh_soon.pending or self.paint_held or self.zoom.pending
-
-    @property
     def paint_held(self) -> bool:
         return not self.canvas.viewport().updatesEnabled()
 
@@ -294,14 +294,18 @@ class MatrixView(QWidget):
         for _ in range(2):  # a new grid laid out by the first refresh is filled by the second
             self._refresh_soon.flush()
         self._paint_soon.flush()
+        self.frames.end("painted")  # a flush paints by grab or render, not by a paint event
 
     def hold_paint(self) -> None:
         """No canvas paint until the change is all set (_paint_soon): one paint per change,
         never one of a half-set grid, and not in the turn that set it."""
         self._paint_soon.cancel()
         self.canvas.viewport().setUpdatesEnabled(False)
+        self.frames.check()
 
     def _paint_now(self) -> None:
+        if self.canvas.isVisible():  # busy until the canvas has painted (a hidden one never does)
+            self.frames.begin("painted")
         self.canvas.viewport().setUpdatesEnabled(True)  # which repaints it
 
     def _sync_head_combo(self, stage: Stage) -> None:

@@ -51,6 +51,7 @@ class ZoomRegions:
         if plots:
             self._zoomed.update(id(p) for p in plots)
             self._timer.start()
+            self.view.frames.check()  # busy until its region is painted
 
     def _whole_and_exact(self, plot) -> bool:
         view = self.view
@@ -79,6 +80,12 @@ class ZoomRegions:
         return self.view.canvas.devicePixelRatioF()
 
     def ask(self) -> None:
+        try:
+            self._ask()
+        finally:
+            self.view.frames.check()
+
+    def _ask(self) -> None:
         self._timer.stop()
         view = self.view
         display, stage = view.state.display, view.shown_stage
@@ -114,12 +121,14 @@ class ZoomRegions:
     def forget(self) -> None:
         """A new stage or result: what was asked for the old one will not be painted."""
         self._asked.clear()
+        self.view.frames.check()
 
     def arrived(self, generation: int, head: int, image) -> None:
         """The worker's reduction of a region: paint it on the plot showing that head."""
         view = self.view
         stage = view.shown_stage
         asked = self._asked.pop(head, None)
+        self.view.frames.check()
         if stage is None or generation != view.shown_generation or image.name != stage.name:
             return
         for plot in view.plots:

@@ -36,7 +36,7 @@ def test_the_heatmaps_paint_once_per_result_and_not_in_its_turn(qtbot, make_wind
     qtbot.waitUntil(lambda: not view.grid.pool_timer.isActive())  # spare heatmaps built in idle time
     paints = _count_paints(view)
     inside: list[tuple[int, bool]] = []
-    _spy_on_results(window, lambda _d: inside.append((paints[0], view.building)))
+    _spy_on_results(window, lambda _d: inside.append((paints[0], view.frames.busy)))
     for seed in (1, 2, 3):
         window.state.update_inputs(seed=seed)
         settle(window)
@@ -106,7 +106,7 @@ def test_a_held_paint_is_released_when_the_next_stage_has_no_image_yet(qtbot, ma
     window = make_window(stage="weights")
     view = window.matrix_view
     window.worker.stop()  # the image never comes
-    qtbot.waitUntil(lambda: not view.building)
+    qtbot.waitUntil(lambda: not view.frames.busy)
     window.state.display.images.pop("q", None)  # still converting (the background may have been quicker)
     view.hold_paint()  # as a new grid laid out in this turn
     window.state.set_stage("q")

@@ -180,7 +180,7 @@ def test_background_conversion_waits_until_the_result_is_painted(qtbot, lazy_wor
     """Converting takes the interpreter lock in bursts: not while the GUI paints the result."""
     import explorer.engine.worker as worker_module
 
-    monkeypatch.setattr(worker_module, "QUIET_AFTER_RESULT_S", 60.0)  # only the painted news ends it
+    monkeypatch.setattr(worker_module, "QUIET_AFTER_RESULT_S", 60.0)  # only the GUI's "idle" ends it
     worker, arrived = lazy_worker, lazy_worker.arrived
     with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
         worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")
@@ -189,8 +189,8 @@ def test_background_conversion_waits_until_the_result_is_painted(qtbot, lazy_wor
     assert arrived == []  # not painted yet: nothing converted behind the GUI's back
     with qtbot.waitSignal(worker.stage_ready, timeout=10_000):
         worker.prepare(display.generation, "q")  # what the GUI asks for still comes at once
-    assert arrived == ["q"]
-    worker.painted(display.generation)
+    assert arrived == ["q"] and worker.gui_busy  # busy from the hand-over of a result
+    worker.set_gui_busy(False)  # the GUI's frame scheduler: every phase done (the result painted)
     qtbot.waitUntil(lambda: len(arrived) == len(display.trace.names) - 1, timeout=10_000)
 
 
@@ -219,7 +219,7 @@ def test_a_stage_asked_for_interrupts_a_background_conversion(qtbot, lazy_worker
     with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
         worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")
     display = blocker.args[0]
-    worker.painted(display.generation)
+    worker.set_gui_busy(False)
     assert in_background.wait(10)
     worker.prepare(display.generation, "input")
     qtbot.waitUntil(lambda: len(arrived) == len(display.trace.names) - 1, timeout=10_000)

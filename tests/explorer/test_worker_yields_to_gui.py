@@ -24,21 +24,31 @@ def test_a_model_is_read_only_once_the_gui_has_finished_its_turn(qtbot, monkeypa
     worker.start()
     try:
         request = RunSpec(model="minilm", layer=0, sentence="The cat sat.")
+        worker.set_gui_busy(True)  # the submitting turn's repaints to come
         generation = worker.submit(request, focus_stage="weights")
         qtbot.wait(300)
         assert started == []  # waiting for the GUI
         with qtbot.waitSignal(worker.result_ready, timeout=30_000) as blocker:
-            worker.gui_settled(generation)
+            worker.set_gui_busy(False)
         assert started == [1] and blocker.args[0].generation == generation
     finally:
         worker.stop()
 
 
-def test_the_window_tells_the_worker_once_its_turn_is_done(qtbot, make_window):
+def test_the_window_tells_the_worker_once_its_turn_is_done(qtbot, make_window, settle):
+    """The one busy signal of the window's frame scheduler: set in the submitting turn, cleared
+    in a later one (after the "submitted" phase and the result's phases)."""
     window = make_window()
-    generation = window.submit_now()
-    assert window.worker.gui_settled_generation < generation  # not inside the submitting turn
-    qtbot.waitUntil(lambda: window.worker.gui_settled_generation >= generation, timeout=5_000)
+    settle(window)
+    assert not window.frames.busy and not window.worker.gui_busy
+    ran = []
+    window.frames.phase_ran.connect(ran.append)
+    window.submit_now()
+    assert window.worker.gui_busy and "submitted" in window.frames.pending()  # not inside the submitting turn
+    assert ran == []
+    qtbot.waitUntil(lambda: "submitted" in ran, timeout=5_000)
+    settle(window)  # the result shown: the worker was told the GUI is idle again
+    assert {"submitted", "result", "images", "paint"} <= set(ran) and not window.worker.gui_busy
 
 
 def test_load_progress_is_thinned_and_its_end_always_reported(qtbot):

@@ -78,6 +78,6 @@ def test_a_small_matrix_shown_whole_asks_for_nothing_and_waits_for_no_pause(make
     box = plot.plot.getViewBox()
     box.setRange(xRange=(0, 6), yRange=(0, 6), padding=0)  # the whole matrix again: nothing to do
     view.zoom.changed(plot)
-    assert not view.zoom.pending and not view.building
+    assert not view.zoom.pending and not view.frames.busy
     box.setRange(xRange=(1, 3), yRange=(1, 3), padding=0)  # zoomed in: a region is asked after the pause
     assert view.zoom.pending

@@ -1,0 +1,167 @@
+"""The one frame scheduler: the turns of the GUI thread after a change, by name (issues 7 and 17).
+
+A change (a result, a stage, a resize) reaches the screen in short event-loop turns, each well
+under 50 ms, with input handled in between: the change's own turn (every panel updates then),
+then named phases in turns of their own: the heatmaps' ``images`` (a new grid is laid out in one
+turn and filled in the next), then the ``paint`` of the canvas alone, then ``painted`` (until
+the canvas has really painted). A phase is a :class:`Turn`: ``request()`` (asking again meanwhile
+coalesces) runs its slot in a later turn than the one that asks and after what that turn posted
+(Qt delivers posted events, layout requests and paints, before any timer: a zero-delay call
+would share their turn). A phase that ends on an event rather than in a turn is
+:meth:`Frames.begin` … :meth:`Frames.end` (with a time limit); a view may add a condition of its
+own with :meth:`Frames.watch` (heatmaps still being built, zoom regions on their way).
+
+While any phase is pending the GUI is *busy*: :attr:`Frames.busy`, and :attr:`Frames.busy_changed`
+when that flips. It is the one signal the compute worker consults (it reads a model, and converts
+stages in the background, only while the GUI is not busy) and the one the read jobs hold the side
+panels' answers on (:attr:`Frames.idle`). Tests and screenshots wait with
+:meth:`Frames.wait_until_idle`, or run every pending phase at once with :meth:`Frames.flush`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
+
+TURN_MS = 1  # a phase's timer: it fires after the events its asking turn posted
+EVENT_LIMIT_MS = 200  # the longest a begun phase keeps the GUI busy when its event never comes
+
+
+class Turn:
+    """One named phase: ``slot`` run once in a later turn than the one that asks. ``pending`` is
+    True from :meth:`request` until the slot has run; :meth:`flush` runs it now."""
+
+    def __init__(self, frames: Frames, name: str, slot: Callable[[], None]):
+        self.name, self._frames, self._slot = name, frames, slot
+        self._timer = QTimer(frames)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(TURN_MS)
+        self._timer.timeout.connect(self._run)
+        self.pending = False
+
+    def request(self) -> None:
+        if not self.pending:
+            self.pending = True
+            QTimer.singleShot(0, self._frames, self._arm)
+            self._frames.check()
+
+    def cancel(self) -> None:
+        if self.pending:
+            self.pending = False
+            self._timer.stop()
+            self._frames.check()
+
+    def flush(self) -> None:
+        if self.pending:
+            self._run()
+
+    def _arm(self) -> None:
+        if self.pending:  # not cancelled (or run by flush) since
+            self._timer.start()
+
+    def _run(self) -> None:
+        self.pending = False
+        self._timer.stop()
+        self._frames.phase_ran.emit(self.name)
+        try:
+            self._slot()
+        finally:
+            self._frames.check()
+
+
+class Frames(QObject):
+    """The phases after a change and the one "GUI busy" flag (see the module's doc)."""
+
+    busy_changed = Signal(bool)  # emitted when busy flips (directly: the worker's handler is thread-safe)
+    idle = Signal()  # busy has just become False
+    phase_ran = Signal(str)  # each phase's name as its turn runs, or as its event ends it
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self._turns: list[Turn] = []
+        self._once: list[Turn] = []  # one-off phases (after_this_turn) until they have run
+        self._begun: set[str] = set()  # phases waiting for an event
+        self._limits: dict[str, QTimer] = {}  # each begun phase's time limit (kept for its next begin)
+        self._probes: list[Callable[[], bool]] = []
+        self._busy = False
+
+    def turn(self, name: str, slot: Callable[[], None]) -> Turn:
+        """A phase run in a turn of its own each time it is requested."""
+        turn = Turn(self, name, slot)
+        self._turns.append(turn)
+        return turn
+
+    def after_this_turn(self, name: str, slot: Callable[[], None] | None = None) -> None:
+        """A one-off phase: ``slot`` (or nothing: the GUI is busy until then) in a turn of its own,
+        after what the current turn posted."""
+
+        def ran() -> None:
+            self._once.remove(once)
+            if slot is not None:
+                slot()
+
+        once = Turn(self, name, ran)
+        self._once.append(once)
+        once.request()
+
+    def begin(self, name: str, limit_ms: int = EVENT_LIMIT_MS) -> None:
+        """A phase that ends on an event (:meth:`end`), or after ``limit_ms`` at the latest."""
+        timer = self._limits.get(name)
+        if timer is None:
+            timer = self._limits[name] = QTimer(self)
+            timer.setSingleShot(True)
+            timer.timeout.connect(lambda: self.end(name))
+        self._begun.add(name)
+        timer.start(limit_ms)
+        self.check()
+
+    def end(self, name: str) -> None:
+        if name in self._begun:
+            self._begun.discard(name)
+            self._limits[name].stop()
+            self.phase_ran.emit(name)
+            self.check()
+
+    def watch(self, probe: Callable[[], bool]) -> None:
+        """Also busy while ``probe()`` is True (its owner calls :meth:`check` when it may have changed)."""
+        self._probes.append(probe)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._begun) or any(t.pending for t in (*self._turns, *self._once)) or any(
+            p() for p in self._probes
+        )
+
+    def pending(self) -> tuple[str, ...]:
+        """The names of the phases still to come (for messages and tests)."""
+        return tuple(t.name for t in (*self._turns, *self._once) if t.pending) + tuple(self._begun)
+
+    def check(self) -> None:
+        """Emit :attr:`busy_changed` (and :attr:`idle`) if busy has flipped since the last check."""
+        busy = self.busy
+        if busy != self._busy:
+            self._busy = busy
+            self.busy_changed.emit(busy)
+            if not busy:
+                self.idle.emit()
+
+    def flush(self) -> None:
+        """Run every requested phase now, in the order they were made, until none is left (a phase
+        may request another): for tests and exports, as napari's force_sync."""
+        for _ in range(8):
+            ready = [t for t in (*self._turns, *self._once) if t.pending]
+            if not ready:
+                break
+            for turn in ready:
+                turn.flush()
+
+    def wait_until_idle(self, timeout: float = 10.0) -> bool:
+        """Process events until no phase is pending (or ``timeout`` seconds); True when idle."""
+        deadline = time.monotonic() + timeout
+        while self.busy and time.monotonic() < deadline:
+            QCoreApplication.processEvents()
+            time.sleep(0.001)
+        self.check()
+        return not self.busy
