@@ -24,11 +24,10 @@ from explorer.files.persistence import (
     settings_inputs,
 )
 from explorer.files.view_shots import VIEWS, check_view_arguments, parse_cell
-from explorer.limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_SEED, TEMPERATURE_RANGE
 from explorer.state import ALL_HEADS, Inputs, settings_problem
 from explorer.usage import UsageError
 from models.config import InputError
-from models.runspec import FIELDS, add_input_arguments, check_applicable
+from models.runspec import FIELDS, add_input_arguments, check_applicable, check_ranges
 from models.trace import STAGE_ORDER
 
 SCREENSHOT_TIMEOUT_MS = 120_000
@@ -152,15 +151,10 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     for name in ("d_k", "d_v"):  # 0 would mean "auto" in the window; on the command line it is an error
         if name in changes and changes[name] < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be a positive integer")
-    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
-        raise UsageError(f"--seed must be between 0 and {MAX_SEED}")
-    ranges = (("--heads", args.heads, (1, MAX_HEADS)), ("--d-model", args.d_model, (1, MAX_D_MODEL)),
-              ("--d-k", args.d_k, (1, MAX_HEAD_DIM)), ("--d-v", args.d_v, (1, MAX_HEAD_DIM)),
-              ("--temperature", args.temperature, TEMPERATURE_RANGE))  # fmt: skip
-    for option, value, (low, high) in ranges:
-        if value is not None and not low <= value <= high:  # the controls could not show it: refuse, never clamp
-            raise UsageError(f"{option} {value:g} is outside what the window shows ({low:g} to {high:g}); "
-                             "use 'main.py export' for it")  # fmt: skip
+    try:  # what the window's boxes show (models/fields.py: Field.shown): refused, never clamped
+        check_ranges(args, window=True)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     inputs = dataclasses.replace(base, **changes)
     message, _ = settings_problem(inputs)
     if message:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models.config import AttentionConfig, InputError
+from models.fields import FIELDS, MODEL_MASKS, Field
 from models.held_arrays import HeldArrays
 from models.runspec import DEFAULT_MASK, RunSpec, load_matrix
 from models.tokenize import tokenize
@@ -116,6 +117,44 @@ class Inputs:
         else:
             mask = painted_mask(spec, self.painted_mask)
         return spec.replace(arrays=HeldArrays({**spec.arrays, "mask": mask}), origins=tuple(origins.items()))
+
+
+# --- each input as a row of the option table (what the saved settings are derived from) ----------
+# An Inputs field named as a FIELDS row (sentence, heads, ..., block) is that row: saved between
+# launches and checked by it (Field.from_json: type, choices, range), but for FOR_THIS_RUN. An array
+# row's file (``<array>_file``: embeddings_file, mask_file, ...) is never saved. The window's own
+# inputs are WINDOW_ROWS, rows of the same kind (saved and checked alike), which also give a FIELDS
+# row the form of its control (pe: the row's "sinusoidal" / "none" as a checkbox). NOT_SAVED: what a
+# session or the command line brings for one run. A new input option is one row of FIELDS and a
+# field of Inputs of the same name; a new field of Inputs that is none of these is refused below.
+FOR_THIS_RUN = ("d_out", "bias", "labels", "cross_labels")  # they come with the command line's files
+WINDOW_ROWS = (
+    Field("cross_enabled", "input", "toy", "the second sentence is used (its tokens are the queries)", type=None,
+          flag=True, default=False),
+    Field("pe", "attention", "toy", "sinusoidal positions (the pe row as a checkbox)", type=None, flag=True,
+          default=False),
+    Field("model_mask", "attention", "model", "a model's own mask, or one to compare", choices=MODEL_MASKS,
+          default=DEFAULT_MASK),
+)  # fmt: skip
+NOT_SAVED = ("painted_mask", "held", "exact")
+
+
+def input_rows(fields: tuple[Field, ...] = FIELDS, inputs: type = Inputs) -> dict[str, Field | None]:
+    """Every field of ``inputs`` (in order) with the row that saves and checks it, or None when it is
+    not saved. ValueError for a field that is neither a row nor named here."""
+    by_dest, window = {f.dest: f for f in fields}, {f.dest: f for f in WINDOW_ROWS}
+    files = {f"{f.array}_file" for f in fields if f.array}
+    rows: dict[str, Field | None] = {}
+    for name in (f.name for f in dataclasses.fields(inputs)):
+        if name in window:
+            rows[name] = window[name]
+        elif name in NOT_SAVED or name in FOR_THIS_RUN or name in files:
+            rows[name] = None
+        elif name in by_dest and by_dest[name].array is None:
+            rows[name] = by_dest[name]
+        else:
+            raise ValueError(f"Inputs.{name} is neither a FIELDS row nor a window-only input (explorer/inputs.py)")
+    return rows
 
 
 def painted_mask(spec: RunSpec, painted: tuple) -> np.ndarray:

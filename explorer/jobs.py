@@ -8,8 +8,9 @@ answers with :meth:`ReadJobs.wait_until_idle`, as napari's slicer does, instead 
 
 An ask made with ``held=True`` (a panel beside the heatmaps: the focus) is not handed over while
 ``busy()`` says a result's heatmaps are on their way to the screen (the window's frame scheduler,
-explorer.widgets.frames): it waits for :meth:`release` (the scheduler idle again) or :data:`HOLD_MS`, so that its update never lengthens one of their turns. It is
-still pending meanwhile: ``wait_until_idle`` waits for it.
+explorer.widgets.frames): it waits for :meth:`release` (the scheduler idle again) or
+:data:`HOLD_MS`, so that its update never lengthens one of their turns. It is still pending
+meanwhile: ``wait_until_idle`` waits for it.
 """
 
 from __future__ import annotations

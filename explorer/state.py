@@ -8,7 +8,8 @@ through its methods and subscribe to its events; none of them keeps a fact of it
   RunSpec of the three (models/runspec.py), ``requested`` the one last sent to the worker;
 - what is shown: the latest run (``display``, a DisplayTrace carrying the RunSpec that made it), the
   ``pinned`` run compared with it, the stage, the head (-1 = all heads), the focused query row and head,
-  the colour scale, and the ``notices`` to show with the next summary.
+  the colour scale, and the ``notices`` to show with the next summary;
+- each pane's view state: ``stepper`` (explorer/panes.py: the stage whose images are on screen now).
 :meth:`snapshot` is what a session file holds; :meth:`apply` sets one whole, or nothing.
 """
 
@@ -22,6 +23,7 @@ from psygnal import Signal
 
 from explorer.images.stage_image import StageImage
 from explorer.inputs import DEFAULT_SENTENCE, Inputs, painted_mask, same_computation, settings_problem
+from explorer.panes import ShownStage, StepperPane
 from explorer.run import DisplayTrace
 from explorer.snapshot import ALL_HEADS, NO_QUERY, EditHistory, Snapshot
 from models.runspec import RunSpec
@@ -29,7 +31,8 @@ from models.tokenize import tokenize
 from models.trace import STAGE_ORDER, AttentionTrace
 
 __all__ = ["ALL_HEADS", "DEFAULT_SENTENCE", "NO_QUERY", "EditHistory", "ExplorerState", "Inputs", "ModelInfo",
-           "Snapshot", "default_query", "is_special_token", "painted_mask", "settings_problem"]  # fmt: skip
+           "ShownStage", "Snapshot", "StepperPane", "default_query", "is_special_token", "painted_mask",
+           "settings_problem"]  # fmt: skip
 
 SPECIAL_TOKEN = re.compile(r"\[[A-Z]+\]|<[^<>\s]+>")
 
@@ -98,6 +101,8 @@ class ExplorerState:
         self.query = NO_QUERY
         self.fit_colours = False
         self.notices: tuple[str, ...] = ()
+        # The panes' view state: the stepper's stage on screen (a step behind stage_name while drawn).
+        self.stepper = StepperPane()
 
     # --- inputs ----------------------------------------------------------------------------
     @property

@@ -316,7 +316,7 @@ class MainWindow(QMainWindow):
             self.status_line.show_error(f"settings not applied: {message}")
 
     def select_cell(self, head: int, row: int, col: int) -> None:
-        stage = self.matrix_view.shown_stage
+        stage = self.state.stepper.stage
         if stage is None or self.state.display is None:
             return
         self.inspector.explain_cell(self.state.display, stage, head, row, col)

@@ -4,7 +4,12 @@ From it come the command-line options of ``export``, ``explain`` and the window
 (:func:`add_input_arguments`), the fields of :class:`models.runspec.RunSpec` and their JSON, and
 the lists of what applies to the toy engine and what to a model (:data:`TOY_ONLY`,
 :data:`MODEL_ONLY`) with the one check that refuses an option that would be ignored
-(:func:`check_applicable`). A new input option is one row here.
+(:func:`check_applicable`), and each option's ranges, in one place: ``Field.low`` / ``Field.high``,
+what every reader accepts (``export`` and ``explain`` through :meth:`RunSpec.validate
+<models.runspec.RunSpec.validate>`, a RunSpec's JSON through :meth:`Field.from_json`), and
+``Field.shown``, the narrower range the window's boxes offer (so its command line and its saved
+settings take only that; ``export`` takes a temperature of 1e-45 or a d_k of 40000, which no box
+shows). A new input option is one row here.
 """
 
 from __future__ import annotations
@@ -14,10 +19,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .checks import MAX_SEED
 from .config import DEFAULT_MAX_TOKENS, DEVICES, MASKS, POSITIONAL, SCORES
 from .errors import InputError
 
 DEFAULT_MASK = "default"  # a model's own mask: padding for encoders, causal for decoders
+MODEL_MASKS = (DEFAULT_MASK, "none", "causal", "padding")  # with a model: its own, or one to compare
+# What the window's boxes offer (``Field.shown`` below).
+MAX_HEADS, MAX_D_MODEL, MAX_HEAD_DIM = 64, 4096, 1024
+MAX_LAYER = 9999  # far beyond any model; the window's layer box is a 32-bit QSpinBox
+TEMPERATURES = (0.05, 20.0)
 
 
 def positions(text: str) -> tuple[int, ...]:
@@ -49,6 +60,9 @@ class Field:
     text: bool = False  # free text: checked to be valid UTF-8
     array: str | None = None  # a file option: the name of the array it holds in a RunSpec (and a session)
     stored: bool = True  # False: a mode of the export command, not part of what is computed
+    low: float | None = None  # the range every reader accepts (None: unbounded that side)
+    high: float | None = None
+    shown: tuple[float, float] | None = None  # the window's boxes offer only this (None: low to high)
 
     @property
     def option(self) -> str:
@@ -57,8 +71,38 @@ class Field:
     def to_json(self, value: Any) -> Any:
         return list(value) if isinstance(value, tuple) else value
 
+    @property
+    def range(self) -> tuple[float | None, float | None]:
+        """What every reader accepts (``export``, a RunSpec's JSON)."""
+        return self.low, self.high
+
+    @property
+    def window_range(self) -> tuple[float | None, float | None]:
+        """What the window's boxes offer, and so its command line and saved settings take."""
+        return self.shown or self.range
+
+    def in_range(self, value: Any, window: bool = False) -> bool:
+        """Whether ``value`` (a number of this row's type; None, an unset option, always is) is in
+        :attr:`range`, or in :attr:`window_range` with ``window``. NaN is in no range."""
+        low, high = self.window_range if window else self.range
+        return value is None or ((low is None or value >= low) and (high is None or value <= high))
+
+    def check_range(self, value: Any, window: bool = False) -> Any:
+        """``value`` when :meth:`in_range`; else InputError naming the option and the range (never
+        clamped: a value the user did not choose is not substituted)."""
+        if self.in_range(value, window):
+            return value
+        low, high = self.window_range if window else self.range
+        if window and self.shown:
+            raise InputError(f"{self.option} {_number(value)} is outside what the window shows ({_number(low)} to "
+                             f"{_number(high)}); use 'main.py export' for it")  # fmt: skip
+        span = f"from {_number(low)} to {_number(high)}" if low is not None and high is not None else \
+            f"at least {_number(low)}" if low is not None else f"at most {_number(high)}"  # fmt: skip
+        raise InputError(f"{self.option} must be {span}, got {_number(value)}")
+
     def from_json(self, value: Any) -> Any:
-        """A value read from JSON, checked as the command line checks it; InputError when it is not one."""
+        """A value read from JSON, checked as the command line checks it (type, choices, range);
+        InputError when it is not one."""
         if self.flag:
             ok = isinstance(value, bool)
         elif self.choices:
@@ -80,7 +124,11 @@ class Field:
                 {int: "an integer", float: "a number", positions: "a list of integers ≥ 0",
                  labels: "a list of strings"}.get(self.type, "true or false" if self.flag else "a string")  # fmt: skip
             raise InputError(f"option {self.dest} must be {kind}, got {str(value)[:60]!r}")
-        return value
+        return self.check_range(value)
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)[:60]
 
 
 FIELDS: tuple[Field, ...] = (
@@ -98,17 +146,21 @@ FIELDS: tuple[Field, ...] = (
           metavar="PATH_OR_NAME"),
     Field("step", "input", "model", "with --model: a training step ('first', 'last' (default) or a number)",
           metavar="S"),
-    Field("layer", "input", "model", "the model layer to trace, from 0 (with --model)", type=int, default=0),
+    Field("layer", "input", "model", "the model layer to trace, from 0 (with --model)", type=int, default=0,
+          low=0, shown=(0, MAX_LAYER)),
     Field("block", "input", "model", "with an encoder-decoder --model: which attention (default: cross)",
           choices=("encoder", "decoder", "cross")),
     Field("all_layers", "input", "model", "with --model: every layer and head, rollout and head metrics",
           type=None, flag=True, default=False, stored=False),
-    Field("heads", "attention", "toy", "number of attention heads h", type=int, default=2),
+    Field("heads", "attention", "toy", "number of attention heads h", type=int, default=2, low=1,
+          shown=(1, MAX_HEADS)),
     Field("d_model", "attention", "toy", "width of each token's vector (embeddings and output)", type=int,
-          default=16),
-    Field("d_k", "attention", "toy", "width of each head's queries and keys (default d_model / heads)", type=int),
-    Field("d_v", "attention", "toy", "width of each head's values (default d_k)", type=int),
-    Field("d_out", "attention", "toy", "width of the output projection (default d_model)", type=int),
+          default=16, low=1, shown=(1, MAX_D_MODEL)),
+    Field("d_k", "attention", "toy", "width of each head's queries and keys (default d_model / heads)", type=int,
+          low=1, shown=(1, MAX_HEAD_DIM)),
+    Field("d_v", "attention", "toy", "width of each head's values (default d_k)", type=int, low=1,
+          shown=(1, MAX_HEAD_DIM)),
+    Field("d_out", "attention", "toy", "width of the output projection (default d_model)", type=int, low=1),
     Field("mask", "attention", "both", "which keys each query may see (default: none; a model's own with --model)",
           choices=MASKS),
     Field("pad_positions", "attention", "both", "key positions the padding mask hides, from 0", type=positions,
@@ -120,8 +172,9 @@ FIELDS: tuple[Field, ...] = (
     Field("pe", "attention", "toy", "positional encoding added to the embeddings", choices=POSITIONAL,
           default="none"),
     Field("temperature", "attention", "toy", "softmax temperature T: weights = softmax(scores / T)", type=float,
-          default=1.0),
-    Field("seed", "attention", "toy", "seed of the random embeddings and weights", type=int, default=0),
+          default=1.0, shown=TEMPERATURES),  # any above 0 (AttentionConfig.validate): 1e-45 gives one-hot weights
+    Field("seed", "attention", "toy", "seed of the random embeddings and weights", type=int, default=0, low=0,
+          high=MAX_SEED),
     Field("bias", "attention", "toy", "random biases (a weights file has its own)", type=None, flag=True,
           default=False),
     Field("weights", "attention", "toy", "projection weights (.npz, see docs/formats.md)", metavar="W.npz",
@@ -129,7 +182,7 @@ FIELDS: tuple[Field, ...] = (
     Field("device", "attention", "both", "where torch computes (auto: CUDA when present)", choices=DEVICES,
           default="auto"),
     Field("max_tokens", "attention", "both", "refuse inputs longer than this", type=int,
-          default=DEFAULT_MAX_TOKENS),
+          default=DEFAULT_MAX_TOKENS, low=1),
 )  # fmt: skip
 BY_DEST = {f.dest: f for f in FIELDS}
 TOY_ONLY = tuple(f.dest for f in FIELDS if f.applies == "toy")
@@ -181,6 +234,14 @@ def check_applicable(given: Iterable[str], with_model: bool) -> None:
         ignored = [BY_DEST[d].option for d in MODEL_ONLY if d in given]
         if ignored:
             raise InputError(f"{', '.join(ignored)} applies only with --model; remove it")
+
+
+def check_ranges(values: Any, window: bool = False) -> None:
+    """Refuse a value outside its row's range (``window``: the window's range); ``values``: parsed
+    options or a RunSpec (a row it does not have is not checked)."""
+    for f in FIELDS:
+        if f.range != (None, None) or f.shown:
+            f.check_range(getattr(values, f.dest, None), window)
 
 
 def check_text(args: argparse.Namespace) -> None:

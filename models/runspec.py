@@ -37,6 +37,7 @@ from .fields import (  # noqa: F401 - the option table's names, re-exported: cal
     Field,
     add_input_arguments,
     check_applicable,
+    check_ranges,
     check_text,
     given_options,
     labels,
@@ -119,13 +120,15 @@ class _RunSpecMethods:
     def validate(self, resolve: bool = True) -> RunSpec:
         """Refuse (InputError, one line) what ``export`` refuses: text that is not UTF-8, an option
         that would be ignored (toy-only with a model, model-only without), bad toy settings or
-        arrays, edits that do not fit. ``resolve``: also find the model (on disk) and check a toy
-        run's arrays and edits against its trace (cheap: the n×n stages are lazy). Returns self."""
+        arrays, a value outside its row's range (``Field.low`` / ``high``), edits that do not fit.
+        ``resolve``: also find the model (on disk) and check a toy run's arrays and edits against
+        its trace (cheap: the n×n stages are lazy). Returns self."""
         check_text(self)
         check_applicable(self.given(), self.uses_model)
         if self.uses_model:
             if not self.sentence:
                 raise InputError("--model needs --sentence")
+            check_ranges(self)
             if self.edits:
                 from .pretrained.edits import check_form
 
@@ -136,6 +139,7 @@ class _RunSpecMethods:
                 resolve_model(self.model)
             return self
         request = self.toy_request()
+        check_ranges(self)  # after the config's own checks (a NaN temperature is named as such there)
         if resolve:
             from .pipeline import run
 

@@ -71,7 +71,7 @@ class Experiment(QObject):
         opens with the cell's value, from the view's rows (read off the GUI thread: the cell was
         hovered, or its stage is small and read whole); when they are not there yet, once they
         come (then only if the same stage of the same run is still shown). False when refused."""
-        stage, display = self.view.shown_stage, self.state.display
+        stage, display = self.state.stepper.stage, self.state.display
         if stage is None or display is None:
             return False
         if stage.name not in CELL_STAGES:
@@ -79,10 +79,10 @@ class Experiment(QObject):
         if stage.col_axis == "key" and col >= len(display.trace.key_tokens):  # gpt-oss's sink column
             self._error("the sink is a learned logit, not a score: it cannot be edited")
             return False
-        shown = (self.view.shown_generation, stage.name)
+        shown = (self.state.stepper.generation, stage.name)
 
         def ask() -> None:
-            if (self.view.shown_generation, getattr(self.view.shown_stage, "name", None)) == shown:
+            if (self.state.stepper.generation, getattr(self.state.stepper.stage, "name", None)) == shown:
                 self._ask_and_edit(stage, head, row, col, bool(display.trace.meta.get("difference")))
 
         if display.trace.meta.get("difference") or self.view.values.request("edit", [(stage.name, head, row, row + 1)],
@@ -129,7 +129,7 @@ class Experiment(QObject):
         for _head, plot_item, rect in self._marks:
             plot_item.removeItem(rect)
         self._marks = []
-        stage = self.view.shown_stage
+        stage = self.state.stepper.stage
         if stage is None:
             return
         pen = QPen(Qt.GlobalColor.black)
@@ -155,7 +155,7 @@ class Experiment(QObject):
                 self._marks.append((plot.head, plot.plot, rect))
 
     def _name_largest(self) -> None:
-        display, stage = self.state.display, self.view.shown_stage
+        display, stage = self.state.display, self.state.stepper.stage
         if display is None or stage is None or not display.trace.meta.get("difference"):
             self.largest.setText("")
             return

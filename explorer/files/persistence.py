@@ -1,33 +1,26 @@
 """Settings that survive a restart (QSettings): the inputs (model and layer included), the window
 geometry, the weights' colour scale, the export folder and the folder last opened a model from.
 
-The inputs are stored as one JSON object so that types survive every QSettings back end; a
-value that does not fit (an old version's, a hand-edited one) falls back to its default rather
-than stopping the app from starting.
+The inputs are stored as one JSON object so that types survive every QSettings back end. Which
+inputs are saved, and how each saved value is checked, come from the option table
+(models/fields.py: ``FIELDS``, through explorer/inputs.py: ``input_rows``): each value is read with
+its row's ``Field.from_json`` (type, choices, range), as a RunSpec's JSON is, and must be in the row's
+range the window's boxes offer (``Field.window_range``). A value that does not fit
+(an old version's, a hand-edited one) falls back to its default rather than stopping the app from
+starting.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
-from explorer.limits import (
-    MASK_CHOICES,
-    MAX_D_MODEL,
-    MAX_HEAD_DIM,
-    MAX_HEADS,
-    MAX_LAYER,
-    MAX_SEED,
-    MODEL_MASK_CHOICES,
-    SCORE_CHOICES,
-    TEMPERATURE_RANGE,
-)
-from explorer.state import Inputs
+from explorer.inputs import Inputs, input_rows
+from models.errors import InputError
 
 SETTINGS_ENV = "ATTENTION_EXPLORER_SETTINGS"  # an INI file to use instead of the user's settings
 ORGANIZATION, APPLICATION = "attention-explorer", "Attention Explorer"
@@ -35,6 +28,7 @@ INPUTS_KEY, GEOMETRY_KEY, EXPORT_FOLDER_KEY = "inputs", "window/geometry", "expo
 MODEL_FOLDER_KEY = "models/folder"  # where "Open folder…" starts
 COLOURS_KEY = "view/colours"  # the weights' colour scale: "fixed" (0 to 1) or "fit" (0 to their max)
 COLOUR_CHOICES = ("auto", "fixed", "fit", "log")  # state.fit_colours: "auto", False, True, "log"
+SAVED = {name: row for name, row in input_rows().items() if row is not None}  # input name -> its row
 
 
 MAX_SETTINGS_BYTES = 1 << 20
@@ -43,7 +37,6 @@ MAX_SETTINGS_BYTES = 1 << 20
 def settings_file_problem(path: str | os.PathLike) -> str | None:
     """Why the INI file at ``path`` is not read (a FIFO would hang QSettings, a device never ends),
     or None (a regular file of a sensible size, or nothing there yet)."""
-    from models.config import InputError
     from models.io import check_regular
 
     if not os.path.lexists(path):
@@ -102,92 +95,42 @@ def read_inputs(settings: QSettings) -> tuple[Inputs, list[str]]:
 
 
 def save_inputs(settings: QSettings, inputs: Inputs) -> None:
-    data = dataclasses.asdict(inputs)
-    data["pad_positions"] = list(inputs.pad_positions)
-    for name in TRANSIENT:  # the command line's files are for that run only
-        data.pop(name, None)
-    if data.get("mask") == "custom":  # its matrix came from a file: not remembered either
+    settings.setValue(INPUTS_KEY, json.dumps(inputs_to_dict(inputs), ensure_ascii=False))
+
+
+def inputs_to_dict(inputs: Inputs, saved: dict = SAVED) -> dict:
+    """The saved inputs as JSON values, each as its row writes it (the command line's files and what
+    a session brought are for that run only)."""
+    data = {name: row.to_json(getattr(inputs, name)) for name, row in saved.items()}
+    if data.get("mask") == "custom":  # its matrix came from a file or was painted: not remembered either
         data["mask"] = "none"
-    settings.setValue(INPUTS_KEY, json.dumps(data, ensure_ascii=False))
+    return data
 
 
-TRANSIENT = ("d_out", "bias", "embeddings_file", "labels", "cross_embeddings_file", "cross_labels",
-             "weights_file", "mask_file", "painted_mask", "held", "exact")  # fmt: skip
-
-
-def inputs_from_dict(data: dict, problems: list[str] | None = None) -> Inputs:
-    default = Inputs()
+def inputs_from_dict(data: dict, problems: list[str] | None = None, saved: dict = SAVED, default=None):
+    """The inputs ``data`` holds, each checked by its row (what the window's boxes can show: nothing
+    is clamped to something the file does not hold); one that does not fit keeps the default
+    (``default``: ``Inputs()``) and is named in ``problems``. Keys not saved (any more) are ignored."""
+    default = Inputs() if default is None else default
     values = {}
-    for f in dataclasses.fields(Inputs):
-        if f.name in data and f.name not in TRANSIENT:
-            try:
-                values[f.name] = _coerce(f.name, data[f.name], getattr(default, f.name))
-            except (TypeError, ValueError, OverflowError):  # int(inf), int(nan), 10**30 > the range
-                if problems is not None:  # keep the default for this one field
-                    problems.append(f"{f.name} {_short(data[f.name])}")
+    for name, row in saved.items():
+        if name not in data:
+            continue
+        value = data[name]
+        if name == "pad_positions" and isinstance(value, list):  # negative ones dropped, as before (not refused)
+            value = [p for p in value if not (type(p) is int and p < 0)]
+        try:  # None only where the input's default is None (d_k, d_v: "auto")
+            values[name] = None if value is None and getattr(default, name) is None else \
+                row.check_range(row.from_json(value), window=True)  # fmt: skip
+        except InputError:  # keep the default for this one field
+            if problems is not None:
+                problems.append(f"{name} {_short(value)}")
     return dataclasses.replace(default, **values)
 
 
 def _short(value) -> str:
     text = json.dumps(value) if isinstance(value, str | int | float | bool | None) else repr(value)
     return text if len(text) <= 30 else text[:29] + "…"
-
-
-_RANGES = {"heads": (1, MAX_HEADS), "d_model": (1, MAX_D_MODEL), "d_k": (1, MAX_HEAD_DIM), "d_v": (1, MAX_HEAD_DIM),
-           "seed": (0, MAX_SEED), "layer": (0, MAX_LAYER), "temperature": TEMPERATURE_RANGE}  # fmt: skip
-
-
-def _in_range(name: str, value):
-    """``value`` when the window's control can show it; else ValueError (the default is used:
-    never clamped to something else the user did not choose)."""
-    low, high = _RANGES.get(name, (None, None))
-    if low is not None and value is not None and not low <= value <= high:
-        raise ValueError(value)
-    return value
-
-
-def _coerce(name: str, value, default):
-    return _in_range(name, _convert(name, value, default))
-
-
-def _convert(name: str, value, default):
-    if name in ("d_k", "d_v"):
-        return None if value is None else _positive_int(value)
-    if name == "pad_positions":
-        return tuple(sorted({int(p) for p in value if int(p) >= 0}))
-    if name == "mask" and value not in MASK_CHOICES or name == "score" and value not in SCORE_CHOICES:
-        raise ValueError(value)
-    if name == "model_mask" and value not in MODEL_MASK_CHOICES:
-        raise ValueError(value)
-    if name == "block" and value not in ("encoder", "decoder", "cross"):  # an encoder-decoder's attention
-        raise ValueError(value)
-    if name == "layer":
-        if isinstance(value, bool) or int(value) != value or int(value) < 0:
-            raise ValueError(value)
-        return int(value)  # 0-based: layer 0 is the first
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise TypeError(value)
-        return value
-    if isinstance(default, int):
-        if name == "seed" and (isinstance(value, bool) or not isinstance(value, int)):
-            raise TypeError(value)
-        return _positive_int(value) if name != "seed" else value
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ValueError(value)
-        return float(value)
-    if isinstance(default, str):
-        if not isinstance(value, str):
-            raise TypeError(value)
-        return value
-    raise TypeError(name)
-
-
-def _positive_int(value) -> int:
-    if isinstance(value, bool) or int(value) != value or int(value) < 1:
-        raise ValueError(value)
-    return int(value)
 
 
 def colours_from_choice(value: str) -> bool | str:

@@ -57,7 +57,7 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
     if view == "stepper":
         return Shot(window, lambda: True)
     if view == "inspector":
-        stage = window.matrix_view.shown_stage
+        stage = state.stepper.stage
         head, row, col = cell if cell is not None else (0, max(0, state.query), 0)
         rows, cols = stage.shape[-2:]
         if not (0 <= head < max(1, stage.heads) and 0 <= row < rows and 0 <= col < cols):

@@ -156,14 +156,14 @@ class CellNumbers:
 
     def update(self) -> None:
         self.timer.stop()
-        view, stage = self.view, self.view.shown_stage
+        view, stage = self.view, self.view.state.stepper.stage
         display = view.state.display
         image = display.images.get(stage.name) if display is not None and stage is not None else None
         reasons, wanted = [], []
         for plot in view.plots:
             item = self.item_for(plot)
             cells: list = []
-            shows = (view.shown_generation, stage.name, plot.head) if stage is not None else ()
+            shows = (view.state.stepper.generation, stage.name, plot.head) if stage is not None else ()
             if self.enabled and image is not None and plot.rows == len(stage.row_labels):
                 cells, font_px, reason = self._cells_of(plot, stage, lookup_table(image.sequential))
                 reasons.append(reason)

@@ -36,17 +36,17 @@ class HoverReadout:
         view.canvas.scene().sigMouseMoved.connect(self.hover)
 
     def hover(self, scene_pos) -> None:
-        hit, stage = self.view.cell_at(scene_pos), self.view.shown_stage
+        hit, stage = self.view.cell_at(scene_pos), self.view.state.stepper.stage
         if hit is None or stage is None:
             return
         plot, row, col = hit
-        self.at = (self.view.shown_generation, stage.name, plot.head, row, col)
+        self.at = (self.view.state.stepper.generation, stage.name, plot.head, row, col)
         self.show()
 
     def show(self) -> None:
         """The hovered cell's line, with its value when its rows are here (else asked for)."""
-        stage = self.view.shown_stage
-        if self.at is None or stage is None or self.at[:2] != (self.view.shown_generation, stage.name):
+        stage = self.view.state.stepper.stage
+        if self.at is None or stage is None or self.at[:2] != (self.view.state.stepper.generation, stage.name):
             return  # another stage or run is on screen now: its line waits for the next move
         _generation, _name, head, row, col = self.at
         values = self.view.values

@@ -76,7 +76,7 @@ class MatrixView(QWidget):
     # again from exact cells at the pixels it is drawn on
     region_wanted = Signal(int, str, int, tuple, tuple, tuple)
     painted = Signal(int)  # generation on screen after a paint
-    shown = Signal()  # the shown stage's images, titles and grid are all set (shown_stage is current)
+    shown = Signal()  # the shown stage's images, titles and grid are all set (state.stepper is current)
 
     def __init__(self, state, parent: QWidget | None = None, jobs=None, frames: Frames | None = None):
         """``jobs``: the window's read jobs (explorer.jobs.ReadJobs), through which every exact
@@ -86,8 +86,6 @@ class MatrixView(QWidget):
         self.frames = frames if frames is not None else Frames(self)
         self.state = state
         self.values = StageRows(jobs)  # the shown trace's rows as they arrive
-        self.shown_generation = 0
-        self.shown_stage: Stage | None = None
         # A change's work comes in event-loop turns of its own, each well under 50 ms, with input
         # handled in between: the change and the other panels; a new grid's layout; its images,
         # ticks and titles; the paint of the canvas alone (held until then).
@@ -153,7 +151,7 @@ class MatrixView(QWidget):
         self.colour_combo.currentIndexChanged.connect(lambda i: state.set_fit_colours(SCALE_VALUES[i]))
         self.hover = HoverReadout(self)  # the exact value under the mouse
         self.canvas.scene().sigMouseClicked.connect(self._click)
-        self.canvas.painted.connect(lambda: self.painted.emit(self.shown_generation))
+        self.canvas.painted.connect(lambda: self.painted.emit(self.state.stepper.generation))
         self.canvas.painted.connect(lambda: self.frames.end("painted"))
         self._read_ahead: tuple | None = None  # (stage names, heads) to read once painted
         self.canvas.painted.connect(self._read_ahead_now)
@@ -222,9 +220,8 @@ class MatrixView(QWidget):
         if image.masked_cells:
             text += f'   <span style="background:{MASKED_HEX};color:white">&nbsp;grey&nbsp;</span> = masked (−∞)'
         self._range_text = text
-        if (stage, display.generation) != (self.shown_stage, self.shown_generation):
+        if self.state.stepper.set_shown(display.generation, stage):  # the one place it is set
             self.zoom.forget()
-        self.shown_stage, self.shown_generation = stage, display.generation
         self.values.follow(display.trace)
         # A small stage is read whole in advance, once it is painted (the read never delays the
         # paint): hovering it, and its numbers, then never wait.
@@ -248,7 +245,7 @@ class MatrixView(QWidget):
         """The values' range, and how many cells one screen pixel holds (from the first plot's
         visible region and its device pixels): when more than one, peaks are kept and enlarged."""
         text = self._range_text
-        if self.plots and self.shown_stage is not None:
+        if self.plots and self.state.stepper.stage is not None:
             plot = self.plots[0]
             r0, r1, c0, c1 = visible_region(plot)
             rows_px, cols_px = device_pixels(plot, self.canvas.devicePixelRatioF())
@@ -333,12 +330,12 @@ class MatrixView(QWidget):
             plot.mark_row(row)
 
     def _rows_are_queries(self) -> bool:
-        display, stage = self.state.display, self.shown_stage
+        display, stage = self.state.display, self.state.stepper.stage
         return display is not None and stage is not None and stage.row_labels == display.trace.query_tokens
 
     def resizeEvent(self, event):  # noqa: N802 - Qt API
         super().resizeEvent(event)
-        stage = self.shown_stage
+        stage = self.state.stepper.stage
         # The best grid shape depends on the aspect ratio: lay it out again only when it changes
         # (a refresh on every resize fed a loop: paint, the range line's new text, a resize, ...).
         if stage is not None and len(self.plots) > 1 and self.grid.shape_changes(
@@ -363,8 +360,8 @@ class MatrixView(QWidget):
                 self.cell_double_clicked.emit(plot.head, row, col)
                 return
             modifiers = event.modifiers()
-            if modifiers & Qt.KeyboardModifier.AltModifier and self.shown_stage is not None \
-                    and self.shown_stage.col_axis == "key":  # fmt: skip
+            if modifiers & Qt.KeyboardModifier.AltModifier and self.state.stepper.stage is not None \
+                    and self.state.stepper.stage.col_axis == "key":  # fmt: skip
                 self.key_toggled.emit(row, col, bool(modifiers & Qt.KeyboardModifier.ShiftModifier))
                 return
             self.cell_clicked.emit(self._query_head(plot.head), row, col)
@@ -377,7 +374,7 @@ class MatrixView(QWidget):
     def _query_head(self, head: int) -> int:
         """The query head a click on plot head ``head`` means: for a key/value head of a GQA
         model, the focused query head when it reads that one, else the first that does."""
-        stage = self.shown_stage
+        stage = self.state.stepper.stage
         if stage is None or not is_kv_stage(stage):
             return head
         readers = query_heads_of(stage, head)
@@ -387,7 +384,7 @@ class MatrixView(QWidget):
     def shown_values(self) -> np.ndarray:
         """The exact float matrices on screen, (plots, rows, cols), read from the stage here (tests:
         the app itself never calls it, it reads through ``values``)."""
-        stage = self.shown_stage
+        stage = self.state.stepper.stage
         return np.stack([stage.head(p.head) for p in self.plots])
 
     def shown_indices(self) -> np.ndarray:

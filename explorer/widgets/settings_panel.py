@@ -28,17 +28,11 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import signals_blocked
 
-from explorer.limits import (
-    MASK_CHOICES,
-    MAX_D_MODEL,
-    MAX_HEAD_DIM,
-    MAX_HEADS,
-    MAX_SEED,
-    MODEL_MASK_CHOICES,
-    TEMPERATURE_RANGE,
-)
 from explorer.widgets.pad_picker import PadPicker
 from explorer.widgets.seed_box import SeedBox
+from models.fields import BY_DEST, MODEL_MASKS
+
+MASKS = BY_DEST["mask"].choices  # custom: painted, or the file given with --mask-file
 
 AUTO = 0  # spin-box value shown as "auto" for d_k / d_v
 SCORES = {
@@ -59,7 +53,9 @@ POSITIONS = {"rotary": "rotary position embeddings (RoPE)",
 LOADING = "set by the model (loading…)"
 
 
-def _spin(low: int, high: int, tip: str, auto: bool = False) -> QSpinBox:
+def _spin(name: str, tip: str, auto: bool = False) -> QSpinBox:
+    """A box offering what the option table's row ``name`` says the window shows."""
+    low, high = BY_DEST[name].window_range
     box = QSpinBox()
     box.setRange(AUTO if auto else low, high)
     box.setToolTip(tip)
@@ -74,10 +70,10 @@ class SettingsPanel(QGroupBox):
     def __init__(self, state, device_label: str, parent: QWidget | None = None):
         super().__init__("Settings", parent)
         self.state = state
-        self.heads = _spin(1, MAX_HEADS, "Number of attention heads h")
-        self.d_model = _spin(1, MAX_D_MODEL, "Width of each token's embedding")
-        self.d_k = _spin(1, MAX_HEAD_DIM, "Query/key width per head; auto = d_model / h", auto=True)
-        self.d_v = _spin(1, MAX_HEAD_DIM, "Value width per head; auto = d_k", auto=True)
+        self.heads = _spin("heads", "Number of attention heads h")
+        self.d_model = _spin("d_model", "Width of each token's embedding")
+        self.d_k = _spin("d_k", "Query/key width per head; auto = d_model / h", auto=True)
+        self.d_v = _spin("d_v", "Value width per head; auto = d_k", auto=True)
         self.problem = QLabel()
         self.problem.setObjectName("problem")
         self.problem.setWordWrap(True)
@@ -90,11 +86,11 @@ class SettingsPanel(QGroupBox):
             self.score.addItem(label, key)
         self.pe = QCheckBox(PE_TOY)
         self.temperature = QDoubleSpinBox()
-        self.temperature.setRange(*TEMPERATURE_RANGE)
+        self.temperature.setRange(*BY_DEST["temperature"].window_range)
         self.temperature.setSingleStep(0.1)
         self.temperature.setDecimals(2)
         self.temperature.setToolTip("softmax(S / T): below 1 sharpens the weights, above 1 flattens them")
-        self.seed = SeedBox(MAX_SEED, "Seed of the random embeddings and projection weights")
+        self.seed = SeedBox(BY_DEST["seed"].window_range[1], "Seed of the random embeddings and projection weights")
         self.new_seed = QPushButton("New seed")
         self.device = QLabel(device_label)
         self.device.setObjectName("device")
@@ -130,7 +126,7 @@ class SettingsPanel(QGroupBox):
         self.pe.toggled.connect(lambda on: state.update_inputs(pe=on))
         self.temperature.valueChanged.connect(lambda t: state.update_inputs(temperature=round(t, 2)))
         self.seed.valueChanged.connect(lambda s: state.update_inputs(seed=s))
-        self.new_seed.clicked.connect(lambda: self.seed.setValue(random.randint(0, MAX_SEED)))
+        self.new_seed.clicked.connect(lambda: self.seed.setValue(random.randint(*BY_DEST["seed"].window_range)))
         state.inputs_changed.connect(self.sync)
         state.key_tokens_changed.connect(lambda _tokens: self.sync(state.inputs))
         state.model_info_changed.connect(lambda _info: self.sync(state.inputs))
@@ -186,11 +182,11 @@ class SettingsPanel(QGroupBox):
         with signals_blocked(self.mask):
             self.mask.clear()
             if mode.startswith("toy"):
-                for m in MASK_CHOICES:  # custom: painted, or the file given with --mask-file
+                for m in MASKS:
                     file = m == "custom" and mode == "toy-custom"
                     self.mask.addItem(f"custom: {Path(inputs.mask_file).name}" if file else m, m)
             else:
-                for m in MODEL_MASK_CHOICES:
+                for m in MODEL_MASKS:
                     self.mask.addItem(f"model default: {mode}" if m == "default" and mode else
                                       "model default" if m == "default" else m, m)  # fmt: skip
 

@@ -55,7 +55,7 @@ class ZoomRegions:
 
     def _whole_and_exact(self, plot) -> bool:
         view = self.view
-        display, stage = view.state.display, view.shown_stage
+        display, stage = view.state.display, view.state.stepper.stage
         if display is None or stage is None or plot.rows == 0 or plot.region is not None:
             return False
         image = display.images.get(stage.name)
@@ -88,8 +88,8 @@ class ZoomRegions:
     def _ask(self) -> None:
         self._timer.stop()
         view = self.view
-        display, stage = view.state.display, view.shown_stage
-        if display is None or stage is None or display.generation != view.shown_generation:
+        display, stage = view.state.display, view.state.stepper.stage
+        if display is None or stage is None or display.generation != view.state.stepper.generation:
             self._zoomed.clear()
             return
         image = display.images.get(stage.name)
@@ -126,10 +126,10 @@ class ZoomRegions:
     def arrived(self, generation: int, head: int, image) -> None:
         """The worker's reduction of a region: paint it on the plot showing that head."""
         view = self.view
-        stage = view.shown_stage
+        stage = view.state.stepper.stage
         asked = self._asked.pop(head, None)
         self.view.frames.check()
-        if stage is None or generation != view.shown_generation or image.name != stage.name:
+        if stage is None or generation != view.state.stepper.generation or image.name != stage.name:
             return
         for plot in view.plots:
             if plot.head == head and image.region is not None:

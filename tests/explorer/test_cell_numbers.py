@@ -37,7 +37,7 @@ def test_a_short_sentence_shows_every_value_in_its_cell(qtbot, make_window):
     _wait_for_numbers(qtbot, view)
     for name in ("masked", "weights"):
         window.state.set_stage(name)
-        stage = view.shown_stage
+        stage = view.state.stepper.stage
         assert stage.name == name and len(view.plots) == 2
         for plot, texts in zip(view.plots, _texts(view)):
             assert len(texts) == 16  # every cell of the 4 × 4 matrix
@@ -66,13 +66,13 @@ def test_a_long_sentence_shows_no_numbers_until_zoomed_in(qtbot, make_window):
     window = _open(make_window, Inputs(sentence=" ".join(words), heads=2, d_model=8))
     window.state.set_stage("scores")
     view = window.matrix_view
-    assert view.shown_stage.name == "scores"
+    assert view.state.stepper.stage.name == "scores"
     qtbot.wait(200)  # any pending (debounced) update done: still none
     assert all(not t for t in _texts(view))
     plot = view.plots[0]
     plot.plot.getViewBox().setRange(xRange=(10, 14), yRange=(20, 24), padding=0)  # 4 × 4 cells, large
     qtbot.waitUntil(lambda: len(_texts(view)[0]) > 0, timeout=3000)
-    stage = view.shown_stage
+    stage = view.state.stepper.stage
     for (row, col), text in _texts(view)[0].items():
         assert 20 <= row < 24 and 10 <= col < 14
         assert text == cell_text(stage.cell(plot.head, row, col))

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from explorer.files.persistence import INPUTS_KEY, inputs_from_dict, open_settings, read_inputs
-from explorer.limits import MAX_D_MODEL, MAX_HEAD_DIM, MAX_HEADS, MAX_LAYER, MAX_SEED, TEMPERATURE_RANGE
 from explorer.state import Inputs
+from models.fields import BY_DEST
 
 EXAMPLES = 200
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -23,11 +23,16 @@ scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.f
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3), max_leaves=6)
 
 
+def _within(name: str, value) -> bool:
+    low, high = BY_DEST[name].window_range  # the one place of ranges: the window's boxes offer exactly it
+    return low <= value <= high
+
+
 def _showable(inputs: Inputs) -> None:
-    assert 1 <= inputs.heads <= MAX_HEADS and 1 <= inputs.d_model <= MAX_D_MODEL
-    assert all(v is None or 1 <= v <= MAX_HEAD_DIM for v in (inputs.d_k, inputs.d_v))
-    assert 0 <= inputs.seed <= MAX_SEED and 0 <= inputs.layer <= MAX_LAYER
-    assert TEMPERATURE_RANGE[0] <= inputs.temperature <= TEMPERATURE_RANGE[1]
+    assert _within("heads", inputs.heads) and _within("d_model", inputs.d_model)
+    assert all(v is None or _within(n, v) for n, v in (("d_k", inputs.d_k), ("d_v", inputs.d_v)))
+    assert _within("seed", inputs.seed) and _within("layer", inputs.layer)
+    assert _within("temperature", inputs.temperature)
     assert all(isinstance(p, int) and p >= 0 for p in inputs.pad_positions)
 
 

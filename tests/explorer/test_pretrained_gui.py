@@ -88,7 +88,7 @@ def shown(window, stage: str, head: int = ALL_HEADS) -> np.ndarray:
     window.state.set_head(head)
     window.state.set_stage(stage)
     window.matrix_view.flush()  # a new grid's images come a turn later
-    assert window.matrix_view.shown_stage.name == stage
+    assert window.state.stepper.stage.name == stage
     return window.matrix_view.shown_values()
 
 

@@ -60,16 +60,16 @@ def test_a_new_grid_is_laid_out_in_one_turn_and_filled_in_the_next(qtbot, make_w
     def spied(*args):
         answer = ensure(*args)
         callers = [f.function for f in inspect.stack()]
-        steps.append((answer, "show_trace" in callers, callers.count("refresh"), view.shown_generation))
+        steps.append((answer, "show_trace" in callers, callers.count("refresh"), view.state.stepper.generation))
         return answer
 
     view.grid.ensure = spied
-    before = view.shown_generation
+    before = view.state.stepper.generation
     window.state.update_inputs(heads=3, d_model=12)
     settle(window)
     # Laid out in one refresh, filled in another; neither inside the result's handling nor nested.
     assert steps == [(LAID_OUT, False, 1, before), (READY, False, 1, before)]
-    assert view.shown_generation == window.worker.latest_generation and len(view.plots) == 3
+    assert view.state.stepper.generation == window.worker.latest_generation and len(view.plots) == 3
     assert_view_matches_engine(window)
 
 

@@ -82,3 +82,44 @@ def test_edits_pins_notices_and_sessions_work_without_qt_or_torch_loaded():
     )
     done = subprocess.run([sys.executable, "-c", script, str(ROOT)], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+SHOWN_SCRIPT = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from explorer.run import DisplayTrace
+from explorer.state import ExplorerState, Inputs
+from models.pipeline import run
+
+state = ExplorerState(Inputs(sentence="one two three", heads=2, d_model=8))
+events = []
+state.stepper.shown_changed.connect(events.append)
+assert state.stepper.shown is None and state.stepper.stage is None and state.stepper.generation == 0
+request = state.request()
+state.show_trace(DisplayTrace(1, run(request.toy_request()), request=request))
+state.set_stage("q")  # asked for, not yet drawn: the shown stage lags until the view has set its images
+assert events == [] and state.stepper.stage is None
+q = state.display.trace["q"]
+assert state.stepper.set_shown(1, q) and not state.stepper.set_shown(1, q)  # drawn again: no change
+assert events == [(1, q)] and state.stepper.stage is q and state.stepper.generation == 1
+weights = state.display.trace["weights"]
+state.stepper.set_shown(2, weights)
+assert [e.stage.name for e in events] == ["q", "weights"] and events[-1].generation == 2
+try:
+    state.stepper.shown = None  # only set_shown changes it (one event each time)
+except AttributeError:
+    pass
+else:
+    raise AssertionError("the shown stage was set without its event")
+assert not any(name.startswith(("PySide6", "pyqtgraph", "superqt")) for name in sys.modules)
+print("ok")
+"""
+
+
+def test_the_shown_stage_lives_in_the_state_and_changes_with_one_event():
+    # The stage whose images are on screen (a step behind state.stage_name while they are built) is
+    # the stepper pane's view state: set by the matrix view through set_shown, read by everyone else.
+    done = subprocess.run([sys.executable, "-c", SHOWN_SCRIPT, str(ROOT)], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -26,7 +26,7 @@ def test_buttons_step_through_every_stage_in_order(qtbot, make_window):
         assert _shown_title(window) == stage.title
         assert window.stepper.formula.text() == formula_line(stage)
         assert window.stepper.description.text() == stage.description
-        assert window.matrix_view.shown_stage.name == stage.name
+        assert window.state.stepper.stage.name == stage.name
         assert window.stage_list.list.currentRow() == names.index(stage.name)
     assert tuple(seen) == names
     while window.stepper.prev_button.isEnabled():
@@ -55,7 +55,7 @@ def test_keys_step_even_when_the_matrix_view_has_focus(qtbot, make_window):
     qtbot.keyClick(canvas, Qt.Key.Key_End)
     assert window.state.stage_name == names[-1]
     window.matrix_view.flush()
-    assert window.matrix_view.shown_stage.name == names[-1]
+    assert window.state.stepper.stage.name == names[-1]
 
 
 def test_the_stage_list_is_clickable(qtbot, make_window):
@@ -66,7 +66,7 @@ def test_the_stage_list_is_clickable(qtbot, make_window):
     qtbot.mouseClick(stage_list.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert window.state.stage_name == "q"
     window.matrix_view.flush()
-    assert window.matrix_view.shown_stage.name == "q"
+    assert window.state.stepper.stage.name == "q"
 
 
 def test_head_selector_shows_one_head_or_all(make_window):
@@ -130,7 +130,7 @@ def test_stages_converted_lazily_appear_when_stepped_to(qtbot, make_window, monk
     names = window.state.display.trace.names
     for name in reversed(names):
         window.state.set_stage(name)
-        qtbot.waitUntil(lambda name=name: window.matrix_view.shown_stage.name == name, timeout=10_000)
+        qtbot.waitUntil(lambda name=name: window.state.stepper.stage.name == name, timeout=10_000)
         np.testing.assert_array_equal(window.matrix_view.shown_values()[0],
                                       window.state.display.trace[name].head(0))  # fmt: skip
 

@@ -17,7 +17,7 @@ def assert_view_matches_engine(window):
     stage = expected[state.stage_name]
     heads = range(stage.heads) if state.head == ALL_HEADS else [state.head]
     view.flush()  # a new grid's images come a turn later
-    assert view.shown_stage.name == stage.name
+    assert view.state.stepper.stage.name == stage.name
     np.testing.assert_array_equal(view.shown_values(), np.stack([stage.head(h) for h in heads]))
     np.testing.assert_array_equal(view.shown_indices(), stage_image(stage).indices[list(heads)])
     assert window.state.display.trace.key_tokens == expected.key_tokens
@@ -223,7 +223,7 @@ def test_a_result_with_more_heads_than_built_heatmaps_waits_for_them(qtbot, make
     settle(window)
     assert len(built) >= 3 and all(callers == set() for _tick, callers in built)  # none in a result's turn
     assert len({tick for tick, _callers in built}) == len(built)  # one per idle tick, alone
-    assert len(view.plots) == heads and view.shown_generation == window.worker.latest_generation
+    assert len(view.plots) == heads and view.state.stepper.generation == window.worker.latest_generation
     assert_view_matches_engine(window)
 
 

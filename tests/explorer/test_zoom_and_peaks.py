@@ -24,7 +24,7 @@ def long_window(make_window):
 def test_zooming_redraws_single_cells_from_the_exact_values(qtbot, long_window):
     window = long_window
     view, state = window.matrix_view, window.state
-    qtbot.waitUntil(lambda: view.shown_stage is not None and view.shown_stage.name == "weights", timeout=60_000)
+    qtbot.waitUntil(lambda: getattr(state.stepper.stage, "name", None) == "weights", timeout=60_000)
     image = state.display.images["weights"]
     assert image.step == (2, 2)  # 2048 cells drawn on 1024 pixels, each pixel its block's peak
     plot = view.plots[1]
