@@ -1,7 +1,7 @@
 """The view state of the window's panes, kept in the state (``ExplorerState.stepper``): Qt-free,
 one psygnal event per fact, as the rest of explorer/state.py.
 
-The stepper's matrix view draws a stage in several event-loop turns (explorer/widgets/turns.py), so
+The stepper's matrix view draws a stage in several event-loop turns (phases of explorer/widgets/frames.py), so
 what is on screen can lag ``state.stage_name`` and ``state.display``: :attr:`StepperPane.shown` is
 the stage whose images, titles and grid are all set now, and the run (generation) it belongs to.
 The matrix view sets it when its images are set; the hover line, the numbers in cells, zooming,
