@@ -101,16 +101,21 @@ def test_the_sentence_box_names_the_characters_no_font_draws(qtbot, monkeypatch)
 
 
 def test_a_long_largest_change_label_never_widens_the_window(make_window, settle):
+    """The largest-Δ line's text asked for its whole width: the heatmaps' column then could not be
+    narrower than 2,000 px, and the focus panel was pushed out of a 1,400 px window."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QApplication
+
     window = make_window(Inputs(sentence=README, heads=2, d_model=16, mask="causal"), stage="weights")
     window.resize(1400, 900)
     settle(window)
-    width = window.width()
+    width, least = window.width(), window.matrix_view.minimumSizeHint().width()
     window.experiment.largest.setText("largest Δ: head 1 · <b>" + "extraordinarily" * 12 + "</b> × <b>x</b> = +0.5")
     window.matrix_view.flush()
-    from PySide6.QtWidgets import QApplication
-
     QApplication.processEvents()
-    assert window.width() == width and window.minimumSizeHint().width() <= 1400
+    assert window.matrix_view.minimumSizeHint().width() == least
+    right = window.focus_panel.mapTo(window, QPoint(window.focus_panel.width(), 0)).x()
+    assert window.width() == width and right <= window.width() and window.minimumSizeHint().width() <= 1400
 
 
 def test_the_inspectors_bar_labels_never_overlap(qtbot, make_window):
