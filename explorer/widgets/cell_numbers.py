@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from PySide6.QtCore import QRectF, Qt, QTimer
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import QCheckBox, QGraphicsItem
 
 from explorer.widgets.colormaps import lookup_table
+from explorer.widgets.debounce import Debounced
 
 MIN_CELL_PX = (16.0, 12.0)  # width, height of a cell on screen below which nothing can be written
 ZOOM_IN = "zoom in"  # what the Numbers box says while they are hidden; its tooltip says why
@@ -122,17 +123,14 @@ class CellNumbers:
         self._say_why("")
         self.checkbox.toggled.connect(lambda _on: self.update())
         view.add_control(self.checkbox)
-        self.timer = QTimer(view)
-        self.timer.setSingleShot(True)
-        self.timer.setInterval(DEBOUNCE_MS)
-        self.timer.timeout.connect(self.update)
+        self._soon = Debounced(self.update, DEBOUNCE_MS, view)  # once a zoom or resize pauses
 
     @property
     def enabled(self) -> bool:
         return self.checkbox.isChecked()
 
     def schedule(self, *_) -> None:
-        self.timer.start()
+        self._soon()
 
     def item_for(self, plot) -> NumbersItem:
         item = self.items.get(id(plot))
@@ -155,7 +153,7 @@ class CellNumbers:
             + (f". Hidden now: {reason}; zoom in." if reason else ""))  # fmt: skip
 
     def update(self) -> None:
-        self.timer.stop()
+        self._soon.cancel()
         view, stage = self.view, self.view.state.stepper.stage
         display = view.state.display
         image = display.images.get(stage.name) if display is not None and stage is not None else None

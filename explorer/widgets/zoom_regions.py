@@ -13,9 +13,8 @@ from __future__ import annotations
 import math
 import time
 
-from PySide6.QtCore import QTimer
-
 from explorer.widgets.colormaps import lookup_table
+from explorer.widgets.debounce import Debounced
 
 PAUSE_MS = 120  # zooming and panning ask the worker once they pause
 PATIENCE_S = 30.0  # an answer that never came stops counting as pending after this
@@ -39,10 +38,7 @@ class ZoomRegions:
         self.view = view  # the MatrixView: its plots, shown stage and region_wanted signal
         self._zoomed: set[int] = set()  # ids of plots whose range or size changed since the last ask
         self._asked: dict[int, tuple[tuple, float]] = {}  # head -> (what was asked, when)
-        self._timer = QTimer(view)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(PAUSE_MS)
-        self._timer.timeout.connect(self.ask)
+        self._soon = Debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
 
     def changed(self, *plots) -> None:
         """A plot's range or size changed: ask for its region after a pause, unless it shows its
@@ -50,7 +46,7 @@ class ZoomRegions:
         plots = [p for p in plots if not self._whole_and_exact(p)]
         if plots:
             self._zoomed.update(id(p) for p in plots)
-            self._timer.start()
+            self._soon()
             self.view.frames.check()  # busy until its region is painted
 
     def _whole_and_exact(self, plot) -> bool:
@@ -74,7 +70,7 @@ class ZoomRegions:
     def pending(self) -> bool:
         """True while an ask waits for its pause or its answer (a screenshot waits for it)."""
         now = time.monotonic()
-        return self._timer.isActive() or any(now - t < PATIENCE_S for _, t in self._asked.values())
+        return self._soon.pending or any(now - t < PATIENCE_S for _, t in self._asked.values())
 
     def ratio(self) -> float:
         return self.view.canvas.devicePixelRatioF()
@@ -86,7 +82,7 @@ class ZoomRegions:
             self.view.frames.check()
 
     def _ask(self) -> None:
-        self._timer.stop()
+        self._soon.cancel()
         view = self.view
         display, stage = view.state.display, view.state.stepper.stage
         if display is None or stage is None or display.generation != view.state.stepper.generation:
