@@ -118,6 +118,8 @@ def test_file_menu_generate_then_open_in_the_explorer(qtbot, make_window, settle
 
 
 def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
+    from pixels import mosaic_tiles
+
     from explorer.images.thumbnails import thumbnail_indices
     from explorer.panels.survey_panel import SurveyPanel
 
@@ -128,20 +130,16 @@ def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
     np.save(tmp_path / "sink.npy", a)
     panel = SurveyPanel()
     qtbot.addWidget(panel)
-    painted = {}
-    original = panel.model_view.set_layer
-
-    def spy(layer, weights=None, indices=None):
-        painted[layer] = thumbnail_indices(weights, True) if indices is None else indices
-        original(layer, weights, indices)
-
-    panel.model_view.set_layer = spy
     assert panel.open_attention(tmp_path / "sink.npy")
-    np.testing.assert_array_equal(painted[1], thumbnail_indices(a[1], True))
+    assert panel.wait_until_shown()  # the thumbnails are made on the read thread
+    np.testing.assert_array_equal(mosaic_tiles(panel.model_view)[1], thumbnail_indices(a[1], True))
     panel.sink_box.setChecked(True)
-    np.testing.assert_array_equal(painted[1], thumbnail_indices(first_key_out_of_scale(a[1]), True))
-    assert painted[1][..., 1:].max() > thumbnail_indices(a[1], True)[..., 1:].max()  # the rest brightens
+    assert panel.wait_until_shown()
+    painted = mosaic_tiles(panel.model_view)[1]
+    np.testing.assert_array_equal(painted, thumbnail_indices(first_key_out_of_scale(a[1]), True))
+    assert painted[..., 1:].max() > thumbnail_indices(a[1], True)[..., 1:].max()  # the rest brightens
     np.testing.assert_allclose(panel.table.model.values[:, -1], a[:, :, 1:, 0].mean(-1).reshape(-1), atol=1e-6)
+    panel.stop()
 
 
 # one cell per pixel; blocks of 2, 3 and 4 rows a pixel (the last one partial for 65 and 150 - 1)
