@@ -19,6 +19,7 @@ from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.debounce import Debounced
 from explorer.widgets.token_axis import TEXT_RGB
 
+TICK_PX = 4  # axis ticks point out of the mosaic and the table, never over their pixels
 RESIZE_PAUSE_MS = 150  # thumbnails are made again for the new size once resizing pauses
 EMPTY_RGB = (236, 236, 236)  # gaps and layers not computed yet
 METRIC_MAP = "CET-L17"  # (light) orange -> dark: distinct from the thumbnails' viridis
@@ -74,6 +75,9 @@ class ModelView(QWidget):
             plot.setTitle(title, size="9pt")
             for side in ("left", "top"):  # near-black labels: pyqtgraph's grey read poorly
                 plot.getAxis(side).setTextPen(TEXT_RGB)
+                # ticks outside the plot: pyqtgraph's default draws them 5 px into it, grey over
+                # the first pixels of each thumbnail (a third of a small one)
+                plot.getAxis(side).setStyle(tickLength=TICK_PX)
         self.mosaic = pg.ImageItem(axisOrder="row-major")
         self.mosaic_plot.addItem(self.mosaic)
         self.table = pg.ImageItem(axisOrder="row-major")
