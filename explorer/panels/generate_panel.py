@@ -284,8 +284,10 @@ class GeneratePanel(QWidget):
         self.shown.emit(frame.step)
 
     def is_settled(self) -> bool:
-        """True when the step asked last is on screen (its frame computed and painted)."""
-        return self.jobs.idle and not self.frames.busy
+        """True when the step asked last is on screen (its frame computed and painted), its
+        thumbnails at the side the model view's pixels ask for (a first layout moves its axes: the
+        side is then asked for at once, not after the resize pause)."""
+        return self.jobs.idle and not self.frames.busy and self.model_view.settled()
 
     def wait_until_shown(self, timeout: float = 10.0) -> bool:
         """Process events until :meth:`is_settled` (tests, screenshots), as ReadJobs.wait_until_idle."""
@@ -330,7 +332,7 @@ def generate_screenshot(model: str, prompt: str, new_tokens: int, out, step: int
     QApplication.processEvents()
     if step is not None and window.panel.view is not None:
         window.panel.slider.setValue(step)
-    window.panel.wait_until_shown()
+    window.panel.wait_until_shown()  # the thumbnails at the view's pixels, once laid out
     QApplication.processEvents()
     message = window.panel.status.text()
     ok = window.panel.view is not None and window.grab().save(str(out), "PNG")

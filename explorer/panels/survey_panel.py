@@ -328,6 +328,9 @@ def attention_screenshot(path, out, view: str | None = None) -> int:
     QApplication.processEvents()
     window.panel.wait_until_shown()  # the thumbnails, made on the read thread
     QApplication.processEvents()
+    if not window.panel.model_view.settled():  # laid out again: thumbnails at the view's pixels now
+        window.panel.wait_until_shown()
+        QApplication.processEvents()
     from explorer.files.image_export import write_png
 
     problem = write_png(window, out)  # atomic: never a truncated PNG in place

@@ -115,6 +115,16 @@ class ModelView(QWidget):
         """The thumbnail side that fits the view now (for ``layers × heads``, default the shown ones)."""
         return tile_side(self.view_pixels(), layers or self.layers, heads or self.heads)
 
+    def settled(self) -> bool:
+        """True when the thumbnails are at the side the view's pixels ask for; else asks for that
+        side at once (:attr:`side_changed`, without the resize pause) and returns False. Screenshots
+        call it once what was asked is painted: a first layout can move the axes and the pixels."""
+        if not self.layers or self.wanted_side() == self.side:
+            return True
+        self._resized.cancel()
+        self.side_changed.emit(self.wanted_side())
+        return False
+
     def _check_side(self) -> None:
         if self.layers and self.wanted_side() != self.side:
             self.side_changed.emit(self.wanted_side())

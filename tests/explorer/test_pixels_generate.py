@@ -36,8 +36,7 @@ def one_hot(decoder):  # noqa: F811 - the fixture imported above
 def settled(qtbot, panel) -> None:
     """The step shown, its thumbnails at the side the view's laid-out pixels ask for (the first
     layout after a new mosaic can change them once: the axes' labels take their room)."""
-    qtbot.waitUntil(lambda: panel.is_settled() and panel.model_view.side == panel.model_view.wanted_side(),
-                    timeout=5000)  # fmt: skip
+    assert panel.wait_until_shown()
     qtbot.wait(RESIZE_PAUSE_MS + 50)  # no other resize pending
     assert panel.wait_until_shown() and panel.model_view.side == panel.model_view.wanted_side()
 
