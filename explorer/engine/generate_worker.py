@@ -3,7 +3,8 @@
 Each request runs on a superqt worker (Qt's thread pool): the model is loaded (or taken from the
 runner's cache) there, generation reports each token (``progress``), and the finished
 :class:`~models.generate.Generation` comes back with every matrix the panel shows already built
-(``GenerationView``), so the GUI thread only slices and paints. A newer request (or :meth:`cancel`)
+(``GenerationView``, its thumbnails at the side the model view asks for), so the GUI thread only
+slices and paints. A newer request (or :meth:`cancel`)
 stops the running one between tokens.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 
 from explorer.engine.generation_view import GenerationView
+from explorer.images.thumbnails import tile_side
 from explorer.jobs import LatestJob
 from models.generate import GenerateSettings, generate
 
@@ -23,6 +25,7 @@ class GenerateWorker(LatestJob):
     progress = Signal(int, int, int)  # request, tokens done, tokens asked
     finished = Signal(int, object)  # request, GenerationView
     out_of_memory = "not enough memory for this generation; ask for fewer tokens"
+    view_pixels: tuple[int, int] | None = None  # the model view's (rows, cols) device pixels, set by the GUI
 
     @property
     def request(self) -> int:
@@ -42,12 +45,13 @@ class GenerateWorker(LatestJob):
             if not stale():
                 self.progress.emit(request, done_tokens, total)
 
+        side = tile_side(self.view_pixels, model.num_layers, model.num_heads)  # as the model view's
         if model.default_mask != "causal":  # an encoder: its predictions at the mask tokens
             from models.generate.mlm import predict_masks
 
             result = predict_masks(model, prompt, shown=settings.shown, max_tokens=settings.max_tokens)
-            view = GenerationView(result.as_generation(), attention=result.attention, causal=False)
+            view = GenerationView(result.as_generation(), attention=result.attention, causal=False, side=side)
         else:
-            view = GenerationView(generate(model, prompt, settings, should_stop=stale, on_step=on_step))
+            view = GenerationView(generate(model, prompt, settings, should_stop=stale, on_step=on_step), side=side)
         if not stale():
             self.finished.emit(request, view)

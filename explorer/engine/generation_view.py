@@ -2,7 +2,9 @@
 
 Steps are numbered from 0: step ``s`` shows position ``p = prompt_length - 1 + s`` (step 0: the
 prompt's last token, whose output chose the first generated token). At step s the views show
-rows 0..p: the attention grows row by row as the slider moves.
+rows 0..p: the attention grows row by row as the slider moves. The thumbnails are made at the side
+the model view asks for (its device pixels, explorer.images.thumbnails.tile_side), again after a
+resize: on the generation's worker first, then on the read thread.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import numpy as np
 
 from explorer.images.sink_scale import first_key_out_of_scale
 from explorer.images.stage_image import COLOURS, MASKED_INDEX
-from explorer.images.thumbnails import EMPTY_INDEX, thumbnail_indices
+from explorer.images.thumbnails import EMPTY_INDEX, THUMB, thumbnail_indices, thumbnail_steps
 from models.generate import Generation
 from models.survey import head_metrics
 
@@ -27,7 +29,8 @@ class StepFrame:
     step: int
     position: int
     text: str  # the step line
-    thumbs: np.ndarray  # (L, h, t, t) uint8: every head's rows up to the step
+    side: int  # the side the thumbnails were made for (device pixels)
+    thumbs: np.ndarray  # (L, h, t, t) uint8: every head's rows up to the step, at ``side``
     layer: int
     head: int
     matrix: np.ndarray  # (n, n) uint8: the chosen head's colour indices, MASKED where not shown
@@ -63,9 +66,11 @@ def head_indices(a: np.ndarray, position: int, sink_out: bool = False,
 
 
 class GenerationView:
-    def __init__(self, gen: Generation, attention: np.ndarray | None = None, causal: bool = True) -> None:
+    def __init__(self, gen: Generation, attention: np.ndarray | None = None, causal: bool = True,
+                 side: int = THUMB) -> None:  # fmt: skip
         """``attention``: given for an encoder's mask predictions (``causal`` False: every row
-        is shown at every step, a step being a mask token)."""
+        is shown at every step, a step being a mask token); ``side``: the thumbnails' side the
+        model view asks for (made here, on the worker)."""
         self.gen = gen
         self.causal = causal
         self.attention = gen.attention() if attention is None else attention  # (L, h, n, n)
@@ -75,8 +80,8 @@ class GenerationView:
         self.metrics = head_metrics(self.attention)  # of the whole sequence, sink included
         self._thumbs: dict[tuple[bool, bool], np.ndarray] = {}  # colour tops per view
         self._sink_clipped: np.ndarray | None = None
-        self._whole: dict[tuple[bool, bool], np.ndarray] = {}  # whole-sequence thumbnails per view
-        self.whole_thumbnails(fit_each=True, sink_out=False)  # the default view, made on the worker
+        self._whole: dict[tuple[bool, bool, int], np.ndarray] = {}  # whole-sequence thumbnails per view
+        self.whole_thumbnails(fit_each=True, sink_out=False, side=side)  # the default view, made on the worker
 
     def thumbnails_for(self, fit_each: bool, sink_out: bool) -> np.ndarray:
         """``(L, h)`` each head's colour top over the whole sequence (1 for all without
@@ -92,19 +97,21 @@ class GenerationView:
             self._sink_clipped = first_key_out_of_scale(self.attention)
         return self._sink_clipped
 
-    def whole_thumbnails(self, fit_each: bool, sink_out: bool) -> np.ndarray:
-        """``(L, h, t, t)`` uint8: every head's thumbnail over the whole sequence (each head at the
-        colour top of :meth:`thumbnails_for`), cached: a step changes at most two of its rows."""
-        key = (fit_each, sink_out)
+    def whole_thumbnails(self, fit_each: bool, sink_out: bool, side: int = THUMB) -> np.ndarray:
+        """``(L, h, t, t)`` uint8: every head's thumbnail over the whole sequence at ``side`` (each
+        head at the colour top of :meth:`thumbnails_for`), cached: a step changes at most two of its
+        rows. Only the latest side's are kept."""
+        key = (fit_each, sink_out, side)
         if key not in self._whole:
             tops = self.thumbnails_for(fit_each, sink_out)
             a = self._clipped() if sink_out else self.attention
             L, h = a.shape[:2]
-            flat = thumbnail_indices(a.reshape(L * h, *a.shape[2:]), True, tops=tops.reshape(-1))
-            self._whole[key] = flat.reshape(L, h, *flat.shape[1:])
+            flat = thumbnail_indices(a.reshape(L * h, *a.shape[2:]), True, side=side, tops=tops.reshape(-1))
+            kept = {k: v for k, v in self._whole.items() if k[2] == side}  # other sides are not shown again
+            self._whole = kept | {key: flat.reshape(L, h, *flat.shape[1:])}
         return self._whole[key]
 
-    def step_thumbnails(self, step: int, fit_each: bool, sink_out: bool) -> np.ndarray:
+    def step_thumbnails(self, step: int, fit_each: bool, sink_out: bool, side: int = THUMB) -> np.ndarray:
         """``(L, h, t, t)`` uint8: every head's thumbnail (the one reduction and colour layout of
         explorer.images.thumbnails) with rows 0..p only (p: the step's position); the rows after p are
         empty and take no part in the block holding p.
@@ -112,30 +119,32 @@ class GenerationView:
         Equal to reducing the rows 0..p (rows after p set to 0) but without doing it: a thumbnail
         pixel row holds ``k`` rows and a peak is enlarged to its neighbouring pixel rows, so only
         the pixel row ``r`` holding p and the one above it differ from the whole sequence's
-        thumbnail; those two are reduced again from the rows of pixel rows r - 2 .. r."""
-        whole = self.whole_thumbnails(fit_each, sink_out)
+        thumbnail; those two are reduced again from the rows of pixel rows r - 2 .. r, at the same
+        ``side`` (so by the same number of cells a pixel)."""
+        whole = self.whole_thumbnails(fit_each, sink_out, side)
         a = self._clipped() if sink_out else self.attention
         n = a.shape[-2]
         p = self.last_row(step)
         out = whole.copy()
         if p + 1 >= n:
             return out
-        k = -(-n // whole.shape[-2])  # rows a thumbnail pixel holds
+        k = thumbnail_steps(n, a.shape[-1], side)[0]  # rows a thumbnail pixel holds
         r = p // k  # the pixel row holding p
         first = max(0, r - 2)  # the pixel rows whose blocks the enlarged rows r - 1 and r read
         L, h = a.shape[:2]
         band = np.zeros((L * h, (r - first + 1) * k, a.shape[-1]), np.float32)  # whole blocks of rows
         band[:, : p + 1 - first * k] = a[:, :, first * k : p + 1].reshape(L * h, -1, a.shape[-1])
         tops = self.thumbnails_for(fit_each, sink_out).reshape(-1)
-        redone = thumbnail_indices(band, True, tops=tops).reshape(L, h, -1, whole.shape[-1])
+        redone = thumbnail_indices(band, True, side=side, tops=tops).reshape(L, h, -1, whole.shape[-1])
         keep = max(0, r - 1)
         out[..., keep : r + 1, :] = redone[..., keep - first :, :]
         out[..., r + 1 :, :] = EMPTY_INDEX
         return out
 
-    def frame(self, step: int, fit_each: bool, sink_out: bool, layer: int, head: int) -> StepFrame:
-        """What the panel paints at ``step`` (thumbnails, the chosen head's colour indices, the
-        sink lines, the bars, the texts): plain numpy, computed off the GUI thread."""
+    def frame(self, step: int, fit_each: bool, sink_out: bool, layer: int, head: int,
+              side: int = THUMB) -> StepFrame:  # fmt: skip
+        """What the panel paints at ``step`` (thumbnails at ``side``, the chosen head's colour
+        indices, the sink lines, the bars, the texts): plain numpy, computed off the GUI thread."""
         g = self.gen
         p = self.position(step)
         s = g.steps[step]
@@ -147,8 +156,8 @@ class GenerationView:
         indices, top = head_indices(self.attention[layer, head], p, sink_out, last_row)
         text = f"step {step} / {self.steps - 1}: position {p}, {kind} {self.tokens[p]!r}{chosen}"
         return StepFrame(
-            step=step, position=p, text=text,
-            thumbs=self.step_thumbnails(step, fit_each, sink_out),
+            step=step, position=p, text=text, side=side,
+            thumbs=self.step_thumbnails(step, fit_each, sink_out, side),
             layer=layer, head=head, matrix=indices, matrix_top=top, sink_out=sink_out,
             matrix_title=f"L{layer} H{head}",
             head_sink=self.sink[:, layer, head], mean_sink=self.sink[:, layer].mean(-1),

@@ -86,7 +86,7 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
         panel.tabs.setCurrentWidget(panel.table)
     elif view == "rollout":
         panel.tabs.setCurrentWidget(panel.rollout_view)
-    return Shot(survey, lambda: panel.survey is not None and not panel.busy)
+    return Shot(survey, lambda: panel.survey is not None and not panel.busy and panel.model_view.settled())
 
 
 def survey_tab(panel, view: str | None) -> None:

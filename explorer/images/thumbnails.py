@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from explorer.images.sink_scale import first_key_out_of_scale
 from explorer.images.stage_image import MASKED_INDEX, to_indices
-from models.pixels import block_peaks, enlarge_peaks
+from models.pixels import block_peaks, block_step, enlarge_peaks
+from models.survey import special_token_mask
 
 THUMB = 64
 MIN_SIDE, MAX_SIDE = 8, 256  # a thumbnail's side in device pixels, whatever the view's size
@@ -32,6 +34,28 @@ def tile_side(view_pixels: tuple[int, int] | None, layers: int, heads: int) -> i
     return int(min(MAX_SIDE, max(MIN_SIDE, side)))
 
 
+def _pixels(n_q: int, n_k: int, side: int) -> tuple[int, int]:
+    """The pixels a thumbnail of ``n_q × n_k`` cells asks for: ``side`` for the longer side, both
+    sides reduced by the same step so that a thumbnail keeps the matrix's shape."""
+    if max(n_q, n_k) <= side:
+        return side, side
+    step = -(-max(n_q, n_k) // side)
+    return -(-n_q // step), -(-n_k // step)
+
+
+def thumbnail_steps(n_q: int, n_k: int, side: int = THUMB) -> tuple[int, int]:
+    """Cells per thumbnail pixel (rows, columns) of an ``n_q × n_k`` matrix at ``side``."""
+    side_q, side_k = _pixels(n_q, n_k, side)
+    return block_step(n_q, side_q), block_step(n_k, side_k)
+
+
+def thumbnail_shape(n_q: int, n_k: int, side: int = THUMB) -> tuple[int, int]:
+    """The (rows, cols) pixels of an ``n_q × n_k`` matrix's thumbnail at ``side``, computed from
+    the sizes alone (nothing reduced: the model view lays out its mosaic with it)."""
+    k_q, k_k = thumbnail_steps(n_q, n_k, side)
+    return -(-n_q // k_q), -(-n_k // k_k)
+
+
 def thumbnail_indices(a: np.ndarray, fit_each: bool = True, side: int = THUMB,
                       tops: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """``a (h, n_q, n_k)`` weights -> ``(h, t_q, t_k)`` uint8 colour indices (stage_image's layout).
@@ -40,12 +64,7 @@ def thumbnail_indices(a: np.ndarray, fit_each: bool = True, side: int = THUMB,
     otherwise 0 to 1 for all; ``tops (h,)``: each head's own top, given (a generation's thumbnails
     keep the whole sequence's scale while its rows appear). NaN becomes stage_image's NaN index."""
     a = np.asarray(a, dtype=np.float32)
-    n_q, n_k = a.shape[-2:]
-    side_q = side_k = side
-    if max(n_q, n_k) > side:  # both sides by the same step, so a thumbnail keeps the matrix's shape
-        step = -(-max(n_q, n_k) // side)
-        side_q, side_k = -(-n_q // step), -(-n_k // step)
-    small, step = block_peaks(a, side_q, side_k)
+    small, step = block_peaks(a, *_pixels(*a.shape[-2:], side))
     if step != (1, 1):
         small = enlarge_peaks(small, signed=False)
     if tops is not None:
@@ -59,3 +78,20 @@ def thumbnail_indices(a: np.ndarray, fit_each: bool = True, side: int = THUMB,
     # of Python, 6 ms a generation step on a 6 × 6 model.
     out, _ = to_indices(small, None, (0.0, top[:, None, None]), log=False)
     return out
+
+
+def kept_tokens(tokens, decoder: bool) -> np.ndarray | None:
+    """"Leave out special tokens": the tokens kept (a bool mask), or None to keep them all (none is
+    special, or none would be left)."""
+    keep = ~special_token_mask(tokens, decoder)
+    return None if keep.all() or not keep.any() else keep
+
+
+def layer_thumbnails(a: np.ndarray, fit_each: bool, side: int, keep: np.ndarray | None = None,
+                     sink_out: bool = False) -> np.ndarray:  # fmt: skip
+    """One layer ``a (h, n_q, n_k)`` as the survey shows it: the rows and keys of ``keep`` only
+    (square attention), the first key out of the colour scale with ``sink_out``
+    (explorer/images/sink_scale.py), at ``side``. The survey worker makes them as layers arrive,
+    the survey panel's reads after a resize or a toggle: never the GUI thread."""
+    shown = a if keep is None else a[:, keep][:, :, keep]
+    return thumbnail_indices(first_key_out_of_scale(shown) if sink_out else shown, fit_each, side=side)

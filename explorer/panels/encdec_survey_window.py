@@ -46,7 +46,7 @@ class EncoderDecoderSurveyWindow(QMainWindow):
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         for panel in self.panels.values():
-            panel.worker.stop()
+            panel.stop()
         super().closeEvent(event)
 
 

@@ -10,9 +10,10 @@ At step s (slider, ← / →) the panel shows position ``p = prompt_length - 1 +
 
 "Scale without token 0" leaves the first key out of the colour scale (explorer/images/sink_scale.py).
 A step's frame (every image as uint8, the texts) is computed on the read thread (explorer.jobs) from
-the GenerationView; the GUI thread only paints it. Generation runs on :class:`GenerateWorker`; the
-panel is handed a model source (a callable name -> model, e.g. the window's model cache) and a
-model name, never the window.
+the GenerationView; the GUI thread only paints it. The thumbnails are made at the device pixels the
+model view gives each (as the survey's): by the worker at first, by the read thread after a resize.
+Generation runs on :class:`GenerateWorker`; the panel is handed a model source (a callable name ->
+model, e.g. the window's model cache) and a model name, never the window.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class GeneratePanel(QWidget):
         self.sink_box = QCheckBox("Scale without token 0")
         self.sink_box.setToolTip("Leave the first key out of the colour scale (heads that park weight on the "
                                  "first token stop flattening the maps); hover still reads exact values")  # fmt: skip
-        self.model_view = ModelView(follow_view_size=False)  # generation_view makes THUMB-sized thumbnails
+        self.model_view = ModelView()
         self.matrix = GeneratedMatrix()
         self.bars = TopKBars()
         self.lens = LensMap()
@@ -126,6 +127,7 @@ class GeneratePanel(QWidget):
         self.sink_box.toggled.connect(lambda _on: self.show_step(self.step))
         self.model_view.fit_box.toggled.connect(lambda _on: self.show_step(self.step))
         self.model_view.head_chosen.connect(self.choose_head)
+        self.model_view.side_changed.connect(lambda _side: self.show_step(self.step))  # made at the new side
         self.worker.progress.connect(self._on_progress)
         self.worker.finished.connect(self._on_finished)
         self.worker.failed.connect(self._on_failed)
@@ -196,6 +198,7 @@ class GeneratePanel(QWidget):
             self._on_failed(self.worker.request, str(exc))
             return None
         self.status.setText(f"Generating ({settings.describe()})…")
+        self.worker.view_pixels = self.model_view.view_pixels()  # its thumbnails fit them
         return (self.worker.run_now if now else self.worker.submit)(model, prompt, settings)
 
     def _on_progress(self, request: int, done: int, total: int) -> None:
@@ -251,7 +254,8 @@ class GeneratePanel(QWidget):
         self.step = step = max(0, min(step, view.steps - 1))
         fit, sink = self.model_view.fit_box.isChecked(), self.sink_box.isChecked()
         layer, head = self.layer_box.value(), self.head_box.value()
-        self.jobs.ask("step", lambda: view.frame(step, fit, sink, layer, head),
+        side = self.model_view.wanted_side()  # the view's device pixels now
+        self.jobs.ask("step", lambda: view.frame(step, fit, sink, layer, head, side),
                       lambda frame: frame is not None and view is self.view and self.paint_step(frame))  # fmt: skip
 
     def paint_step(self, frame: StepFrame) -> None:
@@ -260,7 +264,11 @@ class GeneratePanel(QWidget):
         the model view and the chosen head now, the bars and the lens in the next turn."""
         self.frame = frame
         self.step_label.setText(frame.text)
-        self.model_view.set_layers(frame.thumbs)  # the mosaic keeps its shape: rows fill in as p grows
+        view = self.model_view
+        if view.side != frame.side:  # resized: the mosaic laid out again for the new side (its metrics kept)
+            view.set_shape(view.layers, view.heads, *view.matrix_shape, side=frame.side)
+            view.set_metrics(self.view.metrics)
+        view.set_layers(frame.thumbs)  # the mosaic keeps its shape: rows fill in as p grows
         head = self.view.attention[frame.layer, frame.head]
         self.matrix.show_step(frame.matrix, frame.matrix_top, head, frame.position, frame.matrix_title, frame.sink_out)
         self.matrix.set_sink(frame.head_sink, frame.mean_sink, frame.position)
@@ -276,8 +284,10 @@ class GeneratePanel(QWidget):
         self.shown.emit(frame.step)
 
     def is_settled(self) -> bool:
-        """True when the step asked last is on screen (its frame computed and painted)."""
-        return self.jobs.idle and not self.frames.busy
+        """True when the step asked last is on screen (its frame computed and painted), its
+        thumbnails at the side the model view's pixels ask for (a first layout moves its axes: the
+        side is then asked for at once, not after the resize pause)."""
+        return self.jobs.idle and not self.frames.busy and self.model_view.settled()
 
     def wait_until_shown(self, timeout: float = 10.0) -> bool:
         """Process events until :meth:`is_settled` (tests, screenshots), as ReadJobs.wait_until_idle."""
@@ -322,7 +332,7 @@ def generate_screenshot(model: str, prompt: str, new_tokens: int, out, step: int
     QApplication.processEvents()
     if step is not None and window.panel.view is not None:
         window.panel.slider.setValue(step)
-    window.panel.wait_until_shown()
+    window.panel.wait_until_shown()  # the thumbnails at the view's pixels, once laid out
     QApplication.processEvents()
     message = window.panel.status.text()
     ok = window.panel.view is not None and window.grab().save(str(out), "PNG")

@@ -5,6 +5,10 @@ layer as they arrive) or by a file of attention computed anywhere (:meth:`open_a
 "Leave out special tokens" drops the rows and key columns of [CLS], [SEP], <s>, </s>,
 <|endoftext|> (and a decoder's first token) from the thumbnails, the metrics (recomputed by
 :func:`models.survey.head_metrics` with ``keep``) and the rollout shown.
+
+The GUI thread never makes a thumbnail: the worker makes each layer's as the panel shows them
+(its side, its toggles), and once the survey is complete, a resize or a toggle asks the read
+thread (explorer.jobs.ReadJobs) for every layer's again; the panel paints what arrives.
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.engine.survey_worker import SurveyWorker
-from explorer.images.sink_scale import first_key_out_of_scale
+from explorer.images.thumbnails import kept_tokens, layer_thumbnails
+from explorer.jobs import ReadJobs
 from explorer.widgets.head_metrics_table import HeadMetricsTable
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.rollout_view import RolloutView
 from models.attention_file import open_attention
 from models.config import InputError
-from models.survey import Survey, complete, head_metrics, special_token_mask
+from models.survey import Survey, complete, head_metrics
 
 FILE_FILTER = "Attention (*.npy *.npz);;All files (*)"
 
@@ -43,12 +48,9 @@ class SurveyPanel(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.worker = SurveyWorker(self)
+        self.jobs = ReadJobs(self)  # a complete survey's thumbnails again (resize, toggles)
         self.survey: Survey | None = None
-        self._tokens: tuple[str, ...] = ()
-        self._decoder = False
-        self._square = True  # the arriving layers' queries and keys are the same tokens
-        self._streamed_view: tuple[bool, bool, bool] | None = None
-        self._layers: dict[int, np.ndarray] = {}  # arriving layers (before the survey is complete)
+        self._streamed_view: tuple[bool, bool, bool] | None = None  # the toggles the worker's thumbnails follow
         self.source_label = QLabel("No model or attention file yet")
         self.special_box = QCheckBox("Leave out special tokens")
         self.special_box.setToolTip("Drop [CLS], [SEP], <s>, </s>, <|endoftext|> (and a decoder's first token) "
@@ -104,7 +106,17 @@ class SurveyPanel(QWidget):
     # --- sources ---------------------------------------------------------------------------
     @property
     def busy(self) -> bool:
-        return self.worker.busy
+        """A survey is being computed, or thumbnails made for the view."""
+        return self.worker.busy or not self.jobs.idle
+
+    def wait_until_shown(self, timeout: float = 10.0) -> bool:
+        """Process events until the thumbnails asked for are painted (tests, screenshots)."""
+        return self.jobs.wait_until_idle(timeout)
+
+    def stop(self) -> None:
+        """Before the panel goes away: the survey stopped, the reads ended."""
+        self.worker.stop()
+        self.jobs.shutdown()
 
     def compute(self, model, sentence: str, mask: str | None = None, max_tokens: int | None = None) -> int:
         """Survey a model (a PretrainedModel or a callable returning one) on the worker."""
@@ -113,8 +125,9 @@ class SurveyPanel(QWidget):
         self._last_compute = (model, sentence, mask, max_tokens)
         self.measure_combo.setEnabled(True)
         self.worker.view_pixels = self.model_view.view_pixels()  # the worker's thumbnails fit them
-        return self.worker.submit(model, sentence, mask, max_tokens, self.model_view.fit_box.isChecked(),
-                                  weighted=self.weighted)  # fmt: skip
+        special, fit, sink = self._streamed_view = self._view_options()
+        return self.worker.submit(model, sentence, mask, max_tokens, fit, weighted=self.weighted,
+                                  special_out=special, sink_out=sink)  # fmt: skip
 
     @property
     def weighted(self) -> bool:
@@ -146,49 +159,39 @@ class SurveyPanel(QWidget):
     def show_survey(self, survey: Survey, painted: bool = False) -> None:
         """Show a complete survey; ``painted``: its thumbnails are on screen already (streamed)."""
         self.survey = survey
-        self._layers = {}
         L, h, n_q, n_k = survey.weights.shape
         kind = "" if survey.square else f" (cross attention: {n_q} queries × {n_k} keys)"
         self.source_label.setText(f"{survey.source}: {L} layers × {h} heads, {n_q} tokens{kind}")
         self.special_box.setEnabled(survey.square)
         self._show_message(survey.warnings)
-        self._refresh(thumbnails=not painted)
+        self._refresh(thumbnails=not painted)  # thumbnails: asked of the read thread, painted when they come
         self.survey_shown.emit(survey)
 
     # --- worker results --------------------------------------------------------------------
     def _on_started(self, generation: int, tokens, layers: int, heads: int, decoder: bool, keys=None) -> None:
         if generation != self.worker.generation:
             return
-        self.survey, self._tokens, self._decoder, self._layers = None, tuple(tokens), decoder, {}
-        self._streamed_view = self._view_options()
-        self._square = keys is None or tuple(keys) == tuple(tokens)
-        if not self._square:  # cross attention (an encoder-decoder's): no token is left out
+        self.survey = None
+        if keys is not None and tuple(keys) != tuple(tokens):  # cross attention: no token is left out
             self.model_view.set_shape(layers, heads, len(tokens), len(keys))
             return
-        keep = self._keep(tokens, decoder)
+        keep = kept_tokens(tokens, decoder) if self._streamed_view[0] else None  # as the worker's thumbnails
         m = len(tokens) if keep is None else int(keep.sum())
         self.model_view.set_shape(layers, heads, m, m)
 
     def _on_layer(self, generation: int, layer: int, weights: np.ndarray, thumbnails: np.ndarray) -> None:
         if generation != self.worker.generation:
             return
-        self._layers[layer] = weights
-        if self._view_options() != self._streamed_view:
-            return  # a toggle changed the mosaic's shape or scale: all of it is repainted at the end
-        self._paint_layer(layer, weights, thumbnails)
-
-    def _paint_layer(self, layer: int, weights: np.ndarray, thumbnails: np.ndarray | None) -> None:
-        """One streamed layer: the worker's ``thumbnails`` when they fit the view, else made here."""
-        keep = self._keep(self._tokens, self._decoder) if self._square else None
-        if keep is None and not self.sink_box.isChecked():
-            self.model_view.set_layer(layer, weights, indices=thumbnails)  # weights: if made for another size
-        else:
-            self.model_view.set_layer(layer, self._scaled(weights if keep is None else weights[:, keep][:, :, keep]))
+        # The worker's thumbnails, unless a toggle or a resize changed the mosaic since the survey
+        # started: then every layer is made again (off this thread) once the survey is complete.
+        if self._view_options() == self._streamed_view and thumbnails.shape[1:] == self.model_view.tile:
+            self.model_view.set_layer(layer, indices=thumbnails)
 
     def _on_finished(self, generation: int, survey: Survey) -> None:
         if generation == self.worker.generation:
-            # the streamed thumbnails stand unless the toggles changed the view meanwhile
-            painted = self.model_view.painted_layers == survey.weights.shape[0]
+            # the streamed thumbnails stand unless the toggles or the view's size changed meanwhile
+            view = self.model_view
+            painted = view.painted_layers == survey.weights.shape[0] and view.side == view.wanted_side()
             painted = painted and self._streamed_view == self._view_options()
             self.show_survey(survey, painted=painted)
 
@@ -201,17 +204,9 @@ class SurveyPanel(QWidget):
     def _view_options(self) -> tuple[bool, bool, bool]:
         return self.special_box.isChecked(), self.model_view.fit_box.isChecked(), self.sink_box.isChecked()
 
-    def _scaled(self, a: np.ndarray) -> np.ndarray:
-        """What the thumbnails colour: with "Scale without token 0", the first key clipped to the
-        largest of the others (explorer/images/sink_scale.py)."""
-        return first_key_out_of_scale(a) if self.sink_box.isChecked() else a
-
     def _keep(self, tokens, decoder: bool) -> np.ndarray | None:
         """The tokens kept, or None to keep all (toggle off, nothing special, or nothing left)."""
-        if not self.special_box.isChecked():
-            return None
-        keep = ~special_token_mask(tokens, decoder)
-        return None if keep.all() or not keep.any() else keep
+        return kept_tokens(tokens, decoder) if self.special_box.isChecked() else None
 
     def keep_mask(self) -> np.ndarray | None:
         if self.survey is None or not self.survey.square:
@@ -228,18 +223,12 @@ class SurveyPanel(QWidget):
         survey = self.survey
         if survey is None:
             return
-        L, h, n_q, n_k = survey.weights.shape
         keep = self.keep_mask()
-        q_tokens, k_tokens = survey.query_tokens, survey.key_tokens
+        q_tokens = survey.query_tokens
         if keep is not None:
-            q_tokens = k_tokens = tuple(t for t, k in zip(q_tokens, keep) if k)
-        fit = self.model_view.fit_box.isChecked()
-        for layer in range(L if thumbnails else 0):
-            if layer == 0:
-                self.model_view.set_shape(L, h, len(q_tokens), len(k_tokens))
-            a = survey.weights[layer]  # (h, n_q, n_k)
-            shown = a if keep is None else a[:, keep][:, :, keep]
-            self.model_view.set_layer(layer, indices=self.model_view.thumbnails(self._scaled(shown), fit))
+            q_tokens = tuple(t for t, k in zip(q_tokens, keep) if k)
+        if thumbnails:
+            self._ask_thumbnails()
         metrics = self.shown_metrics()
         self.model_view.set_metrics(metrics)
         self.table.set_metrics(metrics)
@@ -249,23 +238,46 @@ class SurveyPanel(QWidget):
             rollout = survey.rollout if keep is None else survey.rollout[:, keep][:, :, keep]
             self.rollout_view.set_rollout(rollout, q_tokens)
 
+    def _ask_thumbnails(self) -> None:
+        """Every layer's thumbnails of the survey shown, at the view's side and toggles now: made
+        on the read thread, painted when they come (the latest ask wins; an answer for a survey no
+        longer shown is dropped)."""
+        survey, keep = self.survey, self.keep_mask()
+        L, h, n_q, n_k = survey.weights.shape
+        shape = (L, h, n_q, n_k) if keep is None else (L, h, int(keep.sum()), int(keep.sum()))
+        side = self.model_view.wanted_side(L, h)
+        _special, fit, sink = self._view_options()
+
+        def make() -> np.ndarray:
+            return np.stack([layer_thumbnails(a, fit, side, keep, sink) for a in survey.weights])
+
+        self.jobs.ask("thumbnails", make, lambda thumbs: self._paint_thumbnails(survey, shape, side, thumbs))
+
+    def _paint_thumbnails(self, survey: Survey, shape: tuple[int, int, int, int], side: int,
+                          thumbs: np.ndarray) -> None:  # fmt: skip
+        if survey is not self.survey:
+            return
+        view = self.model_view
+        if (view.layers, view.heads, *view.matrix_shape) != shape or view.side != side:
+            metrics = view.metrics  # the mosaic laid out again: the heat table keeps its metrics
+            view.set_shape(*shape, side=side)
+            if metrics:
+                view.set_metrics(metrics)
+        view.set_layers(thumbs)
+
     def _on_side_changed(self, _side: int) -> None:
-        """The view was resized: thumbnails again at its new device pixels (streamed layers too)."""
+        """The view was resized: thumbnails again at its new device pixels, made off this thread
+        (a survey still computing: its layers are made again once it is complete)."""
         self.worker.view_pixels = self.model_view.view_pixels()
         if self.survey is not None:
-            self._refresh()
-        elif self._layers and self._view_options() == self._streamed_view:
-            view = self.model_view
-            view.set_shape(view.layers, view.heads, *view.matrix_shape)
-            for layer, weights in sorted(self._layers.items()):
-                self._paint_layer(layer, weights, None)
+            self._ask_thumbnails()
 
     def _show_message(self, lines: list[str]) -> None:
         self.message.setText("\n".join(f"⚠ {line}" if not line.startswith("error:") else line for line in lines))
         self.message.setVisible(bool(lines))
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
-        self.worker.stop()
+        self.stop()
         super().closeEvent(event)
 
 
@@ -280,7 +292,7 @@ class SurveyWindow(QMainWindow):
         self.resize(1300, 800)
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
-        self.panel.worker.stop()
+        self.panel.stop()
         super().closeEvent(event)
 
 
@@ -314,6 +326,11 @@ def attention_screenshot(path, out, view: str | None = None) -> int:
     window = open_attention_window(None, path)
     survey_tab(window.panel, view)
     QApplication.processEvents()
+    window.panel.wait_until_shown()  # the thumbnails, made on the read thread
+    QApplication.processEvents()
+    if not window.panel.model_view.settled():  # laid out again: thumbnails at the view's pixels now
+        window.panel.wait_until_shown()
+        QApplication.processEvents()
     from explorer.files.image_export import write_png
 
     problem = write_png(window, out)  # atomic: never a truncated PNG in place

@@ -14,11 +14,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from explorer.images.thumbnails import EMPTY_INDEX, GAP, THUMB, thumbnail_indices, tile_side
+from explorer.images.thumbnails import EMPTY_INDEX, GAP, THUMB, thumbnail_indices, thumbnail_shape, tile_side
 from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.debounce import Debounced
 from explorer.widgets.token_axis import TEXT_RGB
 
+TICK_PX = 4  # axis ticks point out of the mosaic and the table, never over their pixels
 RESIZE_PAUSE_MS = 150  # thumbnails are made again for the new size once resizing pauses
 EMPTY_RGB = (236, 236, 236)  # gaps and layers not computed yet
 METRIC_MAP = "CET-L17"  # (light) orange -> dark: distinct from the thumbnails' viridis
@@ -41,12 +42,10 @@ class ModelView(QWidget):
     head_chosen = Signal(int, int)  # layer, head (0-based)
     side_changed = Signal(int)  # the thumbnails' side (device pixels) after a resize: make them again
 
-    def __init__(self, parent: QWidget | None = None, follow_view_size: bool = True):
-        """``follow_view_size``: thumbnails at the device pixels each gets (again after a resize,
-        :attr:`side_changed`); False: always ``THUMB`` pixels a side (thumbnails made elsewhere
-        at that size, as the Generate window's)."""
+    def __init__(self, parent: QWidget | None = None):
+        """Thumbnails at the device pixels each gets, made again after a resize (:attr:`side_changed`:
+        whoever makes them, the survey's or the generation's worker, makes them at the new side)."""
         super().__init__(parent)
-        self.follow_view_size = follow_view_size
         self.metric_box = QComboBox()
         self.metric_box.setToolTip("The metric that colours the heat table (definitions: README)")
         self.fit_box = QCheckBox("Fit each head")
@@ -76,6 +75,9 @@ class ModelView(QWidget):
             plot.setTitle(title, size="9pt")
             for side in ("left", "top"):  # near-black labels: pyqtgraph's grey read poorly
                 plot.getAxis(side).setTextPen(TEXT_RGB)
+                # ticks outside the plot: pyqtgraph's default draws them 5 px into it, grey over
+                # the first pixels of each thumbnail (a third of a small one)
+                plot.getAxis(side).setStyle(tickLength=TICK_PX)
         self.mosaic = pg.ImageItem(axisOrder="row-major")
         self.mosaic_plot.addItem(self.mosaic)
         self.table = pg.ImageItem(axisOrder="row-major")
@@ -111,9 +113,17 @@ class ModelView(QWidget):
 
     def wanted_side(self, layers: int | None = None, heads: int | None = None) -> int:
         """The thumbnail side that fits the view now (for ``layers × heads``, default the shown ones)."""
-        if not self.follow_view_size:
-            return THUMB
         return tile_side(self.view_pixels(), layers or self.layers, heads or self.heads)
+
+    def settled(self) -> bool:
+        """True when the thumbnails are at the side the view's pixels ask for; else asks for that
+        side at once (:attr:`side_changed`, without the resize pause) and returns False. Screenshots
+        call it once what was asked is painted: a first layout can move the axes and the pixels."""
+        if not self.layers or self.wanted_side() == self.side:
+            return True
+        self._resized.cancel()
+        self.side_changed.emit(self.wanted_side())
+        return False
 
     def _check_side(self) -> None:
         if self.layers and self.wanted_side() != self.side:
@@ -125,13 +135,15 @@ class ModelView(QWidget):
         return thumbnail_indices(weights, fit, side=self.side)
 
     # --- content ---------------------------------------------------------------------------
-    def set_shape(self, layers: int, heads: int, n_q: int, n_k: int) -> None:
+    def set_shape(self, layers: int, heads: int, n_q: int, n_k: int, side: int | None = None) -> None:
         """Start a new survey: an empty mosaic of ``layers × heads`` thumbnails, each as large as
-        the view's device pixels allow (:meth:`wanted_side`)."""
+        the view's device pixels allow (:meth:`wanted_side`), or ``side`` (the side of thumbnails
+        made elsewhere, about to be painted). Nothing is reduced here: the tile's size comes
+        from the sizes alone (thumbnail_shape)."""
         self.layers, self.heads, self.painted_layers = layers, heads, 0
         self.matrix_shape = (n_q, n_k)
-        self.side = self.wanted_side()
-        self.tile = thumbnail_indices(np.zeros((1, n_q, n_k), np.float32), side=self.side).shape[1:]
+        self.side = self.wanted_side() if side is None else side
+        self.tile = thumbnail_shape(n_q, n_k, self.side)
         t_q, t_k = self.tile
         self._pixels = np.full((layers * (t_q + GAP) - GAP, heads * (t_k + GAP) - GAP), EMPTY_INDEX, np.uint8)
         self.mosaic.setImage(self._pixels, autoLevels=False, levels=(0, 255), lut=self._lut)

@@ -140,3 +140,28 @@ def no_stage_reads_on_gui_thread():
     arm.disarm = disarm
     yield arm
     disarm()
+
+
+@pytest.fixture
+def no_thumbnails_on_gui_thread(monkeypatch):
+    """Every module's ``thumbnail_indices`` fails on the GUI (main) thread; returns the list of its
+    calls, each True when made there (issue 18: a resize makes thumbnails, never on the GUI thread)."""
+    import threading
+
+    import explorer.engine.generation_view
+    import explorer.images.thumbnails
+    import explorer.widgets.model_view
+
+    calls = []
+    original = explorer.images.thumbnails.thumbnail_indices
+
+    def guarded(*args, **kwargs):
+        on_gui = threading.current_thread() is threading.main_thread()
+        calls.append(on_gui)
+        if on_gui:
+            raise AssertionError("thumbnail_indices on the GUI thread")
+        return original(*args, **kwargs)
+
+    for module in (explorer.images.thumbnails, explorer.widgets.model_view, explorer.engine.generation_view):
+        monkeypatch.setattr(module, "thumbnail_indices", guarded)
+    return calls

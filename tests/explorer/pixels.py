@@ -69,3 +69,17 @@ def overlapping(rects: list[QRectF]) -> list[tuple[int, int]]:
             if inter.width() > 0.5 and inter.height() > 0.5:
                 pairs.append((i, j))
     return pairs
+
+
+def mosaic_tiles(model_view) -> np.ndarray:
+    """``(layers, heads, t_q, t_k)``: the colour indices of every thumbnail the model view's mosaic
+    holds (cut out of its one image at its tile size and gaps)."""
+    from explorer.images.thumbnails import GAP
+
+    t_q, t_k = model_view.tile
+    image = np.asarray(model_view.mosaic.image)
+    return np.stack([
+        np.stack([image[l * (t_q + GAP) : l * (t_q + GAP) + t_q, h * (t_k + GAP) : h * (t_k + GAP) + t_k]
+                  for h in range(model_view.heads)])
+        for l in range(model_view.layers)  # noqa: E741
+    ])  # fmt: skip

@@ -118,6 +118,8 @@ def test_file_menu_generate_then_open_in_the_explorer(qtbot, make_window, settle
 
 
 def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
+    from pixels import mosaic_tiles
+
     from explorer.images.thumbnails import thumbnail_indices
     from explorer.panels.survey_panel import SurveyPanel
 
@@ -128,52 +130,62 @@ def test_model_view_can_leave_the_first_key_out_of_the_scale(qtbot, tmp_path):
     np.save(tmp_path / "sink.npy", a)
     panel = SurveyPanel()
     qtbot.addWidget(panel)
-    painted = {}
-    original = panel.model_view.set_layer
-
-    def spy(layer, weights=None, indices=None):
-        painted[layer] = thumbnail_indices(weights, True) if indices is None else indices
-        original(layer, weights, indices)
-
-    panel.model_view.set_layer = spy
     assert panel.open_attention(tmp_path / "sink.npy")
-    np.testing.assert_array_equal(painted[1], thumbnail_indices(a[1], True))
+    assert panel.wait_until_shown()  # the thumbnails are made on the read thread
+    np.testing.assert_array_equal(mosaic_tiles(panel.model_view)[1], thumbnail_indices(a[1], True))
     panel.sink_box.setChecked(True)
-    np.testing.assert_array_equal(painted[1], thumbnail_indices(first_key_out_of_scale(a[1]), True))
-    assert painted[1][..., 1:].max() > thumbnail_indices(a[1], True)[..., 1:].max()  # the rest brightens
+    assert panel.wait_until_shown()
+    painted = mosaic_tiles(panel.model_view)[1]
+    np.testing.assert_array_equal(painted, thumbnail_indices(first_key_out_of_scale(a[1]), True))
+    assert painted[..., 1:].max() > thumbnail_indices(a[1], True)[..., 1:].max()  # the rest brightens
     np.testing.assert_allclose(panel.table.model.values[:, -1], a[:, :, 1:, 0].mean(-1).reshape(-1), atol=1e-6)
+    panel.stop()
 
 
-# one cell per pixel; blocks of 2, 3 and 4 rows a pixel (the last one partial for 65 and 150 - 1)
+# one cell per pixel; blocks of 2, 3 and 4 rows a pixel (the last one partial for 65 and 150 - 1); at the
+# sides a view of the Generate window asks for (issue 18: its device pixels), not only the old 64
 @pytest.mark.parametrize("n", [9, 65, 150, 199])
 @pytest.mark.parametrize("sink_out", [False, True])
-def test_step_thumbnails_equal_the_rows_so_far(n, sink_out):
+@pytest.mark.parametrize("side", [37, 64, 150])
+def test_step_thumbnails_equal_the_rows_so_far(n, sink_out, side):
     # Drawn with the model view's own reduction and colours (explorer.images.thumbnails): the strongest
     # weight of a head is the top colour, never the NaN pink of a borrowed table.
     from explorer.engine.generation_view import GenerationView
     from explorer.images.stage_image import COLOURS, NAN_INDEX
-    from explorer.images.thumbnails import EMPTY_INDEX, thumbnail_indices
+    from explorer.images.thumbnails import EMPTY_INDEX, thumbnail_indices, thumbnail_shape
 
     rng = np.random.default_rng(1)
     a = np.tril(rng.random((2, 3, n, n))).astype(np.float32)
     a /= a.sum(-1, keepdims=True)
     steps = [type("S", (), {"position": 2 + s})() for s in range(n - 2)]
     gen = type("G", (), {"steps": steps, "tokens": tuple(f"t{i}" for i in range(n)), "token_names": {}})()
-    view = GenerationView(gen, attention=a, causal=True)  # a generation of n tokens with this attention
+    view = GenerationView(gen, attention=a, causal=True, side=side)  # a generation of n tokens with this attention
     shown = first_key_out_of_scale(a) if sink_out else a
     tops = shown.max(axis=(-2, -1))  # the whole sequence's scale, at every step
     for step in range(n - 2):  # every step: only the pixel rows near p are reduced again (a band)
         p = 2 + step
-        got = view.step_thumbnails(step, True, sink_out)
+        got = view.step_thumbnails(step, True, sink_out, side)
+        assert got.shape == (2, 3, *thumbnail_shape(n, n, side)) and max(got.shape[-2:]) <= side
         rows = shown.copy()
         rows[:, :, p + 1 :] = 0  # rows not generated yet take no part in the block maxima
-        want = np.stack([thumbnail_indices(rows[layer], True, tops=tops[layer]) for layer in range(2)])
+        want = np.stack([thumbnail_indices(rows[layer], True, side=side, tops=tops[layer]) for layer in range(2)])
         per_pixel = -(-n // got.shape[-2])
         filled = p // per_pixel + 1
-        np.testing.assert_array_equal(got[..., :filled, :], want[..., :filled, :])
+        np.testing.assert_array_equal(got[..., :filled, :], want[..., :filled, :], err_msg=f"step {step}")
         assert (got[..., filled:, :] == EMPTY_INDEX).all()
         assert got[..., :filled, :].max() <= COLOURS - 1 < NAN_INDEX  # colours only, never the NaN pink
-    assert (view.step_thumbnails(n - 3, True, sink_out) == COLOURS - 1).any()  # each head's peak: the top colour
+    assert (view.step_thumbnails(n - 3, True, sink_out, side) == COLOURS - 1).any()  # each head's peak: the top colour
+
+
+def test_a_thumbnails_shape_is_known_from_the_sizes_alone():
+    # The model view lays out its mosaic with thumbnail_shape (nothing reduced on the GUI thread): it must
+    # be the shape thumbnail_indices makes, for square and cross attention, reduced or not.
+    from explorer.images.thumbnails import MAX_SIDE, MIN_SIDE, thumbnail_indices, thumbnail_shape
+
+    for n_q, n_k in ((1, 1), (6, 6), (9, 300), (300, 9), (257, 257), (1000, 37), (4096, 4096)):
+        for side in (MIN_SIDE, 37, 64, 150, MAX_SIDE):
+            made = thumbnail_indices(np.zeros((1, n_q, n_k), np.float32), side=side).shape[1:]
+            assert thumbnail_shape(n_q, n_k, side) == made, (n_q, n_k, side)
 
 
 def test_an_encoder_shows_its_mask_predictions(qtbot, tmp_path):

@@ -205,3 +205,49 @@ def test_held_answers_wait_for_the_paint_and_the_latest_still_wins(qapp, monkeyp
     jobs.release()  # they have painted
     assert jobs.idle and got == ["cells", "row 2"]
     jobs.shutdown()
+
+
+def test_a_resized_survey_makes_its_thumbnails_off_the_gui_thread(qtbot, tmp_path, no_thumbnails_on_gui_thread):
+    from pixels import mosaic_tiles
+
+    from explorer.images.thumbnails import layer_thumbnails, tile_side
+    from explorer.panels.survey_panel import SurveyPanel
+
+    n = 300  # more tokens than a thumbnail's pixels at either size: reduced, peaks enlarged
+    rng = np.random.default_rng(5)
+    a = (rng.random((2, 3, n, n)) ** 8).astype(np.float32)
+    a[..., 0] += 2.0  # a sink on the first key ("Scale without token 0" changes the picture)
+    a[1, 2, 150, 40] = 50.0  # an isolated peak
+    a /= a.sum(-1, keepdims=True)
+    tokens = np.array(["<s>", *(f"w{i}" for i in range(n - 2)), "</s>"])
+    np.savez(tmp_path / "a.npz", attention=a, tokens=tokens)
+    panel = SurveyPanel()
+    qtbot.addWidget(panel)
+    panel.resize(1200, 800)
+    panel.show()
+    qtbot.waitExposed(panel)
+    view = panel.model_view
+
+    def shows(weights, side, **options):
+        """The mosaic holds every layer's thumbnails made (off this thread) at ``side``."""
+        assert panel.wait_until_shown()
+        assert view.side == side == tile_side(view.view_pixels(), 2, 3)
+        want = off_gui(lambda: np.stack([layer_thumbnails(w, True, side, **options) for w in weights]))
+        np.testing.assert_array_equal(mosaic_tiles(view), want)
+
+    assert panel.open_attention(tmp_path / "a.npz")
+    big = view.wanted_side(2, 3)
+    shows(a, big)
+    with qtbot.waitSignal(view.side_changed, timeout=5000) as resized:
+        panel.resize(560, 420)
+    small = resized.args[0]
+    assert small < big
+    shows(a, small)
+    panel.sink_box.setChecked(True)  # the toggles too: made on the read thread
+    shows(a, small, sink_out=True)
+    panel.special_box.setChecked(True)  # <s> and </s> left out
+    keep = np.r_[False, np.ones(n - 2, bool), False]
+    shows(a, small, keep=keep, sink_out=True)
+    assert view.matrix_shape == (n - 2, n - 2)
+    panel.stop()
+    assert no_thumbnails_on_gui_thread and not any(no_thumbnails_on_gui_thread)  # made, never on the GUI thread

@@ -91,6 +91,7 @@ def test_special_token_toggle_recomputes_the_metrics_by_the_formulas(qtbot, pane
     np.testing.assert_allclose(expected["first"], sub[..., :, 0].astype(np.float64).mean(-1), atol=1e-12)
     n = len(survey.query_tokens) - 2
     assert panel.rollout_view.rollout.shape == (6, n, n) and panel.rollout_view.tokens[0] == "the"
+    assert panel.wait_until_shown()  # the thumbnails, made on the read thread
     assert panel.model_view.tile == (n, n)
     panel.special_box.setChecked(False)
     np.testing.assert_allclose(panel.table.model.values[:, 0], before["entropy"])
@@ -172,6 +173,7 @@ def test_window_whole_model_click_opens_the_layer_and_head(qtbot, make_window, t
 def test_toggle_while_layers_stream_repaints_at_the_end(qtbot, panel, minilm):
     panel.worker.layer_ready.connect(lambda *args: panel.special_box.setChecked(True))
     survey = computed(qtbot, panel, minilm, "A dog barked at the moon.")
+    assert panel.wait_until_shown()
     n = len(survey.query_tokens) - 2
     assert panel.model_view.tile == (n, n) and panel.model_view.painted_layers == 6
 
