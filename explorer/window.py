@@ -206,8 +206,17 @@ class MainWindow(QMainWindow):
         splitter.addWidget(centre)
         right = QSplitter(Qt.Orientation.Vertical)  # the focused query above, the clicked cell below
         right.addWidget(self.focus_panel)
-        right.addWidget(self.inspector)
+        # A long derivation scrolls: its height never becomes the window's minimum (a click on a
+        # cell made the window 1,106 px tall, past the bottom of a laptop's screen).
+        inspector_scroll = QScrollArea()
+        inspector_scroll.setWidget(self.inspector)
+        inspector_scroll.setWidgetResizable(True)
+        inspector_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        inspector_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.inspector_scroll = inspector_scroll
+        right.addWidget(inspector_scroll)
         right.setChildrenCollapsible(False)
+        self.right_splitter = right
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 2)
         splitter.addWidget(right)

@@ -23,6 +23,28 @@ class Shot:
     ready: Callable[[], bool]
 
 
+def _inspector_whole(window, tallest: int = 1400) -> bool:
+    """True once the derivation is shown whole: a screenshot gives the inspector the focus panel's
+    spare height, then makes the window taller (up to ``tallest`` px), rather than show the
+    inspector's scroll bar, as a person would drag the divider."""
+    if window.inspector.inspector.derivation is None and window.inspector.inspector.isVisible():
+        return False
+    hidden = window.inspector_scroll.verticalScrollBar().maximum()
+    if hidden <= 0:
+        return True
+    split = window.right_splitter
+    focus, inspector = split.sizes()
+    spare = max(0, focus - window.focus_panel.minimumSizeHint().height())
+    if spare > 0:
+        moved = min(spare, hidden)
+        split.setSizes([focus - moved, inspector + moved])
+        hidden -= moved
+    if hidden > 0 and window.height() < tallest:
+        window.resize(window.width(), min(tallest, window.height() + hidden))
+        return False
+    return spare == 0 and hidden > 0  # as tall as it goes: shown with its scroll bar
+
+
 def parse_cell(text: str) -> tuple[int, int, int]:
     """``--cell H,R,C`` (0-based head, row, column)."""
     parts = [p.strip() for p in text.split(",")]
@@ -63,7 +85,7 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
         if not (0 <= head < max(1, stage.heads) and 0 <= row < rows and 0 <= col < cols):
             return f"--cell {head},{row},{col} is outside {stage.name} ({stage.heads} heads × {rows} × {cols}, from 0)"
         window.select_cell(head, row, col)
-        return Shot(window, lambda: True)
+        return Shot(window, lambda: _inspector_whole(window))
     if view == "compare":
         compare = window.compare
         if compare.pinned is None:  # no session with a pinned run: the run compared with itself

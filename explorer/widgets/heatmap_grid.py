@@ -83,8 +83,12 @@ class HeatmapGrid:
             # Shown first: a hidden axis sizes itself to 0 px (pyqtgraph), and would grow back while
             # painting, which re-lays out the whole grid and paints it a second time.
             plot.plot.show()
-            # Row labels once per grid row, on the left: more room for the matrices.
-            plot.plot.showAxis("left", i % columns == 0)
+            # Row labels once per grid row, on the left: more room for the matrices. A hidden axis
+            # shrank to 0 px, and its labels did not change: its width is set again when shown.
+            first = i % columns == 0
+            plot.plot.showAxis("left", first)
+            if first and plot.left.width() != plot.left.label_room():
+                plot.left.setWidth(plot.left.label_room())
             # Edge labels may reach into the margin of a single matrix, not into a neighbour's.
             if plot.bottom.style["hideOverlappingLabels"] != overhang:
                 plot.bottom.setStyle(hideOverlappingLabels=overhang)

@@ -58,3 +58,19 @@ def test_the_derivation_is_read_off_the_gui_thread(qtbot, make_window, no_stage_
     assert d is not None and tuple(d.cell) == (1, 2, 1)
     no_stage_reads_on_gui_thread.disarm()  # the window's own turns after the test may read again
     assert reads and not any(on_gui for _what, on_gui in reads)
+
+
+def test_a_long_derivation_scrolls_and_never_makes_the_window_taller(qtbot, make_window, settle):
+    """A score's derivation (bars, products, sums) asked for ~600 px: clicking a cell made a 900 px
+    window 1,106 px tall, past the bottom of a laptop's screen."""
+    sentence = "The animal didn't cross the street because it was too tired."
+    window = make_window(Inputs(sentence=sentence, heads=2, d_model=16, mask="causal"), stage="scores")
+    window.resize(1400, 900)
+    window.show()
+    settle(window)
+    window.select_cell(0, 6, 1)
+    assert window.jobs.wait_until_idle()
+    qtbot.wait(50)  # the layout requests the derivation posted
+    assert window.inspector.inspector.derivation is not None
+    assert window.height() == 900 and window.minimumSizeHint().height() <= 900
+    assert window.inspector_scroll.verticalScrollBar().maximum() > 0  # the rest is a scroll away

@@ -129,3 +129,20 @@ def test_the_inspectors_bar_labels_never_overlap(qtbot, make_window):
     qtbot.waitUntil(lambda: axis.isVisible() and axis.size().width() > 50)
     drawn = axis.drawn_labels()
     assert len(drawn) >= 5 and not overlapping([rect for rect, _ in drawn])
+
+
+def test_row_labels_come_back_when_a_grid_goes_from_two_columns_to_one(qtbot, make_window, settle):
+    """Head 1's row labels were hidden in a two-column grid (its neighbour has them) and stayed 0 px
+    wide when a taller window (a clicked cell's derivation) stacked the heads in one column."""
+    window = make_window(Inputs(sentence=README, heads=2, d_model=16, mask="causal"), stage="scores")
+    window.show()
+    view = window.matrix_view
+    for size, columns in (((1400, 600), 2), ((1400, 1100), 1), ((1800, 700), 2), ((1400, 1100), 1)):
+        window.resize(*size)
+        qtbot.waitUntil(lambda c=columns: view.grid.key == (2, c), timeout=5_000)
+        settle(window)
+        view.flush()
+        for i, plot in enumerate(view.plots):
+            assert plot.left.isVisible() == (i % columns == 0)
+            if plot.left.isVisible():
+                assert plot.left.width() == plot.left.label_room() > 40  # room for "because" and "query i"
