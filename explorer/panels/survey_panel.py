@@ -213,29 +213,32 @@ class SurveyPanel(QWidget):
             return None
         return self._keep(self.survey.query_tokens, self.survey.decoder)
 
-    def shown_metrics(self) -> dict[str, np.ndarray]:
-        keep = self.keep_mask()
-        if keep is None:
-            return self.survey.metrics
-        return head_metrics(self.survey.weights, keep=keep)
-
     def _refresh(self, thumbnails: bool = True) -> None:
         survey = self.survey
         if survey is None:
             return
         keep = self.keep_mask()
-        q_tokens = survey.query_tokens
-        if keep is not None:
-            q_tokens = tuple(t for t, k in zip(q_tokens, keep) if k)
         if thumbnails:
             self._ask_thumbnails()
-        metrics = self.shown_metrics()
+        if keep is None:  # the survey's own metrics and rollout: nothing to compute
+            return self._show_metrics(survey, (survey.metrics, survey.rollout), survey.query_tokens)
+        q_tokens = tuple(t for t, k in zip(survey.query_tokens, keep) if k)
+
+        def without_left_out():  # the metrics over the kept tokens only: on the read thread
+            rollout = None if survey.rollout is None else survey.rollout[:, keep][:, :, keep]
+            return head_metrics(survey.weights, keep=keep), rollout
+
+        self.jobs.ask("metrics", without_left_out, lambda answer: self._show_metrics(survey, answer, q_tokens))
+
+    def _show_metrics(self, survey: Survey, answer: tuple, q_tokens: tuple[str, ...]) -> None:
+        if survey is not self.survey:
+            return
+        metrics, rollout = answer
         self.model_view.set_metrics(metrics)
         self.table.set_metrics(metrics)
-        if survey.rollout is None:
+        if rollout is None:
             self.rollout_view.set_rollout(None, (), "No rollout: it needs square self-attention (n_q = n_k).")
         else:
-            rollout = survey.rollout if keep is None else survey.rollout[:, keep][:, :, keep]
             self.rollout_view.set_rollout(rollout, q_tokens)
 
     def _ask_thumbnails(self) -> None:

@@ -207,8 +207,14 @@ def test_held_answers_wait_for_the_paint_and_the_latest_still_wins(qapp, monkeyp
     jobs.shutdown()
 
 
-def test_a_resized_survey_makes_its_thumbnails_off_the_gui_thread(qtbot, tmp_path, no_thumbnails_on_gui_thread):
+def test_a_resized_survey_makes_its_thumbnails_off_the_gui_thread(qtbot, tmp_path, monkeypatch,
+                                                                  no_thumbnails_on_gui_thread):  # fmt: skip
+    import threading
+
     from pixels import mosaic_tiles
+
+    import explorer.panels.survey_panel as survey_panel
+    from models.survey import head_metrics
 
     from explorer.images.thumbnails import layer_thumbnails, tile_side
     from explorer.panels.survey_panel import SurveyPanel
@@ -221,6 +227,14 @@ def test_a_resized_survey_makes_its_thumbnails_off_the_gui_thread(qtbot, tmp_pat
     a /= a.sum(-1, keepdims=True)
     tokens = np.array(["<s>", *(f"w{i}" for i in range(n - 2)), "</s>"])
     np.savez(tmp_path / "a.npz", attention=a, tokens=tokens)
+    metrics_calls = []
+
+    def metrics_off_gui(*args, **kwargs):  # leaving tokens out recomputes every head's metrics
+        metrics_calls.append(threading.current_thread() is threading.main_thread())
+        assert not metrics_calls[-1], "head_metrics on the GUI thread"
+        return head_metrics(*args, **kwargs)
+
+    monkeypatch.setattr(survey_panel, "head_metrics", metrics_off_gui)
     panel = SurveyPanel()
     qtbot.addWidget(panel)
     panel.resize(1200, 800)
@@ -249,5 +263,8 @@ def test_a_resized_survey_makes_its_thumbnails_off_the_gui_thread(qtbot, tmp_pat
     keep = np.r_[False, np.ones(n - 2, bool), False]
     shows(a, small, keep=keep, sink_out=True)
     assert view.matrix_shape == (n - 2, n - 2)
+    assert metrics_calls == [False]  # the kept tokens' metrics, made on the read thread
+    want = head_metrics(a, keep=keep)
+    np.testing.assert_array_equal(view.metrics["entropy"], want["entropy"])
     panel.stop()
     assert no_thumbnails_on_gui_thread and not any(no_thumbnails_on_gui_thread)  # made, never on the GUI thread

@@ -80,6 +80,7 @@ def test_special_token_toggle_recomputes_the_metrics_by_the_formulas(qtbot, pane
     assert survey.query_tokens[0] == "[CLS]" and survey.query_tokens[-1] == "[SEP]"
     before = {name: panel.table.model.values[:, i].copy() for i, name in enumerate(panel.table.model.names)}
     panel.special_box.setChecked(True)
+    assert panel.wait_until_shown()  # the kept tokens' metrics and thumbnails, made on the read thread
     sub = survey.weights[:, :, 1:-1, 1:-1]  # [CLS] and [SEP] rows and key columns dropped
     expected = head_metrics(sub)
     # sink stays the weight on the sequence's own first token ([CLS], left out) over the rows kept
@@ -91,7 +92,6 @@ def test_special_token_toggle_recomputes_the_metrics_by_the_formulas(qtbot, pane
     np.testing.assert_allclose(expected["first"], sub[..., :, 0].astype(np.float64).mean(-1), atol=1e-12)
     n = len(survey.query_tokens) - 2
     assert panel.rollout_view.rollout.shape == (6, n, n) and panel.rollout_view.tokens[0] == "the"
-    assert panel.wait_until_shown()  # the thumbnails, made on the read thread
     assert panel.model_view.tile == (n, n)
     panel.special_box.setChecked(False)
     np.testing.assert_allclose(panel.table.model.values[:, 0], before["entropy"])
