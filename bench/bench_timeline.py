@@ -49,7 +49,7 @@ def main() -> int:
         def painted() -> bool:  # the step's trace on screen (reads for hover and focus may still run)
             display = window.state.display
             return (display is not None and display.generation == window.worker.latest_generation
-                    and not window.matrix_view.frames.busy)  # fmt: skip
+                    and window.matrix_view.settled())  # fmt: skip
 
         settle()
         start = time.perf_counter()

@@ -270,7 +270,7 @@ class MainWindow(QMainWindow):
     def is_settled(self) -> bool:
         """True when the last input change has been computed and shown (or refused with a message)."""
         return not (self.sentence_panel.is_typing() or self._submit_soon.pending) and (
-            self._answered == self.worker.latest_generation and not self.frames.busy
+            self._answered == self.worker.latest_generation and self.matrix_view.settled()
         ) and self.jobs.idle
 
     def _on_result(self, display: DisplayTrace) -> None:

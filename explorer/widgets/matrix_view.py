@@ -92,8 +92,9 @@ class MatrixView(QWidget):
         self._refresh_soon = self.frames.turn("images", self.refresh)
         self._paint_soon = self.frames.turn("paint", self._paint_now)
         self.zoom = ZoomRegions(self)  # zooming and panning redraw the visible region from exact cells
-        # Also busy while heatmaps are being built, zoomed regions are on their way, or the paint is held.
-        self.frames.watch(lambda: self.grid.waiting_for > 0 or self.zoom.pending or self.paint_held)
+        # The GUI is also busy while heatmaps are being built or the paint is held. Zoomed regions on
+        # their way are not the GUI's work but the worker's (it would wait for itself): settled() has them.
+        self.frames.watch(lambda: self.grid.waiting_for > 0 or self.paint_held)
 
         self.head_combo = QComboBox()
         self.head_combo.setToolTip("Show every head side by side, or one head large")
@@ -277,6 +278,11 @@ class MatrixView(QWidget):
     def warm_up(self, plots: int) -> None:
         """Build heatmaps in idle time (while a model loads) up to ``plots``."""
         self.grid.warm_up(plots)
+
+    def settled(self) -> bool:
+        """True when what was asked is on screen: no phase of the frame scheduler to come and no
+        zoomed region on its way (tests and screenshots wait for this)."""
+        return not self.frames.busy and not self.zoom.pending
 
     @property
     def paint_held(self) -> bool:

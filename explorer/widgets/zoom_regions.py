@@ -47,7 +47,6 @@ class ZoomRegions:
         if plots:
             self._zoomed.update(id(p) for p in plots)
             self._soon()
-            self.view.frames.check()  # busy until its region is painted
 
     def _whole_and_exact(self, plot) -> bool:
         view = self.view
@@ -76,12 +75,6 @@ class ZoomRegions:
         return self.view.canvas.devicePixelRatioF()
 
     def ask(self) -> None:
-        try:
-            self._ask()
-        finally:
-            self.view.frames.check()
-
-    def _ask(self) -> None:
         self._soon.cancel()
         view = self.view
         display, stage = view.state.display, view.state.stepper.stage
@@ -117,14 +110,12 @@ class ZoomRegions:
     def forget(self) -> None:
         """A new stage or result: what was asked for the old one will not be painted."""
         self._asked.clear()
-        self.view.frames.check()
 
     def arrived(self, generation: int, head: int, image) -> None:
         """The worker's reduction of a region: paint it on the plot showing that head."""
         view = self.view
         stage = view.state.stepper.stage
         asked = self._asked.pop(head, None)
-        self.view.frames.check()
         if stage is None or generation != view.state.stepper.generation or image.name != stage.name:
             return
         for plot in view.plots:

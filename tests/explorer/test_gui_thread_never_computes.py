@@ -214,10 +214,9 @@ def test_a_resized_survey_makes_its_thumbnails_off_the_gui_thread(qtbot, tmp_pat
     from pixels import mosaic_tiles
 
     import explorer.panels.survey_panel as survey_panel
-    from models.survey import head_metrics
-
     from explorer.images.thumbnails import layer_thumbnails, tile_side
     from explorer.panels.survey_panel import SurveyPanel
+    from models.survey import head_metrics
 
     n = 300  # more tokens than a thumbnail's pixels at either size: reduced, peaks enlarged
     rng = np.random.default_rng(5)

@@ -24,7 +24,7 @@ def test_a_long_input_opens_on_the_log_scale_and_says_so(qtbot, make_window):
     assert 512 > LOG_ABOVE_KEYS
     window = make_window(LONG, stage="weights", persist=False)
     view = window.matrix_view
-    qtbot.waitUntil(lambda: not view.frames.busy, timeout=30_000)
+    qtbot.waitUntil(lambda: view.settled(), timeout=30_000)
     image = window.state.display.images["weights"]
     assert window.state.fit_colours == "auto" and image.scale == "log"
     assert view.colour_combo.currentText().startswith("auto: log")

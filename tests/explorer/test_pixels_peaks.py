@@ -27,7 +27,7 @@ def _two_peaks(tmp_path, n: int, peaks) -> Inputs:
 
 def _screen(window, qtbot):
     view = window.matrix_view
-    qtbot.waitUntil(lambda: view.state.stepper.stage is not None and not view.frames.busy, timeout=60_000)
+    qtbot.waitUntil(lambda: view.state.stepper.stage is not None and view.settled(), timeout=60_000)
     return view, grab(view.canvas)
 
 

@@ -36,7 +36,7 @@ def _show(qtbot, window, stage):
     window.resize(1400, 900)
     window.state.set_stage(stage)
     view = window.matrix_view
-    qtbot.waitUntil(lambda: view.state.stepper.stage.name == stage and not view.frames.busy)  # its image converts first
+    qtbot.waitUntil(lambda: view.state.stepper.stage.name == stage and view.settled())  # its image converts first
 
 
 def test_double_clicking_a_cell_of_q_edits_it_and_the_weights_follow(qtbot, make_window, settle, monkeypatch):

@@ -106,7 +106,7 @@ def test_a_held_paint_is_released_when_the_next_stage_has_no_image_yet(qtbot, ma
     window = make_window(stage="weights")
     view = window.matrix_view
     window.worker.stop()  # the image never comes
-    qtbot.waitUntil(lambda: not view.frames.busy)
+    qtbot.waitUntil(lambda: view.settled())
     window.state.display.images.pop("q", None)  # still converting (the background may have been quicker)
     view.hold_paint()  # as a new grid laid out in this turn
     window.state.set_stage("q")

@@ -42,7 +42,7 @@ def test_the_sink_logit_cannot_be_edited_like_a_score(qtbot, make_window, settle
     n = len(window.state.display.trace.key_tokens)
     window.resize(1400, 900)
     window.state.set_stage("scores")
-    qtbot.waitUntil(lambda: window.state.stepper.stage.name == "scores" and not window.matrix_view.frames.busy)
+    qtbot.waitUntil(lambda: window.state.stepper.stage.name == "scores" and window.matrix_view.settled())
     monkeypatch.setattr(window.experiment, "ask_value", lambda *a: 3.0)
     assert window.experiment.edit_cell(0, 2, n) is False  # the sink's column
     assert "cannot be edited" in window.status_line.plain_text() and window.experiment.edits == []
@@ -61,7 +61,7 @@ def test_clicking_the_sink_column_explains_the_sink(qtbot, make_window, gpt_oss_
     for stage, title in (("weights", "Weight"), ("scores", "Sink logit")):
         window.state.set_stage(stage)
         view = window.matrix_view
-        qtbot.waitUntil(lambda: view.state.stepper.stage.name == stage and not view.frames.busy)  # noqa: B023
+        qtbot.waitUntil(lambda: view.state.stepper.stage.name == stage and view.settled())  # noqa: B023
         qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 0, 4, n))
         qtbot.waitUntil(lambda: window.inspector.inspector.derivation is not None
                         and window.inspector.inspector.derivation.stage == stage)  # noqa: B023
