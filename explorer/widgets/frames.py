@@ -81,7 +81,7 @@ class Frames(QObject):
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self._turns: list[Turn] = []
-        self._once: list[Turn] = []  # one-off phases (after_this_turn) until they have run
+        self._named: dict[str, tuple[Turn, list]] = {}  # the phases of after_this_turn, one per name (made once)
         self._begun: set[str] = set()  # phases waiting for an event
         self._limits: dict[str, QTimer] = {}  # each begun phase's time limit (kept for its next begin)
         self._probes: list[Callable[[], bool]] = []
@@ -94,17 +94,21 @@ class Frames(QObject):
         return turn
 
     def after_this_turn(self, name: str, slot: Callable[[], None] | None = None) -> None:
-        """A one-off phase: ``slot`` (or nothing: the GUI is busy until then) in a turn of its own,
-        after what the current turn posted."""
+        """A phase run once, after what the current turn posted: ``slot`` (or nothing: the GUI is
+        busy until then). Asked again before it has run, it runs once, with every slot asked."""
+        if name not in self._named:
+            slots: list[Callable[[], None]] = []
 
-        def ran() -> None:
-            self._once.remove(once)
-            if slot is not None:
-                slot()
+            def run_slots() -> None:
+                queued, slots[:] = list(slots), []
+                for queued_slot in queued:
+                    queued_slot()
 
-        once = Turn(self, name, ran)
-        self._once.append(once)
-        once.request()
+            self._named[name] = (self.turn(name, run_slots), slots)
+        turn, slots = self._named[name]
+        if slot is not None:
+            slots.append(slot)
+        turn.request()
 
     def begin(self, name: str, limit_ms: int = EVENT_LIMIT_MS) -> None:
         """A phase that ends on an event (:meth:`end`), or after ``limit_ms`` at the latest."""
@@ -130,13 +134,13 @@ class Frames(QObject):
 
     @property
     def busy(self) -> bool:
-        return bool(self._begun) or any(t.pending for t in (*self._turns, *self._once)) or any(
+        return bool(self._begun) or any(t.pending for t in self._turns) or any(
             p() for p in self._probes
         )
 
     def pending(self) -> tuple[str, ...]:
         """The names of the phases still to come (for messages and tests)."""
-        return tuple(t.name for t in (*self._turns, *self._once) if t.pending) + tuple(self._begun)
+        return tuple(t.name for t in self._turns if t.pending) + tuple(self._begun)
 
     def check(self) -> None:
         """Emit :attr:`busy_changed` (and :attr:`idle`) if busy has flipped since the last check."""
@@ -151,7 +155,7 @@ class Frames(QObject):
         """Run every requested phase now, in the order they were made, until none is left (a phase
         may request another): for tests and exports, as napari's force_sync."""
         for _ in range(8):
-            ready = [t for t in (*self._turns, *self._once) if t.pending]
+            ready = [t for t in self._turns if t.pending]
             if not ready:
                 break
             for turn in ready:

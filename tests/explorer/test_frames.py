@@ -70,3 +70,16 @@ def test_a_cancelled_phase_never_runs(qtbot):
     assert not frames.busy
     qtbot.wait(20)
     assert calls == []
+
+
+def test_a_one_off_phase_asked_many_times_makes_one_timer(qtbot):
+    """after_this_turn made a new timer (a child of the scheduler) at every submit and every result:
+    a window kept them all."""
+    from PySide6.QtCore import QTimer as Timer
+
+    frames = Frames()
+    calls = []
+    for _ in range(50):
+        frames.after_this_turn("submitted", lambda: calls.append(1))
+        assert frames.wait_until_idle(5)
+    assert calls == [1] * 50 and len(frames.findChildren(Timer)) <= 2
