@@ -24,7 +24,12 @@ def _pause(where: str) -> None:
     if not paused and where.endswith(suffix):
         paused.append(where)
         print(f"PAUSED {where}", flush=True)
-        time.sleep(60)
+        # Short sleeps, not one long one: the kernel may hand the parent's signal to another
+        # thread (torch's, say), and then a long sleep in the main thread is not interrupted and
+        # Python runs its handler only when the sleep ends (a CI run timed out so, once in 1,266).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 _sync, _sync_folder = atomic.sync_file, atomic.sync_folder
