@@ -69,6 +69,7 @@ screenshots: $(VENV)/.app
 	$(SHOT) --model minilm --sentence "$(SENTENCE)" --view model --screenshot docs/model_view.png
 	$(SHOT) --model minilm --sentence "$(SENTENCE)" --view metrics --screenshot docs/head_metrics.png
 	$(SHOT) --model minilm --sentence "$(SENTENCE)" --view rollout --screenshot docs/rollout.png
+	$(SHOT) --model induction --generate "the cat sat on the mat. the cat" --new-tokens 12 --screenshot docs/generate.png
 	rm -rf $(SESSIONS)
 
 clean:

@@ -17,6 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
+import explorer.widgets  # noqa: F401 - pyqtgraph's text near black (explorer/widgets/__init__.py)
 from explorer.engine.timeline_data import Timeline
 
 HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")

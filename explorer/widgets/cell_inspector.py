@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from explorer.widgets.labels import display_label
+from explorer.widgets.labels import display_text
 from explorer.widgets.token_axis import TokenAxis
 from models.derivation import num
 
@@ -88,11 +88,11 @@ class CellInspector(QWidget):
     def show_derivation(self, d: Derivation) -> None:
         self.derivation = d
         font = self.title.font()
-        self.title.setText(display_label(d.title, font))
-        self.formula.setText(display_label(d.formula, self.formula.font()))
-        self.steps.setText(display_label("\n".join(d.steps), self.steps.font()))
+        self.title.setText(display_text(d.title, font))
+        self.formula.setText(display_text(d.formula, self.formula.font()))
+        self.steps.setText(display_text("\n".join(d.steps), self.steps.font()))
         self._show_bars(d)
-        self.terms.setText(display_label(self._terms_text(d), self.terms.font()))
+        self.terms.setText(display_text(self._terms_text(d), self.terms.font()))
         total = d.total()
         value = f"value = {num(d.value, 8)}"
         if total is not None and d.sum_of is not None and len(d.sum_of) > 1:

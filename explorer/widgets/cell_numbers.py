@@ -157,58 +157,82 @@ class CellNumbers:
         view, stage = self.view, self.view.state.stepper.stage
         display = view.state.display
         image = display.images.get(stage.name) if display is not None and stage is not None else None
-        reasons, wanted = [], []
+        reasons, wanted, visible = [], [], []
         for plot in view.plots:
             item = self.item_for(plot)
-            cells: list = []
             shows = (view.state.stepper.generation, stage.name, plot.head) if stage is not None else ()
             if self.enabled and image is not None and plot.rows == len(stage.row_labels):
-                cells, font_px, reason = self._cells_of(plot, stage, lookup_table(image.sequential))
+                found, reason = self._visible_values(plot, stage)
                 reasons.append(reason)
-                if isinstance(cells, tuple):  # rows still to be read: asked for below
-                    wanted.append(cells)
+                if isinstance(found, tuple) and isinstance(found[0], str):  # rows still to be read: asked below
+                    wanted.append(found)
                     if item.shows != shows:  # the numbers of another stage or run: never left on this one
                         item.set_cells([], MAX_FONT_PX)
                     continue
+                if found:
+                    visible.append((plot, item, shows, found))
+                    continue
+            item.set_cells([], MAX_FONT_PX)
+            item.shows = shows
+        # One choice of digits and font for every plot: two heads side by side never read 3 digits in
+        # a 7 px font beside 1 digit in 12 px.
+        choice = self._choose([found for *_, found in visible])
+        if visible and choice is None:
+            reasons.append("the numbers are wider than the cells")
+        lut = lookup_table(image.sequential) if image is not None else None
+        for plot, item, shows, found in visible:
+            cells: list = []
+            if choice is not None:
+                digits, font_px = choice
+                r0, r1, c0, c1, values, _, _ = found
+                indices = self._indices(plot, r0, r1, c0, c1)
+                cells = [(r0 + i, c0 + j, cell_text(float(values[i, j]), digits), text_colour(lut, int(indices[i, j])))
+                         for i in range(r1 - r0) for j in range(c1 - c0)]  # fmt: skip
             item.set_cells(cells, font_px if cells else MAX_FONT_PX)
             item.shows = shows
         self._say_why(next((r for r in reasons if r), ""))
         if wanted and view.values.request("numbers", wanted, self.update):
             self.update()  # no read jobs: read in this turn
 
-    def _cells_of(self, plot, stage, lut: np.ndarray) -> tuple[list | tuple, float, str]:
-        """The visible cells' texts and colours at a font where each fits its cell, or [] and why
-        not; or, when the visible rows have not been read yet, what to ask for (stage, head, r0, r1)."""
+    def _visible_values(self, plot, stage) -> tuple[tuple | None, str]:
+        """The visible cells' values and sizes ``(r0, r1, c0, c1, values, cell_w, cell_h)``, or None and
+        why not; or, when the visible rows have not been read yet, what to ask for (stage, head, r0, r1)."""
         box = plot.plot.getViewBox()
         px_w, px_h = box.viewPixelSize()  # view units (cells) per screen pixel
         if px_w <= 0 or px_h <= 0:
-            return [], 0.0, ""
+            return None, ""
         cell_w, cell_h = 1.0 / px_w, 1.0 / px_h
         if cell_w < MIN_CELL_PX[0] or cell_h < MIN_CELL_PX[1]:
-            return [], 0.0, "the cells are too small"
+            return None, "the cells are too small"
         (x0, x1), (y0, y1) = box.viewRange()
         r0, r1 = max(0, math.floor(y0)), min(plot.rows, math.ceil(y1))
         c0, c1 = max(0, math.floor(x0)), min(plot.cols, math.ceil(x1))
         if r1 <= r0 or c1 <= c0:
-            return [], 0.0, ""
+            return None, ""
         if (r1 - r0) * (c1 - c0) > MAX_CELLS:
-            return [], 0.0, f"over {MAX_CELLS} cells in view"
+            return None, f"over {MAX_CELLS} cells in view"
         rows = self.view.values.rows(stage.name, plot.head, r0, r1)
         if rows is None:
-            return (stage.name, plot.head, r0, r1), 0.0, ""
-        values = rows[:, c0:c1]  # (rows visible, cols visible)
-        # Fewer digits rather than a tiny font, fewer digits before hiding: first from READABLE_PX up.
+            return (stage.name, plot.head, r0, r1), ""
+        return (r0, r1, c0, c1, rows[:, c0:c1], cell_w, cell_h), ""
+
+    @classmethod
+    def _choose(cls, found: list[tuple]) -> tuple[int, float] | None:
+        """The digits and font size (px) at which every plot's visible numbers fit their cells: fewer
+        digits rather than a tiny font, fewer digits before hiding (first from READABLE_PX up); the
+        font is the smallest any plot needs. None when no choice fits them all."""
+        if not found:
+            return None
         for smallest, digits in [(READABLE_PX, d) for d in DIGITS] + [(MIN_FONT_PX, d) for d in DIGITS]:
-            texts = [[cell_text(float(v), digits) for v in row] for row in values]
-            font_px = self._font_px(texts, cell_w, cell_h, smallest)
-            if font_px:
-                break
-        else:
-            return [], 0.0, "the numbers are wider than the cells"
-        indices = self._indices(plot, r0, r1, c0, c1)
-        cells = [(r0 + i, c0 + j, texts[i][j], text_colour(lut, int(indices[i, j])))
-                 for i in range(r1 - r0) for j in range(c1 - c0)]  # fmt: skip
-        return cells, font_px, ""
+            sizes = []
+            for *_, values, cell_w, cell_h in found:
+                texts = [[cell_text(float(v), digits) for v in row] for row in values]
+                sizes.append(cls._font_px(texts, cell_w, cell_h, smallest))
+                if not sizes[-1]:
+                    break
+            if all(sizes):
+                return digits, min(sizes)
+        return None
 
     @staticmethod
     def _indices(plot, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:

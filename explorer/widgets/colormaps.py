@@ -18,6 +18,9 @@ MASKED_RGB = (118, 118, 118)  # a mid grey no colour of either map comes close t
 MASKED_HEX = "#767676"
 NAN_RGB = (255, 0, 170)  # a NaN is never painted as masked: loud pink, in no colour map
 NAN_HEX = "#ff00aa"
+# Every label, title, axis and tick text near black on white: pyqtgraph's default grey (150, 150, 150)
+# read poorly (3:1 against white). Set as pyqtgraph's foreground in explorer/widgets/__init__.py.
+TEXT_RGB = (25, 25, 25)
 
 
 @functools.cache

@@ -1,4 +1,5 @@
-"""Labels that never show an empty box: characters no installed font covers become ``U+4E2D``.
+"""Labels that never show an empty box: characters no installed font covers become ``U+4E2D``,
+and a token's whitespace is drawn as a sign (``␣`` a space, ``↵`` a newline, ``⇥`` a tab).
 
 Qt falls back to any installed font that has a glyph, so a character shows correctly when the
 label's font or any other installed family covers it. Only when none does, the character is
@@ -79,9 +80,30 @@ def uncovered_characters(text: str, font: QFont | None = None) -> list[str]:
     return out
 
 
+# A token made of whitespace (a character-level model's space) would be drawn as nothing: the axis
+# read "15 " and the logit lens showed empty cells. Each is drawn as a sign; other whitespace
+# (no-break space, ideographic space...) as its code point.
+WHITESPACE_SIGNS = {" ": "\u2423", "\n": "\u21b5", "\t": "\u21e5"}  # ␣ ↵ ⇥
+
+
+def visible_whitespace(text: str) -> str:
+    """``text`` with every whitespace character drawn: a space as ``␣``, a newline as ``↵``, a tab as
+    ``⇥``, any other as ``U+XXXX`` (``"a b"`` -> ``"a␣b"``)."""
+    if not any(c.isspace() for c in text):
+        return text
+    return "".join(WHITESPACE_SIGNS.get(c, f"U+{ord(c):04X}") if c.isspace() else c for c in text)
+
+
 def display_label(text: str, font: QFont | None = None) -> str:
-    """``text`` where every character is covered; otherwise the uncovered ones as ``U+XXXX``. Labels
-    with right-to-left letters keep their logical order (:func:`logical_order`).
+    """A token's label as drawn (axes, lists, bars, the logit lens): its whitespace visible
+    (:func:`visible_whitespace`), then :func:`display_text`."""
+    return display_text(visible_whitespace(text), font)
+
+
+def display_text(text: str, font: QFont | None = None) -> str:
+    """Running text (a derivation, a title) as drawn, its spaces kept: ``text`` where every character
+    is covered; otherwise the uncovered ones as ``U+XXXX``. Labels with right-to-left letters keep
+    their logical order (:func:`logical_order`).
 
     Code points are set apart by spaces: ``"a中b"`` -> ``"a U+4E2D b"`` when no font has 中. In
     such a label the invisible joiners and selectors are written as code points too (an emoji

@@ -14,6 +14,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.widgets.colormaps import lookup_table
+from explorer.widgets.labels import display_label
 from explorer.widgets.token_axis import TokenAxis, shorten
 
 MAX_TEXT_CELLS = 320  # beyond this many cells the map is coloured only (hover still names them)
@@ -65,7 +66,7 @@ class LensMap(QWidget):
             for layer in range(L):
                 for p in range(n):
                     dark = prob[layer, p] > 0.55  # viridis turns light: dark text there
-                    item = pg.TextItem(shorten(labels[layer][p], 6), anchor=(0.5, 0.5),
+                    item = pg.TextItem(shorten(display_label(labels[layer][p]), 6), anchor=(0.5, 0.5),
                                        color=QColor(20, 20, 20) if dark else QColor(245, 245, 245))  # fmt: skip
                     item.setPos(p + 0.5, layer + 0.5)
                     self.plot.addItem(item)

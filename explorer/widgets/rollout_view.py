@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QVBoxLayo
 
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.labels import display_label
-from explorer.widgets.token_axis import TokenAxis
+from explorer.widgets.token_axis import TokenAxis, shorten
 
 
 class RolloutView(QWidget):
@@ -23,6 +23,12 @@ class RolloutView(QWidget):
         self.token_box = QComboBox()
         self.token_box.setToolTip("The token whose rollout row the lower plots show")
         self.message = QLabel("")
+        # What the plots are, once, in a line that wraps: as plot titles these sentences made the plots
+        # wider than the tab (a title is never narrower than its text) and cut off the right-hand ones.
+        self.legend = QLabel("Left: the rollout R after the slider's layer, row = token, column = input token "
+                             "it draws on. Right: the chosen token's row after every layer, and as bars "
+                             "after the slider's layer.")  # fmt: skip
+        self.legend.setWordWrap(True)
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Rollout"))
         bar.addWidget(self.slider, 1)
@@ -57,6 +63,7 @@ class RolloutView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
         layout.addWidget(self.message)
+        layout.addWidget(self.legend)
         layout.addWidget(self.canvas, 1)
         self.rollout: np.ndarray | None = None  # (L, n, n) as shown (special tokens maybe left out)
         self.tokens: tuple[str, ...] = ()
@@ -68,6 +75,7 @@ class RolloutView(QWidget):
         self.rollout, self.tokens = rollout, tuple(tokens)
         self.message.setText(why_none if rollout is None else "")
         self.message.setVisible(rollout is None)
+        self.legend.setVisible(rollout is not None)
         self.canvas.setVisible(rollout is not None)
         if rollout is None:
             return
@@ -111,9 +119,9 @@ class RolloutView(QWidget):
         rows = self.contributions()
         self.rows_image.setImage(rows, autoLevels=False, levels=(0.0, float(rows.max()) or 1.0))
         self.rows_image.setRect(QRectF(0, 0, n, layers))
-        token = self.tokens[self.token_box.currentIndex()]
-        self.map_plot.setTitle(f"R after layer {layer}: row = token, column = input token", size="9pt")
-        self.rows_plot.setTitle(f"'{token}': input tokens' shares, layer by layer", size="9pt")
+        token = shorten(display_label(self.tokens[self.token_box.currentIndex()]), 10)
+        self.map_plot.setTitle(f"R after layer {layer}", size="9pt")
+        self.rows_plot.setTitle(f"'{token}' by layer", size="9pt")
         self.bars.setOpts(x=np.arange(n) + 0.5, height=rows[layer], width=0.8)
         self.bars_plot.setTitle(f"'{token}' after layer {layer}", size="9pt")
         self.bars_plot.setXRange(0, n, padding=0)

@@ -21,11 +21,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
 
+from explorer.widgets.colormaps import TEXT_RGB
 from explorer.widgets.labels import display_label
 
 MAX_LABEL_CHARS = 12
 ROW_PITCH_PX = 15  # vertical space one label needs (and the width of an upright one)
-TEXT_RGB = (25, 25, 25)  # labels near black: the default light grey read poorly on white
 LINE_RGB = (90, 90, 90)
 POSITIONS_ABOVE = 30  # a vertical axis with more labels than this keeps room for their positions
 LABEL_GAP_PX = 6  # horizontal space between two labels

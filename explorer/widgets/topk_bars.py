@@ -13,6 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFont, QFontMetricsF
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from explorer.widgets.labels import display_label
 from explorer.widgets.token_axis import shorten
 
 BAR_RGB = (70, 110, 170)
@@ -59,10 +60,10 @@ class TopKBars(QWidget):
                  title: str = "") -> None:  # fmt: skip
         """``tokens``/``probs``: the top-k, most likely first; ``chosen``: the id's row among them
         (None: not among them, then ``chosen_token``/``chosen_prob`` add a row below)."""
-        tokens, probs = list(tokens), [float(p) for p in probs]
+        tokens, probs = [display_label(t) for t in tokens], [float(p) for p in probs]  # a space as ␣
         self.chosen_row = chosen
         if chosen is None and chosen_prob is not None:
-            tokens.append(f"… {chosen_token}")
+            tokens.append(f"… {display_label(chosen_token)}")
             probs.append(float(chosen_prob))
             self.chosen_row = len(tokens) - 1
         brushes = [pg.mkBrush(*(CHOSEN_RGB if i == self.chosen_row else BAR_RGB)) for i in range(len(tokens))]

@@ -82,3 +82,24 @@ def test_minilm_layer_2_head_9_numbers_fit_their_cells(make_window):
     view.numbers.update()
     rects = _check(view)
     assert rects or "zoom in" in view.numbers.checkbox.text()
+
+
+def _significant(text: str) -> int:
+    mantissa = text.replace("−", "").split("e")[0].replace(".", "").lstrip("0")
+    return len(mantissa)
+
+
+def test_every_head_writes_its_numbers_alike(make_window):
+    """One choice of digits and font for every plot: on Q of the README sentence head 0 read
+    "−0.088" in a 7 px font beside head 1's "−0.09" in 12 px."""
+    window = make_window(Inputs(sentence="The animal didn't cross the street because it was too tired.", heads=2,
+                                d_model=16), stage="q")  # fmt: skip
+    view = window.matrix_view
+    view.flush()
+    view.numbers.update()
+    items = [view.numbers.item_for(plot) for plot in view.plots]
+    assert len(items) == 2 and all(item.cells for item in items)
+    assert len({item.font.pixelSize() for item in items}) == 1
+    digits = [max(_significant(text) for _, _, text, _ in item.cells) for item in items]
+    assert digits[0] == digits[1]
+    _check(view)
