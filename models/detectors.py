@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import InputError
+
 DETECTORS = ("previous", "duplicate", "induction", "sink", "retrieval")
 DEFINITIONS = {
     "previous": "TransformerLens previous_token_head: sum(A*P)/sum(A), P[i,i-1]=1, on repeats probes",
@@ -167,6 +169,10 @@ def model_probes(model, seed: int = PROBE_SEED) -> list[Probe]:
     special = {i for t, i in tok.get_vocab(with_added_tokens=True).items() if t in {
         a.content for a in tok.get_added_tokens_decoder().values() if a.special}}  # fmt: skip
     pool = word_pool(tok.get_vocab(with_added_tokens=False), special, model.arch.vocab_size, body)
+    body = min(body, len(pool))  # a small vocabulary (the shipped induction model's 43 tokens): shorter probes
+    if body < 6:
+        raise InputError(f"the detectors' probes need at least 6 distinct ordinary tokens in {model.name}'s "
+                         f"vocabulary and 6 positions; it has {len(pool)} and {model.max_positions}")
     return make_probes(pool, prefix, suffix, body, decoder=model.default_mask == "causal", seed=seed)
 
 

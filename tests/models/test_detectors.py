@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from models import detectors
 from models.detectors import DETECTORS, detect, make_probes, model_probes
 from models.pretrained import load_model, resolve_model
 
@@ -138,3 +139,24 @@ def test_known_matrices_score_one():
     for i in range(6, n):
         induction[i, i - 5] = 1.0  # attend to the token after the previous occurrence
     assert scores_on("induction", induction, Probe("induction", ids))["induction"] == pytest.approx(0.5)
+
+
+def test_a_small_vocabulary_gets_shorter_probes_not_a_traceback(tmp_path, monkeypatch):
+    """The shipped induction model knows 43 ordinary tokens: ``main.py atlas --model induction`` with no
+    corpus stopped on a ValueError (probes wanted 48). Its probes now use what there is; a vocabulary
+    of fewer than 6 tokens is one clear message."""
+    from test_pretrained_loader import write_tiny_gpt2
+
+    from models.errors import InputError
+
+    model = load_model("induction", device="cpu")
+    probes = model_probes(model)
+    ind = [p.ids[1:] for p in probes if p.kind == "induction"]  # after its <bos>
+    assert ind and all(len(b) >= 40 and b[: len(b) // 2] == b[len(b) // 2 :] for b in ind)
+    got = detect(model)
+    assert got["induction"].max() > 0.4  # its second layer has induction heads
+    tiny = load_model(write_tiny_gpt2(tmp_path / "tiny"), device="cpu")  # 9 words, 12 positions
+    assert {len(p.ids) for p in model_probes(tiny)} == {10}  # its 10 tokens (with [UNK]), 12 positions
+    monkeypatch.setattr(detectors, "word_pool", lambda *a: [1, 2, 3, 4, 5])
+    with pytest.raises(InputError, match="at least 6 distinct ordinary tokens"):
+        model_probes(tiny)
