@@ -89,7 +89,7 @@ def _significant(text: str) -> int:
     return len(mantissa)
 
 
-def test_every_head_writes_its_numbers_alike(make_window):
+def test_every_head_writes_its_numbers_alike(qtbot, make_window):
     """One choice of digits and font for every plot: on Q of the README sentence head 0 read
     "−0.088" in a 7 px font beside head 1's "−0.09" in 12 px."""
     window = make_window(Inputs(sentence="The animal didn't cross the street because it was too tired.", heads=2,
@@ -98,7 +98,8 @@ def test_every_head_writes_its_numbers_alike(make_window):
     view.flush()
     view.numbers.update()
     items = [view.numbers.item_for(plot) for plot in view.plots]
-    assert len(items) == 2 and all(item.cells for item in items)
+    assert len(items) == 2
+    qtbot.waitUntil(lambda: all(item.cells for item in items), timeout=10_000)  # rows read off the GUI thread
     assert len({item.font.pixelSize() for item in items}) == 1
     digits = [max(_significant(text) for _, _, text, _ in item.cells) for item in items]
     assert digits[0] == digits[1]
