@@ -174,15 +174,17 @@ class CellNumbers:
                     continue
             item.set_cells([], MAX_FONT_PX)
             item.shows = shows
-        # One choice of digits and font for every plot: two heads side by side never read 3 digits in
-        # a 7 px font beside 1 digit in 12 px.
-        choice = self._choose([found for *_, found in visible])
-        if visible and choice is None:
+        # One choice of digits and font for every plot whose numbers fit at all: two heads side by side
+        # never read 3 digits in a 7 px font beside 1 digit in 12 px, and a head whose cells are too
+        # narrow for any number (not zoomed in as far) does not hide the others' numbers.
+        visible = [(*v[:3], v[3] if self._choose([v[3]]) is not None else None) for v in visible]
+        if any(found is None for *_, found in visible):
             reasons.append("the numbers are wider than the cells")
+        choice = self._choose([found for *_, found in visible if found is not None])
         lut = lookup_table(image.sequential) if image is not None else None
         for plot, item, shows, found in visible:
             cells: list = []
-            if choice is not None:
+            if choice is not None and found is not None:
                 digits, font_px = choice
                 r0, r1, c0, c1, values, _, _ = found
                 indices = self._indices(plot, r0, r1, c0, c1)
