@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from explorer.panels.survey_panel import SurveyPanel
+from explorer.widgets.window_size import open_sized
 from models.encdec_survey import BlockSurvey
 
 ROWS = (("encoder", "Encoder self-attention: the source's tokens attend to each other"),
@@ -38,7 +39,7 @@ class EncoderDecoderSurveyWindow(QMainWindow):
             layout.addWidget(panel, 1)
             splitter.addWidget(row)
         self.setCentralWidget(splitter)
-        self.resize(1300, 1250)
+        open_sized(self, 1300, 900)  # three rows share the height; each thumbnail grid fits its row
 
     @property
     def busy(self) -> bool:
