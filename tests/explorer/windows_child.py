@@ -4,8 +4,8 @@ object, the screen's free area and each window's size and minimum size hint."""
 
 from __future__ import annotations
 
+import gc
 import json
-import os
 import sys
 import tempfile
 import time
@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "models")]
 
-from PySide6.QtCore import QCoreApplication  # noqa: E402
+from PySide6.QtCore import QCoreApplication, QEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 
@@ -68,7 +68,11 @@ def main() -> None:
     pump(1)
     measure("timeline", open_timeline(induction))
     print(json.dumps({"screen": [area.width(), area.height()], "windows": sizes}), flush=True)
-    os._exit(0)  # the windows' threads need not be stopped one by one
+    for window in QApplication.topLevelWidgets():  # their workers stop as they close
+        window.close()
+        window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
 
 
 if __name__ == "__main__":
