@@ -196,8 +196,10 @@ def run_app(argv: Sequence[str]) -> int:
 
     from PySide6.QtWidgets import QApplication
 
+    from explorer.widgets.window_size import use_desktop_offscreen_screen
     from explorer.window import MainWindow
 
+    use_desktop_offscreen_screen()  # a screenshot is taken on a 1920 × 1080 screen, not Qt's 800 × 800
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "attention-explorer"])
     if app.platformName() == "offscreen":
         quiet_offscreen_warnings()

@@ -52,12 +52,12 @@ from explorer.widgets.settings_panel import SettingsPanel
 from explorer.widgets.stage_list import StageList
 from explorer.widgets.stage_stepper import StageStepper
 from explorer.widgets.status_line import StatusLine, trace_summary
+from explorer.widgets.window_size import keep_on_screen, open_sized
 from models.config import InputError
 from models.device import describe_default_device
 from models.pretrained import list_models, resolve_model
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
-DEFAULT_SIZE = (1400, 900)
 WARM_PLOTS = 12  # heads of BERT-base, GPT-2, MiniLM: heatmaps made ready while such a model loads
 IDLE_PLOTS = 16  # heatmaps built in idle time after start-up, so that a first model shows at once
 
@@ -167,9 +167,12 @@ class MainWindow(QMainWindow):
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
         if geometry is None or not self.restoreGeometry(geometry):
-            self.resize(*DEFAULT_SIZE)
+            open_sized(self)  # 1400 × 900, or the screen's free area when smaller
             left = self.splitter.widget(0).minimumWidth()
-            self.splitter.setSizes([left, DEFAULT_SIZE[0] - left - 330, 330])
+            right = max(self.focus_panel.minimumWidth(), min(330, self.width() // 4))
+            self.splitter.setSizes([left, self.width() - left - right, right])
+        else:
+            keep_on_screen(self)  # saved on a larger screen
         self.worker.start()
         self.submit_now()
         # One plot per idle event-loop turn (~10 ms each), behind the first result: a model chosen
@@ -222,7 +225,7 @@ class MainWindow(QMainWindow):
         splitter.addWidget(right)
         for index, stretch in enumerate((0, 1, 0)):
             splitter.setStretchFactor(index, stretch)
-        self.focus_panel.setMinimumWidth(300)
+        self.focus_panel.setMinimumWidth(220)  # with the left column and the matrix: fits a 1280 px screen
         self.splitter = splitter
         splitter.setChildrenCollapsible(False)
         self.setCentralWidget(splitter)
@@ -346,7 +349,7 @@ class MainWindow(QMainWindow):
         lens = getattr(self, "pe_lens", None) or PeLens()
         lens.setWindowTitle("Positional-encoding lens")
         lens.set_encoding(min(n, 512), d)
-        lens.resize(900, 700)
+        open_sized(lens, 900, 700)
         lens.show()
         lens.raise_()
         self.pe_lens = lens

@@ -34,9 +34,14 @@ def block_peaks(a: np.ndarray, rows_px: int, cols_px: int) -> tuple[np.ndarray, 
     return blocks.max(axis=(-3, -1)), (kr, kc)
 
 
-def reduce_row(values: np.ndarray, max_bars: int) -> tuple[np.ndarray, int]:
-    """A row of weights as at most ``max_bars`` bars, each the largest weight of its keys; and the step."""
-    peaks, (_, step) = block_peaks(np.asarray(values)[None, :], 1, max_bars)
+def reduce_row(values: np.ndarray, max_bars: int, signed: bool = False) -> tuple[np.ndarray, int]:
+    """A row of weights as at most ``max_bars`` bars, each the largest weight of its keys (``signed``:
+    the value of largest magnitude, so that a negative difference is kept); and the step."""
+    row = np.asarray(values, dtype=np.float32)[None, :]
+    peaks, (_, step) = block_peaks(row, 1, max_bars)
+    if signed and step > 1:
+        lows = -block_peaks(-row, 1, max_bars)[0]
+        peaks = np.where(np.abs(lows) > np.abs(peaks), lows, peaks)
     return peaks[0], step
 
 

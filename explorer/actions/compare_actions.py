@@ -13,6 +13,7 @@ from PySide6.QtCore import QObject, Qt
 from explorer.engine.compare import COMPARE_SIDE, Comparison, changes, compare
 from explorer.state import ALL_HEADS
 from explorer.widgets.compare_view import CompareView
+from explorer.widgets.window_size import open_sized
 
 Report = Callable[[str], None]
 
@@ -63,7 +64,7 @@ class CompareActions(QObject):
             self.view = CompareView(self._parent)  # a window of its own, closed with the main one
             self.view.setWindowFlag(Qt.WindowType.Window)
             self.view.setWindowTitle("Compare runs: pinned and current")
-            self.view.resize(1100, 460)
+            open_sized(self.view, 1100, 460)
             self.view.closeEvent = self._view_closed
             self.view.resized.connect(self.refresh)  # new device pixels: reduced to them again
         self.refresh()

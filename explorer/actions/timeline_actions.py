@@ -9,6 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
+from explorer.widgets.window_size import open_sized
 from models.config import InputError
 
 
@@ -42,7 +43,7 @@ def open_timeline(window, sentence: str | None = None, step: str | None = None):
     if old is not None:
         old.close()
     timeline_window = TimelineWindow(timeline, on_step, on_head)
-    timeline_window.resize(900, 820)
+    open_sized(timeline_window, 900, 820)
     if step is not None:
         from models.pretrained.steps import parse_step
 

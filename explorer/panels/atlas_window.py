@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from explorer.engine.atlas_worker import AtlasWorker
 from explorer.widgets.atlas_table import AtlasTableModel, head_label
 from explorer.widgets.colormaps import colour_map
+from explorer.widgets.window_size import open_sized
 from models.atlas import Atlas, read_atlas
 from models.config import InputError
 
@@ -291,7 +292,7 @@ class AtlasWindow(QMainWindow):
         self.setWindowTitle("Head atlas")
         self.panel = AtlasPanel(self, model_loader)
         self.setCentralWidget(self.panel)
-        self.resize(1300, 760)
+        open_sized(self, 1300, 760)
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.panel.worker.stop()

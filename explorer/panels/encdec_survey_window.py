@@ -11,11 +11,13 @@ from __future__ import annotations
 import threading
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from explorer.panels.survey_panel import SurveyPanel
+from explorer.widgets.window_size import open_sized
 from models.encdec_survey import BlockSurvey
 
+ROW_HEIGHT = 400  # a row's thumbnails stay readable; three rows taller than the screen scroll
 ROWS = (("encoder", "Encoder self-attention: the source's tokens attend to each other"),
         ("decoder", "Decoder self-attention (causal): each target token attends to the ones before it"),
         ("cross", "Cross-attention: the target's tokens (rows) attend to the source's (columns)"))  # fmt: skip
@@ -36,9 +38,16 @@ class EncoderDecoderSurveyWindow(QMainWindow):
             layout.addWidget(header)
             panel = self.panels[block] = SurveyPanel()
             layout.addWidget(panel, 1)
+            row.setMinimumHeight(ROW_HEIGHT)
             splitter.addWidget(row)
-        self.setCentralWidget(splitter)
-        self.resize(1300, 1250)
+        splitter.setChildrenCollapsible(False)
+        # The rows scroll rather than squeeze their thumbnails or make the window taller than the screen.
+        scroll = QScrollArea()
+        scroll.setWidget(splitter)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.setCentralWidget(scroll)
+        open_sized(self, 1300, 900)  # three rows share the height; each thumbnail grid fits its row
 
     @property
     def busy(self) -> bool:

@@ -47,6 +47,7 @@ from explorer.widgets.generated_matrix import GeneratedMatrix
 from explorer.widgets.lens_map import LensMap
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.topk_bars import TopKBars
+from explorer.widgets.window_size import open_sized
 from models.config import InputError
 from models.generate import GenerateSettings
 
@@ -310,7 +311,7 @@ class GenerateWindow(QMainWindow):
         self.setWindowTitle("Attention Explorer: generate and watch")
         self.panel = GeneratePanel(model_source, model_name)
         self.setCentralWidget(self.panel)
-        self.resize(1500, 950)
+        open_sized(self)  # 1400 × 900, or the screen's size when smaller
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.panel.worker.stop()

@@ -34,6 +34,7 @@ from explorer.jobs import ReadJobs
 from explorer.widgets.head_metrics_table import HeadMetricsTable
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.rollout_view import RolloutView
+from explorer.widgets.window_size import open_sized
 from models.attention_file import open_attention
 from models.config import InputError
 from models.survey import Survey, complete, head_metrics
@@ -292,7 +293,7 @@ class SurveyWindow(QMainWindow):
         self.setWindowTitle("Attention Explorer: the whole model")
         self.panel = SurveyPanel()
         self.setCentralWidget(self.panel)
-        self.resize(1300, 800)
+        open_sized(self, 1300, 800)
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.panel.stop()

@@ -40,3 +40,11 @@ def lookup_table(sequential: bool) -> np.ndarray:
     lut[MASKED_INDEX] = MASKED_RGB
     lut.setflags(write=False)
     return lut
+
+
+@functools.cache
+def sign_colours() -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(negative, positive) RGB: the two ends of the diverging map, for bars whose sign matters (a
+    difference's focus bars): its middle is near white and would vanish on a white chart."""
+    lut = lookup_table(False)
+    return tuple(int(c) for c in lut[0]), tuple(int(c) for c in lut[COLOURS - 1])

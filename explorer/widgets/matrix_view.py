@@ -135,7 +135,7 @@ class MatrixView(QWidget):
         top = QHBoxLayout()
         top.addWidget(QLabel("Show:"))
         top.addWidget(self.head_combo)
-        top.addSpacing(12)
+        top.addSpacing(8)
         top.addWidget(QLabel("Colours:"))
         top.addWidget(self.colour_combo)
         self.controls = top  # others add theirs with add_control (e.g. the difference view)
@@ -374,7 +374,7 @@ class MatrixView(QWidget):
 
     def add_control(self, widget: QWidget) -> None:
         """Put ``widget`` in the row of controls, after Show and Colours."""
-        self.controls.insertSpacing(self.controls.count() - 1, 12)
+        self.controls.insertSpacing(self.controls.count() - 1, 8)
         self.controls.insertWidget(self.controls.count() - 1, widget)
 
     def _query_head(self, head: int) -> int:

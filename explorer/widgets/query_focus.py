@@ -18,6 +18,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.heads import array_head, head_name
+from explorer.widgets.colormaps import sign_colours
 from explorer.widgets.labels import display_label
 from explorer.widgets.token_axis import TEXT_RGB, TokenAxis, shorten
 from models.pixels import enlarge_peaks, reduce_row
@@ -75,6 +76,17 @@ def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.
     )
 
 
+def bar_range(values: np.ndarray) -> tuple[float, float]:
+    """The y range of bars of ``values``: from 0 (or the lowest value, when negative) to the highest,
+    with a margin, so that every bar, up or down, is inside the chart."""
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    low = min(0.0, float(finite.min(initial=0.0)))
+    high = max(0.0, float(finite.max(initial=0.0)))
+    span = (high - low) or 1e-6
+    return (low - 0.08 * span if low < 0 else 0.0), high + 0.08 * span
+
+
 class QueryFocusPanel(QGroupBox):
     """Given the state (duck-typed), it follows the trace, the focused query and head."""
 
@@ -98,6 +110,10 @@ class QueryFocusPanel(QGroupBox):
         # No outline: with hundreds of keys the bars are thinner than a pixel and would be all outline.
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush=BAR_BRUSH, pen=None)
         self.chart.addItem(self.bars)
+        # Signed bars (Difference: edited − original) grow both ways from this line.
+        self.zero_line = pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen(TEXT_RGB, width=1))
+        self.zero_line.setVisible(False)
+        self.chart.addItem(self.zero_line)
         self.bar_readout = QLabel(" ")
         self.bar_readout.setObjectName("readout")
         self.sum_text = QLabel()
@@ -150,7 +166,8 @@ class QueryFocusPanel(QGroupBox):
             self._show_vector(trace, stage, row, head, weights, output, vector)
             return
         self.vector = None
-        self.chart.setLabel("left", "weight a_ij")
+        signed = bool(weights.size) and float(np.nanmin(weights)) < 0  # a difference of weights
+        self.chart.setLabel("left", "Δ weight a_ij" if signed else "weight a_ij")
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
         reads = f" (reads key/value head {groups[head]})" if groups else ""
         self.header.setText(
@@ -161,7 +178,7 @@ class QueryFocusPanel(QGroupBox):
         self._paint_bars()
         self.axis.set_labels(keys)
         self.chart.setXRange(0, len(keys), padding=0.02)
-        self.chart.setYRange(0, max(float(weights.max()), 1e-6) * 1.1, padding=0)
+        self.chart.setYRange(*bar_range(weights), padding=0)
         values = ""
         if groups:
             sharing = ", ".join(str(q) for q, g in enumerate(groups) if g == groups[head])
@@ -192,12 +209,12 @@ class QueryFocusPanel(QGroupBox):
         where = f", {head_name(stage, h)}" if stage.per_head else ""
         self.header.setText(f"Row {r} <b>“{escape(token)}”</b> of {escape(stage.title)}{where}: its "
                             f"{len(vector)} features (indices from 0).")  # fmt: skip
-        self.bars.setOpts(x=np.arange(len(vector)) + 0.5, height=vector, width=0.8)
+        self.bars.setOpts(x=np.arange(len(vector)) + 0.5, height=vector, width=0.8, brushes=None)
+        self.zero_line.setVisible(bool(vector.size) and float(np.nanmin(vector)) < 0)
         self.axis.set_labels(tuple(str(i) for i in range(len(vector))))
         self.chart.setLabel("left", "value")
         self.chart.setXRange(0, max(1, len(vector)), padding=0.02)
-        low, high = min(0.0, float(vector.min(initial=0))), max(0.0, float(vector.max(initial=0)))
-        self.chart.setYRange(low - 0.05 * (high - low or 1), high + 0.05 * (high - low or 1), padding=0)
+        self.chart.setYRange(*bar_range(vector), padding=0)
         if stage.name in OUTPUT_STAGES:
             self.sum_text.setText(contributions_html(trace.key_tokens, weights, output))
         else:
@@ -213,17 +230,24 @@ class QueryFocusPanel(QGroupBox):
         if weights is None:
             return
         pixels = int(self.chart.getPlotItem().getViewBox().width() * self.chart.devicePixelRatioF())
-        heights, step = reduce_row(weights, min(MAX_BARS, pixels) if pixels > 0 else MAX_BARS)
+        signed = bool(weights.size) and float(np.nanmin(weights)) < 0  # Difference: largest magnitudes kept
+        heights, step = reduce_row(weights, min(MAX_BARS, pixels) if pixels > 0 else MAX_BARS, signed=signed)
         if step > 1:
-            heights = enlarge_peaks(heights[None, :], signed=False)[0]
+            heights = enlarge_peaks(heights[None, :], signed=signed)[0]
         x = np.arange(len(heights)) * step + step / 2
-        self.bars.setOpts(x=x, height=heights, width=step if step > 1 else 0.8)
+        brushes = None
+        if signed:  # the sign in colour too: the diverging map's blue end below 0, its red end above
+            negative, positive = sign_colours()
+            brushes = [pg.mkBrush(negative if h < 0 else positive) for h in heights]
+        self.bars.setOpts(x=x, height=heights, width=step if step > 1 else 0.8, brushes=brushes)
+        self.zero_line.setVisible(signed)
         self.bar_step = step
 
     def _clear(self, message: str) -> None:
         self.header.setText(message)
         self.weights_row = None
-        self.bars.setOpts(x=[], height=[])
+        self.bars.setOpts(x=[], height=[], brushes=None)
+        self.zero_line.setVisible(False)
         self.axis.set_labels(())
         self.sum_text.setText("")
         self.sum_text.setToolTip("")

@@ -5,6 +5,9 @@ import os
 
 # Before anything imports Qt: no display is needed, and none is used.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+from explorer.widgets.window_size import use_desktop_offscreen_screen  # noqa: E402
+
+use_desktop_offscreen_screen()  # the screen screenshots are taken on (1920 × 1080), not Qt's 800 × 800
 
 import pytest  # noqa: E402
 

@@ -10,7 +10,8 @@ from PySide6.QtGui import QImage
 from explorer.app import run_app
 from explorer.files.persistence import GEOMETRY_KEY, INPUTS_KEY, inputs_from_dict, load_inputs, open_settings
 from explorer.state import Inputs
-from explorer.window import DEFAULT_SIZE, MainWindow
+from explorer.widgets.window_size import LARGEST
+from explorer.window import MainWindow
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,8 +38,8 @@ def test_inputs_survive_a_restart(qtbot, settings, settle):
     settle(second)
     assert second.state.inputs == Inputs(sentence="one two", heads=4, d_model=8, mask="padding", pad_positions=(1,),
                                          score="general", pe=True, temperature=0.5, seed=42)  # fmt: skip
-    # The offscreen screen is 800 px wide, so Qt fits the restored geometry into it: not the default size.
-    assert settings.value(GEOMETRY_KEY) is not None and second.width() < DEFAULT_SIZE[0]
+    # The geometry saved (1000 × 700) is restored, not the default size.
+    assert settings.value(GEOMETRY_KEY) is not None and second.width() < LARGEST[0]
     assert second.settings_panel.heads.value() == 4 and second.settings_panel.seed.value() == 42
 
 

@@ -1,0 +1,89 @@
+"""The focus panel with Difference ticked (issue 18): edited − original weights can be negative, and
+a negative bar is drawn below a zero line, inside the chart, in the diverging map's negative colour."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRectF
+
+from explorer.widgets.colormaps import sign_colours
+from explorer.widgets.query_focus import bar_range
+from models.pixels import reduce_row
+from tests.explorer.pixels import device_rect, grab
+
+EDIT = (1, 2, 3)  # head 1, query 2, feature 3 of Q: query 2's weights in head 1 change
+
+
+def _edit_q(window, monkeypatch, value=5.0):
+    window.state.set_stage("q")
+    window.matrix_view.refresh()
+    monkeypatch.setattr(window.experiment, "ask_value", lambda *_a: value)
+    assert window.experiment.edit_cell(*EDIT)
+
+
+def _focused_difference(qtbot, make_window, settle, monkeypatch):
+    window = make_window()
+    _edit_q(window, monkeypatch)
+    settle(window)
+    window.experiment.difference.setChecked(True)
+    settle(window)
+    window.state.set_stage("weights")
+    window.state.set_focus_head(EDIT[0])
+    window.state.set_query(EDIT[1])
+    settle(window)
+    panel = window.focus_panel
+    expected = window.state.display.trace["weights"].head(EDIT[0])[EDIT[1]]
+    qtbot.waitUntil(lambda: panel.weights_row is not None and np.array_equal(panel.weights_row, expected))
+    return window, panel, expected
+
+
+def test_a_negative_difference_is_a_bar_below_zero_inside_the_chart(qtbot, make_window, settle, monkeypatch):
+    window, panel, expected = _focused_difference(qtbot, make_window, settle, monkeypatch)
+    assert expected.min() < 0 < expected.max()  # the edit moved weight from some keys to others
+    heights = np.asarray(panel.bars.opts["height"])
+    np.testing.assert_array_equal(heights, expected)  # 7 keys: one bar each, signed
+    box = panel.chart.getPlotItem().getViewBox()
+    (_, _), (low, high) = box.viewRange()
+    assert low < heights.min() and high > heights.max()  # every bar, down or up, is on the chart
+    assert panel.zero_line.isVisible() and panel.zero_line.value() == 0
+    negative, positive = sign_colours()
+    colours = [tuple(b.color().getRgb()[:3]) for b in panel.bars.opts["brushes"]]
+    assert colours == [negative if h < 0 else positive for h in heights]
+    # And on screen: the middle of the lowest bar is painted in the negative colour.
+    panel.chart.resize(400, 300)
+    qtbot.wait(50)
+    j = int(np.argmin(heights))
+    h = float(heights[j])
+    x0, y0, x1, y1 = device_rect(panel.chart, box, QRectF(j + 0.4, 0.75 * h, 0.2, -0.5 * h))
+    image = grab(panel.chart)
+    middle = image[(y0 + y1) // 2, (x0 + x1) // 2]
+    assert tuple(int(c) for c in middle) == negative
+
+
+def test_unsigned_weights_keep_the_range_from_zero_and_one_colour(make_window):
+    window = make_window()
+    window.state.set_stage("weights")
+    window.state.set_query(2)
+    panel = window.focus_panel
+    (_, _), (low, _) = panel.chart.getPlotItem().getViewBox().viewRange()
+    assert low == 0 and not panel.zero_line.isVisible() and panel.bars.opts["brushes"] is None
+
+
+def test_a_per_token_stage_shows_its_negative_features(make_window, qtbot):
+    window = make_window()
+    window.state.set_stage("embeddings")
+    window.state.set_query(1)
+    panel = window.focus_panel
+    qtbot.waitUntil(lambda: panel.vector is not None)
+    assert panel.vector.min() < 0
+    (_, _), (low, high) = panel.chart.getPlotItem().getViewBox().viewRange()
+    assert low < panel.vector.min() and high > panel.vector.max()
+
+
+def test_many_signed_keys_keep_the_most_negative_of_each_block():
+    row = np.zeros(4096, dtype=np.float32)
+    row[100], row[3000] = -0.75, 0.25
+    heights, step = reduce_row(row, 512, signed=True)
+    assert step == 8 and heights.min() == -0.75 and heights.max() == 0.25
+    assert reduce_row(row, 512)[0].min() == 0  # weights (unsigned): each block's largest
+    assert bar_range(np.array([-0.5, 1.0]))[0] < -0.5 and bar_range(np.array([0.2, 1.0]))[0] == 0
