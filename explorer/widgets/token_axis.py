@@ -202,7 +202,7 @@ class TokenAxis(pg.AxisItem):
         thin = (self.vertical or upright) and cell_px < pitch
         step = nice_step(math.ceil(pitch / cell_px)) if thin else 1
         self._positioned = step > 1  # thinned: each label says where it is
-        self._set_upright(upright)
+        self._set_upright(upright, step > 1)
         return range(math.ceil(first / step) * step, last + 1, step)
 
     def _decide(self) -> None:
@@ -257,12 +257,14 @@ class TokenAxis(pg.AxisItem):
         return out
 
     # --- upright labels below the matrix ---------------------------------------------------
-    def _set_upright(self, upright: bool) -> None:
-        """Upright labels need the longest one's width below the matrix: the axis grows to it."""
+    def _set_upright(self, upright: bool, positioned: bool) -> None:
+        """Upright labels need the longest one's width below the matrix (with its position when
+        thinned, never kept empty otherwise): the axis grows to it."""
         if self.vertical:
             return
         metrics = QFontMetricsF(self.style["tickFont"] or QFont())
-        wanted = (max(self._label_widths(), default=0) + self._position_px() + 4) if upright else metrics.height()
+        position = self._position_px() if positioned else 0.0
+        wanted = (max(self._label_widths(), default=0) + position + 4) if upright else metrics.height()
         if upright != self._upright or abs(self.textHeight - wanted) > 1:
             self._upright = upright
             self.textHeight = int(math.ceil(wanted))
