@@ -86,3 +86,31 @@ def test_derivations_break_only_between_terms(qtbot, config, stage, cell):
             assert not bad, (stage, width, bad)
             total += breaks
     assert total > 0  # the widths did make lines break
+
+
+def test_the_focus_panels_output_line_breaks_only_at_its_commas(qapp):
+    """"(d_v = 4, Σ_j a_ij" then "= 1.0000)" on the next line: the sum was cut from its value."""
+    import numpy as np
+    from PySide6.QtGui import QFont, QTextDocument
+
+    from explorer.widgets.query_focus import contributions_html
+
+    tokens = ("The", "animal", "didn", "'")
+    html = contributions_html(tokens, np.array([0.1, 0.2, 0.3, 0.4], np.float32),
+                              np.array([0.037, -0.011, 0.160, 0.131], np.float32))  # fmt: skip
+    breaks = 0
+    for width in (330, 250, 190, 150):
+        document = QTextDocument()
+        document.setDefaultFont(QFont())
+        document.setHtml(html)
+        document.setTextWidth(width)
+        document.size()  # lays the document out
+        block = document.lastBlock()  # the o_i line
+        layout, text = block.layout(), block.text()
+        lines = [text[line.textStart() : line.textStart() + line.textLength()]
+                 for line in (layout.lineAt(i) for i in range(layout.lineCount()))]  # fmt: skip
+        assert "1.0000" in text
+        for left in lines[:-1]:
+            breaks += 1
+            assert left.rstrip().endswith((",", "]")), (width, lines)
+    assert breaks > 0
