@@ -68,7 +68,7 @@ class CellInspector(QWidget):
         label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         label.setTextFormat(Qt.TextFormat.PlainText)  # keep_terms: breaks only between terms and at "="
         # A term wider than the panel is cut at the panel's edge rather than widening the column.
-        label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         font = QFont(label.font())
         if mono:
             font.setFamilies(["DejaVu Sans Mono", "Menlo", "Consolas", "monospace"])

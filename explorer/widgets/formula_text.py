@@ -1,7 +1,8 @@
-"""Formulas with numbers that wrap only where a person would break them: after an ``=`` step (or
-``≈``, ``→``, a comma), before a ``+`` or ``−`` between terms, or between two words of prose;
-never inside a product (``−0.05051 × 0.343 × 0.5``), a quotient (``0.0804627 / √4``), a number or
-a juxtaposed product (``a_ij v_j``). Every other space becomes a no-break space.
+"""Formulas with numbers that wrap only where a person would break them: before an ``=`` step (or
+``≈``, ``→``: the next line starts with it), before a ``+`` or ``−`` between terms, after a list's
+comma, or between two words of prose; never inside a product (``−0.05051 × 0.343 × 0.5``), a
+quotient (``0.0804627 / √4``), a number, brackets or a juxtaposed product (``a_ij v_j``). Every
+other space becomes a no-break space.
 
 ``keep_terms(text)`` returns the text (lines and indentation kept) with those no-break spaces, for a
 word-wrapped QLabel (Qt never breaks a line at a no-break space).
@@ -12,7 +13,7 @@ from __future__ import annotations
 import unicodedata
 
 NBSP = "\u00a0"
-BREAK_AFTER = frozenset({"=", "≈", "→", "⇒", "≤", "≥", "<", ">", ":=", "≡"})  # a step: the line may end here
+STEPS = frozenset({"=", "≈", "→", "⇒", "≤", "≥", "<", ">", ":=", "≡"})  # a step: a new line may start with it
 TERM_SIGNS = frozenset({"+", "−", "-", "±"})  # between terms: the sign starts the next line with its term
 TIGHT = frozenset({"×", "·", "/", "÷", "*", "^", "∘", "⊙", "@"})  # products and quotients stay whole
 MATH_MARKS = frozenset("_()[]{}|‖")
@@ -31,14 +32,12 @@ def _mathy(token: str) -> bool:
 
 def _breakable(before: str, after: str) -> bool:
     """May the line break at the space between the tokens ``before`` and ``after``?"""
-    if before in BREAK_AFTER or before.endswith((",", ";", ":")):
-        return True  # after a step, a list's comma, a caption's colon
-    if after in BREAK_AFTER:
-        return False  # "=" stays at the end of its left side
-    if after in TERM_SIGNS and before not in TIGHT | TERM_SIGNS:
+    if before in STEPS or before in TERM_SIGNS or before in TIGHT or after in TIGHT:
+        return False  # "= 0.891445", "+ 0.3", "0.343 × 0.5" stay together
+    if after in STEPS or before.endswith((",", ";", ":")):
+        return True  # before a step (a continued line starts "= …"), after a comma or a colon
+    if after in TERM_SIGNS:
         return True  # before "+ term"
-    if before in TERM_SIGNS or before in TIGHT or after in TIGHT:
-        return False
     return not (_mathy(before) and _mathy(after))
 
 

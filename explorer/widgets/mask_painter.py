@@ -190,7 +190,8 @@ class MaskPainter(QWidget):
                 path.lineTo(n_k, row)
             self.borders.setPath(path)
             self._fit_cells()
-        self.status.setText(f"{int(mask.sum())} of {mask.size} query–key pairs hidden (dark cells)")
+        self.status.setText(f"{int(mask.sum())} of {mask.size} query–key pairs hidden "
+                            "(the grey cells, grey as masked cells in every heatmap)")  # fmt: skip
         self.mask_changed.emit(mask.copy())
 
     def _fit_cells(self) -> None:

@@ -1,4 +1,4 @@
-"""The inspector's derivations wrap only between terms: after an "=" step, before a "+ term", or
+"""The inspector's derivations wrap only between terms: at an "=" step, before a "+ term", or
 between words of prose; never inside a product or a number. "q_3,0·k_2,0·scale = −0.05051 × 0.343 ×"
 broke before "0.5 = −0.008661", and "0.0804627 / √4 = 0.0804627 /" before "2 = 0.0402313"."""
 
@@ -14,7 +14,7 @@ from models.params import toy_params
 from models.pipeline import run
 
 README = "The animal didn't cross the street because it was too tired."
-STEPS = ("=", "≈", "→")  # a line may end after one of these
+STEPS = ("=", "≈", "→")  # a line may end with one of these, or start with one
 PRODUCTS = ("×", "·", "/")  # never at either side of a break
 
 
@@ -50,7 +50,7 @@ def _bad_breaks(text: str, font, width: float) -> tuple[list[str], int]:
             last, first = left.split()[-1], right.split()[0]  # split() takes no-break spaces as spaces
             if last in PRODUCTS or first in PRODUCTS:
                 bad.append(f"{left!r} | {right!r}")
-            elif last in STEPS or last.endswith((",", ":", ";")) or first in ("+", "−"):
+            elif last in STEPS or first in STEPS or last.endswith((",", ":", ";")) or first in ("+", "−"):
                 continue
             elif not (_prose(last) or _prose(first)):  # two pieces of one term (numbers, names)
                 bad.append(f"{left!r} | {right!r}")
