@@ -190,8 +190,7 @@ class MaskPainter(QWidget):
                 path.lineTo(n_k, row)
             self.borders.setPath(path)
             self._fit_cells()
-        self.status.setText(f"{int(mask.sum())} of {mask.size} query–key pairs hidden "
-                            "(the grey cells, grey as masked cells in every heatmap)")  # fmt: skip
+        self.status.setText(f"{int(mask.sum())} of {mask.size} pairs hidden (grey cells, as in every heatmap)")
         self.mask_changed.emit(mask.copy())
 
     def _fit_cells(self) -> None:
