@@ -32,6 +32,8 @@ class Comparison:
     difference: StageImage | None = None
     pinned_labels: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # rows, cols
     current_labels: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    pinned_axes: tuple[str, str, bool] = ("", "", False)  # rows' and columns' axis ("query", "key"), cross
+    current_axes: tuple[str, str, bool] = ("", "", False)
     largest: tuple[int, int, float] | None = None  # (row, col, value) of the largest |Δ|
 
     def largest_text(self) -> str:
@@ -64,7 +66,8 @@ def compare(pinned: AttentionTrace, current: AttentionTrace, stage: str, head: i
     levels = None if stage in SEQUENTIAL_STAGES else (-bound, bound)  # one scale for both runs
     common = dict(fit=fit, max_side=side, levels=levels)
     kwargs = dict(pinned=stage_image(_flat(a, ma), **common), current=stage_image(_flat(b, mb), **common),
-                  pinned_labels=(a.row_labels, a.col_labels), current_labels=(b.row_labels, b.col_labels))  # fmt: skip
+                  pinned_labels=(a.row_labels, a.col_labels), current_labels=(b.row_labels, b.col_labels),
+                  pinned_axes=_axes(a, pinned), current_axes=_axes(b, current))  # fmt: skip
     if not same:
         message = (f"shapes differ: pinned {_shape(a)}, current {_shape(b)}; "
                    "shown side by side without a difference")  # fmt: skip
@@ -85,6 +88,12 @@ def _flat(like: Stage, matrix: np.ndarray) -> Stage:
     """One head of ``like`` as a 2-D stage (what stage_image converts)."""
     return Stage(like.name, like.title, like.formula, like.description, matrix, like.row_labels,
                  like.col_labels, like.row_axis, like.col_axis)  # fmt: skip
+
+
+def _axes(stage: Stage, trace: AttentionTrace) -> tuple[str, str, bool]:
+    """What the stage's rows and columns are, and whether the run is cross-attention (the axes then
+    say which sentence)."""
+    return stage.row_axis, stage.col_axis, bool(trace.config.get("cross"))
 
 
 def _bound(*matrices: np.ndarray) -> float:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from PySide6.QtCore import Qt
+
 VIEWS = ("stepper", "inspector", "compare", "pe-lens", "model", "metrics", "rollout", "mask")
 
 
@@ -29,8 +31,13 @@ def _inspector_whole(window, tallest: int = 1400) -> bool:
     inspector's scroll bar, as a person would drag the divider."""
     if window.inspector.inspector.derivation is None and window.inspector.inspector.isVisible():
         return False
-    hidden = window.inspector_scroll.verticalScrollBar().maximum()
+    area = window.inspector_scroll
+    # Measured at the width the derivation has without a scroll bar: one shown while measuring took
+    # that width, the derivation's lines wrapped again, and it never fitted (its range is kept off).
+    area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    hidden = area.verticalScrollBar().maximum()
     if hidden <= 0:
+        area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         return True
     split = window.right_splitter
     focus, inspector = split.sizes()
@@ -42,7 +49,10 @@ def _inspector_whole(window, tallest: int = 1400) -> bool:
     if hidden > 0 and window.height() < tallest:
         window.resize(window.width(), min(tallest, window.height() + hidden))
         return False
-    return spare == 0 and hidden > 0  # as tall as it goes: shown with its scroll bar
+    if spare == 0 and hidden > 0:  # as tall as it goes: shown with its scroll bar
+        area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        return True
+    return False
 
 
 def parse_cell(text: str) -> tuple[int, int, int]:

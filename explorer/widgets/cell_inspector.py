@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
+from explorer.widgets.formula_text import keep_terms
 from explorer.widgets.labels import display_text
 from explorer.widgets.token_axis import TokenAxis
 from models.derivation import num
@@ -65,6 +66,8 @@ class CellInspector(QWidget):
         label = QLabel()
         label.setWordWrap(True)
         label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        label.setTextFormat(Qt.TextFormat.PlainText)  # keep_terms: breaks only between terms and at "="
+        # A term wider than the panel is cut at the panel's edge rather than widening the column.
         label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         font = QFont(label.font())
         if mono:
@@ -87,17 +90,21 @@ class CellInspector(QWidget):
 
     def show_derivation(self, d: Derivation) -> None:
         self.derivation = d
-        font = self.title.font()
-        self.title.setText(display_text(d.title, font))
-        self.formula.setText(display_text(d.formula, self.formula.font()))
-        self.steps.setText(display_text("\n".join(d.steps), self.steps.font()))
+        self._set(self.title, d.title)
+        self._set(self.formula, d.formula)
+        self._set(self.steps, "\n".join(d.steps))
         self._show_bars(d)
-        self.terms.setText(display_text(self._terms_text(d), self.terms.font()))
+        self._set(self.terms, self._terms_text(d))
         total = d.total()
         value = f"value = {num(d.value, 8)}"
         if total is not None and d.sum_of is not None and len(d.sum_of) > 1:
             value = f"sum of {len(d.sum_of)} terms = {num(total, 8)}   ·   {value}"
-        self.value.setText(value)
+        self._set(self.value, value)
+
+    @staticmethod
+    def _set(label: QLabel, text: str) -> None:
+        """``text`` on ``label``: code points for what no font draws, wrapped only between terms."""
+        label.setText(keep_terms(display_text(text, label.font())))
 
     # --- pieces ---------------------------------------------------------------------------------------
     def bar_heights(self) -> list[float]:
@@ -124,7 +131,7 @@ class CellInspector(QWidget):
         low, high = min(0.0, *heights), max(0.0, *heights)
         pad = 0.08 * (high - low or 1.0)
         self.plot.setYRange(low - pad, high + pad, padding=0)
-        self.caption.setText(f"{d.bars_caption} ({len(terms)} bars" + (", the cell's own in orange)"
+        self._set(self.caption, f"{d.bars_caption} ({len(terms)} bars" + (", the cell's own in orange)"
                              if d.focus_bar is not None else ")"))  # fmt: skip
         self.plot.show()
 

@@ -21,6 +21,7 @@ NAN_HEX = "#ff00aa"
 # Every label, title, axis and tick text near black on white: pyqtgraph's default grey (150, 150, 150)
 # read poorly (3:1 against white). Set as pyqtgraph's foreground in explorer/widgets/__init__.py.
 TEXT_RGB = (25, 25, 25)
+CELL_BORDER_RGB = (150, 150, 150)  # thin lines between the cells of a grid one clicks (the mask painter)
 
 
 @functools.cache
@@ -48,3 +49,13 @@ def sign_colours() -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     difference's focus bars): its middle is near white and would vanish on a white chart."""
     lut = lookup_table(False)
     return tuple(int(c) for c in lut[0]), tuple(int(c) for c in lut[COLOURS - 1])
+
+
+@functools.cache
+def mask_cell_colours() -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(visible, hidden) cell colours of a painted mask: a hidden pair in the masked grey every heatmap
+    paints it in, a visible one in the weights map's top colour washed with white (light, never the
+    white of the background)."""
+    top = colour_map(True).getLookupTable(nPts=COLOURS, alpha=False)[-1].astype(int)
+    visible = tuple(int(c + 3 * 255) // 4 for c in top)
+    return visible, MASKED_RGB

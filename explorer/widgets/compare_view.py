@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.widgets.colormaps import colour_map, lookup_table
 from explorer.widgets.heatmap_plot import HeatmapPlot
+from explorer.widgets.token_axis import axis_title
 from explorer.widgets.zoom_regions import device_pixels
 
 
@@ -40,6 +41,9 @@ class CompareView(QWidget):
         for col, item in enumerate([self.plots[0].plot, self.plots[1].plot, self.bars[0],
                                     self.plots[2].plot, self.bars[1]]):  # fmt: skip
             self.canvas.addItem(item, 0, col)
+            # The three matrices share the width alike (the difference took half as much again, and
+            # the runs' 14 key labels no longer fitted upright); the colour bars keep their own.
+            self.canvas.ci.layout.setColumnStretchFactor(col, 0 if col in (2, 4) else 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.heading)
@@ -69,11 +73,14 @@ class CompareView(QWidget):
         self.largest.setText(escape(comparison.largest_text()))
         images = (comparison.pinned, comparison.current, comparison.difference)
         labels = (comparison.pinned_labels, comparison.current_labels, comparison.current_labels)
+        kinds = (comparison.pinned_axes, comparison.current_axes, comparison.current_axes)
         names = ("pinned", "current", "current − pinned")
-        for plot, image, (rows, cols), name in zip(self.plots, images, labels, names, strict=True):
+        for plot, image, (rows, cols), (row_axis, col_axis, cross), name in zip(
+                self.plots, images, labels, kinds, names, strict=True):  # fmt: skip
             plot.plot.setVisible(image is not None)
-            if image is not None:
-                plot.set_matrix(image.indices[0], lookup_table(image.sequential), rows, cols, name)
+            if image is not None:  # the main view's axes: "query i", "key j" (which sentence, if cross)
+                axes = (axis_title(row_axis, cross), axis_title(col_axis, cross))
+                plot.set_matrix(image.indices[0], lookup_table(image.sequential), rows, cols, name, axes)
         for bar, image in zip(self.bars, (comparison.current, comparison.difference)):
             bar.setVisible(image is not None)
             if image is not None:

@@ -14,13 +14,15 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, Signal
-from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QPainterPath, QPen
+from PySide6.QtWidgets import QFileDialog, QGraphicsPathItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from explorer.widgets.token_axis import TokenAxis
+from explorer.widgets.colormaps import CELL_BORDER_RGB, mask_cell_colours
+from explorer.widgets.token_axis import TokenAxis, axis_title
 
-SHOWN, HIDDEN = (250, 250, 250, 255), (60, 60, 70, 255)
-LUT = np.array([SHOWN, HIDDEN], dtype=np.uint8)  # index 0: shown, 1: hidden
 STARTS = ("none", "causal", "padding")
+MAX_CELL_ASPECT = 2.0  # a cell at most twice as wide as tall (or tall as wide): a grid, not stripes
+BORDER_FROM_PX = 5  # cell borders drawn while cells are at least this many pixels a side
 
 
 class _Grid(pg.ImageItem):
@@ -91,10 +93,19 @@ class MaskPainter(QWidget):
         self.plot.hideButtons()
         self.plot.setMouseEnabled(False, False)  # drags paint; they never pan
         self.plot.getViewBox().setDefaultPadding(0.0)
-        self.plot.setLabel("left", "query")
-        self.plot.setLabel("bottom", "key")
+        self.left.set_title(axis_title("query"))  # as every heatmap: "query i", "key j", near black
+        self.bottom.set_title(axis_title("key"))
+        visible, hidden = mask_cell_colours()
+        self._lut = np.array([(*visible, 255), (*hidden, 255)], dtype=np.uint8)  # index 0: visible, 1: hidden
         self.grid = _Grid(self)
         self.plot.addItem(self.grid)
+        self.borders = QGraphicsPathItem()  # thin lines between cells, so one sees there are cells to click
+        pen = QPen(QColor(*CELL_BORDER_RGB), 1)
+        pen.setCosmetic(True)
+        self.borders.setPen(pen)
+        self.borders.setZValue(5)
+        self.plot.addItem(self.borders)
+        self.plot.getViewBox().sigResized.connect(self._fit_cells)
         self.buttons = {}
         row = QHBoxLayout()
         row.addWidget(QLabel("Start from:"))
@@ -165,14 +176,39 @@ class MaskPainter(QWidget):
         self._mask = mask
         n_q, n_k = mask.shape
         if mask.size:
-            self.grid.setImage(mask.astype(np.uint8), autoLevels=False, levels=(0, 1), lut=LUT)
+            self.grid.setImage(mask.astype(np.uint8), autoLevels=False, levels=(0, 1), lut=self._lut)
         else:
             self.grid.clear()
         if resize:
             self.grid.setRect(QRectF(0, 0, max(1, n_k), max(1, n_q)))
-            self.plot.getViewBox().setRange(xRange=(0, n_k), yRange=(0, n_q), padding=0)
-        self.status.setText(f"{int(mask.sum())} of {mask.size} query–key pairs hidden (dark cells)")
+            path = QPainterPath()
+            for col in range(n_k + 1):
+                path.moveTo(col, 0)
+                path.lineTo(col, n_q)
+            for row in range(n_q + 1):
+                path.moveTo(0, row)
+                path.lineTo(n_k, row)
+            self.borders.setPath(path)
+            self._fit_cells()
+        self.status.setText(f"{int(mask.sum())} of {mask.size} pairs hidden (grey cells, as in every heatmap)")
         self.mask_changed.emit(mask.copy())
+
+    def _fit_cells(self) -> None:
+        """Show the whole grid with cells at most MAX_CELL_ASPECT times wider than tall (or taller
+        than wide): in a wide dock the grid keeps to the left (beside its row labels) and the rest
+        stays empty, rather than 6 cells stretched into 1,400 px. Borders only while cells are big
+        enough for them not to cover the cells."""
+        n_q, n_k = self._mask.shape
+        box = self.plot.getViewBox()
+        width, height = box.width(), box.height()
+        if not n_q or not n_k or width <= 0 or height <= 0:
+            box.setRange(xRange=(0, max(1, n_k)), yRange=(0, max(1, n_q)), padding=0)
+            return
+        cell_w, cell_h = width / n_k, height / n_q
+        span_x = width / min(cell_w, MAX_CELL_ASPECT * cell_h)  # cells across the view: n_k or more
+        span_y = height / min(cell_h, MAX_CELL_ASPECT * cell_w)
+        box.setRange(xRange=(0, span_x), yRange=(0, span_y), padding=0)
+        self.borders.setVisible(min(width / span_x, height / span_y) >= BORDER_FROM_PX)
 
     # --- files ---------------------------------------------------------------------------------
     def open_file(self, path: str) -> bool:

@@ -71,8 +71,9 @@ def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.
     return (
         f"<b>o<sub>i</sub> = Σ<sub>j</sub> a<sub>ij</sub> v<sub>j</sub></b>{source}, largest weights first:"
         f"<table cellspacing=0 cellpadding=1>{rows}</table>"
-        f"<p>o<sub>i</sub> = [{preview}{more}] &nbsp;(d_v = {len(output)}, Σ<sub>j</sub> a<sub>ij</sub> = "
-        f"{weights.sum():.4f})</p>"
+        # No-break spaces inside each term (explorer/widgets/formula_text.py): the line wraps at a comma.
+        f"<p>o<sub>i</sub>&nbsp;= [{preview}{more}] &nbsp;(d_v&nbsp;=&nbsp;{len(output)}, "
+        f"Σ<sub>j</sub>&nbsp;a<sub>ij</sub>&nbsp;=&nbsp;{weights.sum():.4f})</p>"
     )
 
 

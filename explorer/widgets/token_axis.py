@@ -8,6 +8,8 @@ into a 2048-token matrix shows as many labels as fit and never draws thousands o
 - every label in view when they fit (measured with the axis font);
 - below a matrix, labels too wide to stand side by side are turned upright (read bottom to top),
   so each cell a line tall still gets its label;
+- a label stacked on another (the rows' labels, upright ones) needs the font's line height, measured,
+  not a fixed pitch: 14 upright labels in a 205 px plot all fit;
 - otherwise every k-th label (k = 1, 2, 5, 10, 20, ...) with its position: ``812 the``, never the
   same word repeated without one.
 """
@@ -25,7 +27,6 @@ from explorer.widgets.colormaps import TEXT_RGB
 from explorer.widgets.labels import display_label
 
 MAX_LABEL_CHARS = 12
-ROW_PITCH_PX = 15  # vertical space one label needs (and the width of an upright one)
 LINE_RGB = (90, 90, 90)
 POSITIONS_ABOVE = 30  # a vertical axis with more labels than this keeps room for their positions
 LABEL_GAP_PX = 6  # horizontal space between two labels
@@ -126,6 +127,11 @@ class TokenAxis(pg.AxisItem):
                 self._widths = [per_char * len(shorten(s)) for s in self._shown]
         return self._widths
 
+    def _pitch(self) -> float:
+        """Pixels one stacked label needs: the font's line height (a row label's height, an upright
+        label's width), measured with the axis font."""
+        return QFontMetricsF(self.style["tickFont"] or QFont()).height()
+
     def _position_px(self) -> float:
         """The width of the widest position prefix (``"2047 "``)."""
         return QFontMetricsF(self.style["tickFont"] or QFont()).horizontalAdvance(f"{max(0, len(self._labels) - 1)} ")
@@ -192,10 +198,11 @@ class TokenAxis(pg.AxisItem):
             return range(0)
         cell_px = size / (maxVal - minVal)
         upright = not self.vertical and not all_fit(first, last, cell_px, self._label_widths())
-        thin = (self.vertical or upright) and cell_px < ROW_PITCH_PX
-        step = nice_step(math.ceil(ROW_PITCH_PX / cell_px)) if thin else 1
+        pitch = self._pitch()
+        thin = (self.vertical or upright) and cell_px < pitch
+        step = nice_step(math.ceil(pitch / cell_px)) if thin else 1
         self._positioned = step > 1  # thinned: each label says where it is
-        self._set_upright(upright)
+        self._set_upright(upright, step > 1)
         return range(math.ceil(first / step) * step, last + 1, step)
 
     def _decide(self) -> None:
@@ -250,12 +257,14 @@ class TokenAxis(pg.AxisItem):
         return out
 
     # --- upright labels below the matrix ---------------------------------------------------
-    def _set_upright(self, upright: bool) -> None:
-        """Upright labels need the longest one's width below the matrix: the axis grows to it."""
+    def _set_upright(self, upright: bool, positioned: bool) -> None:
+        """Upright labels need the longest one's width below the matrix (with its position when
+        thinned, never kept empty otherwise): the axis grows to it."""
         if self.vertical:
             return
         metrics = QFontMetricsF(self.style["tickFont"] or QFont())
-        wanted = (max(self._label_widths(), default=0) + self._position_px() + 4) if upright else metrics.height()
+        position = self._position_px() if positioned else 0.0
+        wanted = (max(self._label_widths(), default=0) + position + 4) if upright else metrics.height()
         if upright != self._upright or abs(self.textHeight - wanted) > 1:
             self._upright = upright
             self.textHeight = int(math.ceil(wanted))
@@ -287,7 +296,7 @@ class TokenAxis(pg.AxisItem):
         p.setPen(self.textPen())
         if self.style["tickFont"] is not None:
             p.setFont(self.style["tickFont"])
-        half = ROW_PITCH_PX / 2
+        half = self._pitch() / 2
         for anchor, length, text in textSpecs:  # each read bottom to top, ending at its tick
             p.save()
             p.translate(anchor)

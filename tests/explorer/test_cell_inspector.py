@@ -16,6 +16,11 @@ from models.params import toy_params
 from models.pipeline import run
 
 
+def _text(label) -> str:
+    """A label's text as read: the inspector joins the pieces of a term with no-break spaces."""
+    return label.text().replace("\u00a0", " ")
+
+
 @pytest.fixture(scope="module")
 def toy():
     req = AttentionRequest(config=AttentionConfig(heads=2, d_model=16, mask="causal", pe="sinusoidal", bias=True),
@@ -29,12 +34,12 @@ def test_inspector_shows_a_score_cell(qtbot, toy):
     qtbot.addWidget(panel)
     d = explain(trace, params, "scores", (0, 4, 1))
     panel.show_derivation(d)
-    assert panel.title.text() == "Score · head 0 · query 'the' (4) → key 'cat' (1)"
-    assert "q_4 · k_1 = Σ_c q_4c k_1c" in panel.formula.text()
+    assert _text(panel.title) == "Score · head 0 · query 'the' (4) → key 'cat' (1)"
+    assert "q_4 · k_1 = Σ_c q_4c k_1c" in _text(panel.formula)
     assert panel.bar_heights() == [t.value for t in d.sum_of] and len(d.sum_of) == 8
     assert not panel.plot.isHidden()
-    assert "the 6 largest of 8" in panel.terms.text() and "… and 2 more" in panel.terms.text()
-    assert f"{float(trace['scores'].array[0, 4, 1]):.8g}".replace("-", "−") in panel.value.text()
+    assert "the 6 largest of 8" in _text(panel.terms) and "… and 2 more" in _text(panel.terms)
+    assert f"{float(trace['scores'].array[0, 4, 1]):.8g}".replace("-", "−") in _text(panel.value)
 
 
 def test_inspector_shows_a_weight_row_and_a_hidden_cell(qtbot, toy):
@@ -45,10 +50,10 @@ def test_inspector_shows_a_weight_row_and_a_hidden_cell(qtbot, toy):
     panel.show_derivation(d)
     assert panel.bar_heights() == pytest.approx(list(d.details["exponentials"]))
     assert panel.bar_heights()[4:] == [0.0, 0.0, 0.0]  # keys after the query: e^(−∞) = 0
-    assert "α'_3,2 = e^(α_3,2 − m) / Σ_l e^(α_3,l − m)" in panel.formula.text()
-    assert "cell's own in orange" in panel.caption.text()
+    assert "α'_3,2 = e^(α_3,2 − m) / Σ_l e^(α_3,l − m)" in _text(panel.formula)
+    assert "cell's own in orange" in _text(panel.caption)
     panel.show_derivation(explain(trace, params, "masked", (1, 3, 5)))
-    assert panel.plot.isHidden() and "j > i" in panel.steps.text() and "−∞" in panel.value.text()
+    assert panel.plot.isHidden() and "j > i" in _text(panel.steps) and "−∞" in _text(panel.value)
     panel.clear()
     assert panel.derivation is None and panel.plot.isHidden()
 

@@ -139,3 +139,26 @@ def test_the_comparison_is_reduced_to_the_device_pixels_it_is_drawn_on(qtbot, ma
     for image in (shown.pinned, shown.current, shown.difference):
         got_rows, got_cols = image.indices.shape[-2:]
         assert rows // 2 < got_rows <= rows and cols // 2 < got_cols <= cols, (image.indices.shape, rows, cols)
+
+
+def test_the_comparison_names_its_axes_and_for_cross_attention_which_sentence(qtbot):
+    """The compare plots are titled as the main view's: query i / key j, with the sentence each
+    comes from in cross-attention."""
+    from explorer.widgets.compare_view import CompareView
+    from models.config import AttentionConfig, AttentionRequest
+    from models.pipeline import run
+
+    config = AttentionConfig(heads=1, d_model=8)
+    plain = run(AttentionRequest(config=config, sentence="The cat sat."))
+    cross = run(AttentionRequest(config=config, sentence="The cat sat.", cross_sentence="Die Katze."))
+    view = CompareView()
+    qtbot.addWidget(view)
+    for pinned, current, rows, cols in ((plain, plain, "query i", "key j"),
+                                        (cross, cross, "query i (2nd sentence)", "key j (1st sentence)")):  # fmt: skip
+        comparison = compare(pinned, current, "weights", 0)
+        assert comparison.current_axes[:2] == ("query", "key")
+        view.show_comparison(comparison, "nothing")
+        for plot in view.plots:
+            assert (plot.left.labelText, plot.bottom.labelText) == (rows, cols)
+    view.show_comparison(compare(plain, plain, "embeddings", 0), "nothing")  # a per-token stage
+    assert (view.plots[0].left.labelText, view.plots[0].bottom.labelText) == ("token", "feature")

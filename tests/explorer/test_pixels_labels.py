@@ -146,3 +146,29 @@ def test_row_labels_come_back_when_a_grid_goes_from_two_columns_to_one(qtbot, ma
             assert plot.left.isVisible() == (i % columns == 0)
             if plot.left.isVisible():
                 assert plot.left.width() == plot.left.label_room() > 40  # room for "because" and "query i"
+
+
+def test_the_compare_windows_runs_label_all_fourteen_keys_and_name_their_axes(qtbot, make_window, settle):
+    """The pinned and current plots showed every second key ("0 The", "2 didn", …) beside a
+    difference plot that showed all 14: 14.6 px per cell was taken for too little room, against a
+    fixed 15 px pitch, when an upright label needs the font's line height (~14 px). The compare
+    plots had no axis titles either."""
+    from PySide6.QtWidgets import QApplication
+
+    window = make_window(Inputs(sentence=README, heads=2, d_model=16, mask="causal"), stage="weights")
+    assert window.compare.pin()
+    window.state.update_inputs(temperature=0.5)
+    settle(window)
+    view = window.compare.view
+    view.resize(1100, 460)  # the compare window's own size (explorer.actions.compare_actions)
+    qtbot.waitUntil(lambda: view.plots[2].bottom.size().width() > 100)
+    assert window.jobs.wait_until_idle()  # the comparison at the device pixels of the laid-out view
+    QApplication.processEvents()
+    tokens = list(window.state.display.trace.key_tokens)
+    for plot in view.plots:  # pinned, current, current − pinned
+        drawn = plot.bottom.drawn_labels()
+        assert [text for _, text in drawn] == tokens
+        assert not overlapping([rect for rect, _ in drawn])
+        rows = plot.left.drawn_labels()
+        assert len(rows) == len(tokens) and not overlapping([rect for rect, _ in rows])
+        assert plot.left.labelText == "query i" and plot.bottom.labelText == "key j"

@@ -42,3 +42,21 @@ def test_bad_view_arguments_say_why(tmp_path, capsys):
     assert "outside weights" in capsys.readouterr().err
     assert run_app([*TOY, "--view", "inspector", "--cell", "a,b", "--screenshot", shot]) == 2
     assert "--cell expects" in capsys.readouterr().err
+
+
+def test_an_inspector_screenshot_shows_the_derivation_whole_without_a_scroll_bar(qtbot, make_window, settle):
+    """The screenshot measured the derivation while the inspector's scroll bar took 18 px of its
+    width: lines kept whole (no break inside a term) wrapped once more there, it never fitted, and
+    the PNG showed a scroll bar over a derivation that fits the window without one."""
+    from explorer.files.view_shots import open_view
+    from explorer.state import Inputs
+
+    window = make_window(Inputs(sentence=SENTENCE, heads=2, d_model=16, mask="causal"), stage="weights")
+    window.resize(1400, 900)  # a screenshot's window (explorer.app)
+    settle(window)
+    shot = open_view(window, "inspector", (1, 9, 1), None)
+    qtbot.waitUntil(lambda: window.inspector.inspector.derivation is not None, timeout=15_000)
+    qtbot.waitUntil(lambda: shot.ready() and window.is_settled(), timeout=15_000)  # as explorer.app polls
+    qtbot.wait(50)
+    bar = window.inspector_scroll.verticalScrollBar()
+    assert window.height() < 1400 and bar.maximum() == 0 and not bar.isVisible()
