@@ -239,6 +239,7 @@ class MainWindow(QMainWindow):
         if request is None:
             return None
         self.state.set_requested(request)
+        self.matrix_view.zoom.supersede()  # the picture on screen is outgoing: no more regions for it
         self.frames.after_this_turn("submitted")  # the worker reads a model after this turn's repaints
         generation = self.worker.submit(request, focus_stage=self.state.stage_name)
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
@@ -306,6 +307,8 @@ class MainWindow(QMainWindow):
         if generation != self.worker.latest_generation:
             return
         self.load_bar.hide()
+        self.matrix_view.zoom.forget()  # the picture on screen stays: its regions are asked again
+        self.matrix_view.zoom.now(*self.matrix_view.plots)
         self._answered, self.last_error = generation, message
         self.status_line.show_error(message)
         failed_model = getattr(self.state.requested, "model", None) or ""

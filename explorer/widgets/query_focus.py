@@ -49,15 +49,19 @@ def _num(x: float) -> str:
 
 
 def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.ndarray, values: str = "",
-                       n_values: int | None = None) -> str:  # fmt: skip
+                       n_values: int | None = None, difference: bool = False) -> str:  # fmt: skip
     """The largest weights of one query and the vector they produce, as a small HTML table.
     ``values`` names whose value rows v_j are mixed (a GQA model's shared key/value head);
-    columns from ``n_values`` on have no value row (a learned attention sink's)."""
-    top = np.argsort(-weights, kind="stable")[:TOP_CONTRIBUTORS]
+    columns from ``n_values`` on have no value row (a learned attention sink's). With ``difference``
+    the numbers are edited − original: the largest changes first, and no claim that Δo_i is
+    Σ_j Δa_ij v_j (the values may have changed too)."""
+    order = -np.abs(weights) if difference else -weights
+    top = np.argsort(order, kind="stable")[:TOP_CONTRIBUTORS]
     n_values = len(weights) if n_values is None else n_values
     rows = "".join(
         f"<tr><td align=right>{_num(weights[j])}</td>"
-        + (f"<td>&nbsp;×&nbsp;v<sub>{j}</sub></td>" if j < n_values else "<td>&nbsp;(no value)</td>")
+        + ("<td>&nbsp;</td>" if difference else
+           f"<td>&nbsp;×&nbsp;v<sub>{j}</sub></td>" if j < n_values else "<td>&nbsp;(no value)</td>")
         + f"<td><b>{escape(shorten(display_label(tokens[j]), 16))}</b></td></tr>"
         for j in top
     )
@@ -68,12 +72,18 @@ def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.
     preview = ", ".join(f"{v:.3f}" for v in output[:VECTOR_PREVIEW])
     more = ", …" if len(output) > VECTOR_PREVIEW else ""
     source = f" (v<sub>j</sub>: {escape(values)})" if values else ""
+    total = float(weights.sum())
+    total = 0.0 if abs(total) < 5e-5 else total  # never "−0.0000"
+    if difference:
+        head, d = "<b>Δa<sub>ij</sub></b> = edited − original, largest changes first:", "Δ"
+    else:
+        head, d = (f"<b>o<sub>i</sub> = Σ<sub>j</sub> a<sub>ij</sub> v<sub>j</sub></b>{source}, "
+                   "largest weights first:", "")  # fmt: skip
     return (
-        f"<b>o<sub>i</sub> = Σ<sub>j</sub> a<sub>ij</sub> v<sub>j</sub></b>{source}, largest weights first:"
-        f"<table cellspacing=0 cellpadding=1>{rows}</table>"
+        f"{head}<table cellspacing=0 cellpadding=1>{rows}</table>"
         # No-break spaces inside each term (explorer/widgets/formula_text.py): the line wraps at a comma.
-        f"<p>o<sub>i</sub>&nbsp;= [{preview}{more}] &nbsp;(d_v&nbsp;=&nbsp;{len(output)}, "
-        f"Σ<sub>j</sub>&nbsp;a<sub>ij</sub>&nbsp;=&nbsp;{weights.sum():.4f})</p>"
+        f"<p>{d}o<sub>i</sub>&nbsp;= [{preview}{more}] &nbsp;(d_v&nbsp;=&nbsp;{len(output)}, "
+        f"Σ<sub>j</sub>&nbsp;{d}a<sub>ij</sub>&nbsp;=&nbsp;{total:.4f})</p>"
     )
 
 
@@ -171,10 +181,12 @@ class QueryFocusPanel(QGroupBox):
         self.chart.setLabel("left", "Δ weight a_ij" if signed else "weight a_ij")
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
         reads = f" (reads key/value head {groups[head]})" if groups else ""
+        difference = bool(getattr(display.request, "difference", False))
         self.header.setText(
             f"Query <b>“{escape(display_label(trace.query_tokens[row]))}”</b> (row {row}), head {head}{reads}: "
-            "how much it attends to each key."
-        )
+            + ("how its attention to each key changed (edited − original)." if difference
+               else "how much it attends to each key.")
+        )  # fmt: skip
         self.weights_row = weights
         self._paint_bars()
         self.axis.set_labels(keys)
@@ -184,7 +196,7 @@ class QueryFocusPanel(QGroupBox):
         if groups:
             sharing = ", ".join(str(q) for q, g in enumerate(groups) if g == groups[head])
             values = f"the values of key/value head {groups[head]}, shared by heads {sharing}"
-        self.sum_text.setText(contributions_html(keys, weights, output, values, len(trace.key_tokens)))
+        self.sum_text.setText(contributions_html(keys, weights, output, values, len(trace.key_tokens), difference))
         self.sum_text.setToolTip("o_i = [" + ", ".join(str(np.float32(v)) for v in output) + "]")
 
     def _keep(self, key: tuple, answer: tuple) -> tuple:
@@ -217,7 +229,8 @@ class QueryFocusPanel(QGroupBox):
         self.chart.setXRange(0, max(1, len(vector)), padding=0.02)
         self.chart.setYRange(*bar_range(vector), padding=0)
         if stage.name in OUTPUT_STAGES:
-            self.sum_text.setText(contributions_html(trace.key_tokens, weights, output))
+            difference = bool(getattr(self.state.display.request, "difference", False))
+            self.sum_text.setText(contributions_html(trace.key_tokens, weights, output, difference=difference))
         else:
             preview = ", ".join(f"{v:.3f}" for v in vector[:VECTOR_PREVIEW])
             more = ", …" if len(vector) > VECTOR_PREVIEW else ""

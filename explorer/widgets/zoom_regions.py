@@ -6,6 +6,11 @@ reduction kept. So once a plot is laid out, and again after every resize, zoom o
 pause), the region in view is asked of the worker at the plot's own device pixels: each pixel
 then holds its block's peak (enlarged to 3 × 3 pixels when cells are smaller than a pixel), and a
 region small enough gets one pixel or more per cell, sharp down to single cells.
+
+While a newer request is on its way (:meth:`ZoomRegions.supersede`, on every submit) the picture
+on screen is outgoing: its regions are neither asked for nor painted (each was a repaint of the
+whole grid, on the GUI thread, while the worker computed the picture that replaces it); the next
+result asks again, and so does a failed request, whose picture stays (:meth:`forget`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class ZoomRegions:
         self._zoomed: set[int] = set()  # ids of plots whose range or size changed since the last ask
         self._asked: dict[int, tuple[tuple, float]] = {}  # head -> (what was asked, when)
         self._soon = Debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
+        self.superseded = False  # a newer request is on its way: the picture on screen is outgoing
 
     def changed(self, *plots) -> None:
         """A plot's range or size changed: ask for its region after a pause, unless it shows its
@@ -78,7 +84,7 @@ class ZoomRegions:
         self._soon.cancel()
         view = self.view
         display, stage = view.state.display, view.state.stepper.stage
-        if display is None or stage is None or display.generation != view.state.stepper.generation:
+        if self.superseded or display is None or stage is None or display.generation != view.state.stepper.generation:
             self._zoomed.clear()
             return
         image = display.images.get(stage.name)
@@ -108,15 +114,24 @@ class ZoomRegions:
                                     pixels)  # fmt: skip
 
     def forget(self) -> None:
-        """A new stage or result: what was asked for the old one will not be painted."""
+        """A new stage or result (or a request failed, its picture stays): what was asked for the old
+        one will not be painted, and the regions are asked again."""
         self._asked.clear()
+        self.superseded = False
+
+    def supersede(self) -> None:
+        """A newer request was submitted: stop refining the picture it will replace."""
+        self.superseded = True
+        self._asked.clear()
+        self._zoomed.clear()
+        self._soon.cancel()
 
     def arrived(self, generation: int, head: int, image) -> None:
         """The worker's reduction of a region: paint it on the plot showing that head."""
         view = self.view
         stage = view.state.stepper.stage
         asked = self._asked.pop(head, None)
-        if stage is None or generation != view.state.stepper.generation or image.name != stage.name:
+        if self.superseded or stage is None or generation != view.state.stepper.generation or image.name != stage.name:
             return
         for plot in view.plots:
             if plot.head == head and image.region is not None:

@@ -87,3 +87,17 @@ def test_many_signed_keys_keep_the_most_negative_of_each_block():
     assert step == 8 and heights.min() == -0.75 and heights.max() == 0.25
     assert reduce_row(row, 512)[0].min() == 0  # weights (unsigned): each block's largest
     assert bar_range(np.array([-0.5, 1.0]))[0] < -0.5 and bar_range(np.array([0.2, 1.0]))[0] == 0
+
+
+def test_the_difference_table_lists_the_largest_changes_and_claims_no_sum(qtbot, make_window, settle, monkeypatch):
+    """Under Difference the table below the bars listed "o_i = Σ_j a_ij v_j, largest weights first"
+    (the values may have changed too, so Δo_i is not Σ_j Δa_ij v_j) and the sum read −0.0000."""
+    window, panel, expected = _focused_difference(qtbot, make_window, settle, monkeypatch)
+    text = panel.sum_text.text()
+    assert "largest changes first" in text and "largest weights first" not in text
+    assert "×&nbsp;v<sub>" not in text  # no product with a value row
+    biggest = int(np.argmax(np.abs(expected)))
+    first_value = text.split("<td align=right>")[1].split("</td>")[0]
+    assert float(first_value) == float(f"{expected[biggest]:.4f}")  # the largest change by size, first
+    assert "−0.0000" not in text and "-0.0000" not in text
+    assert "changed (edited − original)" in panel.header.text()

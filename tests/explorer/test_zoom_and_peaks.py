@@ -97,3 +97,36 @@ def test_a_region_on_its_way_does_not_make_the_gui_busy_for_the_worker(qtbot, ma
     qtbot.waitUntil(lambda: not window.frames.busy, timeout=5_000)
     assert view.zoom.pending and not view.settled()  # screenshots and tests still wait for it
     assert not window.is_settled()
+
+
+def test_a_region_for_the_outgoing_picture_is_not_painted(qtbot, make_window, settle):
+    """A region the worker reduced for the picture on screen, arriving once a newer request is on
+    its way, is not painted (at 512 tokens each such paint was a repaint of the whole grid on the
+    GUI thread, three per change while the worker computed); after the new result regions paint
+    again, and after a failed request the picture that stays asks for its regions again."""
+    from explorer.engine.stage_render import stage_image
+
+    window = make_window(Inputs(sentence=" ".join(f"w{i}" for i in range(600)), heads=2, d_model=8),
+                         stage="weights")  # fmt: skip
+    view = window.matrix_view
+    settle(window)
+    plot, region = view.plots[0], (0, 40, 0, 40)
+
+    def arrive() -> None:
+        display = window.state.display
+        image = stage_image(display.trace["weights"], False, region=region, heads=[plot.head], max_side=(40, 40))
+        view.zoom.arrived(display.generation, plot.head, image)
+
+    before = plot.region
+    window.state.update_inputs(seed=5)
+    window.submit_now()
+    arrive()  # for the picture still on screen, the new one on its way
+    assert plot.region == before and not view.zoom.pending
+    settle(window)
+    arrive()
+    assert plot.region == region  # the new picture's regions paint
+    window.state.update_inputs(seed=6)
+    window.submit_now()
+    assert view.zoom.superseded
+    window.worker.failed.emit(window.worker.latest_generation, "error: it failed", "input")
+    assert not view.zoom.superseded
