@@ -109,7 +109,7 @@ def timed_change(window: MainWindow, change, probe: StallProbe) -> tuple[float, 
             probe.longest_cpu_ms)  # fmt: skip
 
 
-def bench(n: int, runs: int) -> dict[str, float]:
+def bench(n: int, runs: int, warmups: int = 1) -> dict[str, float]:
     settings = open_settings(Path(tempfile.mkdtemp()) / "bench.ini")
     sentence = " ".join(f"w{i}" for i in range(n))
     window = MainWindow(settings, Inputs(sentence=sentence, heads=HEADS, d_model=D_MODEL), persist=False,
@@ -119,7 +119,8 @@ def bench(n: int, runs: int) -> dict[str, float]:
     freeze_startup_objects()  # as main.py does once the window is up
     probe = StallProbe()
     try:
-        one_update(window, seed=1000, probe=probe)  # warm-up: first layout, caches, torch kernels
+        for w in range(warmups):  # warm-up: first layout, caches, torch kernels (the first change after
+            one_update(window, seed=1000 + w, probe=probe)  # the first result costs more: --warmups 2)
         samples = [one_update(window, seed=s, probe=probe) for s in range(runs)]
     finally:
         window.close()
@@ -182,6 +183,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[64, 512, 2048])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--warmups", type=int, default=1, help="toy changes before the timed ones (default 1)")
     parser.add_argument("--models", nargs="*", default=["minilm"], help="pretrained models to time (none: skip)")
     args = parser.parse_args()
     app = QApplication.instance() or QApplication([])
@@ -190,7 +192,7 @@ def main() -> int:
     print(f"{'n':>6} {'latency ms':>11} {'gui ms':>8} {'paint ms':>9} {'stall ms':>9} {'turn cpu ms':>12}")
     for n in args.sizes:
         runs = args.runs if n < 2048 else max(3, args.runs // 2)
-        r = bench(n, runs)
+        r = bench(n, runs, args.warmups)
         figures = f"{r['latency']:>11.1f} {r['gui']:>8.1f} {r['paint']:>9.1f} {r['stall']:>9.1f} {r['cpu']:>12.1f}"
         print(f"{n:>6} {figures}", flush=True)
     for model in args.models:
