@@ -113,12 +113,13 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
     survey = window.open_survey(model=True)
     if survey is None:
         return window.last_error or "the whole-model view needs --model"
-    panel = survey.panel
-    if view == "metrics":
-        panel.tabs.setCurrentWidget(panel.table)
-    elif view == "rollout":
-        panel.tabs.setCurrentWidget(panel.rollout_view)
-    return Shot(survey, lambda: panel.survey is not None and not panel.busy and panel.model_view.settled())
+    # An encoder-decoder's window has three panels (encoder, decoder, cross) in a scrolled column:
+    # the PNG is that whole column, the rows scrolled out of view included.
+    panels = list(getattr(survey, "panels", {}).values()) or [survey.panel]
+    for panel in panels:
+        survey_tab(panel, view)
+    widget = survey.centralWidget().widget() if hasattr(survey, "panels") else survey
+    return Shot(widget, lambda: all(p.survey is not None and not p.busy and p.model_view.settled() for p in panels))
 
 
 def survey_tab(panel, view: str | None) -> None:

@@ -60,3 +60,24 @@ def test_an_inspector_screenshot_shows_the_derivation_whole_without_a_scroll_bar
     qtbot.wait(50)
     bar = window.inspector_scroll.verticalScrollBar()
     assert window.height() < 1400 and bar.maximum() == 0 and not bar.isVisible()
+
+
+@pytest.mark.parametrize("view", ["model", "rollout"])
+def test_an_encoder_decoder_whole_model_view_is_saved_with_its_three_rows(tmp_path, capsys, view):
+    """``--view model`` with a T5 stopped on an AttributeError traceback (its window has three
+    panels, not one). The PNG holds all three rows (encoder, decoder, cross), scrolled or not."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+    from encdec_refs import SOURCE, TARGET, build
+
+    folder = tmp_path / "tiny-t5"
+    folder.mkdir()
+    build(folder, "t5")
+    out = tmp_path / f"{view}.png"
+    argv = ["--model", str(folder), "--sentence", SOURCE, "--cross-sentence", TARGET, "--view", view,
+            "--screenshot", str(out)]  # fmt: skip
+    assert run_app(argv) == 0, capsys.readouterr().err
+    image = QImage(str(out))
+    assert image.height() >= 3 * 400  # three rows of at least 400 px each, the ones scrolled out included
