@@ -10,15 +10,9 @@ from explorer.widgets.colormaps import sign_colours
 from explorer.widgets.query_focus import bar_range
 from models.pixels import reduce_row
 from tests.explorer.pixels import device_rect, grab
+from tests.explorer.test_experiment import _edit_q  # the same edit: head 1, query 2, feature 3 of Q
 
 EDIT = (1, 2, 3)  # head 1, query 2, feature 3 of Q: query 2's weights in head 1 change
-
-
-def _edit_q(window, monkeypatch, value=5.0):
-    window.state.set_stage("q")
-    window.matrix_view.refresh()
-    monkeypatch.setattr(window.experiment, "ask_value", lambda *_a: value)
-    assert window.experiment.edit_cell(*EDIT)
 
 
 def _focused_difference(qtbot, make_window, settle, monkeypatch):
