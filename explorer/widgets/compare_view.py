@@ -51,15 +51,21 @@ class CompareView(QWidget):
         layout.addWidget(self.canvas, 1)
         layout.addWidget(self.largest)
         self.comparison = None
+        # The matrices' own area, not the window: it also changes when a label or the heading
+        # changes height or the axes their width, and the comparison must follow it.
+        self._side = None
+        self.plots[1].plot.getViewBox().sigResized.connect(self._matrix_resized)
 
     def device_side(self) -> tuple[int, int] | None:
         """(rows, cols) of device pixels a run's matrix covers, or None before the first layout."""
         rows, cols = device_pixels(self.plots[1], self.devicePixelRatioF())
         return (rows, cols) if rows > 8 and cols > 8 else None
 
-    def resizeEvent(self, event):  # noqa: N802 - Qt API
-        super().resizeEvent(event)
-        self.resized.emit()
+    def _matrix_resized(self, *_args) -> None:
+        side = self.device_side()
+        if side is not None and side != self._side:  # once per new size: never a loop of refreshes
+            self._side = side
+            self.resized.emit()
 
     def show_comparison(self, comparison, what_changed: str) -> None:
         """Paint ``comparison`` (pinned, current, difference); ``what_changed`` heads the panel."""

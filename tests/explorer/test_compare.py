@@ -141,6 +141,12 @@ def test_the_comparison_is_reduced_to_the_device_pixels_it_is_drawn_on(qtbot, ma
                    for image in (shown.pinned, shown.current, shown.difference))  # fmt: skip
 
     qtbot.waitUntil(fits, timeout=10_000)
+    # The matrices' area shrinks while the window keeps its size (wider margins around them): the
+    # comparison was reduced again only when the window itself was resized (a CI run caught it).
+    before = view.device_side()
+    view.canvas.ci.layout.setContentsMargins(150, 0, 150, 0)  # the plots get 300 px less width
+    qtbot.waitUntil(lambda: view.device_side() != before, timeout=5_000)
+    qtbot.waitUntil(fits, timeout=10_000)
 
 
 def test_the_comparison_names_its_axes_and_for_cross_attention_which_sentence(qtbot):
