@@ -177,11 +177,10 @@ class QueryFocusPanel(QGroupBox):
             self._show_vector(trace, stage, row, head, weights, output, vector)
             return
         self.vector = None
-        signed = bool(weights.size) and float(np.nanmin(weights)) < 0  # a difference of weights
-        self.chart.setLabel("left", "Δ weight a_ij" if signed else "weight a_ij")
+        difference = bool(getattr(display.request, "difference", False))  # edited − original is shown
+        self.chart.setLabel("left", "Δ weight a_ij" if difference else "weight a_ij")
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
         reads = f" (reads key/value head {groups[head]})" if groups else ""
-        difference = bool(getattr(display.request, "difference", False))
         self.header.setText(
             f"Query <b>“{escape(display_label(trace.query_tokens[row]))}”</b> (row {row}), head {head}{reads}: "
             + ("how its attention to each key changed (edited − original)." if difference

@@ -95,3 +95,4 @@ def test_the_difference_table_lists_the_largest_changes_and_claims_no_sum(qtbot,
     assert float(first_value) == float(f"{expected[biggest]:.4f}")  # the largest change by size, first
     assert "−0.0000" not in text and "-0.0000" not in text
     assert "changed (edited − original)" in panel.header.text()
+    assert panel.chart.getPlotItem().getAxis("left").labelText == "Δ weight a_ij"  # from the request, not the signs
