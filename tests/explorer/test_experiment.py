@@ -98,13 +98,18 @@ def test_an_edit_of_q_recomputes_every_later_stage(make_window, settle, monkeypa
         assert np.array_equal(original[stage.name], stage.array)
 
 
-def test_difference_view_shows_edited_minus_original_and_names_the_largest_change(make_window, settle, monkeypatch):
-    window = make_window()
+def _difference_of_weights(window, settle, monkeypatch) -> None:
+    """Edit one cell of Q (_edit_q), tick Difference and show the weights: edited − original."""
     _edit_q(window, monkeypatch)
     settle(window)
     window.experiment.difference.setChecked(True)
     settle(window)
     window.state.set_stage("weights")
+
+
+def test_difference_view_shows_edited_minus_original_and_names_the_largest_change(make_window, settle, monkeypatch):
+    window = make_window()
+    _difference_of_weights(window, settle, monkeypatch)
     settle(window)
     request = SMALL.to_runspec().toy_request()
     a = pipeline.run(request)["weights"].array

@@ -10,18 +10,14 @@ from explorer.widgets.colormaps import sign_colours
 from explorer.widgets.query_focus import bar_range
 from models.pixels import reduce_row
 from tests.explorer.pixels import device_rect, grab
-from tests.explorer.test_experiment import _edit_q  # the same edit: head 1, query 2, feature 3 of Q
+from tests.explorer.test_experiment import _difference_of_weights  # its edit: head 1, query 2, feature 3 of Q
 
 EDIT = (1, 2, 3)  # head 1, query 2, feature 3 of Q: query 2's weights in head 1 change
 
 
 def _focused_difference(qtbot, make_window, settle, monkeypatch):
     window = make_window()
-    _edit_q(window, monkeypatch)
-    settle(window)
-    window.experiment.difference.setChecked(True)
-    settle(window)
-    window.state.set_stage("weights")
+    _difference_of_weights(window, settle, monkeypatch)
     window.state.set_focus_head(EDIT[0])
     window.state.set_query(EDIT[1])
     settle(window)
