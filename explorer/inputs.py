@@ -1,5 +1,18 @@
-"""The window's inputs: every setting the computation depends on, flat and JSON-friendly (the
-window's controls), and how they become the RunSpec the worker runs (models/runspec.py). Qt-free.
+"""The window's inputs: the form its controls fill in, and how it becomes the RunSpec the worker
+runs (models/runspec.py). Qt-free.
+
+The form is not a second list of options: :class:`Inputs` is made from the one option table
+(models/fields.py: ``FIELDS``), as :class:`~models.runspec.RunSpec` is. Each row the window offers
+is a field of the same name (an array row as the path of its file, ``<array>_file``), plus the
+window's own rows (:data:`WINDOW_ROWS`: the second sentence's checkbox, positions as a checkbox, a
+model's mask) and what a session brings for one run (:data:`ONE_RUN`). A new input option is one
+row of ``FIELDS``: it is then a field here, saved and restored and checked by its row; its box in
+the settings panel is the one thing left to add.
+
+Why a form beside the RunSpec: a RunSpec is what is computed, and one with a model refuses the
+toy's settings (as ``export`` does). The form also holds what waits: the toy's heads and widths
+while a model is chosen, the second sentence while cross-attention is off, files not read yet. Its
+one way to a request is :meth:`Inputs.to_runspec`.
 
 With ``model`` empty that is the toy engine (random weights, every size settable); with a model
 name or folder it is that pretrained model's layer, and the model sets the sizes.
@@ -8,57 +21,89 @@ name or folder it is that pretrained model's layer, and the model sets the sizes
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from models.config import AttentionConfig, InputError
-from models.fields import FIELDS, MODEL_MASKS, Field
+from models.fields import FIELDS, MODEL_MASKS, Field, labels, positions
 from models.held_arrays import HeldArrays
 from models.runspec import DEFAULT_MASK, RunSpec, load_matrix
 from models.tokenize import tokenize
 
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired."
 
-
-@dataclass(frozen=True)
-class Inputs:
-    """The user's settings, flat and JSON-friendly (they persist between launches)."""
-
-    sentence: str = DEFAULT_SENTENCE
-    cross_enabled: bool = False
-    cross_sentence: str = "Das Tier überquerte die Straße nicht."
-    heads: int = 2
-    d_model: int = 16
-    d_k: int | None = None  # None: auto (d_model // heads)
-    d_v: int | None = None  # None: same as d_k
-    mask: str = "none"
-    pad_positions: tuple[int, ...] = ()
-    score: str = "scaled"
-    pe: bool = False
-    temperature: float = 1.0
-    seed: int = 0
-    model: str = ""  # "": the toy engine; else a name ("minilm", "gpt2") or a model folder
-    layer: int = 0  # the model layer traced, 0-based like models.pretrained and `export --layer`
-    model_mask: str = DEFAULT_MASK  # the model's own mask, or none / causal / padding to compare
-    block: str = "cross"  # an encoder-decoder model's attention: encoder, decoder or cross
-    # What the command line's files give (`export` takes the same options); not saved between launches.
-    d_out: int | None = None
-    bias: bool = False
-    embeddings_file: str = ""  # an n × d_model .npy instead of the sentence
-    labels: tuple[str, ...] = ()
-    cross_embeddings_file: str = ""
-    cross_labels: tuple[str, ...] = ()
-    weights_file: str = ""  # W.npz
-    mask_file: str = ""  # boolean .npy for mask "custom"
-    # Mask "custom" without a file: the mask painted in the window, rows of True = hidden (not saved
-    # between launches; sessions hold it). () or another shape: nothing hidden.
-    painted_mask: tuple[tuple[bool, ...], ...] = ()
-    # Embeddings / weights a session brought, held in memory (no file on disk); a file above wins.
-    held: HeldArrays = HeldArrays()
+# --- the form's fields, from the option table ---------------------------------------------
+# What the form starts with where a row's default is "not given" (None).
+FORM_DEFAULTS = {"sentence": DEFAULT_SENTENCE, "cross_sentence": "Das Tier überquerte die Straße nicht.",
+                 "mask": "none", "model": "", "block": "cross", "labels": (), "cross_labels": ()}  # fmt: skip
+# Rows with no control in the window: the model list opens a training step's folder itself; the
+# worker chooses the device; the window has its own length limit (models.checks).
+NOT_OFFERED = ("step", "device", "max_tokens")
+# Rows that come with the command line's files (`export` takes the same options): not saved.
+FOR_THIS_RUN = ("d_out", "bias", "labels", "cross_labels")
+# The window's own inputs, rows of the same kind (saved and checked alike); one of them gives a
+# FIELDS row the form of its control (pe: the row's "sinusoidal" / "none" as a checkbox).
+WINDOW_ROWS = (
+    Field("cross_enabled", "input", "toy", "the second sentence is used (its tokens are the queries)", type=None,
+          flag=True, default=False),
+    Field("pe", "attention", "toy", "sinusoidal positions (the pe row as a checkbox)", type=None, flag=True,
+          default=False),
+    Field("model_mask", "attention", "model", "a model's own mask, or one to compare", choices=MODEL_MASKS,
+          default=DEFAULT_MASK),
+)  # fmt: skip
+# What a session (or the command line's files) brings for one run: never saved.
+ONE_RUN = (
+    # Mask "custom" without a file: the mask painted in the window, rows of True = hidden. () or
+    # another shape: nothing hidden.
+    ("painted_mask", tuple, ()),
+    # Embeddings / weights a session brought, held in memory (no file on disk); a file wins.
+    ("held", HeldArrays, HeldArrays()),
     # A session's model run: its layer and pad positions are used as given, refused (with export's
     # line) when the model has no such layer or token, never adjusted; any later change clears it.
-    exact: bool = False
+    ("exact", bool, False),
+)
+NOT_SAVED = tuple(name for name, _, _ in ONE_RUN)
+
+
+def _annotation(row: Field) -> Any:
+    if row.flag:
+        return bool
+    if row.type in (labels, positions):
+        return tuple
+    if row.type in (int, float):
+        return row.type if row.default is not None else row.type | None  # None: auto (d_k, d_v, d_out)
+    return str
+
+
+def form_fields(fields: tuple[Field, ...] = FIELDS) -> list[tuple[str, Any, Any, Field | None]]:
+    """``(name, annotation, default, row)`` of each input in order; ``row`` saves and checks it
+    (None: not saved between launches)."""
+    window = {f.dest: f for f in WINDOW_ROWS}
+    out: list[tuple[str, Any, Any, Field | None]] = []
+    for f in fields:
+        if not f.stored or f.dest in NOT_OFFERED:
+            continue
+        if f.array:  # a file option: the path the window reads (never saved: the file may be gone)
+            out.append((f"{f.array}_file", str, "", None))
+            continue
+        if f.dest == "cross_sentence":
+            out.append(("cross_enabled", bool, False, window["cross_enabled"]))
+        row = window.get(f.dest, f)
+        default = row.default if row is not f else FORM_DEFAULTS.get(f.dest, f.default)
+        out.append((f.dest, _annotation(row), default, None if f.dest in FOR_THIS_RUN else row))
+        if f.dest == "mask":
+            out.append(("model_mask", str, DEFAULT_MASK, window["model_mask"]))
+    return out + [(name, annotation, default, None) for name, annotation, default in ONE_RUN]
+
+
+def input_rows(fields: tuple[Field, ...] = FIELDS) -> dict[str, Field | None]:
+    """Every input's name (in order) with the row that saves and checks it, or None when it is not saved."""
+    return {name: row for name, _, _, row in form_fields(fields)}
+
+
+class _InputsMethods:
+    """The methods of :class:`Inputs` (its fields come from the option table)."""
 
     @property
     def uses_model(self) -> bool:
@@ -119,42 +164,19 @@ class Inputs:
         return spec.replace(arrays=HeldArrays({**spec.arrays, "mask": mask}), origins=tuple(origins.items()))
 
 
-# --- each input as a row of the option table (what the saved settings are derived from) ----------
-# An Inputs field named as a FIELDS row (sentence, heads, ..., block) is that row: saved between
-# launches and checked by it (Field.from_json: type, choices, range), but for FOR_THIS_RUN. An array
-# row's file (``<array>_file``: embeddings_file, mask_file, ...) is never saved. The window's own
-# inputs are WINDOW_ROWS, rows of the same kind (saved and checked alike), which also give a FIELDS
-# row the form of its control (pe: the row's "sinusoidal" / "none" as a checkbox). NOT_SAVED: what a
-# session or the command line brings for one run. A new input option is one row of FIELDS and a
-# field of Inputs of the same name; a new field of Inputs that is none of these is refused below.
-FOR_THIS_RUN = ("d_out", "bias", "labels", "cross_labels")  # they come with the command line's files
-WINDOW_ROWS = (
-    Field("cross_enabled", "input", "toy", "the second sentence is used (its tokens are the queries)", type=None,
-          flag=True, default=False),
-    Field("pe", "attention", "toy", "sinusoidal positions (the pe row as a checkbox)", type=None, flag=True,
-          default=False),
-    Field("model_mask", "attention", "model", "a model's own mask, or one to compare", choices=MODEL_MASKS,
-          default=DEFAULT_MASK),
-)  # fmt: skip
-NOT_SAVED = ("painted_mask", "held", "exact")
+def make_inputs(fields: tuple[Field, ...] = FIELDS) -> type:
+    """The form's class for an option table (``FIELDS``; tests pass a table with a new row)."""
+    made = dataclasses.make_dataclass(
+        "Inputs", [(name, annotation, dataclasses.field(default=default))
+                   for name, annotation, default, _ in form_fields(fields)],
+        bases=(_InputsMethods,), frozen=True)  # fmt: skip
+    made.__module__ = __name__
+    made.__doc__ = """The window's form, flat and JSON-friendly: one field per row of the option table
+    the window offers (see the module's docstring); what its rows say is saved between launches."""
+    return made
 
 
-def input_rows(fields: tuple[Field, ...] = FIELDS, inputs: type = Inputs) -> dict[str, Field | None]:
-    """Every field of ``inputs`` (in order) with the row that saves and checks it, or None when it is
-    not saved. ValueError for a field that is neither a row nor named here."""
-    by_dest, window = {f.dest: f for f in fields}, {f.dest: f for f in WINDOW_ROWS}
-    files = {f"{f.array}_file" for f in fields if f.array}
-    rows: dict[str, Field | None] = {}
-    for name in (f.name for f in dataclasses.fields(inputs)):
-        if name in window:
-            rows[name] = window[name]
-        elif name in NOT_SAVED or name in FOR_THIS_RUN or name in files:
-            rows[name] = None
-        elif name in by_dest and by_dest[name].array is None:
-            rows[name] = by_dest[name]
-        else:
-            raise ValueError(f"Inputs.{name} is neither a FIELDS row nor a window-only input (explorer/inputs.py)")
-    return rows
+Inputs = make_inputs()
 
 
 def painted_mask(spec: RunSpec, painted: tuple) -> np.ndarray:

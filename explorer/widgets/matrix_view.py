@@ -131,6 +131,7 @@ class MatrixView(QWidget):
         self.colour_bar = pg.ColorBarItem(values=(0, 1), colorMap=colour_map(True), interactive=False,
                                           colorMapMenu=False, width=16)  # fmt: skip
         self.grid = HeatmapGrid(self.canvas, self.colour_bar, self._wire_plot, self._refresh_soon.request)
+        self._bar_title: str | None = None  # the colour bar's title, once set
 
         top = QHBoxLayout()
         top.addWidget(QLabel("Show:"))
@@ -210,7 +211,10 @@ class MatrixView(QWidget):
         if self.colour_bar.colorMap() is not colour_map(image.sequential):
             self.colour_bar.setColorMap(colour_map(image.sequential))
         self.colour_bar.setLevels(image.levels)
-        self.colour_bar.setLabel("right", "log₁₀ weight" if image.sequential and image.scale == "log" else "")
+        bar_title = "log₁₀ weight" if image.sequential and image.scale == "log" else ""
+        if bar_title != self._bar_title:  # setting it draws the bar's axis again
+            self._bar_title = bar_title
+            self.colour_bar.setLabel("right", bar_title)
         lo, hi = image.data_range
         if np.isfinite(lo):
             text = f"min {lo:.4g}   max {hi:.4g}"

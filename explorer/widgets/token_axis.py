@@ -22,6 +22,7 @@ from collections import OrderedDict
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
+from PySide6.QtWidgets import QGraphicsItem
 
 from explorer.widgets.colormaps import TEXT_RGB
 from explorer.widgets.labels import display_label
@@ -92,6 +93,12 @@ class TokenAxis(pg.AxisItem):
         self.setTextPen(QColor(*TEXT_RGB))
         self.setPen(QColor(*LINE_RGB))
         self._widths: list[float] | None = None  # pixel width of each shortened label, measured lazily
+        self._title = ""  # the axis title set_title shows ("" none)
+        self._metrics: tuple[object, QFontMetricsF] | None = None  # (the tick font, its metrics)
+        self._chosen: tuple[tuple, range] | None = None  # _choose's last question and answer
+        # Kept as a pixmap in device pixels: a repaint of the heatmaps (a new result with the same
+        # labels) copies it rather than laying out and drawing every label again (QPicture.play).
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -117,9 +124,16 @@ class TokenAxis(pg.AxisItem):
         self.picture = None  # pyqtgraph caches the drawn axis; labels changed, so redraw
         self.update()
 
+    def _font_metrics(self) -> QFontMetricsF:
+        """The tick font's metrics, measured once per font (asked for on every layout of the axis)."""
+        font = self.style["tickFont"]
+        if self._metrics is None or self._metrics[0] is not font:
+            self._metrics = (font, QFontMetricsF(font or QFont()))
+        return self._metrics[1]
+
     def _label_widths(self) -> list[float]:
         if self._widths is None:
-            metrics = QFontMetricsF(self.style["tickFont"] or QFont())
+            metrics = self._font_metrics()
             if len(self._shown) <= MEASURED_LABELS:
                 self._widths = [metrics.horizontalAdvance(shorten(s)) for s in self._shown]
             else:  # thousands of tokens: measuring each (~3 µs) would stall a paint; a bound per length
@@ -130,11 +144,11 @@ class TokenAxis(pg.AxisItem):
     def _pitch(self) -> float:
         """Pixels one stacked label needs: the font's line height (a row label's height, an upright
         label's width), measured with the axis font."""
-        return QFontMetricsF(self.style["tickFont"] or QFont()).height()
+        return self._font_metrics().height()
 
     def _position_px(self) -> float:
         """The width of the widest position prefix (``"2047 "``)."""
-        return QFontMetricsF(self.style["tickFont"] or QFont()).horizontalAdvance(f"{max(0, len(self._labels) - 1)} ")
+        return self._font_metrics().horizontalAdvance(f"{max(0, len(self._labels) - 1)} ")
 
     def label_room(self) -> int:
         """Pixels the longest label (with its position, when many) and the axis title need beside
@@ -142,13 +156,14 @@ class TokenAxis(pg.AxisItem):
         room = max(self._label_widths(), default=0)
         if len(self._labels) > POSITIONS_ABOVE:
             room += self._position_px()
-        title = self.label.boundingRect().height() if self.label.isVisible() else 0
+        title = self.label.boundingRect().height() if self._title else 0
         return int(room + title) + self.style["tickTextOffset"][0] + 10
 
     def set_title(self, title: str) -> None:
         """The axis title (``query i``, ``key j``), in the label colour; "" hides it."""
-        if title == (self.labelText if self.label.isVisible() else ""):
+        if title == self._title:  # (not the label's isVisible(): false for an axis not on screen yet)
             return
+        self._title = title
         if title:
             self.setLabel(title, color=QColor(*TEXT_RGB))
         else:
@@ -156,6 +171,7 @@ class TokenAxis(pg.AxisItem):
         if self.vertical and self._labels:
             self.setWidth(self.label_room())
         self.picture = None
+        self.update()
 
     def paint(self, p, opt, widget):
         """pyqtgraph draws each axis into a QPicture once per change of labels, range or size,
@@ -188,6 +204,14 @@ class TokenAxis(pg.AxisItem):
 
     def _choose(self, minVal: float, maxVal: float, size: float) -> range:  # noqa: N803
         """The cells labelled in view; sets whether labels are thinned (with positions) and upright."""
+        question = (minVal, maxVal, size, self._labels, self.style["tickFont"])
+        if self._chosen is not None and all(a is b or a == b for a, b in zip(self._chosen[0], question)):
+            return self._chosen[1]  # asked again on every range and size event of a layout: same answer
+        kept = self._choose_now(minVal, maxVal, size)
+        self._chosen = (question, kept)
+        return kept
+
+    def _choose_now(self, minVal: float, maxVal: float, size: float) -> range:  # noqa: N803
         n = len(self._labels)
         minVal, maxVal = sorted((minVal, maxVal))  # noqa: N806 - an inverted axis passes them swapped
         if n == 0 or size <= 0 or maxVal <= minVal:

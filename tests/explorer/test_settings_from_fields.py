@@ -11,7 +11,7 @@ import pytest
 
 from explorer.app import build_parser, inputs_from_args
 from explorer.files.persistence import SAVED, inputs_from_dict, inputs_to_dict
-from explorer.inputs import FOR_THIS_RUN, NOT_SAVED, WINDOW_ROWS, Inputs, input_rows
+from explorer.inputs import FOR_THIS_RUN, NOT_OFFERED, NOT_SAVED, WINDOW_ROWS, Inputs, input_rows, make_inputs
 from explorer.state import ExplorerState
 from explorer.usage import UsageError
 from explorer.widgets.settings_panel import AUTO, SettingsPanel
@@ -35,18 +35,13 @@ def test_every_saved_input_is_a_fields_row_or_a_named_window_only_one():
     assert not unsaved & set(inputs_to_dict(Inputs()))
 
 
-def test_an_input_that_is_neither_a_row_nor_named_is_refused():
-    stray = dataclasses.make_dataclass("StrayInputs", [("stray", int, dataclasses.field(default=1))],
-                                       bases=(Inputs,), frozen=True)  # fmt: skip
-    with pytest.raises(ValueError, match="Inputs.stray is neither"):
-        input_rows(FIELDS, stray)
-
-
-def test_a_new_fields_row_with_a_default_is_saved_restored_and_checked():
+def test_a_new_fields_row_is_an_input_saved_restored_and_checked_with_nothing_else_written():
+    """A new option is one row of the table: the form has it (its default), saves it, restores it and
+    checks it by its range, as RunSpec and the command line do."""
     row = Field("window_size", "attention", "toy", "a made-up option", type=int, default=3, low=1, shown=(1, 9))
-    wider = dataclasses.make_dataclass("WiderInputs", [("window_size", int, dataclasses.field(default=3))],
-                                       bases=(Inputs,), frozen=True)  # fmt: skip
-    saved = {name: r for name, r in input_rows((*FIELDS, row), wider).items() if r is not None}
+    wider = make_inputs((*FIELDS, row))
+    assert wider().window_size == 3 and not hasattr(Inputs(), "window_size")
+    saved = {name: r for name, r in input_rows((*FIELDS, row)).items() if r is not None}
     assert saved["window_size"] is row
     data = inputs_to_dict(wider(window_size=7, heads=4), saved)
     assert data["window_size"] == 7
@@ -55,6 +50,18 @@ def test_a_new_fields_row_with_a_default_is_saved_restored_and_checked():
         problems: list[str] = []
         assert inputs_from_dict({"window_size": bad}, problems, saved, wider()).window_size == 3
         assert problems == [f"window_size {json.dumps(bad)}"]
+
+
+def test_the_form_is_the_option_tables_rows_the_window_offers():
+    """No second list of options: each input is a row of FIELDS (an array row as its file's path), a
+    window row, or one of what a session brings; every row the window offers is an input."""
+    names = [f.name for f in dataclasses.fields(Inputs)]
+    offered = [f.dest if f.array is None else f"{f.array}_file" for f in FIELDS
+               if f.stored and f.dest not in NOT_OFFERED]  # fmt: skip
+    assert set(names) == set(offered) | WINDOW_ONLY | set(NOT_SAVED)
+    assert len(names) == len(set(names))
+    assert {name: getattr(Inputs(), name) for name in ("heads", "d_model", "score", "temperature", "seed")} == {
+        name: BY_DEST[name].default for name in ("heads", "d_model", "score", "temperature", "seed")}
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ def _redraw(window) -> np.ndarray:
     for plot in window.matrix_view.plots:
         for axis in (plot.left, plot.bottom):
             axis.picture = None
+            axis.update()  # and its pixmap (the axes are cached in device pixels)
     return _pixels(window.matrix_view.canvas)
 
 
@@ -40,3 +41,35 @@ def test_shared_axis_pictures_draw_exactly_what_each_axis_would(make_window, set
     token_axis.clear_shared_pictures()
     np.testing.assert_array_equal(_redraw(window), fresh)
     assert not np.array_equal(fresh, shared)
+
+
+def test_a_new_result_with_the_same_labels_copies_the_axes_rather_than_drawing_them(make_window, settle, monkeypatch):
+    """The axes are kept as pixmaps: repainting the heatmaps for new numbers (same tokens) draws no label."""
+    drawn = []
+    paint = token_axis.TokenAxis.paint
+    # Patched before the axes exist (PySide looks a Python override up once per object).
+    monkeypatch.setattr(token_axis.TokenAxis, "paint", lambda self, *a: (drawn.append(self), paint(self, *a)))
+    window = make_window(Inputs(sentence="The cat sat on the mat.", heads=4, d_model=16))
+    settle(window)
+    before = _pixels(window.matrix_view.canvas)
+    assert drawn  # the axes were drawn once
+    drawn.clear()
+    window.state.update_inputs(seed=7)  # new weights, the same tokens
+    settle(window)
+    after = _pixels(window.matrix_view.canvas)
+    assert not np.array_equal(before, after)  # the heatmaps were painted again
+    assert drawn == []
+
+
+def test_an_axis_drawn_again_when_its_title_or_labels_change(make_window, settle):
+    """A cached axis is never stale: a new title or new labels are drawn."""
+    window = make_window(Inputs(sentence="The cat sat on the mat.", heads=2, d_model=16))
+    settle(window)
+    axis = window.matrix_view.plots[0].bottom
+    view = window.matrix_view.canvas
+    first = _pixels(view)
+    axis.set_title("a title no stage has")
+    retitled = _pixels(view)
+    assert not np.array_equal(first, retitled)
+    axis.set_labels(tuple(f"other{i}" for i in range(len(axis.labels))))
+    assert not np.array_equal(_pixels(view), retitled)
