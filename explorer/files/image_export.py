@@ -4,11 +4,13 @@ into place), so a failed save never leaves a half-written file where the old one
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsView, QWidget
 
 from models.atomic import atomic_file
 from models.config import InputError
@@ -33,15 +35,37 @@ def png_bytes(image: QImage) -> bytes:
     return bytes(data.data())
 
 
+@contextmanager
+def drawn_as_vectors(root: QGraphicsScene | QWidget) -> Iterator[None]:
+    """While an SVG is made: the items kept as pixmaps on screen (the token axes,
+    explorer/widgets/token_axis.py) are drawn as themselves, so that their labels are text in the
+    file rather than a picture of text; as they were afterwards."""
+    if isinstance(root, QGraphicsScene):
+        scenes = [root]
+    else:
+        views = ([root] if isinstance(root, QGraphicsView) else []) + root.findChildren(QGraphicsView)
+        scenes = [view.scene() for view in views if view.scene() is not None]
+    none = QGraphicsItem.CacheMode.NoCache
+    cached = [(item, item.cacheMode()) for scene in scenes for item in scene.items() if item.cacheMode() != none]
+    for item, _ in cached:
+        item.setCacheMode(none)
+    try:
+        yield
+    finally:
+        for item, mode in cached:
+            item.setCacheMode(mode)
+
+
 def scene_bytes(scene, fmt: str) -> bytes:
     """The whole scene of a pyqtgraph GraphicsView as PNG or SVG bytes (pyqtgraph.exporters)."""
     from pyqtgraph import exporters
 
     if fmt == "SVG":
-        try:
-            return exporters.SVGExporter(scene).export(toBytes=True)
-        except ValueError:  # pyqtgraph 0.14 cannot parse the closed paths ("… Z") of Qt 6.x (its #3495)
-            return qt_svg_bytes(scene)
+        with drawn_as_vectors(scene):
+            try:
+                return exporters.SVGExporter(scene).export(toBytes=True)
+            except ValueError:  # pyqtgraph 0.14 cannot parse the closed paths ("… Z") of Qt 6.x (its #3495)
+                return qt_svg_bytes(scene)
     return png_bytes(exporters.ImageExporter(scene).export(toBytes=True))
 
 
@@ -56,7 +80,8 @@ def widget_svg_bytes(widget: QWidget) -> bytes:
     axis ticks stay text, the heatmaps are embedded images."""
     from PySide6.QtCore import QPoint
 
-    return _svg_bytes(widget, widget.size(), lambda painter: QWidget.render(widget, painter, QPoint(0, 0)))
+    with drawn_as_vectors(widget):
+        return _svg_bytes(widget, widget.size(), lambda painter: QWidget.render(widget, painter, QPoint(0, 0)))
 
 
 def _svg_bytes(view: QWidget, size, draw) -> bytes:
