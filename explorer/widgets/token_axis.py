@@ -273,7 +273,8 @@ class TokenAxis(pg.AxisItem):
                 out.append((QRectF(0, along - metrics.height() / 2, metrics.horizontalAdvance(text), metrics.height()),
                             text))  # fmt: skip
             elif self._upright:
-                out.append((QRectF(along - metrics.height() / 2, 0, metrics.height(), metrics.horizontalAdvance(text)),
+                x = self._upright_centre(along)
+                out.append((QRectF(x - metrics.height() / 2, 0, metrics.height(), metrics.horizontalAdvance(text)),
                             text))  # fmt: skip
             else:
                 width = metrics.horizontalAdvance(text)
@@ -294,6 +295,13 @@ class TokenAxis(pg.AxisItem):
             self.textHeight = int(math.ceil(wanted))
             self._updateHeight()
 
+    def _upright_centre(self, x: float) -> float:
+        """Where an upright label at ``x`` is drawn: at its tick, or moved in just enough that all of it
+        is inside what the axis may draw (its edge overhang: 3 px beside a neighbouring matrix), never
+        half cut off at the first or last cell."""
+        clip, half = self.boundingRect(), self._pitch() / 2
+        return min(max(x, clip.left() + half), clip.right() - half)
+
     def generateDrawSpecs(self, p):  # noqa: N802 - pyqtgraph API
         specs = super().generateDrawSpecs(p)
         if not self._upright or specs is None:
@@ -309,7 +317,7 @@ class TokenAxis(pg.AxisItem):
         length = bounds.bottom() - top
         texts = []
         for v, text in zip(values, self.tickStrings(values, 1.0, 1.0)):
-            x = bounds.left() + (v - low) * bounds.width() / (high - low)
+            x = self._upright_centre(bounds.left() + (v - low) * bounds.width() / (high - low))
             texts.append((QPointF(x, top), length, text))
         return axis_spec, tick_specs, texts
 

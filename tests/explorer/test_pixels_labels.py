@@ -3,7 +3,7 @@ evenly spaced with their position; axis titles; right-to-left pieces in logical 
 labels overlap."""
 
 import numpy as np
-from pixels import overlapping
+from pixels import grab, overlapping
 
 from explorer.state import Inputs
 from explorer.widgets.labels import LRM, display_label
@@ -172,3 +172,32 @@ def test_the_compare_windows_runs_label_all_fourteen_keys_and_name_their_axes(qt
         rows = plot.left.drawn_labels()
         assert len(rows) == len(tokens) and not overlapping([rect for rect, _ in rows])
         assert plot.left.labelText == "query i" and plot.bottom.labelText == "key j"
+
+
+def test_the_first_and_last_upright_labels_are_whole_beside_a_neighbouring_matrix(make_window, settle):
+    """Upright labels at the edge of a matrix in a grid (3 px of overhang beside its neighbour) were
+    drawn at their tick and half cut off (the first, "0 w0", showed as "0 w("): they move in instead."""
+    window = make_window(Inputs(sentence=" ".join(f"w{i}" for i in range(300)), heads=8, d_model=64),
+                         stage="weights")  # fmt: skip
+    window.resize(1400, 900)
+    settle(window)
+    view = window.matrix_view
+    view.flush()
+    axis = view.plots[0].bottom
+    drawn = _labels(axis)
+    assert drawn[0][1] == "0 w0" and len(drawn) >= 4
+    clip = axis.boundingRect()  # what the axis draws inside (pyqtgraph clips its text to it)
+    for rect, _ in drawn:
+        assert clip.left() <= rect.left() and rect.right() <= clip.right()
+    # As pixels: the first label's ink fills both halves of its line (its glyphs' tops and bottoms).
+    canvas = view.canvas
+    image = canvas.grab().toImage()
+    ratio = image.devicePixelRatio()
+    rect = axis.mapRectToScene(drawn[0][0])
+    top_left = canvas.mapFromScene(rect.topLeft())
+    x0, y0 = int(top_left.x() * ratio), int(top_left.y() * ratio)
+    w, h = int(rect.width() * ratio), int(rect.height() * ratio)
+    pixels = grab(canvas)[y0 : y0 + h, x0 : x0 + w]
+    ink = pixels.sum(axis=2) < 3 * 120
+    left, right = ink[:, : w // 2].sum(), ink[:, w // 2 :].sum()
+    assert left > 0.4 * right
