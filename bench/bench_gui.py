@@ -11,6 +11,8 @@ For n tokens (h = 8, d_model = 512), showing the softmax weights of all eight he
               spent waiting for a core, which on a shared 2-core machine scatters from run to run
 Targets on 2 cores: latency <= 50 ms / 250 ms / 2 s for n = 64 / 512 / 2048; gui + paint <= 16 ms;
 stall <= 50 ms.
+Each window first makes --warmups changes (default 1) and is then left to settle (its held panel
+answers shown) before the timed changes.
 
 Then for each pretrained model (--models, default minilm when installed; all twelve heads of its
 'weights' shown for the default 16-token sentence), the same figures for
