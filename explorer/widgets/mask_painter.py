@@ -9,11 +9,12 @@ the same atomic save as the command line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainterPath, QPen
 from PySide6.QtWidgets import QFileDialog, QGraphicsPathItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
@@ -22,6 +23,7 @@ from explorer.widgets.token_axis import TokenAxis, axis_title
 
 STARTS = ("none", "causal", "padding")
 MAX_CELL_ASPECT = 2.0  # a cell at most twice as wide as tall (or tall as wide): a grid, not stripes
+QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 BORDER_FROM_PX = 5  # cell borders drawn while cells are at least this many pixels a side
 
 
@@ -106,6 +108,9 @@ class MaskPainter(QWidget):
         self.borders.setZValue(5)
         self.plot.addItem(self.borders)
         self.plot.getViewBox().sigResized.connect(self._fit_cells)
+        self._fit_width = QWIDGETSIZE_MAX  # the plot's width that fits its grid (_fit_cells)
+        self._narrow = QTimer(self, singleShot=True, interval=0)
+        self._narrow.timeout.connect(lambda: self.view.setMaximumWidth(self._fit_width))
         self.buttons = {}
         row = QHBoxLayout()
         row.addWidget(QLabel("Start from:"))
@@ -126,7 +131,8 @@ class MaskPainter(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
-        layout.addWidget(self.view, 1)
+        # Left-aligned: a grid narrower than the dock keeps its plot (axis line, "key j") to its width.
+        layout.addWidget(self.view, 1, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.status)
 
     # --- the mask ------------------------------------------------------------------------------
@@ -209,6 +215,13 @@ class MaskPainter(QWidget):
         span_y = height / min(cell_h, MAX_CELL_ASPECT * cell_w)
         box.setRange(xRange=(0, span_x), yRange=(0, span_y), padding=0)
         self.borders.setVisible(min(width / span_x, height / span_y) >= BORDER_FROM_PX)
+        # The plot as wide as its grid at the most the dock's width allows (its key axis line and
+        # title then span the grid, not the whole dock); a wider or taller dock resizes it and asks again.
+        around = self.view.width() - width  # the row labels, axis and margins beside the cells
+        cell = min((self.width() - around) / n_k, MAX_CELL_ASPECT * height / n_q)
+        fit = int(math.ceil(around + n_k * cell)) + 1
+        self._fit_width = fit if fit < self.width() else QWIDGETSIZE_MAX
+        self._narrow.start()  # in a turn of its own: not while the view is still being resized
 
     # --- files ---------------------------------------------------------------------------------
     def open_file(self, path: str) -> bool:

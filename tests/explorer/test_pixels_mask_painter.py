@@ -62,3 +62,25 @@ def test_cells_stay_near_square_in_a_wide_dock(qtbot):
         assert [text for _, text in labels] == list(TOKENS)  # every key still labelled under its cell
         first = painter.view.mapFromScene(painter.bottom.mapToScene(labels[0][0].center()))
         assert np.isclose(first.x(), (x0 + x1) / 2 / painter.view.devicePixelRatioF(), atol=3)
+
+
+def test_the_key_axis_and_its_title_span_the_grid_not_the_wide_dock(qtbot):
+    """In a wide dock the grid keeps to the left: its key axis line and "key j" ran on across the dock
+    (the title centred 500 px right of the grid). The plot now keeps to its grid's width."""
+    painter = _shown_painter(qtbot, 1400, 300)
+    qtbot.wait(100)  # the plot narrowed to its grid, then laid out again
+    view, box = painter.view, painter.plot.getViewBox()
+    ratio = view.devicePixelRatioF()
+    x0, _, x1, _ = device_rect(view, box, QRectF(0, 0, len(TOKENS), 1))  # the whole grid's columns
+    assert view.width() < 700  # not the dock's 1,400 px
+    axis_end = view.mapFromScene(box.sceneBoundingRect().topRight()).x()
+    assert abs(axis_end - x1 / ratio) <= 3  # the axis line stops where the grid stops
+    title = painter.bottom.label
+    centre = view.mapFromScene(title.mapToScene(title.boundingRect().center())).x()
+    assert x0 / ratio < centre < x1 / ratio
+    x0c, y0c, x1c, y1c = device_rect(view, box, QRectF(0, 0, 1, 1))  # cells still near square
+    assert max((x1c - x0c) / (y1c - y0c), (y1c - y0c) / (x1c - x0c)) <= 2.05
+    painter.resize(1400, 600)  # a taller dock: bigger cells, the plot follows
+    qtbot.wait(100)
+    x0, _, x1, _ = device_rect(view, box, QRectF(0, 0, len(TOKENS), 1))
+    assert abs(view.mapFromScene(box.sceneBoundingRect().topRight()).x() - x1 / ratio) <= 3
