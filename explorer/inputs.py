@@ -87,13 +87,10 @@ def form_fields(fields: tuple[Field, ...] = FIELDS) -> list[tuple[str, Any, Any,
         if f.array:  # a file option: the path the window reads (never saved: the file may be gone)
             out.append((f"{f.array}_file", str, "", None))
             continue
-        if f.dest == "cross_sentence":
-            out.append(("cross_enabled", bool, False, window["cross_enabled"]))
-        row = window.get(f.dest, f)
+        row = window.get(f.dest, f)  # pe: the row as the window's checkbox
         default = row.default if row is not f else FORM_DEFAULTS.get(f.dest, f.default)
         out.append((f.dest, _annotation(row), default, None if f.dest in FOR_THIS_RUN else row))
-        if f.dest == "mask":
-            out.append(("model_mask", str, DEFAULT_MASK, window["model_mask"]))
+    out += [(f.dest, _annotation(f), f.default, f) for f in WINDOW_ROWS if f.dest not in {g.dest for g in fields}]
     return out + [(name, annotation, default, None) for name, annotation, default in ONE_RUN]
 
 
