@@ -30,7 +30,7 @@ from explorer.widgets.heatmap_grid import GRID_SPACING, LAID_OUT, READY, Heatmap
 from explorer.widgets.heatmap_plot import HeatmapPlot
 from explorer.widgets.hover_readout import MINUS_INFINITY, HoverReadout, format_value
 from explorer.widgets.stage_rows import StageRows
-from explorer.widgets.token_axis import axis_title
+from explorer.widgets.token_axis import axis_title, set_axis_title
 from explorer.widgets.zoom_regions import ZoomRegions, device_pixels, visible_region
 from models.pixels import ENLARGE, block_step
 from models.trace import Stage
@@ -131,7 +131,6 @@ class MatrixView(QWidget):
         self.colour_bar = pg.ColorBarItem(values=(0, 1), colorMap=colour_map(True), interactive=False,
                                           colorMapMenu=False, width=16)  # fmt: skip
         self.grid = HeatmapGrid(self.canvas, self.colour_bar, self._wire_plot, self._refresh_soon.request)
-        self._bar_title: str | None = None  # the colour bar's title, once set
 
         top = QHBoxLayout()
         top.addWidget(QLabel("Show:"))
@@ -211,10 +210,8 @@ class MatrixView(QWidget):
         if self.colour_bar.colorMap() is not colour_map(image.sequential):
             self.colour_bar.setColorMap(colour_map(image.sequential))
         self.colour_bar.setLevels(image.levels)
-        bar_title = "log₁₀ weight" if image.sequential and image.scale == "log" else ""
-        if bar_title != self._bar_title:  # setting it draws the bar's axis again
-            self._bar_title = bar_title
-            self.colour_bar.setLabel("right", bar_title)
+        log = image.sequential and image.scale == "log"
+        set_axis_title(self.colour_bar.getAxis("right"), "log₁₀ weight" if log else "")
         lo, hi = image.data_range
         if np.isfinite(lo):
             text = f"min {lo:.4g}   max {hi:.4g}"

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout, QWidg
 from explorer.heads import array_head, head_name
 from explorer.widgets.colormaps import sign_colours
 from explorer.widgets.labels import display_label
-from explorer.widgets.token_axis import TEXT_RGB, TokenAxis, shorten
+from explorer.widgets.token_axis import TEXT_RGB, TokenAxis, set_axis_title, shorten
 from models.pixels import enlarge_peaks, reduce_row
 from models.trace import AttentionTrace, query_row
 
@@ -178,7 +178,7 @@ class QueryFocusPanel(QGroupBox):
             return
         self.vector = None
         difference = bool(getattr(display.request, "difference", False))  # edited − original is shown
-        self._set_value_title("Δ weight a_ij" if difference else "weight a_ij")
+        set_axis_title(self.chart.getAxis("left"), "Δ weight a_ij" if difference else "weight a_ij")
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
         reads = f" (reads key/value head {groups[head]})" if groups else ""
         self.header.setText(
@@ -197,11 +197,6 @@ class QueryFocusPanel(QGroupBox):
             values = f"the values of key/value head {groups[head]}, shared by heads {sharing}"
         self.sum_text.setText(contributions_html(keys, weights, output, values, len(trace.key_tokens), difference))
         self.sum_text.setToolTip("o_i = [" + ", ".join(str(np.float32(v)) for v in output) + "]")
-
-    def _set_value_title(self, title: str) -> None:
-        """The bars' axis title; set only when it changes (setting it redraws the axis)."""
-        if self.chart.getAxis("left").labelText != title:
-            self.chart.setLabel("left", title)
 
     def _keep(self, key: tuple, answer: tuple) -> tuple:
         display = self.state.display
@@ -229,7 +224,7 @@ class QueryFocusPanel(QGroupBox):
         self.bars.setOpts(x=np.arange(len(vector)) + 0.5, height=vector, width=0.8, brushes=None)
         self.zero_line.setVisible(bool(vector.size) and float(np.nanmin(vector)) < 0)
         self.axis.set_labels(tuple(str(i) for i in range(len(vector))))
-        self._set_value_title("value")
+        set_axis_title(self.chart.getAxis("left"), "value")
         self.chart.setXRange(0, max(1, len(vector)), padding=0.02)
         self.chart.setYRange(*bar_range(vector), padding=0)
         if stage.name in OUTPUT_STAGES:

@@ -68,6 +68,14 @@ def all_fit(first: int, last: int, cell_px: float, widths: list[float]) -> bool:
     return all((widths[i] + widths[i + 1]) / 2 + LABEL_GAP_PX <= cell_px for i in range(first, last))
 
 
+def set_axis_title(axis: pg.AxisItem, title: str) -> None:
+    """``axis``'s title (pyqtgraph's ``setLabel``), only when it changes: pyqtgraph lays the axis out
+    and draws it again even for the same text, which on every result cost a redrawn axis."""
+    shown = axis.label.isVisibleTo(axis)  # (not isVisible(): false for an axis not on screen yet)
+    if axis.labelText != title or shown != bool(title):  # "" hides the title
+        axis.setLabel(title)
+
+
 MEASURED_LABELS = 512  # beyond this many tokens, label widths are bounded, not measured one by one
 SHARED_PICTURES = 64  # drawn axes kept for axes drawn the same (all heads of a grid share their labels)
 _pictures: OrderedDict[tuple, object] = OrderedDict()

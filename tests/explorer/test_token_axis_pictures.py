@@ -73,3 +73,20 @@ def test_an_axis_drawn_again_when_its_title_or_labels_change(make_window, settle
     assert not np.array_equal(first, retitled)
     axis.set_labels(tuple(f"other{i}" for i in range(len(axis.labels))))
     assert not np.array_equal(_pixels(view), retitled)
+
+
+def test_a_new_result_sets_no_axis_title_again(make_window, settle, monkeypatch):
+    """pyqtgraph lays an axis out and draws it again whenever its title is set, even to the same
+    text: the focus panel's "weight a_ij" and the colour bar's title were set on every result."""
+    import pyqtgraph as pg
+
+    window = make_window(Inputs(sentence="The cat sat on the mat.", heads=4, d_model=16), stage="weights")
+    settle(window)
+    titled = []
+    set_label = pg.AxisItem.setLabel
+    monkeypatch.setattr(pg.AxisItem, "setLabel", lambda self, *a, **k: (titled.append(self), set_label(self, *a, **k)))
+    window.state.update_inputs(seed=7)
+    settle(window)
+    window.jobs.wait_until_idle()
+    assert window.focus_panel.chart.getAxis("left").labelText == "weight a_ij"
+    assert titled == []
