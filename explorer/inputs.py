@@ -6,8 +6,8 @@ The form is not a second list of options: :class:`Inputs` is made from the one o
 is a field of the same name (an array row as the path of its file, ``<array>_file``), plus the
 window's own rows (:data:`WINDOW_ROWS`: the second sentence's checkbox, positions as a checkbox, a
 model's mask) and what a session brings for one run (:data:`ONE_RUN`). A new input option is one
-row of ``FIELDS``: it is then a field here, saved and restored and checked by its row; its box in
-the settings panel is the one thing left to add.
+row of ``FIELDS``: it is then a field here, saved and restored and checked by its row, and a box in
+the settings panel made from the row (explorer/widgets/row_boxes.py).
 
 Why a form beside the RunSpec: a RunSpec is what is computed, and one with a model refuses the
 toy's settings (as ``export`` does). The form also holds what waits: the toy's heads and widths
@@ -168,6 +168,7 @@ def make_inputs(fields: tuple[Field, ...] = FIELDS) -> type:
                    for name, annotation, default, _ in form_fields(fields)],
         bases=(_InputsMethods,), frozen=True)  # fmt: skip
     made.__module__ = __name__
+    made.rows = input_rows(fields)  # each input's row, or None (the settings panel's boxes follow them)
     made.__doc__ = """The window's form, flat and JSON-friendly: one field per row of the option table
     the window offers (see the module's docstring); what its rows say is saved between launches."""
     return made

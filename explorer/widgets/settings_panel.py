@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from superqt.utils import signals_blocked
 
 from explorer.widgets.pad_picker import PadPicker
+from explorer.widgets.row_boxes import RowBox
 from explorer.widgets.seed_box import SeedBox
 from models.fields import BY_DEST, MODEL_MASKS
 
@@ -51,6 +52,11 @@ POSITIONS = {"rotary": "rotary position embeddings (RoPE)",
              "sinusoidal": "fixed sinusoidal positions, added to the embeddings (Marian)",
              "none": "no position information in this layer (NoPE)"}
 LOADING = "set by the model (loading…)"
+# The inputs with a control written for them (this panel, the sentence panel, the model chooser).
+# Any other input its row saves (a new row of the option table) gets a box made from that row below
+# these (explorer/widgets/row_boxes.py).
+HAND_MADE = ("sentence", "cross_enabled", "cross_sentence", "model", "layer", "block", "model_mask", "heads",
+             "d_model", "d_k", "d_v", "mask", "pad_positions", "score", "pe", "temperature", "seed")  # fmt: skip
 
 
 def _spin(name: str, tip: str, auto: bool = False) -> QSpinBox:
@@ -114,6 +120,11 @@ class SettingsPanel(QGroupBox):
         form.addRow("Positions", self.pe)
         form.addRow("Temperature", self.temperature)
         form.addRow("Seed", seed_row)
+        self.row_boxes = {name: RowBox(row, lambda value, n=name: state.update_inputs(**{n: value}))
+                          for name, row in type(state.inputs).rows.items()
+                          if row is not None and name not in HAND_MADE}  # fmt: skip
+        for box in self.row_boxes.values():
+            form.addRow(box.label, box.widget)
         form.addRow("Device", self.device)
 
         self.heads.valueChanged.connect(lambda v: state.update_inputs(heads=v))
@@ -157,6 +168,8 @@ class SettingsPanel(QGroupBox):
             self.pe.setText(PE_MODEL.get(info.pe, info.pe) if info is not None else PE_TOY)
         for name in ("heads", "d_model", "d_k", "d_v", "score", "pe", "temperature", "seed", "new_seed"):
             getattr(self, name).setEnabled(not inputs.uses_model)
+        for name, box in self.row_boxes.items():
+            box.show(getattr(inputs, name), inputs.uses_model)
         self.mask.setToolTip(self._mask_tip(inputs, info))
         self._show_tips(inputs, info)
         # The toy hides keys under its padding mask only; a model's pads also apply under causal.

@@ -14,7 +14,7 @@ from explorer.files.persistence import SAVED, inputs_from_dict, inputs_to_dict
 from explorer.inputs import FOR_THIS_RUN, NOT_OFFERED, NOT_SAVED, WINDOW_ROWS, Inputs, input_rows, make_inputs
 from explorer.state import ExplorerState
 from explorer.usage import UsageError
-from explorer.widgets.settings_panel import AUTO, SettingsPanel
+from explorer.widgets.settings_panel import AUTO, HAND_MADE, SettingsPanel
 from models.errors import InputError
 from models.fields import BY_DEST, FIELDS, Field
 from models.runspec import RunSpec
@@ -111,3 +111,48 @@ def test_a_value_beyond_what_the_window_shows_is_refused_by_the_window_and_taken
         box = getattr(panel, name)
         box.setValue(value)
         assert box.value() != value
+
+
+def test_a_new_row_gets_a_box_in_the_settings_panel_that_edits_the_input(qtbot):
+    """The last piece of "a new option is one row": the window offers it, a box made from the row
+    (its range, its help as tooltip), disabled while a model is chosen when it is a toy option."""
+    row = Field("window_size", "attention", "toy", "a made-up option", type=int, default=3, low=1, shown=(1, 9))
+    flag = Field("tie_heads", "attention", "both", "another made-up option", type=None, flag=True, default=False)
+    wider = make_inputs((*FIELDS, row, flag))
+    state = ExplorerState(wider(sentence="a b c"))
+    panel = SettingsPanel(state, "cpu")
+    qtbot.addWidget(panel)
+    assert set(panel.row_boxes) == {"window_size", "tie_heads"}
+    box = panel.row_boxes["window_size"].widget
+    assert (box.minimum(), box.maximum(), box.value(), box.toolTip()) == (1, 9, 3, "a made-up option")
+    box.setValue(7)
+    assert state.inputs.window_size == 7
+    panel.row_boxes["tie_heads"].widget.setChecked(True)
+    assert state.inputs.tie_heads is True
+    state.update_inputs(window_size=5)  # the state changed elsewhere (a session, the command line)
+    assert box.value() == 5
+    state.update_inputs(model="minilm")
+    assert not box.isEnabled() and panel.row_boxes["tie_heads"].widget.isEnabled()
+
+
+def test_every_input_the_window_saves_has_a_control_written_for_it_today():
+    """No box is made from a row for the options there are now: each has its own control."""
+    assert set(SAVED) <= set(HAND_MADE)
+
+
+def test_a_new_list_row_is_written_and_read_as_its_command_line_text(qtbot):
+    from models.fields import positions
+
+    row = Field("sink_positions", "attention", "toy", "made-up positions", type=positions, default=())
+    state = ExplorerState(make_inputs((*FIELDS, row))(sentence="a b c"))
+    panel = SettingsPanel(state, "cpu")
+    qtbot.addWidget(panel)
+    box = panel.row_boxes["sink_positions"].widget
+    box.setText("4, 2,2")
+    box.editingFinished.emit()
+    assert state.inputs.sink_positions == (2, 4)
+    box.setText("two")
+    box.editingFinished.emit()
+    assert state.inputs.sink_positions == (2, 4) and "expected comma-separated integers" in box.toolTip()
+    state.update_inputs(sink_positions=(1,))
+    assert box.text() == "1"
