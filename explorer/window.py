@@ -160,8 +160,8 @@ class MainWindow(QMainWindow):
         self.model_chooser.about_to_choose.connect(lambda: self.matrix_view.warm_up(WARM_PLOTS))
         self.worker.stage_ready.connect(self.state.add_stage_image)
         self.matrix_view.image_missing.connect(self.worker.prepare)
-        self.matrix_view.region_wanted.connect(self.worker.prepare_region)
-        self.worker.region_ready.connect(self.matrix_view.zoom.arrived)
+        self.matrix_view.regions_wanted.connect(self.worker.prepare_regions)
+        self.worker.regions_ready.connect(self.matrix_view.zoom.arrived_together)
         self.matrix_view.cell_clicked.connect(self.select_cell)
         self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
 

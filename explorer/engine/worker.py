@@ -73,7 +73,9 @@ class ComputeWorker(QThread):
 
     result_ready = Signal(object)  # DisplayTrace
     stage_ready = Signal(int, object)  # generation, StageImage
-    region_ready = Signal(int, int, object)  # generation, head, StageImage of a zoomed region (exact cells)
+    # generation, [(head, StageImage of a zoomed region (exact cells))]: the regions asked together,
+    # sent together, so that the GUI paints them in one turn and one repaint
+    regions_ready = Signal(int, object)
     # generation, one-line message, kind: "load" (the model could not be opened), "input"
     # (anything else the user can fix), "error" (an engine bug)
     failed = Signal(int, str, str)
@@ -121,14 +123,14 @@ class ComputeWorker(QThread):
             self._wanted.append((generation, stage_name))
             self._cond.notify()
 
-    def prepare_region(self, generation: int, stage_name: str, head: int, region: tuple[int, int, int, int],
-                       levels: tuple[float, float] | None = None,
-                       pixels: tuple[int, int] | None = None) -> None:  # fmt: skip
-        """Reduce ``region`` (rows r0:r1, cols c0:c1) of one head again from the exact values, at the
-        view's device ``pixels`` (rows, cols): what is painted is never scaled down again, and a
-        zoomed heatmap is sharp down to single cells. The latest ask per head wins."""
+    def prepare_regions(self, generation: int, stage_name: str, asks: list) -> None:
+        """Reduce each ask's region (``(head, (r0, r1, c0, c1), levels, pixels)``: rows r0:r1, cols
+        c0:c1 of that head) again from the exact values, at the view's device ``pixels`` (rows,
+        cols): what is painted is never scaled down again, and a zoomed heatmap is sharp down to
+        single cells. The latest ask per head wins; asks made together are answered together."""
         with self._cond:
-            self._regions[head] = (generation, stage_name, tuple(region), levels, pixels)
+            for head, region, levels, pixels in asks:
+                self._regions[head] = (generation, stage_name, tuple(region), levels, pixels)
             self._cond.notify()
 
     def set_fit_colours(self, fit: bool) -> None:
@@ -220,12 +222,15 @@ class ComputeWorker(QThread):
             # even when a newer request failed and it stays on screen.
             stale = lambda: self._job is not None or self._stopping  # noqa: E731
             try:
+                ready = []
                 for head, (generation, name, region, levels, pixels) in regions.items():
                     if generation == current.generation and name in current.trace:
                         side = tuple(pixels) if pixels else MAX_DISPLAY_SIDE
                         image = stage_image(current.trace[name], self._fit_colours, region=region, heads=[head],
                                             should_stop=stale, levels=levels, max_side=side)  # fmt: skip
-                        self.region_ready.emit(generation, head, image)
+                        ready.append((head, image))
+                if ready:
+                    self.regions_ready.emit(current.generation, ready)
                 # A converted stage may be asked for again: the colour scale changed since.
                 names = [n for g, n in wanted if g == current.generation and n in current.trace]
                 background = not names and not regions and self._background_allowed(current, todo)

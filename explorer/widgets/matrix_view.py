@@ -74,7 +74,7 @@ class MatrixView(QWidget):
     image_missing = Signal(int, str, object)  # generation, stage, colour scale (False, True, "log"): convert it
     # generation, stage, head, (r0, r1, c0, c1), levels, (rows, cols) device pixels: a region to reduce
     # again from exact cells at the pixels it is drawn on
-    region_wanted = Signal(int, str, int, tuple, tuple, tuple)
+    regions_wanted = Signal(int, str, object)  # generation, stage, [(head, region, levels, device pixels)]
     painted = Signal(int)  # generation on screen after a paint
     shown = Signal()  # the shown stage's images, titles and grid are all set (state.stepper is current)
 

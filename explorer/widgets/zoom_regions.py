@@ -40,7 +40,7 @@ def visible_region(plot) -> tuple[int, int, int, int]:
 
 class ZoomRegions:
     def __init__(self, view) -> None:
-        self.view = view  # the MatrixView: its plots, shown stage and region_wanted signal
+        self.view = view  # the MatrixView: its plots, shown stage and regions_wanted signal
         self._zoomed: set[int] = set()  # ids of plots whose range or size changed since the last ask
         self._asked: dict[int, tuple[tuple, float]] = {}  # head -> (what was asked, when)
         self._soon = Debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
@@ -92,6 +92,7 @@ class ZoomRegions:
         if image is None:
             return
         lut = lookup_table(image.sequential)
+        asks = []
         for plot in view.plots:
             if id(plot) not in zoomed or plot.rows == 0:
                 continue
@@ -110,8 +111,9 @@ class ZoomRegions:
             if plot.painted_key == key or self._asked.get(plot.head, ((),))[0] == key:
                 continue  # on screen already, or on its way
             self._asked[plot.head] = (key, time.monotonic())
-            view.region_wanted.emit(display.generation, stage.name, plot.head, region, tuple(image.levels),
-                                    pixels)  # fmt: skip
+            asks.append((plot.head, region, tuple(image.levels), pixels))
+        if asks:  # asked together, answered together: one repaint for all the plots
+            view.regions_wanted.emit(display.generation, stage.name, asks)
 
     def forget(self) -> None:
         """A new stage or result (or a request failed, its picture stays): what was asked for the old
@@ -125,6 +127,11 @@ class ZoomRegions:
         self._asked.clear()
         self._zoomed.clear()
         self._soon.cancel()
+
+    def arrived_together(self, generation: int, images: list) -> None:
+        """The worker's reductions of regions asked together, ``[(head, image)]``: painted in one turn."""
+        for head, image in images:
+            self.arrived(generation, head, image)
 
     def arrived(self, generation: int, head: int, image) -> None:
         """The worker's reduction of a region: paint it on the plot showing that head."""

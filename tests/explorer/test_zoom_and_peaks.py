@@ -92,7 +92,7 @@ def test_a_region_on_its_way_does_not_make_the_gui_busy_for_the_worker(qtbot, ma
     box = view.plots[0].plot.getViewBox()
     box.setRange(xRange=(1, 3), yRange=(1, 3), padding=0)  # zoomed in: a region is asked after the pause
     asked = []
-    view.region_wanted.connect(lambda *args: asked.append(args))
+    view.regions_wanted.connect(lambda *args: asked.append(args))
     qtbot.waitUntil(lambda: bool(asked), timeout=5_000)
     qtbot.waitUntil(lambda: not window.frames.busy, timeout=5_000)
     assert view.zoom.pending and not view.settled()  # screenshots and tests still wait for it
