@@ -130,3 +130,18 @@ def test_a_region_for_the_outgoing_picture_is_not_painted(qtbot, make_window, se
     assert view.zoom.superseded
     window.worker.failed.emit(window.worker.latest_generation, "error: it failed", "input")
     assert not view.zoom.superseded
+
+
+def test_the_regions_of_all_plots_come_in_one_answer_and_one_repaint(qtbot, make_window, settle):
+    """After each result at 512+ tokens every plot asks for its region at device pixels. They came
+    one or two at a time, each a repaint of the whole canvas, between the focus panel's paints: a
+    40-53 ms chain after the result. Asked together, they are answered together."""
+    window = make_window(Inputs(sentence=" ".join(f"w{i}" for i in range(600)), heads=4, d_model=16),
+                         stage="weights")  # fmt: skip
+    settle(window)
+    answers = []
+    window.worker.regions_ready.connect(lambda generation, images: answers.append(sorted(h for h, _ in images)))
+    window.state.update_inputs(seed=3)
+    settle(window)
+    assert answers == [[0, 1, 2, 3]]
+    assert all(plot.region is not None for plot in window.matrix_view.plots)  # each painted at its pixels
