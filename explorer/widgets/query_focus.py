@@ -125,6 +125,7 @@ class QueryFocusPanel(QGroupBox):
         self.zero_line = pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen(TEXT_RGB, width=1))
         self.zero_line.setVisible(False)
         self.chart.addItem(self.zero_line)
+        self._sign_brushes = tuple(pg.mkBrush(c) for c in sign_colours())  # (below 0, above), made once
         self.bar_readout = QLabel(" ")
         self.bar_readout.setObjectName("readout")
         self.sum_text = QLabel()
@@ -250,8 +251,8 @@ class QueryFocusPanel(QGroupBox):
         x = np.arange(len(heights)) * step + step / 2
         brushes = None
         if signed:  # the sign in colour too: the diverging map's blue end below 0, its red end above
-            negative, positive = sign_colours()
-            brushes = [pg.mkBrush(negative if h < 0 else positive) for h in heights]
+            negative, positive = self._sign_brushes
+            brushes = [negative if h < 0 else positive for h in heights]
         self.bars.setOpts(x=x, height=heights, width=step if step > 1 else 0.8, brushes=brushes)
         self.zero_line.setVisible(signed)
         self.bar_step = step
