@@ -53,7 +53,7 @@ def main() -> int:
 
         settle()
         start = time.perf_counter()
-        timeline = window.open_timeline()
+        timeline = window.windows.open_timeline()
         print(f"timeline opened in {(time.perf_counter() - start) * 1000:.0f} ms "
               f"({len(timeline.timeline.steps)} steps traced)")  # fmt: skip
         app.processEvents()

@@ -229,9 +229,9 @@ def run_app(argv: Sequence[str]) -> int:
         return atlas_screenshot(args.atlas, args.screenshot, args.atlas_compare)
     window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head, fit_colours=fit)
     if args.atlas:
-        window.open_atlas(folder=args.atlas, compare=args.atlas_compare)
+        window.windows.open_atlas(folder=args.atlas, compare=args.atlas_compare)
     if args.attention:
-        window.open_survey(path=args.attention)
+        window.windows.open_survey(path=args.attention)
     if getattr(args, "window_session", None) is not None:  # issue 9: its edits, pinned run and query
         from explorer.files.session_io import on_top
 
@@ -239,7 +239,7 @@ def run_app(argv: Sequence[str]) -> int:
     if args.timeline:  # issue 20
         from explorer.actions.timeline_actions import timeline_screenshot
 
-        timeline = window.open_timeline(step=args.step)
+        timeline = window.windows.open_timeline(step=args.step)
         if args.screenshot:
             return timeline_screenshot(app, window, timeline, args.screenshot, _screenshot)
     try:
@@ -255,10 +255,6 @@ def run_app(argv: Sequence[str]) -> int:
         freeze_startup_objects()
         return app.exec()
     finally:
-        for other in (getattr(window, "_survey_window", None), getattr(window, "pe_lens", None)):
-            if other is not None:  # their own windows (a survey's worker thread stops on close)
-                other.close()
-                other.deleteLater()
         window.close()  # stops and joins the worker thread
         window.deleteLater()
         app.processEvents()

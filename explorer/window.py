@@ -23,6 +23,7 @@ from explorer.actions.export_actions import ExportActions
 from explorer.actions.file_actions import FileActions
 from explorer.actions.hide_keys import KeyHider
 from explorer.actions.menus import build_menus
+from explorer.actions.other_windows import OtherWindows
 from explorer.actions.session_actions import SessionActions
 from explorer.actions.window_actions import window_registry
 from explorer.engine.worker import ComputeWorker
@@ -45,7 +46,6 @@ from explorer.widgets.debounce import Debounced
 from explorer.widgets.frames import Frames
 from explorer.widgets.matrix_view import MatrixView
 from explorer.widgets.model_chooser import ModelChooser
-from explorer.widgets.pe_lens import PeLens
 from explorer.widgets.query_focus import QueryFocusPanel
 from explorer.widgets.sentence_panel import SentencePanel
 from explorer.widgets.settings_panel import SettingsPanel
@@ -137,8 +137,10 @@ class MainWindow(QMainWindow):
         self.compare = CompareActions(self.state, self.jobs, info, error, self)
         # issue 9: File → Save session… / Open session…
         self.sessions = SessionActions(self.state, self.submit_now, info, error, self,
-                                       atlas=lambda: atlas_corpus(self))  # fmt: skip
+                                       atlas=lambda: atlas_corpus(self.windows.atlas))  # fmt: skip
         self.files = FileActions(self.state, self.state.add_notice, error, self)  # File → Open embeddings… / mask…
+        # File → Whole model…, Head atlas…, Training timeline…: windows beside this one
+        self.windows = OtherWindows(self, self.state, self.worker.models, error, self.submit_now)
         # Every menu entry and shortcut, registered once by id (explorer/actions/window_actions.py).
         self.registry = window_registry(self)
         self.menus = build_menus(self.menuBar(), self.registry)
@@ -340,58 +342,7 @@ class MainWindow(QMainWindow):
         if stage.per_head:
             self.state.set_focus_head(head)
 
-    def open_pe_lens(self) -> PeLens:
-        """The encoding's columns, P Pᵀ and the relative-position property, for this sentence's
-        length and d_model (the notes' 60 positions × 32 when a model with learned positions is shown)."""
-        display = self.state.display
-        config = display.trace.config if display is not None else {}
-        n = len(display.trace.key_tokens) if display is not None else 60
-        d = int(config.get("d_model", 32))
-        if config.get("source") == "pretrained" or n < 2:
-            n, d = 60, 32
-        lens = getattr(self, "pe_lens", None) or PeLens()
-        lens.setWindowTitle("Positional-encoding lens")
-        lens.set_encoding(min(n, 512), d)
-        open_sized(lens, 900, 700)
-        lens.show()
-        lens.raise_()
-        self.pe_lens = lens
-        return lens
-
-    def open_survey(self, path=None, model: bool = False):
-        """The whole-model window: an attention file, or every layer of the current model."""
-        from explorer.panels.model_survey import open_model_survey
-        from explorer.panels.survey_panel import open_attention_window
-
-        if model:
-            survey = open_model_survey(self, self.worker.models, self.state, self.status_line.show_error)
-        else:
-            survey = open_attention_window(self, path)
-        self._survey_window = survey or getattr(self, "_survey_window", None)
-        return survey
-
-    def open_generate(self):
-        from explorer.panels.generate_panel import open_generate_for
-
-        self._generate_window = open_generate_for(self, self.worker.models, self.state)
-        return self._generate_window
-
-    def open_timeline(self, step: str | None = None):
-        """The training timeline of the model on screen (issue 20: explorer/actions/timeline_actions.py)."""
-        from explorer.actions.timeline_actions import open_timeline
-
-        return open_timeline(self, step=step)
-
     # --- screenshots and closing -----------------------------------------------------------
-    def open_atlas(self, folder=None, compare=None):
-        """The head atlas window (explorer/panels/atlas_window.py), of this window's model."""
-        from explorer.panels.atlas_window import open_atlas_window
-
-        self.atlas_window = open_atlas_window(self, self.worker.models, self.state)
-        if folder is not None and self.atlas_window.panel.open_folder(folder) and compare is not None:
-            self.atlas_window.panel.compare_folder(compare)
-        return self.atlas_window
-
     def save_screenshot(self, path: str | Path) -> bool:
         from explorer.files.image_export import write_png
 
@@ -407,6 +358,7 @@ class MainWindow(QMainWindow):
             save_fit_colours(self.settings, self.state.fit_colours)
             self.settings.setValue(GEOMETRY_KEY, self.saveGeometry())
             self.settings.sync()
+        self.windows.close_all()  # the windows it opened go with it (their threads stop as they close)
         self.worker.stop()  # joins the thread: nothing keeps running after the window is gone
         self.jobs.shutdown()
         super().closeEvent(event)

@@ -13,35 +13,29 @@ from explorer.widgets.window_size import open_sized
 from models.config import InputError
 
 
-def open_timeline(window, sentence: str | None = None, step: str | None = None):
-    """The timeline of the window's model (``window.state``), or None with the reason in the status line."""
+def open_timeline(state, submit, error, sentence: str | None = None, step: str | None = None):
+    """The timeline of the state's model (the shipped ``induction`` for the toy) on its sentence.
+    The slider's step is traced at once (``submit``); a step that is not there is said (``error``).
+    Raises InputError when the model has no training history."""
     from explorer.engine.timeline_data import build_timeline
     from explorer.panels.timeline_window import TimelineWindow
 
-    state = window.state
     model = state.inputs.model or "induction"
     text = sentence or state.inputs.sentence
     QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
     try:
         timeline = build_timeline(model, text)
-    except InputError as exc:
-        window.timeline_error = f"no training timeline: {exc}"
-        window.status_line.show_error(window.timeline_error)
-        return None
     finally:
         QApplication.restoreOverrideCursor()
 
     def on_step(path: Path) -> None:
         state.update_inputs(model=str(path))
-        window.submit_now()  # at once: the worker traces while the GUI repaints the step marker
+        submit()  # at once: the worker traces while the GUI repaints the step marker
 
     def on_head(path: Path, layer: int, head: int) -> None:
         state.update_inputs(model=str(path), layer=layer)
         state.set_head(head)
 
-    old = getattr(window, "timeline_window", None)
-    if old is not None:
-        old.close()
     timeline_window = TimelineWindow(timeline, on_step, on_head)
     open_sized(timeline_window, 900, 820)
     if step is not None:
@@ -50,9 +44,8 @@ def open_timeline(window, sentence: str | None = None, step: str | None = None):
         try:
             timeline_window.set_step(parse_step(step, timeline.steps, timeline.name))
         except InputError as exc:
-            window.status_line.show_error(str(exc))
+            error(str(exc))
     timeline_window.show()
-    window.timeline_window = timeline_window
     return timeline_window
 
 
@@ -60,7 +53,7 @@ def timeline_screenshot(app, window, timeline, path: str, window_screenshot) -> 
     """Save the timeline as ``path`` and the main window (tracing the slider's step) beside it."""
     try:
         if timeline is None:
-            print(f"error: {getattr(window, 'timeline_error', 'no training timeline')}", file=sys.stderr)
+            print(f"error: {window.windows.timeline_error}", file=sys.stderr)
             return 2
         out = Path(path)
         code = window_screenshot(app, window, str(out.with_name(out.stem + "_window.png")), None)

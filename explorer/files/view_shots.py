@@ -103,14 +103,14 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
             compare.pin()
         return Shot(compare.view, lambda: compare.comparison is not None)
     if view == "pe-lens":
-        lens = window.open_pe_lens()
+        lens = window.windows.open_pe_lens()
         return Shot(lens, lambda: True)
     if view == "mask":
         dock = window.mask_dock
         if not dock.isVisible():
             return "--view mask needs the painted custom mask: --mask custom without --mask-file (toy model)"
         return Shot(window, lambda: True)
-    survey = window.open_survey(model=True)
+    survey = window.windows.open_survey(model=True)
     if survey is None:
         return window.last_error or "the whole-model view needs --model"
     # An encoder-decoder's window has three panels (encoder, decoder, cross) in a scrolled column:

@@ -340,9 +340,8 @@ def atlas_screenshot(folder, out, compare=None, colour: str | None = None, scatt
     return 0 if saved else 2
 
 
-def atlas_corpus(window) -> dict | None:
-    """``{"corpus", "sha256"}`` of the atlas open beside ``window`` (a session remembers it), or None."""
-    atlas_window = getattr(window, "atlas_window", None)
+def atlas_corpus(atlas_window: AtlasWindow | None) -> dict | None:
+    """``{"corpus", "sha256"}`` of the atlas open in ``atlas_window`` (a session remembers it), or None."""
     atlas = atlas_window.panel.atlas if atlas_window is not None else None
     corpus = (atlas.manifest.get("corpus") or {}) if atlas is not None else {}
     if not corpus.get("path") or not corpus.get("sha256"):

@@ -208,6 +208,16 @@ def test_file_actions_run_by_id_reach_their_dialogs(make_window, monkeypatch):
 
 def test_the_pe_lens_opens_by_id(qtbot, make_window):
     window = make_window()
+    lens = window.registry.execute("view.pe_lens")  # a top-level window, closed with the main window
+    assert lens is window.windows.pe_lens and lens.isVisible()
+
+
+def test_closing_the_main_window_closes_the_windows_it_opened(qtbot, make_window):
+    """The lens, the generation window and the others close with the main window (their worker
+    threads stop as they close), not only when the app's own exit path remembers them."""
+    window = make_window()
     lens = window.registry.execute("view.pe_lens")
-    qtbot.addWidget(lens)  # a top-level window of its own
-    assert lens is window.pe_lens and lens.isVisible()
+    generate = window.registry.execute("view.generate")
+    assert lens.isVisible() and generate.isVisible()
+    window.close()
+    assert not lens.isVisible() and not generate.isVisible()

@@ -108,7 +108,7 @@ def test_a_head_chosen_in_the_atlas_opens_its_best_text_in_the_stepper(make_wind
                   best_line={"previous": np.full(shape, 2)}, best_value={"previous": np.ones(shape)},
                   best_text={2: "A dog ran in the park."})  # fmt: skip
     write_atlas(atlas, tmp_path / "atlas")
-    atlas_window = window.open_atlas(folder=tmp_path / "atlas")
+    atlas_window = window.windows.open_atlas(folder=tmp_path / "atlas")
     panel = atlas_window.panel
     assert panel.atlas.layers == 6
     panel.colour_combo.setCurrentText("previous_mean")
@@ -134,7 +134,7 @@ def test_a_session_remembers_the_atlas_corpus_and_its_checksum(make_window, sett
     write_atlas(atlas, tmp_path / "atlas", corpus={"path": str(corpus), "sha256": sha, "bytes": 20})
     window = make_window(Inputs(sentence="a b c"))
     assert window.sessions.session().atlas is None  # no atlas open: nothing remembered
-    window.open_atlas(folder=tmp_path / "atlas")
+    window.windows.open_atlas(folder=tmp_path / "atlas")
     path = tmp_path / "s.zip"
     assert window.sessions.save_session(str(path))
     assert load_session(path).atlas == {"corpus": str(corpus), "sha256": sha}

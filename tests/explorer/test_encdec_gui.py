@@ -75,7 +75,7 @@ def test_a_decoder_only_model_keeps_the_second_box_off(make_window, tmp_path):
 
 def test_whole_model_view_has_three_rows_of_blocks(qtbot, make_window, t5_folder, reference):
     window = make_window(encdec_inputs(t5_folder), persist=False)
-    survey = window.open_survey(model=True)
+    survey = window.windows.open_survey(model=True)
     qtbot.addWidget(survey)
     qtbot.waitUntil(lambda: all(p.survey is not None for p in survey.panels.values()), timeout=60_000)
     assert list(survey.panels) == ["encoder", "decoder", "cross"]

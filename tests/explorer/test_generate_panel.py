@@ -100,7 +100,7 @@ def test_first_key_out_of_the_scale():
 
 def test_file_menu_generate_then_open_in_the_explorer(qtbot, make_window, settle, decoder):
     window = make_window()
-    gen_window = window.open_generate()
+    gen_window = window.windows.open_generate()
     qtbot.addWidget(gen_window)
     panel = gen_window.panel
     panel.model_edit.setText(str(decoder))

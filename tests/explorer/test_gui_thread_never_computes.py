@@ -116,7 +116,7 @@ def test_a_whole_interaction_reads_every_number_off_the_gui_thread(
     np.testing.assert_allclose(comparison.delta, expected, atol=1e-6)
 
     # The whole model: every layer surveyed; a head chosen there opens in the stepper.
-    survey_window = window.open_survey(model=True)
+    survey_window = window.windows.open_survey(model=True)
     qtbot.addWidget(survey_window)
     panel = survey_window.panel
     qtbot.waitUntil(lambda: panel.survey is not None and not panel.busy, timeout=60_000)

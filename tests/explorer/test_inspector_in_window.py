@@ -40,7 +40,7 @@ def test_clicking_a_score_lists_its_products_adding_up_to_it(qtbot, make_window)
 
 def test_the_positional_encoding_lens_opens_for_the_sentence(qtbot, make_window):
     window = make_window(Inputs(sentence="one two three four five six", heads=2, d_model=8, pe=True))
-    lens = window.open_pe_lens()
+    lens = window.windows.open_pe_lens()
     qtbot.addWidget(lens)
     assert (lens.n, lens.d) == (6, 8)
     for delta in (1, 2, 4):

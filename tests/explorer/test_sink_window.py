@@ -72,7 +72,7 @@ def test_clicking_the_sink_column_explains_the_sink(qtbot, make_window, gpt_oss_
 def test_the_whole_model_view_shows_the_real_keys_weights(qtbot, make_window, gpt_oss_folder):
     window = make_window(Inputs(sentence="the cat sat on the mat", model=str(gpt_oss_folder), layer=0), persist=False)
     n = len(window.state.display.trace.key_tokens)
-    survey = window.open_survey(model=True)
+    survey = window.windows.open_survey(model=True)
     qtbot.addWidget(survey)
     qtbot.waitUntil(lambda: survey.panel.survey is not None, timeout=60_000)
     weights = survey.panel.survey.weights  # as transformers' attentions: the sink's share left out

@@ -160,13 +160,13 @@ def test_window_whole_model_click_opens_the_layer_and_head(qtbot, make_window, t
     from explorer.state import Inputs
 
     window = make_window(Inputs(sentence=SENTENCE, model="minilm"), persist=False)
-    survey = window.open_survey(model=True)
+    survey = window.windows.open_survey(model=True)
     qtbot.addWidget(survey)
     qtbot.waitUntil(lambda: survey.panel.survey is not None, timeout=60_000)
     survey.panel.head_chosen.emit(4, 9)
     assert window.state.inputs.layer == 4 and window.state.head == 9
     np.save(tmp_path / "w.npy", np.full((4, 4), 0.25))
-    opened = window.open_survey(path=tmp_path / "w.npy")
+    opened = window.windows.open_survey(path=tmp_path / "w.npy")
     assert opened.panel.survey.weights.shape == (1, 1, 4, 4)
 
 

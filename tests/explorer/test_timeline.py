@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from PySide6.QtGui import QImage
 
 from explorer.engine.timeline_data import build_timeline, history_folder
 from explorer.panels.timeline_window import TimelineWindow
@@ -46,7 +47,7 @@ def test_slider_calls_back_with_each_step(qtbot, run):
 
 def test_main_window_follows_the_slider(qtbot, make_window, settle, run):
     window = make_window(dataclasses.replace(SMALL, model=str(run), sentence="abcdabcd"))
-    timeline = window.open_timeline()
+    timeline = window.windows.open_timeline()
     qtbot.addWidget(timeline)
     settle(window)
     last = window.state.display.trace
@@ -59,7 +60,7 @@ def test_main_window_follows_the_slider(qtbot, make_window, settle, run):
 
 def test_a_step_folder_opens_its_history_and_a_model_without_one_says_why(qtbot, make_window, run):
     window = make_window(dataclasses.replace(SMALL, model=str(run / "checkpoints" / "step-000000"), sentence="ab"))
-    timeline = window.open_timeline()
+    timeline = window.windows.open_timeline()
     qtbot.addWidget(timeline)
     assert timeline.timeline.folder == run
     with pytest.raises(InputError, match="no training steps"):
@@ -70,7 +71,7 @@ def test_the_model_list_names_the_step_and_keeps_one_item_per_run(qtbot, make_wi
     """The slider visits a folder per step: the model list reads "RUN · step N" and keeps one item
     for the run (it grew by one "step-00000N (folder)" item per step visited)."""
     window = make_window(dataclasses.replace(SMALL, model=str(run), sentence="abcdabcd"))
-    timeline = window.open_timeline()
+    timeline = window.windows.open_timeline()
     qtbot.addWidget(timeline)
     settle(window)
     before = len(window.model_chooser.models())
@@ -80,3 +81,16 @@ def test_the_model_list_names_the_step_and_keeps_one_item_per_run(qtbot, make_wi
     assert len(window.model_chooser.models()) == before
     combo = window.model_chooser.combo
     assert combo.currentText() == f"{run.name} · step {timeline.timeline.steps[-1]}  (folder)"
+
+
+def test_the_timeline_screenshot_from_the_command_line(tmp_path, capsys, isolated_settings):
+    """``main.py --timeline --screenshot``: the timeline and the main window beside it; a model with
+    no training history says so (exit 2) and writes nothing."""
+    from explorer.app import run_app
+
+    out = tmp_path / "timeline.png"
+    assert run_app(["--model", "induction", "--sentence", "abcdabcd", "--timeline", "--screenshot", str(out)]) == 0
+    assert QImage(str(out)).width() > 400 and QImage(str(tmp_path / "timeline_window.png")).width() > 400
+    none = tmp_path / "none.png"
+    assert run_app(["--model", "minilm", "--timeline", "--screenshot", str(none)]) == 2
+    assert "no training timeline" in capsys.readouterr().err and not none.exists()

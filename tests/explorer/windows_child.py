@@ -29,7 +29,6 @@ def main() -> None:
     app = QApplication([])
     from encdec_refs import SOURCE, TARGET, build
 
-    from explorer.actions.timeline_actions import open_timeline
     from explorer.files.persistence import open_settings
     from explorer.panels.atlas_window import AtlasWindow
     from explorer.panels.generate_panel import GenerateWindow
@@ -54,8 +53,8 @@ def main() -> None:
     main_window.compare.pin()
     pump(0.5)
     measure("compare", main_window.compare.view)
-    measure("pe-lens", main_window.open_pe_lens())
-    measure("model", main_window.open_survey(model=True))
+    measure("pe-lens", main_window.windows.open_pe_lens())
+    measure("model", main_window.windows.open_survey(model=True))
     measure("generate", GenerateWindow(lambda name: load_model(name), "induction"))
     measure("atlas", AtlasWindow(None))
     folder = tmp / "t5"
@@ -63,10 +62,10 @@ def main() -> None:
     build(folder, "t5")
     encdec = MainWindow(settings, Inputs(sentence=SOURCE, cross_sentence=TARGET, model=str(folder)), persist=False)
     pump(2)
-    measure("encdec-model", encdec.open_survey(model=True))
+    measure("encdec-model", encdec.windows.open_survey(model=True))
     induction = MainWindow(settings, Inputs(sentence="abcabc", model="induction"), persist=False)
     pump(1)
-    measure("timeline", open_timeline(induction))
+    measure("timeline", induction.windows.open_timeline())
     print(json.dumps({"screen": [area.width(), area.height()], "windows": sizes}), flush=True)
     for window in QApplication.topLevelWidgets():  # their workers stop as they close
         window.close()

@@ -1,0 +1,93 @@
+"""The windows the main window opens beside itself (whole model, attention file, positional-encoding
+lens, generation, head atlas, training timeline), each kept so that it can be closed with the app."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtWidgets import QWidget
+
+from explorer.widgets.pe_lens import PeLens
+from explorer.widgets.window_size import open_sized
+from models.config import InputError
+
+
+class OtherWindows:
+    """``window.windows``: opens the other windows for the state's run and model. ``parent``: the
+    main window (their Qt parent); ``models``: the worker's model source; ``error``/``submit``: the
+    status line's error and the window's "trace now"."""
+
+    def __init__(self, parent: QWidget, state, models, error: Callable[[str], None], submit: Callable[[], object]):
+        self.parent, self.state, self.models, self.error, self.submit = parent, state, models, error, submit
+        self.pe_lens: PeLens | None = None
+        self.survey = None  # the last whole-model or attention-file window
+        self.generate = None
+        self.atlas = None
+        self.timeline = None
+        self.timeline_error = ""  # why the last timeline did not open
+
+    def open_pe_lens(self) -> PeLens:
+        """The encoding's columns, P Pᵀ and the relative-position property, for this sentence's
+        length and d_model (the notes' 60 positions × 32 when a model with learned positions is shown)."""
+        display = self.state.display
+        config = display.trace.config if display is not None else {}
+        n = len(display.trace.key_tokens) if display is not None else 60
+        d = int(config.get("d_model", 32))
+        if config.get("source") == "pretrained" or n < 2:
+            n, d = 60, 32
+        lens = self.pe_lens or PeLens()
+        lens.setWindowTitle("Positional-encoding lens")
+        lens.set_encoding(min(n, 512), d)
+        open_sized(lens, 900, 700)
+        lens.show()
+        lens.raise_()
+        self.pe_lens = lens
+        return lens
+
+    def open_survey(self, path=None, model: bool = False):
+        """The whole-model window: an attention file, or every layer of the current model."""
+        from explorer.panels.model_survey import open_model_survey
+        from explorer.panels.survey_panel import open_attention_window
+
+        if model:
+            survey = open_model_survey(self.parent, self.models, self.state, self.error)
+        else:
+            survey = open_attention_window(self.parent, path)
+        self.survey = survey or self.survey
+        return survey
+
+    def open_generate(self):
+        from explorer.panels.generate_panel import open_generate_for
+
+        self.generate = open_generate_for(self.parent, self.models, self.state)
+        return self.generate
+
+    def open_timeline(self, step: str | None = None):
+        """The training timeline of the model on screen (issue 20: explorer/actions/timeline_actions.py)."""
+        from explorer.actions.timeline_actions import open_timeline
+
+        if self.timeline is not None:  # one timeline at a time
+            self.timeline.close()
+            self.timeline.deleteLater()
+        try:
+            self.timeline = open_timeline(self.state, self.submit, self.error, step=step)
+        except InputError as exc:
+            self.timeline, self.timeline_error = None, f"no training timeline: {exc}"
+            self.error(self.timeline_error)
+        return self.timeline
+
+    def open_atlas(self, folder=None, compare=None):
+        """The head atlas window (explorer/panels/atlas_window.py), of this window's model."""
+        from explorer.panels.atlas_window import open_atlas_window
+
+        self.atlas = open_atlas_window(self.parent, self.models, self.state)
+        if folder is not None and self.atlas.panel.open_folder(folder) and compare is not None:
+            self.atlas.panel.compare_folder(compare)
+        return self.atlas
+
+    def close_all(self) -> None:
+        """Close every window opened (a survey's or the atlas's worker thread stops on close)."""
+        for other in (self.survey, self.pe_lens, self.generate, self.atlas, self.timeline):
+            if other is not None:
+                other.close()
+                other.deleteLater()
