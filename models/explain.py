@@ -20,8 +20,8 @@ from models import explain_norms
 from models import explain_stages as st
 from models.config import InputError
 from models.derivation import Derivation, Term, num
+from models.explain_context import Context
 from models.explain_encdec import biased
-from models.explain_stages import Context
 from models.params import LayerParams
 from models.trace import STAGE_ORDER, AttentionTrace
 

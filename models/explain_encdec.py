@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from models.derivation import Derivation, Term, num
-from models.explain_stages import Context, _pair_title
+from models.explain_context import Context
 
 
 def biased(ctx: Context) -> Derivation:
@@ -27,6 +27,6 @@ def biased(ctx: Context) -> Derivation:
              "Near distances get a bucket each; far ones share logarithmically wider buckets, and every distance "
              "past relative_attention_max_distance shares the last one."]  # fmt: skip
     terms = [Term(f"{src}[{h},{i},{j}]", before), Term(f"B_{h}[{where}] (position bias)", bias)]
-    return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Position-biased score"), formula, ctx.value,
+    return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Position-biased score"), formula, ctx.value,
                       sum_of=terms, steps=steps, details={"before": before, "bias": bias, "bucket": bucket,
                       "distance": j - i}, bars=terms, bars_caption="score and bias")  # fmt: skip

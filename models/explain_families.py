@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from models.derivation import Derivation, Term, num
-from models.explain_stages import F64, Context, _pair_title, _sum
+from models.explain_context import F64, Context, sum_terms
 
 
 def normed(ctx: Context, which: str) -> Derivation:
@@ -85,7 +85,7 @@ def sink(ctx: Context) -> Derivation:
              f"s_{h} the model learned, the same in every row.",
              "It is not a q·k product, and it is neither scaled nor masked: it joins every row's softmax as it is, "
              "so the sink takes a share of each row's weight and, having no value, passes nothing on."]  # fmt: skip
-    return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Sink logit"), f"S_{i},sink = s_{h} = {num(s, 6)}",
+    return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Sink logit"), f"S_{i},sink = s_{h} = {num(s, 6)}",
                       ctx.value, sum_of=[Term(f"s_{h} (sink logit)", s)], steps=steps,
                       details={"sink": True, "sink_logit": s})  # fmt: skip
 
@@ -99,7 +99,7 @@ def softcapped(ctx: Context) -> Derivation:
     formula = f"{num(cap)} · tanh({num(x, 6)} / {num(cap)}) = {num(cap * math.tanh(x / cap), 6)}"
     steps = [f"Soft-capping squashes the scaled score smoothly into (−{num(cap)}, {num(cap)}): small scores "
              "barely change, large ones saturate."]  # fmt: skip
-    return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Soft-capped score"), formula, ctx.value,
+    return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Soft-capped score"), formula, ctx.value,
                       steps=steps, details={"scaled": x, "cap": cap})  # fmt: skip
 
 
@@ -133,7 +133,7 @@ def rotated(ctx: Context, kind: str) -> Derivation:
              f"the token's position: {theta} (cos θ = {num(ct, 6)}, sin θ = {num(st, 6)}).",
              "Lengths are kept; q'·k' then depends only on how far apart the two tokens are."]  # fmt: skip
     formula = (f"{kind}'_{i},{c} = {kind}_{i},{c} cos θ {op} {kind}_{i},{partner} sin θ = "
-               f"{num(x[c])}×{num(ct)} {op} {num(x[partner])}×{num(st)} = {num(_sum(terms), 6)}")  # fmt: skip
+               f"{num(x[c])}×{num(ct)} {op} {num(x[partner])}×{num(st)} = {num(sum_terms(terms), 6)}")  # fmt: skip
     details = {"position": i, "pair": [min(c, partner), max(c, partner)], "cos": ct, "sin": st,
                "angle": None if omega is None else i * omega}  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, title, formula, ctx.value, sum_of=terms, steps=steps,

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from models.derivation import Derivation, Term, num
-from models.explain_stages import F64, Context, _pair_title
+from models.explain_context import F64, Context
 
 
 def transformed_value(ctx: Context, h: int, j: int) -> np.ndarray:
@@ -39,7 +39,7 @@ def weighted_norms(ctx: Context) -> Derivation:
     h, i, j = ctx.cell
     if ctx.is_sink(j):  # gpt-oss's learned sink: a share of the softmax, but no value vector to move
         a = float(ctx.trace["weights"].rows(h, i, i + 1)[0, j])
-        return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Weighted norm of the sink"),
+        return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Weighted norm of the sink"),
                           f"‖α'_{i},sink · 0‖ = 0  (α'_{i},sink = {num(a, 6)})", ctx.value,
                           sum_of=[Term("the sink has no value vector", 0.0)],
                           steps=[f"The sink takes {num(a, 4)} of row {i}'s weight and moves nothing: it has no "
@@ -59,7 +59,7 @@ def weighted_norms(ctx: Context) -> Derivation:
              f"Key {j} gets {100 * share_w:.1f}% of row {i}'s weight but {100 * share_n:.1f}% of what the row "
              "moves (the sum of its weighted norms)."] + ctx.head_note(h)  # fmt: skip
     bars = [Term(f"‖α'_{i},{l} f(x_{l})‖", float(x)) for l, x in enumerate(row)]  # noqa: E741
-    return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Weighted norm"), formula, ctx.value, sum_of=[term],
+    return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Weighted norm"), formula, ctx.value, sum_of=[term],
                       steps=steps, details={"weight": a, "value_norm": norm, "weight_share": share_w,
                                             "norm_share": share_n},
                       bars=bars, bars_caption="the row's weighted norms", focus_bar=j,

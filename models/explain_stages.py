@@ -7,83 +7,11 @@ float64, so that the summands add up to the traced value to float32 rounding.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from models.derivation import Derivation, Term, num
-from models.params import LayerParams
-from models.trace import AttentionTrace
-
-F64 = np.float64
-
-
-@dataclass
-class Context:
-    trace: AttentionTrace
-    params: LayerParams
-    stage: str
-    cell: tuple[int, ...]
-
-    def a(self, stage: str) -> np.ndarray:
-        return self.trace[stage].array.astype(F64)
-
-    @property
-    def value(self) -> float:
-        return float(self.trace[self.stage].array[self.cell])
-
-    @property
-    def cross(self) -> bool:
-        return "query_input" in self.trace
-
-    def qtok(self, i: int) -> str:
-        return f"'{self.trace.query_tokens[i]}' ({i})"
-
-    def ktok(self, j: int) -> str:
-        if j == len(self.trace.key_tokens) and self.params.sinks is not None:
-            return f"'sink' ({j})"  # the learned sink's column, after the keys
-        return f"'{self.trace.key_tokens[j]}' ({j})"
-
-    def is_sink(self, j: int) -> bool:
-        """True for the learned attention sink's column (gpt-oss), the last of the n×n stages."""
-        return self.params.sinks is not None and j == len(self.trace.key_tokens)
-
-    def group(self, h: int) -> int:
-        groups = self.params.head_groups
-        return groups[h] if h < len(groups) else h
-
-    def head_note(self, h: int) -> list[str]:
-        g = self.group(h)
-        if self.params.kv_heads < self.params.heads:
-            return [f"Grouped-query attention: query head {h} reads key/value head g({h}) = {g}."]
-        return []
-
-    def ids(self, query: bool) -> tuple[int, ...] | None:
-        ids = self.params.query_ids if query else self.params.key_ids
-        if ids is None and self.params.source == "model":
-            ids = tuple(self.trace.meta.get("token_ids", ())) or None
-        return ids
-
-
-def _sum(terms: list[Term]) -> float:
-    return float(np.sum([t.value for t in terms], dtype=F64))
-
-
-def _products(labels, xs: np.ndarray, ws: np.ndarray) -> list[Term]:
-    return [Term(lab, float(x * w), (float(x), float(w))) for lab, x, w in zip(labels, xs, ws)]
-
-
-def _sum_formula(lhs: str, symbolic: str, terms: list[Term], bias: Term | None) -> str:
-    """``lhs = symbolic = t1 + t2 + … (+ b) = total``, written out when short."""
-    products = terms if bias is None else terms[:-1]
-    if len(products) <= 4:
-        body = " + ".join(num(t.value) for t in products)
-    else:
-        body = f"({len(products)} products, together {num(_sum(products))})"
-    if bias is not None:
-        body += f" {'−' if bias.value < 0 else '+'} {num(abs(bias.value))}"
-    return f"{lhs} = {symbolic} = {body} = {num(_sum(terms), 6)}"
-
+from models.explain_context import F64, Context, products, sum_formula
 
 # --- inputs -----------------------------------------------------------------------------------------
 
@@ -197,7 +125,7 @@ def projection(ctx: Context, kind: str) -> Derivation:
     x = ctx.a(rows)[i]  # (d_model,)
     w = W[h].astype(F64)[:, c]  # (d_model,)
     up = kind.upper()
-    terms = _products([f"x_{i},{m}·W_{up}[{m},{c}]" for m in range(len(x))], x, w)
+    terms = products([f"x_{i},{m}·W_{up}[{m},{c}]" for m in range(len(x))], x, w)
     bias = Term(f"b_{up}[{c}] (bias)", float(b[h, c])) if b is not None else None
     all_terms = terms + ([bias] if bias else [])
     head = "key/value head" if kind != "q" and p.kv_heads < p.heads else "head"
@@ -209,7 +137,7 @@ def projection(ctx: Context, kind: str) -> Derivation:
     if kind in ("q", "k") and getattr(p, f"{kind}_norm") is not None:
         steps.append(f"This model then normalises each {kind} head vector ({kind}_norm) before scoring.")
     return Derivation(ctx.stage, ctx.cell, f"{names[kind]} · {head} {h} · token {tok} · feature {c}",
-                      _sum_formula(f"{kind}_{i},{c}", symbolic, all_terms, bias), ctx.value, sum_of=all_terms,
+                      sum_formula(f"{kind}_{i},{c}", symbolic, all_terms, bias), ctx.value, sum_of=all_terms,
                       steps=steps, details={"bias": bias.value if bias else None}, bars=all_terms,
                       bars_caption="products x_im·W[m,c]" + (" and the bias" if bias else ""))  # fmt: skip
 
@@ -229,30 +157,25 @@ def _score_terms(ctx: Context, h: int, i: int, j: int) -> tuple[list[Term], str,
              f"{f' (key head {ctx.group(h)})' if ctx.group(h) != h else ''}."] + ctx.head_note(h)  # fmt: skip
     if p.score == "general":
         u = q @ p.extra["W_g"][h].astype(F64)  # (d_k,)
-        terms = _products([f"(q_{i}W)_{b}·k_{j},{b}" for b in range(len(k))], u, k)
+        terms = products([f"(q_{i}W)_{b}·k_{j},{b}" for b in range(len(k))], u, k)
         steps.append(f"General (bilinear) score: q_{i} is first mixed by W ({len(k)}×{len(k)}), then meets k_{j}.")
         return terms, f"q_{i} W k_{j}ᵀ = Σ_b (q_{i}W)_b k_{j}b", steps, {"qW": u}
     if p.score == "additive":
         pre = q @ p.extra["W_1"][h].astype(F64) + k @ p.extra["W_2"][h].astype(F64)  # (d_a,)
         t, w = np.tanh(pre), p.extra["w"][h].astype(F64)
-        terms = _products([f"w_{a}·tanh(…)_{a}" for a in range(len(w))], w, t)
+        terms = products([f"w_{a}·tanh(…)_{a}" for a in range(len(w))], w, t)
         steps.append(f"Additive (Bahdanau) score: a small network on q_{i} W_1 + k_{j} W_2, squashed by tanh.")
         return terms, f"wᵀ tanh(q_{i} W_1 + k_{j} W_2) = Σ_a w_a tanh(u_a)", steps, {"u": pre, "tanh_u": t}
-    terms = _products([f"q{prime}_{i},{c}·k{prime}_{j},{c}" for c in range(len(q))], q, k)
+    terms = products([f"q{prime}_{i},{c}·k{prime}_{j},{c}" for c in range(len(q))], q, k)
     return terms, f"q{prime}_{i} · k{prime}_{j} = Σ_c q{prime}_{i}c k{prime}_{j}c", steps, {"q": q, "k": k}
-
-
-def _pair_title(ctx: Context, what: str) -> str:
-    h, i, j = ctx.cell
-    return f"{what} · head {h} · query {ctx.qtok(i)} → key {ctx.ktok(j)}"
 
 
 def scores(ctx: Context) -> Derivation:
     h, i, j = ctx.cell
     terms, symbolic, steps, details = _score_terms(ctx, h, i, j)
     steps.append(f"α_{i}{j} reads as how related token {i} is to token {j}.")
-    return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Score"),
-                      _sum_formula(f"α_{i},{j}", symbolic, terms, None), ctx.value, sum_of=terms, steps=steps,
+    return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Score"),
+                      sum_formula(f"α_{i},{j}", symbolic, terms, None), ctx.value, sum_of=terms, steps=steps,
                       details=details, bars=terms, bars_caption="summands")  # fmt: skip
 
 
@@ -277,7 +200,7 @@ def scaled(ctx: Context) -> Derivation:
         raw, _, _, _ = _score_terms(ctx, h, i, j)
         terms = [Term(t.label + "·scale", t.value * scale, t.factors + (scale,)) for t in raw]
         steps.append(f"Equivalently, each of the {len(terms)} summands of α_{i},{j} times {num(scale, 6)}.")
-    return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Scaled score"), formula, ctx.value, sum_of=terms,
+    return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Scaled score"), formula, ctx.value, sum_of=terms,
                       steps=steps, details={"score": s, "scale": scale, "d_k": d_k},
                       bars=terms, bars_caption="scaled summands")  # fmt: skip
 
@@ -315,12 +238,12 @@ def masked(ctx: Context) -> Derivation:
         steps = ["Hidden, because " + "; and ".join(why) + ".",
                  f"The score {num(before, 6)} is replaced by −∞ (the notes' −1e999): e^(−∞) = 0, so its weight "
                  f"will be exactly 0" + shown]  # fmt: skip
-        return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Masked score"), f"α_{i},{j} = −∞ (hidden)",
+        return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Masked score"), f"α_{i},{j} = −∞ (hidden)",
                           ctx.value, steps=steps, details={"hidden": True, "why": why, "before": before,
                           "weight": weight})  # fmt: skip
     steps = [f"Not hidden: query {i} may see key {j} under the '{ctx.params.mask}' mask, so the score passes "
              f"through unchanged from '{src}'."]  # fmt: skip
-    return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Masked score"),
+    return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Masked score"),
                       f"α_{i},{j} = {num(before, 6)} (visible, unchanged)", ctx.value,
                       sum_of=[Term(f"{src}[{h},{i},{j}]", before)], steps=steps,
                       details={"hidden": False, "why": [], "before": before, "weight": weight})  # fmt: skip
@@ -357,7 +280,7 @@ def weights(ctx: Context) -> Derivation:
                      f"{num(1 - sink, 6)}. It has no value: that share adds nothing to the head's output.")  # fmt: skip
     details = {"scores": row * T, "temperature": T, "max": m, "exponentials": e, "exp_sum": total,
                "row_sum": row_sum}  # fmt: skip
-    return Derivation(ctx.stage, ctx.cell, _pair_title(ctx, "Weight"), formula, ctx.value, steps=steps,
+    return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Weight"), formula, ctx.value, steps=steps,
                       details=details, bars=bars, bars_caption="the row's exponentials e^(α − m)",
                       focus_bar=j, bar_ticks=list(ctx.trace.key_tokens))  # fmt: skip
 
@@ -367,13 +290,13 @@ def head_output(ctx: Context) -> Derivation:
     g = ctx.group(h)
     v = ctx.a("v")[g, :, c]  # (n_k,)
     a = ctx.a("weights")[h, i, : len(v)]  # (n_k,): a learned sink's column (no value) left out
-    terms = _products([f"α'_{i},{j}·v_{j},{c} ({ctx.trace.key_tokens[j]})" for j in range(len(a))], a, v)
+    terms = products([f"α'_{i},{j}·v_{j},{c} ({ctx.trace.key_tokens[j]})" for j in range(len(a))], a, v)
     sums = ("which, without the sink's share, sums to less than 1" if ctx.params.sinks is not None
             else "which sums to 1")
     steps = [f"Token {i}'s output is the weighted sum of the value rows: column {c} of v, weighted by row {i} of "
              f"the weights ({sums})."] + ctx.head_note(h)  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, f"Head output · head {h} · query {ctx.qtok(i)} · feature {c}",
-                      _sum_formula(f"o_{i},{c}", f"Σ_j α'_{i}j v_j{c}", terms, None), ctx.value, sum_of=terms,
+                      sum_formula(f"o_{i},{c}", f"Σ_j α'_{i}j v_j{c}", terms, None), ctx.value, sum_of=terms,
                       steps=steps, bars=terms, bars_caption="weighted values α'_ij·v_jc",
                       bar_ticks=list(ctx.trace.key_tokens))  # fmt: skip
 
@@ -397,13 +320,13 @@ def output(ctx: Context) -> Derivation:
     p = ctx.params
     x = ctx.a("concat")[i]  # (h·d_v,)
     w = p.W_o.astype(F64)[:, c]
-    terms = _products([f"C_{i},{m}·W_C[{m},{c}]" for m in range(len(x))], x, w)
+    terms = products([f"C_{i},{m}·W_C[{m},{c}]" for m in range(len(x))], x, w)
     bias = Term(f"b_C[{c}] (bias)", float(p.b_o[c])) if p.b_o is not None else None
     all_terms = terms + ([bias] if bias else [])
     symbolic = f"Σ_m C_{i}m W_C[m,{c}]" + (f" + b_{c}" if bias else "")
     steps = [f"The output matrix W_C (= W_O, {len(x)}×{p.W_o.shape[1]}) mixes the "
              "concatenated heads back into one vector per token."]  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, f"Output · token {ctx.qtok(i)} · feature {c}",
-                      _sum_formula(f"y_{i},{c}", symbolic, all_terms, bias), ctx.value, sum_of=all_terms,
+                      sum_formula(f"y_{i},{c}", symbolic, all_terms, bias), ctx.value, sum_of=all_terms,
                       steps=steps, details={"bias": bias.value if bias else None}, bars=all_terms,
                       bars_caption="products C_im·W_C[m,c]" + (" and the bias" if bias else ""))  # fmt: skip
