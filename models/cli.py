@@ -64,12 +64,12 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     return RunSpec.from_args(args).validate(resolve=False)
 
 
-def _error(message: str) -> int:
-    print(f"error: {_printable(message)}", file=sys.stderr)
+def cli_error(message: str) -> int:
+    print(f"error: {printable(message)}", file=sys.stderr)
     return 2
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """One line, and bytes that are not UTF-8 (surrogate-escaped) shown as escapes."""
     line = " ".join(str(text).split("\n")).strip()
     return line.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -100,15 +100,15 @@ def export_main(argv: Sequence[str]) -> int:
         heads = list(dict.fromkeys(args.only_heads)) if args.only_heads else None
         out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads)
     except InputError as exc:
-        return _error(str(exc))
+        return cli_error(str(exc))
     except RecursionError:
-        return _error("input nested too deeply to read")
+        return cli_error("input nested too deeply to read")
     except (MemoryError, RuntimeError) as exc:
         if not is_out_of_memory(exc):
             raise
-        return _error(OUT_OF_MEMORY)
+        return cli_error(OUT_OF_MEMORY)
     for notice in notes + list(trace.meta.get("notices", [])):
-        print(f"note: {_printable(notice)}", file=sys.stderr)
+        print(f"note: {printable(notice)}", file=sys.stderr)
     written = len(args.stages or trace.stages)
-    print(_printable(f"wrote {written} stages to {out} ({trace.device}, {trace.elapsed_ms:.1f} ms)"))
+    print(printable(f"wrote {written} stages to {out} ({trace.device}, {trace.elapsed_ms:.1f} ms)"))
     return 0

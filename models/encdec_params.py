@@ -7,7 +7,7 @@ bias and each pair's bucket in ``extra`` (``position_bias`` (h, n_q, n_k), ``buc
 
 from __future__ import annotations
 
-from models.params import LayerParams, _bias, _f32, _per_head
+from models.params import LayerParams, as_f32, bias_per_head, per_head
 
 
 def encdec_params(model, trace) -> LayerParams:
@@ -21,15 +21,15 @@ def encdec_params(model, trace) -> LayerParams:
     if p.bias is not None:
         import torch
 
-        extra["position_bias"] = _f32(p.bias)
+        extra["position_bias"] = as_f32(p.bias)
         i = torch.arange(n_q)[:, None]
         j = torch.arange(n_k)[None, :]
         from models.pretrained.t5 import relative_bucket
 
         extra["bucket"] = relative_bucket(j - i, block == "encoder", arch.buckets, arch.max_distance).numpy()
     return LayerParams(
-        W_q=_per_head(p.w_q, h), b_q=_bias(p.b_q, h), W_k=_per_head(p.w_k, h), b_k=_bias(p.b_k, h),
-        W_v=_per_head(p.w_v, h), b_v=_bias(p.b_v, h), W_o=_f32(p.w_o), b_o=_f32(p.b_o),
+        W_q=per_head(p.w_q, h), b_q=bias_per_head(p.b_q, h), W_k=per_head(p.w_k, h), b_k=bias_per_head(p.b_k, h),
+        W_v=per_head(p.w_v, h), b_v=bias_per_head(p.b_v, h), W_o=as_f32(p.w_o), b_o=as_f32(p.b_o),
         head_groups=tuple(range(h)), score="scaled", scale=float(p.scale), scale_formula=p.scale_formula,
         extra=extra, pe=arch.pe, mask=trace.config["mask"], vocab_size=arch.vocab_size, source="model",
         query_source="model", key_ids=tuple(trace.meta["token_ids"]),

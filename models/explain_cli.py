@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .cli import _printable, check_arguments
+from .cli import check_arguments, printable
 from .config import InputError
 from .memory import OUT_OF_MEMORY, is_out_of_memory
 from .runspec import RunSpec, add_input_arguments, given_options
@@ -80,7 +80,7 @@ def explain_main(argv: Sequence[str]) -> int:
         notes = spec.notes()
         trace, derivation = derive(spec, args.stage, args.cell)
     except InputError as exc:
-        print(f"error: {_printable(str(exc))}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except RecursionError:
         print("error: input nested too deeply to read", file=sys.stderr)
@@ -91,6 +91,6 @@ def explain_main(argv: Sequence[str]) -> int:
         print(f"error: {OUT_OF_MEMORY}", file=sys.stderr)
         return 2
     for notice in notes + list(trace.meta.get("notices", [])):
-        print(f"note: {_printable(notice)}", file=sys.stderr)
+        print(f"note: {printable(notice)}", file=sys.stderr)
     print(derivation.to_json() if args.json else derivation.text(), end="\n" if args.json else "")
     return 0

@@ -95,7 +95,7 @@ class LayerParams:
         return hidden
 
 
-def _f32(a) -> np.ndarray | None:
+def as_f32(a) -> np.ndarray | None:
     if a is None:
         return None
     if hasattr(a, "detach"):  # a torch tensor
@@ -105,14 +105,14 @@ def _f32(a) -> np.ndarray | None:
 
 def toy_params(req: AttentionRequest) -> LayerParams:
     """The parameters :func:`models.pipeline.run` uses for ``req`` (same seeded weights)."""
-    from models.pipeline import _sequence
+    from models.pipeline import sequence_of
     from models.tokenize import build_vocab, check_embeddings, embed
     from models.weights import complete_weights, random_weights
 
     cfg = req.config.validate()
     w = complete_weights(cfg, req.weights) if req.weights is not None else random_weights(cfg)
-    key_tokens, key_matrix = _sequence(req, cross=False)
-    query_tokens, query_matrix = _sequence(req, cross=True) if req.is_cross else (key_tokens, key_matrix)
+    key_tokens, key_matrix = sequence_of(req, cross=False)
+    query_tokens, query_matrix = sequence_of(req, cross=True) if req.is_cross else (key_tokens, key_matrix)
     sentences = [t for t, m in [(key_tokens, key_matrix), (query_tokens, query_matrix)] if m is None]
     vocab = build_vocab(*sentences) if sentences else {}
     key_ids = tuple(vocab[t] for t in key_tokens) if key_matrix is None else None
@@ -124,11 +124,11 @@ def toy_params(req: AttentionRequest) -> LayerParams:
     elif req.is_cross:  # the same seeded table the pipeline looks the ids up in
         x_q = embed([list(query_ids)], len(vocab), cfg.d_model, cfg.seed)[0].numpy()
     return LayerParams(
-        W_q=_f32(w.W_q), b_q=_f32(w.b_q), W_k=_f32(w.W_k), b_k=_f32(w.b_k),
-        W_v=_f32(w.W_v), b_v=_f32(w.b_v), W_o=_f32(w.W_o), b_o=_f32(w.b_o),
+        W_q=as_f32(w.W_q), b_q=as_f32(w.b_q), W_k=as_f32(w.W_k), b_k=as_f32(w.b_k),
+        W_v=as_f32(w.W_v), b_v=as_f32(w.b_v), W_o=as_f32(w.W_o), b_o=as_f32(w.b_o),
         head_groups=tuple(range(cfg.heads)), score=cfg.score, scale=scale,
         scale_formula="S / √d_k" if scale is not None else "", temperature=cfg.temperature,
-        extra={k: _f32(v) for k, v in w.extra.items()}, pe=cfg.pe, mask=cfg.mask,
+        extra={k: as_f32(v) for k, v in w.extra.items()}, pe=cfg.pe, mask=cfg.mask,
         pad_positions=tuple(cfg.pad_positions),
         custom_mask=None if req.custom_mask is None else np.asarray(req.custom_mask, dtype=bool),
         key_ids=key_ids, query_ids=query_ids if req.is_cross else key_ids,
@@ -137,15 +137,15 @@ def toy_params(req: AttentionRequest) -> LayerParams:
     )  # fmt: skip
 
 
-def _per_head(w, heads: int) -> np.ndarray:
+def per_head(w, heads: int) -> np.ndarray:
     """Fused ``(d_model, heads·d)`` -> per-head ``(heads, d_model, d)``."""
-    w = _f32(w)
+    w = as_f32(w)
     d_model = w.shape[0]
     return np.ascontiguousarray(w.reshape(d_model, heads, -1).transpose(1, 0, 2))
 
 
-def _bias(b, heads: int) -> np.ndarray | None:
-    return None if b is None else _f32(b).reshape(heads, -1)
+def bias_per_head(b, heads: int) -> np.ndarray | None:
+    return None if b is None else as_f32(b).reshape(heads, -1)
 
 
 def pretrained_params(
@@ -157,13 +157,13 @@ def pretrained_params(
     """
     p = model.arch.attention_params(layer, n)
     h, kv = p.heads, p.kv_heads
-    rope = None if p.rope is None else (_f32(p.rope[0]), _f32(p.rope[1]))
+    rope = None if p.rope is None else (as_f32(p.rope[0]), as_f32(p.rope[1]))
     mode = model.default_mask if mask is None else mask
     return LayerParams(
-        W_q=_per_head(p.w_q, h), b_q=_bias(p.b_q, h),
-        W_k=_per_head(p.w_k, kv), b_k=_bias(p.b_k, kv),
-        W_v=_per_head(p.w_v, kv), b_v=_bias(p.b_v, kv),
-        W_o=_f32(p.w_o), b_o=_f32(p.b_o), head_groups=tuple(p.head_groups),
+        W_q=per_head(p.w_q, h), b_q=bias_per_head(p.b_q, h),
+        W_k=per_head(p.w_k, kv), b_k=bias_per_head(p.b_k, kv),
+        W_v=per_head(p.w_v, kv), b_v=bias_per_head(p.b_v, kv),
+        W_o=as_f32(p.w_o), b_o=as_f32(p.b_o), head_groups=tuple(p.head_groups),
         score="scaled", scale=float(p.scale), scale_formula=p.scale_formula,
         rope=rope, pe="rotary" if rope is not None else ("none" if model.arch.rotary else "learned"),
         mask=mode, pad_positions=tuple(sorted(set(pad_positions))) if mode != "none" else (),
@@ -171,5 +171,5 @@ def pretrained_params(
         q_norm=getattr(p, "q_norm", None), k_norm=getattr(p, "k_norm", None),
         softcap=getattr(p, "softcap", None), sliding_window=getattr(p, "sliding_window", None),
         rotary_dim=getattr(p, "rotary_dim", None), rope_interleaved=getattr(p, "rope_interleaved", False),
-        band=p.band, sinks=_f32(p.sinks),
+        band=p.band, sinks=as_f32(p.sinks),
     )  # fmt: skip

@@ -54,7 +54,7 @@ class _Recorder:
         self.stages.append(Stage(name, row_labels=rows, col_labels=cols, **self._text(name), **source))
 
 
-def _sequence(req: AttentionRequest, cross: bool):
+def sequence_of(req: AttentionRequest, cross: bool):
     """Tokens and (unembedded) source of one sequence: the keys' (cross=False) or the queries'."""
     cfg = req.config
     matrix = req.cross_embeddings if cross else req.embeddings
@@ -87,9 +87,9 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
     device, device_label, notice = pick_device(cfg.device)
     h, dk, dv = cfg.heads, cfg.head_dim_k, cfg.head_dim_v
 
-    key_tokens, key_matrix = _sequence(req, cross=False)
+    key_tokens, key_matrix = sequence_of(req, cross=False)
     if req.is_cross:
-        query_tokens, query_matrix = _sequence(req, cross=True)
+        query_tokens, query_matrix = sequence_of(req, cross=True)
     else:
         query_tokens, query_matrix = key_tokens, key_matrix
     n_q, n_k = len(query_tokens), len(key_tokens)

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from models.atomic import check_target
-from models.cli import _error, _printable
+from models.cli import cli_error, printable
 from models.config import DEFAULT_MAX_TOKENS, DEVICES, InputError
 from models.memory import OUT_OF_MEMORY, is_out_of_memory
 
@@ -62,14 +62,14 @@ def _masked(model, args: argparse.Namespace, settings: GenerateSettings) -> int:
     result = predict_masks(model, args.prompt, shown=settings.shown, max_tokens=args.max_tokens)
     out = write_masked(result, args.prompt, args.out, force=args.force)
     for notice in result.notices:
-        print(f"note: {_printable(notice)}", file=sys.stderr)
+        print(f"note: {printable(notice)}", file=sys.stderr)
     best = {m.position: m.top_tokens[0] for m in result.masks}
     if args.json:
         masks = [{"position": m.position, "ids": list(m.top_ids), "tokens": list(m.top_tokens),
                   "probs": list(m.top_probs)} for m in result.masks]  # fmt: skip
         print(json.dumps({"masks": masks}, ensure_ascii=False))
     else:
-        print(_printable(f"predicted {len(best)} masked tokens into {out}: {best}"))
+        print(printable(f"predicted {len(best)} masked tokens into {out}: {best}"))
     return 0
 
 
@@ -89,20 +89,20 @@ def generate_main(argv: Sequence[str]) -> int:
         gen = generate(model, args.prompt, settings)
         out = write_generation(gen, args.prompt, args.out, force=args.force)
     except InputError as exc:
-        return _error(str(exc))
+        return cli_error(str(exc))
     except RecursionError:
-        return _error("input nested too deeply to read")
+        return cli_error("input nested too deeply to read")
     except (MemoryError, RuntimeError) as exc:
         if not is_out_of_memory(exc):
             raise
-        return _error(OUT_OF_MEMORY)
+        return cli_error(OUT_OF_MEMORY)
     for notice in gen.notices:
-        print(f"note: {_printable(notice)}", file=sys.stderr)
+        print(f"note: {printable(notice)}", file=sys.stderr)
     if args.json:
         print(json.dumps({"text": gen.text, "ids": gen.ids[gen.prompt_length :], "all_ids": gen.ids,
                           "prompt_length": gen.prompt_length, "stopped": gen.stopped}, ensure_ascii=False))  # fmt: skip
     else:
         ms = sorted(gen.step_ms)[len(gen.step_ms) // 2] if gen.step_ms else 0.0
-        print(_printable(f"generated {gen.generated} tokens ({gen.stopped}; {ms:.1f} ms per token) "
+        print(printable(f"generated {gen.generated} tokens ({gen.stopped}; {ms:.1f} ms per token) "
                          f"into {out}: {gen.text!r}"))  # fmt: skip
     return 0

@@ -43,7 +43,7 @@ def progress_line(start: float):
 
 
 def train_main(argv: Sequence[str]) -> int:
-    from models.cli import _error
+    from models.cli import cli_error
     from models.training.train import TrainConfig, train
 
     args = build_parser().parse_args(argv)
@@ -59,7 +59,7 @@ def train_main(argv: Sequence[str]) -> int:
             rows = train(tmp, tc, progress_line(start))
         print(file=sys.stderr)
     except InputError as exc:
-        return _error(str(exc))
+        return cli_error(str(exc))
     except KeyboardInterrupt:
         print("\ninterrupted: nothing written", file=sys.stderr)
         return 130
