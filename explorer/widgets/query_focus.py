@@ -174,11 +174,11 @@ class QueryFocusPanel(QGroupBox):
             answer = self._keep(*read())
         weights, output, vector = answer  # (n_k,), (d_v,), the row's (d,) or None
         keys = trace["weights"].col_labels or trace.key_tokens  # with a learned sink: its column, last
+        difference = bool(getattr(display.request, "difference", False))  # edited − original is shown
         if vector is not None:  # a vector per token: show the row's
-            self._show_vector(trace, stage, row, head, weights, output, vector)
+            self._show_vector(trace, stage, row, head, (weights, output, vector), difference)
             return
         self.vector = None
-        difference = bool(getattr(display.request, "difference", False))  # edited − original is shown
         set_axis_title(self.chart.getAxis("left"), "Δ weight a_ij" if difference else "weight a_ij")
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
         reads = f" (reads key/value head {groups[head]})" if groups else ""
@@ -212,9 +212,10 @@ class QueryFocusPanel(QGroupBox):
         self._keep(*keyed)
         self.refresh()  # shows them if they are still the focus, else asks for the focus now
 
-    def _show_vector(self, trace, stage, row: int, head: int, weights, output, vector) -> None:
+    def _show_vector(self, trace, stage, row: int, head: int, answer: tuple, difference: bool) -> None:
         """The selected row of a per-token stage as bars over its feature indices (0-based); on the
-        outputs the decomposition o_i = Σ_j a_ij v_j below it."""
+        outputs the decomposition o_i = Σ_j a_ij v_j (or its change, ``difference``) below it."""
+        weights, output, vector = answer
         r = min(row, stage.shape[-2] - 1)
         h = array_head(stage, head) if stage.per_head else 0
         self.vector, self.weights_row = vector, None
@@ -229,7 +230,6 @@ class QueryFocusPanel(QGroupBox):
         self.chart.setXRange(0, max(1, len(vector)), padding=0.02)
         self.chart.setYRange(*bar_range(vector), padding=0)
         if stage.name in OUTPUT_STAGES:
-            difference = bool(getattr(self.state.display.request, "difference", False))
             self.sum_text.setText(contributions_html(trace.key_tokens, weights, output, difference=difference))
         else:
             preview = ", ".join(f"{v:.3f}" for v in vector[:VECTOR_PREVIEW])
