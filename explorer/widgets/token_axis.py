@@ -260,11 +260,19 @@ class TokenAxis(pg.AxisItem):
 
     def setRange(self, mn: float, mx: float):  # noqa: N802 - pyqtgraph API
         super().setRange(mn, mx)
-        self._decide()  # before the paint: an axis that grows changes the layout, not a paint under way
+        self._decide_size()
 
     def resizeEvent(self, ev=None):  # noqa: N802 - Qt API
         super().resizeEvent(ev)
-        self._decide()
+        self._decide_size()
+
+    def _decide_size(self) -> None:
+        """Labels below a matrix decide before the paint whether they stand upright: an axis that
+        grows then changes the layout, not a paint under way. Row labels never change the axis's
+        size (set_labels sets their width): they decide when drawn, not on each of a layout's
+        many range and size events (~300 for a first 12-head grid)."""
+        if not self.vertical:
+            self._decide()
 
     def drawn_labels(self) -> list[tuple[QRectF, str]]:
         """Each label drawn now and the rectangle it covers, in the axis's own pixels (tests)."""
@@ -295,9 +303,8 @@ class TokenAxis(pg.AxisItem):
         thinned, never kept empty otherwise): the axis grows to it."""
         if self.vertical:
             return
-        metrics = QFontMetricsF(self.style["tickFont"] or QFont())
         position = self._position_px() if positioned else 0.0
-        wanted = (max(self._label_widths(), default=0) + position + 4) if upright else metrics.height()
+        wanted = (max(self._label_widths(), default=0) + position + 4) if upright else self._pitch()
         if upright != self._upright or abs(self.textHeight - wanted) > 1:
             self._upright = upright
             self.textHeight = int(math.ceil(wanted))
