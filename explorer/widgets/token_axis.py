@@ -81,6 +81,29 @@ SHARED_PICTURES = 64  # drawn axes kept for axes drawn the same (all heads of a 
 _pictures: OrderedDict[tuple, object] = OrderedDict()
 
 
+MEASURED_KEPT = 8  # label sets kept shown and measured (every head of a grid has the same tokens)
+_measured: OrderedDict[tuple, tuple[tuple[str, ...], list[float]]] = OrderedDict()
+
+
+def shown_and_widths(labels: tuple[str, ...], font: QFont, metrics: QFontMetricsF) -> tuple[tuple, list[float]]:
+    """What each label draws (characters no font covers as code points) and its shortened width in
+    ``font``: measured once for all axes with these labels (a 12-head grid's 24 axes share them)."""
+    key = (labels, font.key())
+    if key in _measured:
+        _measured.move_to_end(key)
+        return _measured[key]
+    shown = tuple(display_label(s, font) for s in labels)
+    if len(shown) <= MEASURED_LABELS:
+        widths = [metrics.horizontalAdvance(shorten(s)) for s in shown]
+    else:  # thousands of tokens: measuring each (~3 µs) would stall a paint; a bound per length
+        per_char = metrics.horizontalAdvance("W")
+        widths = [per_char * len(shorten(s)) for s in shown]
+    _measured[key] = (shown, widths)
+    while len(_measured) > MEASURED_KEPT:
+        _measured.popitem(last=False)
+    return shown, widths
+
+
 def clear_shared_pictures() -> None:
     """Forget every shared axis drawing: each axis draws its own again when it next paints."""
     _pictures.clear()
@@ -100,7 +123,7 @@ class TokenAxis(pg.AxisItem):
         self._upright = False  # labels below the matrix turned upright (too wide side by side)
         self.setTextPen(QColor(*TEXT_RGB))
         self.setPen(QColor(*LINE_RGB))
-        self._widths: list[float] | None = None  # pixel width of each shortened label, measured lazily
+        self._widths: list[float] = []  # pixel width of each shortened label (shown_and_widths)
         self._title = ""  # the axis title set_title shows ("" none)
         self._metrics: tuple[object, QFontMetricsF] | None = None  # (the tick font, its metrics)
         self._chosen: tuple[tuple, range] | None = None  # _choose's last question and answer
@@ -122,9 +145,8 @@ class TokenAxis(pg.AxisItem):
             return
         self._labels = tuple(labels)
         # What is drawn: characters no installed font covers become code points (U+4E2D), never boxes.
-        font = self.style["tickFont"] or QFont()
-        self._shown = tuple(display_label(s, font) for s in self._labels)
-        self._widths = None
+        self._shown, self._widths = shown_and_widths(self._labels, self.style["tickFont"] or QFont(),
+                                                     self._font_metrics())  # fmt: skip
         if self.vertical:  # as wide as the labels from the start, rather than grown while painting
             self.setWidth(self.label_room())
         else:
@@ -140,13 +162,7 @@ class TokenAxis(pg.AxisItem):
         return self._metrics[1]
 
     def _label_widths(self) -> list[float]:
-        if self._widths is None:
-            metrics = self._font_metrics()
-            if len(self._shown) <= MEASURED_LABELS:
-                self._widths = [metrics.horizontalAdvance(shorten(s)) for s in self._shown]
-            else:  # thousands of tokens: measuring each (~3 µs) would stall a paint; a bound per length
-                per_char = metrics.horizontalAdvance("W")
-                self._widths = [per_char * len(shorten(s)) for s in self._shown]
+        """The pixel width of each shortened label (measured in set_labels, shared by axes alike)."""
         return self._widths
 
     def _pitch(self) -> float:

@@ -90,3 +90,25 @@ def test_a_new_result_sets_no_axis_title_again(make_window, settle, monkeypatch)
     window.jobs.wait_until_idle()
     assert window.focus_panel.chart.getAxis("left").labelText == "weight a_ij"
     assert titled == []
+
+
+def test_labels_are_measured_once_for_all_axes_and_as_each_axis_would(qapp, monkeypatch):
+    """A grid's axes share their tokens: shown_and_widths measures a label set once per font, and
+    what it keeps is what a fresh measurement gives (another font: measured again)."""
+    from PySide6.QtGui import QFont, QFontMetricsF
+
+    measured = []
+    real = QFontMetricsF.horizontalAdvance
+    monkeypatch.setattr(QFontMetricsF, "horizontalAdvance", lambda self, text: measured.append(text) or real(self, text))
+    labels = ("The", "cat", "sat", " ", "\u4e2d")
+    font = QFont()
+    axes = [token_axis.TokenAxis("bottom") for _ in range(6)]
+    for axis in axes:
+        axis.set_labels(labels)
+    assert len(measured) == len(labels)  # six axes, measured once
+    shown, widths = token_axis.shown_and_widths(labels, font, QFontMetricsF(font))
+    assert [real(QFontMetricsF(font), token_axis.shorten(s)) for s in shown] == widths
+    big = QFont(font)
+    big.setPixelSize(30)
+    _, big_widths = token_axis.shown_and_widths(labels, big, QFontMetricsF(big))
+    assert big_widths[0] > widths[0]
