@@ -99,7 +99,8 @@ def test_labels_are_measured_once_for_all_axes_and_as_each_axis_would(qapp, monk
 
     measured = []
     real = QFontMetricsF.horizontalAdvance
-    monkeypatch.setattr(QFontMetricsF, "horizontalAdvance", lambda self, text: measured.append(text) or real(self, text))
+    monkeypatch.setattr(QFontMetricsF, "horizontalAdvance",
+                        lambda self, text: measured.append(text) or real(self, text))  # fmt: skip
     labels = ("The", "cat", "sat", " ", "\u4e2d")
     font = QFont()
     axes = [token_axis.TokenAxis("bottom") for _ in range(6)]
