@@ -326,6 +326,13 @@ class TokenAxis(pg.AxisItem):
             self.textHeight = int(math.ceil(wanted))
             self._updateHeight()
 
+    def _updateMaxTextSize(self, x):  # noqa: N802 - pyqtgraph API
+        """pyqtgraph sizes a bottom axis to its labels' height as it draws them side by side; upright
+        labels' room is their length (_set_upright), which that measure would shrink back to one line
+        in every paint of new labels: the grid laid out again, and the room given back in the next."""
+        if not self._upright:
+            super()._updateMaxTextSize(x)
+
     def _upright_centre(self, x: float) -> float:
         """Where an upright label at ``x`` is drawn: at its tick, or moved in just enough that all of it
         is inside what the axis may draw (its edge overhang: 3 px beside a neighbouring matrix), never

@@ -201,3 +201,33 @@ def test_the_first_and_last_upright_labels_are_whole_beside_a_neighbouring_matri
     ink = pixels.sum(axis=2) < 3 * 120
     left, right = ink[:, : w // 2].sum(), ink[:, w // 2 :].sum()
     assert left > 0.4 * right
+
+
+def test_upright_labels_keep_their_room_while_they_are_drawn(make_window, settle):
+    """pyqtgraph sized a bottom axis to one line of text as it drew new labels, though they stand
+    upright: the first axis drawn with new tokens (the others replay its picture) shrank to ~11 px
+    while painting and took its room back, which asked for the whole grid to be laid out again
+    after every paint of new tokens. Painting new upright labels now asks for no layout."""
+    from PySide6.QtCore import QEvent, QObject
+
+    class Requests(QObject):
+        after_paint = False
+        count = 0
+
+        def eventFilter(self, _obj, event):  # noqa: N802 - Qt API
+            if self.after_paint and event.type() == QEvent.Type.LayoutRequest:
+                self.count += 1
+            return False
+
+    long_words = "Extraordinary misunderstandings accumulate whenever overconfident administrators"
+    window = make_window(Inputs(sentence=long_words, heads=4, d_model=16), stage="weights")
+    window.resize(1400, 900)
+    settle(window)
+    view = window.matrix_view
+    requests = Requests()
+    view.canvas.ci.installEventFilter(requests)
+    view.painted.connect(lambda _generation: setattr(requests, "after_paint", True))
+    window.state.update_inputs(sentence="Unbelievably photosynthesising chrysanthemums notwithstanding")
+    settle(window)
+    assert requests.after_paint and all(plot.bottom.height() > 40 for plot in view.plots)  # upright labels
+    assert requests.count == 0
