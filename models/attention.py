@@ -77,12 +77,14 @@ def apply_mask(scores: torch.Tensor, hidden: torch.Tensor | None) -> torch.Tenso
     return scores.masked_fill(hidden, float("-inf"))  # (h, n_q, n_k)
 
 
-def softmax(scores: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+def softmax(scores: torch.Tensor, temperature: float = 1.0, eager: bool = False) -> torch.Tensor:
     """Row-wise, numerically stable softmax of ``scores / T``, exact for any finite scores and
     any positive temperature: the row maximum is subtracted *before* dividing by T, so a tiny T
     cannot overflow (the largest score becomes 0, the others −large, never inf − inf).
 
-    A row whose keys are all hidden (all -inf) gives zero weights, never NaN.
+    A row whose keys are all hidden (all -inf) gives zero weights, never NaN. ``eager``: the caller
+    never runs under ``torch.func.vmap``, so the pass that zeroes such rows runs only when one is
+    there (a whole pass over the weights: ~6 ms a head at 2,048 tokens).
     """
     row_max = scores.amax(dim=-1, keepdim=True)  # (h, n_q, 1)
     dead = torch.isneginf(row_max)  # every key hidden
@@ -92,8 +94,10 @@ def softmax(scores: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     else:
         x = scores
     a = torch.softmax(x, dim=-1)  # subtracts the row max itself; an all −∞ row gives NaN ...
-    return a.masked_fill_(dead, 0.0)  # ... which becomes 0 here (no test of dead.any(): torch.func.vmap
-    # batches texts of one length through here, and a batched tensor cannot steer Python's control flow)
+    if eager and not bool(dead.any()):
+        return a
+    return a.masked_fill_(dead, 0.0)  # ... which becomes 0 here (not eager: torch.func.vmap batches
+    # texts of one length through here, and a batched tensor cannot steer Python's control flow)
 
 
 def weighted_sum(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

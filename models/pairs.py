@@ -172,7 +172,7 @@ class PairStore:
         x = self._keys_chain(last, head, r0, r1, c0, c1)  # (r, c)
         sink = s.sinks[head].to(x.dtype).expand(x.shape[0], 1)
         x = torch.cat([x, sink], dim=-1)  # (r, c + 1)
-        return att.softmax(x, s.temperature) if name == "weights" else x
+        return att.softmax(x, s.temperature, eager=True) if name == "weights" else x
 
     def _keys_chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
         s = self.spec
@@ -213,7 +213,7 @@ class PairStore:
                                x[..., h1 - c0 :]], dim=-1)  # fmt: skip
         if name == "masked":
             return x[0]
-        a = att.softmax(x, s.temperature)[0]  # (r, c)
+        a = att.softmax(x, s.temperature, eager=True)[0]  # (r, c): a block of rows, never under vmap
         if name == "weighted_norms":
             return a * self.value_norms()[head, c0:c1]  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖
         return a

@@ -281,3 +281,17 @@ def test_the_one_mask_builder_marks_hidden_keys():
     window = MaskSpec(causal=True, window=2).rows(0, 4, 4, torch.device("cpu"))  # sees i-1 and i
     assert torch.equal(window, torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1], [1, 0, 0, 1], [1, 1, 0, 0]]).bool())
     assert MaskSpec().rows(0, 2, 2, torch.device("cpu")) is None
+
+
+def test_eager_softmax_is_the_same_with_and_without_an_all_hidden_row():
+    """``eager`` only skips the pass that zeroes all-hidden rows when there is none."""
+    scores = torch.randn(2, 5, 7)
+    for hidden_row in (None, 3):
+        s = scores.clone()
+        if hidden_row is not None:
+            s[1, hidden_row] = float("-inf")
+        lazy, eager = att.softmax(s.clone(), 0.7), att.softmax(s.clone(), 0.7, eager=True)
+        torch.testing.assert_close(eager, lazy, rtol=0, atol=0)
+        assert not torch.isnan(eager).any()
+        if hidden_row is not None:
+            assert (eager[1, hidden_row] == 0).all()
