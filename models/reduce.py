@@ -107,6 +107,10 @@ def reduce_head(
 ) -> Reduced:
     """``stage``'s head ``head`` (rows r0:r1 × cols c0:c1 of it) reduced to at most ``max_side``
     pixels a side (or (rows, cols) pixels: the device pixels a view draws it on), by blocks of whole cells."""
+    if should_stop is not None and should_stop():  # before each head: a small one is read whole below
+        from .config import Cancelled
+
+        raise Cancelled(stage.name)
     shape = stage.shape[-2:]
     r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
     rows_px, cols_px = _sides(max_side)

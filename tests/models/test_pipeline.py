@@ -258,3 +258,18 @@ def test_4096_tokens_with_64_heads_are_no_longer_refused():
     row = weights.rows(63, 4095, 4096)[0]
     assert row.shape == (4096,) and abs(float(row.sum()) - 1.0) < 1e-5
     assert trace.nbytes < 1 << 30
+
+
+def test_a_stage_read_whole_is_cancelled_before_each_head():
+    """A small stage is read whole per head (no bands to check between): a newer request must still
+    stop its conversion at the next head, not after every head (it waited up to ~80 ms at 512 tokens)."""
+    from models.reduce import reduce_head
+
+    trace = run(AttentionRequest(config=AttentionConfig(heads=4, d_model=16), sentence="a b c d e f"))
+    stage = trace["weighted_norms"] if "weighted_norms" in trace else trace["weights"]
+    computed = []
+    stage.store.on_compute = lambda name, head, block: computed.append(head)
+    with pytest.raises(Cancelled):
+        reduce_head(stage, 1, should_stop=lambda: True)
+    assert computed == []  # nothing read once a newer request came
+    assert reduce_head(stage, 1).step == (1, 1) and computed == [1]
