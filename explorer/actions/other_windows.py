@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import shiboken6
 from PySide6.QtWidgets import QWidget
 
 from explorer.widgets.pe_lens import PeLens
@@ -25,6 +26,12 @@ class OtherWindows:
         self.atlas = None
         self.timeline = None
         self.timeline_error = ""  # why the last timeline did not open
+        self.opened: list[QWidget] = []  # every window opened (two surveys may be open at once)
+
+    def _kept(self, window):
+        if window is not None and window not in self.opened:
+            self.opened.append(window)
+        return window
 
     def open_pe_lens(self) -> PeLens:
         """The encoding's columns, P Pᵀ and the relative-position property, for this sentence's
@@ -41,7 +48,7 @@ class OtherWindows:
         open_sized(lens, 900, 700)
         lens.show()
         lens.raise_()
-        self.pe_lens = lens
+        self.pe_lens = self._kept(lens)
         return lens
 
     def open_survey(self, path=None, model: bool = False):
@@ -53,13 +60,13 @@ class OtherWindows:
             survey = open_model_survey(self.parent, self.models, self.state, self.error)
         else:
             survey = open_attention_window(self.parent, path)
-        self.survey = survey or self.survey
+        self.survey = self._kept(survey) or self.survey
         return survey
 
     def open_generate(self):
         from explorer.panels.generate_panel import open_generate_for
 
-        self.generate = open_generate_for(self.parent, self.models, self.state)
+        self.generate = self._kept(open_generate_for(self.parent, self.models, self.state))
         return self.generate
 
     def open_timeline(self, step: str | None = None):
@@ -70,7 +77,7 @@ class OtherWindows:
             self.timeline.close()
             self.timeline.deleteLater()
         try:
-            self.timeline = open_timeline(self.state, self.submit, self.error, step=step)
+            self.timeline = self._kept(open_timeline(self.state, self.submit, self.error, step=step))
         except InputError as exc:
             self.timeline, self.timeline_error = None, f"no training timeline: {exc}"
             self.error(self.timeline_error)
@@ -80,14 +87,16 @@ class OtherWindows:
         """The head atlas window (explorer/panels/atlas_window.py), of this window's model."""
         from explorer.panels.atlas_window import open_atlas_window
 
-        self.atlas = open_atlas_window(self.parent, self.models, self.state)
+        self.atlas = self._kept(open_atlas_window(self.parent, self.models, self.state))
         if folder is not None and self.atlas.panel.open_folder(folder) and compare is not None:
             self.atlas.panel.compare_folder(compare)
         return self.atlas
 
     def close_all(self) -> None:
-        """Close every window opened (a survey's or the atlas's worker thread stops on close)."""
-        for other in (self.survey, self.pe_lens, self.generate, self.atlas, self.timeline):
-            if other is not None:
+        """Close every window opened and still there (a survey's or the atlas's worker thread stops
+        on close)."""
+        for other in self.opened:
+            if shiboken6.isValid(other):
                 other.close()
                 other.deleteLater()
+        self.opened.clear()
