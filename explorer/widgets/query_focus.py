@@ -98,6 +98,9 @@ def bar_range(values: np.ndarray) -> tuple[float, float]:
     return (low - 0.08 * span if low < 0 else 0.0), high + 0.08 * span
 
 
+TOP_ROOM_PX = 8
+
+
 class QueryFocusPanel(QGroupBox):
     """Given the state (duck-typed), it follows the trace, the focused query and head."""
 
@@ -118,6 +121,8 @@ class QueryFocusPanel(QGroupBox):
         self.chart.getAxis("left").setTextPen(TEXT_RGB)  # near-black, as the token labels
         self.chart.getAxis("left").enableAutoSIPrefix(False)  # weights read as 0.1, never "100 (×0.001)"
         self.chart.setMinimumHeight(180)
+        # Room above the plot for half a tick label: the top tick's value ("0.35") is never cut in half.
+        self.chart.getPlotItem().layout.setContentsMargins(1, TOP_ROOM_PX, 1, 1)
         # No outline: with hundreds of keys the bars are thinner than a pixel and would be all outline.
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush=BAR_BRUSH, pen=None)
         self.chart.addItem(self.bars)

@@ -92,3 +92,22 @@ def test_the_difference_table_lists_the_largest_changes_and_claims_no_sum(qtbot,
     assert "−0.0000" not in text and "-0.0000" not in text
     assert "changed (edited − original)" in panel.header.text()
     assert panel.chart.getPlotItem().getAxis("left").labelText == "Δ weight a_ij"  # from the request, not the signs
+
+
+def test_the_focus_charts_top_tick_label_is_whole(make_window, settle):
+    """The weights' range often ends on a tick (0.35): its label, centred on the top edge of the plot,
+    was cut in half by the chart's edge. The plot now leaves room above it for half a line."""
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QFontMetricsF
+
+    from explorer.state import Inputs
+
+    window = make_window(Inputs(sentence="The cat sat on the mat."))
+    settle(window)
+    chart = window.focus_panel.chart
+    box = chart.getPlotItem().getViewBox()
+    top_value = box.viewRange()[1][1]
+    top_px = chart.mapFromScene(box.mapViewToScene(QPointF(0, top_value))).y()
+    axis = chart.getAxis("left")
+    half_line = QFontMetricsF(axis.style["tickFont"] or chart.font()).height() / 2
+    assert top_px >= half_line  # the label centred on it fits inside the chart
