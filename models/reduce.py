@@ -97,6 +97,14 @@ def _seen_width(stage: Stage, r0: int, rows: int, c0: int, c1: int, kc: int) -> 
     return min(c1, -(-visible_end // kc) * kc) - c0
 
 
+def _stop_if_asked(should_stop, stage: Stage) -> None:
+    """Raise Cancelled when a newer request has come (``should_stop()``)."""
+    if should_stop is not None and should_stop():
+        from .config import Cancelled
+
+        raise Cancelled(stage.name)
+
+
 def reduce_head(
     stage: Stage,
     head: int,
@@ -107,10 +115,7 @@ def reduce_head(
 ) -> Reduced:
     """``stage``'s head ``head`` (rows r0:r1 × cols c0:c1 of it) reduced to at most ``max_side``
     pixels a side (or (rows, cols) pixels: the device pixels a view draws it on), by blocks of whole cells."""
-    if should_stop is not None and should_stop():  # before each head: a small one is read whole below
-        from .config import Cancelled
-
-        raise Cancelled(stage.name)
+    _stop_if_asked(should_stop, stage)  # before each head: a small one is read whole below
     shape = stage.shape[-2:]
     r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
     rows_px, cols_px = _sides(max_side)
@@ -128,10 +133,7 @@ def reduce_head(
     visible = (stage.name == "weights" and not want_low and (c0, c1) == (0, shape[1]) and mask is not None
                and mask.window is None)  # fmt: skip
     for start, band in _bands(stage, head, r0, r1, band_rows, kr, visible):
-        if should_stop is not None and should_stop():
-            from .config import Cancelled
-
-            raise Cancelled(stage.name)
+        _stop_if_asked(should_stop, stage)
         t = torch.from_numpy(band)[None, None, :, c0:c1]  # (1, 1, r, c), a view
         if (c0 or c1 != band.shape[1]) and not visible:
             t = t.contiguous()
