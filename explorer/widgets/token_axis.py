@@ -296,7 +296,7 @@ class TokenAxis(pg.AxisItem):
         length = size.height() if self.vertical else size.width()
         low, high = self.range
         values = [v for level in self.tickValues(low, high, length) for v in level[1]]
-        metrics = QFontMetricsF(self.style["tickFont"] or QFont())
+        metrics = self._font_metrics()
         out = []
         for v, text in zip(values, self.tickStrings(values, 1.0, 1.0)):
             along = (v - min(low, high)) * length / abs(high - low)
