@@ -59,3 +59,18 @@ def mask_cell_colours() -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     top = colour_map(True).getLookupTable(nPts=COLOURS, alpha=False)[-1].astype(int)
     visible = tuple(int(c + 3 * 255) // 4 for c in top)
     return visible, MASKED_RGB
+
+
+def range_legend(image) -> str:
+    """The line above the heatmaps (rich text): the data's range, and the colours of NaN and
+    masked cells when the image (a StageImage) has any."""
+    lo, hi = image.data_range
+    if np.isfinite(lo):
+        text = f"min {lo:.4g}   max {hi:.4g}"
+    else:
+        text = f"max {hi:.4g}" if np.isfinite(hi) else "no finite values"
+    if image.nan_cells:
+        text += f'   <span style="background:{NAN_HEX};color:white">&nbsp;pink&nbsp;</span> = NaN'
+    if image.masked_cells:
+        text += f'   <span style="background:{MASKED_HEX};color:white">&nbsp;grey&nbsp;</span> = masked (−∞)'
+    return text

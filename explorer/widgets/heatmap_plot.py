@@ -91,24 +91,20 @@ class HeatmapPlot:
         self.painted_key: tuple | None = None  # what ZoomRegions asked for the region on screen
         self.painted_step: tuple[int, int] = (1, 1)  # cells per pixel of the image on screen
         self.title = ""
+        self._image_cells: tuple = ()  # (rows, cols, image shape) the image's rectangle was set for
 
-    def set_matrix(
-        self, indices: np.ndarray, lut: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], title: str,
-        axes: tuple[str, str] | None = None,
-    ) -> None:
-        """Paint ``indices`` (possibly subsampled) over the full ``len(rows) × len(cols)`` cell grid."""
+    def framed(self, rows: tuple[str, ...], cols: tuple[str, ...], title: str,
+               axes: tuple[str, str] | None = None) -> bool:  # fmt: skip
+        """Whether the plot already has these labels, titles and cell grid (set_frame would do nothing)."""
+        return (self.left.labels, self.bottom.labels, self.title) == (tuple(rows), tuple(cols), title) and (
+            axes is None or (self.left.title, self.bottom.title) == tuple(axes))  # fmt: skip
+
+    def set_frame(self, rows: tuple[str, ...], cols: tuple[str, ...], title: str,
+                  axes: tuple[str, str] | None = None) -> None:  # fmt: skip
+        """What lays the plot out: its labels, titles and cell grid (a new grid's first fill, or a new
+        sentence, sets it in a turn of its own before the images: set_matrix)."""
         resized = (len(rows), len(cols)) != (self.rows, self.cols)
         self.rows, self.cols = len(rows), len(cols)
-        shape_changed = self.image.image is None or self.image.image.shape != indices.shape
-        self.image.setImage(indices, autoLevels=False, levels=FULL_INDEX_RANGE, lut=lut)
-        self.painted_key = None
-        self.painted_step = (-(-self.rows // max(1, indices.shape[0])), -(-self.cols // max(1, indices.shape[1])))
-        # Geometry changes re-lay out the whole grid and cost a second paint: only when needed.
-        if resized or shape_changed or self.region is not None:
-            self.region = None
-            # The rectangle is in cell units whatever the image resolution, so that hover and
-            # click map to exact rows and columns even when the image was subsampled.
-            self.image.setRect(QRectF(0, 0, self.cols, self.rows))
         if axes is not None:  # the axis titles ("query i", "key j") before the labels: they take room
             self.left.set_title(axes[0])
             self.bottom.set_title(axes[1])
@@ -117,6 +113,23 @@ class HeatmapPlot:
         self.set_title(title)
         if resized:
             self.plot.getViewBox().setRange(xRange=(0, self.cols), yRange=(0, self.rows), padding=0)
+
+    def set_matrix(
+        self, indices: np.ndarray, lut: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], title: str,
+        axes: tuple[str, str] | None = None,
+    ) -> None:
+        """Paint ``indices`` (possibly subsampled) over the full ``len(rows) × len(cols)`` cell grid."""
+        self.set_frame(rows, cols, title, axes)
+        self.image.setImage(indices, autoLevels=False, levels=FULL_INDEX_RANGE, lut=lut)
+        self.painted_key = None
+        self.painted_step = (-(-self.rows // max(1, indices.shape[0])), -(-self.cols // max(1, indices.shape[1])))
+        # The rectangle is in cell units whatever the image resolution, so that hover and click map
+        # to exact rows and columns even when the image was subsampled. Set only when it changes:
+        # geometry changes re-lay out the whole grid and cost a second paint.
+        if (self.rows, self.cols, indices.shape) != self._image_cells or self.region is not None:
+            self.region = None
+            self._image_cells = (self.rows, self.cols, indices.shape)
+            self.image.setRect(QRectF(0, 0, self.cols, self.rows))
 
     def set_region(self, indices: np.ndarray, lut: np.ndarray, region: tuple[int, int, int, int]) -> None:
         """Paint a zoomed region (rows r0:r1, cols c0:c1) reduced again from the exact values."""

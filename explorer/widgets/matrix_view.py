@@ -24,7 +24,7 @@ from explorer.heads import array_head, head_title, is_kv_stage, query_heads_of
 from explorer.images.stage_image import SEQUENTIAL_STAGES
 from explorer.widgets.cell_numbers import CellNumbers
 from explorer.widgets.cell_selection import CellSelection
-from explorer.widgets.colormaps import MASKED_HEX, NAN_HEX, colour_map, lookup_table
+from explorer.widgets.colormaps import colour_map, lookup_table, range_legend
 from explorer.widgets.frames import Frames
 from explorer.widgets.heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from explorer.widgets.heatmap_plot import HeatmapPlot
@@ -196,32 +196,32 @@ class MatrixView(QWidget):
                 self._refresh_soon.request()
             self.readout.setText(f"{PREPARING} {len(heads)} heatmaps…")
             return
+        cross = bool(display.trace.config.get("cross"))
+        axes = (axis_title(stage.row_axis, cross), axis_title(stage.col_axis, cross))
+        titles = [head_title(stage, head) if stage.per_head else stage.title for head in heads]
+        frame = (stage.row_labels, stage.col_labels)
+        if not all(plot.framed(*frame, title, axes) for plot, title in zip(self.plots, titles)):
+            # New labels or titles lay the grid out again (labels measured, upright or not): in a
+            # turn of their own, the images in the next, so that neither turn is long.
+            for plot, title in zip(self.plots, titles):
+                plot.set_frame(*frame, title, axes)
+            self.grid.fit_columns()
+            self.grid.settle_layout()
+            self._refresh_soon.request()
+            return
         if self.readout.text().startswith(PREPARING):  # it came: the hint again, not a stale "Preparing…"
             self.readout.setText(READOUT_HINT)
         lut = lookup_table(image.sequential)
-        cross = bool(display.trace.config.get("cross"))
-        axes = (axis_title(stage.row_axis, cross), axis_title(stage.col_axis, cross))
-        for plot, head in zip(self.plots, heads):
+        for plot, head, title in zip(self.plots, heads, titles):
             plot.head = head  # the index into this stage's heads (a key/value head for k, v of GQA)
-            title = head_title(stage, head) if stage.per_head else stage.title
-            plot.set_matrix(image.indices[head if stage.per_head else 0], lut, stage.row_labels, stage.col_labels,
-                            title, axes)  # fmt: skip
+            plot.set_matrix(image.indices[head if stage.per_head else 0], lut, *frame, title, axes)
         self.grid.fit_columns()
         if self.colour_bar.colorMap() is not colour_map(image.sequential):
             self.colour_bar.setColorMap(colour_map(image.sequential))
         self.colour_bar.setLevels(image.levels)
         log = image.sequential and image.scale == "log"
         set_axis_title(self.colour_bar.getAxis("right"), "log₁₀ weight" if log else "")
-        lo, hi = image.data_range
-        if np.isfinite(lo):
-            text = f"min {lo:.4g}   max {hi:.4g}"
-        else:
-            text = f"max {hi:.4g}" if np.isfinite(hi) else "no finite values"
-        if image.nan_cells:
-            text += f'   <span style="background:{NAN_HEX};color:white">&nbsp;pink&nbsp;</span> = NaN'
-        if image.masked_cells:
-            text += f'   <span style="background:{MASKED_HEX};color:white">&nbsp;grey&nbsp;</span> = masked (−∞)'
-        self._range_text = text
+        self._range_text = range_legend(image)
         if self.state.stepper.set_shown(display.generation, stage):  # the one place it is set
             self.zoom.forget()
         self.values.follow(display.trace)
@@ -295,7 +295,7 @@ class MatrixView(QWidget):
         if self.grid.waiting_for:
             self.grid.build_now()
             self._refresh_soon.request()
-        for _ in range(2):  # a new grid laid out by the first refresh is filled by the second
+        for _ in range(3):  # a new grid laid out, then its labels and titles, then its images
             self._refresh_soon.flush()
         self._paint_soon.flush()
         self.frames.end("painted")  # a flush paints by grab or render, not by a paint event
@@ -397,4 +397,3 @@ class MatrixView(QWidget):
     def shown_indices(self) -> np.ndarray:
         """The uint8 colour indices the image items paint, (plots, rows', cols')."""
         return np.stack([p.image.image for p in self.plots])
-

@@ -137,6 +137,11 @@ class TokenAxis(pg.AxisItem):
         return self._labels
 
     @property
+    def title(self) -> str:
+        """The axis title shown ("" none)."""
+        return self._title
+
+    @property
     def vertical(self) -> bool:
         return self.orientation in ("left", "right")
 
