@@ -91,6 +91,7 @@ class HeatmapPlot:
         self.painted_key: tuple | None = None  # what ZoomRegions asked for the region on screen
         self.painted_step: tuple[int, int] = (1, 1)  # cells per pixel of the image on screen
         self.title = ""
+        self._frame_cells = (0, 0)  # the rows and columns set_frame laid the plot out for
         self._image_cells: tuple = ()  # (rows, cols, image shape) the image's rectangle was set for
 
     def framed(self, rows: tuple[str, ...], cols: tuple[str, ...], title: str,
@@ -103,8 +104,8 @@ class HeatmapPlot:
                   axes: tuple[str, str] | None = None) -> None:  # fmt: skip
         """What lays the plot out: its labels, titles and cell grid (a new grid's first fill, or a new
         sentence, sets it in a turn of its own before the images: set_matrix)."""
-        resized = (len(rows), len(cols)) != (self.rows, self.cols)
-        self.rows, self.cols = len(rows), len(cols)
+        resized = (len(rows), len(cols)) != self._frame_cells
+        self._frame_cells = (len(rows), len(cols))
         if axes is not None:  # the axis titles ("query i", "key j") before the labels: they take room
             self.left.set_title(axes[0])
             self.bottom.set_title(axes[1])
@@ -112,7 +113,7 @@ class HeatmapPlot:
         self.bottom.set_labels(cols)
         self.set_title(title)
         if resized:
-            self.plot.getViewBox().setRange(xRange=(0, self.cols), yRange=(0, self.rows), padding=0)
+            self.plot.getViewBox().setRange(xRange=(0, len(cols)), yRange=(0, len(rows)), padding=0)
 
     def set_matrix(
         self, indices: np.ndarray, lut: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], title: str,
@@ -120,6 +121,7 @@ class HeatmapPlot:
     ) -> None:
         """Paint ``indices`` (possibly subsampled) over the full ``len(rows) × len(cols)`` cell grid."""
         self.set_frame(rows, cols, title, axes)
+        self.rows, self.cols = len(rows), len(cols)  # the image's cells (hover, numbers): set with it
         self.image.setImage(indices, autoLevels=False, levels=FULL_INDEX_RANGE, lut=lut)
         self.painted_key = None
         self.painted_step = (-(-self.rows // max(1, indices.shape[0])), -(-self.cols // max(1, indices.shape[1])))

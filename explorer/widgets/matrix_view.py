@@ -86,10 +86,10 @@ class MatrixView(QWidget):
         self.frames = frames if frames is not None else Frames(self)
         self.state = state
         self.values = StageRows(jobs)  # the shown trace's rows as they arrive
-        # A change's work comes in event-loop turns of its own, each well under 50 ms, with input
-        # handled in between: the change and the other panels; a new grid's layout; its images,
-        # ticks and titles; the paint of the canvas alone (held until then).
-        self._refresh_soon = self.frames.turn("images", self.refresh)
+        # A change's work comes in event-loop turns of its own, each well under 50 ms, with input handled
+        # in between: the change and the other panels; a new grid's layout; its labels and titles; its
+        # images; the paint of the canvas alone (held until then).
+        self._refresh_soon = self.frames.turn("images", lambda: self.refresh(in_turns=True))
         self._paint_soon = self.frames.turn("paint", self._paint_now)
         self.zoom = ZoomRegions(self)  # zooming and panning redraw the visible region from exact cells
         # The GUI is also busy while heatmaps are being built or the paint is held. Zoomed regions on
@@ -170,7 +170,8 @@ class MatrixView(QWidget):
     def plots(self) -> list[HeatmapPlot]:
         return self.grid.plots
 
-    def refresh(self, *_) -> None:
+    def refresh(self, *_, in_turns: bool = False) -> None:
+        """Show the shown stage. ``in_turns`` (a result): new labels and titles in a turn of their own."""
         self._refresh_soon.cancel()  # done now
         display = self.state.display
         if display is None or self.state.stage_name not in display.trace:
@@ -196,11 +197,10 @@ class MatrixView(QWidget):
                 self._refresh_soon.request()
             self.readout.setText(f"{PREPARING} {len(heads)} heatmaps…")
             return
-        cross = bool(display.trace.config.get("cross"))
+        cross, frame = bool(display.trace.config.get("cross")), (stage.row_labels, stage.col_labels)
         axes = (axis_title(stage.row_axis, cross), axis_title(stage.col_axis, cross))
         titles = [head_title(stage, head) if stage.per_head else stage.title for head in heads]
-        frame = (stage.row_labels, stage.col_labels)
-        if not all(plot.framed(*frame, title, axes) for plot, title in zip(self.plots, titles)):
+        if in_turns and not all(plot.framed(*frame, title, axes) for plot, title in zip(self.plots, titles)):
             # New labels or titles lay the grid out again (labels measured, upright or not): in a
             # turn of their own, the images in the next, so that neither turn is long.
             for plot, title in zip(self.plots, titles):
@@ -239,8 +239,7 @@ class MatrixView(QWidget):
 
     def _read_ahead_now(self) -> None:
         if self._read_ahead is not None:
-            names, heads = self._read_ahead
-            self._read_ahead = None
+            (names, heads), self._read_ahead = self._read_ahead, None
             self.values.prefetch(names, heads)
 
     def update_range_line(self) -> None:
