@@ -6,7 +6,7 @@ repaints on trace/stage/head changes. It paints uint8 images converted on the wo
 floats (the cell under the mouse, the numbers in cells) come from ``values``, read off the GUI
 thread by the window's read jobs (stage_rows.StageRows). A new result's heatmaps come in event-loop
 turns after the result's own, as phases of the window's frame scheduler (explorer.widgets.frames:
-a new grid's layout, then its images, then one paint of the canvas alone), so that no turn of the
+a new grid's layout, its new labels, its images, then one paint of the canvas alone), so that no turn of the
 GUI thread runs long.
 """
 
