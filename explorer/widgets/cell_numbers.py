@@ -11,6 +11,7 @@ refresh, resize and zoom (debounced).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -252,11 +253,23 @@ class CellNumbers:
         """The largest whole pixel size (up to MAX_FONT_PX) at which the widest text, measured in
         that font, fits its cell with 2 px either side; 0 when none from MIN_FONT_PX up does."""
         size = math.floor(min(MAX_FONT_PX, cell_h * 0.75))
-        font = QFont()
+        unique = {t for row in texts for t in row}
         while size >= smallest:
-            font.setPixelSize(size)
-            metrics = QFontMetricsF(font)
-            if max(metrics.horizontalAdvance(t) for row in texts for t in row) <= cell_w - 4:
+            if max(text_advance(size, t) for t in unique) <= cell_w - 4:
                 return float(size)
             size -= 1
         return 0.0
+
+
+@functools.lru_cache(maxsize=16)
+def _metrics(size: int) -> QFontMetricsF:
+    font = QFont()  # the font NumbersItem writes with
+    font.setPixelSize(size)
+    return QFontMetricsF(font)
+
+
+@functools.lru_cache(maxsize=8192)
+def text_advance(size: int, text: str) -> float:
+    """The width of ``text`` written in the numbers' font at ``size`` px (measured once: every
+    update of every head measures the same few texts at the same few sizes)."""
+    return _metrics(size).horizontalAdvance(text)

@@ -122,7 +122,7 @@ class HeatmapPlot:
         """Paint ``indices`` (possibly subsampled) over the full ``len(rows) × len(cols)`` cell grid."""
         self.set_frame(rows, cols, title, axes)
         self.rows, self.cols = len(rows), len(cols)  # the image's cells (hover, numbers): set with it
-        self.image.setImage(indices, autoLevels=False, levels=FULL_INDEX_RANGE, lut=lut)
+        self._set_image(indices, lut)
         self.painted_key = None
         self.painted_step = (-(-self.rows // max(1, indices.shape[0])), -(-self.cols // max(1, indices.shape[1])))
         # The rectangle is in cell units whatever the image resolution, so that hover and click map
@@ -137,8 +137,14 @@ class HeatmapPlot:
         """Paint a zoomed region (rows r0:r1, cols c0:c1) reduced again from the exact values."""
         r0, r1, c0, c1 = region
         self.region = region
-        self.image.setImage(indices, autoLevels=False, levels=FULL_INDEX_RANGE, lut=lut)
+        self._set_image(indices, lut)
         self.image.setRect(QRectF(c0, r0, c1 - c0, r1 - r0))
+
+    def _set_image(self, indices: np.ndarray, lut: np.ndarray) -> None:
+        """The image, made into a QImage now (pyqtgraph would in the paint: ~0.5 ms a heatmap, in the
+        one turn that paints the whole grid)."""
+        self.image.setImage(indices, autoLevels=False, levels=FULL_INDEX_RANGE, lut=lut)
+        self.image.render()
 
     def set_title(self, title: str) -> None:
         if title != self.title:  # the title's HTML takes ~1 ms to lay out, and resizes the plot
