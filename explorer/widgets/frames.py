@@ -1,13 +1,13 @@
 """The one frame scheduler: the turns of the GUI thread after a change, by name (issues 7 and 17).
 
 A change (a result, a stage, a resize) reaches the screen in short event-loop turns, each well
-under 50 ms, with input handled in between: the change's own turn (every panel updates then),
-then named phases in turns of their own: the heatmaps' ``images`` (a new grid is laid out in one
-turn, new labels set in the next, the images in the one after), then the ``paint`` of the canvas alone, then ``painted`` (until
-the canvas has really painted). A phase is a :class:`Turn`: ``request()`` (asking again meanwhile
-coalesces) runs its slot in a later turn than the one that asks and after what that turn posted
-(Qt delivers posted events, layout requests and paints, before any timer: a zero-delay call
-would share their turn). A phase that ends on an event rather than in a turn is
+under 50 ms, with input handled in between: the change's own turn (every panel updates then), then
+named phases in turns of their own: the heatmaps' ``images`` (a new grid is laid out in one turn,
+new labels set in the next, the images in the one after), then the ``paint`` of the canvas alone,
+then ``painted`` (until the canvas has really painted). A phase is a :class:`Turn`: ``request()``
+(asking again meanwhile coalesces) runs its slot in a later turn than the one that asks and after
+what that turn posted (Qt delivers posted events, layout requests and paints, before any timer: a
+zero-delay call would share their turn). A phase that ends on an event rather than in a turn is
 :meth:`Frames.begin` … :meth:`Frames.end` (with a time limit); a view may add a condition of its
 own with :meth:`Frames.watch` (heatmaps still being built, zoom regions on their way).
 

@@ -85,6 +85,11 @@ def _layer_step(arch, layer: int, hidden: Tensor, last: bool) -> Callable[[Tenso
     return step
 
 
+def runs_batched(arch) -> bool:
+    """False once vmap could not run ``arch`` (it then goes one text at a time)."""
+    return arch not in _ONE_BY_ONE
+
+
 def _run_batch(arch, step, h: Tensor) -> tuple[Tensor, dict[str, Tensor], Tensor]:
     """``step`` over the batch ``h (B, n, d)``: vmapped, or text by text where vmap cannot run it."""
     if arch not in _ONE_BY_ONE:

@@ -337,7 +337,7 @@ def attention(
         masked = with_sink(masked, p.sinks)
         if record is not None:  # the recorded stages show it too
             scores, scaled, capped = (with_sink(t, p.sinks) for t in (scores, scaled, capped))
-    weights = att.softmax(masked)  # an all-hidden row gets zero weights, never NaN
+    weights = att.softmax(masked, eager=not in_batch())  # an all-hidden row gets zero weights, never NaN
     n_keys = v_all.shape[1]
     head_output = att.weighted_sum(weights[..., :n_keys], v_all)  # (h, n, d_k)
     concat = att.concat_heads(head_output)  # (n, h*d_k)

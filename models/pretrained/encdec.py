@@ -27,6 +27,7 @@ from torch import Tensor
 from models import attention as att
 from models.checks import short
 from models.config import InputError
+from models.pretrained.batching import in_batch
 from models.pretrained.checkpoint import LayerStore, Weights
 from models.pretrained.common import AttentionParams, linear, split_heads
 
@@ -64,7 +65,7 @@ def block_attention(
     if p.bias is not None:
         x = x + p.bias
     masked = att.apply_mask(x, hidden if bool(hidden.any()) else None)
-    weights = att.softmax(masked)  # (h, n_q, n_k)
+    weights = att.softmax(masked, eager=not in_batch())  # (h, n_q, n_k); vmapped in a batch
     head_output = att.weighted_sum(weights, v)  # (h, n_q, d_k)
     concat = att.concat_heads(head_output)  # (n_q, h·d_k)
     output = linear(concat, p.w_o, p.b_o)  # (n_q, d)

@@ -5,12 +5,21 @@ text at a time with the same numbers, ``should_stop`` cancels, and batches stay 
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
 
 from models.config import Cancelled
 from models.pretrained import load_model
-from models.pretrained.batch_weights import BATCH_BYTES, MAX_BATCH, batch_layer_weights, batch_size, batches_of
+from models.pretrained.batch_weights import (
+    BATCH_BYTES,
+    MAX_BATCH,
+    batch_layer_weights,
+    batch_size,
+    batches_of,
+    runs_batched,
+)
 from models.pretrained.batch_weights import text_bytes as one_text_bytes
 
 pytest.importorskip("transformers")
@@ -44,6 +53,7 @@ def test_batched_equals_text_by_text(tmp_path, minilm, family):
     assert len(set(lengths)) < len(lengths)  # some texts share a length: real batches
     got, count = batched(model, encs)
     assert count == len(set(lengths))  # one batch per length
+    assert runs_batched(model.arch)  # under vmap: never fell back to one text at a time
     for i, enc in enumerate(encs):
         _, want, _ = model.layer_weights(enc)
         for layer in range(model.num_layers):
@@ -62,10 +72,10 @@ def test_a_family_vmap_cannot_run_goes_one_text_at_a_time(minilm, monkeypatch):
         raise AssertionError
 
     monkeypatch.setattr(type(arch), "block", branching)
-    monkeypatch.setattr(bw, "_ONE_BY_ONE", type(bw._ONE_BY_ONE)())
+    monkeypatch.setattr(bw, "_ONE_BY_ONE", weakref.WeakSet())  # a fresh record of fallbacks
     encs = [minilm.encode(t) for t in TEXTS[:3]]
     got, _ = batched(minilm, encs)
-    assert arch in bw._ONE_BY_ONE
+    assert not runs_batched(arch)
     for i, enc in enumerate(encs):
         _, want, _ = minilm.layer_weights(enc)
         for layer in range(minilm.num_layers):

@@ -93,3 +93,28 @@ def test_a_tiny_rope_base_is_named_not_blamed_on_the_inputs(tmp_path, capsys, ti
     line = _line(capsys, export_main, ["--model", str(tiny_rope), "--sentence", SENTENCE, *mode,
                                        "--out", str(tmp_path / "out")])  # fmt: skip
     assert "rope base (rope_theta) 1e-300 is too small" in line and "inputs" not in line
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_the_quick_finite_check_agrees_with_its_definition(masked):
+    """all_finite (one min/max reduction, what the survey runs on every n×n stage) says the same as
+    isfinite on every cell, −∞ allowed only in the masked stage, for NaN, ±∞ and float32's extremes
+    at any position, and for float16 and bfloat16."""
+    import torch
+
+    from models.finite import all_finite
+
+    rng = np.random.default_rng(0)
+    specials = [float("nan"), float("inf"), -float("inf"), 3.4e38, -3.4e38, 0.0]
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        for trial in range(60):
+            t = torch.from_numpy(rng.normal(size=(3, 7, 7)).astype(np.float32)).to(dtype)
+            for _ in range(trial % 4):  # 0 to 3 special values at random cells
+                t.view(-1)[int(rng.integers(t.numel()))] = specials[int(rng.integers(len(specials)))]
+            if trial % 5 == 0:  # a whole hidden row
+                t[0, 2] = -float("inf")
+            bad = ~torch.isfinite(t)
+            if masked:
+                bad &= t != -float("inf")
+            assert all_finite(t, masked=masked) == (not bool(bad.any())), (dtype, trial, t)
+    assert all_finite(torch.empty(0, 4)) and all_finite(torch.full((2, 2), -float("inf")), masked=True)
