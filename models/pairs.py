@@ -218,6 +218,20 @@ class PairStore:
             return a * self.value_norms()[head, c0:c1]  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖
         return a
 
+    def _weighted_from_cache(self, head: int, block: int) -> np.ndarray | None:
+        """The weighted norms of a block whose weights are cached: ``α_ij ‖f_h(x_j)‖``, the very
+        float32 product the chain makes, without running the chain from Q and K again (a whole
+        trace asks for the weights, then for the weighted norms)."""
+        if self.spec.q.dtype != torch.float32:
+            return None
+        with self._lock:
+            a = self._cache.get(("weights", head, block))
+        if a is None:
+            return None
+        out = np.zeros_like(a)  # a sink's column: no value, so no norm
+        out[:, : self.n_keys] = a[:, : self.n_keys] * self.value_norms()[head].to("cpu", torch.float32).numpy()
+        return out
+
     def block(self, name: str, head: int, block: int, keep: bool = True) -> np.ndarray:
         """One block of rows of a stage, float32 numpy, from the cache when it is there
         (``keep=False``: not added to the cache, for a pass over everything such as an export)."""
@@ -230,8 +244,10 @@ class PairStore:
                 self._cache.move_to_end(key)
                 return hit
         # Computed outside the lock: the GUI thread reading one cell never waits for a whole pass.
-        with torch.no_grad():
-            array = self._compute(name, head, block).to("cpu", torch.float32).numpy()
+        array = self._weighted_from_cache(head, block) if name == "weighted_norms" else None
+        if array is None:
+            with torch.no_grad():
+                array = self._compute(name, head, block).to("cpu", torch.float32).numpy()
         self._checked(name, head, block * self.block_rows, array)
         if keep and array.nbytes <= self.budget:
             with self._lock:

@@ -137,3 +137,18 @@ def test_decoders_against_their_own_modules(tmp_path, family):
         d = explain(trace, params, "weighted_norms", (3, 6, 2))
         assert d.details["weight"] * d.details["value_norm"] == pytest.approx(d.value, rel=1e-5)
         assert explain(trace, params, "value_norms", (3, 2)).value == pytest.approx(np.linalg.norm(f[3, 2]), rel=2e-5)
+
+
+@pytest.mark.parametrize("mask", ["none", "causal"])
+def test_weighted_norms_after_the_weights_reuse_them_bit_for_bit(mask):
+    """A whole trace reads the weights, then the weighted norms: those come from the cached weights
+    (no second pass from Q and K), and equal exactly those of a trace whose weights were never read."""
+    cfg = AttentionConfig(heads=3, d_model=12, bias=True, mask=mask, seed=5)
+    request = AttentionRequest(config=cfg, sentence="the cat sat on the mat and the dog sat too")
+    fresh = run(request)["weighted_norms"].array
+    trace = run(request)
+    trace["weights"].array  # noqa: B018 - read (and cached) first
+    computed = []
+    trace["weighted_norms"].store.on_compute = lambda name, head, block: computed.append(name)
+    np.testing.assert_array_equal(trace["weighted_norms"].array, fresh)
+    assert "weighted_norms" not in computed
