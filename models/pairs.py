@@ -228,8 +228,11 @@ class PairStore:
             a = self._cache.get(("weights", head, block))
         if a is None:
             return None
+        norms = self.value_norms()[head].to("cpu", torch.float32)
+        if self.n_k == self.n_keys:
+            return (torch.from_numpy(a) * norms).numpy()  # torch: both cores, one pass
         out = np.zeros_like(a)  # a sink's column: no value, so no norm
-        out[:, : self.n_keys] = a[:, : self.n_keys] * self.value_norms()[head].to("cpu", torch.float32).numpy()
+        out[:, : self.n_keys] = (torch.from_numpy(a[:, : self.n_keys]) * norms).numpy()
         return out
 
     def block(self, name: str, head: int, block: int, keep: bool = True) -> np.ndarray:
