@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
-from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QVBoxLayout, QWidget
 
 SORT_ROLE = Qt.ItemDataRole.UserRole
@@ -47,25 +47,17 @@ class HeadMetricsModel(QStandardItemModel):
         self.clear()
         self.setHorizontalHeaderLabels(["layer", "head", *self.names])
         for column, name in enumerate(self.names, start=2):
-            self.horizontalHeaderItem(column).setToolTip(TOOLTIPS.get(name, ""))
-        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-        for keys, values in zip(self.keys.tolist(), self.values.tolist(), strict=True):
-            row = [_item(k, k) for k in keys]
-            for item in row:
-                item.setTextAlignment(right)
-            for value in values:
-                nan = math.isnan(value)
-                item = _item("—" if nan else metric_text(value), math.inf if nan else value)
-                item.setTextAlignment(right)
-                row.append(item)
-            self.appendRow(row)
-
-
-def _item(text, sort_key) -> QStandardItem:
-    item = QStandardItem()
-    item.setData(text, Qt.ItemDataRole.DisplayRole)
-    item.setData(sort_key, SORT_ROLE)
-    return item
+            self.setHeaderData(column, Qt.Orientation.Horizontal, TOOLTIPS.get(name, ""), Qt.ItemDataRole.ToolTipRole)
+        # Set through indexes: never a Python wrapper of an item. A wrapper still alive when clear()
+        # deletes its item can stand, in shiboken's map, for the next object Qt makes at that address:
+        # once (CI) a later window's widget came back from children() as a QStandardItem.
+        self.setRowCount(len(self.keys))
+        right = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        for r, (keys, values) in enumerate(zip(self.keys.tolist(), self.values.tolist(), strict=True)):
+            cells = [(k, k) for k in keys] + [("—", math.inf) if math.isnan(v) else (metric_text(v), v) for v in values]
+            for c, (text, key) in enumerate(cells):
+                self.setItemData(self.index(r, c), {Qt.ItemDataRole.DisplayRole: text, SORT_ROLE: key,
+                                                    Qt.ItemDataRole.TextAlignmentRole: right})  # fmt: skip
 
 
 def metric_text(value: float) -> str:

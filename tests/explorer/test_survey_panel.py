@@ -205,3 +205,29 @@ def test_the_heat_table_paints_the_minimum_in_a_colour_not_white():
 
     lowest = metric_colour_map().map([0.0], mode="byte")[0][:3]
     assert sum(int(c) for c in lowest) < 3 * 235  # visibly coloured on the white canvas
+
+
+def test_the_metrics_table_never_makes_a_python_item(qtbot, monkeypatch):
+    """The table's cells are set through indexes, never as QStandardItem wrappers: a wrapper alive
+    when the model deletes its item can stand for a later object at that address (a window's widget
+    came back from children() as a QStandardItem, in CI). Headers keep their tooltips and sorting
+    still reads the exact numbers."""
+    from PySide6.QtCore import Qt
+
+    import explorer.widgets.head_metrics_table as table_module
+    from explorer.widgets.head_metrics_table import SORT_ROLE, TOOLTIPS, HeadMetricsTable
+
+    def no_items(*_a, **_k):
+        raise AssertionError("a Python QStandardItem was made")
+
+    monkeypatch.setattr(table_module, "QStandardItem", no_items, raising=False)
+    table = HeadMetricsTable()
+    qtbot.addWidget(table)
+    values = np.array([[0.5, np.nan, 0.25]])
+    table.set_metrics({"entropy": values, "self": -values})
+    model = table.model
+    assert model.headerData(2, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole) == TOOLTIPS["entropy"]
+    assert [model.data(model.index(r, 2)) for r in range(3)] == ["0.5000", "—", "0.2500"]
+    assert model.data(model.index(1, 2), SORT_ROLE) == float("inf")  # NaN sorts last
+    table.sort_by("entropy", descending=False)
+    assert table.shown_rows() == [(0, 2), (0, 0), (0, 1)]
