@@ -48,9 +48,9 @@ class HeadMetricsModel(QStandardItemModel):
         self.setHorizontalHeaderLabels(["layer", "head", *self.names])
         for column, name in enumerate(self.names, start=2):
             self.setHeaderData(column, Qt.Orientation.Horizontal, TOOLTIPS.get(name, ""), Qt.ItemDataRole.ToolTipRole)
-        # Set through indexes: never a Python wrapper of an item. A wrapper still alive when clear()
-        # deletes its item can stand, in shiboken's map, for the next object Qt makes at that address:
-        # once (CI) a later window's widget came back from children() as a QStandardItem.
+        # Set through indexes: never a Python wrapper of an item. Once (CI) a later window's widget came
+        # back from children() as a QStandardItem, the only kind of item made here: a stale wrapper. How
+        # it outlived its item is not known (clear() and deleting the model both invalidate them).
         self.setRowCount(len(self.keys))
         right = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         for r, (keys, values) in enumerate(zip(self.keys.tolist(), self.values.tolist(), strict=True)):
