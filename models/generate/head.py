@@ -1,4 +1,5 @@
-"""The language-model head: final norm, then the unembedding, then Gemma 2's logit soft-cap.
+"""The language-model head: final norm, then the unembedding, then Granite's logit scaling and
+Gemma 2's logit soft-cap.
 
 The loader keeps only the base model's tensors, so the head is found here: a checkpoint whose
 config ties the word embeddings (``tie_word_embeddings``, or the family's default when config.json
@@ -48,6 +49,8 @@ class OutputHead:
             logits = torch.empty(x.shape[0], w.shape[0], dtype=torch.float32, device=x.device)
             for a in range(0, w.shape[0], VOCAB_BLOCK):
                 logits[:, a : a + VOCAB_BLOCK] = F.linear(x, w[a : a + VOCAB_BLOCK].to(torch.float32))
+        if self.arch.logits_scaling != 1.0:  # Granite divides its logits
+            logits = logits / self.arch.logits_scaling
         if self.softcap is not None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
         return logits

@@ -8,7 +8,7 @@ from torch import Tensor
 
 from models.config import InputError
 from models.pretrained.checkpoint import LayerStore, Weights
-from models.pretrained.common import AttentionParams, config_int
+from models.pretrained.common import AttentionParams, attention, config_int
 
 
 class Architecture:
@@ -88,6 +88,12 @@ class Architecture:
         (a LayerKV, generation) ``h`` holds only the new tokens (see :func:`attention`)."""
         raise NotImplementedError
 
+    def self_attention(self, i: int, x: Tensor, hidden: Tensor, cache=None) -> Tensor:
+        """Block ``i``'s attention of ``x`` (what it projects, ``(n, d_model)``): the one attention
+        function with the layer's params; with ``cache`` (generation) ``x`` holds the new tokens only
+        and the rotary table covers the cached positions too. Every family's block calls this."""
+        return attention(x, self.attention_params(i, context_length(x, cache)), hidden, cache=cache)
+
     def final(self, h: Tensor) -> Tensor:
         """The final norm after the last block (decoders); identity for BERT."""
         return h
@@ -96,6 +102,7 @@ class Architecture:
     lm_head_key = "lm_head.weight"  # the unembedding's key in a checkpoint with its own head
     tied_default = False  # tie_word_embeddings when config.json does not say
     final_logit_softcap: float | None = None  # Gemma 2: logits <- c·tanh(logits / c)
+    logits_scaling: float = 1.0  # Granite: logits <- logits / logits_scaling
 
     def input_embeddings(self) -> Tensor:
         """The token embedding matrix ``(vocab, d_model)`` as held (maybe bf16), which a tied

@@ -20,7 +20,6 @@ from models.pretrained.common import (
     AttentionParams,
     Weights,
     activation,
-    attention,
     config_int,
     layer_norm,
     linear,
@@ -122,7 +121,7 @@ class Bert(Architecture):
 
     def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
         L = self.layers[i]
-        a = attention(h, self.attention_params(i, h.shape[0]), hidden)
+        a = self.self_attention(i, h, hidden)
         a = layer_norm(a + h, *L["ln_attn"], self.eps)
         f = linear(self.act(linear(a, *L["ffn_in"])), *L["ffn_out"])
         return layer_norm(f + a, *L["ln_out"], self.eps)

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float
-from models.pretrained.common import AttentionParams, HeadNorm, Weights, attention
+from models.pretrained.common import AttentionParams, HeadNorm, Weights
 from models.pretrained.llama import Llama
 from models.pretrained.rope import Rotary
 
@@ -61,7 +61,7 @@ class Cohere(Llama):
         return self.layer_params(L, rope=self.rope(n), rope_interleaved=True, sliding_window=self.windows[i],
                                  **norms)  # fmt: skip
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
         x = self.attention_input(i, h)
-        return h + attention(x, self.attention_params(i, h.shape[0]), hidden) + self.mlp(L, x)
+        return h + self.self_attention(i, x, hidden, cache) + self.mlp(L, x)

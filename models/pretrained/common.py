@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from models import attention as att
+from models.attend import Variant, attend
 from models.checks import short
 from models.config import InputError
 from models.masks import MaskSpec
@@ -225,37 +226,15 @@ class AttentionParams:
         rep = self.heads // self.kv_heads
         return tuple(i // rep for i in range(self.heads))
 
+    def variant(self, causal: bool = False) -> Variant:
+        """This layer's attention as data (steps 5–8): the one function reads nothing else."""
+        return Variant(scale=self.scale, softcap=self.softcap, causal=causal, window=self.sliding_window,
+                       band=self.band, sinks=self.sinks)  # fmt: skip
+
     @property
     def rotary_dim(self) -> int | None:
         """How many of each head's d_k features rotate (None: no rotary positions)."""
         return None if self.rope is None else self.rope[0].shape[-1]
-
-
-def window_hidden(n: int, window: int, device: torch.device) -> Tensor:
-    """``(n, n)`` bool, True where key j lies ``window`` or more positions before query i."""
-    return MaskSpec(window=window).rows(0, n, n, device)
-
-
-def band_hidden(n: int, band: int, device: torch.device) -> Tensor:
-    """``(n, n)`` bool, True where key j lies more than ``band`` positions from query i, on
-    either side (a bidirectional local window)."""
-    i = torch.arange(n, device=device)
-    return (i[:, None] - i[None, :]).abs() > band
-
-
-def layer_mask(hidden: Tensor, p: AttentionParams) -> Tensor:
-    """The mask this layer really applies: the given one plus its sliding window, if any."""
-    n = hidden.shape[-1]
-    if p.band is not None and p.band < n - 1:
-        hidden = hidden | band_hidden(n, p.band, hidden.device)
-    if p.sliding_window is None or p.sliding_window >= n:
-        return hidden
-    return hidden | window_hidden(n, p.sliding_window, hidden.device)
-
-
-def with_sink(x: Tensor, sinks: Tensor) -> Tensor:
-    """``x (h, r, c)`` with one more column, each head's sink logit ``sinks (h,)``: ``(h, r, c + 1)``."""
-    return torch.cat([x, sinks.to(x.dtype).view(-1, 1, 1).expand(x.shape[0], x.shape[1], 1)], dim=-1)
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
@@ -305,53 +284,20 @@ def attention(
 
     ``cache``: a :class:`models.pretrained.kv_cache.LayerKV` when generating: ``x`` holds only
     the new tokens, their keys and values join the cached ones, ``hidden`` is not used (causal,
-    plus the layer's sliding window) and the new rows' weights are kept on the cache.
+    plus the layer's variant) and the new rows' weights are kept on the cache.
 
-    The steps are those listed in :class:`AttentionParams`. When ``record`` is a dict, every
-    intermediate tensor is stored in it under its stage name. Without ``record`` (the layers
-    below the traced one) torch's fused scaled_dot_product_attention computes the same thing,
-    except where it cannot express the family (soft-capping) or a row hides every key.
+    The steps are those listed in :class:`AttentionParams`; the attention itself is the one
+    function :func:`models.attend.attend`, with the layer's :meth:`AttentionParams.variant`.
+    When ``record`` is a dict, every intermediate tensor is stored in it under its stage name;
+    without it (the layers below the traced one) the fused kernel runs where it can.
     """
     if cache is not None:
         return cache.attend(x, p)
     q, k, v = project_qkv(x, p, record)
-    rep = p.heads // p.kv_heads
-    k_all = k.repeat_interleave(rep, dim=0) if rep > 1 else k  # (h, n, d_k): head i reads i//rep
-    v_all = v.repeat_interleave(rep, dim=0) if rep > 1 else v
-    hidden = layer_mask(hidden, p)
-    if record is None and p.softcap is None and p.sinks is None and not bool(hidden.all(-1).any()):
-        # Fast path: (1, h, n, d_k) inputs, boolean mask True = keep.
-        keep = None if not bool(hidden.any()) else ~hidden
-        out = F.scaled_dot_product_attention(
-            q.unsqueeze(0), k_all.unsqueeze(0), v_all.unsqueeze(0), attn_mask=keep, scale=p.scale
-        )  # (1, h, n, d_k)
-        return linear(att.concat_heads(out[0]), p.w_o, p.b_o)
-    # From here on the same stage functions as the toy engine (models.attention).
-    scores = att.dot_scores(q, k_all)  # (h, n, n)
-    scaled = scores * p.scale
-    capped = scaled
-    if p.softcap is not None:
-        capped = p.softcap * torch.tanh(scaled / p.softcap)
-    masked = att.apply_mask(capped, hidden)
-    if p.sinks is not None:  # the sink column: one more logit per row, with no value
-        masked = with_sink(masked, p.sinks)
-        if record is not None:  # the recorded stages show it too
-            scores, scaled, capped = (with_sink(t, p.sinks) for t in (scores, scaled, capped))
-    weights = att.softmax(masked, eager=not in_batch())  # an all-hidden row gets zero weights, never NaN
-    n_keys = v_all.shape[1]
-    head_output = att.weighted_sum(weights[..., :n_keys], v_all)  # (h, n, d_k)
+    head_output, _ = attend(q, k, v, p.variant(), hidden=hidden, record=record,
+                            weights=record is not None, eager=not in_batch())  # fmt: skip
     concat = att.concat_heads(head_output)  # (n, h*d_k)
     output = linear(concat, p.w_o, p.b_o)  # (n, d_model)
     if record is not None:
-        if p.softcap is not None:
-            record["softcapped"] = capped
-        record.update(
-            scores=scores,
-            scaled=scaled,
-            masked=masked,
-            weights=weights,
-            head_output=head_output,
-            concat=concat,
-            output=output,
-        )
+        record.update(concat=concat, output=output)
     return output

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from models import attention as att
+from models.attend import attend
 from models.checks import short
 from models.config import InputError
 from models.pretrained.batching import in_batch
@@ -60,13 +61,8 @@ def block_attention(
     v = split_heads(linear(x_kv, p.w_v, p.b_v), p.kv_heads)  # (h, n_k, d_k)
     if record is not None:
         record.update(q=q, k=k, v=v)
-    scores = att.dot_scores(q, k)  # (h, n_q, n_k)
-    x = scores * p.scale
-    if p.bias is not None:
-        x = x + p.bias
-    masked = att.apply_mask(x, hidden if bool(hidden.any()) else None)
-    weights = att.softmax(masked, eager=not in_batch())  # (h, n_q, n_k); vmapped in a batch
-    head_output = att.weighted_sum(weights, v)  # (h, n_q, d_k)
+    head_output, weights = attend(q, k, v, p.variant(), hidden=hidden if bool(hidden.any()) else None,
+                                  bias=p.bias, eager=not in_batch())  # (h, n_q, d_k), (h, n_q, n_k)
     concat = att.concat_heads(head_output)  # (n_q, h·d_k)
     output = linear(concat, p.w_o, p.b_o)  # (n_q, d)
     if record is not None:

@@ -28,7 +28,6 @@ from models.pretrained.common import (
     AttentionParams,
     Weights,
     activation,
-    attention,
     config_int,
     layer_norm,
     linear,
@@ -134,10 +133,10 @@ class Falcon(Architecture):
     def mlp(self, L: dict, x: Tensor) -> Tensor:
         return linear(self.act(linear(x, *L["fc"])), *L["proj"])
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
         x = self.attention_input(i, h)
-        a = attention(x, self.attention_params(i, h.shape[0]), hidden)
+        a = self.self_attention(i, x, hidden, cache)
         if self.new_arch or self.parallel:  # both branches beside each other
             m = self.mlp(L, layer_norm(h, *L["ln_mlp"], self.eps) if self.two_norms else x)
             return m + a + h

@@ -12,9 +12,9 @@ from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
-from models.pretrained.architecture import Architecture, context_length
+from models.pretrained.architecture import Architecture
 from models.pretrained.checkpoint import LayerStore
-from models.pretrained.common import AttentionParams, Weights, activation, attention, config_int, layer_norm, linear
+from models.pretrained.common import AttentionParams, Weights, activation, config_int, layer_norm, linear
 
 
 class GPT2(Architecture):
@@ -90,8 +90,7 @@ class GPT2(Architecture):
 
     def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
-        params = self.attention_params(i, context_length(h, cache))
-        h = h + attention(self.attention_input(i, h), params, hidden, cache=cache)
+        h = h + self.self_attention(i, self.attention_input(i, h), hidden, cache)
         x = layer_norm(h, *L["ln_2"], self.eps)
         return h + linear(self.act(linear(x, *L["fc"])), *L["proj"])
 

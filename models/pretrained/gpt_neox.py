@@ -13,9 +13,9 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
-from models.pretrained.architecture import Architecture, context_length
+from models.pretrained.architecture import Architecture
 from models.pretrained.checkpoint import LayerStore
-from models.pretrained.common import AttentionParams, Weights, activation, attention, config_int, layer_norm, linear
+from models.pretrained.common import AttentionParams, Weights, activation, config_int, layer_norm, linear
 from models.pretrained.rope import Rotary, rope_inv_freq, rotary_dim
 
 
@@ -84,8 +84,7 @@ class GPTNeoX(Architecture):
 
     def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
-        params = self.attention_params(i, context_length(h, cache))
-        a = attention(self.attention_input(i, h), params, hidden, cache=cache)
+        a = self.self_attention(i, self.attention_input(i, h), hidden, cache)
         if self.parallel:
             m = linear(self.act(linear(layer_norm(h, *L["ln_2"], self.eps), *L["fc"])), *L["proj"])
             return m + a + h

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import torch
 from torch import Tensor
 
 from models import attention as att
+from models.attend import attend
 from models.pretrained.common import AttentionParams, linear, project_qkv
 
 
@@ -57,7 +57,9 @@ class LayerKV:
         return self._k[:, :t], self._v[:, :t]
 
     def attend(self, x: Tensor, p: AttentionParams) -> Tensor:
-        """Attention of the new tokens ``x (m, d_model)`` over every token so far; (m, d_model)."""
+        """Attention of the new tokens ``x (m, d_model)`` over every token so far; (m, d_model):
+        the one function (:func:`models.attend.attend`) with the layer's own variant (causal, its
+        sliding band, soft-cap and learned sinks), the new rows at positions ``start..``."""
         start, m = self.length, x.shape[0]
         t = start + m
         if p.rope is not None:  # the table covers positions 0..t-1; the new tokens take the last m
@@ -65,27 +67,9 @@ class LayerKV:
             p = replace(p, rope=(cos[start:t], sin[start:t]))
         q, k, v = project_qkv(x, p)  # q (h, m, d_k), k v (kv, m, d_k)
         k, v = self.append(k, v)  # (kv, t, d_k)
-        rep = p.heads // p.kv_heads
-        k_all = k.repeat_interleave(rep, dim=0) if rep > 1 else k  # (h, t, d_k)
-        v_all = v.repeat_interleave(rep, dim=0) if rep > 1 else v
-        scores = att.dot_scores(q, k_all) * p.scale  # (h, m, t)
-        if p.softcap is not None:
-            scores = p.softcap * torch.tanh(scores / p.softcap)
-        weights = att.softmax(att.apply_mask(scores, causal_hidden(start, t, p.sliding_window, x.device)))
-        self.weights = weights  # (h, m, t)
-        concat = att.concat_heads(att.weighted_sum(weights, v_all))  # (m, h*d_k)
-        return linear(concat, p.w_o, p.b_o)  # (m, d_model)
-
-
-def causal_hidden(start: int, t: int, window: int | None, device: torch.device) -> Tensor:
-    """``(t - start, t)`` bool, True where query ``start + a`` may NOT see key ``j``: the future,
-    and keys ``window`` or more positions back."""
-    i = torch.arange(start, t, device=device)[:, None]
-    j = torch.arange(t, device=device)[None, :]
-    hidden = j > i
-    if window is not None:
-        hidden |= (i - j) >= window
-    return hidden
+        head_output, weights = attend(q, k, v, p.variant(causal=True), q0=start)  # (h, m, d_k), (h, m, t[+1])
+        self.weights = weights[..., :t]  # (h, m, t): the keys' rows (a sink's share is 1 − their sum)
+        return linear(att.concat_heads(head_output), p.w_o, p.b_o)  # (m, d_model)
 
 
 def new_cache(layers: int, capacity: int = 0) -> list[LayerKV]:

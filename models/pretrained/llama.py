@@ -17,14 +17,13 @@ from torch import Tensor
 
 from models.checks import config_float, config_str, short
 from models.config import InputError
-from models.pretrained.architecture import Architecture, context_length
+from models.pretrained.architecture import Architecture
 from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
     AttentionParams,
     HeadNorm,
     Weights,
     activation,
-    attention,
     config_int,
     linear,
     rms_norm,
@@ -171,8 +170,7 @@ class Llama(Architecture):
 
     def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
-        params = self.attention_params(i, context_length(h, cache))
-        a = attention(self.attention_input(i, h), params, hidden, cache=cache)
+        a = self.self_attention(i, self.attention_input(i, h), hidden, cache)
         if self.sandwich:
             a = self.rms(a, L["norm_post_attn"])
         h = h + a

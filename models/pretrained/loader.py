@@ -71,6 +71,15 @@ ARCHITECTURES: dict[str, type[Architecture] | type[EncoderDecoder]] = {
     )
 }  # fmt: skip
 assert tuple(ARCHITECTURES) == SUPPORTED_TYPES, "registry.SUPPORTED_TYPES is out of date"
+
+
+def family_kind(model_type: str) -> str:
+    """``"encoder"``, ``"decoder"`` or ``"encoder-decoder"``: what a family can do follows from it
+    (generation needs a decoder), and the tests derive their capability matrix from it."""
+    arch = ARCHITECTURES[model_type]
+    if getattr(arch, "encoder_decoder", False):
+        return "encoder-decoder"
+    return "decoder" if arch.default_mask == "causal" else "encoder"
 # A checkpoint whose files are at most this big is read whole when it is opened (every layer
 # checked and converted up front); a bigger one is read layer by layer when traced.
 PRELOAD_FILE_BYTES = LAYER_CACHE_BYTES // 2

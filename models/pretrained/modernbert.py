@@ -22,7 +22,6 @@ from models.pretrained.common import (
     AttentionParams,
     Weights,
     activation,
-    attention,
     config_int,
     layer_norm,
     linear,
@@ -123,7 +122,7 @@ class ModernBert(Architecture):
 
     def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
         L = self.layers[i]
-        h = h + attention(self.attention_input(i, h), self.attention_params(i, h.shape[0]), hidden)
+        h = h + self.self_attention(i, self.attention_input(i, h), hidden)
         x = layer_norm(h, *L["ln_mlp"], self.eps)
         return h + linear(self.act(linear(x, *L["wi_in"])) * linear(x, *L["wi_gate"]), *L["wo"])
 

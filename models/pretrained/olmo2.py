@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from models.pretrained.common import AttentionParams, HeadNorm, Weights, attention
+from models.pretrained.common import AttentionParams, HeadNorm, Weights
 from models.pretrained.llama import Llama
 
 
@@ -44,7 +44,7 @@ class Olmo2(Llama):
             sliding_window=self.windows[i],
         )  # fmt: skip
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
-        h = h + self.rms(attention(h, self.attention_params(i, h.shape[0]), hidden), L["norm_post_attn"])
+        h = h + self.rms(self.self_attention(i, h, hidden, cache), L["norm_post_attn"])
         return h + self.rms(self.mlp(L, h), L["norm_post_mlp"])

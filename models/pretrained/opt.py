@@ -17,7 +17,7 @@ from torch import Tensor
 from models.checks import config_bool, config_str
 from models.pretrained.architecture import Architecture
 from models.pretrained.checkpoint import LayerStore
-from models.pretrained.common import AttentionParams, Weights, activation, attention, config_int, layer_norm, linear
+from models.pretrained.common import AttentionParams, Weights, activation, config_int, layer_norm, linear
 from models.pretrained.llama import lin
 
 OFFSET = 2  # OPT's position table: position i is row i + 2
@@ -86,9 +86,9 @@ class OPT(Architecture):
     def attention_params(self, i: int, n: int) -> AttentionParams:
         return self.layer_params(self.layers[i])
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
-        h = h + attention(self.attention_input(i, h), self.attention_params(i, h.shape[0]), hidden)
+        h = h + self.self_attention(i, self.attention_input(i, h), hidden, cache)
         if not self.pre_norm:
             h = self.ln(h, L["ln_attn"])
         x = self.ln(h, L["ln_mlp"]) if self.pre_norm else h

@@ -21,7 +21,6 @@ from models.pretrained.common import (
     HeadLayerNorm,
     Weights,
     activation,
-    attention,
     config_int,
     layer_norm,
     linear,
@@ -84,10 +83,10 @@ class Phi(Architecture):
             norms = {f"{x}_norm": HeadLayerNorm(*L[f"{x}_norm"], self.eps) for x in ("q", "k")}
         return self.layer_params(L, rope=self.rotary_table(n), **norms)
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
         x = self.attention_input(i, h)  # both branches read the same normed input
-        a = attention(x, self.attention_params(i, h.shape[0]), hidden)
+        a = self.self_attention(i, x, hidden, cache)
         m = linear(self.act(linear(x, *L["fc1"])), *L["fc2"])
         return a + m + h
 

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float
-from models.pretrained.common import AttentionParams, HeadNorm, Weights, attention, layer_norm
+from models.pretrained.common import AttentionParams, HeadNorm, Weights, layer_norm
 from models.pretrained.llama import Llama
 
 
@@ -63,10 +63,10 @@ class StableLm(Llama):
                      "k_norm": HeadNorm(L["k_norm"], self.eps, centred=True)}  # fmt: skip
         return self.layer_params(L, rope=self.rope(n), sliding_window=self.windows[i], **norms)
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
         x = self.attention_input(i, h)
-        a = attention(x, self.attention_params(i, h.shape[0]), hidden)
+        a = self.self_attention(i, x, hidden, cache)
         if self.parallel:
             return h + a + self.mlp(L, x)
         h = h + a

@@ -10,7 +10,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from models.checks import config_float
-from models.pretrained.common import Weights, attention, config_int, layer_norm, linear
+from models.pretrained.common import Weights, config_int, layer_norm, linear
 from models.pretrained.llama import Llama, lin
 
 
@@ -51,9 +51,9 @@ class Starcoder2(Llama):
     def mlp(self, L: dict, x: Tensor) -> Tensor:
         return linear(self.act(linear(x, *L["fc"])), *L["proj"])
 
-    def block(self, i: int, h: Tensor, hidden: Tensor) -> Tensor:
+    def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]
-        h = h + attention(self.attention_input(i, h), self.attention_params(i, h.shape[0]), hidden)
+        h = h + self.self_attention(i, self.attention_input(i, h), hidden, cache)
         return h + self.mlp(L, layer_norm(h, *self.layers[i]["ln_2"], self.eps))
 
     def final(self, h: Tensor) -> Tensor:

@@ -61,7 +61,11 @@ def make_tokenizer() -> Tokenizer:
 def build(transformers, folder, name, eos: int | None = None):
     """Save a random causal LM of family ``name`` into ``folder``; return transformers' model
     read back from it (eager attention). ``eos``: the end token (default: one never produced)."""
-    _, cls_name, kwargs = FAMILIES[name]
+    from zoo import ZOO
+
+    _, cls_name, kwargs = ZOO[name]
+    if "max_position_embeddings" in kwargs:  # room for the prompt and every new token
+        kwargs = dict(kwargs, max_position_embeddings=max(40, kwargs["max_position_embeddings"]))
     torch.manual_seed(0)
     tok = make_tokenizer()
     vocab = tok.get_vocab_size()
@@ -88,8 +92,9 @@ def final_norm(ref):
 
 
 def lens_logits(ref, hidden):
-    """Final norm + unembedding (+ Gemma 2's final soft-cap) of transformers' hidden states."""
+    """Final norm + unembedding (+ Granite's scaling, Gemma 2's final soft-cap) of transformers' hidden states."""
     logits = ref.get_output_embeddings()(final_norm(ref)(hidden))
+    logits = logits / getattr(ref.config, "logits_scaling", 1.0)  # Granite
     cap = getattr(ref.config, "final_logit_softcapping", None)
     if cap is not None:
         logits = torch.tanh(logits / cap) * cap

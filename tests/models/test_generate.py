@@ -9,22 +9,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from generate_refs import FAMILIES, NEW_TOKENS, PROMPT, WINDOW, build, lens_logits
+from generate_refs import NEW_TOKENS, PROMPT, WINDOW, build, lens_logits
+from zoo import cases, missing_types
 
 from models.generate import GenerateSettings, generate
-from models.pretrained import SUPPORTED_TYPES, load_model
+from models.pretrained import load_model
 
 transformers = pytest.importorskip("transformers")
 
-DECODERS = {"gpt2", "gpt_neox", "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3"}
+
+def test_every_decoder_family_of_the_registry_is_tested():
+    assert missing_types("decoder") == set()
+    assert len(cases("decoder")) >= 22
 
 
-def test_every_decoder_family_is_tested():
-    assert {t for t, _, _ in FAMILIES.values()} == DECODERS
-    assert DECODERS <= set(SUPPORTED_TYPES)
-
-
-@pytest.fixture(scope="module", params=list(FAMILIES))
+@pytest.fixture(scope="module", params=cases("decoder"))
 def family(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp(request.param)
     ref = build(transformers, folder, request.param)
