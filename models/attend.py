@@ -147,7 +147,7 @@ def attend(
     n_k = k.shape[1]
     k_all, v_all = repeat_kv(k, h), repeat_kv(v, h)  # (h, n_k, d), (h, n_k, d_v): head i reads i // rep
     fusable = (
-        not weights and record is None and eager and variant.softcap is None and variant.sinks is None
+        not weights and record is None and variant.softcap is None and variant.sinks is None
         and variant.temperature == 1.0 and bias is None
     )  # fmt: skip
     if fusable:

@@ -37,6 +37,7 @@ class OutputHead:
         self.source = source  # "tied embeddings" or the checkpoint key read
         self.softcap = arch.final_logit_softcap
         self.vocab_size = weight.shape[0]
+        self.bias: Tensor | None = None  # (vocab,): Phi's head has one
 
     def unembed(self, x: Tensor) -> Tensor:
         """Normed residuals ``(r, d)`` -> logits ``(r, vocab)``, soft-capped when the family does."""
@@ -49,8 +50,12 @@ class OutputHead:
             logits = torch.empty(x.shape[0], w.shape[0], dtype=torch.float32, device=x.device)
             for a in range(0, w.shape[0], VOCAB_BLOCK):
                 logits[:, a : a + VOCAB_BLOCK] = F.linear(x, w[a : a + VOCAB_BLOCK].to(torch.float32))
+        if self.bias is not None:  # Phi's head has a bias
+            logits = logits + self.bias
         if self.arch.logits_scaling != 1.0:  # Granite divides its logits
             logits = logits / self.arch.logits_scaling
+        if self.arch.logit_scale != 1.0:  # Cohere multiplies them
+            logits = logits * self.arch.logit_scale
         if self.softcap is not None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
         return logits
@@ -92,4 +97,11 @@ def load_head(model) -> OutputHead:
         weight = head.stored(name, arch.vocab_size, arch.hidden_size)
     if weight.dtype == torch.float64:
         weight = weight.to(torch.float32)
-    return OutputHead(arch, weight, key)
+    out = OutputHead(arch, weight, key)
+    if arch.lm_head_bias_key is not None:  # the head's bias, beside its weight
+        bias_key = key[: -len("weight")] + "bias"
+        if bias_key in ckpt.keys:
+            with torch.no_grad(), ckpt.reading():
+                b = Weights(ckpt, {"bias": bias_key}, weights.model_type, weights.device)
+                out.bias = b.take("bias", arch.vocab_size)
+    return out

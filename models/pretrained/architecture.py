@@ -103,6 +103,8 @@ class Architecture:
     tied_default = False  # tie_word_embeddings when config.json does not say
     final_logit_softcap: float | None = None  # Gemma 2: logits <- c·tanh(logits / c)
     logits_scaling: float = 1.0  # Granite: logits <- logits / logits_scaling
+    logit_scale: float = 1.0  # Cohere: logits <- logits · logit_scale
+    lm_head_bias_key: str | None = None  # Phi: the head's own bias
 
     def input_embeddings(self) -> Tensor:
         """The token embedding matrix ``(vocab, d_model)`` as held (maybe bf16), which a tied

@@ -5,7 +5,7 @@
 - RoPE rotates the interleaved pairs (2j, 2j + 1) of each head, not (j, j + d/2).
 - ``use_qk_norm``: a LayerNorm (no bias) of every head's q and k, each head with its own
   weights, before the rotation (stages ``q_normed``/``k_normed``).
-- ``logit_scale`` multiplies the vocabulary logits only, which the explorer never computes.
+- ``logit_scale`` multiplies the vocabulary logits (generation and the logit lens).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ class Cohere(Llama):
         self.qk_layernorm = config_bool(cfg, "use_qk_norm", False)
         super().__init__(cfg, w)
         self.eps = config_float(cfg, "layer_norm_eps", 1e-5)
+        self.logit_scale = config_float(cfg, "logit_scale", 1.0)
         self.rotary_table = Rotary(self.rotary_table.inv_freq, interleaved=True)
 
     def load_layer(self, i: int, w: Weights) -> dict:
@@ -60,6 +61,8 @@ class Cohere(Llama):
                      "k_norm": HeadNorm(L["k_norm"], self.eps, centred=True)}  # fmt: skip
         return self.layer_params(L, rope=self.rope(n), rope_interleaved=True, sliding_window=self.windows[i],
                                  **norms)  # fmt: skip
+
+    tied_default = True  # CohereForCausalLM ties its head to the embeddings
 
     def block(self, i: int, h: Tensor, hidden: Tensor, cache=None) -> Tensor:
         L = self.layers[i]

@@ -143,5 +143,10 @@ class Falcon(Architecture):
         h = h + a  # sequential (old architecture, parallel_attn false)
         return self.mlp(L, layer_norm(h, *L["ln_mlp"], self.eps)) + h
 
+    tied_default = True  # FalconForCausalLM ties its head to the word embeddings
+
+    def input_embeddings(self) -> Tensor:
+        return self.word_embeddings
+
     def final(self, h: Tensor) -> Tensor:
         return layer_norm(h, *self.ln_f, self.eps)

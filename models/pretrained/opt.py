@@ -71,11 +71,19 @@ class OPT(Architecture):
         }
 
     def embed(self, ids: Tensor, type_ids: Tensor) -> Tensor:
+        return self.embed_at(ids, 0)
+
+    def embed_at(self, ids: Tensor, start: int) -> Tensor:
         x = self.embed_tokens[ids].to(torch.float32)  # (n, word_dim)
         if self.project_in is not None:
             x = x @ self.project_in  # (n, d)
-        pos = torch.arange(ids.shape[0], device=ids.device) + OFFSET
+        pos = torch.arange(start, start + ids.shape[0], device=ids.device) + OFFSET
         return x + self.positions[pos]
+
+    tied_default = True  # OPTForCausalLM ties its head to the token embeddings
+
+    def input_embeddings(self) -> Tensor:
+        return self.embed_tokens
 
     def ln(self, x: Tensor, weights: tuple[Tensor | None, Tensor | None]) -> Tensor:
         return layer_norm(x, *weights, self.eps)

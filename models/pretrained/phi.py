@@ -90,5 +90,7 @@ class Phi(Architecture):
         m = linear(self.act(linear(x, *L["fc1"])), *L["fc2"])
         return a + m + h
 
+    lm_head_bias_key = "lm_head.bias"  # PhiForCausalLM's head: nn.Linear with a bias
+
     def final(self, h: Tensor) -> Tensor:
         return layer_norm(h, *self.ln_f, self.eps)

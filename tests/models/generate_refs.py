@@ -83,18 +83,27 @@ def build(transformers, folder, name, eos: int | None = None):
 
 
 def final_norm(ref):
-    """transformers' final norm module of a causal LM."""
+    """transformers' steps after the last block of a causal LM, before the unembedding: its final
+    norm (if any) and OPT's projection out of the hidden size."""
     base = ref.base_model
-    for name in ("norm", "ln_f", "final_layer_norm"):
-        if hasattr(base, name):
-            return getattr(base, name)
-    raise AssertionError(f"no final norm found on {type(base).__name__}")
+    base = getattr(base, "decoder", base)  # OPT keeps its layers in a decoder
+    names = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "project_out")
+    steps = [getattr(base, name) for name in names if getattr(base, name, None) is not None]
+    assert steps or getattr(ref.config, "do_layer_norm_before", True) is False, type(base).__name__
+
+    def run(hidden):
+        for step in steps:
+            hidden = step(hidden)
+        return hidden
+
+    return run
 
 
 def lens_logits(ref, hidden):
     """Final norm + unembedding (+ Granite's scaling, Gemma 2's final soft-cap) of transformers' hidden states."""
     logits = ref.get_output_embeddings()(final_norm(ref)(hidden))
     logits = logits / getattr(ref.config, "logits_scaling", 1.0)  # Granite
+    logits = logits * getattr(ref.config, "logit_scale", 1.0)  # Cohere
     cap = getattr(ref.config, "final_logit_softcapping", None)
     if cap is not None:
         logits = torch.tanh(logits / cap) * cap
