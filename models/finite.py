@@ -5,20 +5,16 @@ is scanned)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from .errors import InputError
 
-if TYPE_CHECKING:
-    from .pairs import PairSpec
-
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
-def may_overflow(spec: PairSpec) -> bool:
+def may_overflow(spec) -> bool:  # spec: a models.pairs.PairSpec (pairs imports this module)
     """False when no score can leave float32's range: ``|q_i · k_j| ≤ max‖q‖ · max‖k‖`` (Cauchy–
     Schwarz; every partial sum too) below float32's maximum, and nothing later can make a NaN
     (the scale is at most 1 or checked, the soft cap is bounded, the softmax is exact for any
@@ -36,7 +32,7 @@ def may_overflow(spec: PairSpec) -> bool:
     return not (math.isfinite(bound) and max(bound, edits) < FLOAT32_MAX / 2)
 
 
-def check_pair_block(spec: PairSpec, name: str, head: int, r0: int, block: np.ndarray) -> None:
+def check_pair_block(spec, name: str, head: int, r0: int, block: np.ndarray) -> None:
     """Refuse a block of an n×n stage holding NaN or ±∞ (−∞ in "masked" is the mask), naming
     the stage, the layer and the cause: the queries and keys whose dot products overflow."""
     bad = ~np.isfinite(block)

@@ -8,8 +8,6 @@ engine's cross-attention names them. The n_q × n_k stages are computed when loo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 from torch import Tensor
@@ -19,17 +17,15 @@ from models import pairs, stages
 from models.checks import check_finite_stages
 from models.pretrained.common import linear, split_heads
 from models.pretrained.encdec import EncDecParams
+from models.pretrained.loaded import LoadedModel
 from models.pretrained.stages import to_numpy
 from models.pretrained.tokenizer import Encoded
 from models.trace import AttentionTrace, Stage
 
-if TYPE_CHECKING:
-    from models.pretrained.encdec_model import EncoderDecoderModel
-
 SIDE_NAMES = {"encoder": "Encoder", "decoder": "Decoder", "cross": "Cross-attention"}
 
 
-def build_block_trace(model: EncoderDecoderModel, block: str, layer: int, q_enc: Encoded, k_enc: Encoded,
+def build_block_trace(model: LoadedModel, block: str, layer: int, q_enc: Encoded, k_enc: Encoded,
                       x_q: Tensor, x_kv: Tensor, p: EncDecParams, *, notices: list[str],
                       elapsed_ms: float) -> AttentionTrace:  # fmt: skip
     arch = model.arch

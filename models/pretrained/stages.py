@@ -5,8 +5,6 @@ Only naming and explaining happens here; the numbers are exactly those of the fo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 from torch import Tensor
@@ -15,14 +13,13 @@ from models import attention as att
 from models import pairs, stages
 from models.checks import check_finite_stages
 from models.pretrained.common import AttentionParams, linear
+from models.pretrained.edits import LayerEdits
+from models.pretrained.loaded import LoadedModel
 from models.pretrained.tokenizer import Encoded
 from models.trace import AttentionTrace, Stage
 
 SINK = "sink"  # the label of the learned attention sink's key column (gpt-oss)
 
-if TYPE_CHECKING:
-    from models.pretrained.edits import LayerEdits
-    from models.pretrained.model import PretrainedModel
 
 
 def to_numpy(t: Tensor) -> np.ndarray:
@@ -31,7 +28,7 @@ def to_numpy(t: Tensor) -> np.ndarray:
 
 
 def build_trace(
-    model: PretrainedModel,
+    model: LoadedModel,
     enc: Encoded,
     layer: int,
     mode: str,
