@@ -43,12 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from_args(args: argparse.Namespace) -> GenerateSettings:
     if any("\udc80" <= c <= "\udcff" for c in args.prompt):
         raise InputError(f"--prompt is not valid UTF-8 text: {ascii(args.prompt)}")
-    if args.max_tokens < 1:
-        raise InputError(f"--max-tokens must be at least 1, got {args.max_tokens}")
-    return GenerateSettings(
-        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
-        top_p=args.top_p, seed=args.seed, shown=args.top, max_tokens=args.max_tokens,
-    ).validate()  # fmt: skip
+    from models.api import generation_settings  # the settings models.api's Model.generate uses
+
+    return generation_settings(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed,
+                               args.top, args.max_tokens)  # fmt: skip
 
 
 def _masked(model, args: argparse.Namespace, settings: GenerateSettings) -> int:
