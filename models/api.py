@@ -80,6 +80,8 @@ def _value(f, value: Any) -> Any:
             except argparse.ArgumentTypeError as exc:
                 raise InputError(f"setting {f.dest}: {exc}") from None
         value = list(value) if isinstance(value, (list, tuple)) else value
+    elif f.type is str and isinstance(value, os.PathLike):
+        value = os.fspath(value)  # model=Path("runs/my-model")
     elif f.type is str and isinstance(value, int) and not isinstance(value, bool):
         value = str(value)  # step=500
     elif isinstance(value, np.generic):
