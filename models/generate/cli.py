@@ -76,12 +76,12 @@ def generate_main(argv: Sequence[str]) -> int:
     try:
         settings = settings_from_args(args)
         check_target(args.out, args.force)  # fail before computing anything
-        from models.pretrained import load_model
+        from models.api import load  # opens a model as the Python front door does
 
         from .files import write_generation
         from .loop import generate
 
-        model = load_model(args.model, device=args.device)
+        model = load(args.model, device=args.device).engine
         if model.default_mask != "causal":  # an encoder: its predictions at the mask tokens
             return _masked(model, args, settings)
         gen = generate(model, args.prompt, settings)
