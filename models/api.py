@@ -69,10 +69,12 @@ def runspec(**settings: Any) -> RunSpec:
 
 def _value(f, value: Any) -> Any:
     """A Python value for row ``f``, checked as a RunSpec's JSON is (type, choices, range)."""
-    if value is None or f.array:
-        if value is not None or f.default is None:
-            return None if value is None else os.fspath(value)
-        raise InputError(f"setting {f.dest} cannot be None (default {f.default!r})")
+    if value is None:
+        if f.default is not None:
+            raise InputError(f"setting {f.dest} cannot be None (default {f.default!r})")
+        return None
+    if f.array:
+        return os.fspath(value)  # a file's path: RunSpec.from_args reads it
     if f.type in (positions, labels):
         if isinstance(value, str):
             try:
@@ -100,10 +102,11 @@ def _held(name: str, value: Any) -> dict[str, np.ndarray]:
 # --- one traced layer --------------------------------------------------------------------------------
 class Trace:
     """One traced attention layer, the toy's or a model's: what ``export`` writes, what ``explain``
-    explains. ``raw`` is the engine's :class:`~models.trace.AttentionTrace`, ``spec`` the request."""
+    explains. ``raw`` is the engine's :class:`~models.trace.AttentionTrace`, ``spec`` the request,
+    ``engine`` the loaded model that made it (None for the toy)."""
 
-    def __init__(self, raw, spec: RunSpec, params: Callable[[], Any]) -> None:
-        self.raw, self.spec, self._params = raw, spec, params
+    def __init__(self, raw, spec: RunSpec, params: Callable[[], Any], engine=None) -> None:
+        self.raw, self.spec, self._params, self.engine = raw, spec, params, engine
 
     def __repr__(self) -> str:
         what = self.raw.meta.get("model") or "toy"
@@ -161,8 +164,11 @@ class Trace:
         ``sum_of`` the summands adding up to it, steps)."""
         return self.derivation(stage, cell).to_dict()
 
-    # why(head, row, col): a hook for models/why.py (branch "why"): a method calling its function
-    # on self.raw and self.params belongs here once that function is on main.
+    # Trace.why(head, row, col), the split of one score into its sources, comes here once models/why.py
+    # (branch "why") is on main, calling its one function as `main.py why` does:
+    #     from .why import why
+    #     return why(self.raw, head, row, col, model=self.engine,
+    #                params=None if self.engine else self.params, with_row=with_row)
 
 
 def trace_spec(spec: RunSpec, model=None) -> Trace:
@@ -174,7 +180,7 @@ def trace_spec(spec: RunSpec, model=None) -> Trace:
         return Trace(spec.trace(), spec, lambda: toy_params(spec.toy_request()))
     engine = spec.load_model() if model is None else model
     raw = spec.model_trace(engine)
-    return Trace(raw, spec, lambda: _model_params(engine, spec, raw))
+    return Trace(raw, spec, lambda: _model_params(engine, spec, raw), engine)
 
 
 def _model_params(model, spec: RunSpec, raw):

@@ -56,11 +56,14 @@ def test_toy_equals_export_stage_by_stage(tmp_path, capsys):
     assert trace.stage("weights").shape == (2, 3, 7)  # heads first: 3 queries (the second sentence), 7 keys
 
 
-def test_toy_defaults_are_exports():
+def test_toy_defaults_are_exports(tmp_path, capsys):
     """No settings: export's defaults (2 heads, d_model 16, no mask, seed 0), from the one table."""
     trace = api.toy(SENTENCE)
+    manifest, arrays = exported(tmp_path, capsys, ["--sentence", SENTENCE])
+    assert trace.config == manifest["config"]
+    assert trace.config["heads"] == 2 and trace.config["mask"] == "none" and trace.config["seed"] == 0
     assert trace.stage("weights").shape == (2, 7, 7) and trace.stage("input").shape == (7, 16)
-    assert trace.config["mask"] == "none" and trace.config["seed"] == 0
+    np.testing.assert_array_equal(trace.stage("output"), arrays["output"])
 
 
 def test_toy_explain_equals_explain_json(capsys):
@@ -170,6 +173,8 @@ def test_atlas_rows_equal_heads_csv(induction, tmp_path, capsys):
     [
         (lambda: api.toy(SENTENCE, heads_count=2), "unknown setting 'heads_count'"),
         (lambda: api.toy(SENTENCE, heads="2"), "option heads must be an integer"),
+        (lambda: api.toy(SENTENCE, heads=None), "setting heads cannot be None"),
+        (lambda: api.toy(SENTENCE, weights=[1, 2]), "setting weights takes a path"),
         (lambda: api.toy(SENTENCE, heads=0), "--heads must be at least 1"),
         (lambda: api.toy(SENTENCE, mask="diagonal"), "option mask must be one of"),
         (lambda: api.toy(SENTENCE, layer=3), "--layer applies only with --model"),
