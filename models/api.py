@@ -282,8 +282,8 @@ class Model:
 def generation_settings(max_new_tokens: int = 20, temperature: float | None = None, top_k: int | None = None,
                         top_p: float | None = None, seed: int = 0, top: int = 10,
                         max_tokens: int | None = None):  # fmt: skip
-    """The checked models.generate.GenerateSettings of ``generate``'s options (``main.py generate``
-    builds its own with this)."""
+    """The checked models.generate.GenerateSettings of ``generate``'s options, as ``main.py generate``
+    builds them from its own (tests/models/test_api.py holds the two equal)."""
     from .config import DEFAULT_MAX_TOKENS
     from .generate import GenerateSettings
 

@@ -75,9 +75,9 @@ def atlas_main(argv: Sequence[str]) -> int:
             if not path.is_file():
                 raise InputError(f"corpus {path} is not a file")
             corpus = {"path": str(path.resolve()), "sha256": file_sha256(path), "bytes": path.stat().st_size}
-        from .api import load  # opens a model as the Python front door does
+        from .pretrained import load_model
 
-        model = load(args.model, device=args.device).engine
+        model = load_model(args.model, device=args.device)
         if args.corpus is not None:
             total = count_lines(args.corpus, args.limit)
             texts = corpus_lines(args.corpus)

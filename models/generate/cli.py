@@ -43,10 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from_args(args: argparse.Namespace) -> GenerateSettings:
     if any("\udc80" <= c <= "\udcff" for c in args.prompt):
         raise InputError(f"--prompt is not valid UTF-8 text: {ascii(args.prompt)}")
-    from models.api import generation_settings  # the settings models.api's Model.generate uses
-
-    return generation_settings(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed,
-                               args.top, args.max_tokens)  # fmt: skip
+    if args.max_tokens < 1:
+        raise InputError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    return GenerateSettings(
+        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+        top_p=args.top_p, seed=args.seed, shown=args.top, max_tokens=args.max_tokens,
+    ).validate()  # fmt: skip
 
 
 def _masked(model, args: argparse.Namespace, settings: GenerateSettings) -> int:
@@ -76,12 +78,12 @@ def generate_main(argv: Sequence[str]) -> int:
     try:
         settings = settings_from_args(args)
         check_target(args.out, args.force)  # fail before computing anything
-        from models.api import load  # opens a model as the Python front door does
+        from models.pretrained import load_model
 
         from .files import write_generation
         from .loop import generate
 
-        model = load(args.model, device=args.device).engine
+        model = load_model(args.model, device=args.device)
         if model.default_mask != "causal":  # an encoder: its predictions at the mask tokens
             return _masked(model, args, settings)
         gen = generate(model, args.prompt, settings)
