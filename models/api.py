@@ -1,16 +1,17 @@
 """The front door for Python: the toy, any model, a traced layer, one cell explained, generation
-and a head atlas, in a few lines (the same numbers as the command lines, which are built on it)::
+and a head atlas, in a few lines, with the numbers the command lines write (``export`` and
+``explain`` trace through :func:`trace_spec`)::
 
     from models import api
 
-    model = api.load("minilm")                      # or "induction", a cache name, a folder; step="first"
+    model = api.load("minilm")                       # or "induction", a cache name, a folder; step="first"
     trace = model.trace("The cat sat on the mat.", layer=2)
-    trace.tokens, trace.stages                      # ('[CLS]', 'the', ...), ('input', 'q', ..., 'weights', ...)
-    trace.stage("weights")                          # numpy (heads, n_q, n_k), as export's weights.npy
-    trace.explain("weights", (0, 3, 1))             # the dict `explain --json` prints
-    api.toy("The cat sat.", heads=2, mask="causal") # the notes' single attention layer, export's settings
+    trace.tokens, trace.stages                       # ('[CLS]', 'the', ...), ('input', 'q', ..., 'weights', ...)
+    trace.stage("weights")                           # numpy (heads, n_q, n_k), as export's weights.npy
+    trace.explain("weights", (0, 3, 1))              # the dict `explain --json` prints
+    api.toy("The cat sat.", heads=2, mask="causal")  # the notes' single attention layer, export's settings
     api.load("induction").generate("abcabc", max_new_tokens=5).tokens
-    model.atlas(["the cat sat", "a dog ran"])       # the rows of heads.csv
+    model.atlas(["the cat sat", "a dog ran"])        # the rows of heads.csv
 
 The settings are the rows of the one option table (:data:`models.fields.FIELDS`), named as their
 ``dest`` (``d_model`` for ``--d-model``) with the same defaults, checks and one-line
@@ -34,7 +35,8 @@ from .fields import BY_DEST, FIELDS, labels, positions
 from .held_arrays import HeldArrays
 from .runspec import RunSpec
 
-__all__ = ["Generated", "Model", "Trace", "load", "runspec", "toy", "trace_spec"]
+__all__ = ["SETTINGS", "TRACE_SETTINGS", "Generated", "Model", "Trace", "generation_settings", "load", "runspec",
+           "toy", "trace_spec"]
 
 SETTINGS = tuple(f.dest for f in FIELDS if f.stored)  # every keyword a RunSpec takes, table order
 # What Model.trace takes beyond the sentence: the rows that apply to a model, except those load() fixes.
@@ -246,8 +248,9 @@ class Model:
         """Layer ``layer`` (from 0) of the model on ``sentence``: the layers below run for real, the
         traced one is a :class:`Trace` of the toy's stages plus the family's own. An
         encoder-decoder takes its target as ``cross_sentence`` and ``block="encoder" | "decoder" |
-        "cross"`` (default cross). ``settings``: ``mask`` (``"default"``, the model's own),
-        ``pad_positions``, ``max_tokens``. As ``main.py export --model ... --layer ...``."""
+        "cross"`` (default cross). ``settings``: ``mask`` (None: the model's own; ``"none"``,
+        ``"causal"``, ``"padding"``), ``pad_positions``, ``max_tokens``. As ``main.py export --model
+        ... --layer ...``."""
         spec = self.spec(sentence, layer=layer, block=block, cross_sentence=cross_sentence, **settings)
         return trace_spec(spec, self.engine)
 
@@ -260,8 +263,8 @@ class Model:
         from .generate import generate
 
         if not self.is_decoder:
-            raise InputError(f"{self.name} is not a decoder ({self.model_type}): it does not generate "
-                             "(main.py generate predicts an encoder's mask tokens)")  # fmt: skip
+            raise InputError(f"{self.name} is not a decoder ({self.model_type}): only decoders generate "
+                             "(for an encoder, main.py generate predicts its mask tokens)")  # fmt: skip
         settings = generation_settings(max_new_tokens, temperature, top_k, top_p, seed, top, max_tokens)
         return Generated(generate(self.engine, prompt, settings))
 
