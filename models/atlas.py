@@ -256,6 +256,15 @@ def fill_best_texts(atlas: Atlas, path: str | os.PathLike) -> None:
                 break
 
 
+def head_rows(atlas: Atlas) -> Iterator[dict]:
+    """The rows of heads.csv, one per (layer, head): ``{"layer": int, "head": int, "texts": int,
+    column: float, ...}`` (models.api's ``Model.atlas`` returns them)."""
+    for layer in range(atlas.layers):
+        for head in range(atlas.heads):
+            yield {"layer": layer, "head": head, "texts": atlas.texts,
+                   **{c: float(atlas.columns[c][layer, head]) for c in COLUMNS[3:]}}  # fmt: skip
+
+
 # --- files ---------------------------------------------------------------------------------------------
 def write_atlas(atlas: Atlas, out: str | os.PathLike, force: bool = False, corpus: dict | None = None) -> Path:
     """``heads.csv``, ``top_texts.csv`` and ``manifest.json`` into ``out``, all at once."""
@@ -263,10 +272,8 @@ def write_atlas(atlas: Atlas, out: str | os.PathLike, force: bool = False, corpu
         with open(tmp / HEADS_FILE, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             w.writerow(COLUMNS)
-            for layer in range(atlas.layers):
-                for head in range(atlas.heads):
-                    w.writerow([layer, head, atlas.texts,
-                                *(repr(float(atlas.columns[c][layer, head])) for c in COLUMNS[3:])])  # fmt: skip
+            for row in head_rows(atlas):
+                w.writerow([row[c] if c in COLUMNS[:3] else repr(row[c]) for c in COLUMNS])
         with open(tmp / TOP_FILE, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             w.writerow(["layer", "head", "metric", "line", "value", "text"])

@@ -9,6 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .api import trace_spec
 from .config import InputError
 from .export import check_target, write_trace
 from .fields import check_applicable, check_text, given_options
@@ -96,7 +97,7 @@ def export_main(argv: Sequence[str]) -> int:
             return export_all_layers(args)
         spec = spec_from_args(args)
         notes = spec.notes()
-        trace = spec.trace()
+        trace = trace_spec(spec).raw  # the trace models.api gives (api.toy, Model.trace)
         heads = list(dict.fromkeys(args.only_heads)) if args.only_heads else None
         out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads)
     except InputError as exc:

@@ -48,25 +48,12 @@ def build_explain_parser() -> argparse.ArgumentParser:
 
 
 def derive(spec: RunSpec, stage: str, cell: tuple[int, ...]):
-    """Compute the trace ``spec`` describes, its layer's parameters, and the derivation of ``cell``."""
-    from .explain import explain
-    from .params import pretrained_params, toy_params
+    """Compute the trace ``spec`` describes and the derivation of ``cell`` (models.api's
+    ``Trace.explain`` is this derivation as a dict)."""
+    from .api import trace_spec
 
-    if spec.uses_model:
-        model = spec.load_model()
-        trace = spec.model_trace(model)
-        if trace.config.get("encoder_decoder"):
-            from .encdec_params import encdec_params
-
-            return trace, explain(trace, encdec_params(model, trace), stage, cell)
-        params = pretrained_params(model, spec.layer, len(trace.query_tokens),
-                                   mask=trace.config["mask"], pad_positions=trace.config["pad_positions"])  # fmt: skip
-    else:
-        from .pipeline import run
-
-        req = spec.toy_request()
-        trace, params = run(req), toy_params(req)
-    return trace, explain(trace, params, stage, cell)
+    trace = trace_spec(spec)
+    return trace.raw, trace.derivation(stage, cell)
 
 
 def explain_main(argv: Sequence[str]) -> int:
