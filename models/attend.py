@@ -179,9 +179,8 @@ def row_logsumexp(q: Tensor, k: Tensor, variant: Variant, *, q0: int = 0, k0: in
     if plain:
         scale = 1.0 / variant.scale if variant.divide else variant.scale
         _, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            q[None], k_all[None], k_all[None, ..., :1].expand(1, h, k.shape[1], 1).contiguous(), 0.0,
-            variant.causal, attn_mask=None, scale=scale,
-        )  # fmt: skip
+            q[None], k_all[None], k_all[None], 0.0, variant.causal, attn_mask=None, scale=scale,
+        )  # the kernel wants values of q's size: the keys serve (their weighted sum is not read)
         return lse[0]  # (h, n_q)
     rows = max(1, (16 << 20) // (4 * h * max(1, k.shape[1])))
     out = torch.empty(h, n_q, dtype=q.dtype, device=q.device)
