@@ -27,7 +27,7 @@ from explorer.files.view_shots import VIEWS, check_view_arguments, parse_cell
 from explorer.state import ALL_HEADS, Inputs, settings_problem
 from explorer.usage import UsageError
 from models.config import InputError
-from models.runspec import FIELDS, add_input_arguments, check_applicable, check_ranges
+from models.runspec import FIELDS, add_input_arguments, check_applicable, check_ranges, given_values
 from models.trace import STAGE_ORDER
 
 SCREENSHOT_TIMEOUT_MS = 120_000
@@ -128,12 +128,12 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
         if args.layer < 0:
             raise UsageError("--layer must be 0 or more (the first layer is 0)")
         base = dataclasses.replace(base, layer=args.layer)
-    plain = ["sentence", "heads", "d_model", "d_k", "d_v", "d_out", "mask", "score", "temperature", "seed", "bias",
-             "labels", "cross_labels"]  # fmt: skip
-    if base.uses_model and args.mask is not None:  # --mask replaces the model's own, to compare
-        base = dataclasses.replace(base, model_mask=args.mask)
-        plain.remove("mask")
-    changes = {name: getattr(args, name) for name in plain if getattr(args, name) is not None}
+    # Every other option the form holds as it is (a new row of FIELDS included), given or not.
+    special = {"model", "layer", "block", "cross_sentence", "pe", "pad_positions"}
+    changes = {name: value for name, value in given_values(args, FIELDS).items()
+               if name in type(base).table and name not in special}  # fmt: skip
+    if base.uses_model and "mask" in changes:  # --mask replaces the model's own, to compare
+        base = dataclasses.replace(base, model_mask=changes.pop("mask"))
     if args.cross_sentence is not None:
         changes.update(cross_enabled=True, cross_sentence=args.cross_sentence)
     if args.pe is not None:

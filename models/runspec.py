@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,10 +40,14 @@ from .fields import (  # noqa: F401 - the option table's names, re-exported: cal
     check_ranges,
     check_text,
     given_options,
+    given_values,
     labels,
     positions,
 )
 from .held_arrays import HeldArrays
+
+if TYPE_CHECKING:  # torch: the window's state imports this module without it
+    from .edits import Edit
 
 JSON_VERSION = 1  # of a RunSpec's JSON ("runspec": 1)
 VALUES = tuple(f for f in FIELDS if f.stored and f.array is None)  # the RunSpec's plain fields, table order
@@ -87,7 +91,7 @@ class _RunSpecMethods:
                     arrays[name] = load_matrix(path, name.replace("_", " ") if name != "mask" else "mask")
         return cls(**values, arrays=HeldArrays(arrays), origins=tuple(origins.items()))
 
-    def replace(self, **changes: Any) -> RunSpec:
+    def replace(self, **changes: object) -> RunSpec:
         return dataclasses.replace(self, **changes)
 
     def with_edits(self, edits, difference: bool = False) -> RunSpec:
@@ -105,13 +109,9 @@ class _RunSpecMethods:
                      if (f.array in held if f.array else f.stored and getattr(self, f.dest) != f.default))
 
     def config(self) -> AttentionConfig:
-        """The toy engine's settings (not validated)."""
-        return AttentionConfig(
-            heads=self.heads, d_model=self.d_model, d_k=self.d_k, d_v=self.d_v, d_out=self.d_out,
-            mask=self.mask or "none", pad_positions=tuple(self.pad_positions), score=self.score, pe=self.pe,
-            temperature=self.temperature, seed=self.seed, bias=self.bias, device=self.device,
-            max_tokens=self.max_tokens,
-        )  # fmt: skip
+        """The toy engine's settings: its fields of the same name (not validated)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(AttentionConfig)}
+        return AttentionConfig(**values | {"mask": self.mask or "none", "pad_positions": tuple(self.pad_positions)})
 
     def _origin(self, name: str, default: str) -> str:
         return dict(self.origins).get(name, default)
@@ -287,18 +287,18 @@ def array_members(doc: dict, what: str = "run") -> dict[str, str]:
 
 
 def _fields() -> list:
-    rows = [(f.dest, Any, dataclasses.field(default=f.default)) for f in VALUES]
+    rows = [(f.dest, f.annotation, dataclasses.field(default=f.default)) for f in VALUES]
     return rows + [
         # embeddings, cross_embeddings, mask, weights/W_q …
         ("arrays", HeldArrays, dataclasses.field(default=HeldArrays())),
-        ("edits", tuple, dataclasses.field(default=())),  # what-if edits (models/edits.py)
+        ("edits", tuple["Edit", ...], dataclasses.field(default=())),  # what-if edits (models/edits.py)
         ("difference", bool, dataclasses.field(default=False)),  # shown as edited − original
         # Policy, not part of the result (never stored, not compared): a model's layer and pad positions
         # used as given (refused when there is no such layer or token). The window's own inputs are
         # adjusted instead (a layer kept from a deeper model shows the deepest there is).
         ("exact", bool, dataclasses.field(default=True, compare=False)),
         # Where arrays came from, for messages: (("weights", "weights file w.npz"), ...)
-        ("origins", tuple, dataclasses.field(default=(), compare=False, repr=False)),
+        ("origins", tuple[tuple[str, str], ...], dataclasses.field(default=(), compare=False, repr=False)),
     ]
 
 
