@@ -15,6 +15,7 @@ shows). A new input option is one row here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -68,11 +69,6 @@ class Field:
     @property
     def option(self) -> str:
         return "--" + self.dest.replace("_", "-")
-
-    @property
-    def options(self) -> tuple[str, ...]:
-        """Its command-line names: :attr:`option`, then the older ones still accepted."""
-        return (self.option, *self.aliases)
 
     @property
     def annotation(self) -> Any:
@@ -215,9 +211,10 @@ TEXT_OPTIONS: tuple[str, ...] = _DERIVED["TEXT_OPTIONS"]
 MODEL_OPTIONS = ("model", "step", "device", "max_tokens")  # what every command taking a model takes
 
 
-def rows(*dests: str) -> tuple[Field, ...]:
-    """The rows of :data:`FIELDS` named ``dests`` (other commands reuse them: ``--model``, ``--step``, …)."""
-    return tuple(BY_DEST[d] for d in dests)
+def rows(*dests: str, group: str = "model") -> tuple[Field, ...]:
+    """The rows of :data:`FIELDS` named ``dests``, in one --help section (other commands reuse them:
+    ``--model``, ``--step``, …)."""
+    return tuple(dataclasses.replace(BY_DEST[d], group=group) for d in dests)
 
 
 # --- the one converter between a table of rows and argparse ----------------------------------------
@@ -231,19 +228,21 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def add_arguments(p: argparse.ArgumentParser, fields: Iterable[Field], unset: bool = False,
-                  group: str | None = None) -> argparse.ArgumentParser:  # fmt: skip
-    """Every row of ``fields`` as an option of ``p``: its names (aliases too), type or choices, its
-    default said in its help. ``unset``: every default None ("not given": the window keeps what it
-    has); ``group``: one --help section for all (else each row's own)."""
+                  required: Iterable[str] = ()) -> argparse.ArgumentParser:  # fmt: skip
+    """Every row of ``fields`` as an option of ``p``, in a --help section per row group: its names
+    (aliases too), type or choices, its default said in its help. ``unset``: every default None
+    ("not given": the window keeps what it has); ``required``: dests that must be given."""
     sections: dict[str, Any] = {}
+    required = set(required)
     for f in fields:
-        section = sections.get(group or f.group) or sections.setdefault(group or f.group,
-                                                                       p.add_argument_group(group or f.group))
-        said = f.default not in (None, False, ()) and "default" not in f.help
+        section = sections.get(f.group) or sections.setdefault(f.group, p.add_argument_group(f.group))
+        said = not (f.default is None or f.default is False or f.default == ()) and "default" not in f.help
         kwargs: dict[str, Any] = {"dest": f.dest, "default": None if unset else f.default,
                                   "help": f"{f.help} (default: {_number(f.default)})" if said else f.help}
+        if f.dest in required:
+            kwargs |= {"required": True, "help": f"{f.help} (required)"}
         if f.flag:
-            section.add_argument(*f.options, action="store_true", **kwargs)
+            section.add_argument(f.option, action="store_true", **kwargs)
             continue
         if f.choices:
             kwargs["choices"] = f.choices
@@ -251,7 +250,9 @@ def add_arguments(p: argparse.ArgumentParser, fields: Iterable[Field], unset: bo
             kwargs["type"] = f.type
         if f.metavar:
             kwargs["metavar"] = f.metavar
-        section.add_argument(*f.options, **kwargs)
+        section.add_argument(f.option, **kwargs)
+        for alias in f.aliases:  # accepted, not shown: the option has one name
+            section.add_argument(alias, **kwargs | {"help": argparse.SUPPRESS})
     return p
 
 
