@@ -117,12 +117,14 @@ class _RunSpecMethods:
         return dict(self.origins).get(name, default)
 
     # --- the one validator ---------------------------------------------------------------------
-    def validate(self, resolve: bool = True) -> RunSpec:
-        """Refuse (InputError, one line) what ``export`` refuses: text that is not UTF-8, an option
-        that would be ignored (toy-only with a model, model-only without), bad toy settings or
-        arrays, a value outside its row's range (``Field.low`` / ``high``), edits that do not fit.
-        ``resolve``: also find the model (on disk) and check a toy run's arrays and edits against
-        its trace (cheap: the n×n stages are lazy). Returns self."""
+    def validate(self) -> RunSpec:
+        """Refuse (InputError, one line) what ``export`` refuses before it computes: text that is
+        not UTF-8, an option that would be ignored (toy-only with a model, model-only without), bad
+        toy settings, arrays or lengths (pad positions, a custom mask, embeddings widths), a value
+        outside its row's range (``Field.low`` / ``high``), edits that do not fit the toy's shapes.
+        Reads no file and calls no torch: what needs either (a model on disk, its tokens and
+        layers, the numbers themselves) is checked where the run happens (:meth:`resolve`, the
+        worker, export's trace). Returns self."""
         check_text(self)
         check_applicable(self.given(), self.uses_model)
         if self.uses_model:
@@ -133,23 +135,27 @@ class _RunSpecMethods:
                 from .pretrained.edits import check_form
 
                 check_form(self.edits)
-            if resolve:
-                from .pretrained import resolve_model
-
-                resolve_model(self.model)
             return self
-        request = self.toy_request()
+        request = self.toy_request(complete=False)
         check_ranges(self)  # after the config's own checks (a NaN temperature is named as such there)
-        if resolve:
-            from .pipeline import run
+        from .request_checks import check_toy_request, toy_edit_shapes
 
-            trace = run(request)
-            if self.edits:
-                from .edits import check_edit, edit_shapes
+        n_q, n_k = check_toy_request(request)
+        if self.edits:
+            from .edits import check_edit
 
-                shapes = edit_shapes(trace)
-                for e in self.edits:
-                    check_edit(e, shapes)
+            shapes = toy_edit_shapes(request.config, n_q, n_k, request.is_cross)
+            for e in self.edits:
+                check_edit(e, shapes)
+        return self
+
+    def resolve(self) -> RunSpec:
+        """Find a model on disk (reads its folder; InputError when there is none): where the run
+        happens, or while a session file is being read. Returns self."""
+        if self.uses_model:
+            from .pretrained import resolve_model
+
+            resolve_model(self.model)
         return self
 
     def notes(self) -> list[str]:
@@ -161,8 +167,9 @@ class _RunSpecMethods:
         return []
 
     # --- what each engine takes ----------------------------------------------------------------
-    def toy_request(self) -> AttentionRequest:
-        """The toy engine's input (arrays checked as a file's would be); InputError when invalid."""
+    def toy_request(self, complete: bool = True) -> AttentionRequest:
+        """The toy engine's input (arrays checked as a file's would be); InputError when invalid.
+        ``complete=False``: weights checked, not completed (no torch: :meth:`validate`)."""
         from .weights import weights_from_arrays
 
         if self.uses_model:
@@ -184,7 +191,8 @@ class _RunSpecMethods:
         elif mask.dtype != bool:
             raise InputError(f"{self._origin('mask', 'the mask')} must hold booleans, got {mask.dtype}")
         held = self.arrays.weights()
-        weights = None if held is None else weights_from_arrays(held, cfg, self._origin("weights", "the weights"))
+        where = self._origin("weights", "the weights")
+        weights = None if held is None else weights_from_arrays(held, cfg, where, complete)
         return AttentionRequest(
             config=cfg, sentence=self.sentence, embeddings=embeddings, labels=self.labels,
             cross_sentence=self.cross_sentence, cross_embeddings=cross, cross_labels=self.cross_labels,

@@ -31,7 +31,8 @@ def test_generate_help_describes_every_option_with_its_default(capsys):
         said = "(required)" if row.dest in ("model", "prompt", "out") else \
             "(default: all)" if row.default is None and row.dest in ("top_k", "top_p") else \
             "'last' (default)" if row.dest == "step" else \
-            f"(default: {row.default:g})" if isinstance(row.default, float) else f"(default: {row.default})"  # fmt: skip
+            f"(default: {row.default:g})" if isinstance(row.default, float) else \
+            f"(default: {row.default})"  # fmt: skip
         assert said in text, (row.option, said)
     assert "--new-tokens" not in text  # one name (the window's older one is still accepted, unshown)
 
