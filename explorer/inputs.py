@@ -219,7 +219,9 @@ def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
     try:
         inputs.config().validate()
         if inputs.uses_files:
-            inputs.to_runspec().toy_request()  # reads the files: a bad one is named here, as `export` names it
+            # Reads the files (a bad one is named here, as `export` names it); weights are checked,
+            # not completed: completing them draws random ones with torch, which runs on the worker.
+            inputs.to_runspec().toy_request(complete=False)
     except InputError as exc:
         message = str(exc)
         fields = tuple(f for f in ("heads", "d_model", "d_k", "d_v", "temperature") if f in message)

@@ -2,9 +2,10 @@
 --embeddings (+ --labels), --weights and --mask custom --mask-file, for the toy engine.
 
 A file is checked before anything changes: the RunSpec of a copy of the inputs
-(Inputs.to_runspec) goes through the one validator `export` runs (RunSpec.validate: its cheap part
-run (models.pipeline.run computes inputs and Q, K, V; the n×n stages stay lazy), so a bad file
-gives export's one-line message in the status bar and the view stays as it was."""
+(Inputs.to_runspec, which reads the file) goes through the one validator `export` runs
+(RunSpec.validate: shapes, widths, lengths, finite values; no torch), so a bad file gives export's
+one-line message in the status bar and the view stays as it was. What only computing can find is
+said by the worker, as for any other run."""
 
 from __future__ import annotations
 
