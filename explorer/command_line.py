@@ -129,7 +129,7 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
         changes.update(cross_enabled=True, cross_sentence=args.cross_sentence)
     if args.pe is not None:
         changes["pe"] = args.pe == "sinusoidal"
-    for option, field in FILES.items():  # read and checked with export's code when the request is built
+    for option, field in FILES.items():  # read below with export's reader (its checks: when the request is built)
         if getattr(args, option) is not None:
             changes[field] = str(Path(getattr(args, option)).expanduser().resolve())
     if args.cross_embeddings is not None:
@@ -149,6 +149,10 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     if base.uses_model and (args.layer is not None or args.pad_positions is not None):
         changes["exact"] = True  # used as given (as export uses them), refused when the model has no such one
     inputs = dataclasses.replace(base, **changes)
+    try:  # the files are read once, now: the window's requests hold their arrays
+        inputs = inputs.with_files_read(tuple(f for f in FILES.values() if f in changes))
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     message, _ = settings_problem(inputs)
     if message:
         raise UsageError(message)

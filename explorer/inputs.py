@@ -133,9 +133,21 @@ class _InputsMethods:
         return bool(self.held) or any((self.embeddings_file, self.cross_embeddings_file, self.weights_file,
                                        self.mask_file))  # fmt: skip
 
+    def with_files_read(self, names: tuple[str, ...] | None = None) -> Inputs:
+        """These inputs with their files' arrays in ``held``: each file field of ``names`` (default:
+        every one set whose array is not held yet) read now, with ``export``'s reader and messages
+        (InputError). The window reads a file once, when it is opened; its requests read none."""
+        held = HeldArrays(self.held)
+        for field, role in FILE_ROLES.items():
+            path = getattr(self, field)
+            if path and (role not in {n.split("/")[0] for n in held} if names is None else field in names):
+                held = HeldArrays({**held.without(role), **read_file(role, path)})
+        return dataclasses.replace(self, held=held)
+
     def to_runspec(self) -> RunSpec:
-        """What these settings compute: the RunSpec the worker runs and a session stores. Files are
-        read here, with ``export``'s messages (InputError); the painted mask becomes the mask array."""
+        """What these settings compute: the RunSpec the worker runs and a session stores; the painted
+        mask becomes the mask array. A file is read here only if it was not when opened
+        (:meth:`with_files_read`), with ``export``'s messages (InputError)."""
         if self.uses_model:
             # Pad positions hide keys under every mask but 'none' (a decoder's causal mask included).
             pads = tuple(self.pad_positions) if self.model_mask != "none" else ()
@@ -145,15 +157,7 @@ class _InputsMethods:
             return RunSpec(**self.passed("model"), model=self.model, sentence=self.sentence, mask=mask,
                            pad_positions=pads, cross_sentence=self.cross_sentence, exact=self.exact)  # fmt: skip
         c = self.config()
-        arrays = dict(self.held)
-        for name, path in (("embeddings", self.embeddings_file), ("cross_embeddings", self.cross_embeddings_file)):
-            if path:
-                arrays[name] = load_matrix(path, name.replace("_", " "))
-        if self.weights_file:
-            from models.weights import read_weights_file
-
-            arrays = {n: a for n, a in arrays.items() if not n.startswith("weights/")}
-            arrays |= {f"weights/{k}": a for k, a in read_weights_file(self.weights_file).items()}
+        arrays = dict(self.with_files_read().held)
         origins = {"weights": f"weights file {self.weights_file}"} if self.weights_file else {}
         files = self.uses_files  # labels name the rows of a matrix (without files they wait, unused)
         spec = RunSpec(
@@ -167,11 +171,24 @@ class _InputsMethods:
         if c.mask != "custom":
             return spec
         if self.mask_file:
-            mask = load_matrix(self.mask_file, "mask")
+            mask = arrays["mask"]
             origins["mask"] = f"mask file {self.mask_file}"
         else:
             mask = painted_mask(spec, self.painted_mask)
         return spec.replace(arrays=HeldArrays({**spec.arrays, "mask": mask}), origins=tuple(origins.items()))
+
+
+FILE_ROLES = {"embeddings_file": "embeddings", "cross_embeddings_file": "cross_embeddings",
+              "weights_file": "weights", "mask_file": "mask"}  # a file field: the array(s) it holds  # fmt: skip
+
+
+def read_file(role: str, path: str) -> dict[str, np.ndarray]:
+    """The arrays of the file at ``path`` holding ``role``'s (``weights``: ``weights/W_q``, …)."""
+    if role == "weights":
+        from models.weights import read_weights_file
+
+        return {f"weights/{k}": a for k, a in read_weights_file(path).items()}
+    return {role: load_matrix(path, role.replace("_", " "))}
 
 
 def passed_rows(form: type, kind: str) -> tuple[Field, ...]:
