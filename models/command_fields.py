@@ -9,7 +9,7 @@ works wherever ``--model`` does. Torch-free: the window's command line reads the
 from __future__ import annotations
 
 from .checks import MAX_SEED
-from .fields import Field, rows
+from .fields import MODEL_OPTIONS, Field, rows
 
 MAX_NEW_TOKENS = 4096  # models/generate/sampling.py checks a GenerateSettings against the same
 MAX_SHOWN = 50
@@ -23,7 +23,7 @@ FORCE = Field("force", "output", "both", "replace a previous export of this tool
               flag=True, default=False)  # fmt: skip
 
 GENERATE_ROWS: tuple[Field, ...] = (
-    *rows("model", "step", "device", "max_tokens"),
+    *rows(*MODEL_OPTIONS),
     Field("prompt", "generate", "model", "the text to continue", text=True),
     NEW_TOKENS,
     Field("temperature", "generate", "model", "0: greedy; above 0: sample with this temperature", type=float,

@@ -195,6 +195,8 @@ FIELDS: tuple[Field, ...] = (
     Field("max_tokens", "attention", "both", "refuse inputs longer than this", type=int,
           default=DEFAULT_MAX_TOKENS, low=1),
 )  # fmt: skip
+
+
 def tables(fields: tuple[Field, ...]) -> dict[str, Any]:
     """What is derived from a table: by name, toy-only, model-only and text rows (a test that adds a
     row to :data:`FIELDS` derives them again)."""

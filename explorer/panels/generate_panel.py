@@ -48,6 +48,7 @@ from explorer.widgets.lens_map import LensMap
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.topk_bars import TopKBars
 from explorer.widgets.window_size import open_sized
+from models.command_fields import NEW_TOKENS
 from models.config import InputError
 from models.generate import GenerateSettings
 from models.step_names import checkpoint_note
@@ -83,7 +84,8 @@ class GeneratePanel(QWidget):
         self.model_edit = QLineEdit(model_name)
         self.model_edit.setToolTip("A decoder: a folder, a cached name")
         self.prompt_edit = QLineEdit("The cat sat on the")
-        self.new_tokens = _spin(1, 4096, 20, "How many tokens to generate (fewer if an end token comes)")
+        self.new_tokens = _spin(NEW_TOKENS.low, NEW_TOKENS.high, NEW_TOKENS.default, "How many tokens to generate "
+                                "(fewer if an end token comes)")  # generate's --max-new-tokens row  # fmt: skip
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(0.0, 10.0)
         self.temperature.setSingleStep(0.1)
