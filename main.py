@@ -1,32 +1,37 @@
-"""Attention Explorer: ``python main.py`` opens the window; export, explain and generate are headless."""
+"""Attention Explorer: ``python main.py`` opens the window; the commands below are headless."""
 
+import importlib
 import sys
+
+# name: (module, function, what it does). A new command is one line here.
+COMMANDS = {
+    "export": ("models.cli", "export_main", "compute every stage of attention: <stage>.npy files + manifest.json"),
+    "explain": ("models.explain_cli", "explain_main", "how one number of one stage is computed, with every summand"),
+    "generate": ("models.generate.cli", "generate_main", "generate with a decoder: tokens, attention and logit lens"),
+    "atlas": ("models.atlas_cli", "atlas_main", "every head's metrics and detector scores over a corpus"),
+    "train": ("models.training.train_cli", "train_main", "train the tiny decoder shipped as --model induction"),
+}  # fmt: skip
+WINDOW = "open the window (no command; its options below)"
+
+
+def commands_help() -> str:
+    """The commands, a line each (the window's --help ends with it)."""
+    width = max(map(len, COMMANDS)) + 2
+    lines = [f"  main.py {name:<{width}}{about}" for name, (_, _, about) in COMMANDS.items()]
+    lines.append(f"  main.py {'[options]':<{width}}{WINDOW}")
+    return "commands ('main.py COMMAND --help' for each one's options):\n" + "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["export"]:
-        from models.cli import export_main
-
-        return export_main(argv[1:])
-    if argv[:1] == ["explain"]:
-        from models.explain_cli import explain_main
-
-        return explain_main(argv[1:])
-    if argv[:1] == ["generate"]:
-        from models.generate.cli import generate_main
-
-        return generate_main(argv[1:])
-    if argv[:1] == ["atlas"]:
-        from models.atlas_cli import atlas_main
-
-        return atlas_main(argv[1:])
-    if argv[:1] == ["train"]:
-        from models.training.train_cli import train_main
-
-        return train_main(argv[1:])
+    if argv[:1] and argv[0] in COMMANDS:
+        module, function, _ = COMMANDS[argv[0]]
+        try:
+            return getattr(importlib.import_module(module), function)(argv[1:])
+        except SystemExit as exc:  # argparse: --help (0), or its one line for a usage mistake (2)
+            return exc.code if isinstance(exc.code, int) else 2
     from explorer.app import run_app
 
-    return run_app(argv)
+    return run_app(argv, commands_help())
 
 
 def entry_point() -> int:

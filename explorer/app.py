@@ -8,169 +8,36 @@ Bad values print one clear line and exit with status 2, before any window opens.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import gc
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from explorer.command_line import (  # noqa: F401 - the window's command line, re-exported for its callers
+    build_parser,
+    generate_arguments,
+    inputs_from_args,
+    model_from_arg,
+)
 from explorer.files.persistence import (
     APPLICATION,
-    COLOUR_CHOICES,
     ORGANIZATION,
     colours_from_choice,
     open_settings,
     settings_inputs,
 )
-from explorer.files.view_shots import VIEWS, check_view_arguments, parse_cell
-from explorer.state import ALL_HEADS, Inputs, settings_problem
+from explorer.files.view_shots import check_view_arguments, parse_cell
+from explorer.state import ALL_HEADS, Inputs
 from explorer.usage import UsageError
-from models.config import InputError
-from models.runspec import FIELDS, add_input_arguments, check_applicable, check_ranges
-from models.trace import STAGE_ORDER
 
 SCREENSHOT_TIMEOUT_MS = 120_000
 STYLE_SHEET = Path(__file__).resolve().parent.parent / "resources" / "style.qss"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The window's options: every input option of ``main.py export`` (one definition, in
-    models.cli), then what only the window has (stage, head, colours, screenshot, ...)."""
-    p = argparse.ArgumentParser(
-        prog="main.py",
-        description="Open the Attention Explorer window (or run 'main.py export --help' for the headless export).",
-    )
-    add_input_arguments(p)
-    # Not given = None: the window then keeps what was saved last time (or the defaults).
-    p.set_defaults(**{a.dest: None for a in p._actions if a.dest != "help"})
-    view = p.add_argument_group("window")
-    view.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
-    view.add_argument("--head", type=int, metavar="N",
-                      help="show head N (0-based: the first head is 0, as heads.csv and explain) instead of all heads")
-    view.add_argument("--colours", choices=COLOUR_CHOICES,
-                      help="the weights' colour scale: auto (default: log10 once rows hold more than 256 keys, "
-                           "else 0 to 1), fixed 0 to 1, fit 0 to their largest value, or log (log10)")
-    view.add_argument("--timeline", action="store_true",
-                      help="open the training timeline (with --screenshot: save it, the window as OUT_window.png)")
-    view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
-    view.add_argument("--view", choices=VIEWS, help="with --screenshot: the view to save (default: stepper, the "
-                      "main window); model, metrics and rollout need --model or --attention")
-    view.add_argument("--cell", metavar="H,R,C", help="with --view inspector: the cell explained (0-based)")
-    view.add_argument("--query", type=int, metavar="I", help="the query row focused on (0-based)")
-    view.add_argument("--attention", metavar="FILE",
-                      help="open attention computed anywhere (.npy, .npz, or an 'export --all-layers' folder)")
-    view.add_argument("--generate", metavar="PROMPT",
-                      help="with --model: open the Generate window on this prompt (with --screenshot: save it)")
-    view.add_argument("--new-tokens", type=int, default=12, metavar="N", help="with --generate: tokens to generate")
-    view.add_argument("--atlas", metavar="DIR", help="open a head atlas folder ('main.py atlas --out DIR')")
-    view.add_argument("--atlas-compare", metavar="DIR2", help="with --atlas: show the difference DIR − DIR2")
-    view.add_argument("--settings", metavar="FILE.ini", help="read and write settings in this INI file")
-    view.add_argument("--session", metavar="FILE", help="open a saved session (other options given apply on top)")
-    view.add_argument("--save-session", metavar="FILE", help="with --screenshot: also save the session it shows")
-    return p
-
-
-FILES = {"embeddings": "embeddings_file", "cross_embeddings": "cross_embeddings_file", "weights": "weights_file",
-         "mask_file": "mask_file"}  # fmt: skip
-
-
-def model_from_arg(text: str, step: str | None = None) -> str:
-    """What to store for ``--model``: a folder as an absolute path, a name as given; UsageError
-    (one line) when there is no such model or its config.json is unusable. Nothing loads here."""
-    from models.config import InputError
-    from models.pretrained.registry import read_config, resolve_model
-
+def run_app(argv: Sequence[str], commands: str = "") -> int:
     try:
-        folder = resolve_model(text)
-        if step is not None:  # issue 20: one training step of the model, opened as its own folder
-            from models.pretrained.steps import step_folder
-
-            folder = step_folder(folder, step)
-        read_config(folder)
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
-    if step is not None:
-        return str(folder.resolve())
-    given = Path(text.strip()).expanduser()
-    return str(given.resolve()) if given.is_dir() else text.strip()
-
-
-def is_encoder_decoder(model: str) -> bool:
-    from models.pretrained.registry import is_encoder_decoder as check
-
-    return check(model)
-
-
-def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
-    """``base`` with every option given on the command line applied; UsageError when invalid."""
-    if args.model is not None:
-        encdec = is_encoder_decoder(args.model)  # its --cross-sentence is the target, not the toy's queries
-        given = [f.dest for f in FIELDS if getattr(args, f.dest, None) not in (None, False)
-                 and not (encdec and f.dest == "cross_sentence")]  # fmt: skip
-        try:  # the one check export and sessions make: an option the model ignores is refused
-            check_applicable(given, with_model=True)
-        except InputError as exc:
-            raise UsageError(str(exc)) from None
-        if args.cross_sentence is not None and not encdec:  # would be silently ignored by this model
-            raise UsageError("--cross-sentence applies with --model only to encoder-decoder models (t5, mt5, bart, "
-                             "marian): their target; leave it out")  # fmt: skip
-        base = dataclasses.replace(base, model=model_from_arg(args.model, args.step), pad_positions=())
-    elif args.step is not None:
-        raise UsageError("--step needs --model (a model with training checkpoints)")
-    if args.block is not None:
-        if not base.uses_model or not is_encoder_decoder(base.model):
-            raise UsageError("--block needs an encoder-decoder --model (t5, mt5, bart, marian)")
-        base = dataclasses.replace(base, block=args.block)
-    if args.layer is not None:
-        if not base.uses_model:
-            raise UsageError("--layer needs --model (the toy model has a single layer)")
-        if args.layer < 0:
-            raise UsageError("--layer must be 0 or more (the first layer is 0)")
-        base = dataclasses.replace(base, layer=args.layer)
-    plain = ["sentence", "heads", "d_model", "d_k", "d_v", "d_out", "mask", "score", "temperature", "seed", "bias",
-             "labels", "cross_labels"]  # fmt: skip
-    if base.uses_model and args.mask is not None:  # --mask replaces the model's own, to compare
-        base = dataclasses.replace(base, model_mask=args.mask)
-        plain.remove("mask")
-    changes = {name: getattr(args, name) for name in plain if getattr(args, name) is not None}
-    if args.cross_sentence is not None:
-        changes.update(cross_enabled=True, cross_sentence=args.cross_sentence)
-    if args.pe is not None:
-        changes["pe"] = args.pe == "sinusoidal"
-    for option, field in FILES.items():  # read and checked with export's code when the request is built
-        if getattr(args, option) is not None:
-            changes[field] = str(Path(getattr(args, option)).expanduser().resolve())
-    if args.cross_embeddings is not None:
-        changes["cross_enabled"] = True
-    for option in ("device", "max_tokens", "all_layers"):
-        if getattr(args, option) not in (None, False, "auto"):
-            raise UsageError(f"--{option.replace('_', '-')} applies to 'main.py export' only")
-    if args.pad_positions is not None:
-        changes["pad_positions"] = args.pad_positions
-    for name in ("d_k", "d_v"):  # 0 would mean "auto" in the window; on the command line it is an error
-        if name in changes and changes[name] < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be a positive integer")
-    try:  # what the window's boxes show (models/fields.py: Field.shown): refused, never clamped
-        check_ranges(args, window=True)
-    except InputError as exc:
-        raise UsageError(str(exc)) from None
-    inputs = dataclasses.replace(base, **changes)
-    message, _ = settings_problem(inputs)
-    if message:
-        raise UsageError(message)
-    if args.head is not None and args.head < 0:
-        raise UsageError("--head must be 0 or more (the first head is 0)")
-    if args.head is not None and not inputs.uses_model and args.head >= inputs.heads:
-        # (a model's head count is known once it has loaded: the screenshot checks it then)
-        raise UsageError(f"--head must be between 0 and {inputs.heads - 1} ({inputs.heads} heads, numbered from 0)")
-    return inputs
-
-
-def run_app(argv: Sequence[str]) -> int:
-    try:
-        args = build_parser().parse_args(list(argv))
-    except SystemExit as exc:  # argparse has printed the usage and the reason
+        args = build_parser(commands).parse_args(list(argv))
+    except SystemExit as exc:  # argparse has printed the usage, or the one line of the reason
         return int(exc.code or 0)
     if problem := check_view_arguments(args.view, args.model, args.screenshot, args.attention):
         return _fail(problem)
@@ -193,6 +60,8 @@ def run_app(argv: Sequence[str]) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if problem := generate_arguments(args, inputs):
+        return _fail(problem)
 
     from PySide6.QtWidgets import QApplication
 
@@ -217,12 +86,10 @@ def run_app(argv: Sequence[str]) -> int:
     if args.generate is not None:  # issue 21: the Generate window alone
         from explorer.panels.generate_panel import generate_screenshot, open_generate_window
 
-        if not args.model:
-            return _fail("--generate needs --model (a decoder)")
-        if args.screenshot:
-            return generate_screenshot(args.model, args.generate, args.new_tokens, args.screenshot)
+        if args.screenshot:  # the model as the main window opens it (--step: that step's folder)
+            return generate_screenshot(inputs.model, args.generate, args.max_new_tokens, args.screenshot)
         # shown: as the main window, start-up objects frozen out of collections (no ~90 ms walk while stepping)
-        return open_generate_window(app, args.model, args.generate, args.new_tokens, freeze_startup_objects)
+        return open_generate_window(app, inputs.model, args.generate, args.max_new_tokens, freeze_startup_objects)
     if args.atlas and args.screenshot:  # issue 22: the atlas window alone
         from explorer.panels.atlas_window import atlas_screenshot
 
@@ -320,6 +187,8 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
             return False
         if window.last_error:
             outcome["error"] = window.last_error
+        elif window.sessions.problem:  # --session: what of it cannot be shown is refused, not dropped
+            outcome["error"] = window.sessions.problem
         elif stage and stage not in window.state.display.trace:
             names = ", ".join(window.state.display.trace.names)
             outcome["error"] = f"this computation has no stage {stage!r}; it has {names}"

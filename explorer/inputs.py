@@ -21,14 +21,16 @@ name or folder it is that pretrained model's layer, and the model sets the sizes
 from __future__ import annotations
 
 import dataclasses
+import types
 from typing import Any
 
 import numpy as np
 
 from models.config import AttentionConfig, InputError
-from models.fields import FIELDS, MODEL_MASKS, Field, labels, positions
+from models.fields import FIELDS, MODEL_MASKS, Field
 from models.held_arrays import HeldArrays
 from models.runspec import DEFAULT_MASK, RunSpec, load_matrix
+from models.runspec import VALUES as RUNSPEC_ROWS
 from models.tokenize import tokenize
 
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired."
@@ -56,7 +58,7 @@ WINDOW_ROWS = (
 ONE_RUN = (
     # Mask "custom" without a file: the mask painted in the window, rows of True = hidden. () or
     # another shape: nothing hidden.
-    ("painted_mask", tuple, ()),
+    ("painted_mask", tuple[tuple[bool, ...], ...], ()),
     # Embeddings / weights a session brought, held in memory (no file on disk); a file wins.
     ("held", HeldArrays, HeldArrays()),
     # A session's model run: its layer and pad positions are used as given, refused (with export's
@@ -64,16 +66,23 @@ ONE_RUN = (
     ("exact", bool, False),
 )
 NOT_SAVED = tuple(name for name, _, _ in ONE_RUN)
+# Rows the form holds in a shape of its own (:meth:`Inputs.to_runspec` and
+# explorer/files/session_io.py: ``inputs_from_spec`` turn them): the sentences (the second one waits
+# while cross-attention is off), labels (they name a file's rows), the mask (a model's own is
+# ``model_mask``; the toy's "none" is not given), pad positions (only where the mask uses them),
+# positions as a checkbox, the model ("" is the toy). Every other row the form has passes to and
+# from a RunSpec as it is: a new row needs nothing here.
+OWN_SHAPE = ("sentence", "cross_sentence", "labels", "cross_labels", "mask", "pad_positions", "pe", "model")
 
 
 def _annotation(row: Field) -> Any:
-    if row.flag:
-        return bool
-    if row.type in (labels, positions):
-        return tuple
-    if row.type in (int, float):
-        return row.type if row.default is not None else row.type | None  # None: auto (d_k, d_v, d_out)
-    return str
+    """The form's type of a row's value: the row's own (``int | None``: "auto", as d_k), except that
+    text and lists are never None here (an empty text, an empty list)."""
+    kind = row.annotation
+    if row.type in (int, float) and not row.flag:
+        return kind
+    others = [a for a in getattr(kind, "__args__", ()) if a is not type(None)]
+    return others[0] if isinstance(kind, types.UnionType) and len(others) == 1 else kind
 
 
 def form_fields(fields: tuple[Field, ...] = FIELDS) -> list[tuple[str, Any, Any, Field | None]]:
@@ -107,58 +116,87 @@ class _InputsMethods:
         return bool(self.model)
 
     def config(self) -> AttentionConfig:
-        return AttentionConfig(
-            heads=self.heads, d_model=self.d_model, d_k=self.d_k, d_v=self.d_v, d_out=self.d_out, mask=self.mask,
-            pad_positions=tuple(self.pad_positions) if self.mask == "padding" else (),
-            score=self.score, pe="sinusoidal" if self.pe else "none",
-            temperature=self.temperature, seed=self.seed, bias=self.bias,
-        )  # fmt: skip
+        """The toy engine's settings: the form's fields of the same name, positions and the mask's
+        pad positions in the engine's shape."""
+        names = {f.name for f in dataclasses.fields(AttentionConfig)} & set(self.rows)
+        return AttentionConfig(**{name: getattr(self, name) for name in names} | {
+            "pad_positions": tuple(self.pad_positions) if self.mask == "padding" else (),
+            "pe": "sinusoidal" if self.pe else "none"})  # fmt: skip
+
+    def passed(self, kind: str) -> dict[str, Any]:
+        """The rows this form passes to a RunSpec as they are (every row but :data:`OWN_SHAPE`'s and
+        what the form does not offer) for a run of ``kind`` ("toy" or "model")."""
+        return {f.dest: getattr(self, f.dest) for f in passed_rows(type(self), kind)}
 
     @property
     def uses_files(self) -> bool:
         return bool(self.held) or any((self.embeddings_file, self.cross_embeddings_file, self.weights_file,
                                        self.mask_file))  # fmt: skip
 
+    def with_files_read(self, names: tuple[str, ...] | None = None) -> Inputs:
+        """These inputs with their files' arrays in ``held``: each file field of ``names`` (default:
+        every one set whose array is not held yet) read now, with ``export``'s reader and messages
+        (InputError). The window reads a file once, when it is opened; its requests read none."""
+        held = HeldArrays(self.held)
+        for field, role in FILE_ROLES.items():
+            path = getattr(self, field)
+            if path and (role not in {n.split("/")[0] for n in held} if names is None else field in names):
+                held = HeldArrays({**held.without(role), **read_file(role, path)})
+        return dataclasses.replace(self, held=held)
+
     def to_runspec(self) -> RunSpec:
-        """What these settings compute: the RunSpec the worker runs and a session stores. Files are
-        read here, with ``export``'s messages (InputError); the painted mask becomes the mask array."""
+        """What these settings compute: the RunSpec the worker runs and a session stores; the painted
+        mask becomes the mask array. A file is read here only if it was not when opened
+        (:meth:`with_files_read`), with ``export``'s messages (InputError)."""
         if self.uses_model:
             # Pad positions hide keys under every mask but 'none' (a decoder's causal mask included).
             pads = tuple(self.pad_positions) if self.model_mask != "none" else ()
             mask = None if self.model_mask == DEFAULT_MASK else self.model_mask
             # An encoder-decoder model reads the second sentence as its target (others ignore it:
             # the shown run's RunSpec has it only for them, RunSpec.as_traced).
-            return RunSpec(model=self.model, layer=self.layer, sentence=self.sentence, mask=mask, pad_positions=pads,
-                           cross_sentence=self.cross_sentence, block=self.block, exact=self.exact)  # fmt: skip
+            return RunSpec(**self.passed("model"), model=self.model, sentence=self.sentence, mask=mask,
+                           pad_positions=pads, cross_sentence=self.cross_sentence, exact=self.exact)  # fmt: skip
         c = self.config()
-        arrays = dict(self.held)
-        for name, path in (("embeddings", self.embeddings_file), ("cross_embeddings", self.cross_embeddings_file)):
-            if path:
-                arrays[name] = load_matrix(path, name.replace("_", " "))
-        if self.weights_file:
-            from models.weights import read_weights_file
-
-            arrays = {n: a for n, a in arrays.items() if not n.startswith("weights/")}
-            arrays |= {f"weights/{k}": a for k, a in read_weights_file(self.weights_file).items()}
+        arrays = dict(self.with_files_read().held)
         origins = {"weights": f"weights file {self.weights_file}"} if self.weights_file else {}
         files = self.uses_files  # labels name the rows of a matrix (without files they wait, unused)
         spec = RunSpec(
-            sentence=None if "embeddings" in arrays else self.sentence, labels=self.labels or None if files else None,
+            **self.passed("toy"), sentence=None if "embeddings" in arrays else self.sentence,
+            labels=self.labels or None if files else None,
             cross_sentence=self.cross_sentence if self.cross_enabled and "cross_embeddings" not in arrays else None,
-            cross_labels=self.cross_labels or None if files else None, heads=c.heads, d_model=c.d_model, d_k=c.d_k,
-            d_v=c.d_v, d_out=c.d_out, mask=None if c.mask == "none" else c.mask, pad_positions=c.pad_positions,
-            score=c.score, pe=c.pe,
-            temperature=c.temperature, seed=c.seed, bias=c.bias,
+            cross_labels=self.cross_labels or None if files else None, mask=None if c.mask == "none" else c.mask,
+            pad_positions=c.pad_positions, pe=c.pe,
             arrays=HeldArrays({n: a for n, a in arrays.items() if n != "mask"}), origins=tuple(origins.items()),
         )  # fmt: skip
         if c.mask != "custom":
             return spec
         if self.mask_file:
-            mask = load_matrix(self.mask_file, "mask")
+            mask = arrays["mask"]
             origins["mask"] = f"mask file {self.mask_file}"
         else:
             mask = painted_mask(spec, self.painted_mask)
         return spec.replace(arrays=HeldArrays({**spec.arrays, "mask": mask}), origins=tuple(origins.items()))
+
+
+FILE_ROLES = {"embeddings_file": "embeddings", "cross_embeddings_file": "cross_embeddings",
+              "weights_file": "weights", "mask_file": "mask"}  # a file field: the array(s) it holds  # fmt: skip
+
+
+def read_file(role: str, path: str) -> dict[str, np.ndarray]:
+    """The arrays of the file at ``path`` holding ``role``'s (``weights``: ``weights/W_q``, …)."""
+    if role == "weights":
+        from models.weights import read_weights_file
+
+        return {f"weights/{k}": a for k, a in read_weights_file(path).items()}
+    return {role: load_matrix(path, role.replace("_", " "))}
+
+
+def passed_rows(form: type, kind: str) -> tuple[Field, ...]:
+    """The rows of a run of ``kind`` that ``form`` (an :class:`Inputs` class) passes to and from a
+    RunSpec as they are: the RunSpec's rows for that kind, which the form has, not of
+    :data:`OWN_SHAPE` (explorer/files/session_io.py reads them back with this too)."""
+    return tuple(row for name, row in form.table.items() if row in RUNSPEC_ROWS and row.applies in (kind, "both")
+                 and name not in OWN_SHAPE)  # fmt: skip
 
 
 def make_inputs(fields: tuple[Field, ...] = FIELDS) -> type:
@@ -169,6 +207,8 @@ def make_inputs(fields: tuple[Field, ...] = FIELDS) -> type:
         bases=(_InputsMethods,), frozen=True)  # fmt: skip
     made.__module__ = __name__
     made.rows = input_rows(fields)  # each input's row, or None (the settings panel's boxes follow them)
+    # The option table's row each input holds the value of (saved or not): what passes to a RunSpec.
+    made.table = {f.dest: f for f in fields if f.stored and f.array is None and f.dest not in NOT_OFFERED}
     made.__doc__ = """The window's form, flat and JSON-friendly: one field per row of the option table
     the window offers (see the module's docstring); what its rows say is saved between launches."""
     return made
@@ -196,7 +236,9 @@ def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
     try:
         inputs.config().validate()
         if inputs.uses_files:
-            inputs.to_runspec().toy_request()  # reads the files: a bad one is named here, as `export` names it
+            # Reads the files (a bad one is named here, as `export` names it); weights are checked,
+            # not completed: completing them draws random ones with torch, which runs on the worker.
+            inputs.to_runspec().toy_request(complete=False)
     except InputError as exc:
         message = str(exc)
         fields = tuple(f for f in ("heads", "d_model", "d_k", "d_v", "temperature") if f in message)

@@ -11,31 +11,19 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from .atomic import check_target
+from .command_fields import ATLAS_ROWS
 from .config import Cancelled, InputError
-from .detectors import PROBE_SEED
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message}\n")
+from .fields import OneLineParser, add_arguments, check_ranges
 
 
 def build_atlas_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="main.py atlas", description="Every head's metrics over a corpus (mean and sd over the "
-                "texts) and its detector scores: heads.csv, top_texts.csv, manifest.json.")  # fmt: skip
-    p.add_argument("--model", required=True, metavar="PATH_OR_NAME", help="a pretrained model (e.g. minilm)")
-    p.add_argument("--corpus", metavar="FILE.txt", help="one text per line; without it, the detectors' probes")
-    p.add_argument("--out", required=True, metavar="DIR", help="folder to create")
-    p.add_argument("--limit", type=int, metavar="N", help="read at most N texts")
-    p.add_argument("--force", action="store_true", help="replace a previous atlas (never other files)")
-    p.add_argument("--seed", type=int, default=PROBE_SEED, help="the detectors' probes (default 0)")
-    p.add_argument("--no-detectors", action="store_true", help="leave the detector columns empty (NaN)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="cpu")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
+    """Every option is a row (models/command_fields.py: ``ATLAS_ROWS``; the model's from the one table:
+    ``--model``, ``--step``, ``--device``), read by the one converter."""
+    p = OneLineParser(prog="main.py atlas", description="Every head's metrics over a corpus (mean and sd over "
+                      "the texts) and its detector scores: heads.csv, top_texts.csv, manifest.json.")  # fmt: skip
+    return add_arguments(p, ATLAS_ROWS, required=("model", "out"))
 
 
 class ProgressBar:
@@ -66,8 +54,7 @@ def atlas_main(argv: Sequence[str]) -> int:
     args = build_atlas_parser().parse_args(argv)
     bar = None
     try:
-        if args.limit is not None and args.limit < 1:
-            raise InputError(f"--limit must be at least 1, got {args.limit}")
+        check_ranges(args, fields=ATLAS_ROWS)  # --limit, --seed: refused, never clamped
         check_target(args.out, args.force)  # fail before computing anything
         corpus = None
         if args.corpus is not None:
@@ -77,7 +64,7 @@ def atlas_main(argv: Sequence[str]) -> int:
             corpus = {"path": str(path.resolve()), "sha256": file_sha256(path), "bytes": path.stat().st_size}
         from .pretrained import load_model
 
-        model = load_model(args.model, device=args.device)
+        model = load_model(args.model, device=args.device, step=args.step)
         if args.corpus is not None:
             total = count_lines(args.corpus, args.limit)
             texts = corpus_lines(args.corpus)

@@ -62,7 +62,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         from .session import load_session
 
         return load_session(args.session).run
-    return RunSpec.from_args(args).validate(resolve=False)
+    return RunSpec.from_args(args).validate()
 
 
 def cli_error(message: str) -> int:

@@ -63,7 +63,7 @@ def explain_main(argv: Sequence[str]) -> int:
         if args.all_layers:
             raise InputError("--all-layers applies to 'main.py export' only; explain one cell of one layer")
         check_arguments(args, given)  # the very checks export makes
-        spec = RunSpec.from_args(args).validate(resolve=False)
+        spec = RunSpec.from_args(args).validate()
         notes = spec.notes()
         trace, derivation = derive(spec, args.stage, args.cell)
     except InputError as exc:

@@ -15,9 +15,10 @@ shows). A new input option is one row here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from .checks import MAX_SEED
 from .config import DEFAULT_MAX_TOKENS, DEVICES, MASKS, POSITIONAL, SCORES
@@ -63,10 +64,20 @@ class Field:
     low: float | None = None  # the range every reader accepts (None: unbounded that side)
     high: float | None = None
     shown: tuple[float, float] | None = None  # the window's boxes offer only this (None: low to high)
+    aliases: tuple[str, ...] = ()  # older option names still accepted ("--new-tokens")
 
     @property
     def option(self) -> str:
         return "--" + self.dest.replace("_", "-")
+
+    @property
+    def annotation(self) -> Any:
+        """The Python type of its value (a RunSpec's and the window form's field): ``bool``, ``int``,
+        ``float``, ``str``, ``tuple[int, ...]`` or ``tuple[str, ...]``; ``| None`` where not given is
+        a value of its own (no default: "auto", "not given")."""
+        kind = bool if self.flag else {positions: tuple[int, ...], labels: tuple[str, ...], int: int,
+                                       float: float}.get(self.type, str)  # fmt: skip
+        return kind if self.default is not None else kind | None
 
     def to_json(self, value: Any) -> Any:
         return list(value) if isinstance(value, tuple) else value
@@ -184,28 +195,78 @@ FIELDS: tuple[Field, ...] = (
     Field("max_tokens", "attention", "both", "refuse inputs longer than this", type=int,
           default=DEFAULT_MAX_TOKENS, low=1),
 )  # fmt: skip
-BY_DEST = {f.dest: f for f in FIELDS}
-TOY_ONLY = tuple(f.dest for f in FIELDS if f.applies == "toy")
-MODEL_ONLY = tuple(f.dest for f in FIELDS if f.applies == "model")
-TEXT_OPTIONS = tuple(f.dest for f in FIELDS if f.text)
+
+
+def tables(fields: tuple[Field, ...]) -> dict[str, Any]:
+    """What is derived from a table: by name, toy-only, model-only and text rows (a test that adds a
+    row to :data:`FIELDS` derives them again)."""
+    return {"BY_DEST": {f.dest: f for f in fields}, "TOY_ONLY": tuple(f.dest for f in fields if f.applies == "toy"),
+            "MODEL_ONLY": tuple(f.dest for f in fields if f.applies == "model"),
+            "TEXT_OPTIONS": tuple(f.dest for f in fields if f.text)}  # fmt: skip
+
+
+_DERIVED = tables(FIELDS)
+BY_DEST: dict[str, Field] = _DERIVED["BY_DEST"]
+TOY_ONLY: tuple[str, ...] = _DERIVED["TOY_ONLY"]
+MODEL_ONLY: tuple[str, ...] = _DERIVED["MODEL_ONLY"]
+TEXT_OPTIONS: tuple[str, ...] = _DERIVED["TEXT_OPTIONS"]
+MODEL_OPTIONS = ("model", "step", "device", "max_tokens")  # what every command taking a model takes
+
+
+def rows(*dests: str, group: str = "model") -> tuple[Field, ...]:
+    """The rows of :data:`FIELDS` named ``dests``, in one --help section (other commands reuse them:
+    ``--model``, ``--step``, …)."""
+    return tuple(dataclasses.replace(BY_DEST[d], group=group) for d in dests)
+
+
+# --- the one converter between a table of rows and argparse ----------------------------------------
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one ``error:`` line and exit status 2, as every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}\n")
+
+
+def add_arguments(p: argparse.ArgumentParser, fields: Iterable[Field], unset: bool = False,
+                  required: Iterable[str] = ()) -> argparse.ArgumentParser:  # fmt: skip
+    """Every row of ``fields`` as an option of ``p``, in a --help section per row group: its names
+    (aliases too), type or choices, its default said in its help. ``unset``: every default None
+    ("not given": the window keeps what it has); ``required``: dests that must be given."""
+    sections: dict[str, Any] = {}
+    required = set(required)
+    for f in fields:
+        section = sections.get(f.group) or sections.setdefault(f.group, p.add_argument_group(f.group))
+        said = not (f.default is None or f.default is False or f.default == ()) and "default" not in f.help
+        kwargs: dict[str, Any] = {"dest": f.dest, "default": None if unset else f.default,
+                                  "help": f"{f.help} (default: {_number(f.default)})" if said else f.help}
+        if f.dest in required:
+            kwargs |= {"required": True, "help": f"{f.help} (required)"}
+        if f.flag:
+            section.add_argument(f.option, action="store_true", **kwargs)
+            continue
+        if f.choices:
+            kwargs["choices"] = f.choices
+        elif f.type is not None:
+            kwargs["type"] = f.type
+        if f.metavar:
+            kwargs["metavar"] = f.metavar
+        section.add_argument(f.option, **kwargs)
+        for alias in f.aliases:  # accepted, not shown: the option has one name
+            section.add_argument(alias, **kwargs | {"help": argparse.SUPPRESS})
+    return p
 
 
 def add_input_arguments(p: argparse.ArgumentParser, skip: Iterable[str] = ()) -> argparse.ArgumentParser:
     """Every option saying what to compute, from :data:`FIELDS` (``skip``: dests left out)."""
-    groups = {name: p.add_argument_group(name) for name in ("input", "attention")}
-    for f in FIELDS:
-        if f.dest in skip:
-            continue
-        if f.flag:
-            groups[f.group].add_argument(f.option, action="store_true", help=f.help)
-            continue
-        kwargs = {"help": f.help, "default": f.default, "metavar": f.metavar}
-        if f.choices:
-            kwargs["choices"] = f.choices
-        else:
-            kwargs["type"] = f.type
-        groups[f.group].add_argument(f.option, **{k: v for k, v in kwargs.items() if v is not None or k == "default"})
-    return p
+    skip = set(skip)
+    return add_arguments(p, [f for f in FIELDS if f.dest not in skip])
+
+
+def given_values(args: Any, fields: Iterable[Field]) -> dict[str, Any]:
+    """``{dest: value}`` of the rows ``args`` sets (not None, not an unset flag)."""
+    return {f.dest: v for f in fields if (v := getattr(args, f.dest, None)) is not None and v is not False}
 
 
 def given_options(parser: argparse.ArgumentParser, argv: Sequence[str]) -> dict[str, str]:
@@ -236,18 +297,18 @@ def check_applicable(given: Iterable[str], with_model: bool) -> None:
             raise InputError(f"{', '.join(ignored)} applies only with --model; remove it")
 
 
-def check_ranges(values: Any, window: bool = False) -> None:
+def check_ranges(values: Any, window: bool = False, fields: Iterable[Field] | None = None) -> None:
     """Refuse a value outside its row's range (``window``: the window's range); ``values``: parsed
-    options or a RunSpec (a row it does not have is not checked)."""
-    for f in FIELDS:
+    options or a RunSpec (a row it does not have is not checked); ``fields``: these rows (FIELDS)."""
+    for f in FIELDS if fields is None else fields:
         if f.range != (None, None) or f.shown:
             f.check_range(getattr(values, f.dest, None), window)
 
 
-def check_text(args: argparse.Namespace) -> None:
+def check_text(args: Any, fields: Iterable[Field] | None = None) -> None:
     """Refuse text options that are not valid UTF-8 (surrogate-escaped bytes from the command line)."""
-    for dest in TEXT_OPTIONS:
-        value = getattr(args, dest, None)
+    for f in FIELDS if fields is None else fields:
+        value = getattr(args, f.dest, None) if f.text else None
         for text in value if isinstance(value, tuple) else [value]:
             if isinstance(text, str) and any("\udc80" <= c <= "\udcff" for c in text):
-                raise InputError(f"{BY_DEST[dest].option} is not valid UTF-8 text: {ascii(text)}")
+                raise InputError(f"{f.option} is not valid UTF-8 text: {ascii(text)}")

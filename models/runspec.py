@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,10 +40,14 @@ from .fields import (  # noqa: F401 - the option table's names, re-exported: cal
     check_ranges,
     check_text,
     given_options,
+    given_values,
     labels,
     positions,
 )
 from .held_arrays import HeldArrays
+
+if TYPE_CHECKING:  # torch: the window's state imports this module without it
+    from .edits import Edit
 
 JSON_VERSION = 1  # of a RunSpec's JSON ("runspec": 1)
 VALUES = tuple(f for f in FIELDS if f.stored and f.array is None)  # the RunSpec's plain fields, table order
@@ -87,7 +91,7 @@ class _RunSpecMethods:
                     arrays[name] = load_matrix(path, name.replace("_", " ") if name != "mask" else "mask")
         return cls(**values, arrays=HeldArrays(arrays), origins=tuple(origins.items()))
 
-    def replace(self, **changes: Any) -> RunSpec:
+    def replace(self, **changes: object) -> RunSpec:
         return dataclasses.replace(self, **changes)
 
     def with_edits(self, edits, difference: bool = False) -> RunSpec:
@@ -105,24 +109,22 @@ class _RunSpecMethods:
                      if (f.array in held if f.array else f.stored and getattr(self, f.dest) != f.default))
 
     def config(self) -> AttentionConfig:
-        """The toy engine's settings (not validated)."""
-        return AttentionConfig(
-            heads=self.heads, d_model=self.d_model, d_k=self.d_k, d_v=self.d_v, d_out=self.d_out,
-            mask=self.mask or "none", pad_positions=tuple(self.pad_positions), score=self.score, pe=self.pe,
-            temperature=self.temperature, seed=self.seed, bias=self.bias, device=self.device,
-            max_tokens=self.max_tokens,
-        )  # fmt: skip
+        """The toy engine's settings: its fields of the same name (not validated)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(AttentionConfig)}
+        return AttentionConfig(**values | {"mask": self.mask or "none", "pad_positions": tuple(self.pad_positions)})
 
     def _origin(self, name: str, default: str) -> str:
         return dict(self.origins).get(name, default)
 
     # --- the one validator ---------------------------------------------------------------------
-    def validate(self, resolve: bool = True) -> RunSpec:
-        """Refuse (InputError, one line) what ``export`` refuses: text that is not UTF-8, an option
-        that would be ignored (toy-only with a model, model-only without), bad toy settings or
-        arrays, a value outside its row's range (``Field.low`` / ``high``), edits that do not fit.
-        ``resolve``: also find the model (on disk) and check a toy run's arrays and edits against
-        its trace (cheap: the n×n stages are lazy). Returns self."""
+    def validate(self) -> RunSpec:
+        """Refuse (InputError, one line) what ``export`` refuses before it computes: text that is
+        not UTF-8, an option that would be ignored (toy-only with a model, model-only without), bad
+        toy settings, arrays or lengths (pad positions, a custom mask, embeddings widths), a value
+        outside its row's range (``Field.low`` / ``high``), edits that do not fit the toy's shapes.
+        Reads no file and calls no torch: what needs either (a model on disk, its tokens and
+        layers, the numbers themselves) is checked where the run happens (:meth:`resolve`, the
+        worker, export's trace). Returns self."""
         check_text(self)
         check_applicable(self.given(), self.uses_model)
         if self.uses_model:
@@ -133,23 +135,27 @@ class _RunSpecMethods:
                 from .pretrained.edits import check_form
 
                 check_form(self.edits)
-            if resolve:
-                from .pretrained import resolve_model
-
-                resolve_model(self.model)
             return self
-        request = self.toy_request()
+        request = self.toy_request(complete=False)
         check_ranges(self)  # after the config's own checks (a NaN temperature is named as such there)
-        if resolve:
-            from .pipeline import run
+        from .request_checks import check_toy_request, toy_edit_shapes
 
-            trace = run(request)
-            if self.edits:
-                from .edits import check_edit, edit_shapes
+        n_q, n_k = check_toy_request(request)
+        if self.edits:
+            from .edits import check_edit
 
-                shapes = edit_shapes(trace)
-                for e in self.edits:
-                    check_edit(e, shapes)
+            shapes = toy_edit_shapes(request.config, n_q, n_k, request.is_cross)
+            for e in self.edits:
+                check_edit(e, shapes)
+        return self
+
+    def resolve(self) -> RunSpec:
+        """Find a model on disk (reads its folder; InputError when there is none): where the run
+        happens, or while a session file is being read. Returns self."""
+        if self.uses_model:
+            from .pretrained import resolve_model
+
+            resolve_model(self.model)
         return self
 
     def notes(self) -> list[str]:
@@ -161,8 +167,9 @@ class _RunSpecMethods:
         return []
 
     # --- what each engine takes ----------------------------------------------------------------
-    def toy_request(self) -> AttentionRequest:
-        """The toy engine's input (arrays checked as a file's would be); InputError when invalid."""
+    def toy_request(self, complete: bool = True) -> AttentionRequest:
+        """The toy engine's input (arrays checked as a file's would be); InputError when invalid.
+        ``complete=False``: weights checked, not completed (no torch: :meth:`validate`)."""
         from .weights import weights_from_arrays
 
         if self.uses_model:
@@ -184,7 +191,8 @@ class _RunSpecMethods:
         elif mask.dtype != bool:
             raise InputError(f"{self._origin('mask', 'the mask')} must hold booleans, got {mask.dtype}")
         held = self.arrays.weights()
-        weights = None if held is None else weights_from_arrays(held, cfg, self._origin("weights", "the weights"))
+        where = self._origin("weights", "the weights")
+        weights = None if held is None else weights_from_arrays(held, cfg, where, complete)
         return AttentionRequest(
             config=cfg, sentence=self.sentence, embeddings=embeddings, labels=self.labels,
             cross_sentence=self.cross_sentence, cross_embeddings=cross, cross_labels=self.cross_labels,
@@ -287,18 +295,18 @@ def array_members(doc: dict, what: str = "run") -> dict[str, str]:
 
 
 def _fields() -> list:
-    rows = [(f.dest, Any, dataclasses.field(default=f.default)) for f in VALUES]
+    rows = [(f.dest, f.annotation, dataclasses.field(default=f.default)) for f in VALUES]
     return rows + [
         # embeddings, cross_embeddings, mask, weights/W_q …
         ("arrays", HeldArrays, dataclasses.field(default=HeldArrays())),
-        ("edits", tuple, dataclasses.field(default=())),  # what-if edits (models/edits.py)
+        ("edits", tuple["Edit", ...], dataclasses.field(default=())),  # what-if edits (models/edits.py)
         ("difference", bool, dataclasses.field(default=False)),  # shown as edited − original
         # Policy, not part of the result (never stored, not compared): a model's layer and pad positions
         # used as given (refused when there is no such layer or token). The window's own inputs are
         # adjusted instead (a layer kept from a deeper model shows the deepest there is).
         ("exact", bool, dataclasses.field(default=True, compare=False)),
         # Where arrays came from, for messages: (("weights", "weights file w.npz"), ...)
-        ("origins", tuple, dataclasses.field(default=(), compare=False, repr=False)),
+        ("origins", tuple[tuple[str, str], ...], dataclasses.field(default=(), compare=False, repr=False)),
     ]
 
 

@@ -215,7 +215,7 @@ def check_session(session: Session) -> None:
     """Check each run with the one validator (what ``main.py export`` runs): its options, arrays and edits."""
     for spec in (session.run, session.pinned):
         if spec is not None:
-            spec.validate()
+            spec.validate().resolve()  # the model found on disk: the file is being read anyway
 
 
 def check_session_options(given: dict[str, str]) -> list[str]:

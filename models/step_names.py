@@ -14,3 +14,13 @@ def step_of_folder(folder: str | Path) -> tuple[Path, int] | None:
     p = Path(folder)
     m = STEP_FOLDER.match(p.name)
     return (p.parent.parent, int(m.group(1))) if m and p.parent.name == "checkpoints" else None
+
+
+def checkpoint_note(model: str | Path) -> str:
+    """What to say of a model that is one training step's checkpoint (``RUN/checkpoints/step-N``: the
+    training timeline opens these, and the window remembers the model it showed last), else ""."""
+    found = step_of_folder(model) if str(model).strip() else None
+    if found is None:
+        return ""
+    run, step = found
+    return f"{run.name} at training step {step}: a checkpoint from its training, not the trained model"

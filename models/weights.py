@@ -104,9 +104,11 @@ def read_weights_file(path: str | os.PathLike) -> dict[str, np.ndarray]:
     return arrays
 
 
-def weights_from_arrays(arrays: dict[str, np.ndarray], cfg: AttentionConfig, where: str) -> AttentionWeights:
+def weights_from_arrays(arrays: dict[str, np.ndarray], cfg: AttentionConfig, where: str,
+                        complete: bool = True) -> AttentionWeights:  # fmt: skip
     """Check and complete weights already in memory (a session's), as :func:`load_weights` checks
-    a file's; ``where`` names them in the messages ("weights file W.npz")."""
+    a file's; ``where`` names them in the messages ("weights file W.npz"). ``complete=False``: only
+    checked (numpy alone; completing draws the missing ones with torch)."""
     missing = [k for k in REQUIRED if k not in arrays]
     if missing:
         raise InputError(f"{where} lacks {', '.join(missing)} (has {', '.join(arrays)})")
@@ -135,7 +137,7 @@ def weights_from_arrays(arrays: dict[str, np.ndarray], cfg: AttentionConfig, whe
         b_q=checked.get("b_q"), b_k=checked.get("b_k"), b_v=checked.get("b_v"),
         b_o=checked.get("b_o"), extra=extra,
     )  # fmt: skip
-    return complete_weights(cfg, given)
+    return complete_weights(cfg, given) if complete else given
 
 
 def save_weights(path: str | os.PathLike, weights: AttentionWeights) -> None:

@@ -2,9 +2,10 @@
 --embeddings (+ --labels), --weights and --mask custom --mask-file, for the toy engine.
 
 A file is checked before anything changes: the RunSpec of a copy of the inputs
-(Inputs.to_runspec) goes through the one validator `export` runs (RunSpec.validate: its cheap part
-run (models.pipeline.run computes inputs and Q, K, V; the n×n stages stay lazy), so a bad file
-gives export's one-line message in the status bar and the view stays as it was."""
+(Inputs.to_runspec, which reads the file) goes through the one validator `export` runs
+(RunSpec.validate: shapes, widths, lengths, finite values; no torch), so a bad file gives export's
+one-line message in the status bar and the view stays as it was. What only computing can find is
+said by the worker, as for any other run."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog
 
+from explorer.inputs import FILE_ROLES
 from models.config import InputError
 from models.held_arrays import HeldArrays
 from models.runspec import load_matrix
@@ -80,13 +82,13 @@ class FileActions(QObject):
         inputs = self.state.inputs
         if inputs.uses_model:
             return self._refuse(InputError("files apply to the toy model; choose it in the model list first"))
-        candidate = dataclasses.replace(inputs, **changes)
-        try:
+        try:  # the file is read now, once: the requests that follow hold its arrays
+            candidate = dataclasses.replace(inputs, **changes).with_files_read(tuple(set(changes) & set(FILE_ROLES)))
             candidate.config().validate()
             candidate.to_runspec().validate()  # export's checks: shapes, widths, finite values
         except InputError as exc:
             return self._refuse(exc)
-        self.state.update_inputs(**changes)
+        self.state.update_inputs(**changes | {"held": candidate.held})
         self._notify(f"opened {what}")
         return True
 

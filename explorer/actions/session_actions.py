@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QFileDialog
 from explorer.files.session_io import WindowSession, open_window_session, session_of
 from explorer.panels.atlas_window import corpus_notice
 from explorer.snapshot import Snapshot
+from explorer.state import NO_QUERY
 from models.config import InputError
 from models.session import Session, save_session
 
@@ -47,6 +48,10 @@ class SessionActions(QObject):
         self._pending: tuple[int, WindowSession] | None = None  # (generation of the pinned run, the rest)
         self._before: Snapshot | None = None  # the state before the session being opened
         self._opening = 0  # the generation of the session's own run, until it is shown or fails
+        self._query = NO_QUERY  # the query the session being opened focuses on
+        # What of the last session opened could not be shown as saved (its pinned run, its query), or
+        # "": a notice in the window; the command line refuses it (``main.py --session``, issue 36).
+        self.problem = ""
 
     def ask_path(self, save: bool) -> str | None:
         """The file dialog (tests replace this method)."""
@@ -97,6 +102,7 @@ class SessionActions(QObject):
             state.add_notice(corpus_notice(shown.atlas))
         self._before = state.snapshot()
         self._pending = None
+        self.problem, self._query = "", shown.query
         if shown.pinned is None:
             self._show(shown, None)
             return
@@ -104,7 +110,7 @@ class SessionActions(QObject):
             return
         generation = self._submit()
         if generation is None:  # its settings are not valid here: nothing to pin
-            state.add_notice("the pinned run could not be computed")
+            self._not_shown(f"the session's pinned run could not be computed: {state.problem[0]}")
             self._show(shown, None)
             return
         self._pending = (generation, shown)
@@ -113,9 +119,11 @@ class SessionActions(QObject):
         """A result (or a failure) came: when it is the pinned run's, pin it and show the session's run;
         when the session's own run failed, go back to what the window showed before."""
         if self._opening and generation >= self._opening:
-            failed, self._opening = generation == self._opening and bool(message), 0
-            if failed:
+            opening, self._opening = self._opening, 0
+            if generation == opening and message:
                 self._roll_back(message)
+            elif generation == opening:
+                self._check_query()
             self._before = None
             return
         if self._pending is None or generation < self._pending[0]:
@@ -126,7 +134,7 @@ class SessionActions(QObject):
         if generation == wanted and not message:
             pinned = self.state.display  # the pinned run, just shown
         elif generation == wanted:
-            self.state.add_notice(f"the pinned run could not be computed: {message}")
+            self._not_shown(f"the session's pinned run could not be computed: {message}")
         else:  # another request went first (the user changed something meanwhile)
             self.state.add_notice("the session's pinned run was replaced before it was computed: not pinned")
         self._show(shown, pinned)
@@ -134,6 +142,16 @@ class SessionActions(QObject):
     def _show(self, shown: WindowSession, pinned) -> None:
         if self._apply(shown.snapshot(pinned)):
             self._opening = self._submit() or 0
+
+    def _not_shown(self, problem: str) -> None:
+        self.problem = problem
+        self.state.add_notice(problem)
+
+    def _check_query(self) -> None:
+        """The session's query, said when its run has no such row (the state has focused another)."""
+        n = len(self.state.display.trace.query_tokens) if self.state.display is not None else 0
+        if self._query != NO_QUERY and not 0 <= self._query < n:
+            self._not_shown(f"the session's query {self._query} is outside the run's {n} queries (0..{n - 1})")
 
     def _apply(self, snapshot: Snapshot) -> bool:
         """Apply a snapshot of the session; when the state refuses it, go back to the one before."""

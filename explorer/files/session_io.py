@@ -18,19 +18,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from explorer.inputs import OWN_SHAPE, passed_rows
 from explorer.run import DisplayTrace
 from explorer.snapshot import EditHistory, Snapshot
 from explorer.state import ALL_HEADS, NO_QUERY, Inputs
 from models.config import InputError
 from models.held_arrays import HeldArrays
-from models.runspec import BY_DEST, DEFAULT_MASK, RunSpec
+from models.runspec import DEFAULT_MASK, RunSpec
+from models.runspec import VALUES as RUNSPEC_ROWS
 from models.session import Session, load_session, save_session
 
 if TYPE_CHECKING:  # models.edits imports torch: reading and writing sessions needs none
     from models.edits import Edit
-
-_EXPORT_ONLY = ("device", "max_tokens")  # the window always computes on its own device, unlimited
-
 
 @dataclass(frozen=True)
 class WindowRun:
@@ -70,12 +69,17 @@ class WindowSession:
 def inputs_from_spec(spec: RunSpec, base: Inputs | None = None) -> tuple[Inputs, tuple[str, ...]]:
     """The window's inputs for ``spec``, with what they cannot show. Every setting the spec's kind
     (toy or model) uses comes from the spec, defaults filled in as ``main.py export`` fills them;
-    ``base`` keeps only the other kind's settings (the toy sizes behind a model, …)."""
+    ``base`` keeps only the other kind's settings (the toy sizes behind a model, …). The rows the
+    form holds as they are come back by the one list (explorer/inputs.py: ``passed_rows``)."""
     base = base or Inputs()
-    left = tuple(f"{BY_DEST[d].option} {getattr(spec, d)}" for d in _EXPORT_ONLY
-                 if getattr(spec, d) != BY_DEST[d].default)  # fmt: skip
+    left = tuple(f"{row.option} {getattr(spec, row.dest)}" for row in not_shown(type(base))
+                 if getattr(spec, row.dest) != row.default)  # fmt: skip
     cleared = dict(embeddings_file="", cross_embeddings_file="", weights_file="", mask_file="", held=HeldArrays(),
                    labels=(), cross_labels=(), painted_mask=())  # fmt: skip
+    kind = "model" if spec.uses_model else "toy"
+    form_default = type(base)()
+    passed = {row.dest: form_default_if_none(getattr(spec, row.dest), getattr(form_default, row.dest, None))
+              for row in passed_rows(type(base), kind)}  # fmt: skip
     if spec.uses_model:
         model = spec.model
         if spec.step is not None:  # one training step, opened as its own folder (as `main.py --step`)
@@ -84,9 +88,9 @@ def inputs_from_spec(spec: RunSpec, base: Inputs | None = None) -> tuple[Inputs,
 
             model = str(step_folder(resolve_model(model), spec.step).resolve())
         target = {} if spec.cross_sentence is None else {"cross_sentence": spec.cross_sentence}  # encoder-decoder
-        return dataclasses.replace(base, model=model, layer=spec.layer, sentence=spec.sentence or "",
+        return dataclasses.replace(base, **passed, model=model, sentence=spec.sentence or "",
                                    model_mask=spec.mask or DEFAULT_MASK, pad_positions=tuple(spec.pad_positions),
-                                   block=spec.block or "cross", **target, exact=True, **cleared), left  # fmt: skip
+                                   **target, exact=True, **cleared), left  # fmt: skip
     arrays = dict(spec.arrays)
     mask, painted = spec.mask or "none", ()
     if mask == "custom":
@@ -96,15 +100,25 @@ def inputs_from_spec(spec: RunSpec, base: Inputs | None = None) -> tuple[Inputs,
     arrays.pop("mask", None)  # a mask array without --mask custom hides nothing
     cross = spec.cross_sentence is not None or "cross_embeddings" in arrays
     inputs = dataclasses.replace(
-        base, model="", sentence=base.sentence if spec.sentence is None else spec.sentence,
-        cross_enabled=cross, cross_sentence=spec.cross_sentence or base.cross_sentence,
-        heads=spec.heads, d_model=spec.d_model, d_k=spec.d_k, d_v=spec.d_v, d_out=spec.d_out, mask=mask,
-        pad_positions=tuple(spec.pad_positions), score=spec.score, pe=spec.pe == "sinusoidal",
-        temperature=spec.temperature, seed=spec.seed, bias=spec.bias, labels=tuple(spec.labels or ()),
+        base, **passed, model="", sentence=base.sentence if spec.sentence is None else spec.sentence,
+        cross_enabled=cross, cross_sentence=spec.cross_sentence or base.cross_sentence, mask=mask,
+        pad_positions=tuple(spec.pad_positions), pe=spec.pe == "sinusoidal", labels=tuple(spec.labels or ()),
         cross_labels=tuple(spec.cross_labels or ()), painted_mask=painted, held=HeldArrays(arrays),
         embeddings_file="", cross_embeddings_file="", weights_file="", mask_file="",
     )  # fmt: skip
     return inputs, left
+
+
+def form_default_if_none(value, default):
+    """A RunSpec's "not given" (None) is the form's default where the form has no None (block: cross)."""
+    return default if value is None else value
+
+
+def not_shown(form: type) -> tuple:
+    """The RunSpec's rows the window neither offers nor turns into something it shows (``--device``,
+    ``--max-tokens``; ``--step`` opens the step's folder)."""
+    return tuple(row for row in RUNSPEC_ROWS if row.dest not in form.table and row.dest not in OWN_SHAPE
+                 and row.dest != "step")  # fmt: skip
 
 
 def inputs_from_session(session: Session, base: Inputs | None = None) -> WindowSession:

@@ -48,8 +48,10 @@ from explorer.widgets.lens_map import LensMap
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.topk_bars import TopKBars
 from explorer.widgets.window_size import open_sized
+from models.command_fields import NEW_TOKENS
 from models.config import InputError
 from models.generate import GenerateSettings
+from models.step_names import checkpoint_note
 
 ModelSource = Callable[[str], object]
 
@@ -78,10 +80,12 @@ class GeneratePanel(QWidget):
         self.paint_rest = self.frames.turn("rest", self._paint_rest)
         self.view: GenerationView | None = None
         self.step = 0
+        self.asked = model_name  # the model the last generation was asked of
         self.model_edit = QLineEdit(model_name)
         self.model_edit.setToolTip("A decoder: a folder, a cached name")
         self.prompt_edit = QLineEdit("The cat sat on the")
-        self.new_tokens = _spin(1, 4096, 20, "How many tokens to generate (fewer if an end token comes)")
+        self.new_tokens = _spin(NEW_TOKENS.low, NEW_TOKENS.high, NEW_TOKENS.default, "How many tokens to generate "
+                                "(fewer if an end token comes)")  # generate's --max-new-tokens row  # fmt: skip
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(0.0, 10.0)
         self.temperature.setSingleStep(0.1)
@@ -198,7 +202,9 @@ class GeneratePanel(QWidget):
         except InputError as exc:
             self._on_failed(self.worker.request, str(exc))
             return None
-        self.status.setText(f"Generating ({settings.describe()})…")
+        self.asked = self.model_edit.text().strip()
+        note = checkpoint_note(self.asked)  # e.g. a step the training timeline chose, remembered since
+        self.status.setText(f"Generating ({settings.describe()})…" + (f"  ⚠ {note}" if note else ""))
         self.worker.view_pixels = self.model_view.view_pixels()  # its thumbnails fit them
         return (self.worker.run_now if now else self.worker.submit)(model, prompt, settings)
 
@@ -218,7 +224,7 @@ class GeneratePanel(QWidget):
         L, h = g.num_layers, g.num_heads
         self.layer_box.setRange(0, L - 1)
         self.head_box.setRange(0, h - 1)
-        notes = "".join(f"  ⚠ {n}" for n in g.notices)
+        notes = "".join(f"  ⚠ {n}" for n in (checkpoint_note(self.asked), *g.notices) if n)
         ms = sorted(g.step_ms)[len(g.step_ms) // 2] if g.step_ms else 0.0
         if view.causal:
             self.status.setText(f"{g.model}: {g.prompt_length} prompt tokens + {g.generated} generated "

@@ -12,39 +12,30 @@ from collections.abc import Sequence
 
 from models.atomic import check_target
 from models.cli import cli_error, printable
-from models.config import DEFAULT_MAX_TOKENS, DEVICES, InputError
+from models.command_fields import GENERATE_ROWS
+from models.config import InputError
+from models.fields import OneLineParser, add_arguments, check_ranges, check_text
 from models.memory import OUT_OF_MEMORY, is_out_of_memory
 
 from .sampling import GenerateSettings
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    """Every option is a row (models/command_fields.py: ``GENERATE_ROWS``; the model's from the one
+    table: ``--model``, ``--step``, ``--device``, ``--max-tokens``), read by the one converter."""
+    p = OneLineParser(
         prog="main.py generate",
         description="Generate with a decoder; write tokens.json, attention.npy (L,h,n,n), "
-        "lens_ids.npy, lens_prob.npy (L,n) and manifest.json.",
+        "lens_ids.npy, lens_prob.npy (L,n) and manifest.json. An encoder predicts its prompt's mask tokens.",
     )
-    p.add_argument("--model", required=True, metavar="PATH_OR_NAME", help="a decoder's folder or cached name")
-    p.add_argument("--prompt", required=True, help="the text to continue")
-    p.add_argument("--max-new-tokens", type=int, default=20, metavar="N")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy; above 0: sample")
-    p.add_argument("--top-k", type=int, help="sampling: keep the k most likely tokens")
-    p.add_argument("--top-p", type=float, help="sampling: keep the most likely tokens up to this mass")
-    p.add_argument("--seed", type=int, default=0, help="sampling: the random seed (same seed, same tokens)")
-    p.add_argument("--top", type=int, default=10, metavar="K", help="next tokens kept per step (default 10)")
-    p.add_argument("--device", choices=DEVICES, default="auto")
-    p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="the prompt's token limit")
-    p.add_argument("--out", required=True, metavar="DIR", help="folder to create")
-    p.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
-    p.add_argument("--json", action="store_true", help="print the generated text and ids as JSON")
-    return p
+    return add_arguments(p, GENERATE_ROWS, required=("model", "prompt", "out"))
 
 
 def settings_from_args(args: argparse.Namespace) -> GenerateSettings:
-    if any("\udc80" <= c <= "\udcff" for c in args.prompt):
-        raise InputError(f"--prompt is not valid UTF-8 text: {ascii(args.prompt)}")
-    if args.max_tokens < 1:
-        raise InputError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    """The generation settings of parsed options, checked by their rows (UTF-8, ranges: refused,
+    never clamped) and by :meth:`GenerateSettings.validate`; InputError (one line) when not."""
+    check_text(args, GENERATE_ROWS)
+    check_ranges(args, fields=GENERATE_ROWS)
     return GenerateSettings(
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
         top_p=args.top_p, seed=args.seed, shown=args.top, max_tokens=args.max_tokens,
@@ -83,7 +74,7 @@ def generate_main(argv: Sequence[str]) -> int:
         from .files import write_generation
         from .loop import generate
 
-        model = load_model(args.model, device=args.device)
+        model = load_model(args.model, device=args.device, step=args.step)
         if model.default_mask != "causal":  # an encoder: its predictions at the mask tokens
             return _masked(model, args, settings)
         gen = generate(model, args.prompt, settings)

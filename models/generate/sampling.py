@@ -16,10 +16,8 @@ import torch
 from torch import Tensor
 
 from models.checks import check_seed
+from models.command_fields import MAX_NEW_TOKENS, MAX_SHOWN  # the rows' ranges
 from models.config import InputError
-
-MAX_NEW_TOKENS = 4096
-MAX_SHOWN = 50
 
 
 @dataclass(frozen=True)

@@ -13,19 +13,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from models.atomic import atomic_folder, check_target
+from models.command_fields import TRAIN_ROWS
 from models.config import InputError
+from models.fields import OneLineParser, add_arguments, check_ranges
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from models.training.train import TrainConfig
-
-    d = TrainConfig()
-    p = argparse.ArgumentParser(prog="main.py train",
-                                description="Train the tiny decoder shipped as --model induction.")
-    p.add_argument("--out", default="induction-run", metavar="DIR", help="folder to create (default: induction-run)")
-    p.add_argument("--steps", type=int, default=d.steps, help=f"training steps (default: {d.steps})")
-    p.add_argument("--seed", type=int, default=d.seed, help=f"random seed (default: {d.seed})")
-    return p
+    """Every option is a row (models/command_fields.py: ``TRAIN_ROWS``), read by the one converter."""
+    p = OneLineParser(prog="main.py train", description="Train the tiny decoder shipped as --model induction.")
+    return add_arguments(p, TRAIN_ROWS)
 
 
 def progress_line(start: float):
@@ -48,10 +44,7 @@ def train_main(argv: Sequence[str]) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        if args.steps < 1 or args.steps > 1_000_000:
-            raise InputError(f"--steps must be between 1 and 1000000, got {args.steps}")
-        if args.seed < 0 or args.seed >= 2**32:
-            raise InputError(f"--seed must be between 0 and 2**32 - 1, got {args.seed}")
+        check_ranges(args, fields=TRAIN_ROWS)
         check_target(args.out)
         tc = replace(TrainConfig(), steps=args.steps, seed=args.seed)
         start = time.perf_counter()

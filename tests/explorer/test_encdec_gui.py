@@ -145,4 +145,4 @@ def test_a_saved_runspec_keeps_the_target_and_block_of_an_encoder_decoder_only(t
     run = spec_to_save(RunSpec(model=str(t5_folder), layer=1, sentence=SOURCE, cross_sentence=TARGET, block="encoder"))
     assert (run.cross_sentence, run.block) == (TARGET, "encoder")
     run = spec_to_save(RunSpec(model="minilm", layer=1, sentence="a b", cross_sentence="c d", block="cross"))
-    assert (run.cross_sentence, run.block) == (None, None) and run.validate(resolve=False) is run
+    assert (run.cross_sentence, run.block) == (None, None) and run.validate() is run

@@ -391,7 +391,7 @@ def test_command_line_model_and_layer(tmp_path, isolated_settings, capsys, corru
         (["--model", "minilm", "--labels", "a,b"], "--labels does not apply with --model"),
         (["--model", "minilm", "--cross-labels", "a"], "--cross-labels does not apply with --model"),
         (["--model", "minilm", "--layer", "-1"], "--layer must be 0 or more"),
-        (["--model", "minilm", "--layer", "6"], "--layer must be between 0 and 5"),
+        (["--model", "minilm", "--layer", "6"], "layer 6 is out of range: minilm has 6 layers (0..5)"),  # export's
         (["--model", "minilm", "--head", "12"], "--head must be between 0 and 11"),
     ):
         assert run_app([*argv, "--sentence", SENTENCE, "--screenshot", shot]) == 2, argv

@@ -99,7 +99,11 @@ def test_a_file_opened_after_a_session_replaces_its_array(make_window, settle, t
     assert window.files.open_weights(str(tmp_path / "w2.npz"))
     settle(window)
     assert window.state.inputs.weights_file == str(tmp_path / "w2.npz")
-    assert set(window.state.inputs.held) == {"embeddings"}
+    # The file's weights replace the session's (read once, when opened: held as the session's are).
+    held = window.state.inputs.held
+    assert {n.split("/")[0] for n in held} == {"embeddings", "weights"}
+    for name, array in np.load(w).items():
+        np.testing.assert_array_equal(held[f"weights/{name}"], 2 * array)
 
 
 def test_command_line_files_round_trip_through_save_session_and_session(tmp_path, capsys):

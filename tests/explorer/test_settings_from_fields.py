@@ -87,7 +87,7 @@ def test_a_value_outside_the_rows_range_is_refused_by_settings_runspec_and_box(p
     with pytest.raises(InputError):
         RunSpec.from_json({"runspec": 1, "options": {"sentence": "a b", name: value}})
     with pytest.raises(InputError):
-        RunSpec(sentence="a b", **{name: value}).validate(resolve=False)
+        RunSpec(sentence="a b", **{name: value}).validate()
     box = getattr(panel, name)
     box.setValue(value)
     assert box.value() != value  # a box cannot hold it either
@@ -107,7 +107,7 @@ def test_a_value_beyond_what_the_window_shows_is_refused_by_the_window_and_taken
         inputs_from_args(build_parser().parse_args(argv), Inputs())
     if others is not None:  # export takes it (a temperature of 1e-45, a d_k of 40000: no box shows them)
         options = {"sentence": "a b", name: value, **others}
-        assert RunSpec.from_json({"runspec": 1, "options": options}).validate(resolve=False)
+        assert RunSpec.from_json({"runspec": 1, "options": options}).validate()
         box = getattr(panel, name)
         box.setValue(value)
         assert box.value() != value

@@ -73,9 +73,12 @@ def test_sampling_options_repeat_with_a_seed(folder, tmp_path, capsys):
         (["--temperature", "nan"], "temperature must be"),
         (["--temperature", "1", "--top-p", "1.5"], "top-p must be"),
         (["--temperature", "1", "--top-k", "0"], "top-k must be"),
-        (["--max-new-tokens", "0"], "max new tokens must be"),
+        (["--max-new-tokens", "0"], "--max-new-tokens must be from 1 to 4096, got 0"),
+        (["--max-new-tokens", "-5"], "--max-new-tokens must be from 1 to 4096, got -5"),
+        (["--max-new-tokens", "100000"], "--max-new-tokens must be from 1 to 4096, got 100000"),
         (["--seed", "-2", "--temperature", "1"], "seed must be"),
-        (["--top", "0"], "top-k shown"),
+        (["--top", "0"], "--top must be from 1 to 50"),
+        (["--step", "first"], "has no training steps"),  # --step as wherever --model is taken (issue 35)
     ],
 )
 def test_bad_options_are_one_line_and_write_nothing(folder, tmp_path, capsys, extra, message):

@@ -34,7 +34,7 @@ def test_a_toy_run_with_a_custom_mask_and_weights_round_trips_equal():
 def test_a_model_run_with_edits_round_trips_equal():
     spec = RunSpec(model="minilm", sentence="The cat sat.", layer=3, mask="causal", pad_positions=(2,),
                    edits=(Edit("q", (0, 1, 2), 5.0), hide_key(3, 1)))  # fmt: skip
-    assert _round_trip(spec) == spec and spec.validate(resolve=False) is spec
+    assert _round_trip(spec) == spec and spec.validate() is spec
 
 
 def test_an_encoder_decoder_run_round_trips_equal():
@@ -56,7 +56,7 @@ def test_every_stored_option_of_the_table_is_a_field_and_the_one_validator_refus
     names = set(RunSpec.__dataclass_fields__)
     assert {f.dest for f in FIELDS if f.stored and not f.array} <= names and "all_layers" not in names
     with pytest.raises(InputError, match="--heads does not apply with --model"):
-        RunSpec(model="minilm", sentence="a", heads=4).validate(resolve=False)
+        RunSpec(model="minilm", sentence="a", heads=4).validate()
     with pytest.raises(InputError, match="--layer applies only with --model"):
         RunSpec(sentence="a", layer=2).validate()
     with pytest.raises(InputError, match="option heads must be an integer"):
