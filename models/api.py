@@ -66,7 +66,7 @@ def runspec(**settings: Any) -> RunSpec:
     spec = RunSpec.from_args(args)  # the files read as export reads them
     if held:
         spec = spec.replace(arrays=HeldArrays({**spec.arrays, **held}))
-    return spec.validate(resolve=False)
+    return spec.validate()
 
 
 def _value(f, value: Any) -> Any:
