@@ -62,9 +62,9 @@ def atlas_main(argv: Sequence[str]) -> int:
             if not path.is_file():
                 raise InputError(f"corpus {path} is not a file")
             corpus = {"path": str(path.resolve()), "sha256": file_sha256(path), "bytes": path.stat().st_size}
-        from .pretrained import load_model
+        from . import api
 
-        model = load_model(args.model, device=args.device, step=args.step)
+        model = api.load(args.model, step=args.step, device=args.device).engine  # the front door's model
         if args.corpus is not None:
             total = count_lines(args.corpus, args.limit)
             texts = corpus_lines(args.corpus)

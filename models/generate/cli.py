@@ -69,12 +69,12 @@ def generate_main(argv: Sequence[str]) -> int:
     try:
         settings = settings_from_args(args)
         check_target(args.out, args.force)  # fail before computing anything
-        from models.pretrained import load_model
+        from models import api
 
         from .files import write_generation
         from .loop import generate
 
-        model = load_model(args.model, device=args.device, step=args.step)
+        model = api.load(args.model, step=args.step, device=args.device).engine  # the front door's model
         if model.default_mask != "causal":  # an encoder: its predictions at the mask tokens
             return _masked(model, args, settings)
         gen = generate(model, args.prompt, settings)
