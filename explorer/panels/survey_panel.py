@@ -335,11 +335,10 @@ def attention_screenshot(path, out, view: str | None = None) -> int:
     if not window.panel.model_view.settled():  # laid out again: thumbnails at the view's pixels now
         window.panel.wait_until_shown()
         QApplication.processEvents()
-    from explorer.files.image_export import write_png
+    from explorer.files.image_export import save_screenshot
 
-    problem = write_png(window, out)  # atomic: never a truncated PNG in place
+    code = save_screenshot(window, out)  # atomic: a failed write never touches the old PNG
     window.close()
     window.deleteLater()
     QApplication.processEvents()
-    print(f"wrote {out}" if problem is None else f"error: {problem}")
-    return 0 if problem is None else 2
+    return code

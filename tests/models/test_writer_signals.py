@@ -108,3 +108,17 @@ def test_a_file_size_limit_is_one_line_and_keeps_the_old_output(tmp_path, tiny, 
         assert out.read_bytes() == old
     else:
         assert not out.exists()
+
+
+def test_a_file_size_limit_on_a_view_screenshot_keeps_the_old_png(tmp_path):
+    """Issue 36's reproduction: under ``prlimit --fsize=20000``, ``--view compare --screenshot OLD.png``
+    exited 0, printed "wrote" and left OLD.png cut to 20,000 bytes (``grab().save`` into the target)."""
+    out = tmp_path / "old.png"
+    old = bytes(range(256)) * 8  # the user's file: smaller than the limit, not an image we could remake
+    out.write_bytes(old)
+    result = _limit([*TOY, "--view", "compare", "--screenshot", str(out)], tmp_path, 20000)
+    err = [e for e in result.stderr.splitlines() if e.strip()]
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert len(err) == 1 and err[0].startswith("error: ") and "File too large" in err[0], result.stderr
+    assert "wrote" not in result.stdout
+    assert out.read_bytes() == old and _leftovers(tmp_path) == []
