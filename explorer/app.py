@@ -349,7 +349,9 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         if isinstance(opened, str):
             print(f"error: {opened}", file=sys.stderr)
             return 2
-        wait_until(lambda: opened.ready() and window.is_settled(), 20)
+        wait_until(lambda: opened.ready() and window.is_settled() or bool(opened.failed()), 20)
+        if opened.failed():
+            outcome["error"] = opened.failed()
         if "error" in outcome:
             print(f"error: {outcome['error']}", file=sys.stderr)
             return 2

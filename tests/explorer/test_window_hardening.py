@@ -1,6 +1,9 @@
 """The window recovers from anything (issue 12): out-of-memory as one line, long pasted text kept."""
 
 
+import pytest
+
+from explorer.app import run_app
 from explorer.engine.worker import ComputeWorker
 from explorer.state import Inputs
 from models.config import AttentionRequest
@@ -41,3 +44,30 @@ def test_text_longer_than_qts_default_limit_is_not_cut(qtbot, make_window):
     window.sentence_panel.flush()
     qtbot.waitUntil(window.is_settled, timeout=60_000)
     assert len(window.state.display.trace.key_tokens) == 6000
+
+
+@pytest.mark.parametrize("view", ["model", "metrics", "rollout"])
+def test_a_whole_model_view_of_a_model_whose_scores_overflow_is_refused_at_once(tmp_path, capsys, monkeypatch, view):
+    """Issue 36, item 4: the survey failed (layer 1's scores overflow float32) but the screenshot
+    waited for it 120 s, then said "timed out". Now its one line, as soon as the survey fails."""
+    import sys
+    from pathlib import Path
+
+    import explorer.app
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+    from safetensors.torch import save_file
+    from test_pretrained_loader import D, gpt2_tensors, write_tiny_gpt2
+
+    folder = write_tiny_gpt2(tmp_path / "big-qk")
+    tensors = gpt2_tensors()
+    tensors["h.1.attn.c_attn.weight"][:, : 2 * D] *= 1e20  # layer 1's scores beyond float32
+    save_file(tensors, str(folder / "model.safetensors"))
+    monkeypatch.setattr(explorer.app, "SCREENSHOT_TIMEOUT_MS", 30_000)  # a hang fails in 30 s, not 120
+    out = tmp_path / "shot.png"
+    argv = ["--model", str(folder), "--layer", "0", "--sentence", "the cat sat", "--view", view,
+            "--screenshot", str(out)]  # fmt: skip
+    assert run_app(argv) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and err[0].startswith("error: ") and "overflows float32" in err[0], err
+    assert "layer 1" in err[0] and not out.exists()
