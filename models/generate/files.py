@@ -12,8 +12,10 @@ import numpy as np
 import torch
 
 from models.atomic import MANIFEST, TOOL, atomic_folder
+from models.finite import refuse_nonfinite
 from models.survey_export import LayerFile
 
+from .finite import SCORES, check_generation
 from .result import Generation
 
 FORMAT = "attention-explorer-generation/1"
@@ -95,6 +97,7 @@ def write_attention(gen: Generation, path: Path) -> None:
 
 def write_generation(gen: Generation, prompt: str, out: str | os.PathLike, force: bool = False) -> Path:
     """Write the folder ``out`` (``force``: replace a previous export of this tool only)."""
+    check_generation(gen)  # no NaN in a file (json.dumps would stop on one with a traceback)
     with atomic_folder(out, force) as tmp:
         write_attention(gen, tmp / ATTENTION_FILE)
         np.save(tmp / LENS_IDS_FILE, gen.lens_ids.astype(np.int64), allow_pickle=False)
@@ -133,6 +136,8 @@ def write_masked(result, sentence: str, out: str | os.PathLike, force: bool = Fa
         "torch_version": torch.__version__, "notices": list(result.notices), "files": files,
         "stages": [{"name": Path(f).stem, "file": f} for f in files],
     }  # fmt: skip
+    refuse_nonfinite(result.attention, "the attention", SCORES, ("layer", "head", "query", "key"))
+    check_generation(result.as_generation())
     with atomic_folder(out, force) as tmp:
         np.save(tmp / ATTENTION_FILE, result.attention.astype(np.float32), allow_pickle=False)
         np.save(tmp / LENS_IDS_FILE, result.lens_ids.astype(np.int64), allow_pickle=False)

@@ -46,23 +46,29 @@ def test_text_longer_than_qts_default_limit_is_not_cut(qtbot, make_window):
     assert len(window.state.display.trace.key_tokens) == 6000
 
 
-@pytest.mark.parametrize("view", ["model", "metrics", "rollout"])
-def test_a_whole_model_view_of_a_model_whose_scores_overflow_is_refused_at_once(tmp_path, capsys, monkeypatch, view):
-    """Issue 36, item 4: the survey failed (layer 1's scores overflow float32) but the screenshot
-    waited for it 120 s, then said "timed out". Now its one line, as soon as the survey fails."""
+def _big_qk(folder):
+    """A tiny GPT-2 whose layer 1 scores overflow float32 (its q and k projections × 1e20)."""
     import sys
     from pathlib import Path
-
-    import explorer.app
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
     from safetensors.torch import save_file
     from test_pretrained_loader import D, gpt2_tensors, write_tiny_gpt2
 
-    folder = write_tiny_gpt2(tmp_path / "big-qk")
+    write_tiny_gpt2(folder)
     tensors = gpt2_tensors()
-    tensors["h.1.attn.c_attn.weight"][:, : 2 * D] *= 1e20  # layer 1's scores beyond float32
+    tensors["h.1.attn.c_attn.weight"][:, : 2 * D] *= 1e20
     save_file(tensors, str(folder / "model.safetensors"))
+    return folder
+
+
+@pytest.mark.parametrize("view", ["model", "metrics", "rollout"])
+def test_a_whole_model_view_of_a_model_whose_scores_overflow_is_refused_at_once(tmp_path, capsys, monkeypatch, view):
+    """Issue 36, item 4: the survey failed (layer 1's scores overflow float32) but the screenshot
+    waited for it 120 s, then said "timed out". Now its one line, as soon as the survey fails."""
+    import explorer.app
+
+    folder = _big_qk(tmp_path / "big-qk")
     monkeypatch.setattr(explorer.app, "SCREENSHOT_TIMEOUT_MS", 30_000)  # a hang fails in 30 s, not 120
     out = tmp_path / "shot.png"
     argv = ["--model", str(folder), "--layer", "0", "--sentence", "the cat sat", "--view", view,
@@ -71,3 +77,25 @@ def test_a_whole_model_view_of_a_model_whose_scores_overflow_is_refused_at_once(
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(err) == 1 and err[0].startswith("error: ") and "overflows float32" in err[0], err
     assert "layer 1" in err[0] and not out.exists()
+
+
+def test_the_generate_window_shows_no_nan_but_one_line(qtbot, tmp_path):
+    """Issue 36, item 5: on a model whose scores overflow, the Generate window showed ``nan``
+    probabilities and NaN rows. Now the status line says why, and nothing is shown."""
+    from PySide6.QtWidgets import QLabel
+
+    from explorer.panels.generate_panel import GeneratePanel
+    from models.pretrained import load_model
+
+    panel = GeneratePanel(lambda name: load_model(name, device="cpu"), str(_big_qk(tmp_path / "big-qk")))
+    qtbot.addWidget(panel)
+    panel.prompt_edit.setText("the cat sat")
+    panel.new_tokens.setValue(3)
+    panel.show()
+    panel.generate(now=True)
+    qtbot.waitUntil(lambda: panel.status.text().startswith("error: "), timeout=30_000)
+    assert "overflows float32" in panel.status.text() and "layer 1" in panel.status.text()
+    assert panel.view is None
+    shown = [label.text() for label in panel.findChildren(QLabel)]
+    assert not any("nan" in text.lower().split() or "nan%" in text.lower() for text in shown), shown
+    panel.worker.stop()
