@@ -27,7 +27,7 @@ from explorer.files.view_shots import VIEWS, check_view_arguments, parse_cell
 from explorer.state import ALL_HEADS, Inputs, settings_problem
 from explorer.usage import UsageError
 from models.config import InputError
-from models.runspec import FIELDS, add_input_arguments, check_applicable, check_ranges
+from models.runspec import FIELDS, add_input_arguments, check_applicable, check_ranges, check_text
 from models.trace import STAGE_ORDER
 
 SCREENSHOT_TIMEOUT_MS = 120_000
@@ -104,6 +104,10 @@ def is_encoder_decoder(model: str) -> bool:
 
 def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     """``base`` with every option given on the command line applied; UsageError when invalid."""
+    try:  # export's check: text that is not UTF-8 (with --model it was a TypeError traceback, issue 36)
+        check_text(args)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     if args.model is not None:
         encdec = is_encoder_decoder(args.model)  # its --cross-sentence is the target, not the toy's queries
         given = [f.dest for f in FIELDS if getattr(args, f.dest, None) not in (None, False)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from .atomic import check_target
+from .checks import check_seed
 from .config import Cancelled, InputError
 from .detectors import PROBE_SEED
 
@@ -42,22 +43,23 @@ class ProgressBar:
     """``atlas  [#####-----]  340/1000 texts  12.3 s`` on stderr, at most ten times a second."""
 
     def __init__(self, total: int, enabled: bool = True) -> None:
-        self.total, self.enabled = max(1, total), enabled
+        self.total, self.enabled, self.drawn = max(1, total), enabled, False
         self.start = self.last = time.perf_counter()
 
     def __call__(self, done: int) -> None:
         now = time.perf_counter()
         if not self.enabled or (now - self.last < 0.1 and done < self.total):
             return
-        self.last = now
+        self.last, self.drawn = now, True
         filled = int(30 * min(done, self.total) / self.total)
         sys.stderr.write(f"\ratlas  [{'#' * filled}{'-' * (30 - filled)}]  {done}/{self.total} texts  "
                          f"{now - self.start:.1f} s")  # fmt: skip
         sys.stderr.flush()
 
     def close(self) -> None:
-        if self.enabled:
+        if self.drawn:  # ends the bar's line; nothing when no bar was drawn (no blank line before an error)
             sys.stderr.write("\n")
+            self.drawn = False
 
 
 def atlas_main(argv: Sequence[str]) -> int:
@@ -68,6 +70,7 @@ def atlas_main(argv: Sequence[str]) -> int:
     try:
         if args.limit is not None and args.limit < 1:
             raise InputError(f"--limit must be at least 1, got {args.limit}")
+        check_seed(args.seed)  # a negative seed was a ValueError traceback from numpy (issue 36)
         check_target(args.out, args.force)  # fail before computing anything
         corpus = None
         if args.corpus is not None:
@@ -76,7 +79,11 @@ def atlas_main(argv: Sequence[str]) -> int:
                 raise InputError(f"corpus {path} is not a file")
             corpus = {"path": str(path.resolve()), "sha256": file_sha256(path), "bytes": path.stat().st_size}
         from .pretrained import load_model
+        from .pretrained.registry import is_encoder_decoder
 
+        if is_encoder_decoder(args.model):  # was an AttributeError traceback (issue 36)
+            raise InputError(f"atlas reads encoder or decoder models; {args.model} is an encoder-decoder model "
+                             f"(t5, mt5, bart, marian): survey one block with 'main.py export --all-layers --block'")
         model = load_model(args.model, device=args.device)
         if args.corpus is not None:
             total = count_lines(args.corpus, args.limit)
@@ -102,7 +109,7 @@ def atlas_main(argv: Sequence[str]) -> int:
     except (KeyboardInterrupt, Cancelled):
         if bar is not None:
             bar.close()
-        print("interrupted: nothing written", file=sys.stderr)
+        print("error: interrupted by SIGINT: nothing written", file=sys.stderr)
         return 130
     man = atlas.manifest
     print(f"wrote the atlas of {atlas.layers} layers × {atlas.heads} heads over {atlas.texts} texts "

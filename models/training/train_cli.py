@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from models.atomic import atomic_folder, check_target
 from models.config import InputError
@@ -52,6 +53,10 @@ def train_main(argv: Sequence[str]) -> int:
             raise InputError(f"--steps must be between 1 and 1000000, got {args.steps}")
         if args.seed < 0 or args.seed >= 2**32:
             raise InputError(f"--seed must be between 0 and 2**32 - 1, got {args.seed}")
+        out = Path(args.out)
+        if out.is_dir() and not out.is_symlink() and any(out.iterdir()):  # train has no --force: never "use --force"
+            raise InputError(f"output folder {out} exists and is not empty; train never replaces a folder: "
+                             f"choose a new one (or remove it yourself)")  # fmt: skip
         check_target(args.out)
         tc = replace(TrainConfig(), steps=args.steps, seed=args.seed)
         start = time.perf_counter()

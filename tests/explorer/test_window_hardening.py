@@ -99,3 +99,13 @@ def test_the_generate_window_shows_no_nan_but_one_line(qtbot, tmp_path):
     shown = [label.text() for label in panel.findChildren(QLabel)]
     assert not any("nan" in text.lower().split() or "nan%" in text.lower() for text in shown), shown
     panel.worker.stop()
+
+
+@pytest.mark.parametrize("model", [["--model", "minilm"], []])
+def test_a_sentence_that_is_not_utf8_is_refused_as_export_refuses_it(tmp_path, capsys, model):
+    """Issue 36, item 6: with --model it was a TypeError traceback (the tokenizer takes only
+    text); without, the window took it and saved a session no one could read."""
+    out = tmp_path / "shot.png"
+    assert run_app([*model, "--sentence", "the \udcff cat", "--screenshot", str(out)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == ["error: --sentence is not valid UTF-8 text: 'the \\udcff cat'"] and not out.exists()
