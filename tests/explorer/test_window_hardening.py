@@ -109,3 +109,22 @@ def test_a_sentence_that_is_not_utf8_is_refused_as_export_refuses_it(tmp_path, c
     assert run_app([*model, "--sentence", "the \udcff cat", "--screenshot", str(out)]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert err == ["error: --sentence is not valid UTF-8 text: 'the \\udcff cat'"] and not out.exists()
+
+
+def test_a_corrupt_checkpoint_is_named_by_its_step(tmp_path):
+    """Issue 36, item 8: the timeline refused the whole history with a line that did not say
+    which checkpoint was at fault."""
+    from explorer.engine.timeline_data import build_timeline
+    from models.config import InputError
+    from models.training.data import DataConfig
+    from models.training.train import TrainConfig, train
+
+    train(tmp_path / "run", TrainConfig(steps=3, checkpoints=3, batch_size=4, lr=2e-2,
+                                        data=DataConfig(seq_len=16, max_block=6)))  # fmt: skip
+    steps = sorted((tmp_path / "run" / "checkpoints").iterdir())
+    bad = steps[1]
+    (bad / "model.safetensors").write_bytes(b"not a checkpoint")
+    with pytest.raises(InputError) as refused:
+        build_timeline(str(tmp_path / "run"), "abcabc")
+    step = int(bad.name.removeprefix("step-"))
+    assert f"the checkpoint of step {step} ({bad})" in str(refused.value) and "\n" not in str(refused.value)

@@ -93,3 +93,44 @@ def test_train_into_a_non_empty_folder_does_not_suggest_a_force_it_has_not(tmp_p
     line = _one_line(capsys, train_main(["--steps", "1", "--out", str(out)]))
     assert "--force" not in line and "choose a new one" in line
     assert (out / "mine.txt").read_text(encoding="utf-8") == "the user's"
+
+
+# --- item 8: options never silently ignored -----------------------------------------------------
+
+
+def test_layer_with_all_layers_is_refused_not_ignored(tmp_path, capsys, gpt2):
+    from models.cli import export_main
+
+    out = tmp_path / "out"
+    argv = ["--model", str(gpt2), "--sentence", "the cat", "--layer", "0", "--all-layers", "--out", str(out)]
+    line = _one_line(capsys, export_main(argv))
+    assert "--layer does not apply with --all-layers" in line and not out.exists()
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["--sentence", "the cat", "--labels", "a,b"], "--labels"),
+    (["--sentence", "the cat", "--cross-sentence", "a dog", "--cross-labels", "x,y"], "--cross-labels"),
+])  # fmt: skip
+def test_labels_with_a_sentence_are_refused_not_ignored(tmp_path, capsys, argv, option):
+    from models.cli import export_main
+
+    out = tmp_path / "out"
+    line = _one_line(capsys, export_main([*argv, "--out", str(out)]))
+    assert line.startswith(f"error: {option} names the rows of") and not out.exists()
+
+
+def test_gpt_oss_without_a_sliding_window_is_refused_as_transformers_refuses_it(tmp_path):
+    """``sliding_window: null`` was taken as full attention; transformers cannot build the model."""
+    built = tmp_path / "built"
+    built.mkdir()
+    families_2.build(built, "gpt_oss-sinks-moe")
+    cfg = json.loads((built / "config.json").read_text())
+    cfg["sliding_window"] = None
+    (built / "config.json").write_text(json.dumps(cfg))
+    import torch
+
+    reference = transformers.GptOssModel(transformers.GptOssConfig(**cfg))
+    with pytest.raises(TypeError):  # transformers' own model cannot run it, for the record
+        reference(torch.tensor([[1, 2, 3]]))
+    with pytest.raises(InputError, match="is a sliding-window layer but sliding_window is null"):
+        load_model(built, device="cpu")
