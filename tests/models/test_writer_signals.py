@@ -24,7 +24,12 @@ ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "OMP_NUM_THREADS": "1", "PY
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    return write_tiny_gpt2(tmp_path_factory.mktemp("tiny") / "tiny-gpt2")
+    folder = write_tiny_gpt2(tmp_path_factory.mktemp("tiny") / "tiny-gpt2")
+    from encdec_refs import build  # an encoder-decoder beside it (tiny.parent / "t5"), for its --all-layers
+
+    (folder.parent / "t5").mkdir()
+    build(folder.parent / "t5", "t5")
+    return folder
 
 
 def _writers(tmp: Path, tiny: Path) -> dict[str, tuple[str, list[str], Path]]:
@@ -40,6 +45,9 @@ def _writers(tmp: Path, tiny: Path) -> dict[str, tuple[str, list[str], Path]]:
         "generate": ("/", ["generate", "--model", str(tiny), "--prompt", "the cat", "--max-new-tokens", "2",
                            "--out", str(tmp / "out")], tmp / "out"),  # fmt: skip
         "atlas": ("/", ["atlas", "--model", str(tiny), "--out", str(tmp / "out"), "--quiet"], tmp / "out"),
+        "encdec-all-layers": ("/", ["export", "--model", str(tiny.parent / "t5"), "--sentence", "the cat sat",
+                                    "--cross-sentence", "die katze", "--all-layers", "--block", "cross",
+                                    "--out", str(tmp / "out")], tmp / "out"),  # fmt: skip
         "train": ("/", ["train", "--steps", "2", "--out", str(tmp / "out")], tmp / "out"),
     }
 
@@ -49,7 +57,8 @@ def _leftovers(folder: Path) -> list[str]:
 
 
 WRITERS = ["export", "all-layers", "screenshot", "session"]
-SIGNALLED = [*WRITERS, "generate", "atlas", "train"]  # every writer of main.py's commands (test_full_disk.py)
+# every writer of main.py's commands (as tests/models/test_full_disk.py)
+SIGNALLED = [*WRITERS, "generate", "atlas", "train", "encdec-all-layers"]
 
 
 CASES = [(w, signal.SIGTERM) for w in SIGNALLED] + [(w, s) for w in ("export", "all-layers")
