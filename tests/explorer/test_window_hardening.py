@@ -128,3 +128,23 @@ def test_a_corrupt_checkpoint_is_named_by_its_step(tmp_path):
         build_timeline(str(tmp_path / "run"), "abcabc")
     step = int(bad.name.removeprefix("step-"))
     assert f"the checkpoint of step {step} ({bad})" in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_running_out_of_memory_while_a_session_is_read_is_one_line(make_window, settle, tmp_path, monkeypatch):
+    """Issue 36, item 3: a session with big arrays ended the window on a MemoryError traceback.
+    (What is read is now held without copies: tests/models/test_hardening_memory.py.)"""
+    import explorer.files.session_io as session_io
+    from models.session import Session, save_session
+
+    window = make_window()
+    settle(window)
+    before = window.state.inputs
+    path = save_session(tmp_path / "s.zip", Session(window.state.display.request))
+
+    def out_of_memory(_path):
+        raise MemoryError
+
+    monkeypatch.setattr(session_io, "load_session", out_of_memory)
+    assert not window.sessions.open_session(str(path))
+    assert window.status_line.is_error and window.status_line.plain_text().endswith(OUT_OF_MEMORY)
+    assert window.state.inputs == before
