@@ -56,7 +56,7 @@ def test_more_heads_than_hidden_size_without_head_dim_is_one_line(tmp_path, name
 def test_atlas_refuses_a_negative_seed(tmp_path, capsys, gpt2):
     """Was a ValueError traceback from numpy's seeding."""
     line = _one_line(capsys, atlas_main(["--model", str(gpt2), "--out", str(tmp_path / "a"), "--seed", "-1"]))
-    assert "seed must be an integer from 0" in line and not (tmp_path / "a").exists()
+    assert "seed must be" in line and "from 0" in line and "-1" in line and not (tmp_path / "a").exists()
 
 
 def test_atlas_refuses_an_encoder_decoder_model(tmp_path, capsys):
