@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from encdec_refs import SOURCE, TARGET, build
 from test_pretrained_loader import write_tiny_gpt2
@@ -24,7 +25,7 @@ from test_pretrained_loader import write_tiny_gpt2
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 MAIN = [sys.executable, str(ROOT / "main.py")]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "QT_QPA_PLATFORM": "offscreen"}
 DISK_SIZE = "32k"  # 8 pages of 4 kB, most of them the user's file
 FREE_PAGES = (1, 2)  # a write fails at its first page, or inside a file (a memory map: SIGBUS)
 
@@ -50,7 +51,8 @@ def folders(tmp_path_factory) -> dict[str, Path]:
     (base / "t5").mkdir()
     build(base / "t5", "t5")
     write_tiny_gpt2(base / "gpt2")
-    return {"decoder": base / "dec", "t5": base / "t5", "gpt2": base / "gpt2"}
+    np.save(base / "e.npy", np.random.default_rng(0).standard_normal((200, 400)))  # a session of ~600 kB
+    return {"decoder": base / "dec", "t5": base / "t5", "gpt2": base / "gpt2", "embeddings": base / "e.npy"}
 
 
 def _writers(m: dict[str, Path], out: Path) -> dict[str, list[str]]:
@@ -66,10 +68,13 @@ def _writers(m: dict[str, Path], out: Path) -> dict[str, list[str]]:
                      "--max-new-tokens", "40", "--out", str(out)],  # fmt: skip
         "atlas": ["atlas", "--model", str(m["gpt2"]), "--out", str(out), "--quiet"],
         "train": ["train", "--steps", "2", "--out", str(out)],  # was a SafetensorError traceback
+        # the window's session (its screenshot beside the disk, where there is room)
+        "session": ["--embeddings", str(m["embeddings"]), "--d-model", "400", "--heads", "2", "--screenshot",
+                    str(m["embeddings"].with_name("shot.png")), "--save-session", str(out)],  # fmt: skip
     }
 
 
-WRITERS = ["export", "all-layers", "encdec-all-layers", "generate", "atlas", "train"]
+WRITERS = ["export", "all-layers", "encdec-all-layers", "generate", "atlas", "train", "session"]
 
 
 def on_full_disk(tmp_path: Path, argv_for, free_pages: int = 1) -> dict:
@@ -108,7 +113,8 @@ def test_a_full_disk_is_one_line_and_leaves_only_the_users_file(tmp_path, folder
 
 def test_every_command_that_writes_a_folder_is_tried():
     """The list above is main.py's commands that write a folder (export twice: one layer, all layers)."""
-    commands = {argv[0] for argv in _writers({"decoder": Path(), "t5": Path(), "gpt2": Path()}, Path("o")).values()}
+    paths = {"decoder": Path(), "t5": Path(), "gpt2": Path(), "embeddings": Path("e.npy")}
+    commands = {argv[0] for argv in _writers(paths, Path("o")).values() if not argv[0].startswith("--")}
     sys.path.insert(0, str(ROOT))
     import main
 
