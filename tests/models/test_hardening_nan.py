@@ -114,3 +114,36 @@ def test_generate_refuses_nan_by_name_never_a_traceback(tmp_path, capsys, big_qk
                                             "3", "--out", str(out)]))  # fmt: skip
     assert "overflows float32" in line and "layer 1" in line and "queries and keys" in line
     assert not out.exists() and not any(".partial-" in p.name for p in tmp_path.iterdir())
+
+
+@pytest.fixture(scope="module")
+def nan_checkpoint(tmp_path_factory) -> Path:
+    """A GPT-2 whose layer 1 attention weights hold one NaN."""
+    folder = write_tiny_gpt2(tmp_path_factory.mktemp("nan") / "nan-gpt2")
+    tensors = gpt2_tensors()
+    tensors["h.1.attn.c_attn.weight"][1, 3] = float("nan")
+    save_file(tensors, str(folder / "model.safetensors"))
+    return folder
+
+
+def _commands(model: Path, out: Path) -> dict:
+    """Every command that reads a model, with what it writes."""
+    from models.explain_cli import explain_main
+
+    sentence = ["--sentence", "the cat sat"]
+    return {
+        "export": (export_main, ["--model", str(model), *sentence, "--out", str(out)]),
+        "all-layers": (export_main, ["--model", str(model), *sentence, "--all-layers", "--out", str(out)]),
+        "explain": (explain_main, ["--model", str(model), *sentence, "--stage", "weights", "--cell", "0,1,0"]),
+        "generate": (generate_main, ["--model", str(model), "--prompt", "the cat", "--max-new-tokens", "2",
+                                     "--out", str(out)]),  # fmt: skip
+        "atlas": (atlas_main, ["--model", str(model), "--out", str(out), "--quiet"]),
+    }
+
+
+@pytest.mark.parametrize("command", ["export", "all-layers", "explain", "generate", "atlas"])
+def test_a_nan_checkpoint_is_one_line_for_every_command(tmp_path, capsys, nan_checkpoint, command):
+    main, argv = _commands(nan_checkpoint, tmp_path / "out")[command]
+    line = _one_line(capsys, main(argv))
+    assert "holds nan" in line and "h.1.attn.c_attn.weight" in line, line
+    assert not (tmp_path / "out").exists()
