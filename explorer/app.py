@@ -218,17 +218,17 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         if isinstance(opened, str):
             print(f"error: {opened}", file=sys.stderr)
             return 2
-        wait_until(lambda: opened.ready() and window.is_settled(), 20)
+        wait_until(lambda: opened.ready() and window.is_settled() or bool(opened.failed()), 20)
+        if opened.failed():
+            outcome["error"] = opened.failed()
         if "error" in outcome:
             print(f"error: {outcome['error']}", file=sys.stderr)
             return 2
         for _ in range(3):  # its layout settled and painted
             app.processEvents()
         target = opened.widget
-    saved = window.save_screenshot(path) if target is window else target.grab().save(str(path), "PNG")
-    if not saved:
-        print(f"error: {getattr(window, 'screenshot_error', None) or f'cannot write screenshot to {path}'}",
-              file=sys.stderr)  # fmt: skip
-        return 2
-    print(f"wrote {path}")
-    return 0
+    from explorer.files.image_export import save_screenshot
+
+    if target is window:  # the heatmaps painted and the numbers read off the GUI thread shown
+        window.settle_for_screenshot()
+    return save_screenshot(target, path)  # atomic: a failed write never touches the old PNG

@@ -343,11 +343,14 @@ class MainWindow(QMainWindow):
             self.state.set_focus_head(head)
 
     # --- screenshots and closing -----------------------------------------------------------
+    def settle_for_screenshot(self) -> None:
+        self.matrix_view.flush()  # the heatmaps painted, not a held canvas
+        self.jobs.wait_until_idle()  # and the numbers read off this thread (in cells, focus) shown
+
     def save_screenshot(self, path: str | Path) -> bool:
         from explorer.files.image_export import write_png
 
-        self.matrix_view.flush()  # the heatmaps painted, not a held canvas
-        self.jobs.wait_until_idle()  # and the numbers read off this thread (in cells, focus) shown
+        self.settle_for_screenshot()
         self.screenshot_error = write_png(self, path)  # atomic: never a truncated PNG in place
         return self.screenshot_error is None
 

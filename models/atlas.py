@@ -28,6 +28,7 @@ from .atomic import MANIFEST, TOOL, atomic_folder
 from .config import Cancelled, InputError
 from .detectors import DEFINITIONS as DETECTOR_DEFINITIONS
 from .detectors import DETECTORS, PROBE_SEED, PROBES_PER_KIND
+from .finite import csv_float, csv_number
 from .survey import DEFINITIONS, METRIC_NAMES, METRICS_VERSION, head_metrics
 
 FORMAT = "attention-explorer-atlas/1"
@@ -273,14 +274,14 @@ def write_atlas(atlas: Atlas, out: str | os.PathLike, force: bool = False, corpu
             w = csv.writer(f)
             w.writerow(COLUMNS)
             for row in head_rows(atlas):
-                w.writerow([row[c] if c in COLUMNS[:3] else repr(row[c]) for c in COLUMNS])
+                w.writerow([row[c] if c in COLUMNS[:3] else csv_number(row[c]) for c in COLUMNS])
         with open(tmp / TOP_FILE, "w", newline="", encoding="utf-8") as f:
             w = csv.writer(f)
             w.writerow(["layer", "head", "metric", "line", "value", "text"])
             for m, lines in atlas.best_line.items():
                 for (layer, head), line in np.ndenumerate(lines):
                     if line >= 0:
-                        w.writerow([layer, head, m, int(line), repr(float(atlas.best_value[m][layer, head])),
+                        w.writerow([layer, head, m, int(line), csv_number(atlas.best_value[m][layer, head]),
                                     atlas.best_text.get(int(line), "")])  # fmt: skip
         man = {"tool": TOOL, "format": FORMAT, **atlas.manifest,
                "corpus": corpus if corpus is not None else atlas.manifest.get("corpus"), "columns": list(COLUMNS),
@@ -307,7 +308,7 @@ def read_atlas(folder: str | os.PathLike) -> Atlas:
     columns = {c: np.full((layers, heads), np.nan) for c in names}
     for r in rows:
         for c in names:
-            columns[c][int(r["layer"]), int(r["head"])] = float(r[c])
+            columns[c][int(r["layer"]), int(r["head"])] = csv_float(r[c])
     atlas = Atlas(str(man.get("model", folder.name)), layers, heads, int(man.get("texts", 0)), columns, manifest=man)
     top = folder / TOP_FILE
     if top.is_file():
@@ -315,6 +316,6 @@ def read_atlas(folder: str | os.PathLike) -> Atlas:
             for r in csv.DictReader(f):
                 m, layer, head, line = r["metric"], int(r["layer"]), int(r["head"]), int(r["line"])
                 atlas.best_line.setdefault(m, np.full((layers, heads), -1, dtype=np.int64))[layer, head] = line
-                atlas.best_value.setdefault(m, np.full((layers, heads), np.nan))[layer, head] = float(r["value"])
+                atlas.best_value.setdefault(m, np.full((layers, heads), np.nan))[layer, head] = csv_float(r["value"])
                 atlas.best_text[line] = r["text"]
     return atlas

@@ -30,22 +30,23 @@ class ProgressBar:
     """``atlas  [#####-----]  340/1000 texts  12.3 s`` on stderr, at most ten times a second."""
 
     def __init__(self, total: int, enabled: bool = True) -> None:
-        self.total, self.enabled = max(1, total), enabled
+        self.total, self.enabled, self.drawn = max(1, total), enabled, False
         self.start = self.last = time.perf_counter()
 
     def __call__(self, done: int) -> None:
         now = time.perf_counter()
         if not self.enabled or (now - self.last < 0.1 and done < self.total):
             return
-        self.last = now
+        self.last, self.drawn = now, True
         filled = int(30 * min(done, self.total) / self.total)
         sys.stderr.write(f"\ratlas  [{'#' * filled}{'-' * (30 - filled)}]  {done}/{self.total} texts  "
                          f"{now - self.start:.1f} s")  # fmt: skip
         sys.stderr.flush()
 
     def close(self) -> None:
-        if self.enabled:
+        if self.drawn:  # ends the bar's line; nothing when no bar was drawn (no blank line before an error)
             sys.stderr.write("\n")
+            self.drawn = False
 
 
 def atlas_main(argv: Sequence[str]) -> int:
@@ -63,7 +64,11 @@ def atlas_main(argv: Sequence[str]) -> int:
                 raise InputError(f"corpus {path} is not a file")
             corpus = {"path": str(path.resolve()), "sha256": file_sha256(path), "bytes": path.stat().st_size}
         from . import api
+        from .pretrained.registry import is_encoder_decoder
 
+        if is_encoder_decoder(args.model):  # was an AttributeError traceback (issue 36)
+            raise InputError(f"atlas reads encoder or decoder models; {args.model} is an encoder-decoder model "
+                             f"(t5, mt5, bart, marian): survey one block with 'main.py export --all-layers --block'")
         model = api.load(args.model, step=args.step, device=args.device).engine  # the front door's model
         if args.corpus is not None:
             total = count_lines(args.corpus, args.limit)
@@ -89,7 +94,7 @@ def atlas_main(argv: Sequence[str]) -> int:
     except (KeyboardInterrupt, Cancelled):
         if bar is not None:
             bar.close()
-        print("interrupted: nothing written", file=sys.stderr)
+        print("error: interrupted by SIGINT: nothing written", file=sys.stderr)
         return 130
     man = atlas.manifest
     print(f"wrote the atlas of {atlas.layers} layers × {atlas.heads} heads over {atlas.texts} texts "

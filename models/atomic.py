@@ -185,8 +185,17 @@ def sync_file(f) -> None:
     os.fsync(f.fileno())
 
 
+def _reason(exc: OSError) -> str:
+    """The OS's words; numpy's short write (``1536 requested and 992 written``, no errno) is a full
+    disk or a file-size limit, said so."""
+    text = exc.strerror or str(exc)
+    if exc.errno is None and "requested and" in text and "written" in text:
+        return f"No space left on device or file too large ({text})"
+    return text
+
+
 def _write_error(label: str, exc: OSError) -> InputError:
-    return InputError(f"cannot write {label}: {exc.strerror or exc}")
+    return InputError(f"cannot write {label}: {_reason(exc)}")
 
 
 @contextmanager
@@ -242,7 +251,7 @@ def atomic_folder(out: str | os.PathLike, force: bool = False) -> Iterator[Path]
         except BaseException as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             if isinstance(exc, OSError):
-                raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
+                raise InputError(f"cannot write to {out}: {_reason(exc)}") from None
             raise
 
 

@@ -89,7 +89,7 @@ def export_main(argv: Sequence[str]) -> int:
         if args.all_layers:
             from .survey_cli import export_all_layers
 
-            ignored = [given[d] for d in ("stages", "only_heads") if d in given]
+            ignored = [given[d] for d in ("stages", "only_heads", "layer") if d in given]  # --layer: issue 36
             if ignored:
                 raise InputError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply with "
                                  f"--all-layers (it writes every layer's weights, rollout and heads.csv)")  # fmt: skip

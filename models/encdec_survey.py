@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.lib.format import open_memmap
 
 from .atomic import MANIFEST, TOOL, atomic_folder
 from .survey import DEFINITIONS, METRIC_NAMES, METRICS_VERSION, head_metrics, rollout
-from .survey_export import ATTENTION_FILE, FORMAT, HEADS_FILE, ROLLOUT_FILE, write_heads_csv
+from .survey_export import ATTENTION_FILE, FORMAT, HEADS_FILE, ROLLOUT_FILE, LayerFile, write_heads_csv
 
 
 def write_block_layers(model, sentence: str, out: str | os.PathLike, force: bool = False, mask: str | None = None,
@@ -32,12 +31,13 @@ def write_block_layers(model, sentence: str, out: str | os.PathLike, force: bool
     n_q, n_k = {"encoder": (src, src), "decoder": (tgt, tgt), "cross": (tgt, src)}[block]
     shape = (model.block_layers(block), model.num_heads, len(n_q.ids), len(n_k.ids))
     with atomic_folder(out, force) as tmp:
-        weights = open_memmap(tmp / ATTENTION_FILE, mode="w+", dtype=np.float32, shape=shape)
-        q_enc, k_enc, weights, notices = model.layer_weights(
-            sentence, mask=mask, pad_positions=pad_positions, cross_sentence=cross_sentence, block=block,
-            max_tokens=max_tokens, out=weights,
-        )  # refuses a mask or pad positions (not the model's own) before anything is written
-        weights.flush()
+        # Plain writes, layer by layer, never a memory map: on a full disk a map dies of SIGBUS.
+        with LayerFile(tmp / ATTENTION_FILE, shape) as layers:
+            q_enc, k_enc, _, notices = model.layer_weights(
+                sentence, mask=mask, pad_positions=pad_positions, cross_sentence=cross_sentence, block=block,
+                max_tokens=max_tokens, out=layers,
+            )  # refuses a mask or pad positions (not the model's own) before anything is written
+        weights = np.load(tmp / ATTENTION_FILE, mmap_mode="r")  # read-only: the file is whole and synced
         metrics = head_metrics(weights)
         files = {ATTENTION_FILE: {"shape": list(shape), "axes": ["layer", "head", "query", "key"]}}
         if block != "cross":

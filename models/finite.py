@@ -82,3 +82,35 @@ def check_recorded(record: dict, label: str) -> None:
             "scores", "scaled", "softcapped", "masked", "weights") else "the inputs or weights are too large"
         raise InputError(f"stage '{name}' of {label} overflows float32 ({value!r} at {index}): {cause}; "
                          f"scale them down")  # fmt: skip
+
+
+# --- the one gate for a result: refused by name, or a documented value in a table ------------------
+
+
+def refuse_nonfinite(array, what: str, cause: str, axes: tuple[str, ...] = ()) -> None:
+    """Refuse ``array`` (numpy or torch) when it holds NaN or ±∞: one InputError line naming
+    ``what``, the first bad value and where it is (``axes`` name the indices), and ``cause``."""
+    a = np.asarray(array.detach().cpu() if isinstance(array, torch.Tensor) else array)
+    if not np.issubdtype(a.dtype, np.floating) or a.size == 0:
+        return
+    if np.isfinite(a.min()) and np.isfinite(a.max()):  # one pass each, no mask as big as the array
+        return
+    index = [int(i) for i in np.argwhere(~np.isfinite(a))[0]]
+    where = ", ".join(f"{n} {i}" for n, i in zip(axes, index)) if axes else str(index)
+    raise InputError(f"{what} overflows float32 ({float(a[tuple(index)])!r} at {where}): {cause}; scale them down")
+
+
+UNDEFINED = ""  # a table's cell for a value that is not defined (docs/formats.md), never "nan"
+
+
+def csv_number(value: float) -> str:
+    """A table's cell: the value in full precision (``repr``), or :data:`UNDEFINED` when it is not
+    a finite number (a metric without meaning for this head: ``previous`` of a one-token sentence,
+    ``self`` of cross-attention)."""
+    value = float(value)
+    return repr(value) if math.isfinite(value) else UNDEFINED
+
+
+def csv_float(text: str) -> float:
+    """A table's cell back: NaN for :data:`UNDEFINED` (and for the ``nan`` older files hold)."""
+    return math.nan if text.strip() == UNDEFINED else float(text)

@@ -1,7 +1,7 @@
 """The arrays of a :class:`models.runspec.RunSpec` (what its file options held), kept in memory:
 what a session brought, so that reopening one writes nothing to the user's disk.
 
-:class:`HeldArrays` is immutable and compares by value (dtype, shape and bytes), so that it can sit
+:class:`HeldArrays` is immutable and compares by value (dtype, shape and a hash of the bytes), so that it can sit
 in the frozen RunSpec (and the window's ``Inputs``) and ``spec == spec`` still means "the same
 computation". Names are a session's members (models/session.py): ``embeddings``,
 ``cross_embeddings``, ``mask``, ``weights/W_q`` …
@@ -9,6 +9,7 @@ computation". Names are a session's members (models/session.py): ``embeddings``,
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 
 import numpy as np
@@ -17,9 +18,19 @@ ROLES = ("embeddings", "cross_embeddings", "weights")  # what the window's Input
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
-    array = np.array(array, copy=True)
-    array.flags.writeable = False
+    """``array``, read-only. One handed over read-only and C-contiguous (what the readers give:
+    models.runspec.load_matrix, a session's members) is kept as it is: copying a 2 GiB matrix
+    doubled the peak (issue 36); any other is copied first, so no one else can change it."""
+    array = np.asarray(array)
+    if array.flags.writeable or not array.flags.c_contiguous:
+        array = np.array(array, copy=True, order="C")
+        array.flags.writeable = False
     return array
+
+
+def _digest(array: np.ndarray) -> bytes:
+    """The array's bytes, hashed in place (``tobytes()`` made a second whole copy)."""
+    return hashlib.blake2b(memoryview(array).cast("B") if array.size else b"", digest_size=32).digest()
 
 
 class HeldArrays(Mapping[str, np.ndarray]):
@@ -29,7 +40,7 @@ class HeldArrays(Mapping[str, np.ndarray]):
 
     def __init__(self, arrays: Mapping[str, np.ndarray] | None = None):
         self._arrays = {name: _frozen(a) for name, a in sorted((arrays or {}).items())}
-        self._key = tuple((n, a.dtype.str, a.shape, a.tobytes()) for n, a in self._arrays.items())
+        self._key = tuple((n, a.dtype.str, a.shape, _digest(a)) for n, a in self._arrays.items())
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self._arrays[name]

@@ -66,6 +66,10 @@ def sequence_of(req: AttentionRequest, cross: bool):
             raise InputError(f"{len(labels)} labels given for {m.shape[0]} rows of {what}")
         tokens = list(labels) if labels is not None else [f"#{i}" for i in range(m.shape[0])]
         return tokens, torch.from_numpy(m)
+    if labels:  # never silently ignored (issue 36): the sentence's tokens are its labels
+        option = "--cross-labels" if cross else "--labels"
+        raise InputError(f"{option} names the rows of {'--cross-embeddings' if cross else '--embeddings'}; with "
+                         f"{'--cross-sentence' if cross else '--sentence'} the tokens are the labels: leave it out")
     sentence = req.cross_sentence if cross else req.sentence
     return tokens_or_error(sentence, cfg.max_tokens, "second sentence" if cross else "sentence"), None
 

@@ -54,12 +54,16 @@ VALUES = tuple(f for f in FIELDS if f.stored and f.array is None)  # the RunSpec
 ARRAY_FIELDS = {f.array: f for f in FIELDS if f.array}  # "embeddings", "cross_embeddings", "mask", "weights"
 
 
-def load_matrix(path: str, what: str) -> np.ndarray:
+def load_matrix(path: str, what: str, max_tokens: int | None = None) -> np.ndarray:
     """Read a ``.npy`` file without ever unpickling, with a clear message on failure
-    (models.io: a regular file only, its header checked before its data)."""
+    (models.io: a regular file only, its header checked before its data: models/matrix_header.py);
+    read-only, so that HeldArrays keeps it without a copy."""
     from .io import read_npy
+    from .matrix_header import matrix_check
 
-    return read_npy(path, f"{what} file")
+    matrix = read_npy(path, f"{what} file", matrix_check(what, path, max_tokens))
+    matrix.flags.writeable = False
+    return matrix
 
 
 def array_name_allowed(name: str) -> bool:
@@ -88,7 +92,8 @@ class _RunSpecMethods:
 
                     arrays |= {f"weights/{k}": a for k, a in read_weights_file(path).items()}
                 else:
-                    arrays[name] = load_matrix(path, name.replace("_", " ") if name != "mask" else "mask")
+                    arrays[name] = load_matrix(path, name.replace("_", " ") if name != "mask" else "mask",
+                                               getattr(args, "max_tokens", None))
         return cls(**values, arrays=HeldArrays(arrays), origins=tuple(origins.items()))
 
     def replace(self, **changes: object) -> RunSpec:

@@ -150,6 +150,8 @@ def read_arrays(zf: SafeZip, spec: RunSpec, names: dict[str, str]) -> RunSpec:
     max_tokens = spec.max_tokens if type(spec.max_tokens) is int and 0 < spec.max_tokens <= 1 << 31 \
         else DEFAULT_MAX_TOKENS  # fmt: skip
     arrays = {key: zf.array(member, _shape_check(key, member, max_tokens, weights)) for key, member in names.items()}
+    for array in arrays.values():  # handed over: HeldArrays keeps them without a copy
+        array.flags.writeable = False
     return spec.replace(arrays=HeldArrays(arrays))
 
 

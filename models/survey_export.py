@@ -18,6 +18,7 @@ import numpy as np
 from numpy.lib.format import dtype_to_descr, write_array_header_2_0
 
 from .atomic import MANIFEST, SURVEY_FORMAT, TOOL, atomic_folder
+from .finite import csv_float, csv_number
 from .survey import DEFINITIONS, METRIC_NAMES, METRICS_VERSION, head_metrics, rollout
 
 FORMAT = SURVEY_FORMAT
@@ -68,14 +69,16 @@ class LayerFile:
 
 
 def write_heads_csv(metrics: dict[str, np.ndarray], path: Path) -> None:
-    """One row per (layer, head), 0-based, full float precision (``repr``)."""
+    """One row per (layer, head), 0-based, full float precision (``repr``); a metric that is not
+    defined for a head (NaN: ``previous`` of a one-token sentence, ``self`` of cross-attention) is
+    an empty cell, never ``nan`` (models.finite.csv_number)."""
     layers, heads = metrics[METRIC_NAMES[0]].shape
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["layer", "head", *METRIC_NAMES])
         for layer in range(layers):
             for head in range(heads):
-                writer.writerow([layer, head, *(repr(float(metrics[m][layer, head])) for m in METRIC_NAMES)])
+                writer.writerow([layer, head, *(csv_number(metrics[m][layer, head]) for m in METRIC_NAMES)])
 
 
 def read_heads_csv(path: str | os.PathLike) -> dict[str, np.ndarray]:
@@ -88,7 +91,7 @@ def read_heads_csv(path: str | os.PathLike) -> dict[str, np.ndarray]:
     for r in rows:
         for m in METRIC_NAMES:
             if r.get(m) is not None:  # an older heads.csv (metrics version 1) has no "sink"
-                out[m][int(r["layer"]), int(r["head"])] = float(r[m])
+                out[m][int(r["layer"]), int(r["head"])] = csv_float(r[m])
     return out
 
 

@@ -58,10 +58,11 @@ def timeline_screenshot(app, window, timeline, path: str, window_screenshot) -> 
         out = Path(path)
         code = window_screenshot(app, window, str(out.with_name(out.stem + "_window.png")), None)
         app.processEvents()
-        if code == 0 and not timeline.grab().save(str(out), "PNG"):
-            print(f"error: could not write {out}", file=sys.stderr)
-            return 2
-        return code
+        if code != 0:
+            return code
+        from explorer.files.image_export import save_screenshot
+
+        return save_screenshot(timeline, out)  # atomic: a failed write never touches the old PNG
     finally:
         if timeline is not None:
             timeline.close()

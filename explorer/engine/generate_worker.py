@@ -15,7 +15,9 @@ from PySide6.QtCore import Signal
 from explorer.engine.generation_view import GenerationView
 from explorer.images.thumbnails import tile_side
 from explorer.jobs import LatestJob
+from models.finite import refuse_nonfinite
 from models.generate import GenerateSettings, generate
+from models.generate.finite import SCORES, check_generation
 
 
 class GenerateWorker(LatestJob):
@@ -50,8 +52,11 @@ class GenerateWorker(LatestJob):
             from models.generate.mlm import predict_masks
 
             result = predict_masks(model, prompt, shown=settings.shown, max_tokens=settings.max_tokens)
-            view = GenerationView(result.as_generation(), attention=result.attention, causal=False, side=side)
+            refuse_nonfinite(result.attention, "the attention", SCORES, ("layer", "head", "query", "key"))
+            view = GenerationView(check_generation(result.as_generation()), attention=result.attention, causal=False,
+                                  side=side)  # fmt: skip
         else:
-            view = GenerationView(generate(model, prompt, settings, should_stop=stale, on_step=on_step), side=side)
+            gen = generate(model, prompt, settings, should_stop=stale, on_step=on_step)
+            view = GenerationView(check_generation(gen), side=side)  # no NaN on screen: one line instead
         if not stale():
             self.finished.emit(request, view)

@@ -67,8 +67,11 @@ def build_timeline(model: str, sentence: str, progress: Callable[[int, int], Non
     if not steps:
         raise InputError(f"{folder.name} has no training steps (no checkpoints/step-N folders, no stepN revisions)")
     per_step, tokens = [], []
-    for i, path in enumerate(steps.values()):
-        tokens, A = all_layer_weights(load_model(path, device="cpu"), sentence, max_tokens=max_tokens)
+    for i, (step, path) in enumerate(steps.items()):
+        try:
+            tokens, A = all_layer_weights(load_model(path, device="cpu"), sentence, max_tokens=max_tokens)
+        except InputError as exc:  # which of the checkpoints (issue 36: the line did not say)
+            raise InputError(f"the checkpoint of step {step} ({path}): {exc}") from None
         per_step.append(head_scores(A, tokens))
         if progress:
             progress(i + 1, len(steps))

@@ -124,6 +124,20 @@ def write_png(widget: QWidget, path: str | Path) -> str | None:
     return None
 
 
+def save_screenshot(widget: QWidget, path: str | Path) -> int:
+    """The one way every ``--screenshot`` (each ``--view``, the timeline, Generate, atlas and
+    attention windows) reaches the disk: rendered into memory, written atomically
+    (:func:`write_png`); ``wrote PATH`` on stdout and 0, or one ``error: …`` line on stderr and 2."""
+    import sys
+
+    problem = write_png(widget, path)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
+    return 0
+
+
 def save_scene(scene, chosen: str | Path) -> Path:
     """Write ``scene`` to ``chosen``: SVG for ``.svg``, else PNG (``.png`` added when missing)."""
     path = image_path(chosen)

@@ -135,8 +135,16 @@ def inputs_from_session(session: Session, base: Inputs | None = None) -> WindowS
 
 
 def open_window_session(path: str, base: Inputs | None = None) -> WindowSession:
-    """Read ``path``; one-line :class:`InputError` when it cannot be shown."""
-    session = load_session(path)
+    """Read ``path``; one-line :class:`InputError` when it cannot be shown (out of memory too:
+    issue 36, a session with big arrays ended the window on a MemoryError traceback)."""
+    from models.memory import OUT_OF_MEMORY, is_out_of_memory
+
+    try:
+        session = load_session(path)
+    except (MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        raise InputError(f"session {path}: {OUT_OF_MEMORY}") from None
     try:
         return inputs_from_session(session, base)
     except InputError as exc:

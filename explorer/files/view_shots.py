@@ -19,10 +19,11 @@ VIEWS = ("stepper", "inspector", "compare", "pe-lens", "model", "metrics", "roll
 
 @dataclass
 class Shot:
-    """The widget to grab, and when it is ready (polled)."""
+    """The widget to grab, when it is ready (polled), and why it never will be ("" while it may)."""
 
     widget: object
     ready: Callable[[], bool]
+    failed: Callable[[], str] = lambda: ""
 
 
 def _inspector_whole(window, tallest: int = 1400) -> bool:
@@ -119,7 +120,9 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
     for panel in panels:
         survey_tab(panel, view)
     widget = survey.centralWidget().widget() if hasattr(survey, "panels") else survey
-    return Shot(widget, lambda: all(p.survey is not None and not p.busy and p.model_view.settled() for p in panels))
+    # A survey that failed (scores that overflow, say) is said at once, not waited for (issue 36).
+    return Shot(widget, lambda: all(p.survey is not None and not p.busy and p.model_view.settled() for p in panels),
+                lambda: next((p.error for p in panels if p.error), ""))  # fmt: skip
 
 
 def survey_tab(panel, view: str | None) -> None:

@@ -8,6 +8,8 @@ scores highest on the chosen metric in the stepper (``head_chosen``).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -329,15 +331,17 @@ def atlas_screenshot(folder, out, compare=None, colour: str | None = None, scatt
         window.panel.views.setCurrentIndex(1)
     window.show()
     QApplication.processEvents()
-    saved = window.grab().save(str(out), "PNG")
+    from explorer.files.image_export import save_screenshot
+
+    if ok:
+        code = save_screenshot(window, out)  # atomic: a failed write never touches the old PNG
+    else:
+        code = 2
+        print(f"error: {window.panel.status.text().removeprefix('error: ')}", file=sys.stderr)
     window.close()
     window.deleteLater()
     QApplication.processEvents()
-    if not ok:
-        print(f"error: {window.panel.status.text().removeprefix('error: ')}")
-        return 2
-    print(f"wrote {out}" if saved else f"error: cannot write screenshot to {out}")
-    return 0 if saved else 2
+    return code
 
 
 def atlas_corpus(atlas_window: AtlasWindow | None) -> dict | None:

@@ -18,6 +18,7 @@ model, e.g. the window's model cache) and a model name, never the window.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 
@@ -342,15 +343,17 @@ def generate_screenshot(model: str, prompt: str, new_tokens: int, out, step: int
     window.panel.wait_until_shown()  # the thumbnails at the view's pixels, once laid out
     QApplication.processEvents()
     message = window.panel.status.text()
-    ok = window.panel.view is not None and window.grab().save(str(out), "PNG")
+    from explorer.files.image_export import save_screenshot
+
+    if window.panel.view is None:
+        code = 2
+        print(message if message.startswith("error") else f"error: nothing was generated: {message}", file=sys.stderr)
+    else:
+        code = save_screenshot(window, out)  # atomic: a failed write never touches the old PNG
     window.close()
     window.deleteLater()
     QApplication.processEvents()
-    if not ok:
-        print(message if message.startswith("error") else f"error: cannot write screenshot to {out}")
-        return 2
-    print(f"wrote {out}")
-    return 0
+    return code
 
 
 

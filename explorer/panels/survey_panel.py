@@ -66,6 +66,7 @@ class SurveyPanel(QWidget):
         self.measure_combo.setEnabled(False)  # a model survey only (an attention file has no values)
         self._last_compute: tuple | None = None
         self.message = QLabel("")  # warnings about a file, errors: one line each
+        self.error = ""  # the last survey's one-line failure ("" while it computes or once shown)
         self.message.setWordWrap(True)
         self.message.setStyleSheet("color: #a04000;")
         self.message.hide()
@@ -122,6 +123,7 @@ class SurveyPanel(QWidget):
     def compute(self, model, sentence: str, mask: str | None = None, max_tokens: int | None = None) -> int:
         """Survey a model (a PretrainedModel or a callable returning one) on the worker."""
         self._show_message([])
+        self.error = ""
         self.source_label.setText("Computing every layer…")
         self._last_compute = (model, sentence, mask, max_tokens)
         self.measure_combo.setEnabled(True)
@@ -198,6 +200,7 @@ class SurveyPanel(QWidget):
 
     def _on_failed(self, generation: int, message: str) -> None:
         if generation == self.worker.generation:
+            self.error = message
             self.source_label.setText("The survey failed")
             self._show_message([f"error: {message}"])
 
@@ -335,11 +338,10 @@ def attention_screenshot(path, out, view: str | None = None) -> int:
     if not window.panel.model_view.settled():  # laid out again: thumbnails at the view's pixels now
         window.panel.wait_until_shown()
         QApplication.processEvents()
-    from explorer.files.image_export import write_png
+    from explorer.files.image_export import save_screenshot
 
-    problem = write_png(window, out)  # atomic: never a truncated PNG in place
+    code = save_screenshot(window, out)  # atomic: a failed write never touches the old PNG
     window.close()
     window.deleteLater()
     QApplication.processEvents()
-    print(f"wrote {out}" if problem is None else f"error: {problem}")
-    return 0 if problem is None else 2
+    return code

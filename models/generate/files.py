@@ -10,10 +10,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from numpy.lib.format import open_memmap
 
 from models.atomic import MANIFEST, TOOL, atomic_folder
+from models.finite import refuse_nonfinite
+from models.survey_export import LayerFile
 
+from .finite import SCORES, check_generation
 from .result import Generation
 
 FORMAT = "attention-explorer-generation/1"
@@ -80,14 +82,24 @@ def manifest(gen: Generation, prompt: str) -> dict[str, Any]:
     }
 
 
+def write_attention(gen: Generation, path: Path) -> None:
+    """``attention.npy`` layer by layer with plain writes (:class:`LayerFile`), never through a
+    memory map: on a full disk a map dies of SIGBUS (exit 135, the temporary folder left behind);
+    a plain write raises ENOSPC, one line."""
+    L, h, n = gen.num_layers, gen.num_heads, gen.n
+    with LayerFile(path, (L, h, n, n)) as layers:
+        for layer in range(L):
+            matrix = np.zeros((h, n, n), np.float32)  # (h, n, n), zero above the diagonal
+            for p, row in enumerate(gen.rows):
+                matrix[:, p, : p + 1] = row[layer]
+            layers[layer] = matrix
+
+
 def write_generation(gen: Generation, prompt: str, out: str | os.PathLike, force: bool = False) -> Path:
     """Write the folder ``out`` (``force``: replace a previous export of this tool only)."""
+    check_generation(gen)  # no NaN in a file (json.dumps would stop on one with a traceback)
     with atomic_folder(out, force) as tmp:
-        shape = (gen.num_layers, gen.num_heads, gen.n, gen.n)
-        full = open_memmap(tmp / ATTENTION_FILE, mode="w+", dtype=np.float32, shape=shape)
-        gen.attention(out=full)
-        full.flush()
-        del full  # closes the memory map before the folder is renamed
+        write_attention(gen, tmp / ATTENTION_FILE)
         np.save(tmp / LENS_IDS_FILE, gen.lens_ids.astype(np.int64), allow_pickle=False)
         np.save(tmp / LENS_PROB_FILE, gen.lens_prob.astype(np.float32), allow_pickle=False)
         for name, data in ((TOKENS_FILE, tokens_json(gen)), (MANIFEST, manifest(gen, prompt))):
@@ -124,6 +136,8 @@ def write_masked(result, sentence: str, out: str | os.PathLike, force: bool = Fa
         "torch_version": torch.__version__, "notices": list(result.notices), "files": files,
         "stages": [{"name": Path(f).stem, "file": f} for f in files],
     }  # fmt: skip
+    refuse_nonfinite(result.attention, "the attention", SCORES, ("layer", "head", "query", "key"))
+    check_generation(result.as_generation())
     with atomic_folder(out, force) as tmp:
         np.save(tmp / ATTENTION_FILE, result.attention.astype(np.float32), allow_pickle=False)
         np.save(tmp / LENS_IDS_FILE, result.lens_ids.astype(np.int64), allow_pickle=False)

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
+from models.finite import check_recorded
 from models.memory import check_memory
 from models.pretrained.common import hidden_mask
 from models.pretrained.encdec import BLOCKS, DEFAULT_BLOCK, EncoderDecoder, block_attention, check_block
@@ -256,6 +257,7 @@ class EncoderDecoderModel:
                         hidden = torch.zeros(len(tgt.ids), len(src.ids), dtype=torch.bool, device=self.device)
                 record: dict[str, Tensor] = {}
                 block_attention(x_q, x_kv, a.params(block, layer, x_q.shape[0], x_kv.shape[0]), hidden, record)
+                check_recorded(record, f"{block} layer {layer}")  # never a NaN in a file or on screen (issue 36)
                 out[layer] = record["weights"].detach().cpu().numpy()
                 if on_layer is not None:
                     on_layer(layer, out[layer])

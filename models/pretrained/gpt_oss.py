@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from torch import Tensor
 
+from models.config import InputError
 from models.pretrained.common import AttentionParams, Weights, config_int
 from models.pretrained.llama import Llama
 from models.pretrained.moe_gpt_oss import GptOssExperts
@@ -34,6 +35,18 @@ class GptOss(Llama):
         if cfg.get("sliding_window") is None or i % 2:
             return None
         return config_int(cfg, "sliding_window")
+
+    def layer_windows(self, cfg: dict) -> list[int | None]:
+        """As LLaMA's, but a sliding layer (every even one unless ``layer_types`` says otherwise)
+        without a ``sliding_window`` is refused, as transformers refuses it (issue 36: it was taken
+        as full attention)."""
+        types = cfg.get("layer_types")
+        sliding = [t == "sliding_attention" for t in types] if isinstance(types, list) else \
+            [i % 2 == 0 for i in range(self.num_layers)]  # fmt: skip
+        if cfg.get("sliding_window") is None and any(sliding):
+            raise InputError(f"config.json: layer {sliding.index(True)} is a sliding-window layer but sliding_window "
+                             f"is null; gpt-oss needs its size (transformers refuses this config too)")  # fmt: skip
+        return super().layer_windows(cfg)
 
     def attention_weights(self, w: Weights, p: str) -> dict:
         return {**super().attention_weights(w, p), "sinks": w.take(p + "self_attn.sinks", self.num_heads)}

@@ -62,6 +62,9 @@ class Llama(Architecture):
         kv = self.num_kv_heads = config_int(cfg, "num_key_value_heads", default=h)
         if h % kv:
             raise InputError(f"config.json: {h} query heads cannot share {kv} key/value heads")
+        if cfg.get("head_dim") is None and d < h:  # the default d // h would be 0 (issue 36: ZeroDivisionError)
+            raise InputError(f"config.json: {h} heads (num_attention_heads) are more than hidden_size={d} and "
+                             f"there is no head_dim: each head would have 0 features")  # fmt: skip
         dk = self.head_dim = config_int(cfg, "head_dim", default=d // h)
         self.num_layers = config_int(cfg, "num_hidden_layers")
         self.max_positions = config_int(cfg, "max_position_embeddings")

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
+from safetensors import SafetensorError
 from safetensors.torch import save_file
 
 from models.config import InputError
@@ -48,8 +50,20 @@ def save_model(folder: Path, model: TinyLlama) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(model.cfg.to_hf(), indent=2) + "\n", encoding="utf-8")
     tensors = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
-    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    try:
+        save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    except SafetensorError as exc:  # a full disk was a SafetensorError traceback (issue 36)
+        raise _os_error(exc) from None
     write_tokenizer(folder)
+
+
+def _os_error(exc: Exception) -> OSError:
+    """safetensors' write error as the OSError it wraps ("… I/O error: No space left on device (os
+    error 28) …"), so the atomic writer reports it as one line and removes its temporary."""
+    found = re.search(r"I/O error: (.*?) \(os error (\d+)\)", str(exc))
+    if found:
+        return OSError(int(found.group(2)), found.group(1))
+    return OSError(f"cannot write the checkpoint: {' '.join(str(exc).split())}")
 
 
 def write_losses(path: Path, rows: list[dict]) -> None:

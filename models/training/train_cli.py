@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from models.atomic import atomic_folder, check_target
 from models.command_fields import TRAIN_ROWS
@@ -25,9 +26,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def progress_line(start: float):
+    """The progress bar on stderr; ``report.end()`` ends its line (nothing when none was drawn), so
+    that a line after it (an error, a signal's) starts a line of its own."""
+    drawn = []
+
+    def end() -> None:
+        if drawn:
+            print(file=sys.stderr, flush=True)
+            drawn.clear()
+
     def report(step: int, total: int, loss: float) -> None:
         if step % 10 and step != total:
             return
+        drawn.append(True)
         elapsed = time.perf_counter() - start
         eta = elapsed / max(step, 1) * (total - step)
         width = 24
@@ -35,6 +46,7 @@ def progress_line(start: float):
         print(f"\rtraining [{'#' * done}{'.' * (width - done)}] step {step}/{total}  loss {loss:.3f}  "
               f"{elapsed:.0f} s, ~{eta:.0f} s left ", end="", file=sys.stderr, flush=True)  # fmt: skip
 
+    report.end = end
     return report
 
 
@@ -45,16 +57,23 @@ def train_main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_ranges(args, fields=TRAIN_ROWS)
+        out = Path(args.out)
+        if out.is_dir() and not out.is_symlink() and any(out.iterdir()):  # train has no --force: never "use --force"
+            raise InputError(f"output folder {out} exists and is not empty; train never replaces a folder: "
+                             f"choose a new one (or remove it yourself)")  # fmt: skip
         check_target(args.out)
         tc = replace(TrainConfig(), steps=args.steps, seed=args.seed)
         start = time.perf_counter()
+        progress = progress_line(start)
         with atomic_folder(args.out) as tmp:
-            rows = train(tmp, tc, progress_line(start))
-        print(file=sys.stderr)
+            try:
+                rows = train(tmp, tc, progress)
+            finally:
+                progress.end()  # before the folder is published, or a line says why not
     except InputError as exc:
         return cli_error(str(exc))
     except KeyboardInterrupt:
-        print("\ninterrupted: nothing written", file=sys.stderr)
+        print("error: interrupted by SIGINT: nothing written", file=sys.stderr)
         return 130
     last = rows[-1]
     print(f"wrote {args.out}: {len(rows)} checkpoints, final loss {last['heldout_loss']:.3f} "

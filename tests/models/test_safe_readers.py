@@ -19,7 +19,7 @@ from models.attention_file import open_attention
 from models.cli import export_main
 from models.config import InputError
 from models.held_arrays import HeldArrays
-from models.io import load_array, parse_json, read_json, read_npy, read_npz
+from models.io import load_array, parse_json, read_array, read_json, read_npy, read_npz
 from models.runspec import RunSpec
 from models.session import Session, load_session, save_session
 from models.weights import load_weights
@@ -88,13 +88,19 @@ def test_a_fifo_as_a_model_config_is_refused(tmp_path):
 # --- headers checked before data --------------------------------------------------------------------
 
 
-def test_a_header_claiming_ten_billion_floats_is_refused_from_the_header(tmp_path, capsys):
+def test_a_header_claiming_ten_billion_floats_is_refused_from_the_header(tmp_path, capsys, monkeypatch):
     path = tmp_path / "big.npy"
     with open(path, "wb") as f:
         npformat.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (100_000, 100_000)})
         f.write(bytes(64))
     line = _one_line(capsys, ["--embeddings", str(path), "--out", str(tmp_path / "o")])
-    assert "truncated or its header is wrong" in line and "40,000,000,000 bytes" in line
+    assert "more than the limit of 16384 tokens" in line  # issue 36: an embeddings file's shape first
+    monkeypatch.setattr(memory, "available_bytes", lambda: 1 << 30)
+    line = _one_line(capsys, ["--embeddings", str(path), "--max-tokens", "100000", "--out", str(tmp_path / "o")])
+    assert "of memory but only" in line  # then the memory the run would hold for it
+    with open(path, "rb") as f:
+        with pytest.raises(InputError, match="truncated or its header is wrong.*40,000,000,000 bytes"):
+            read_array(f, "big.npy", path.stat().st_size)
     result = _in_thread(lambda: open_attention(path))
     assert isinstance(result.get("error"), InputError)
 

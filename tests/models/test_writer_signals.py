@@ -24,7 +24,12 @@ ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "OMP_NUM_THREADS": "1", "PY
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    return write_tiny_gpt2(tmp_path_factory.mktemp("tiny") / "tiny-gpt2")
+    folder = write_tiny_gpt2(tmp_path_factory.mktemp("tiny") / "tiny-gpt2")
+    from encdec_refs import build  # an encoder-decoder beside it (tiny.parent / "t5"), for its --all-layers
+
+    (folder.parent / "t5").mkdir()
+    build(folder.parent / "t5", "t5")
+    return folder
 
 
 def _writers(tmp: Path, tiny: Path) -> dict[str, tuple[str, list[str], Path]]:
@@ -36,6 +41,14 @@ def _writers(tmp: Path, tiny: Path) -> dict[str, tuple[str, list[str], Path]]:
         "screenshot": (".png", [*TOY, "--screenshot", str(tmp / "out.png")], tmp / "out.png"),
         "session": (".zip", [*TOY, "--screenshot", str(tmp / "shot.png"), "--save-session", str(tmp / "out.zip")],
                     tmp / "out.zip"),  # fmt: skip
+        # issue 36: the commands beside export (generate continues the tiny GPT-2's prompt)
+        "generate": ("/", ["generate", "--model", str(tiny), "--prompt", "the cat", "--max-new-tokens", "2",
+                           "--out", str(tmp / "out")], tmp / "out"),  # fmt: skip
+        "atlas": ("/", ["atlas", "--model", str(tiny), "--out", str(tmp / "out"), "--quiet"], tmp / "out"),
+        "encdec-all-layers": ("/", ["export", "--model", str(tiny.parent / "t5"), "--sentence", "the cat sat",
+                                    "--cross-sentence", "die katze", "--all-layers", "--block", "cross",
+                                    "--out", str(tmp / "out")], tmp / "out"),  # fmt: skip
+        "train": ("/", ["train", "--steps", "2", "--out", str(tmp / "out")], tmp / "out"),
     }
 
 
@@ -44,9 +57,11 @@ def _leftovers(folder: Path) -> list[str]:
 
 
 WRITERS = ["export", "all-layers", "screenshot", "session"]
+# every writer of main.py's commands (as tests/models/test_full_disk.py)
+SIGNALLED = [*WRITERS, "generate", "atlas", "train", "encdec-all-layers"]
 
 
-CASES = [(w, signal.SIGTERM) for w in WRITERS] + [(w, s) for w in ("export", "all-layers")
+CASES = [(w, signal.SIGTERM) for w in SIGNALLED] + [(w, s) for w in ("export", "all-layers")
                                                   for s in (signal.SIGHUP, signal.SIGINT)]  # fmt: skip
 
 
@@ -70,7 +85,7 @@ def test_a_signal_during_a_write_leaves_no_temporary_and_one_line(tmp_path, tiny
         if child.poll() is None:
             child.kill()
     assert child.returncode in (-sig, 128 + sig), (child.returncode, err)
-    lines = [e for e in err.splitlines() if e.strip()]
+    lines = [e for e in err.splitlines() if e.strip() and not e.startswith("training [")]  # train's progress bar
     assert len(lines) == 1 and lines[0].startswith("error: interrupted"), err
     assert "Traceback" not in err
     assert _leftovers(tmp_path) == [] and not out.exists(), os.listdir(tmp_path)
@@ -108,3 +123,17 @@ def test_a_file_size_limit_is_one_line_and_keeps_the_old_output(tmp_path, tiny, 
         assert out.read_bytes() == old
     else:
         assert not out.exists()
+
+
+def test_a_file_size_limit_on_a_view_screenshot_keeps_the_old_png(tmp_path):
+    """Issue 36's reproduction: under ``prlimit --fsize=20000``, ``--view compare --screenshot OLD.png``
+    exited 0, printed "wrote" and left OLD.png cut to 20,000 bytes (``grab().save`` into the target)."""
+    out = tmp_path / "old.png"
+    old = bytes(range(256)) * 8  # the user's file: smaller than the limit, not an image we could remake
+    out.write_bytes(old)
+    result = _limit([*TOY, "--view", "compare", "--screenshot", str(out)], tmp_path, 20000)
+    err = [e for e in result.stderr.splitlines() if e.strip()]
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert len(err) == 1 and err[0].startswith("error: ") and "File too large" in err[0], result.stderr
+    assert "wrote" not in result.stdout
+    assert out.read_bytes() == old and _leftovers(tmp_path) == []

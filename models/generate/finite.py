@@ -1,0 +1,27 @@
+"""No NaN in a generation (issue 36): before its files are written or the Generate window shows it,
+every number it holds is checked by the one gate (:func:`models.finite.refuse_nonfinite`). A model
+whose scores overflow float32 made NaN attention and probabilities; ``generate`` then stopped on
+a ValueError traceback writing its JSON, and the window showed ``nan``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.finite import refuse_nonfinite
+
+from .result import Generation
+
+SCORES = "the queries and keys are too large for their dot products"
+LOGITS = "the model's activations are too large (its logits overflow)"
+
+
+def check_generation(gen: Generation) -> Generation:
+    """``gen``, or one InputError line naming the first number that is NaN or ±∞."""
+    for p, row in enumerate(gen.rows):  # (L, h, p + 1)
+        refuse_nonfinite(row, f"the attention of position {p}", SCORES, ("layer", "head", "key"))
+    for s, step in enumerate(gen.steps):
+        probs = np.asarray([*step.top_probs, *([] if step.chosen_prob is None else [step.chosen_prob])], np.float64)
+        refuse_nonfinite(probs, f"the next-token probabilities of step {s}", LOGITS)
+    refuse_nonfinite(gen.lens_prob, "the logit lens", LOGITS, ("layer", "position"))
+    refuse_nonfinite(gen.lens_top_prob, "the logit lens", LOGITS, ("layer", "position", "rank"))
+    return gen
