@@ -12,6 +12,10 @@ def main(argv: list[str]) -> int:
         from models.explain_cli import explain_main
 
         return explain_main(argv[1:])
+    if argv[:1] == ["why"]:
+        from models.why_cli import why_main
+
+        return why_main(argv[1:])
     if argv[:1] == ["generate"]:
         from models.generate.cli import generate_main
 
