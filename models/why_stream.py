@@ -287,10 +287,10 @@ def project_sources(arch, wire, layer: int, h: Tensor, hidden: Tensor, names, pa
 
 def pretrained_sides(model, trace, head: int, row: int, cols) -> Sides:
     """The query sources of ``head`` at ``row`` and its key head's sources at ``cols``."""
+    from models.why import refuse_encoder_decoder
+
+    refuse_encoder_decoder(model)
     arch = model.arch
-    if not isinstance(arch, Architecture):
-        raise InputError(f"why: {model.model_type} is an encoder-decoder; the split covers encoders and "
-                         "decoders with one residual stream")  # fmt: skip
     if trace.meta.get("edits"):
         raise InputError("why: this run has what-if edits; the split explains the model's own numbers")
     layer = int(trace.config["layer"])
