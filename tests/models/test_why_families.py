@@ -1,0 +1,92 @@
+"""``why`` on a random model of every family the registry names: the table adds up to the recorded
+``scaled`` cell (1e-5 relative), the row split to the top key's margin over the weighted mean, every
+source of the layers below is named; encoder-decoders are refused by name in one line.
+
+The matrix comes from ``models.pretrained.registry.SUPPORTED_TYPES``: each type is built by the first
+builder of the existing family tests that makes it (``bert``: the shipped MiniLM), so a type added to
+the registry without a builder fails here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from models.pretrained import load_model
+from models.pretrained.registry import ENCODER_DECODER_TYPES, SUPPORTED_TYPES
+from models.why import why
+
+transformers = pytest.importorskip("transformers")
+
+SENTENCE = "the cat sat on the mat while a dog was walking in the park"
+
+
+def builders() -> dict[str, tuple]:
+    """model_type -> (build(folder), what it is), the first builder of the family tests that makes it."""
+    import encdec_refs
+    import generate_refs
+    import newer_families
+    import test_pretrained_families as fam1
+    import test_pretrained_families_2 as fam2
+
+    found: dict[str, tuple] = {"bert": (None, "minilm")}
+    for module, table in ((fam1, fam1.FAMILIES), (fam2, fam2.FAMILIES), (newer_families, newer_families.NEWER)):
+        for name, row in table.items():
+            found.setdefault(row[0], (lambda folder, m=module, n=name: m.build(folder, n), name))
+    for name, row in generate_refs.FAMILIES.items():
+        found.setdefault(row[0], (lambda folder, n=name: generate_refs.build(transformers, folder, n), name))
+    for name, row in encdec_refs.FAMILIES.items():
+        found.setdefault(row[0], (lambda folder, n=name: encdec_refs.build(folder, n), name))
+    return found
+
+
+BUILDERS = builders()
+
+
+def test_every_registry_type_has_a_builder():
+    assert set(SUPPORTED_TYPES) <= set(BUILDERS)
+
+
+def _model(tmp_path, model_type):
+    build, _ = BUILDERS[model_type]
+    if build is None:
+        return load_model("minilm", device="cpu")
+    build(tmp_path)
+    return load_model(tmp_path, device="cpu")
+
+
+@pytest.mark.parametrize("model_type", [t for t in SUPPORTED_TYPES if t not in ENCODER_DECODER_TYPES])
+def test_split_adds_up_in_every_family(tmp_path, model_type):
+    torch.manual_seed(0)
+    model = _model(tmp_path, model_type)
+    layer = model.num_layers - 1  # every layer below is split into its sources
+    trace = model.trace(SENTENCE, layer)
+    n = len(trace.query_tokens)
+    scaled = trace["scaled"]
+    for head in sorted({0, model.num_heads - 1}):
+        for row, col in ((n - 1, 1), (n - 2, n - 2)):
+            result = why(trace, head, row, col, model=model, with_row=True)
+            table = np.asarray(result["table"])
+            score = float(scaled.cell(head, row, col))
+            assert result["score"] == score
+            assert abs(table.sum() - score) <= 1e-5 * max(abs(score), np.abs(table).sum())
+            names = result["query_sources"]
+            assert names == result["key_sources"] and names[0] == "embed" and names[-1] == "bias"
+            heads_below = {f"L{i} H{h}" for i in range(layer) for h in range(model.num_heads)}
+            assert heads_below <= set(names) and {f"L{i} mlp" for i in range(layer)} <= set(names)
+            assert table.shape == (len(names), len(names))
+            split = result["row_split"]
+            assert abs(np.sum(split["table"]) - split["margin"]) <= 1e-5 * max(1.0, np.abs(split["table"]).sum())
+
+
+@pytest.mark.parametrize("model_type", [t for t in SUPPORTED_TYPES if t in ENCODER_DECODER_TYPES])
+def test_encoder_decoders_are_refused_by_name(tmp_path, model_type, capsys):
+    from models.why_cli import why_main
+
+    BUILDERS[model_type][0](tmp_path)
+    capsys.readouterr()  # the builder's own progress lines
+    code = why_main(["--model", str(tmp_path), "--sentence", "the cat sat", "--cross-sentence", "a dog",
+                     "--cell", "0,1,1"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"error: why: {model_type} is an encoder-decoder")
