@@ -2,9 +2,10 @@
 ``scaled`` cell (1e-5 relative), the row split to the top key's margin over the weighted mean, every
 source of the layers below is named; encoder-decoders are refused by name in one line.
 
-The matrix comes from ``models.pretrained.registry.SUPPORTED_TYPES``: each type is built by the first
-builder of the existing family tests that makes it (``bert``: the shipped MiniLM), so a type added to
-the registry without a builder fails here."""
+The matrix comes from ``models.pretrained.registry.SUPPORTED_TYPES``: every variant the existing family
+tests build whose type the registry names (``bert``: the shipped MiniLM; post-norm OPT, sequential
+GPT-NeoX and Falcon, ... each as their own variant), and a type of the registry without a builder fails
+here."""
 
 from __future__ import annotations
 
@@ -22,43 +23,48 @@ SENTENCE = "the cat sat on the mat while a dog was walking in the park"
 
 
 def builders() -> dict[str, tuple]:
-    """model_type -> (build(folder), what it is), the first builder of the family tests that makes it."""
+    """variant name -> (model_type, build(folder)): every variant the family tests build."""
     import encdec_refs
     import generate_refs
     import newer_families
     import test_pretrained_families as fam1
     import test_pretrained_families_2 as fam2
 
-    found: dict[str, tuple] = {"bert": (None, "minilm")}
+    found: dict[str, tuple] = {"minilm": ("bert", None)}
     for module, table in ((fam1, fam1.FAMILIES), (fam2, fam2.FAMILIES), (newer_families, newer_families.NEWER)):
         for name, row in table.items():
-            found.setdefault(row[0], (lambda folder, m=module, n=name: m.build(folder, n), name))
-    for name, row in generate_refs.FAMILIES.items():
-        found.setdefault(row[0], (lambda folder, n=name: generate_refs.build(transformers, folder, n), name))
+            found.setdefault(name, (row[0], lambda folder, m=module, n=name: m.build(folder, n)))
+    for name, row in generate_refs.FAMILIES.items():  # gpt2, llama
+        found.setdefault(name, (row[0], lambda folder, n=name: generate_refs.build(transformers, folder, n)))
     for name, row in encdec_refs.FAMILIES.items():
-        found.setdefault(row[0], (lambda folder, n=name: encdec_refs.build(folder, n), name))
-    return found
+        found.setdefault(name, (row[0], lambda folder, n=name: encdec_refs.build(folder, n)))
+    return {name: entry for name, entry in found.items() if entry[0] in SUPPORTED_TYPES}
 
 
 BUILDERS = builders()
 
 
+SPLIT = [name for name, (t, _) in BUILDERS.items() if t not in ENCODER_DECODER_TYPES]
+REFUSED = sorted({t for t, _ in BUILDERS.values() if t in ENCODER_DECODER_TYPES})
+
+
 def test_every_registry_type_has_a_builder():
-    assert set(SUPPORTED_TYPES) <= set(BUILDERS)
+    assert {t for t, _ in BUILDERS.values()} == set(SUPPORTED_TYPES)
 
 
-def _model(tmp_path, model_type):
-    build, _ = BUILDERS[model_type]
+def _model(tmp_path, variant):
+    _, build = BUILDERS[variant]
     if build is None:
         return load_model("minilm", device="cpu")
     build(tmp_path)
     return load_model(tmp_path, device="cpu")
 
 
-@pytest.mark.parametrize("model_type", [t for t in SUPPORTED_TYPES if t not in ENCODER_DECODER_TYPES])
-def test_split_adds_up_in_every_family(tmp_path, model_type):
+@pytest.mark.parametrize("variant", SPLIT)
+def test_split_adds_up_in_every_family(tmp_path, variant):
     torch.manual_seed(0)
-    model = _model(tmp_path, model_type)
+    model = _model(tmp_path, variant)
+    assert model.model_type == BUILDERS[variant][0]
     layer = model.num_layers - 1  # every layer below is split into its sources
     trace = model.trace(SENTENCE, layer)
     n = len(trace.query_tokens)
@@ -79,11 +85,11 @@ def test_split_adds_up_in_every_family(tmp_path, model_type):
             assert abs(np.sum(split["table"]) - split["margin"]) <= 1e-5 * max(1.0, np.abs(split["table"]).sum())
 
 
-@pytest.mark.parametrize("model_type", [t for t in SUPPORTED_TYPES if t in ENCODER_DECODER_TYPES])
+@pytest.mark.parametrize("model_type", REFUSED)
 def test_encoder_decoders_are_refused_by_name(tmp_path, model_type, capsys):
     from models.why_cli import why_main
 
-    BUILDERS[model_type][0](tmp_path)
+    next(build for t, build in BUILDERS.values() if t == model_type)(tmp_path)
     capsys.readouterr()  # the builder's own progress lines
     code = why_main(["--model", str(tmp_path), "--sentence", "the cat sat", "--cross-sentence", "a dog",
                      "--cell", "0,1,1"])  # fmt: skip
