@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QScrollArea,
     QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -40,6 +41,7 @@ from explorer.jobs import ReadJobs
 from explorer.panels.atlas_window import atlas_corpus
 from explorer.panels.inspector_panel import InspectorPanel
 from explorer.panels.mask_dock import MaskDock
+from explorer.panels.why_panel import WhyPanel
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
 from explorer.widgets.debounce import Debounced
@@ -114,6 +116,7 @@ class MainWindow(QMainWindow):
         self.matrix_view = MatrixView(self.state, jobs=self.jobs, frames=self.frames)
         self.focus_panel = QueryFocusPanel(self.state, jobs=self.jobs)
         self.inspector = InspectorPanel(jobs=self.jobs)
+        self.why_panel = WhyPanel(jobs=self.jobs)  # issue 33: the clicked score split into its sources
         self.status_line = StatusLine()
         self.statusBar().addWidget(self.status_line, 1)
         self.load_bar = QProgressBar()  # while a model loads on the worker
@@ -166,6 +169,8 @@ class MainWindow(QMainWindow):
         self.worker.regions_ready.connect(self.matrix_view.zoom.arrived_together)
         self.matrix_view.cell_clicked.connect(self.select_cell)
         self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
+        self.state.trace_changed.connect(lambda _display: self.why_panel.clear())
+        self.why_panel.open_head.connect(self.open_head)
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
         if geometry is None or not self.restoreGeometry(geometry):
@@ -219,7 +224,10 @@ class MainWindow(QMainWindow):
         inspector_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         inspector_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.inspector_scroll = inspector_scroll
-        right.addWidget(inspector_scroll)
+        self.cell_tabs = QTabWidget()  # the clicked cell: derived (inspector) or split into sources (why)
+        self.cell_tabs.addTab(inspector_scroll, "Inspector")
+        self.cell_tabs.addTab(self.why_panel, "Why")
+        right.addWidget(self.cell_tabs)
         right.setChildrenCollapsible(False)
         self.right_splitter = right
         right.setStretchFactor(0, 3)
@@ -337,10 +345,25 @@ class MainWindow(QMainWindow):
         if stage is None or self.state.display is None:
             return
         self.inspector.explain_cell(self.state.display, stage, head, row, col)
+        self.why_panel.show_cell(self.state.display, stage, head, row, col, self._model_of(self.state.display))
         if stage.row_labels == self.state.display.trace.query_tokens:
             self.state.set_query(row)
         if stage.per_head:
             self.state.set_focus_head(head)
+
+    def _model_of(self, display):
+        """The loaded model that made ``display`` (from the worker's cache), for the Why panel; None: the toy."""
+        spec = getattr(display, "request", None)
+        if spec is None or not getattr(spec, "model", None):
+            return None
+        return lambda: self.worker.models.model(spec.model, spec.device)
+
+    def open_head(self, layer: int, head: int, position: int) -> None:
+        """Show ``head`` of ``layer``: its weights, its row at query ``position`` focused (the Why panel's click)."""
+        self.state.update_inputs(layer=layer)
+        self.state.set_stage("weights")
+        self.state.set_focus_head(head)
+        self.state.set_query(position)
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:

@@ -148,7 +148,8 @@ def row_answer(trace, sides: Sides, head: int, row: int) -> dict:
     margin = float(scores[sides.cols.index(top)] - w @ scores)
     check_sum(table, margin, f"head {head}, row {row}: top key {top} against the mean")
     return {
-        "head": head, "row": row, "top_key": top, "top_token": trace.key_tokens[top],
+        "head": head, "row": row, "query_token": trace.query_tokens[row], "top_key": top,
+        "top_token": trace.key_tokens[top],
         "margin": margin, "query_sources": list(sides.query_names), "key_sources": list(sides.key_names),
         "table": table.tolist(), "row_totals": table.sum(1).tolist(), "column_totals": table.sum(0).tolist(),
     }  # fmt: skip

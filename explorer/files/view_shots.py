@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
 
-VIEWS = ("stepper", "inspector", "compare", "pe-lens", "model", "metrics", "rollout", "mask")
+VIEWS = ("stepper", "inspector", "why", "compare", "pe-lens", "model", "metrics", "rollout", "mask")
 
 
 @dataclass
@@ -96,6 +96,8 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
             return f"--cell {head},{row},{col} is outside {stage.name} ({stage.heads} heads × {rows} × {cols}, from 0)"
         window.select_cell(head, row, col)
         return Shot(window, lambda: _inspector_whole(window))
+    if view == "why":
+        return _why_view(window, cell)
     if view == "compare":
         compare = window.compare
         if compare.pinned is None:  # no session with a pinned run: the run compared with itself
@@ -120,6 +122,28 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
         survey_tab(panel, view)
     widget = survey.centralWidget().widget() if hasattr(survey, "panels") else survey
     return Shot(widget, lambda: all(p.survey is not None and not p.busy and p.model_view.settled() for p in panels))
+
+
+def _why_view(window, cell) -> Shot | str:
+    """The Why panel on the score stage's cell ``cell`` (default: head 0, the focused or last query, key 0)."""
+    display = window.state.display
+    trace = display.trace
+    name = "scaled" if "scaled" in trace else "scores"
+    stage = trace[name]
+    head, row, col = cell if cell is not None else (0, max(0, window.state.query) or len(trace.query_tokens) - 1, 0)
+    if not (0 <= head < stage.heads and 0 <= row < stage.shape[1] and 0 <= col < stage.shape[2]):
+        size = f"{stage.heads} heads × {stage.shape[1]} × {stage.shape[2]}"
+        return f"--cell {head},{row},{col} is outside {name} ({size})"
+    window.cell_tabs.setCurrentWidget(window.why_panel)
+    # The table wants room: as a person would drag the dividers (a wider window, the right column wide,
+    # the focus panel above it small).
+    window.resize(max(window.width(), 1800), max(window.height(), 1000))
+    left = window.splitter.sizes()[0]
+    window.splitter.setSizes([left, 1800 - left - 900, 900])
+    window.right_splitter.setSizes([150, 850])
+    window.why_panel.show_cell(display, stage, head, row, col, window._model_of(display))
+    panel = window.why_panel
+    return Shot(window, lambda: panel.result is not None or panel.note.text().startswith("why:"))
 
 
 def survey_tab(panel, view: str | None) -> None:
