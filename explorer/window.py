@@ -8,12 +8,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (
+    QDockWidget,
     QFileDialog,
     QMainWindow,
     QProgressBar,
     QScrollArea,
     QSplitter,
-    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -130,6 +130,14 @@ class MainWindow(QMainWindow):
         self._lay_out()
         info, error = self.status_line.show_info, self.status_line.show_error
         self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask
+        # issue 33: the clicked score split into its sources, beside the inspector (File → Why…; hidden at start)
+        self.why_dock = QDockWidget("Why does this head attend here?", self)
+        self.why_dock.setObjectName("whyDock")
+        self.why_dock.setWidget(self.why_panel)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.why_dock)
+        self.why_dock.hide()
+        self.why_dock.visibilityChanged.connect(lambda shown: shown and self._split_clicked())
+        self._clicked: tuple | None = None  # the last clicked cell (display, stage, head, row, col), for the Why panel
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.mask_dock)
         # issue 9: what-if edits, difference view
         self.experiment = Experiment(self.state, self.matrix_view, error, self)
@@ -224,10 +232,7 @@ class MainWindow(QMainWindow):
         inspector_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         inspector_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.inspector_scroll = inspector_scroll
-        self.cell_tabs = QTabWidget()  # the clicked cell: derived (inspector) or split into sources (why)
-        self.cell_tabs.addTab(inspector_scroll, "Inspector")
-        self.cell_tabs.addTab(self.why_panel, "Why")
-        right.addWidget(self.cell_tabs)
+        right.addWidget(inspector_scroll)
         right.setChildrenCollapsible(False)
         self.right_splitter = right
         right.setStretchFactor(0, 3)
@@ -345,13 +350,27 @@ class MainWindow(QMainWindow):
         if stage is None or self.state.display is None:
             return
         self.inspector.explain_cell(self.state.display, stage, head, row, col)
-        self.why_panel.show_cell(self.state.display, stage, head, row, col, self._model_of(self.state.display))
+        self._clicked = (self.state.display, stage, head, row, col)
+        self._split_clicked()
         if stage.row_labels == self.state.display.trace.query_tokens:
             self.state.set_query(row)
         if stage.per_head:
             self.state.set_focus_head(head)
 
-    def _model_of(self, display):
+    def show_why(self) -> QDockWidget:
+        """File → Why…: the Why panel beside the inspector, splitting the last clicked score."""
+        self.why_dock.show()
+        self.why_dock.raise_()
+        return self.why_dock
+
+    def _split_clicked(self) -> None:
+        if self._clicked is None or not self.why_dock.isVisible():
+            return  # nothing is computed for a panel nobody sees
+        display, stage, head, row, col = self._clicked
+        if display is self.state.display:
+            self.why_panel.show_cell(display, stage, head, row, col, self.model_of(display))
+
+    def model_of(self, display):
         """The loaded model that made ``display`` (from the worker's cache), for the Why panel; None: the toy."""
         spec = getattr(display, "request", None)
         if spec is None or not getattr(spec, "model", None):

@@ -134,16 +134,13 @@ def _why_view(window, cell) -> Shot | str:
     if not (0 <= head < stage.heads and 0 <= row < stage.shape[1] and 0 <= col < stage.shape[2]):
         size = f"{stage.heads} heads × {stage.shape[1]} × {stage.shape[2]}"
         return f"--cell {head},{row},{col} is outside {name} ({size})"
-    window.cell_tabs.setCurrentWidget(window.why_panel)
-    # The table wants room: as a person would drag the dividers (a wider window, the right column wide,
-    # the focus panel above it small).
+    # The table wants room: the window wide, the panel beside the inspector wide (as a person would drag it).
     window.resize(max(window.width(), 1800), max(window.height(), 1000))
-    left = window.splitter.sizes()[0]
-    window.splitter.setSizes([left, 1800 - left - 900, 900])
-    window.right_splitter.setSizes([150, 850])
-    window.why_panel.show_cell(display, stage, head, row, col, window._model_of(display))
+    dock = window.show_why()
+    window.resizeDocks([dock], [820], Qt.Orientation.Horizontal)
+    window.why_panel.show_cell(display, stage, head, row, col, window.model_of(display))
     panel = window.why_panel
-    return Shot(window, lambda: panel.result is not None or panel.note.text().startswith("why:"))
+    return Shot(dock, lambda: panel.result is not None or panel.note.text().startswith("why:"))
 
 
 def survey_tab(panel, view: str | None) -> None:

@@ -50,6 +50,7 @@ class WhyPanel(QWidget):
         self.jobs = jobs
         self.result: dict | None = None
         self.rows: list[str] = []
+        self.margins: tuple[list[str], list[str]] = ([], [])  # the totals written in the right and top margins
         self.cols: list[str] = []
         self.note = QLabel(PROMPT)
         self.note.setWordWrap(True)
@@ -130,6 +131,7 @@ class WhyPanel(QWidget):
         right = [(i + 0.5, f"{t:+.3g}") for i, t in enumerate(table.sum(1))]
         bottom = [(j + 0.5, name) for j, name in enumerate(self.cols)]
         top = [(j + 0.5, f"{t:+.2g}") for j, t in enumerate(table.sum(0))]
+        self.margins = ([label for _p, label in right], [label for _p, label in top])  # (query totals, key totals)
         for side, ticks in (("left", left), ("right", right), ("bottom", bottom), ("top", top)):
             self.plot.getAxis(side).setTicks([ticks])
         self._write_numbers(table)
