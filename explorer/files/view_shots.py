@@ -137,7 +137,7 @@ def _why_view(window, cell) -> Shot | str:
     # The table wants room: the window wide, the panel beside the inspector wide (as a person would drag it).
     window.resize(max(window.width(), 1800), max(window.height(), 1000))
     dock = window.show_why()
-    window.resizeDocks([dock], [820], Qt.Orientation.Horizontal)
+    dock.setMinimumWidth(860)
     window.why_panel.show_cell(display, stage, head, row, col, window.model_of(display))
     panel = window.why_panel
     return Shot(dock, lambda: panel.result is not None or panel.note.text().startswith("why:"))

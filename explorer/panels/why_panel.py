@@ -16,6 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.heads import array_head
@@ -24,7 +25,8 @@ from models.config import InputError
 from models.why import why, words
 
 WHY_STAGES = ("scores", "scaled", "biased", "softcapped", "masked", "weights", "weighted_norms")
-MOST = 24  # sources shown per side; the rest are summed into one "others" row or column (the table still adds up)
+MOST = 24  # query sources shown; the rest are summed into one "others" row (the table still adds up)
+MOST_KEYS = 14  # key sources shown (their names run along the bottom), the rest as one "others" column
 PROMPT = "Click a cell of a score or weight stage: its score is split here into what wrote the query × the key."
 NUMBERED = 64  # cells: up to this many, each term is written in its cell
 HEAD = re.compile(r"^L(\d+) H(\d+)$")
@@ -63,8 +65,11 @@ class WhyPanel(QWidget):
         self.plot.setMouseEnabled(False, False)
         self.plot.hideButtons()
         self.plot.setMenuEnabled(False)
-        for side in ("top", "right"):
+        small = QFont()
+        small.setPointSize(8)
+        for side in ("top", "right", "bottom"):
             self.plot.showAxis(side)
+            self.plot.getAxis(side).setStyle(tickFont=small)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
         self.numbers: list[pg.TextItem] = []  # each term written in its cell, when the table is small
@@ -122,14 +127,14 @@ class WhyPanel(QWidget):
         self.result = result
         table = np.asarray(result["table"])
         self.rows, table = fold(result["query_sources"], table, 0)
-        self.cols, table = fold(result["key_sources"], table, 1)
+        self.cols, table = fold(result["key_sources"], table, 1, MOST_KEYS)
         peak = float(np.abs(table).max()) or 1.0
         self.image.setImage(table.astype(np.float32), autoLevels=False)
         self.image.setRect(0, 0, table.shape[1], table.shape[0])
         self.colour_bar.setLevels((-peak, peak))
         left = [(i + 0.5, name) for i, name in enumerate(self.rows)]
         right = [(i + 0.5, f"{t:+.3g}") for i, t in enumerate(table.sum(1))]
-        bottom = [(j + 0.5, name) for j, name in enumerate(self.cols)]
+        bottom = [(j + 0.5, ("\n" if j % 2 else "") + name) for j, name in enumerate(self.cols)]  # staggered
         top = [(j + 0.5, f"{t:+.2g}") for j, t in enumerate(table.sum(0))]
         self.margins = ([label for _p, label in right], [label for _p, label in top])  # (query totals, key totals)
         for side, ticks in (("left", left), ("right", right), ("bottom", bottom), ("top", top)):
@@ -165,7 +170,8 @@ class WhyPanel(QWidget):
         peak = float(np.abs(table).max()) or 1.0
         for (a, b), value in np.ndenumerate(table):
             colour = (255, 255, 255) if abs(value) > 0.6 * peak else (25, 25, 25)  # legible on dark cells
-            item = pg.TextItem(f"{value:+.3g}", color=colour, anchor=(0.5, 0.5))
+            item = pg.TextItem(f"{value:+.2g}" if table.shape[1] > 5 else f"{value:+.3g}", color=colour,
+                               anchor=(0.5, 0.5))  # fmt: skip
             item.setPos(b + 0.5, a + 0.5)
             self.plot.addItem(item)
             self.numbers.append(item)
