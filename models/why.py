@@ -203,8 +203,9 @@ def sides_for(trace, params, head: int, row: int, cols, model=None) -> Sides:
     """The sources of ``trace``'s head at ``row`` and key rows ``cols``: the toy's, or (``model``
     given) the pretrained residual stream's (:mod:`models.why_stream`)."""
     if model is None:
-        if trace.config.get("model"):
-            raise InputError("why: a pretrained trace needs its loaded model")
+        if params is None:
+            raise InputError("why: a toy trace needs its LayerParams (models.params.toy_params(request)); "
+                             "or pass the RunSpec")  # fmt: skip
         return toy_sides(trace, params, head, row, cols)
     from models.why_stream import pretrained_sides
 
@@ -215,7 +216,8 @@ def why(trace_or_inputs, head: int, row: int, col: int, *, model=None, params=No
     """The split of one cell: the dict ``main.py why --json`` prints.
 
     ``trace_or_inputs``: a :class:`models.runspec.RunSpec` (everything is computed from it), or a trace
-    with ``params`` (the toy's LayerParams) or ``model`` (the loaded pretrained model that made it).
+    with ``params`` (the toy's LayerParams) or ``model`` (the loaded pretrained model that made it; read
+    again from the trace's folder when not given; the split is checked against the trace either way).
     ``with_row``: add ``"row_split"``, the top key against the weighted mean (:func:`why_row`)."""
     trace, params, model = _resolve(trace_or_inputs, params, model)
     check_cell(trace, head, row, col)
@@ -240,7 +242,12 @@ def _resolve(trace_or_inputs, params, model):
     from models.runspec import RunSpec
 
     if not isinstance(trace_or_inputs, RunSpec):
-        return trace_or_inputs, params, model
+        trace = trace_or_inputs
+        if model is None and trace.config.get("source") == "pretrained":  # the model that made it, from its folder
+            from models.pretrained import load_model
+
+            model = load_model(trace.config["path"], device="cpu")
+        return trace, params, model
     spec = trace_or_inputs
     if spec.uses_model:
         model = spec.load_model()

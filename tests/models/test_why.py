@@ -206,3 +206,19 @@ def test_cli_json_sums_and_errors(capsys):
     assert err.count("\n") == 1 and err.startswith("error: why: row 9 is out of range")
     assert why_main(["--cell", "0,1", "--sentence", "The cat sat."]) == 2
     assert capsys.readouterr().err.startswith("error: --cell takes head,row,col")
+
+
+def test_api_from_a_spec_or_a_trace_gives_the_same_dict():
+    from models.pretrained import load_model
+    from models.runspec import RunSpec
+    from models.why_cli import build_why_parser
+
+    sentence = "The cat sat on the mat."
+    args = build_why_parser().parse_args(["--cell", "3,4,2", "--model", "minilm", "--layer", "2", "--sentence", "x"])
+    args.sentence = sentence
+    from_spec = why(RunSpec.from_args(args).validate(resolve=False), 3, 4, 2)
+    trace = load_model("minilm", device="cpu").trace(sentence, 2)
+    from_trace = why(trace, 3, 4, 2)  # the model read again from the trace's folder
+    assert from_spec == from_trace and from_spec["layer"] == 2
+    with pytest.raises(InputError, match="toy trace needs its LayerParams"):
+        why(run(AttentionRequest(sentence="the cat sat")), 0, 1, 1)
