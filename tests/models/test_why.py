@@ -222,3 +222,25 @@ def test_api_from_a_spec_or_a_trace_gives_the_same_dict():
     assert from_spec == from_trace and from_spec["layer"] == 2
     with pytest.raises(InputError, match="toy trace needs its LayerParams"):
         why(run(AttentionRequest(sentence="the cat sat")), 0, 1, 1)
+
+
+def test_toy_cross_attention_and_general_score_against_the_formula():
+    """Cross-attention: the query sources come from the second sentence (its own embedding and positions);
+    the general score: T[a, b] = q^a W_g k^bᵀ."""
+    d, heads = 16, 2
+    rng = np.random.default_rng(5)
+    e_k, e_q = rng.normal(size=(6, d)).astype(np.float32), rng.normal(size=(4, d)).astype(np.float32)
+    req = AttentionRequest(AttentionConfig(heads=heads, d_model=d, pe="sinusoidal", score="general", bias=True),
+                           embeddings=e_k, cross_embeddings=e_q)  # fmt: skip
+    trace, params = run(req), toy_params(req)
+    head, i, j = 1, 3, 4
+    result = why(trace, head, i, j, params=params)
+    p_q, p_k = sinusoid(4, d), sinusoid(6, d)
+    wq, wk = params.W_q[head].astype(np.float64), params.W_k[head].astype(np.float64)
+    q = [e_q[i] @ wq, p_q[i] @ wq, params.b_q[head].astype(np.float64)]
+    k = [e_k[j] @ wk, p_k[j] @ wk, params.b_k[head].astype(np.float64)]
+    w_g = params.extra["W_g"][head].astype(np.float64)
+    reference = np.array([[a @ w_g @ b for b in k] for a in q])
+    names = ["embed", "pos", "bias"]
+    check_table(result, names, names, reference)
+    assert result["stage"] == "scores" and result["score"] == float(trace["scores"].cell(head, i, j))
