@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -175,8 +176,10 @@ def head_writes(rec: dict, w_o: Tensor, heads: int, rows) -> Tensor:
     return torch.einsum("hrk,hkd->hrd", ho, w_o.double().reshape(heads, dk, -1))
 
 
-def residual_sources(arch: Architecture, ids: Tensor, hidden: Tensor, layer: int, rows):
-    """The sources of the hidden state entering ``layer`` at ``rows``: (names, (S, r, d) float64, h_L)."""
+def residual_sources(arch: Architecture, ids: Tensor, hidden: Tensor, layer: int, rows, states=None):
+    """The sources of the hidden state entering ``layer`` at ``rows``: (names, (S, r, d) float64, h_L).
+    ``states``: the real hidden states the model kept from this very run (embeddings, each block's output),
+    used instead of running each block once more."""
     wire = wiring(arch)
     names, parts, h = embedding_sources(arch, ids, rows)
     parts = torch.stack(parts)
@@ -192,7 +195,7 @@ def residual_sources(arch: Architecture, ids: Tensor, hidden: Tensor, layer: int
             new = torch.cat([new, p.b_o.double().expand(1, len(rows), -1)])
             new_names.append(f"L{i} attn bias")
         _check(new, o[list(rows)], f"layer {i}'s attention output")
-        nxt = arch.block(i, h, hidden)
+        nxt = states[i + 1] if states is not None else arch.block(i, h, hidden)
         if wire.kind == "post":
             parts, names = _post_block(arch, wire, i, h, o, parts, names, new, new_names, rows)
         else:
@@ -285,6 +288,20 @@ def project_sources(arch, wire, layer: int, h: Tensor, hidden: Tensor, names, pa
     return list(names) + ["bias"], vecs, p
 
 
+def _sources_of_this_run(model, trace, ids, hidden, layer: int, rows):
+    """:func:`residual_sources`, with the hidden states the model kept when they are this trace's (the
+    layer's input they give is the trace's own ``input`` stage, exactly); else every block runs again."""
+    arch, states = model.arch, model.cached_states
+    x = np.asarray(trace["input"].array)
+    if len(states) > layer and tuple(states[layer].shape) == (ids.shape[0], arch.hidden_size):
+        if np.array_equal(arch.attention_input(layer, states[layer]).cpu().numpy(), x):
+            return residual_sources(arch, ids, hidden, layer, rows, states[: layer + 1])
+    found = residual_sources(arch, ids, hidden, layer, rows)
+    if not np.array_equal(arch.attention_input(layer, found[2]).cpu().numpy(), x):
+        raise InputError(f"why: the layers below layer {layer} do not give this trace's input; refusing")
+    return found
+
+
 def pretrained_sides(model, trace, head: int, row: int, cols) -> Sides:
     """The query sources of ``head`` at ``row`` and its key head's sources at ``cols``."""
     from models.why import refuse_encoder_decoder
@@ -304,7 +321,7 @@ def pretrained_sides(model, trace, head: int, row: int, cols) -> Sides:
                          "or use fewer tokens")  # fmt: skip
     with torch.no_grad():
         hidden = hidden_mask(n, trace.config["mask"], tuple(trace.config["pad_positions"]), model.device)
-        names, parts, h = residual_sources(arch, ids, hidden, layer, rows)
+        names, parts, h = _sources_of_this_run(model, trace, ids, hidden, layer, rows)
         g = arch.attention_params(layer, n).head_groups[head]
         qn, q, p = project_sources(arch, wire, layer, h, hidden, names, parts, rows, head, "q")
         kn, k, _ = project_sources(arch, wire, layer, h, hidden, names, parts, rows, g, "k")

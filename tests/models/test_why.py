@@ -244,3 +244,18 @@ def test_toy_cross_attention_and_general_score_against_the_formula():
     names = ["embed", "pos", "bias"]
     check_table(result, names, names, reference)
     assert result["stage"] == "scores" and result["score"] == float(trace["scores"].cell(head, i, j))
+
+
+def test_the_same_split_whether_the_model_kept_this_runs_states_or_not():
+    """The layers below are read from the model's kept hidden states when they are this trace's, else
+    run again: a trace whose states were replaced since (another sentence, another mask) gives the same."""
+    from models.pretrained import load_model
+
+    model = load_model("minilm", device="cpu")
+    trace = model.trace("The cat sat on the mat.", 2)
+    kept = why(trace, 3, 4, 2, model=model)
+    model.trace("A dog ran in the park today.", 2)  # the model now keeps another sentence's states
+    again = why(trace, 3, 4, 2, model=model)
+    model.trace("The cat sat on the mat.", 2, mask="causal")  # the same sentence, another mask: other states
+    masked = why(trace, 3, 4, 2, model=model)
+    assert kept["table"] == again["table"] == masked["table"]
