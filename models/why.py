@@ -45,12 +45,29 @@ class Sides:
     cols: tuple[int, ...]
     scale: float
     bilinear: np.ndarray | None = None
+    additive: np.ndarray | None = None  # (n_keys,): a term added to the score (T5's position bias)
+    additive_name: str = ""
+
+    @property
+    def query_labels(self) -> list[str]:
+        return list(self.query_names) + ([self.additive_name] if self.additive is not None else [])
+
+    @property
+    def key_labels(self) -> list[str]:
+        return list(self.key_names) + ([self.additive_name] if self.additive is not None else [])
 
     def table(self, key_weights: np.ndarray) -> np.ndarray:
-        """``Σ_j c_j T_j`` for coefficients ``c (n_keys,)`` over the key rows: ``(A, B)`` float64."""
+        """``Σ_j c_j T_j`` for coefficients ``c (n_keys,)`` over the key rows: ``(A, B)`` float64, with
+        one more row and column (their corner the term itself) when the score has an additive term."""
         k = np.einsum("j,jbd->bd", key_weights, self.keys)  # (B, d_k)
         q = self.query if self.bilinear is None else self.query @ self.bilinear
-        return self.scale * (q @ k.T)
+        table = self.scale * (q @ k.T)
+        if self.additive is None:
+            return table
+        out = np.zeros((table.shape[0] + 1, table.shape[1] + 1))
+        out[:-1, :-1] = table
+        out[-1, -1] = float(key_weights @ self.additive)
+        return out
 
 
 def check_sum(table: np.ndarray, score: float, what: str) -> float:
@@ -107,8 +124,9 @@ def toy_sides(trace, params, head: int, row: int, cols) -> Sides:
 
 
 def score_stage(trace) -> str:
-    """The stage the split adds up to: ``scaled`` when the trace has it, else ``scores``."""
-    return "scaled" if "scaled" in trace else "scores"
+    """The stage the split adds up to: ``biased`` (T5: the position bias is one more term), else
+    ``scaled`` when the trace has it, else ``scores``."""
+    return next(name for name in ("biased", "scaled", "scores") if name in trace)
 
 
 def check_cell(trace, head: int, row: int, col: int) -> None:
@@ -128,7 +146,7 @@ def answer(trace, sides: Sides, head: int, row: int, col: int) -> dict:
         "stage": stage, "head": head, "row": row, "col": col, "layer": trace.config.get("layer"),
         "query_token": trace.query_tokens[row], "key_token": trace.key_tokens[col],
         "score": score, "total": float(table.sum()), "relative_error": error,
-        "query_sources": list(sides.query_names), "key_sources": list(sides.key_names),
+        "query_sources": sides.query_labels, "key_sources": sides.key_labels,
         "table": table.tolist(), "row_totals": table.sum(1).tolist(), "column_totals": table.sum(0).tolist(),
     }  # fmt: skip
 
@@ -150,7 +168,7 @@ def row_answer(trace, sides: Sides, head: int, row: int) -> dict:
     return {
         "head": head, "row": row, "query_token": trace.query_tokens[row], "top_key": top,
         "top_token": trace.key_tokens[top],
-        "margin": margin, "query_sources": list(sides.query_names), "key_sources": list(sides.key_names),
+        "margin": margin, "query_sources": sides.query_labels, "key_sources": sides.key_labels,
         "table": table.tolist(), "row_totals": table.sum(1).tolist(), "column_totals": table.sum(0).tolist(),
     }  # fmt: skip
 
@@ -207,6 +225,10 @@ def sides_for(trace, params, head: int, row: int, cols, model=None) -> Sides:
             raise InputError("why: a toy trace needs its LayerParams (models.params.toy_params(request)); "
                              "or pass the RunSpec")  # fmt: skip
         return toy_sides(trace, params, head, row, cols)
+    if trace.config.get("encoder_decoder"):
+        from models.why_encdec import encdec_sides
+
+        return encdec_sides(model, trace, head, row, cols)
     from models.why_stream import pretrained_sides
 
     return pretrained_sides(model, trace, head, row, cols)
@@ -251,21 +273,12 @@ def _resolve(trace_or_inputs, params, model):
     spec = trace_or_inputs
     if spec.uses_model:
         model = spec.load_model()
-        refuse_encoder_decoder(model)
         return spec.model_trace(model), None, model
     from models.params import toy_params
     from models.pipeline import run
 
     req = spec.toy_request()
     return run(req), toy_params(req), None
-
-
-def refuse_encoder_decoder(model) -> None:
-    from models.pretrained.architecture import Architecture
-
-    if not isinstance(getattr(model, "arch", None), Architecture):
-        raise InputError(f"why: {model.model_type} is an encoder-decoder (cross-attention and T5's position "
-                         "bias are not split yet); the split covers encoders and decoders")  # fmt: skip
 
 
 def _visible(trace, head: int, row: int) -> tuple[int, ...]:
@@ -282,5 +295,6 @@ def _visible(trace, head: int, row: int) -> tuple[int, ...]:
 
 def _only(sides: Sides, cols) -> Sides:
     index = [sides.cols.index(j) for j in cols]
+    additive = None if sides.additive is None else sides.additive[index]
     return Sides(sides.query_names, sides.key_names, sides.query, sides.keys[index], tuple(cols), sides.scale,
-                 sides.bilinear)  # fmt: skip
+                 sides.bilinear, additive, sides.additive_name)  # fmt: skip

@@ -304,9 +304,6 @@ def _sources_of_this_run(model, trace, ids, hidden, layer: int, rows):
 
 def pretrained_sides(model, trace, head: int, row: int, cols) -> Sides:
     """The query sources of ``head`` at ``row`` and its key head's sources at ``cols``."""
-    from models.why import refuse_encoder_decoder
-
-    refuse_encoder_decoder(model)
     arch = model.arch
     if trace.meta.get("edits"):
         raise InputError("why: this run has what-if edits; the split explains the model's own numbers")
