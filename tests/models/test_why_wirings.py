@@ -4,7 +4,8 @@
   the frozen LayerNorms after the adds;
 - Gemma 2 (a norm after the attention and around the MLP, ``1 + w`` norms, query_pre_attn_scalar),
   OLMo 2 (norms after the attention and the MLP only, RMS norms of the whole q and k projections),
-  Granite (the residual and attention multipliers) and Qwen3 (per-head RMS qk-norms).
+  Granite (the residual and attention multipliers) and Qwen3 (per-head RMS qk-norms);
+- T5's encoder, whose relative position bias is one more term (transformers' own ``compute_bias``).
 
 Each reference runs transformers' model in float64, takes each head's write at the input of its output
 projection and each MLP's contribution at the module the block adds, and freezes the norms by hand.
@@ -182,3 +183,49 @@ def test_decoder_wirings_against_transformers_float64(tmp_path, name):
         reference = (q[:, 0, i] @ k[:, 0, j].T * scale).numpy()
         names = list(src) + ["bias"]
         check_table(why(trace, head, i, j, model=model), names, names, reference)
+
+
+# --- T5's encoder: the relative position bias is one more term -------------------------------------
+
+
+def test_t5_encoder_with_its_position_bias_against_transformers_float64(tmp_path):
+    from encdec_refs import build
+
+    ref, _tok = build(tmp_path, "t5")
+    enc = ref.double().eval().requires_grad_(False).encoder
+    model = load_model(tmp_path, device="cpu")
+    sentence, layer = "the cat sat on the mat", 1
+    trace = model.trace(sentence, layer, cross_sentence="a dog ran", block="encoder")
+    ids = list(trace.meta["token_ids"])
+    n, heads = len(ids), ref.config.num_heads
+    dk = ref.config.d_kv
+    blocks = enc.block
+    concat, h1 = _capture([b.layer[0].SelfAttention.o for b in blocks], pre=True)
+    ffn, h2 = _capture([b.layer[1].DenseReluDense for b in blocks], pre=False)
+    with torch.no_grad():
+        out = enc(input_ids=torch.tensor([ids]), output_hidden_states=True)
+    for h in h1 + h2:
+        h.remove()
+    states = [s[0] for s in out.hidden_states]
+    src = {"embed": enc.embed_tokens.weight[ids]}
+    for i in range(layer):
+        w_o = blocks[i].layer[0].SelfAttention.o.weight.T
+        for g in range(heads):
+            src[f"L{i} H{g}"] = concat[i][:, g * dk : (g + 1) * dk] @ w_o[g * dk : (g + 1) * dk]
+        src[f"L{i} mlp"] = ffn[i]
+        torch.testing.assert_close(sum(src.values()), states[i + 1], atol=1e-9, rtol=0)
+    sa = blocks[layer].layer[0]
+    norm = sa.layer_norm
+    factor = _rms(states[layer], norm.weight, norm.variance_epsilon)
+    parts = torch.stack([v * factor for v in src.values()])
+    bias = blocks[0].layer[0].SelfAttention.compute_bias(n, n)[0]  # (h, n, n): layer 0's table serves all
+    for head, i, j in ((1, 3, 2), (0, n - 1, 0), (heads - 1, 0, n - 1)):
+        c = slice(head * dk, (head + 1) * dk)
+        q = torch.cat([parts[:, i] @ sa.SelfAttention.q.weight.T[:, c], torch.zeros(1, dk, dtype=torch.float64)])
+        k = torch.cat([parts[:, j] @ sa.SelfAttention.k.weight.T[:, c], torch.zeros(1, dk, dtype=torch.float64)])
+        table = q @ k.T  # T5 has no scale
+        reference = torch.zeros(table.shape[0] + 1, table.shape[1] + 1, dtype=torch.float64)
+        reference[:-1, :-1] = table
+        reference[-1, -1] = bias[head, i, j]
+        names = list(src) + ["bias", "position bias"]
+        check_table(why(trace, head, i, j, model=model), names, names, reference.numpy())
