@@ -183,7 +183,8 @@ def top_entries(result: dict, count: int = 8) -> list[tuple[str, str, float]]:
 def words(result: dict, count: int = 5) -> list[str]:
     """The top entries in words: "what L0 H3 wrote at 'cat' meets what embed wrote at 'the': +2.41"."""
     qt, kt = result.get("query_token", ""), result.get("key_token", result.get("top_token", ""))
-    return [f"what {qs} wrote at {qt!r} meets what {ks} wrote at {kt!r}: {v:+.4g}"
+    return [f"the {qs} from {qt!r} to {kt!r}: {v:+.4g}" if qs == ks == "position bias" else
+            f"what {qs} wrote at {qt!r} meets what {ks} wrote at {kt!r}: {v:+.4g}"
             for qs, ks, v in top_entries(result, count)]  # fmt: skip
 
 
