@@ -1,7 +1,7 @@
 """``why`` on a random model of every family the registry names: the table adds up to the recorded
 ``scaled`` cell (1e-5 relative), the row split to the top key's margin over the weighted mean, every
-source of the layers below is named; T5's encoder is split with its position bias as one more term, the
-other encoder-decoder blocks are refused by name in one line.
+source of the layers below is named; the encoder-decoders' encoders are split (T5's position bias one
+more term), their decoder and cross blocks refused by name in one line.
 
 The matrix comes from ``models.pretrained.registry.SUPPORTED_TYPES``: every variant the existing family
 tests build whose type the registry names (``bert``: the shipped MiniLM; post-norm OPT, sequential
@@ -89,9 +89,9 @@ def test_split_adds_up_in_every_family(tmp_path, variant):
 
 
 @pytest.mark.parametrize("model_type", REFUSED)
-def test_encoder_decoders_split_t5s_encoder_and_refuse_the_rest_by_name(tmp_path, model_type, capsys):
-    """T5's (and mT5's) encoder self-attention is split, its position bias one more term; the decoder
-    and cross blocks, and BART's and Marian's blocks, are refused by name in one line."""
+def test_encoder_decoders_split_the_encoder_and_refuse_the_rest_by_name(tmp_path, model_type, capsys):
+    """The encoder's self-attention is split (T5's position bias one more term; BART's and Marian's
+    post-norm blocks and positions); the decoder and cross blocks are refused by name in one line."""
     from models.why_cli import why_main
 
     next(build for t, build in BUILDERS.values() if t == model_type)(tmp_path)
@@ -102,12 +102,15 @@ def test_encoder_decoders_split_t5s_encoder_and_refuse_the_rest_by_name(tmp_path
     for block in ("encoder", "decoder", "cross"):
         code = why_main(common + ["--block", block, "--json"])
         out, err = capsys.readouterr()
-        if t5 and block == "encoder":
+        if block == "encoder":
             result = json.loads(out)
             table = np.asarray(result["table"])
-            assert code == 0 and result["stage"] == "biased" and result["key_sources"][-1] == "position bias"
+            assert code == 0 and result["stage"] == ("biased" if t5 else "scaled")
             assert abs(table.sum() - result["score"]) <= 1e-5 * np.abs(table).sum()
-            assert table[-1, :-1].tolist() == [0.0] * (table.shape[1] - 1)  # the bias meets no source
+            assert ("L0 H0" in result["key_sources"]) and (("pos" in result["key_sources"]) != t5)
+            if t5:
+                assert result["key_sources"][-1] == "position bias"
+                assert table[-1, :-1].tolist() == [0.0] * (table.shape[1] - 1)  # the bias meets no source
         else:
             assert code == 2 and err.count("\n") == 1
             assert err.startswith(f"error: why: {model_type} {block} attention is not split yet")

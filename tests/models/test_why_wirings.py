@@ -5,7 +5,8 @@
 - Gemma 2 (a norm after the attention and around the MLP, ``1 + w`` norms, query_pre_attn_scalar),
   OLMo 2 (norms after the attention and the MLP only, RMS norms of the whole q and k projections),
   Granite (the residual and attention multipliers) and Qwen3 (per-head RMS qk-norms);
-- T5's encoder, whose relative position bias is one more term (transformers' own ``compute_bias``).
+- T5's encoder, whose relative position bias is one more term (transformers' own ``compute_bias``), and
+  BART's (post-norm, learned positions with their offset, an embedding LayerNorm).
 
 Each reference runs transformers' model in float64, takes each head's write at the input of its output
 projection and each MLP's contribution at the module the block adds, and freezes the norms by hand.
@@ -229,3 +230,55 @@ def test_t5_encoder_with_its_position_bias_against_transformers_float64(tmp_path
         reference[-1, -1] = bias[head, i, j]
         names = list(src) + ["bias", "position bias"]
         check_table(why(trace, head, i, j, model=model), names, names, reference.numpy())
+
+
+def test_bart_encoder_post_norm_against_transformers_float64(tmp_path):
+    """BART's encoder: learned positions (offset 2), an embedding LayerNorm, post-norm blocks."""
+    from encdec_refs import build
+
+    ref, _tok = build(tmp_path, "bart")
+    enc = ref.double().eval().requires_grad_(False).get_encoder()
+    model = load_model(tmp_path, device="cpu")
+    sentence, layer = "the cat sat on the mat", 1
+    trace = model.trace(sentence, layer, cross_sentence="a dog ran", block="encoder")
+    ids = list(trace.meta["token_ids"])
+    n, heads = len(ids), ref.config.encoder_attention_heads
+    dk = ref.config.d_model // heads
+    blocks = enc.layers
+    concat, h1 = _capture([b.self_attn.out_proj for b in blocks], pre=True)
+    ffn, h2 = _capture([b.fc2 for b in blocks], pre=False)
+    with torch.no_grad():
+        out = enc(input_ids=torch.tensor([ids]), output_hidden_states=True)
+    for h in h1 + h2:
+        h.remove()
+    states = [s[0] for s in out.hidden_states]
+
+    def ln_frozen(z, ln):
+        sigma = torch.sqrt(z.var(-1, unbiased=False, keepdim=True) + ln.eps)
+        return lambda v: (v - v.mean(-1, keepdim=True)) / sigma * ln.weight
+
+    word = enc.embed_tokens(torch.tensor([ids]))[0]  # times its embed_scale
+    pos = enc.embed_positions(torch.tensor([ids]))[0]
+    lin = ln_frozen(word + pos, enc.layernorm_embedding)
+    src = {"embed": lin(word), "pos": lin(pos), "embed norm bias": enc.layernorm_embedding.bias.expand(n, -1)}
+    for i in range(layer):
+        b = blocks[i]
+        w_o = b.self_attn.out_proj.weight.T
+        new = {f"L{i} H{g}": concat[i][:, g * dk : (g + 1) * dk] @ w_o[g * dk : (g + 1) * dk] for g in range(heads)}
+        new[f"L{i} attn bias"] = b.self_attn.out_proj.bias.expand(n, -1)
+        attn_out = sum(new.values())
+        lin1 = ln_frozen(states[i] + attn_out, b.self_attn_layer_norm)
+        a = lin1(states[i] + attn_out) + b.self_attn_layer_norm.bias
+        lin2 = ln_frozen(a + ffn[i], b.final_layer_norm)
+        src = {k: lin2(lin1(v)) for k, v in {**src, **new}.items()}
+        src[f"L{i} mlp"] = lin2(ffn[i])
+        src[f"L{i} norm bias"] = lin2(b.self_attn_layer_norm.bias.expand(n, -1)) + b.final_layer_norm.bias
+        torch.testing.assert_close(sum(src.values()), states[i + 1], atol=1e-9, rtol=0)
+    att = blocks[layer].self_attn
+    for head, i, j in ((1, 3, 2), (0, n - 1, 0), (heads - 1, 0, n - 1)):
+        c = slice(head * dk, (head + 1) * dk)
+        q = [v[i] @ att.q_proj.weight.T[:, c] for v in src.values()] + [att.q_proj.bias[c]]
+        k = [v[j] @ att.k_proj.weight.T[:, c] for v in src.values()] + [att.k_proj.bias[c]]
+        reference = (torch.stack(q) @ torch.stack(k).T * att.scaling).numpy()
+        names = list(src) + ["bias"]
+        check_table(why(trace, head, i, j, model=model), names, names, reference)
