@@ -19,7 +19,7 @@ from models import attention as att
 from models.config import InputError
 from models.pretrained.common import hidden_mask
 from models.pretrained.encdec import block_attention
-from models.why import Sides
+from models.why_sides import Sides
 from models.why_stream import _check, frozen, head_writes
 
 

@@ -31,7 +31,7 @@ from models.config import InputError
 from models.pretrained.architecture import Architecture
 from models.pretrained.common import attention, hidden_mask, project_qkv
 from models.pretrained.rope import apply_rope
-from models.why import Sides
+from models.why_sides import Sides
 
 CHECK = 1e-5  # every re-assembled tensor equals the real run's to this (relative to its largest entry)
 MAX_BYTES = 2 << 30  # sources × rows × d_model in float64
