@@ -8,7 +8,6 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtWidgets import (
-    QDockWidget,
     QFileDialog,
     QMainWindow,
     QProgressBar,
@@ -41,7 +40,7 @@ from explorer.jobs import ReadJobs
 from explorer.panels.atlas_window import atlas_corpus
 from explorer.panels.inspector_panel import InspectorPanel
 from explorer.panels.mask_dock import MaskDock
-from explorer.panels.why_panel import WhyPanel
+from explorer.panels.why_dock import WhyDock
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
 from explorer.widgets.debounce import Debounced
@@ -116,7 +115,6 @@ class MainWindow(QMainWindow):
         self.matrix_view = MatrixView(self.state, jobs=self.jobs, frames=self.frames)
         self.focus_panel = QueryFocusPanel(self.state, jobs=self.jobs)
         self.inspector = InspectorPanel(jobs=self.jobs)
-        self.why_panel = WhyPanel(jobs=self.jobs)  # issue 33: the clicked score split into its sources
         self.status_line = StatusLine()
         self.statusBar().addWidget(self.status_line, 1)
         self.load_bar = QProgressBar()  # while a model loads on the worker
@@ -130,14 +128,9 @@ class MainWindow(QMainWindow):
         self._lay_out()
         info, error = self.status_line.show_info, self.status_line.show_error
         self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask
-        # issue 33: the clicked score split into its sources, beside the inspector (File → Why…; hidden at start)
-        self.why_dock = QDockWidget("Why does this head attend here?", self)
-        self.why_dock.setObjectName("whyDock")
-        self.why_dock.setWidget(self.why_panel)
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.why_dock)
-        self.why_dock.hide()
-        self.why_dock.visibilityChanged.connect(lambda shown: shown and self._split_clicked())
-        self._clicked: tuple | None = None  # the last clicked cell (display, stage, head, row, col), for the Why panel
+        self.why = WhyDock(self.state, self.jobs, self.worker.models, self)  # issue 33: File → Why…, hidden
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.why)
+        self.why.hide()
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.mask_dock)
         # issue 9: what-if edits, difference view
         self.experiment = Experiment(self.state, self.matrix_view, error, self)
@@ -177,8 +170,6 @@ class MainWindow(QMainWindow):
         self.worker.regions_ready.connect(self.matrix_view.zoom.arrived_together)
         self.matrix_view.cell_clicked.connect(self.select_cell)
         self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
-        self.state.trace_changed.connect(lambda _display: self.why_panel.clear())
-        self.why_panel.open_head.connect(self.open_head)
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
         if geometry is None or not self.restoreGeometry(geometry):
@@ -350,39 +341,11 @@ class MainWindow(QMainWindow):
         if stage is None or self.state.display is None:
             return
         self.inspector.explain_cell(self.state.display, stage, head, row, col)
-        self._clicked = (self.state.display, stage, head, row, col)
-        self._split_clicked()
+        self.why.cell_clicked(self.state.display, stage, head, row, col)
         if stage.row_labels == self.state.display.trace.query_tokens:
             self.state.set_query(row)
         if stage.per_head:
             self.state.set_focus_head(head)
-
-    def show_why(self) -> QDockWidget:
-        """File → Why…: the Why panel beside the inspector, splitting the last clicked score."""
-        self.why_dock.show()
-        self.why_dock.raise_()
-        return self.why_dock
-
-    def _split_clicked(self) -> None:
-        if self._clicked is None or not self.why_dock.isVisible():
-            return  # nothing is computed for a panel nobody sees
-        display, stage, head, row, col = self._clicked
-        if display is self.state.display:
-            self.why_panel.show_cell(display, stage, head, row, col, self.model_of(display))
-
-    def model_of(self, display):
-        """The loaded model that made ``display`` (from the worker's cache), for the Why panel; None: the toy."""
-        spec = getattr(display, "request", None)
-        if spec is None or not getattr(spec, "model", None):
-            return None
-        return lambda: self.worker.models.model(spec.model, spec.device)
-
-    def open_head(self, layer: int, head: int, position: int) -> None:
-        """Show ``head`` of ``layer``: its weights, its row at query ``position`` focused (the Why panel's click)."""
-        self.state.update_inputs(layer=layer)
-        self.state.set_stage("weights")
-        self.state.set_focus_head(head)
-        self.state.set_query(position)
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:

@@ -9,14 +9,29 @@ is one ``error:`` line on stderr and exit status 2.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .cli import check_arguments, printable
 from .config import InputError
-from .explain_cli import _cell, _OneLineParser
 from .memory import OUT_OF_MEMORY, is_out_of_memory
 from .runspec import RunSpec, add_input_arguments, given_options
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one ``error:`` line (and exit 2), as explain's."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}\n")
+
+
+def _cell(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in text.replace(" ", "").split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 0,2,1, got {text!r}") from None
 
 
 def build_why_parser() -> _OneLineParser:

@@ -20,7 +20,7 @@ from models.config import InputError
 from models.pretrained.common import hidden_mask
 from models.pretrained.encdec import block_attention
 from models.why_sides import Sides
-from models.why_stream import _check, frozen, head_writes
+from models.why_stream import check_parts, frozen, head_writes
 
 
 def _embedding(arch, ids, r):
@@ -71,7 +71,7 @@ def encdec_sides(model, trace, head: int, row: int, cols) -> Sides:
         free = hidden_mask(n, "none", (), model.device)  # the encoder hides nothing
         names, parts, h = _embedding(arch, ids, r)
         parts = torch.stack(parts)
-        _check(parts, h[r], "the encoder's embedding")
+        check_parts(parts, h[r], "the encoder's embedding")
         for i in range(layer):
             x = arch.attention_input("encoder", i, h)
             p = arch.params("encoder", i, n, n)
@@ -83,7 +83,7 @@ def encdec_sides(model, trace, head: int, row: int, cols) -> Sides:
             if p.b_o is not None:
                 new = torch.cat([new, p.b_o.double().expand(1, len(r), -1)])
                 new_names.append(f"L{i} attn bias")
-            _check(new, o[r], f"encoder layer {i}'s attention output")
+            check_parts(new, o[r], f"encoder layer {i}'s attention output")
             nxt = arch.feed_forward("encoder", i, arch.after_attention("encoder", i, h, o))
             if post:
                 parts = _post_norm(arch, i, h, o, parts, new, r)
@@ -92,7 +92,7 @@ def encdec_sides(model, trace, head: int, row: int, cols) -> Sides:
                 mlp = nxt[r].double() - h[r].double() - new.sum(0)
                 parts = torch.cat([parts, new, mlp[None]])
                 names += new_names + [f"L{i} mlp"]
-            _check(parts, nxt[r], f"the encoder's hidden state after layer {i}")
+            check_parts(parts, nxt[r], f"the encoder's hidden state after layer {i}")
             h = nxt
         x = arch.attention_input("encoder", layer, h)
         if not np.array_equal(x.cpu().numpy(), np.asarray(trace["input"].array)):
@@ -100,7 +100,7 @@ def encdec_sides(model, trace, head: int, row: int, cols) -> Sides:
         xs = parts  # BART and Marian: the attention reads h itself
         if not post:  # T5: a pre-norm
             xs = frozen(h, "rms", arch.layer("encoder", layer)["self_norm"], None, arch.eps).lin(parts, r)
-        _check(xs, x[r], f"encoder layer {layer}'s attention input")
+        check_parts(xs, x[r], f"encoder layer {layer}'s attention input")
         p = arch.params("encoder", layer, n, n)
         dk = p.d_k
         sides = []

@@ -15,7 +15,7 @@ linear per position, grouped kv heads read their key head, qk-norms are frozen l
 
 The layers below the traced one run through the engine's own :func:`attention` with its ``record``
 (``head_output``), never a second attention; each block's real output is that of the family's
-``block``. Every step is checked against the real run (:func:`_check`, 1e-5 relative); a family
+``block``. Every step is checked against the real run (:func:`check_parts`, 1e-5 relative); a family
 whose residual wiring is not one of :data:`WIRINGS` is refused by name.
 """
 
@@ -162,7 +162,8 @@ def embedding_sources(arch: Architecture, ids: Tensor, rows) -> tuple[list[str],
 # --- the layers below ----------------------------------------------------------------------------
 
 
-def _check(parts: Tensor, real: Tensor, what: str) -> None:
+def check_parts(parts: Tensor, real: Tensor, what: str) -> None:
+    """The sources ``parts (S, r, d)`` must sum to the real tensor ``real (r, d)`` (:data:`CHECK`); else refuse."""
     real = real.double()
     error = float((parts.sum(0) - real).abs().max()) / max(float(real.abs().max()), 1e-30)
     if not error <= CHECK:
@@ -183,7 +184,7 @@ def residual_sources(arch: Architecture, ids: Tensor, hidden: Tensor, layer: int
     wire = wiring(arch)
     names, parts, h = embedding_sources(arch, ids, rows)
     parts = torch.stack(parts)
-    _check(parts, h[list(rows)], "the embedding")
+    check_parts(parts, h[list(rows)], "the embedding")
     n = ids.shape[0]
     for i in range(layer):
         p = arch.attention_params(i, n)
@@ -194,7 +195,7 @@ def residual_sources(arch: Architecture, ids: Tensor, hidden: Tensor, layer: int
         if p.b_o is not None:
             new = torch.cat([new, p.b_o.double().expand(1, len(rows), -1)])
             new_names.append(f"L{i} attn bias")
-        _check(new, o[list(rows)], f"layer {i}'s attention output")
+        check_parts(new, o[list(rows)], f"layer {i}'s attention output")
         nxt = states[i + 1] if states is not None else arch.block(i, h, hidden)
         if wire.kind == "post":
             parts, names = _post_block(arch, wire, i, h, o, parts, names, new, new_names, rows)
@@ -202,12 +203,13 @@ def residual_sources(arch: Architecture, ids: Tensor, hidden: Tensor, layer: int
             if wire.post_attn is not None:
                 post = frozen(o, "rms", arch.layers[i][wire.post_attn], None, arch.eps, arch.norm_plus_one)
                 new = post.lin(new, rows)
-                _check(new, arch.rms(o, arch.layers[i][wire.post_attn])[list(rows)], f"layer {i}'s normed attention")
+                real = arch.rms(o, arch.layers[i][wire.post_attn])[list(rows)]
+                check_parts(new, real, f"layer {i}'s normed attention")
             new = new * float(getattr(arch, "residual_multiplier", 1.0))
             mlp = nxt[list(rows)].double() - h[list(rows)].double() - new.sum(0)
             parts = torch.cat([parts, new, mlp[None]])
             names = names + new_names + [f"L{i} mlp"]
-        _check(parts, nxt[list(rows)], f"the hidden state after layer {i}")
+        check_parts(parts, nxt[list(rows)], f"the hidden state after layer {i}")
         h = nxt
     return names, parts, h
 
@@ -269,7 +271,7 @@ def project_sources(arch, wire, layer: int, h: Tensor, hidden: Tensor, names, pa
     norm = input_norm(arch, wire, layer, h)
     xs = parts if norm is None else norm.lin(parts, rows)  # (S, r, d)
     x_bias = torch.zeros_like(xs[0]) if norm is None or norm.bias is None else norm.bias.expand(len(r), -1)
-    _check(torch.cat([xs, x_bias[None]]), x[r], f"layer {layer}'s attention input")
+    check_parts(torch.cat([xs, x_bias[None]]), x[r], f"layer {layer}'s attention input")
     w, b = (p.w_q, p.b_q) if side == "q" else (p.w_k, p.b_k)
     dk = p.d_k
     cols = slice(head * dk, (head + 1) * dk)
@@ -284,7 +286,7 @@ def project_sources(arch, wire, layer: int, h: Tensor, hidden: Tensor, names, pa
         cos, sin = (t[r].double()[None] for t in p.rope)  # (1, r, rotary_dim)
         vecs = apply_rope(vecs, cos, sin, p.rope_interleaved)
     final = rec.get(f"{side}_rotated", rec.get(f"{side}_normed", rec[side]))
-    _check(vecs, final[head, r], f"layer {layer}'s {side} of head {head}")
+    check_parts(vecs, final[head, r], f"layer {layer}'s {side} of head {head}")
     return list(names) + ["bias"], vecs, p
 
 

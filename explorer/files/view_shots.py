@@ -136,10 +136,10 @@ def _why_view(window, cell) -> Shot | str:
         return f"--cell {head},{row},{col} is outside {name} ({size})"
     # The table wants room: the window wide, the panel beside the inspector wide (as a person would drag it).
     window.resize(max(window.width(), 1800), max(window.height(), 1000))
-    dock = window.show_why()
+    dock = window.why.open()
     dock.setMinimumWidth(860)
-    window.why_panel.show_cell(display, stage, head, row, col, window.model_of(display))
-    panel = window.why_panel
+    dock.panel.show_cell(display, stage, head, row, col, dock.model_of(display))
+    panel = dock.panel
     return Shot(dock, lambda: panel.result is not None or panel.note.text().startswith("why:"))
 
 

@@ -18,19 +18,19 @@ def test_clicking_a_score_splits_it_off_the_gui_thread(qtbot, make_window, no_st
     reads = no_stage_reads_on_gui_thread()
     qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 1, 3, 2))
     assert window.jobs.wait_until_idle()
-    assert window.why_panel.result is None  # the panel is closed: nothing is split for nobody
+    assert window.why.panel.result is None  # the panel is closed: nothing is split for nobody
     window.registry.execute("view.why")  # File → Why…: the last clicked score, split
-    qtbot.waitUntil(lambda: window.why_panel.result is not None)
+    qtbot.waitUntil(lambda: window.why.panel.result is not None)
     no_stage_reads_on_gui_thread.disarm()
     assert reads and not any(on_gui for _what, on_gui in reads)
-    result = window.why_panel.result
+    result = window.why.panel.result
     assert (result["head"], result["row"], result["col"]) == (1, 3, 2)
     assert result["query_sources"] == ["embed", "pos"] == result["key_sources"]
     score = float(trace["scaled"].head(1)[3, 2])
     assert result["score"] == score
     assert abs(np.sum(result["table"]) - score) <= 1e-5 * np.abs(result["table"]).sum()
     window.state.update_inputs(seed=3)  # a new trace: the old split's numbers are gone
-    qtbot.waitUntil(lambda: window.why_panel.result is None)
+    qtbot.waitUntil(lambda: window.why.panel.result is None)
 
 
 def test_the_table_is_drawn_signed_with_totals_in_the_margins(qtbot):
@@ -64,12 +64,12 @@ def test_many_sources_fold_into_others_and_still_add_up():
 
 def test_a_head_source_opens_that_heads_row(qtbot, make_window):
     window = make_window(Inputs(model="induction", sentence=S, layer=1))
-    window.show_why()
+    window.why.open()
     display = window.state.display
-    window.why_panel.show_cell(display, display.trace["scaled"], 0, 40, 11, window.model_of(display))
+    window.why.panel.show_cell(display, display.trace["scaled"], 0, 40, 11, window.why.model_of(display))
     assert window.jobs.wait_until_idle()
-    qtbot.waitUntil(lambda: window.why_panel.result is not None)
-    assert "L0 H0" in window.why_panel.result["key_sources"]
-    window.why_panel.open_source("embed", "L0 H0")  # the previous-token head, at the key's position
+    qtbot.waitUntil(lambda: window.why.panel.result is not None)
+    assert "L0 H0" in window.why.panel.result["key_sources"]
+    window.why.panel.open_source("embed", "L0 H0")  # the previous-token head, at the key's position
     qtbot.waitUntil(lambda: window.state.display.trace.config["layer"] == 0, timeout=15_000)
     assert window.state.stage_name == "weights" and window.state.focus_head == 0 and window.state.query == 11
