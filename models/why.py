@@ -26,7 +26,7 @@ import json
 import numpy as np
 
 from models.config import InputError
-from models.why_sides import Sides
+from models.why_sides import Sides, TooManySources
 
 TOLERANCE = 1e-5  # |Σ T − s| ≤ TOLERANCE · max(|s|, Σ |T|): the split must add up to the score
 
@@ -160,6 +160,8 @@ def text(result: dict, row_result: dict | None = None, count: int = 8) -> str:
     lines += [f"  {qs:>16} × {ks:<16} {v:+.6g}" for qs, ks, v in top_entries(result, count)]
     lines += ["", "query-source totals:"] + _totals(result["query_sources"], result["row_totals"], count)
     lines += ["", "key-source totals:"] + _totals(result["key_sources"], result["column_totals"], count)
+    if result.get("row_note"):
+        lines += ["", f"the row is not split: {result['row_note']}"]
     if row_result is not None:
         lines += ["", f"why key {row_result['top_key']} {row_result['top_token']!r} and not the others "
                       f"(its score minus the weighted mean: {row_result['margin']:+.6g}):"]  # fmt: skip
@@ -205,12 +207,18 @@ def why(trace_or_inputs, head: int, row: int, col: int, *, model=None, params=No
     ``with_row``: add ``"row_split"``, the top key against the weighted mean (:func:`why_row`)."""
     trace, params, model = _resolve(trace_or_inputs, params, model)
     check_cell(trace, head, row, col)
-    cols = _visible(trace, head, row) if with_row else (col,)
-    cols = tuple(sorted(set(cols) | {col}))
-    sides = sides_for(trace, params, head, row, cols, model)
+    cols = tuple(sorted(set(_visible(trace, head, row) if with_row else ()) | {col}))
+    try:
+        sides = sides_for(trace, params, head, row, cols, model)
+    except TooManySources as exc:  # every key's sources do not fit: the cell alone does
+        if len(cols) == 1:
+            raise
+        sides, with_row, note = sides_for(trace, params, head, row, (col,), model), False, str(exc)
     result = answer(trace, sides, head, row, col)
     if with_row:
         result["row_split"] = row_answer(trace, _only(sides, _visible(trace, head, row)), head, row)
+    elif cols != (col,):
+        result["row_note"] = note
     return result
 
 

@@ -19,7 +19,7 @@ from models import attention as att
 from models.config import InputError
 from models.pretrained.common import hidden_mask
 from models.pretrained.encdec import block_attention
-from models.why_sides import Sides
+from models.why_sides import Sides, check_size
 from models.why_stream import check_parts, frozen, head_writes
 
 
@@ -67,6 +67,7 @@ def encdec_sides(model, trace, head: int, row: int, cols) -> Sides:
     ids = torch.tensor(trace.meta["token_ids"], dtype=torch.long, device=model.device)
     n, rows = ids.shape[0], tuple(sorted({row, *cols}))
     r = list(rows)
+    check_size(layer * (arch.num_heads + 4) + 4, len(rows), arch.hidden_size)
     with torch.no_grad():
         free = hidden_mask(n, "none", (), model.device)  # the encoder hides nothing
         names, parts, h = _embedding(arch, ids, r)

@@ -10,6 +10,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.config import InputError
+
+MAX_BYTES = 2 << 30  # sources × rows × d_model in float64, held at once
+
+
+class TooManySources(InputError):
+    """The sources of the rows asked for do not fit :data:`MAX_BYTES` (one cell still may)."""
+
+
+def check_size(sources: int, rows: int, width: int) -> None:
+    if sources * rows * width * 8 > MAX_BYTES:
+        raise TooManySources(f"why: {sources} sources × {rows} rows are too many to hold; split one cell, "
+                             "or use fewer tokens")  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Sides:

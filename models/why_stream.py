@@ -31,10 +31,9 @@ from models.config import InputError
 from models.pretrained.architecture import Architecture
 from models.pretrained.common import attention, hidden_mask, project_qkv
 from models.pretrained.rope import apply_rope
-from models.why_sides import Sides
+from models.why_sides import Sides, check_size
 
 CHECK = 1e-5  # every re-assembled tensor equals the real run's to this (relative to its largest entry)
-MAX_BYTES = 2 << 30  # sources × rows × d_model in float64
 
 
 @dataclass
@@ -315,9 +314,7 @@ def pretrained_sides(model, trace, head: int, row: int, cols) -> Sides:
     rows = tuple(sorted({row, *cols}))
     wire = wiring(arch)
     sources = layer * (arch.num_heads + 3) + 4
-    if sources * len(rows) * arch.hidden_size * 8 > MAX_BYTES:
-        raise InputError(f"why: {sources} sources × {len(rows)} rows are too many to hold; split one cell, "
-                         "or use fewer tokens")  # fmt: skip
+    check_size(sources, len(rows), arch.hidden_size)
     with torch.no_grad():
         hidden = hidden_mask(n, trace.config["mask"], tuple(trace.config["pad_positions"]), model.device)
         names, parts, h = _sources_of_this_run(model, trace, ids, hidden, layer, rows)

@@ -150,6 +150,8 @@ class WhyPanel(QWidget):
                  f"{len(result['key_sources'])} terms (relative error {result['relative_error']:.1e}). Largest:"]
         lines += [f"• {w}" for w in words(result, 4)]
         split = result.get("row_split")
+        if result.get("row_note"):
+            lines.append(f"The row is not split: {result['row_note']}")
         if split is not None:
             lines.append(f"Why key {split['top_key']} {split['top_token']!r} and not the others: its score is "
                          f"{split['margin']:+.4g} above the weighted mean, carried most by:")  # fmt: skip

@@ -259,3 +259,20 @@ def test_the_same_split_whether_the_model_kept_this_runs_states_or_not():
     model.trace("The cat sat on the mat.", 2, mask="causal")  # the same sentence, another mask: other states
     masked = why(trace, 3, 4, 2, model=model)
     assert kept["table"] == again["table"] == masked["table"]
+
+
+def test_a_row_too_big_to_hold_still_splits_the_cell(monkeypatch):
+    from models import why_sides
+    from models.pretrained import load_model
+
+    model = load_model("minilm", device="cpu")
+    trace = model.trace("The cat sat on the mat.", 2)
+    whole = why(trace, 3, 4, 2, model=model, with_row=True)
+    monkeypatch.setattr(why_sides, "MAX_BYTES", 300_000)  # two rows' sources fit, all nine do not
+    result = why(trace, 3, 4, 2, model=model, with_row=True)
+    np.testing.assert_allclose(result["table"], whole["table"], rtol=1e-12, atol=1e-12)  # float64, other batching
+    assert "row_split" not in result
+    assert result["row_note"].startswith("why: 34 sources × 9 rows are too many to hold")
+    monkeypatch.setattr(why_sides, "MAX_BYTES", 1_000)
+    with pytest.raises(InputError, match="too many to hold"):
+        why(trace, 3, 4, 2, model=model)
