@@ -1,7 +1,8 @@
 """Why does this head attend here? One score split into query-source × key-source terms, exactly.
 
 A head's score ``s_ij`` (the ``scaled`` stage: after scaling, before soft-capping, masks and sinks;
-``scores`` when the toy has no scaling) is ``q_i · k_j · scale``. Once every norm's scale is frozen
+``scores`` when the toy has no scaling; ``biased`` for T5, whose position bias is one more term:
+:mod:`models.why_encdec`) is ``q_i · k_j · scale``. Once every norm's scale is frozen
 at the real run's value, q_i and k_j are *linear* in the residual stream, and the residual stream
 is a sum of named sources (the embedding, learned positions, every earlier head's write, biases,
 MLPs: :mod:`models.why_stream`). Writing ``q_i = Σ_a q_i^a`` and ``k_j = Σ_b k_j^b`` gives

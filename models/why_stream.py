@@ -16,7 +16,7 @@ linear per position, grouped kv heads read their key head, qk-norms are frozen l
 The layers below the traced one run through the engine's own :func:`attention` with its ``record``
 (``head_output``), never a second attention; each block's real output is that of the family's
 ``block``. Every step is checked against the real run (:func:`check_parts`, 1e-5 relative); a family
-whose residual wiring is not one of :data:`WIRINGS` is refused by name.
+whose residual wiring :func:`wiring` does not know is refused by name.
 """
 
 from __future__ import annotations
