@@ -182,7 +182,7 @@ def to_json(result: dict) -> str:
 # --- the front door --------------------------------------------------------------------------------
 
 
-def sides_for(trace, params, head: int, row: int, cols, model=None) -> Sides:
+def sides_for(trace, params, head: int, row: int, cols, model=None, source=None) -> Sides:
     """The sources of ``trace``'s head at ``row`` and key rows ``cols``: the toy's, or (``model``
     given) the pretrained residual stream's (:mod:`models.why_stream`)."""
     if model is None:
@@ -193,28 +193,33 @@ def sides_for(trace, params, head: int, row: int, cols, model=None) -> Sides:
     if trace.config.get("encoder_decoder"):
         from models.why_encdec import encdec_sides
 
-        return encdec_sides(model, trace, head, row, cols)
+        if isinstance(source, str):  # the source sentence: its token ids, as the trace read them
+            source = model.encode(source, trace.config.get("max_tokens"), "encoder").ids
+        return encdec_sides(model, trace, head, row, cols, source)
     from models.why_stream import pretrained_sides
 
     return pretrained_sides(model, trace, head, row, cols)
 
 
-def why(trace_or_inputs, head: int, row: int, col: int, *, model=None, params=None, with_row: bool = False) -> dict:
+def why(trace_or_inputs, head: int, row: int, col: int, *, model=None, params=None, with_row: bool = False,
+        source=None) -> dict:  # fmt: skip
     """The split of one cell: the dict ``main.py why --json`` prints.
 
     ``trace_or_inputs``: a :class:`models.runspec.RunSpec` (everything is computed from it), or a trace
     with ``params`` (the toy's LayerParams) or ``model`` (the loaded pretrained model that made it; read
     again from the trace's folder when not given; the split is checked against the trace either way).
-    ``with_row``: add ``"row_split"``, the top key against the weighted mean (:func:`why_row`)."""
-    trace, params, model = _resolve(trace_or_inputs, params, model)
+    ``with_row``: add ``"row_split"``, the top key against the weighted mean (:func:`why_row`).
+    ``source``: an encoder-decoder's source sentence (or its token ids), which its decoder block's
+    cross-attention reads (taken from the RunSpec when one is given)."""
+    trace, params, model, source = _resolve(trace_or_inputs, params, model, source)
     check_cell(trace, head, row, col)
     cols = tuple(sorted(set(_visible(trace, head, row) if with_row else ()) | {col}))
     try:
-        sides = sides_for(trace, params, head, row, cols, model)
+        sides = sides_for(trace, params, head, row, cols, model, source)
     except TooManySources as exc:  # every key's sources do not fit: the cell alone does
         if len(cols) == 1:
             raise
-        sides, with_row, note = sides_for(trace, params, head, row, (col,), model), False, str(exc)
+        sides, with_row, note = sides_for(trace, params, head, row, (col,), model, source), False, str(exc)
     result = answer(trace, sides, head, row, col)
     if with_row:
         result["row_split"] = row_answer(trace, _only(sides, _visible(trace, head, row)), head, row)
@@ -223,15 +228,15 @@ def why(trace_or_inputs, head: int, row: int, col: int, *, model=None, params=No
     return result
 
 
-def why_row(trace_or_inputs, head: int, row: int, *, model=None, params=None) -> dict:
+def why_row(trace_or_inputs, head: int, row: int, *, model=None, params=None, source=None) -> dict:
     """"Why this key and not the others" for one query row (see :func:`row_answer`)."""
-    trace, params, model = _resolve(trace_or_inputs, params, model)
+    trace, params, model, source = _resolve(trace_or_inputs, params, model, source)
     check_cell(trace, head, row, 0)
-    sides = sides_for(trace, params, head, row, _visible(trace, head, row), model)
+    sides = sides_for(trace, params, head, row, _visible(trace, head, row), model, source)
     return row_answer(trace, sides, head, row)
 
 
-def _resolve(trace_or_inputs, params, model):
+def _resolve(trace_or_inputs, params, model, source):
     from models.runspec import RunSpec
 
     if not isinstance(trace_or_inputs, RunSpec):
@@ -240,16 +245,16 @@ def _resolve(trace_or_inputs, params, model):
             from models.pretrained import load_model
 
             model = load_model(trace.config["path"], device="cpu")
-        return trace, params, model
+        return trace, params, model, source
     spec = trace_or_inputs
     if spec.uses_model:
         model = spec.load_model()
-        return spec.model_trace(model), None, model
+        return spec.model_trace(model), None, model, spec.sentence if source is None else source
     from models.params import toy_params
     from models.pipeline import run
 
     req = spec.toy_request()
-    return run(req), toy_params(req), None
+    return run(req), toy_params(req), None, None
 
 
 def _visible(trace, head: int, row: int) -> tuple[int, ...]:

@@ -1,13 +1,15 @@
-"""``why`` for the encoders of the encoder-decoder families (T5, mT5, BART, Marian).
+"""``why`` for the self-attention of the encoder-decoder families (T5, mT5, BART, Marian).
 
-T5's encoder blocks are ``h + attn(RMS(h))`` then ``h + ffn(RMS(h))``: the sources are those of
+T5's sublayers are ``h + attn(RMS(h))`` and ``h + ffn(RMS(h))``: the sources are those of
 :mod:`models.why_stream` (``embed``, ``L{l} H{h}``, ``L{l} mlp``) and the score ``biased = q·k + B``
 gets one more term, ``position bias`` (T5 has no scale). BART's and Marian's are post-norm, like BERT's:
-``LN(a + ffn(a))`` with ``a = LN(h + attn)``, every source through both frozen LayerNorms, with learned
-(BART) or sinusoidal (Marian) positions as ``pos``. The layers below run through the engine's own block
-attention with its record (each head's output is its recorded weights times its recorded values).
-The decoder's self-attention (its rows read the encoder's output through cross-attention, a second
-stream) and the cross blocks are refused by name.
+``LN(h + sublayer(h))``, every source through each frozen LayerNorm (their biases join ``L{l} norm
+bias``), with learned (BART) or sinusoidal (Marian) positions as ``pos``. In the decoder, each layer's
+cross-attention heads write too (``L{l} cross H{h}``): what they read, the encoder's output, is the
+real one, computed from the source sentence, which the caller gives (``source``: its token ids).
+The layers below run through the engine's own block attention with its record (each head's output is
+its recorded weights times its recorded values); the cross blocks (queries and keys from two streams)
+are refused by name.
 """
 
 from __future__ import annotations
@@ -17,92 +19,129 @@ import torch
 
 from models import attention as att
 from models.config import InputError
-from models.pretrained.common import hidden_mask
+from models.pretrained.common import hidden_mask, linear
 from models.pretrained.encdec import block_attention
 from models.why_sides import Sides, check_size
 from models.why_stream import check_parts, frozen, head_writes
 
 
-def _embedding(arch, ids, r):
-    """The encoder's embedding sources at rows ``r``: ``embed`` (+ ``pos``, ``embed norm bias``), and h₀."""
-    from models.pretrained.bart import Bart
+class _Stream:
+    """One stack's residual stream at rows ``r``: the real state ``h (n, d)``, its sources ``parts``."""
 
+    def __init__(self, arch, side: str, ids, r) -> None:
+        from models.pretrained.bart import Bart
+
+        self.arch, self.side, self.r, self.post = arch, side, r, isinstance(arch, Bart)
+        self.h = arch.embed(side, ids)
+        if not self.post:  # T5: no positions in the stream
+            self.names, parts = ["embed"], [self.h[r].double()]
+        else:
+            word = arch.word[side][ids].double() * arch.embed_scale
+            pos = arch.positions(side, ids.shape[0]).double()
+            self.names, parts = ["embed", "pos"], [word[r], pos[r]]
+            if arch.embedding_norm:  # BART (Marian has none)
+                raw = arch.word[side][ids] * arch.embed_scale + arch.positions(side, ids.shape[0])
+                ln = frozen(raw, "layer", *arch.emb_norm[side], arch.eps)
+                self.names.append("embed norm bias")
+                parts = [ln.lin(parts[0], r), ln.lin(parts[1], r), ln.bias.expand(len(r), -1)]
+        self.parts = torch.stack(parts)
+        check_parts(self.parts, self.h[r], f"the {side}'s embedding")
+
+    def add(self, i: int, new, new_names, sublayer_input, norm_key: str | None, nxt, what: str) -> None:
+        """The sublayer's writes ``new`` join; a post-norm sends every source through its frozen LayerNorm,
+        its bias joining layer ``i``'s ``norm bias``."""
+        parts = torch.cat([self.parts, new])
+        names = self.names + new_names
+        if self.post:
+            weight, bias = self.arch.layer(self.side, i)[norm_key]
+            ln = frozen(sublayer_input, "layer", weight, bias, self.arch.eps)
+            parts = ln.lin(parts, self.r)
+            label = f"L{i} norm bias"
+            if label in names:
+                parts[names.index(label)] += ln.bias
+            else:
+                parts, names = torch.cat([parts, ln.bias.expand(len(self.r), -1)[None]]), names + [label]
+        self.parts, self.names, self.h = parts, names, nxt
+        check_parts(self.parts, nxt[self.r], f"the {self.side}'s hidden state after {what}")
+
+    def attention(self, block: str, i: int, hidden, memory=None, label: str = "") -> None:
+        arch, r = self.arch, self.r
+        x = arch.attention_input(block, i, self.h)
+        kv = x if memory is None else memory
+        p = arch.params(block, i, x.shape[0], kv.shape[0])
+        rec: dict = {}
+        o = block_attention(x, kv, p, hidden, record=rec)
+        rec["head_output"] = att.weighted_sum(rec["weights"], rec["v"])  # (h, n, d_k): its recorded parts
+        new = head_writes(rec, p.w_o, p.heads, r)
+        new_names = [f"L{i}{label} H{g}" for g in range(p.heads)]
+        if p.b_o is not None:
+            new = torch.cat([new, p.b_o.double().expand(1, len(r), -1)])
+            new_names.append(f"L{i}{label} attn bias")
+        check_parts(new, o[r], f"{block} layer {i}'s attention output")
+        key = "cross_norm" if block == "cross" else "self_norm"
+        self.add(i, new, new_names, self.h + o, key, arch.after_attention(block, i, self.h, o), f"{block} layer {i}")
+
+    def feed_forward(self, i: int) -> None:
+        arch, r, h = self.arch, self.r, self.h
+        nxt = arch.feed_forward(self.side, i, h)
+        if self.post:  # LN(h + f): f itself, as the family computes it (add() checks the sum against nxt)
+            L = arch.layer(self.side, i)
+            f = linear(arch.act(linear(h, *L["fc1"])), *L["fc2"])
+            self.add(i, f[r].double()[None], [f"L{i} mlp"], h + f, "ffn_norm", nxt, f"{self.side} layer {i}")
+        else:  # h + f: what it added
+            self.add(i, (nxt[r].double() - self.parts.sum(0))[None], [f"L{i} mlp"], None, None, nxt,
+                     f"{self.side} layer {i}")  # fmt: skip
+
+
+def _memory(arch, source, device):
+    """The encoder's real output for the source token ids."""
+    ids = torch.as_tensor(source, dtype=torch.long, device=device)
+    free = hidden_mask(ids.shape[0], "none", (), device)
     h = arch.embed("encoder", ids)
-    if not isinstance(arch, Bart):  # T5: no positions in the stream
-        return ["embed"], [h[r].double()], h
-    word = arch.word["encoder"][ids].double() * arch.embed_scale
-    pos = arch.positions("encoder", ids.shape[0]).double()
-    if not arch.embedding_norm:  # Marian
-        return ["embed", "pos"], [word[r], pos[r]], h
-    raw = arch.word["encoder"][ids] * arch.embed_scale + arch.positions("encoder", ids.shape[0])
-    ln = frozen(raw, "layer", *arch.emb_norm["encoder"], arch.eps)
-    return (["embed", "pos", "embed norm bias"], [ln.lin(word[r], r), ln.lin(pos[r], r), ln.bias.expand(len(r), -1)],
-            h)  # fmt: skip
+    for i in range(arch.encoder_layers):
+        h = arch.encoder_block(i, h, free)
+    return arch.encoder_final(h)
 
 
-def _post_norm(arch, i, h, o, parts, new, r):
-    """BART/Marian: ``LN_ffn(a + ffn(a))`` with ``a = LN_self(h + attn)``: every source through both."""
-    from models.pretrained.common import layer_norm, linear
-
-    L = arch.layer("encoder", i)
-    ln1 = frozen(h + o, "layer", *L["self_norm"], arch.eps)
-    a = layer_norm(h + o, *L["self_norm"], arch.eps)
-    f = linear(arch.act(linear(a, *L["fc1"])), *L["fc2"])
-    ln2 = frozen(a + f, "layer", *L["ffn_norm"], arch.eps)
-    both = ln2.lin(ln1.lin(torch.cat([parts, new]), r), r)
-    bias = ln2.lin(ln1.bias.expand(len(r), -1), r) + ln2.bias
-    return torch.cat([both, ln2.lin(f[r].double(), r)[None], bias[None]])
-
-
-def encdec_sides(model, trace, head: int, row: int, cols) -> Sides:
+def encdec_sides(model, trace, head: int, row: int, cols, source=None) -> Sides:
+    """``source``: the source sentence's token ids (the decoder block's cross-attention reads them)."""
     from models.pretrained.bart import Bart
     from models.pretrained.t5 import T5
 
     arch, block = model.arch, trace.config.get("block")
-    if not isinstance(arch, (T5, Bart)) or block != "encoder":
+    if not isinstance(arch, (T5, Bart)) or block not in ("encoder", "decoder"):
         raise InputError(f"why: {model.model_type} {block} attention is not split yet (the split covers the "
-                         "encoders' self-attention, and encoders and decoders with one residual stream)")  # fmt: skip
-    post = isinstance(arch, Bart)
+                         "self-attention of encoders and decoders; the cross blocks read two streams)")  # fmt: skip
+    if block == "decoder" and source is None:
+        raise InputError("why: the decoder's split needs its source sentence (its cross-attention reads it)")
     layer = int(trace.config["layer"])
     ids = torch.tensor(trace.meta["token_ids"], dtype=torch.long, device=model.device)
     n, rows = ids.shape[0], tuple(sorted({row, *cols}))
     r = list(rows)
-    check_size(layer * (arch.num_heads + 4) + 4, len(rows), arch.hidden_size)
+    check_size(layer * (2 * arch.num_heads + 6) + 4, len(rows), arch.hidden_size)
     with torch.no_grad():
-        free = hidden_mask(n, "none", (), model.device)  # the encoder hides nothing
-        names, parts, h = _embedding(arch, ids, r)
-        parts = torch.stack(parts)
-        check_parts(parts, h[r], "the encoder's embedding")
-        for i in range(layer):
-            x = arch.attention_input("encoder", i, h)
-            p = arch.params("encoder", i, n, n)
-            rec: dict = {}
-            o = block_attention(x, x, p, free, record=rec)
-            rec["head_output"] = att.weighted_sum(rec["weights"], rec["v"])  # (h, n, d_k): its recorded parts
-            new = head_writes(rec, p.w_o, p.heads, rows)
-            new_names = [f"L{i} H{g}" for g in range(p.heads)]
-            if p.b_o is not None:
-                new = torch.cat([new, p.b_o.double().expand(1, len(r), -1)])
-                new_names.append(f"L{i} attn bias")
-            check_parts(new, o[r], f"encoder layer {i}'s attention output")
-            nxt = arch.feed_forward("encoder", i, arch.after_attention("encoder", i, h, o))
-            if post:
-                parts = _post_norm(arch, i, h, o, parts, new, r)
-                names += new_names + [f"L{i} mlp", f"L{i} norm bias"]
-            else:
-                mlp = nxt[r].double() - h[r].double() - new.sum(0)
-                parts = torch.cat([parts, new, mlp[None]])
-                names += new_names + [f"L{i} mlp"]
-            check_parts(parts, nxt[r], f"the encoder's hidden state after layer {i}")
-            h = nxt
-        x = arch.attention_input("encoder", layer, h)
+        stream = _Stream(arch, block, ids, r)
+        if block == "encoder":
+            free = hidden_mask(n, "none", (), model.device)  # the encoder hides nothing
+            for i in range(layer):
+                stream.attention("encoder", i, free)
+                stream.feed_forward(i)
+        else:
+            memory = _memory(arch, source, model.device)
+            causal = hidden_mask(n, "causal", (), model.device)
+            free = torch.zeros(n, memory.shape[0], dtype=torch.bool, device=model.device)
+            for i in range(layer):
+                stream.attention("decoder", i, causal)
+                stream.attention("cross", i, free, memory, " cross")
+                stream.feed_forward(i)
+        x = arch.attention_input(block, layer, stream.h)
         if not np.array_equal(x.cpu().numpy(), np.asarray(trace["input"].array)):
-            raise InputError(f"why: the encoder layers below {layer} do not give this trace's input; refusing")
-        xs = parts  # BART and Marian: the attention reads h itself
-        if not post:  # T5: a pre-norm
-            xs = frozen(h, "rms", arch.layer("encoder", layer)["self_norm"], None, arch.eps).lin(parts, r)
-        check_parts(xs, x[r], f"encoder layer {layer}'s attention input")
-        p = arch.params("encoder", layer, n, n)
+            raise InputError(f"why: the {block} layers below {layer} do not give this trace's input; refusing")
+        xs = stream.parts  # BART and Marian: the attention reads h itself
+        if not stream.post:  # T5: a pre-norm
+            xs = frozen(stream.h, "rms", arch.layer(block, layer)["self_norm"], None, arch.eps).lin(xs, r)
+        check_parts(xs, x[r], f"{block} layer {layer}'s attention input")
+        p = arch.params(block, layer, n, n)
         dk = p.d_k
         sides = []
         for w, b in ((p.w_q, p.b_q), (p.w_k, p.b_k)):
@@ -113,6 +152,6 @@ def encdec_sides(model, trace, head: int, row: int, cols) -> Sides:
         q, k = sides
         at = {j: rows.index(j) for j in rows}
         position = None if p.bias is None else p.bias[head, row, list(cols)].double().cpu().numpy()  # (n_keys,)
-    return Sides(tuple(names) + ("bias",), tuple(names) + ("bias",), q[:, at[row]].cpu().numpy(),
-                 k[:, [at[j] for j in cols]].permute(1, 0, 2).cpu().numpy(), tuple(cols), float(p.scale),
-                 additive=position, additive_name="position bias")  # fmt: skip
+    names = tuple(stream.names) + ("bias",)
+    return Sides(names, names, q[:, at[row]].cpu().numpy(), k[:, [at[j] for j in cols]].permute(1, 0, 2).cpu().numpy(),
+                 tuple(cols), float(p.scale), additive=position, additive_name="position bias")  # fmt: skip

@@ -101,11 +101,13 @@ class WhyPanel(QWidget):
         if getattr(request, "edits", ()) or getattr(request, "difference", False):
             return self._say("The split explains the model's own numbers: undo the what-if edits to see it.")
         trace, params = display.trace, display.params
+        source = getattr(request, "sentence", None)  # an encoder-decoder's source (its decoder reads it)
         head = array_head(stage, head)
 
         def compute():
             try:
-                return why(trace, head, row, col, params=params, model=model() if model else None, with_row=True)
+                return why(trace, head, row, col, params=params, model=model() if model else None, with_row=True,
+                           source=source)
             except InputError as exc:
                 return str(exc)
 

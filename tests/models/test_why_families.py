@@ -1,7 +1,7 @@
 """``why`` on a random model of every family the registry names: the table adds up to the recorded
 ``scaled`` cell (1e-5 relative), the row split to the top key's margin over the weighted mean, every
-source of the layers below is named; the encoder-decoders' encoders are split (T5's position bias one
-more term), their decoder and cross blocks refused by name in one line.
+source of the layers below is named; the encoder-decoders' self-attention is split (T5's position bias
+one more term), their cross blocks refused by name in one line.
 
 The matrix comes from ``models.pretrained.registry.SUPPORTED_TYPES``: every variant the existing family
 tests build whose type the registry names (``bert``: the shipped MiniLM; post-norm OPT, sequential
@@ -89,9 +89,10 @@ def test_split_adds_up_in_every_family(tmp_path, variant):
 
 
 @pytest.mark.parametrize("model_type", REFUSED)
-def test_encoder_decoders_split_the_encoder_and_refuse_the_rest_by_name(tmp_path, model_type, capsys):
-    """The encoder's self-attention is split (T5's position bias one more term; BART's and Marian's
-    post-norm blocks and positions); the decoder and cross blocks are refused by name in one line."""
+def test_encoder_decoders_split_self_attention_and_refuse_cross_by_name(tmp_path, model_type, capsys):
+    """The encoder's and the decoder's self-attention are split (T5's position bias one more term; BART's
+    and Marian's post-norm blocks and positions; the decoder's cross-attention heads as sources); the
+    cross blocks are refused by name in one line."""
     from models.why_cli import why_main
 
     next(build for t, build in BUILDERS.values() if t == model_type)(tmp_path)
@@ -102,14 +103,15 @@ def test_encoder_decoders_split_the_encoder_and_refuse_the_rest_by_name(tmp_path
     for block in ("encoder", "decoder", "cross"):
         code = why_main(common + ["--block", block, "--json"])
         out, err = capsys.readouterr()
-        if block == "encoder":
+        if block != "cross":
             result = json.loads(out)
-            table = np.asarray(result["table"])
+            table, names = np.asarray(result["table"]), result["key_sources"]
             assert code == 0 and result["stage"] == ("biased" if t5 else "scaled")
             assert abs(table.sum() - result["score"]) <= 1e-5 * np.abs(table).sum()
-            assert ("L0 H0" in result["key_sources"]) and (("pos" in result["key_sources"]) != t5)
+            assert "L0 H0" in names and ("pos" in names) != t5
+            assert ("L0 cross H0" in names) == (block == "decoder")  # the decoder's cross heads write too
             if t5:
-                assert result["key_sources"][-1] == "position bias"
+                assert names[-1] == "position bias"
                 assert table[-1, :-1].tolist() == [0.0] * (table.shape[1] - 1)  # the bias meets no source
         else:
             assert code == 2 and err.count("\n") == 1

@@ -271,8 +271,8 @@ def test_bart_encoder_post_norm_against_transformers_float64(tmp_path):
         a = lin1(states[i] + attn_out) + b.self_attn_layer_norm.bias
         lin2 = ln_frozen(a + ffn[i], b.final_layer_norm)
         src = {k: lin2(lin1(v)) for k, v in {**src, **new}.items()}
-        src[f"L{i} mlp"] = lin2(ffn[i])
         src[f"L{i} norm bias"] = lin2(b.self_attn_layer_norm.bias.expand(n, -1)) + b.final_layer_norm.bias
+        src[f"L{i} mlp"] = lin2(ffn[i])
         torch.testing.assert_close(sum(src.values()), states[i + 1], atol=1e-9, rtol=0)
     att = blocks[layer].self_attn
     for head, i, j in ((1, 3, 2), (0, n - 1, 0), (heads - 1, 0, n - 1)):
