@@ -5,8 +5,9 @@
 - Gemma 2 (a norm after the attention and around the MLP, ``1 + w`` norms, query_pre_attn_scalar),
   OLMo 2 (norms after the attention and the MLP only, RMS norms of the whole q and k projections),
   Granite (the residual and attention multipliers) and Qwen3 (per-head RMS qk-norms);
-- T5's encoder, whose relative position bias is one more term (transformers' own ``compute_bias``), and
-  BART's (post-norm, learned positions with their offset, an embedding LayerNorm).
+- T5's encoder, whose relative position bias is one more term (transformers' own ``compute_bias``),
+  BART's (post-norm, learned positions with their offset, an embedding LayerNorm), and T5's decoder
+  (its cross-attention heads as sources, reading the encoder's real output).
 
 Each reference runs transformers' model in float64, takes each head's write at the input of its output
 projection and each MLP's contribution at the module the block adds, and freezes the norms by hand.
@@ -282,3 +283,50 @@ def test_bart_encoder_post_norm_against_transformers_float64(tmp_path):
         reference = (torch.stack(q) @ torch.stack(k).T * att.scaling).numpy()
         names = list(src) + ["bias"]
         check_table(why(trace, head, i, j, model=model), names, names, reference)
+
+
+def test_t5_decoder_with_its_cross_attention_heads_against_transformers_float64(tmp_path):
+    """T5's decoder: each layer's self- and cross-attention heads and MLP are sources; the cross heads
+    read the encoder's real output; the decoder's own (causal) position bias is one more term."""
+    from encdec_refs import build
+
+    ref, _tok = build(tmp_path, "t5")
+    ref = ref.double().eval().requires_grad_(False)
+    model = load_model(tmp_path, device="cpu")
+    source, target, layer = "the cat sat on the mat", "a dog ran in the park", 2
+    trace = model.trace(source, layer, cross_sentence=target, block="decoder")
+    src_ids = model.encode(source, None, "encoder").ids
+    ids = list(trace.meta["token_ids"])
+    n, heads, dk = len(ids), ref.config.num_heads, ref.config.d_kv
+    blocks = ref.decoder.block
+    self_in, h1 = _capture([b.layer[0].SelfAttention.o for b in blocks], pre=True)
+    cross_in, h2 = _capture([b.layer[1].EncDecAttention.o for b in blocks], pre=True)
+    ffn, h3 = _capture([b.layer[2].DenseReluDense for b in blocks], pre=False)
+    with torch.no_grad():
+        memory = ref.encoder(input_ids=torch.tensor([src_ids])).last_hidden_state
+        out = ref.decoder(input_ids=torch.tensor([ids]), encoder_hidden_states=memory, output_hidden_states=True)
+    for h in h1 + h2 + h3:
+        h.remove()
+    states = [s[0] for s in out.hidden_states]
+    src = {"embed": ref.decoder.embed_tokens.weight[ids]}
+    for i in range(layer):
+        for label, store, attn in (("", self_in, blocks[i].layer[0].SelfAttention),
+                                   (" cross", cross_in, blocks[i].layer[1].EncDecAttention)):  # fmt: skip
+            w_o = attn.o.weight.T
+            for g in range(heads):
+                src[f"L{i}{label} H{g}"] = store[i][:, g * dk : (g + 1) * dk] @ w_o[g * dk : (g + 1) * dk]
+        src[f"L{i} mlp"] = ffn[i]
+        torch.testing.assert_close(sum(src.values()), states[i + 1], atol=1e-9, rtol=0)
+    sa = blocks[layer].layer[0]
+    factor = _rms(states[layer], sa.layer_norm.weight, sa.layer_norm.variance_epsilon)
+    parts = torch.stack([v * factor for v in src.values()])
+    bias = blocks[0].layer[0].SelfAttention.compute_bias(n, n)[0]  # (h, n, n): the decoder's own table
+    for head, i, j in ((1, 3, 2), (0, n - 1, 0), (heads - 1, n - 1, n - 1)):
+        c = slice(head * dk, (head + 1) * dk)
+        q = torch.cat([parts[:, i] @ sa.SelfAttention.q.weight.T[:, c], torch.zeros(1, dk, dtype=torch.float64)])
+        k = torch.cat([parts[:, j] @ sa.SelfAttention.k.weight.T[:, c], torch.zeros(1, dk, dtype=torch.float64)])
+        reference = torch.zeros(q.shape[0] + 1, k.shape[0] + 1, dtype=torch.float64)
+        reference[:-1, :-1] = q @ k.T
+        reference[-1, -1] = bias[head, i, j]
+        names = list(src) + ["bias", "position bias"]
+        check_table(why(trace, head, i, j, model=model, source=source), names, names, reference.numpy())
