@@ -103,15 +103,66 @@ def _memory(arch, source, device):
     return arch.encoder_final(h)
 
 
+def _project(p, xs, head: int, side: str):
+    """One side's sources ``xs (S, r, d)`` through its projection's head slice, the bias as one more source."""
+    w, b = (p.w_q, p.b_q) if side == "q" else (p.w_k, p.b_k)
+    dk = p.d_k
+    w = w[:, head * dk : (head + 1) * dk].double()
+    bias = torch.zeros(1, xs.shape[1], dk, dtype=torch.float64) if b is None else \
+        b[head * dk : (head + 1) * dk].double().expand(1, xs.shape[1], -1)  # fmt: skip
+    return torch.cat([xs @ w, bias])  # (S + 1, r, d_k)
+
+
+def _cross_sides(model, trace, head: int, row: int, cols) -> Sides:
+    """Cross-attention: the queries' sources are the decoder's (after layer L's self-attention), the keys'
+    the encoder's (through its final norm), named ``enc …``; the two streams meet in the table."""
+    arch, layer = model.arch, int(trace.config["layer"])
+    src = torch.tensor(trace.meta["token_ids"], dtype=torch.long, device=model.device)
+    tgt = torch.tensor(trace.meta["query_token_ids"], dtype=torch.long, device=model.device)
+    check_size(arch.encoder_layers * (arch.num_heads + 4) + 4, len(cols), arch.hidden_size)
+    with torch.no_grad():
+        enc = _Stream(arch, "encoder", src, list(cols))
+        free = hidden_mask(src.shape[0], "none", (), model.device)
+        for i in range(arch.encoder_layers):
+            enc.attention("encoder", i, free)
+            enc.feed_forward(i)
+        memory = arch.encoder_final(enc.h)
+        keys = enc.parts  # BART and Marian: the encoder's last state is its output
+        if not enc.post:  # T5: through the encoder's final norm
+            keys = frozen(enc.h, "rms", arch.final["encoder"], None, arch.eps).lin(enc.parts, list(cols))
+        check_parts(keys, memory[list(cols)], "the encoder's output")
+        if not np.array_equal(memory.cpu().numpy(), np.asarray(trace["input"].array)):
+            raise InputError("why: the encoder does not give this trace's keys' input; refusing")
+        dec = _Stream(arch, "decoder", tgt, [row])
+        causal = hidden_mask(tgt.shape[0], "causal", (), model.device)
+        between = torch.zeros(tgt.shape[0], src.shape[0], dtype=torch.bool, device=model.device)
+        for i in range(layer):
+            dec.attention("decoder", i, causal)
+            dec.attention("cross", i, between, memory, " cross")
+            dec.feed_forward(i)
+        dec.attention("decoder", layer, causal)  # the cross block reads the state after this self-attention
+        x = arch.attention_input("cross", layer, dec.h)
+        if not np.array_equal(x.cpu().numpy(), np.asarray(trace["query_input"].array)):
+            raise InputError(f"why: the decoder below cross layer {layer} does not give this trace's queries")
+        xs = dec.parts if dec.post else frozen(dec.h, "rms", arch.layer("cross", layer)["cross_norm"], None,
+                                               arch.eps).lin(dec.parts, [row])  # fmt: skip
+        check_parts(xs, x[[row]], f"cross layer {layer}'s query input")
+        p = arch.params("cross", layer, tgt.shape[0], src.shape[0])
+        q, k = _project(p, xs, head, "q"), _project(p, keys, head, "k")
+    return Sides(tuple(dec.names) + ("bias",), tuple(f"enc {n}" for n in enc.names) + ("bias",),
+                 q[:, 0].cpu().numpy(), k.permute(1, 0, 2).cpu().numpy(), tuple(cols), float(p.scale))  # fmt: skip
+
+
 def encdec_sides(model, trace, head: int, row: int, cols, source=None) -> Sides:
     """``source``: the source sentence's token ids (the decoder block's cross-attention reads them)."""
     from models.pretrained.bart import Bart
     from models.pretrained.t5 import T5
 
     arch, block = model.arch, trace.config.get("block")
-    if not isinstance(arch, (T5, Bart)) or block not in ("encoder", "decoder"):
-        raise InputError(f"why: {model.model_type} {block} attention is not split yet (the split covers the "
-                         "self-attention of encoders and decoders; the cross blocks read two streams)")  # fmt: skip
+    if not isinstance(arch, (T5, Bart)):
+        raise InputError(f"why: {model.model_type} is not an encoder-decoder the split knows")
+    if block == "cross":
+        return _cross_sides(model, trace, head, row, tuple(cols))
     if block == "decoder" and source is None:
         raise InputError("why: the decoder's split needs its source sentence (its cross-attention reads it)")
     layer = int(trace.config["layer"])
@@ -142,14 +193,7 @@ def encdec_sides(model, trace, head: int, row: int, cols, source=None) -> Sides:
             xs = frozen(stream.h, "rms", arch.layer(block, layer)["self_norm"], None, arch.eps).lin(xs, r)
         check_parts(xs, x[r], f"{block} layer {layer}'s attention input")
         p = arch.params(block, layer, n, n)
-        dk = p.d_k
-        sides = []
-        for w, b in ((p.w_q, p.b_q), (p.w_k, p.b_k)):
-            w = w[:, head * dk : (head + 1) * dk].double()
-            bias = torch.zeros(1, len(r), dk, dtype=torch.float64) if b is None else \
-                b[head * dk : (head + 1) * dk].double().expand(1, len(r), -1)  # fmt: skip
-            sides.append(torch.cat([xs @ w, bias]))  # (S + 1, r, d_k)
-        q, k = sides
+        q, k = _project(p, xs, head, "q"), _project(p, xs, head, "k")
         at = {j: rows.index(j) for j in rows}
         position = None if p.bias is None else p.bias[head, row, list(cols)].double().cpu().numpy()  # (n_keys,)
     names = tuple(stream.names) + ("bias",)

@@ -1,7 +1,7 @@
 """``why`` on a random model of every family the registry names: the table adds up to the recorded
 ``scaled`` cell (1e-5 relative), the row split to the top key's margin over the weighted mean, every
-source of the layers below is named; the encoder-decoders' self-attention is split (T5's position bias
-one more term), their cross blocks refused by name in one line.
+source of the layers below is named; the encoder-decoders' three blocks are split (T5's position bias
+one more term; cross-attention's keys from the encoder's stream).
 
 The matrix comes from ``models.pretrained.registry.SUPPORTED_TYPES``: every variant the existing family
 tests build whose type the registry names (``bert``: the shipped MiniLM; post-norm OPT, sequential
@@ -48,7 +48,7 @@ BUILDERS = builders()
 
 
 SPLIT = [name for name, (t, _) in BUILDERS.items() if t not in ENCODER_DECODER_TYPES]
-REFUSED = sorted({t for t, _ in BUILDERS.values() if t in ENCODER_DECODER_TYPES})
+ENCODER_DECODERS = sorted({t for t, _ in BUILDERS.values() if t in ENCODER_DECODER_TYPES})
 
 
 def test_every_registry_type_has_a_builder():
@@ -88,11 +88,11 @@ def test_split_adds_up_in_every_family(tmp_path, variant):
             assert abs(np.sum(split["table"]) - split["margin"]) <= 1e-5 * max(1.0, np.abs(split["table"]).sum())
 
 
-@pytest.mark.parametrize("model_type", REFUSED)
-def test_encoder_decoders_split_self_attention_and_refuse_cross_by_name(tmp_path, model_type, capsys):
-    """The encoder's and the decoder's self-attention are split (T5's position bias one more term; BART's
-    and Marian's post-norm blocks and positions; the decoder's cross-attention heads as sources); the
-    cross blocks are refused by name in one line."""
+@pytest.mark.parametrize("model_type", ENCODER_DECODERS)
+def test_encoder_decoders_split_every_block(tmp_path, model_type, capsys):
+    """Every block is split: the encoder's and the decoder's self-attention (T5's position bias one more
+    term; BART's and Marian's post-norm blocks and positions; the decoder's cross-attention heads as
+    sources) and the cross blocks (queries from the decoder's stream, keys from the encoder's)."""
     from models.why_cli import why_main
 
     next(build for t, build in BUILDERS.values() if t == model_type)(tmp_path)
@@ -102,17 +102,14 @@ def test_encoder_decoders_split_self_attention_and_refuse_cross_by_name(tmp_path
     t5 = model_type in ("t5", "mt5")
     for block in ("encoder", "decoder", "cross"):
         code = why_main(common + ["--block", block, "--json"])
-        out, err = capsys.readouterr()
-        if block != "cross":
-            result = json.loads(out)
-            table, names = np.asarray(result["table"]), result["key_sources"]
-            assert code == 0 and result["stage"] == ("biased" if t5 else "scaled")
-            assert abs(table.sum() - result["score"]) <= 1e-5 * np.abs(table).sum()
-            assert "L0 H0" in names and ("pos" in names) != t5
-            assert ("L0 cross H0" in names) == (block == "decoder")  # the decoder's cross heads write too
-            if t5:
-                assert names[-1] == "position bias"
-                assert table[-1, :-1].tolist() == [0.0] * (table.shape[1] - 1)  # the bias meets no source
-        else:
-            assert code == 2 and err.count("\n") == 1
-            assert err.startswith(f"error: why: {model_type} {block} attention is not split yet")
+        result = json.loads(capsys.readouterr().out)
+        table, queries, keys = np.asarray(result["table"]), result["query_sources"], result["key_sources"]
+        assert code == 0 and result["stage"] == ("scaled" if not t5 else "scores" if block == "cross" else "biased")
+        assert abs(table.sum() - result["score"]) <= 1e-5 * np.abs(table).sum()
+        assert "L0 H0" in queries and ("pos" in queries) != t5
+        assert ("L0 cross H0" in queries) == (block != "encoder")  # the decoder's cross heads write too
+        if block == "cross":  # the keys are the encoder's: its sources, through its final norm
+            assert keys[0] == "enc embed" and "L1 H0" in queries and "enc L0 mlp" in keys
+        if t5 and block != "cross":
+            assert keys[-1] == "position bias"
+            assert table[-1, :-1].tolist() == [0.0] * (table.shape[1] - 1)  # the bias meets no source
