@@ -6,8 +6,9 @@
   OLMo 2 (norms after the attention and the MLP only, RMS norms of the whole q and k projections),
   Granite (the residual and attention multipliers) and Qwen3 (per-head RMS qk-norms);
 - T5's encoder, whose relative position bias is one more term (transformers' own ``compute_bias``),
-  BART's (post-norm, learned positions with their offset, an embedding LayerNorm), and T5's decoder
-  (its cross-attention heads as sources, reading the encoder's real output).
+  BART's (post-norm, learned positions with their offset, an embedding LayerNorm), T5's decoder
+  (its cross-attention heads as sources, reading the encoder's real output) and T5's cross block (the
+  queries' sources the decoder's, the keys' the encoder's through its final norm).
 
 Each reference runs transformers' model in float64, takes each head's write at the input of its output
 projection and each MLP's contribution at the module the block adds, and freezes the norms by hand.
@@ -330,3 +331,57 @@ def test_t5_decoder_with_its_cross_attention_heads_against_transformers_float64(
         reference[-1, -1] = bias[head, i, j]
         names = list(src) + ["bias", "position bias"]
         check_table(why(trace, head, i, j, model=model, source=source), names, names, reference.numpy())
+
+
+def test_t5_cross_attention_two_streams_against_transformers_float64(tmp_path):
+    """T5's cross block: the queries' sources are the decoder's after that layer's self-attention, the
+    keys' the encoder's (``enc …``) through its final norm."""
+    from encdec_refs import build
+
+    ref, _tok = build(tmp_path, "t5")
+    ref = ref.double().eval().requires_grad_(False)
+    model = load_model(tmp_path, device="cpu")
+    source, target, layer = "the cat sat on the mat", "a dog ran in the park", 1
+    trace = model.trace(source, layer, cross_sentence=target, block="cross")
+    src_ids, tgt_ids = list(trace.meta["token_ids"]), list(trace.meta["query_token_ids"])
+    heads, dk = ref.config.num_heads, ref.config.d_kv
+    enc_blocks, dec_blocks = ref.encoder.block, ref.decoder.block
+    enc_in, h1 = _capture([b.layer[0].SelfAttention.o for b in enc_blocks], pre=True)
+    enc_ffn, h2 = _capture([b.layer[1].DenseReluDense for b in enc_blocks], pre=False)
+    self_in, h3 = _capture([b.layer[0].SelfAttention.o for b in dec_blocks], pre=True)
+    cross_in, h4 = _capture([b.layer[1].EncDecAttention.o for b in dec_blocks], pre=True)
+    dec_ffn, h5 = _capture([b.layer[2].DenseReluDense for b in dec_blocks], pre=False)
+    with torch.no_grad():
+        memory = ref.encoder(input_ids=torch.tensor([src_ids])).last_hidden_state
+        ref.decoder(input_ids=torch.tensor([tgt_ids]), encoder_hidden_states=memory)
+    for h in h1 + h2 + h3 + h4 + h5:
+        h.remove()
+
+    def writes(store, attn, i, label):
+        w_o = attn.o.weight.T
+        return {f"L{i}{label} H{g}": store[i][:, g * dk : (g + 1) * dk] @ w_o[g * dk : (g + 1) * dk]
+                for g in range(heads)}  # fmt: skip
+
+    enc = {"enc embed": ref.encoder.embed_tokens.weight[src_ids]}
+    for i in range(len(enc_blocks)):
+        enc |= {f"enc {k}": v for k, v in writes(enc_in, enc_blocks[i].layer[0].SelfAttention, i, "").items()}
+        enc[f"enc L{i} mlp"] = enc_ffn[i]
+    final = ref.encoder.final_layer_norm
+    keys = {k: v * _rms(sum(enc.values()), final.weight, final.variance_epsilon) for k, v in enc.items()}
+    torch.testing.assert_close(sum(keys.values()), memory[0], atol=1e-6, rtol=0)  # T5's norm: a float32 variance
+    dec = {"embed": ref.decoder.embed_tokens.weight[tgt_ids]}
+    for i in range(layer):
+        dec |= writes(self_in, dec_blocks[i].layer[0].SelfAttention, i, "")
+        dec |= writes(cross_in, dec_blocks[i].layer[1].EncDecAttention, i, " cross")
+        dec[f"L{i} mlp"] = dec_ffn[i]
+    dec |= writes(self_in, dec_blocks[layer].layer[0].SelfAttention, layer, "")  # this layer's self-attention
+    cross = dec_blocks[layer].layer[1]
+    factor = _rms(sum(dec.values()), cross.layer_norm.weight, cross.layer_norm.variance_epsilon)
+    for head, i, j in ((1, 3, 2), (0, len(tgt_ids) - 1, 0), (heads - 1, 0, len(src_ids) - 1)):
+        c = slice(head * dk, (head + 1) * dk)
+        q = [(v * factor)[i] @ cross.EncDecAttention.q.weight.T[:, c] for v in dec.values()]
+        k = [v[j] @ cross.EncDecAttention.k.weight.T[:, c] for v in keys.values()]
+        reference = torch.zeros(len(q) + 1, len(k) + 1, dtype=torch.float64)  # the biases: none in T5
+        reference[:-1, :-1] = torch.stack(q) @ torch.stack(k).T
+        check_table(why(trace, head, i, j, model=model), list(dec) + ["bias"], list(keys) + ["bias"],
+                    reference.numpy())  # fmt: skip
