@@ -52,6 +52,7 @@ SHOT     := QT_QPA_PLATFORM=offscreen $(BIN)/python main.py
 SENTENCE := The animal didn't cross the street because it was too tired.
 # Made and removed by the recipe (a $(shell mktemp) here ran at every make, `make test` included).
 SESSIONS := docs/.sessions
+REPEATED = k78lt2nxawscgzef4j1qh69ibu305ok78lt2nxawscgzef4j1qh69ibu305o
 screenshots: $(VENV)/.app
 	mkdir -p $(SESSIONS)
 	$(BIN)/python docs/screenshot_sessions.py $(SESSIONS)
@@ -70,6 +71,11 @@ screenshots: $(VENV)/.app
 	$(SHOT) --model minilm --sentence "$(SENTENCE)" --view metrics --screenshot docs/head_metrics.png
 	$(SHOT) --model minilm --sentence "$(SENTENCE)" --view rollout --screenshot docs/rollout.png
 	$(SHOT) --model induction --generate "the cat sat on the mat. the cat" --new-tokens 12 --screenshot docs/generate.png
+	$(SHOT) --sentence "The cat sat on the mat." --pe sinusoidal --bias --mask causal --view why --cell 1,4,2 \
+		--screenshot docs/why_toy.png
+	$(SHOT) --model minilm --layer 2 --sentence "The cat sat on the mat." --view why --cell 3,4,2 --screenshot docs/why_minilm.png
+	for step in first last; do $(SHOT) --model induction --step $$step --layer 1 --sentence "$(REPEATED)" --view why \
+		--cell 0,40,11 --screenshot docs/why_induction_$$step.png; done
 	rm -rf $(SESSIONS)
 
 clean:

@@ -7,6 +7,7 @@ import sys
 COMMANDS = {
     "export": ("models.cli", "export_main", "compute every stage of attention: <stage>.npy files + manifest.json"),
     "explain": ("models.explain_cli", "explain_main", "how one number of one stage is computed, with every summand"),
+    "why": ("models.why_cli", "why_main", "why a head attends: a score split into query and key sources"),
     "generate": ("models.generate.cli", "generate_main", "generate with a decoder: tokens, attention and logit lens"),
     "atlas": ("models.atlas_cli", "atlas_main", "every head's metrics and detector scores over a corpus"),
     "train": ("models.training.train_cli", "train_main", "train the tiny decoder shipped as --model induction"),

@@ -40,6 +40,7 @@ from explorer.jobs import ReadJobs
 from explorer.panels.atlas_window import atlas_corpus
 from explorer.panels.inspector_panel import InspectorPanel
 from explorer.panels.mask_dock import MaskDock
+from explorer.panels.why_dock import WhyDock
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
 from explorer.widgets.debounce import Debounced
@@ -127,6 +128,9 @@ class MainWindow(QMainWindow):
         self._lay_out()
         info, error = self.status_line.show_info, self.status_line.show_error
         self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask
+        self.why = WhyDock(self.state, self.jobs, self.worker.models, self)  # issue 33: File → Why…, hidden
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.why)
+        self.why.hide()
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.mask_dock)
         # issue 9: what-if edits, difference view
         self.experiment = Experiment(self.state, self.matrix_view, error, self)
@@ -337,6 +341,7 @@ class MainWindow(QMainWindow):
         if stage is None or self.state.display is None:
             return
         self.inspector.explain_cell(self.state.display, stage, head, row, col)
+        self.why.cell_clicked(self.state.display, stage, head, row, col)
         if stage.row_labels == self.state.display.trace.query_tokens:
             self.state.set_query(row)
         if stage.per_head:

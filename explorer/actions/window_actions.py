@@ -44,6 +44,8 @@ def window_actions(w: MainWindow) -> list[Action]:
                group="3_windows"),
         Action("view.generate", "Generate and watch…", lambda: w.windows.open_generate(), menu="file",
                group="3_windows"),
+        Action("view.why", "Why does this head attend here?…", lambda: w.why.open(), menu="file",
+               group="3_windows"),
         Action("view.atlas", "Head atlas (many texts)…", lambda: w.windows.open_atlas(), menu="file",
                group="3_windows"),
         Action("view.timeline", "Training timeline…", lambda: w.windows.open_timeline(), menu="file",

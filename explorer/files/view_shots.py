@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
 
-VIEWS = ("stepper", "inspector", "compare", "pe-lens", "model", "metrics", "rollout", "mask")
+VIEWS = ("stepper", "inspector", "why", "compare", "pe-lens", "model", "metrics", "rollout", "mask")
 
 
 @dataclass
@@ -97,6 +97,8 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
             return f"--cell {head},{row},{col} is outside {stage.name} ({stage.heads} heads × {rows} × {cols}, from 0)"
         window.select_cell(head, row, col)
         return Shot(window, lambda: _inspector_whole(window))
+    if view == "why":
+        return _why_view(window, cell)
     if view == "compare":
         compare = window.compare
         if compare.pinned is None:  # no session with a pinned run: the run compared with itself
@@ -123,6 +125,25 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
     # A survey that failed (scores that overflow, say) is said at once, not waited for (issue 36).
     return Shot(widget, lambda: all(p.survey is not None and not p.busy and p.model_view.settled() for p in panels),
                 lambda: next((p.error for p in panels if p.error), ""))  # fmt: skip
+
+
+def _why_view(window, cell) -> Shot | str:
+    """The Why panel on the score stage's cell ``cell`` (default: head 0, the focused or last query, key 0)."""
+    display = window.state.display
+    trace = display.trace
+    name = "scaled" if "scaled" in trace else "scores"
+    stage = trace[name]
+    head, row, col = cell if cell is not None else (0, max(0, window.state.query) or len(trace.query_tokens) - 1, 0)
+    if not (0 <= head < stage.heads and 0 <= row < stage.shape[1] and 0 <= col < stage.shape[2]):
+        size = f"{stage.heads} heads × {stage.shape[1]} × {stage.shape[2]}"
+        return f"--cell {head},{row},{col} is outside {name} ({size})"
+    # The table wants room: the window wide, the panel beside the inspector wide (as a person would drag it).
+    window.resize(max(window.width(), 1800), max(window.height(), 1000))
+    dock = window.why.open()
+    dock.setMinimumWidth(860)
+    dock.panel.show_cell(display, stage, head, row, col, dock.model_of(display))
+    panel = dock.panel
+    return Shot(dock, lambda: panel.result is not None or panel.note.text().startswith("why:"))
 
 
 def survey_tab(panel, view: str | None) -> None:

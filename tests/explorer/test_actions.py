@@ -113,6 +113,7 @@ WINDOW_ACTIONS = {  # id: (title, the shortcuts it had before the registry, menu
     "view.whole_model": ("Whole model (every layer and head)…", [], "file"),
     "view.pe_lens": ("Positional-encoding lens…", [], "file"),
     "view.generate": ("Generate and watch…", [], "file"),
+    "view.why": ("Why does this head attend here?…", [], "file"),
     "view.atlas": ("Head atlas (many texts)…", [], "file"),
     "view.timeline": ("Training timeline…", [], "file"),
     "file.open_session": ("Open session…", ["Ctrl+O"], "file"),
@@ -147,7 +148,7 @@ def test_every_window_action_keeps_its_title_shortcut_and_menu(make_window):
     assert texts("file") == ["Export matrix…", "Export all…", "Save image…", "Save window image…", "",
                              "Open embeddings…", "Open weights…", "Open mask…", "Close opened files", "",
                              "Open attention…", "Whole model (every layer and head)…", "Positional-encoding lens…",
-                             "Generate and watch…", "Head atlas (many texts)…",
+                             "Generate and watch…", "Why does this head attend here?…", "Head atlas (many texts)…",
                              "Training timeline…", "", "Open session…", "Save session…",
                              "", "Quit"]  # fmt: skip
     assert texts("stage") == ["Previous stage", "Next stage", "First stage", "Last stage", "", "Pin this run", "Unpin"]

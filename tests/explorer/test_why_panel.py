@@ -1,0 +1,75 @@
+"""The Why panel: a clicked score split into its sources, off the GUI thread, drawn as a signed table."""
+
+import numpy as np
+from mouse import cell_point
+from PySide6.QtCore import Qt
+
+from explorer.panels.why_panel import WhyPanel, fold
+from explorer.state import Inputs
+
+S = "k78lt2nxawscgzef4j1qh69ibu305ok78lt2nxawscgzef4j1qh69ibu305o"  # a block repeated (docs/why.md)
+
+
+def test_clicking_a_score_splits_it_off_the_gui_thread(qtbot, make_window, no_stage_reads_on_gui_thread):
+    window = make_window(Inputs(sentence="one two three four five", heads=2, d_model=8, mask="causal", pe=True))
+    window.state.set_stage("scaled")
+    qtbot.waitUntil(lambda: window.state.stepper.shown is not None and window.state.stepper.stage.name == "scaled")
+    view, trace = window.matrix_view, window.state.display.trace
+    reads = no_stage_reads_on_gui_thread()
+    qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 1, 3, 2))
+    assert window.jobs.wait_until_idle()
+    assert window.why.panel.result is None  # the panel is closed: nothing is split for nobody
+    window.registry.execute("view.why")  # File → Why…: the last clicked score, split
+    qtbot.waitUntil(lambda: window.why.panel.result is not None)
+    no_stage_reads_on_gui_thread.disarm()
+    assert reads and not any(on_gui for _what, on_gui in reads)
+    result = window.why.panel.result
+    assert (result["head"], result["row"], result["col"]) == (1, 3, 2)
+    assert result["query_sources"] == ["embed", "pos"] == result["key_sources"]
+    score = float(trace["scaled"].head(1)[3, 2])
+    assert result["score"] == score
+    assert abs(np.sum(result["table"]) - score) <= 1e-5 * np.abs(result["table"]).sum()
+    window.state.update_inputs(seed=3)  # a new trace: the old split's numbers are gone
+    qtbot.waitUntil(lambda: window.why.panel.result is None)
+
+
+def test_the_table_is_drawn_signed_with_totals_in_the_margins(qtbot):
+    panel = WhyPanel()
+    qtbot.addWidget(panel)
+    table = np.array([[1.0, -3.0], [0.5, 2.0]])
+    panel.show_result({"table": table.tolist(), "query_sources": ["embed", "L0 H1"], "key_sources": ["embed", "pos"],
+                       "stage": "scaled", "head": 0, "row": 2, "col": 1, "layer": 1, "query_token": "a",
+                       "key_token": "b", "score": 0.5, "relative_error": 0.0})  # fmt: skip
+    np.testing.assert_array_equal(panel.image.image, table.astype(np.float32))
+    assert panel.colour_bar.levels() == (-3.0, 3.0)  # symmetric: white is 0
+    assert panel.margins == (["-2", "+2.5"], ["+1.5", "-1"])  # query-source totals right, key-source totals top
+    assert "L0 H1" in panel.words.text() or "embed" in panel.words.text()
+    with qtbot.waitSignal(panel.open_head) as signal:
+        assert panel.open_source("L0 H1", "embed")  # the query source is a head: its row at the query
+    assert signal.args == [0, 1, 2]
+    with qtbot.waitSignal(panel.open_head) as signal:
+        assert panel.open_source("embed", "L3 H0")  # else the key source's head, at the key
+    assert signal.args == [3, 0, 1]
+    assert not panel.open_source("embed", "pos")
+
+
+def test_many_sources_fold_into_others_and_still_add_up():
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(40, 30))
+    names = [f"s{i}" for i in range(40)]
+    kept, folded = fold(names, table, 0, most=10)
+    assert len(kept) == 10 and kept[-1] == "31 others" and folded.shape == (10, 30)
+    np.testing.assert_allclose(folded.sum(0), table.sum(0))
+
+
+def test_a_head_source_opens_that_heads_row(qtbot, make_window):
+    window = make_window(Inputs(model="induction", sentence=S, layer=1))
+    window.why.open()
+    display = window.state.display
+    window.why.panel.show_cell(display, display.trace["scaled"], 0, 40, 11, window.why.model_of(display))
+    assert window.jobs.wait_until_idle()
+    qtbot.waitUntil(lambda: window.why.panel.result is not None)
+    assert "L0 H0" in window.why.panel.result["key_sources"]
+    window.why.panel.open_source("embed", "L0 H0")  # the previous-token head, at the key's position
+    qtbot.waitUntil(lambda: window.state.display.trace.config["layer"] == 0, timeout=15_000)
+    assert window.state.stage_name == "weights" and window.state.focus_head == 0 and window.state.query == 11

@@ -1,0 +1,115 @@
+"""``why`` on a random model of every family the registry names: the table adds up to the recorded
+``scaled`` cell (1e-5 relative), the row split to the top key's margin over the weighted mean, every
+source of the layers below is named; the encoder-decoders' three blocks are split (T5's position bias
+one more term; cross-attention's keys from the encoder's stream).
+
+The matrix comes from ``models.pretrained.registry.SUPPORTED_TYPES``: every variant the existing family
+tests build whose type the registry names (``bert``: the shipped MiniLM; post-norm OPT, sequential
+GPT-NeoX and Falcon, ... each as their own variant), and a type of the registry without a builder fails
+here."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from models.pretrained import load_model
+from models.pretrained.registry import ENCODER_DECODER_TYPES, SUPPORTED_TYPES
+from models.why import why
+
+transformers = pytest.importorskip("transformers")
+
+SENTENCE = "the cat sat on the mat while a dog was walking in the park"
+
+
+def builders() -> dict[str, tuple]:
+    """variant name -> (model_type, build(folder)): every variant the family tests build."""
+    import encdec_refs
+    import generate_refs
+    import newer_families
+    import test_pretrained_families as fam1
+    import test_pretrained_families_2 as fam2
+
+    found: dict[str, tuple] = {"minilm": ("bert", None)}
+    for module, table in ((fam1, fam1.FAMILIES), (fam2, fam2.FAMILIES), (newer_families, newer_families.NEWER)):
+        for name, row in table.items():
+            found.setdefault(name, (row[0], lambda folder, m=module, n=name: m.build(folder, n)))
+    for name, row in generate_refs.FAMILIES.items():  # gpt2, llama
+        found.setdefault(name, (row[0], lambda folder, n=name: generate_refs.build(transformers, folder, n)))
+    for name, row in encdec_refs.FAMILIES.items():
+        found.setdefault(name, (row[0], lambda folder, n=name: encdec_refs.build(folder, n)))
+    return {name: entry for name, entry in found.items() if entry[0] in SUPPORTED_TYPES}
+
+
+BUILDERS = builders()
+
+
+SPLIT = [name for name, (t, _) in BUILDERS.items() if t not in ENCODER_DECODER_TYPES]
+ENCODER_DECODERS = sorted({t for t, _ in BUILDERS.values() if t in ENCODER_DECODER_TYPES})
+
+
+def test_every_registry_type_has_a_builder():
+    assert {t for t, _ in BUILDERS.values()} == set(SUPPORTED_TYPES)
+
+
+def _model(tmp_path, variant):
+    _, build = BUILDERS[variant]
+    if build is None:
+        return load_model("minilm", device="cpu")
+    build(tmp_path)
+    return load_model(tmp_path, device="cpu")
+
+
+@pytest.mark.parametrize("variant", SPLIT)
+def test_split_adds_up_in_every_family(tmp_path, variant):
+    torch.manual_seed(0)
+    model = _model(tmp_path, variant)
+    assert model.model_type == BUILDERS[variant][0]
+    layer = model.num_layers - 1  # every layer below is split into its sources
+    trace = model.trace(SENTENCE, layer)
+    n = len(trace.query_tokens)
+    scaled = trace["scaled"]
+    for head in sorted({0, model.num_heads - 1}):
+        for row, col in ((n - 1, 1), (n - 2, n - 2)):
+            result = why(trace, head, row, col, model=model, with_row=True)
+            table = np.asarray(result["table"])
+            score = float(scaled.cell(head, row, col))
+            assert result["score"] == score
+            assert abs(table.sum() - score) <= 1e-5 * max(abs(score), np.abs(table).sum())
+            names = result["query_sources"]
+            assert names == result["key_sources"] and names[0] == "embed" and names[-1] == "bias"
+            heads_below = {f"L{i} H{h}" for i in range(layer) for h in range(model.num_heads)}
+            assert heads_below <= set(names) and {f"L{i} mlp" for i in range(layer)} <= set(names)
+            assert table.shape == (len(names), len(names))
+            split = result["row_split"]
+            assert abs(np.sum(split["table"]) - split["margin"]) <= 1e-5 * max(1.0, np.abs(split["table"]).sum())
+
+
+@pytest.mark.parametrize("model_type", ENCODER_DECODERS)
+def test_encoder_decoders_split_every_block(tmp_path, model_type, capsys):
+    """Every block is split: the encoder's and the decoder's self-attention (T5's position bias one more
+    term; BART's and Marian's post-norm blocks and positions; the decoder's cross-attention heads as
+    sources) and the cross blocks (queries from the decoder's stream, keys from the encoder's)."""
+    from models.why_cli import why_main
+
+    next(build for t, build in BUILDERS.values() if t == model_type)(tmp_path)
+    capsys.readouterr()  # the builder's own progress lines
+    common = ["--model", str(tmp_path), "--sentence", "the cat sat on the mat", "--cross-sentence",
+              "a dog ran in the park", "--layer", "1", "--cell", "1,3,2"]  # fmt: skip
+    t5 = model_type in ("t5", "mt5")
+    for block in ("encoder", "decoder", "cross"):
+        code = why_main(common + ["--block", block, "--json"])
+        result = json.loads(capsys.readouterr().out)
+        table, queries, keys = np.asarray(result["table"]), result["query_sources"], result["key_sources"]
+        assert code == 0 and result["stage"] == ("scaled" if not t5 else "scores" if block == "cross" else "biased")
+        assert abs(table.sum() - result["score"]) <= 1e-5 * np.abs(table).sum()
+        assert "L0 H0" in queries and ("pos" in queries) != t5
+        assert ("L0 cross H0" in queries) == (block != "encoder")  # the decoder's cross heads write too
+        if block == "cross":  # the keys are the encoder's: its sources, through its final norm
+            assert keys[0] == "enc embed" and "L1 H0" in queries and "enc L0 mlp" in keys
+        if t5 and block != "cross":
+            assert keys[-1] == "position bias"
+            assert table[-1, :-1].tolist() == [0.0] * (table.shape[1] - 1)  # the bias meets no source
