@@ -166,11 +166,15 @@ class Trace:
         ``sum_of`` the summands adding up to it, steps)."""
         return self.derivation(stage, cell).to_dict()
 
-    # Trace.why(head, row, col), the split of one score into its sources, comes here once models/why.py
-    # (branch "why") is on main, calling its one function as `main.py why` does:
-    #     from .why import why
-    #     return why(self.raw, head, row, col, model=self.engine,
-    #                params=None if self.engine else self.params, with_row=with_row)
+    def why(self, head: int, row: int, col: int, with_row: bool = False) -> dict:
+        """Why head ``head`` scores key ``col`` as it does for query ``row``: the score (stage
+        ``scaled``) split exactly into query-source × key-source terms, the very dict
+        ``main.py why --json`` prints (``score``, ``query_sources``, ``key_sources``, ``table``);
+        ``with_row``: also ``row_split``, the top key's terms against the weighted mean. docs/why.md."""
+        from .why import why
+
+        return why(self.raw, head, row, col, model=self.engine, params=None if self.engine else self.params,
+                   with_row=with_row, source=self.spec.sentence)  # fmt: skip
 
 
 def trace_spec(spec: RunSpec, model=None) -> Trace:

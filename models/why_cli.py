@@ -60,7 +60,7 @@ def why_main(argv: Sequence[str]) -> int:
         if len(args.cell) != 3:
             raise InputError(f"--cell takes head,row,col (3 numbers), got {len(args.cell)}")
         check_arguments(args, given)  # the very checks export and explain make
-        spec = RunSpec.from_args(args).validate(resolve=False)
+        spec = RunSpec.from_args(args).validate()
         notes = spec.notes()
         result = why(spec, *args.cell, with_row=args.row)
     except InputError as exc:

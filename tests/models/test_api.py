@@ -208,3 +208,20 @@ def test_a_stage_is_read_only():
     with pytest.raises(ValueError, match="read-only"):
         weights[0, 0, 0] = 1.0
     assert api.toy(SENTENCE).stage("weights")[0, 0, 0] == weights[0, 0, 0]
+
+
+@pytest.mark.parametrize("model", [None, "minilm"])
+def test_trace_why_is_what_the_why_command_prints(model, capsys):
+    from main import main
+
+    sentence = "The cat sat on the mat."
+    trace = api.load(model).trace(sentence, layer=1) if model else api.toy(sentence, heads=2, pe="sinusoidal")
+    got = trace.why(1, 3, 2)
+    argv = ["why", "--sentence", sentence, "--cell", "1,3,2", "--json"]
+    argv += ["--model", model, "--layer", "1"] if model else ["--heads", "2", "--pe", "sinusoidal"]
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["score"] == pytest.approx(got["score"], rel=1e-6)
+    assert printed["query_sources"] == got["query_sources"] and printed["key_sources"] == got["key_sources"]
+    np.testing.assert_allclose(np.array(printed["table"]), np.array(got["table"]), rtol=1e-6, atol=1e-7)
+    assert np.sum(got["table"]) == pytest.approx(trace.stage("scaled")[1, 3, 2], rel=1e-5)

@@ -216,7 +216,7 @@ def test_api_from_a_spec_or_a_trace_gives_the_same_dict():
     sentence = "The cat sat on the mat."
     args = build_why_parser().parse_args(["--cell", "3,4,2", "--model", "minilm", "--layer", "2", "--sentence", "x"])
     args.sentence = sentence
-    from_spec = why(RunSpec.from_args(args).validate(resolve=False), 3, 4, 2)
+    from_spec = why(RunSpec.from_args(args).validate(), 3, 4, 2)
     trace = load_model("minilm", device="cpu").trace(sentence, 2)
     from_trace = why(trace, 3, 4, 2)  # the model read again from the trace's folder
     assert from_spec == from_trace and from_spec["layer"] == 2
