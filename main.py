@@ -5,12 +5,12 @@ import sys
 
 # name: (module, function, what it does). A new command is one line here.
 COMMANDS = {
-    "export": ("models.cli", "export_main", "compute every stage of attention: <stage>.npy files + manifest.json"),
-    "explain": ("models.explain_cli", "explain_main", "how one number of one stage is computed, with every summand"),
-    "why": ("models.why_cli", "why_main", "why a head attends: a score split into query and key sources"),
-    "generate": ("models.generate.cli", "generate_main", "generate with a decoder: tokens, attention and logit lens"),
-    "atlas": ("models.atlas_cli", "atlas_main", "every head's metrics and detector scores over a corpus"),
-    "train": ("models.training.train_cli", "train_main", "train the tiny decoder shipped as --model induction"),
+    "export": ("models.cli.export", "export_main", "every stage of attention: <stage>.npy files + manifest.json"),
+    "explain": ("models.cli.explain", "explain_main", "how one number of one stage is computed, with every summand"),
+    "why": ("models.cli.why", "why_main", "why a head attends: a score split into query and key sources"),
+    "generate": ("models.cli.generate", "generate_main", "generate with a decoder: tokens, attention and logit lens"),
+    "atlas": ("models.cli.atlas", "atlas_main", "every head's metrics and detector scores over a corpus"),
+    "train": ("models.cli.train", "train_main", "train the tiny decoder shipped as --model induction"),
 }  # fmt: skip
 WINDOW = "open the window (no command; its options below)"
 

@@ -48,7 +48,7 @@ def gui_figures(atlas) -> None:
     from PySide6.QtWidgets import QApplication
 
     from explorer.panels.atlas_window import AtlasPanel
-    from models.atlas import Atlas
+    from models.reads.atlas import Atlas
 
     app = QApplication.instance() or QApplication([])
     rng = np.random.default_rng(0)
@@ -164,7 +164,7 @@ def main() -> int:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         rows = (Path(tmp) / "atlas" / "heads.csv").read_text().count("\n") - 1 if code == 0 else 0
         if args.gui and code == 0:
-            from models.atlas import read_atlas
+            from models.reads.atlas import read_atlas
 
             gui_figures(read_atlas(Path(tmp) / "atlas"))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB

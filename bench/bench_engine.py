@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:
 import torch  # noqa: E402
 
 from models.config import AttentionConfig, AttentionRequest  # noqa: E402
-from models.pipeline import materialize, run  # noqa: E402
+from models.engine.pipeline import materialize, run  # noqa: E402
 
 HEADS, D_MODEL = 8, 512
 

@@ -27,8 +27,8 @@ from models.memory import MARGIN, estimate_toy_peak  # noqa: E402
 CHILD = r"""
 import json, resource, sys
 sys.path.insert(0, sys.argv[1])
-from models.cli import export_main
-import models.pipeline, models.export, models.weights, torch
+from models.cli.export import export_main
+import models.engine.pipeline, models.files.export, models.engine.weights, torch
 def rss():
     for line in open("/proc/self/status"):
         if line.startswith("VmRSS:"):

@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from models import pairs
+from models.engine import pairs
 
 
 def run(n: int, heads: int, d: int, sinks: bool) -> float:

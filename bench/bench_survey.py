@@ -37,7 +37,7 @@ def median_s(fn, runs: int) -> tuple[float, float]:
 
 
 def survey_once(model, tokens: int):
-    from models.survey import head_metrics, rollout
+    from models.reads.survey import head_metrics, rollout
 
     model.clear_cache()  # a new sentence: every block runs
     _, weights = model.layer_weights(LONG_TEXT, max_tokens=tokens)[:2]

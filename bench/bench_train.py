@@ -25,7 +25,7 @@ TARGET_S = 300.0
 
 def probe_scores(folder: Path):
     from models.pretrained import load_model
-    from models.survey import all_layer_weights
+    from models.reads.survey import all_layer_weights
     from models.training.data import repeated_block
     from models.training.scores import head_scores
 

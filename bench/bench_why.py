@@ -34,7 +34,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     from models.pretrained import load_model
-    from models.why import why
+    from models.reads.why import why
 
     model = load_model("minilm", device="cpu")
     sentence = " ".join(["the cat sat on the mat while a dog was walking in the park"] * 12)

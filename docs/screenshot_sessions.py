@@ -6,9 +6,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models.edits import Edit  # noqa: E402
+from models.engine.edits import Edit  # noqa: E402
+from models.files.session import Session, save_session  # noqa: E402
 from models.runspec import RunSpec  # noqa: E402
-from models.session import Session, save_session  # noqa: E402
 
 SENTENCE = "The animal didn't cross the street because it was too tired."
 TOY = RunSpec(sentence=SENTENCE, heads=2, d_model=16, mask="causal")

@@ -16,9 +16,9 @@ from explorer.state import Inputs, settings_problem
 from explorer.usage import UsageError
 from models.command_fields import NEW_TOKENS
 from models.config import InputError
+from models.engine.trace import STAGE_ORDER
 from models.fields import Field, OneLineParser, add_arguments, check_text
 from models.runspec import FIELDS, check_applicable, check_ranges, given_values
-from models.trace import STAGE_ORDER
 
 PROMPT = Field("generate", "generate", "model", "with --model: open the Generate window on this prompt (with "
                "--screenshot: save it)", metavar="PROMPT", text=True)  # fmt: skip

@@ -9,7 +9,7 @@ index a stage needs and the title a plot shows. Plain Python: widgets may import
 
 from __future__ import annotations
 
-from models.trace import Stage
+from models.engine.trace import Stage
 
 
 def is_kv_stage(stage: Stage) -> bool:

@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 
 from models.config import AttentionConfig, InputError
+from models.engine.held_arrays import HeldArrays
+from models.engine.tokenize import tokenize
 from models.fields import FIELDS, MODEL_MASKS, Field
-from models.held_arrays import HeldArrays
 from models.runspec import DEFAULT_MASK, RunSpec, load_matrix
 from models.runspec import VALUES as RUNSPEC_ROWS
-from models.tokenize import tokenize
 
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired."
 
@@ -185,7 +185,7 @@ FILE_ROLES = {"embeddings_file": "embeddings", "cross_embeddings_file": "cross_e
 def read_file(role: str, path: str) -> dict[str, np.ndarray]:
     """The arrays of the file at ``path`` holding ``role``'s (``weights``: ``weights/W_q``, …)."""
     if role == "weights":
-        from models.weights import read_weights_file
+        from models.engine.weights import read_weights_file
 
         return {f"weights/{k}": a for k, a in read_weights_file(path).items()}
     return {role: load_matrix(path, role.replace("_", " "))}

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from psygnal import Signal
 
-from models.trace import Stage
+from models.engine.trace import Stage
 
 
 class ShownStage(NamedTuple):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from explorer.images.stage_image import StageImage
-from models.trace import AttentionTrace
+from models.engine.trace import AttentionTrace
 
 
 @dataclass(eq=False)
@@ -19,5 +19,5 @@ class DisplayTrace:
     trace: AttentionTrace
     images: dict[str, StageImage] = field(default_factory=dict)
     request: object = None  # the request that made it: what is on screen never comes from later inputs
-    params: object = None  # models.params.LayerParams of the traced layer (for the cell inspector), or None
+    params: object = None  # models.reads.params.LayerParams of the traced layer (for the cell inspector), or None
     worker_ms: float = 0.0  # compute + conversion on the worker, for the status bar

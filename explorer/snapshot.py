@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 from explorer.inputs import Inputs
 from explorer.run import DisplayTrace
-from models.trace import STAGE_ORDER
+from models.engine.trace import STAGE_ORDER
 
-if TYPE_CHECKING:  # models.edits imports torch: the state stays free of it
-    from models.edits import Edit
+if TYPE_CHECKING:  # models.engine.edits imports torch: the state stays free of it
+    from models.engine.edits import Edit
 
 ALL_HEADS = -1
 NO_QUERY = -1
@@ -108,7 +108,7 @@ class Snapshot:
 
 
 def _is_edit(edit) -> bool:
-    """Shaped as a models.edits.Edit (checked by its fields: importing it would bring torch in)."""
+    """Shaped as a models.engine.edits.Edit (checked by its fields: importing it would bring torch in)."""
     cell = getattr(edit, "cell", None)
     return isinstance(getattr(edit, "stage", None), str) and isinstance(cell, tuple) and \
         all(type(c) is int for c in cell) and type(getattr(edit, "value", None)) in (int, float)  # fmt: skip

@@ -26,9 +26,9 @@ from explorer.inputs import DEFAULT_SENTENCE, Inputs, painted_mask, same_computa
 from explorer.panes import ShownStage, StepperPane
 from explorer.run import DisplayTrace
 from explorer.snapshot import ALL_HEADS, NO_QUERY, EditHistory, Snapshot
+from models.engine.tokenize import tokenize
+from models.engine.trace import STAGE_ORDER, AttentionTrace
 from models.runspec import RunSpec
-from models.tokenize import tokenize
-from models.trace import STAGE_ORDER, AttentionTrace
 
 __all__ = ["ALL_HEADS", "DEFAULT_SENTENCE", "NO_QUERY", "EditHistory", "ExplorerState", "Inputs", "ModelInfo",
            "ShownStage", "Snapshot", "StepperPane", "default_query", "is_special_token", "painted_mask",

@@ -55,7 +55,7 @@ from explorer.widgets.stage_stepper import StageStepper
 from explorer.widgets.status_line import StatusLine, trace_summary
 from explorer.widgets.window_size import keep_on_screen, open_sized
 from models.config import InputError
-from models.device import describe_default_device
+from models.engine.device import describe_default_device
 from models.pretrained import list_models, resolve_model
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"

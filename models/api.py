@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
-from .fields import BY_DEST, FIELDS, labels, positions
-from .held_arrays import HeldArrays
-from .runspec import RunSpec
+from models.engine.held_arrays import HeldArrays
+from models.errors import InputError
+from models.fields import BY_DEST, FIELDS, labels, positions
+from models.runspec import RunSpec
 
 __all__ = ["SETTINGS", "TRACE_SETTINGS", "Generated", "Model", "Trace", "generation_settings", "load", "runspec",
            "toy", "trace_spec"]
@@ -104,7 +104,7 @@ def _held(name: str, value: Any) -> dict[str, np.ndarray]:
 # --- one traced layer --------------------------------------------------------------------------------
 class Trace:
     """One traced attention layer, the toy's or a model's: what ``export`` writes, what ``explain``
-    explains. ``raw`` is the engine's :class:`~models.trace.AttentionTrace`, ``spec`` the request,
+    explains. ``raw`` is the engine's :class:`~models.engine.trace.AttentionTrace`, ``spec`` the request,
     ``engine`` the loaded model that made it (None for the toy)."""
 
     def __init__(self, raw, spec: RunSpec, params: Callable[[], Any], engine=None) -> None:
@@ -151,12 +151,12 @@ class Trace:
 
     @cached_property
     def params(self):
-        """The traced layer's parameters (models.params.LayerParams), read once when first asked."""
+        """The traced layer's parameters (models.reads.params.LayerParams), read once when first asked."""
         return self._params()
 
     def derivation(self, stage: str, cell) -> Any:
-        """How one cell is computed (a models.derivation.Derivation: ``.text()``, ``.to_dict()``)."""
-        from .explain import explain
+        """How one cell is computed (a models.reads.derivation.Derivation: ``.text()``, ``.to_dict()``)."""
+        from models.reads.explain import explain
 
         return explain(self.raw, self.params, stage, tuple(cell))
 
@@ -171,7 +171,7 @@ class Trace:
         ``scaled``) split exactly into query-source × key-source terms, the very dict
         ``main.py why --json`` prints (``score``, ``query_sources``, ``key_sources``, ``table``);
         ``with_row``: also ``row_split``, the top key's terms against the weighted mean. docs/why.md."""
-        from .why import why
+        from models.reads.why import why
 
         return why(self.raw, head, row, col, model=self.engine, params=None if self.engine else self.params,
                    with_row=with_row, source=self.spec.sentence)  # fmt: skip
@@ -181,7 +181,7 @@ def trace_spec(spec: RunSpec, model=None) -> Trace:
     """The trace ``spec`` describes (its edits applied), the one way ``export``, ``explain`` and
     this module trace: the toy engine, or ``model`` (loaded from ``spec.model`` when None)."""
     if not spec.uses_model:
-        from .params import toy_params
+        from models.reads.params import toy_params
 
         return Trace(spec.trace(), spec, lambda: toy_params(spec.toy_request()))
     engine = spec.load_model() if model is None else model
@@ -191,10 +191,10 @@ def trace_spec(spec: RunSpec, model=None) -> Trace:
 
 def _model_params(model, spec: RunSpec, raw):
     if raw.config.get("encoder_decoder"):
-        from .encdec_params import encdec_params
+        from models.reads.encdec_params import encdec_params
 
         return encdec_params(model, raw)
-    from .params import pretrained_params
+    from models.reads.params import pretrained_params
 
     return pretrained_params(model, spec.layer, len(raw.query_tokens), mask=raw.config["mask"],
                              pad_positions=raw.config["pad_positions"])  # fmt: skip
@@ -216,7 +216,7 @@ def load(name_or_folder: str | os.PathLike, step: str | int | None = None, devic
     a Hugging Face cache name (``"gpt2"``, ``"org/name"``) or a folder. ``step``: a training
     checkpoint, ``"first"``, ``"last"`` or a step number, as ``--step`` (models/pretrained/steps.py);
     ``device``: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``."""
-    from .pretrained import load_model
+    from models.pretrained import load_model
 
     model = _value(BY_DEST["model"], name_or_folder)
     step, device = _value(BY_DEST["step"], step), _value(BY_DEST["device"], device)
@@ -264,7 +264,7 @@ class Model:
         """Continue ``prompt`` with a decoder through its own KV cache, greedily (``temperature``
         None or 0) or sampled (``temperature`` above 0, then ``top_k``, ``top_p``, drawn with
         ``seed``), keeping ``top`` next tokens per step: as ``main.py generate``."""
-        from .generate import generate
+        from models.generate import generate
 
         if not self.is_decoder:
             raise InputError(f"{self.name} is not a decoder ({self.model_type}): only decoders generate "
@@ -276,9 +276,9 @@ class Model:
               seed: int | None = None) -> list[dict]:  # fmt: skip
         """Every head's metrics over ``texts`` (mean and sample sd, each text alone at its own
         length) and its detector scores: the rows of ``main.py atlas``'s heads.csv, one dict per
-        (layer, head) with its columns (models.atlas.COLUMNS). Blank texts are skipped."""
-        from .atlas import MAX_TEXT_CHARS, compute_atlas, head_rows
-        from .detectors import PROBE_SEED
+        (layer, head) with its columns (models.reads.atlas.COLUMNS). Blank texts are skipped."""
+        from models.reads.atlas import MAX_TEXT_CHARS, compute_atlas, head_rows
+        from models.reads.detectors import PROBE_SEED
 
         lines = ((i, t.strip()[:MAX_TEXT_CHARS]) for i, t in enumerate(texts, start=1) if t.strip())
         found = compute_atlas(self.engine, lines, limit=limit, detectors=detectors,
@@ -291,8 +291,8 @@ def generation_settings(max_new_tokens: int = 20, temperature: float | None = No
                         max_tokens: int | None = None):  # fmt: skip
     """The checked models.generate.GenerateSettings of ``generate``'s options, as ``main.py generate``
     builds them from its own (tests/models/test_api.py holds the two equal)."""
-    from .config import DEFAULT_MAX_TOKENS
-    from .generate import GenerateSettings
+    from models.config import DEFAULT_MAX_TOKENS
+    from models.generate import GenerateSettings
 
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
         raise InputError(f"--max-tokens must be at least 1, got {max_tokens}")

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
+from models.errors import InputError
 
 MAX_SEED = 2**63 - 1  # torch.manual_seed takes 64 bits; the weights use seed + 1
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -81,7 +81,7 @@ def check_block_finite(name: str, block: np.ndarray, largest: float | None = Non
 
 
 def check_finite_stages(stages) -> None:
-    """:func:`check_finite` for a sequence of :class:`~models.trace.Stage`; lazily computed stages
+    """:func:`check_finite` for a sequence of :class:`~models.engine.trace.Stage`; lazily computed stages
     are checked block by block as they are written (:func:`check_block_finite`), not here."""
     stages = [s for s in stages if not s.lazy]
     largest = largest_input(stages)

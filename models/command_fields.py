@@ -8,8 +8,8 @@ works wherever ``--model`` does. Torch-free: the window's command line reads the
 
 from __future__ import annotations
 
-from .checks import MAX_SEED
-from .fields import MODEL_OPTIONS, Field, rows
+from models.checks import MAX_SEED
+from models.fields import MODEL_OPTIONS, Field, rows
 
 MAX_NEW_TOKENS = 4096  # models/generate/sampling.py checks a GenerateSettings against the same
 MAX_SHOWN = 50

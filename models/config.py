@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import Cancelled, InputError  # noqa: F401 - re-exported: most callers import them from here
+from models.errors import Cancelled, InputError  # noqa: F401 - re-exported: most callers import them from here
 
 MASKS = ("none", "causal", "padding", "custom")
 SCORES = ("dot", "scaled", "additive", "general")
@@ -77,7 +77,7 @@ class AttentionConfig:
             raise InputError(f"unknown device {self.device!r}; choose one of {', '.join(DEVICES)}")
         if not (np.isfinite(self.temperature) and self.temperature > 0):
             raise InputError(f"temperature must be a positive number, got {self.temperature!r}")
-        from .checks import check_seed
+        from models.checks import check_seed
 
         check_seed(self.seed)  # torch takes 64 bits; refuse rather than overflow
         if any((not isinstance(p, int)) or p < 0 for p in self.pad_positions):
@@ -103,7 +103,7 @@ class AttentionWeights:
     W_q: np.ndarray
     W_k: np.ndarray
     W_v: np.ndarray
-    W_o: np.ndarray | None = None  # None: seeded random (see models.weights.complete_weights)
+    W_o: np.ndarray | None = None  # None: seeded random (see models.engine.weights.complete_weights)
     b_q: np.ndarray | None = None
     b_k: np.ndarray | None = None
     b_v: np.ndarray | None = None

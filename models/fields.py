@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from .checks import MAX_SEED
-from .config import DEFAULT_MAX_TOKENS, DEVICES, MASKS, POSITIONAL, SCORES
-from .errors import InputError
+from models.checks import MAX_SEED
+from models.config import DEFAULT_MAX_TOKENS, DEVICES, MASKS, POSITIONAL, SCORES
+from models.errors import InputError
 
 DEFAULT_MASK = "default"  # a model's own mask: padding for encoders, causal for decoders
 MODEL_MASKS = (DEFAULT_MASK, "none", "causal", "padding")  # with a model: its own, or one to compare

@@ -17,7 +17,7 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
-from .config import InputError
+from models.config import InputError
 
 F32 = 4
 # Python, torch's thread pools and allocator slack beyond the arrays themselves.
@@ -128,8 +128,8 @@ def toy_weight_bytes(cfg) -> tuple[int, int]:
 def trace_bytes(cfg, n_q: int, n_k: int, cross: bool) -> int:
     """Bytes a toy trace holds at most: the float32 stages kept whole (inputs, Q, K, V, head
     outputs, concat, output) plus what the pair store may keep of the n×n stages (its budget);
-    those are computed per head and block of rows when read, never all at once (models.pairs)."""
-    from .pairs import DEFAULT_BUDGET
+    those are computed per head and block of rows when read, never all at once (models.engine.pairs)."""
+    from models.engine.pairs import DEFAULT_BUDGET
 
     h, d, dk, dv = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v
     inputs = 3 * n_k * d + (n_q * d if cross else 0)  # embeddings, positional encoding, input, query
@@ -146,8 +146,8 @@ def estimate_toy_peak(cfg, n_q: int, n_k: int, cross: bool) -> int:
     weights, largest = toy_weight_bytes(cfg)
     drawing = 2 * largest  # rand * 2 - 1, then * bound
     table = F32 * (n_q + n_k) * d * 2  # the nn.Embedding table and its lookups
-    from .pairs import BLOCK_BYTES
-    from .reduce import BAND_CELLS
+    from models.engine.pairs import BLOCK_BYTES
+    from models.engine.reduce import BAND_CELLS
 
     pair = min(F32 * h * n_q * n_k, 2 * BLOCK_BYTES)  # one block of rows at a time (per thread)
     softmax = 3 * pair + pair // F32  # x - max, x / T, the result (+ the bool mask)
@@ -223,7 +223,7 @@ def estimate_pretrained_peak(arch, n: int, layer: int) -> int:
     ffn = getattr(arch, "ffn", None) or 4 * d  # never arch.layers[0]: that would read it
     states = F32 * (layer + 2) * n * d
     vectors = F32 * n * (3 * h * dk + 2 * h * dk + 6 * d + 3 * ffn)  # q k v, repeated k v, ffn
-    from .pairs import BLOCK_BYTES, DEFAULT_BUDGET
+    from models.engine.pairs import BLOCK_BYTES, DEFAULT_BUDGET
 
     # The traced layer's n×n stages are computed per head and block of rows, kept within the pair
     # store's budget; the layers below run fused (SDPA) with the boolean masks (n² bytes each) ...

@@ -5,8 +5,8 @@ messages as the pipeline's, which checks them again when it runs."""
 
 from __future__ import annotations
 
-from .config import AttentionConfig, AttentionRequest, InputError
-from .tokenize import check_embeddings, tokens_or_error
+from models.config import AttentionConfig, AttentionRequest, InputError
+from models.engine.tokenize import check_embeddings, tokens_or_error
 
 
 def sequence_length(req: AttentionRequest, cross: bool) -> int:
@@ -37,7 +37,7 @@ def check_toy_request(req: AttentionRequest) -> tuple[int, int]:
 
 
 def toy_edit_shapes(cfg: AttentionConfig, n_q: int, n_k: int, cross: bool) -> dict[str, tuple[int, ...]]:
-    """The shapes of the toy's editable stages (models/edits.py: ``edit_shapes`` of its trace)."""
+    """The shapes of the toy's editable stages (models/engine/edits.py: ``edit_shapes`` of its trace)."""
     h, d, dk, dv = cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v
     shapes = {"embeddings": (n_k, d), "input": (n_k, d), "q": (h, n_q, dk), "k": (h, n_k, dk), "v": (h, n_k, dv),
               "scores": (h, n_q, n_k), "mask": (n_q, n_k)}  # fmt: skip

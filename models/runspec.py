@@ -1,7 +1,7 @@
 """What to compute, described once: :class:`RunSpec`, the one request of ``export``, ``explain``,
 the window and sessions.
 
-A RunSpec is frozen and compares by value (its arrays included, models/held_arrays.py): everything
+A RunSpec is frozen and compares by value (its arrays included, models/engine/held_arrays.py): everything
 that decides a result. Its fields are the rows of the one option table (models/fields.py:
 ``FIELDS``): toy settings (the AttentionConfig fields) or model + layer (+ step, block, the target
 sentence, device), sentences, labels and pad positions or arrays (embeddings, cross embeddings), a
@@ -10,7 +10,7 @@ option is one row of ``FIELDS`` and becomes a field here, a command-line option 
 
 - :meth:`RunSpec.from_args`: what ``export`` / ``explain`` parse (their files read into arrays);
 - :meth:`RunSpec.to_json` / :meth:`RunSpec.from_json`: a versioned dict, arrays as separate named
-  numpy members (as sessions store them, models/session.py);
+  numpy members (as sessions store them, models/files/session.py);
 - :meth:`RunSpec.validate`: the one validator (what applies to a toy and what to a model);
 - :meth:`RunSpec.toy_request` (the toy engine's internal input, models.config.AttentionRequest),
   :meth:`RunSpec.load_model` / :meth:`RunSpec.model_trace` (a model's layer), :meth:`RunSpec.trace`.
@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .config import AttentionConfig, AttentionRequest
-from .errors import InputError
-from .fields import (  # noqa: F401 - the option table's names, re-exported: callers import them from here
+from models.config import AttentionConfig, AttentionRequest
+from models.engine.held_arrays import HeldArrays
+from models.errors import InputError
+from models.fields import (  # noqa: F401 - the option table's names, re-exported: callers import them from here
     BY_DEST,
     DEFAULT_MASK,
     FIELDS,
@@ -44,10 +45,9 @@ from .fields import (  # noqa: F401 - the option table's names, re-exported: cal
     labels,
     positions,
 )
-from .held_arrays import HeldArrays
 
 if TYPE_CHECKING:  # torch: the window's state imports this module without it
-    from .edits import Edit
+    from models.engine.edits import Edit
 
 JSON_VERSION = 1  # of a RunSpec's JSON ("runspec": 1)
 VALUES = tuple(f for f in FIELDS if f.stored and f.array is None)  # the RunSpec's plain fields, table order
@@ -56,10 +56,10 @@ ARRAY_FIELDS = {f.array: f for f in FIELDS if f.array}  # "embeddings", "cross_e
 
 def load_matrix(path: str, what: str, max_tokens: int | None = None) -> np.ndarray:
     """Read a ``.npy`` file without ever unpickling, with a clear message on failure
-    (models.io: a regular file only, its header checked before its data: models/matrix_header.py);
+    (models.io: a regular file only, its header checked before its data: models/io/matrix_header.py);
     read-only, so that HeldArrays keeps it without a copy."""
-    from .io import read_npy
-    from .matrix_header import matrix_check
+    from models.io import read_npy
+    from models.io.matrix_header import matrix_check
 
     matrix = read_npy(path, f"{what} file", matrix_check(what, path, max_tokens))
     matrix.flags.writeable = False
@@ -88,7 +88,7 @@ class _RunSpecMethods:
                     continue
                 origins[name] = f"{'weights' if name == 'weights' else name.replace('_', ' ')} file {path}"
                 if name == "weights":
-                    from .weights import read_weights_file
+                    from models.engine.weights import read_weights_file
 
                     arrays |= {f"weights/{k}": a for k, a in read_weights_file(path).items()}
                 else:
@@ -137,17 +137,17 @@ class _RunSpecMethods:
                 raise InputError("--model needs --sentence")
             check_ranges(self)
             if self.edits:
-                from .pretrained.edits import check_form
+                from models.pretrained.edits import check_form
 
                 check_form(self.edits)
             return self
         request = self.toy_request(complete=False)
         check_ranges(self)  # after the config's own checks (a NaN temperature is named as such there)
-        from .request_checks import check_toy_request, toy_edit_shapes
+        from models.request_checks import check_toy_request, toy_edit_shapes
 
         n_q, n_k = check_toy_request(request)
         if self.edits:
-            from .edits import check_edit
+            from models.engine.edits import check_edit
 
             shapes = toy_edit_shapes(request.config, n_q, n_k, request.is_cross)
             for e in self.edits:
@@ -158,7 +158,7 @@ class _RunSpecMethods:
         """Find a model on disk (reads its folder; InputError when there is none): where the run
         happens, or while a session file is being read. Returns self."""
         if self.uses_model:
-            from .pretrained import resolve_model
+            from models.pretrained import resolve_model
 
             resolve_model(self.model)
         return self
@@ -175,7 +175,7 @@ class _RunSpecMethods:
     def toy_request(self, complete: bool = True) -> AttentionRequest:
         """The toy engine's input (arrays checked as a file's would be); InputError when invalid.
         ``complete=False``: weights checked, not completed (no torch: :meth:`validate`)."""
-        from .weights import weights_from_arrays
+        from models.engine.weights import weights_from_arrays
 
         if self.uses_model:
             raise InputError("this run traces a pretrained model, not the toy engine")
@@ -205,7 +205,7 @@ class _RunSpecMethods:
         )  # fmt: skip
 
     def load_model(self, progress=None):
-        from .pretrained import load_model
+        from models.pretrained import load_model
 
         if not self.sentence:
             raise InputError("--model needs --sentence")
@@ -213,7 +213,7 @@ class _RunSpecMethods:
 
     def encdec_options(self, model) -> dict:
         """What ``model.trace`` takes for the target and block (refused for other models)."""
-        from .encdec_cli import encdec_options
+        from models.encdec_options import encdec_options
 
         return encdec_options(model, self)
 
@@ -230,8 +230,8 @@ class _RunSpecMethods:
         """The trace ``main.py export`` writes: the edits applied (never as a difference)."""
         if self.uses_model:
             return self.model_trace(self.load_model())
-        from .edits import apply_edits
-        from .pipeline import run
+        from models.engine.edits import apply_edits
+        from models.engine.pipeline import run
 
         return apply_edits(self.toy_request(), self.edits) if self.edits else run(self.toy_request())
 
@@ -280,7 +280,7 @@ class _RunSpecMethods:
         if not isinstance(edits, list):
             raise InputError(f"'{what}.edits' must be a list")
         difference = doc.get("difference", False)
-        from .edits import Edit  # torch: the window's state imports this module without it
+        from models.engine.edits import Edit  # torch: the window's state imports this module without it
 
         if not isinstance(difference, bool):
             raise InputError(f"{what} difference must be true or false, got {difference!r}")
@@ -304,7 +304,7 @@ def _fields() -> list:
     return rows + [
         # embeddings, cross_embeddings, mask, weights/W_q …
         ("arrays", HeldArrays, dataclasses.field(default=HeldArrays())),
-        ("edits", tuple["Edit", ...], dataclasses.field(default=())),  # what-if edits (models/edits.py)
+        ("edits", tuple["Edit", ...], dataclasses.field(default=())),  # what-if edits (models/engine/edits.py)
         ("difference", bool, dataclasses.field(default=False)),  # shown as edited − original
         # Policy, not part of the result (never stored, not compared): a model's layer and pad positions
         # used as given (refused when there is no such layer or token). The window's own inputs are

@@ -14,8 +14,8 @@ from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel, QSizePolicy
 
 from explorer.engine.edited_runner import largest_change
-from models.edits import Edit
-from models.stages import PAIR_STAGES
+from models.engine.edits import Edit
+from models.engine.stages import PAIR_STAGES
 
 # double-click edits these (the normed and rotated q and k: a model's layer)
 CELL_STAGES = ("embeddings", "input", "query_input", "q", "k", "v", "q_normed", "k_normed", "q_rotated", "k_rotated",

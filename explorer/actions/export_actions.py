@@ -22,7 +22,7 @@ from explorer.files.persistence import export_folder, remember_export_folder
 from explorer.heads import array_head, is_kv_stage
 from explorer.state import ALL_HEADS, ExplorerState
 from models.config import InputError
-from models.export import npy_path, write_array, write_trace
+from models.files.export import npy_path, write_array, write_trace
 
 Report = Callable[[str], None]
 

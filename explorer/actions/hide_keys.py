@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from explorer.panels.mask_dock import as_rows
-from models.edits import hide_key
+from models.engine.edits import hide_key
 from models.pretrained.edits import traced_hidden
 
 

@@ -1,5 +1,5 @@
 """File → Save session… / Open session…: everything on screen in the session file of
-models/session.py. A session is a snapshot of the state (``state.snapshot()``: the inputs, edits and
+models/files/session.py. A session is a snapshot of the state (``state.snapshot()``: the inputs, edits and
 Difference toggle of the shown run, the pinned run, the stage, head and focused query; the file
 stores the RunSpecs that made the shown and the pinned run, explorer/files/session_io.py). Opening one is
 ``state.apply(snapshot)``: whole or not at all. A bad file gives one line in the status bar and leaves
@@ -24,7 +24,7 @@ from explorer.panels.atlas_window import corpus_notice
 from explorer.snapshot import Snapshot
 from explorer.state import NO_QUERY
 from models.config import InputError
-from models.session import Session, save_session
+from models.files.session import Session, save_session
 
 FILTER = "Attention Explorer session (*.zip)"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 
 from explorer.jobs import LatestJob
-from models.atlas import compute_atlas, corpus_lines, count_lines, file_sha256, fill_best_texts, probe_texts
+from models.reads.atlas import compute_atlas, corpus_lines, count_lines, file_sha256, fill_best_texts, probe_texts
 
 
 class AtlasWorker(LatestJob):
@@ -15,7 +15,7 @@ class AtlasWorker(LatestJob):
     the detectors' probes. Returns the request's generation."""
 
     progress = Signal(int, int, int)  # generation, texts done, total
-    finished = Signal(int, object)  # generation, models.atlas.Atlas
+    finished = Signal(int, object)  # generation, models.reads.atlas.Atlas
     out_of_memory = "not enough memory for this atlas"
 
     def submit(self, model, corpus: str | None = None, limit: int | None = None) -> int:

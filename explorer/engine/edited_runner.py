@@ -1,6 +1,6 @@
 """The worker's runner of a toy RunSpec with what-if edits (no Qt).
 
-:func:`run_edited` runs :func:`models.edits.apply_edits`; with ``difference=True`` the trace holds
+:func:`run_edited` runs :func:`models.engine.edits.apply_edits`; with ``difference=True`` the trace holds
 ``edited − original`` of every stage instead (0 where both are equal, −∞ cells included), stages
 marked ``difference`` so that they are painted on the diverging map. A model's layer with edits is
 answered by explorer.engine.pretrained_runner (same display).
@@ -12,10 +12,10 @@ import dataclasses
 
 import numpy as np
 
-from models import pipeline
 from models.config import AttentionRequest
-from models.edits import Edit, apply_edits
-from models.trace import AttentionTrace, Stage
+from models.engine import pipeline
+from models.engine.edits import Edit, apply_edits
+from models.engine.trace import AttentionTrace, Stage
 
 
 def run_edited(request: AttentionRequest, edits: tuple[Edit, ...], difference: bool = False,

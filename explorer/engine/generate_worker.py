@@ -15,7 +15,7 @@ from PySide6.QtCore import Signal
 from explorer.engine.generation_view import GenerationView
 from explorer.images.thumbnails import tile_side
 from explorer.jobs import LatestJob
-from models.finite import refuse_nonfinite
+from models.engine.finite import refuse_nonfinite
 from models.generate import GenerateSettings, generate
 from models.generate.finite import SCORES, check_generation
 

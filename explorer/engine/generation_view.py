@@ -17,7 +17,7 @@ from explorer.images.sink_scale import first_key_out_of_scale
 from explorer.images.stage_image import COLOURS, MASKED_INDEX
 from explorer.images.thumbnails import EMPTY_INDEX, THUMB, thumbnail_indices, thumbnail_steps
 from models.generate import Generation
-from models.survey import head_metrics
+from models.reads.survey import head_metrics
 
 MASKED = MASKED_INDEX  # the chosen head's cells not shown at a step: rows not generated yet, the causal future
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from explorer.engine.edited_runner import shown_edits
 from models.config import Cancelled, InputError
+from models.engine.trace import AttentionTrace
 from models.pretrained import PretrainedModel, load_model, resolve_model
 from models.runspec import DEFAULT_MASK, RunSpec  # noqa: F401 - re-exported
-from models.trace import AttentionTrace
 
 MODELS_KEPT = 2  # switching back and forth between two models never reloads either
 # A model folder whose files hold at most this many bytes is small (a training step of the induction

@@ -1,7 +1,7 @@
-"""Stage -> :class:`StageImage` on the worker thread: reduce every head (models.reduce), then colour it.
+"""Stage -> :class:`StageImage` on the worker thread: reduce every head (models.engine.reduce), then colour it.
 
 When cells are smaller than a pixel, each pixel holds its block's peak and every peak is enlarged
-to 3 × 3 pixels (models.reduce.enlarge_peaks): one weight of 1 among a million is still seen."""
+to 3 × 3 pixels (models.engine.reduce.enlarge_peaks): one weight of 1 among a million is still seen."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from explorer.images.stage_image import (
     resolve_scale,
     to_indices,
 )
-from models.pixels import enlarge_peaks
-from models.reduce import reduce_head
-from models.trace import Stage
+from models.engine.pixels import enlarge_peaks
+from models.engine.reduce import reduce_head
+from models.engine.trace import Stage
 
 
 def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, int, int] | None = None,

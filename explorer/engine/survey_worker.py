@@ -14,7 +14,7 @@ from PySide6.QtCore import Signal
 
 from explorer.images.thumbnails import kept_tokens, layer_thumbnails, tile_side
 from explorer.jobs import LatestJob
-from models.survey import Survey, complete, norm_shares
+from models.reads.survey import Survey, complete, norm_shares
 
 
 class SurveyWorker(LatestJob):

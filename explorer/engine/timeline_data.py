@@ -17,7 +17,7 @@ from models.config import InputError
 from models.pretrained import load_model
 from models.pretrained.registry import resolve_model
 from models.pretrained.steps import STEP_FOLDER, model_steps
-from models.survey import METRIC_NAMES, all_layer_weights
+from models.reads.survey import METRIC_NAMES, all_layer_weights
 from models.training.checkpoints import read_losses
 from models.training.scores import head_scores
 

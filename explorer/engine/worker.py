@@ -29,12 +29,12 @@ from explorer.engine.pretrained_runner import PretrainedRunner
 from explorer.engine.stage_render import stage_image
 from explorer.images.stage_image import MAX_DISPLAY_SIDE
 from explorer.run import DisplayTrace
-from models import pipeline
 from models.config import AttentionRequest, Cancelled, InputError
+from models.engine import pipeline
+from models.engine.trace import AttentionTrace
 from models.memory import OUT_OF_MEMORY, is_out_of_memory
-from models.params import pretrained_params, toy_params
+from models.reads.params import pretrained_params, toy_params
 from models.runspec import RunSpec
-from models.trace import AttentionTrace
 
 Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
 # Traces up to this many float elements in total are converted whole before they are shown
@@ -306,7 +306,7 @@ class ComputeWorker(QThread):
             model = self.models.model(request.model, request.device)
             c = trace.config
             if c.get("encoder_decoder"):  # one block of an encoder-decoder model
-                from models.encdec_params import encdec_params
+                from models.reads.encdec_params import encdec_params
 
                 return encdec_params(model, trace)
             return pretrained_params(model, c["layer"], len(trace.query_tokens), c["mask"], c["pad_positions"])

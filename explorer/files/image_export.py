@@ -12,8 +12,8 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QGraphicsView, QWidget
 
-from models.atomic import atomic_file
 from models.config import InputError
+from models.io.atomic import atomic_file
 
 FORMATS = {".png": "PNG", ".svg": "SVG"}
 NAME_FILTER = "PNG image (*.png);;SVG vector image (*.svg)"
@@ -108,7 +108,7 @@ def _svg_bytes(view: QWidget, size, draw) -> bytes:
 
 
 def write_bytes(data: bytes, path: Path) -> Path:
-    """The one way an image reaches the disk: a temporary sibling, synced, renamed (models.atomic)."""
+    """The one way an image reaches the disk: a temporary sibling, synced, renamed (models.io.atomic)."""
     with atomic_file(path, "image to") as f:
         f.write(data)
     return path

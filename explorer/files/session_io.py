@@ -1,4 +1,4 @@
-"""Sessions (models/session.py) to and from what the window shows: a snapshot of the state
+"""Sessions (models/files/session.py) to and from what the window shows: a snapshot of the state
 (explorer/snapshot.py: the inputs, the edits and the Difference toggle, the pinned run, the stage,
 head and focused query). Qt-free.
 
@@ -23,13 +23,13 @@ from explorer.run import DisplayTrace
 from explorer.snapshot import EditHistory, Snapshot
 from explorer.state import ALL_HEADS, NO_QUERY, Inputs
 from models.config import InputError
-from models.held_arrays import HeldArrays
+from models.engine.held_arrays import HeldArrays
+from models.files.session import Session, load_session, save_session
 from models.runspec import DEFAULT_MASK, RunSpec
 from models.runspec import VALUES as RUNSPEC_ROWS
-from models.session import Session, load_session, save_session
 
-if TYPE_CHECKING:  # models.edits imports torch: reading and writing sessions needs none
-    from models.edits import Edit
+if TYPE_CHECKING:  # models.engine.edits imports torch: reading and writing sessions needs none
+    from models.engine.edits import Edit
 
 @dataclass(frozen=True)
 class WindowRun:
@@ -212,7 +212,7 @@ def session_arguments(args, base: Inputs) -> Inputs:
         shown = open_window_session(args.session, base)
     except InputError as exc:
         raise UsageError(str(exc)) from None
-    from models.trace import STAGE_ORDER
+    from models.engine.trace import STAGE_ORDER
 
     if shown.stage is not None and shown.stage not in STAGE_ORDER:
         raise UsageError(f"session {args.session}: unknown stage {shown.stage!r}")

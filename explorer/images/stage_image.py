@@ -4,7 +4,7 @@ Stage -> uint8 colour indices at display resolution, the form a heatmap paints i
 
 Runs on the worker thread, so the GUI thread never touches the float matrices except to read one
 value under the mouse. A matrix larger than the screen is reduced by blocks that keep every peak
-(models.reduce), never by striding; a zoomed region is reduced again from the exact values.
+(models.engine.reduce), never by striding; a zoomed region is reduced again from the exact values.
 
 Index layout of the 256-entry lookup table the views build (see widgets/colormaps.py):
     0 .. 126    the colour map, from ``levels[0]`` to ``levels[1]``
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models.trace import Stage
+from models.engine.trace import Stage
 
 COLOURS = 127  # indices 0..126 carry the colour map
 MIXED_OFFSET = COLOURS  # 127..253: the colour of the visible peak, washed (partly masked block)

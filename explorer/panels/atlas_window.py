@@ -33,8 +33,8 @@ from explorer.engine.atlas_worker import AtlasWorker
 from explorer.widgets.atlas_table import AtlasTableModel, head_label
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.window_size import open_sized
-from models.atlas import Atlas, read_atlas
 from models.config import InputError
+from models.reads.atlas import Atlas, read_atlas
 
 
 def metric_of(column: str) -> str:
@@ -357,7 +357,7 @@ def corpus_notice(atlas: dict) -> str:
     """What reopening a session says about its atlas's corpus: the same file, changed, or gone."""
     from pathlib import Path
 
-    from models.atlas import file_sha256
+    from models.reads.atlas import file_sha256
 
     path = Path(atlas["corpus"])
     if not path.is_file():

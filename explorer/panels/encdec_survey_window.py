@@ -2,7 +2,7 @@
 
 Each row is a :class:`SurveyPanel` of its own (layers × heads thumbnails, head metrics, and the
 rollout of the square encoder and decoder blocks), fed by
-:class:`models.encdec_survey.BlockSurvey`; the model loads once, on the first row's thread. A click
+:class:`models.files.encdec_survey.BlockSurvey`; the model loads once, on the first row's thread. A click
 on a head opens that block, layer and head in the main window.
 """
 
@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QScrollArea, QSplitter, QVBox
 
 from explorer.panels.survey_panel import SurveyPanel
 from explorer.widgets.window_size import open_sized
-from models.encdec_survey import BlockSurvey
+from models.files.encdec_survey import BlockSurvey
 
 ROW_HEIGHT = 400  # a row's thumbnails stay readable; three rows taller than the screen scroll
 ROWS = (("encoder", "Encoder self-attention: the source's tokens attend to each other"),

@@ -1,4 +1,4 @@
-"""The cell inspector beside the matrix: a clicked cell derived from its real inputs (models.explain).
+"""The cell inspector beside the matrix: a clicked cell derived from its real inputs (models.reads.explain).
 
 The derivation is a few milliseconds of numpy over one row or column of the trace, computed off the
 GUI thread when the panel is handed the window's read jobs (explorer.jobs), from the layer's
@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from explorer.heads import array_head
 from explorer.widgets.cell_inspector import CellInspector
 from models.config import InputError
-from models.explain import explain
+from models.reads.explain import explain
 
 EXPLAIN_LIMIT = 16_000_000  # cells of one n×n stage (all heads) the window derives a cell from
 PROMPT = "Click any cell of any stage: it is derived here from its inputs, with the real numbers."

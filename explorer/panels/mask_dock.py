@@ -8,7 +8,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QDockWidget
 
 from explorer.widgets.mask_painter import STARTS, MaskPainter
-from models.export import write_array
+from models.files.export import write_array
 from models.runspec import load_matrix
 
 

@@ -4,7 +4,7 @@ Fed either by a model (:meth:`SurveyPanel.compute`, on :class:`SurveyWorker`, pa
 layer as they arrive) or by a file of attention computed anywhere (:meth:`open_attention`).
 "Leave out special tokens" drops the rows and key columns of [CLS], [SEP], <s>, </s>,
 <|endoftext|> (and a decoder's first token) from the thumbnails, the metrics (recomputed by
-:func:`models.survey.head_metrics` with ``keep``) and the rollout shown.
+:func:`models.reads.survey.head_metrics` with ``keep``) and the rollout shown.
 
 The GUI thread never makes a thumbnail: the worker makes each layer's as the panel shows them
 (its side, its toggles), and once the survey is complete, a resize or a toggle asks the read
@@ -35,9 +35,9 @@ from explorer.widgets.head_metrics_table import HeadMetricsTable
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.rollout_view import RolloutView
 from explorer.widgets.window_size import open_sized
-from models.attention_file import open_attention
 from models.config import InputError
-from models.survey import Survey, complete, head_metrics
+from models.files.attention_file import open_attention
+from models.reads.survey import Survey, complete, head_metrics
 
 FILE_FILTER = "Attention (*.npy *.npz);;All files (*)"
 
@@ -141,7 +141,7 @@ class SurveyPanel(QWidget):
             self.compute(*self._last_compute)
 
     def open_attention(self, path) -> bool:
-        """Show an attention file (see models.attention_file); False, with the reason shown, if unusable."""
+        """Show an attention file (see models.files.attention_file); False, with the reason shown, if unusable."""
         self.worker.cancel()
         self._last_compute = None
         self.measure_combo.setEnabled(False)

@@ -1,6 +1,6 @@
 """The "Why" panel beside the inspector: a clicked score split into query-source × key-source terms.
 
-The split (models.why) runs off the GUI thread through the window's read jobs, as the inspector's
+The split (models.reads.why) runs off the GUI thread through the window's read jobs, as the inspector's
 derivation does; the panel draws the answer: a heatmap of the table T[a, b] (signed colours, the
 colour bar labelled), each query source's total on the right margin and each key source's on the top,
 the largest terms in words, and "why this key and not the others" for the row. A click on a cell
@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from explorer.heads import array_head
 from explorer.widgets.colormaps import colour_map
 from models.config import InputError
-from models.why import why, words
+from models.reads.why import why, words
 
 WHY_STAGES = ("scores", "scaled", "biased", "softcapped", "masked", "weights", "weighted_norms")
 MOST = 24  # query sources shown; the rest are summed into one "others" row (the table still adds up)

@@ -15,7 +15,7 @@ class AtlasTableModel(QAbstractTableModel):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.atlas = None  # a models.atlas.Atlas
+        self.atlas = None  # a models.reads.atlas.Atlas
         self.names: list[str] = []
         self.values = np.zeros((0, 0))  # (rows, columns) float64, in the shown order
         self.heads = np.zeros((0, 2), dtype=int)  # (rows, 2): layer, head of each shown row

@@ -1,6 +1,7 @@
-"""The cell inspector: one cell's derivation with its real numbers (see models/explain.py, models/derivation.py).
+"""The cell inspector: one cell's derivation with its real numbers (models/reads/explain.py,
+models/reads/derivation.py).
 
-Shows a :class:`models.explain.Derivation` as a title, the formula with the numbers filled in,
+Shows a :class:`models.reads.explain.Derivation` as a title, the formula with the numbers filled in,
 the explanation, a bar chart of the summands (or of a softmax row's exponentials), the largest
 terms with the rest summed, and the value. It only formats: every number comes from the
 derivation, which was computed from the trace's own arrays.
@@ -19,10 +20,10 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 from explorer.widgets.formula_text import keep_terms
 from explorer.widgets.labels import display_text
 from explorer.widgets.token_axis import TokenAxis
-from models.derivation import num
+from models.reads.derivation import num
 
 if TYPE_CHECKING:
-    from models.derivation import Derivation
+    from models.reads.derivation import Derivation
 
 POSITIVE = (200, 70, 60)  # the diverging map's ends: red for positive terms,
 NEGATIVE = (50, 100, 180)  # blue for negative ones

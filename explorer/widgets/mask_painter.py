@@ -2,8 +2,8 @@
 
 True = hidden, as ``--mask custom --mask-file M.npy`` takes it. Start from none, causal or
 padding (the pad positions given with :meth:`MaskPainter.set_tokens`). Open and Save read and
-write a boolean ``.npy`` through callables the window hands in (``models.cli.load_matrix`` and
-``models.export.write_array``): widgets do not import the maths, and so get the same checks and
+write a boolean ``.npy`` through callables the window hands in (``models.cli.export.load_matrix`` and
+``models.files.export.write_array``): widgets do not import the maths, and so get the same checks and
 the same atomic save as the command line.
 """
 

@@ -32,8 +32,8 @@ from explorer.widgets.hover_readout import MINUS_INFINITY, HoverReadout, format_
 from explorer.widgets.stage_rows import StageRows
 from explorer.widgets.token_axis import axis_title, set_axis_title
 from explorer.widgets.zoom_regions import ZoomRegions, device_pixels, visible_region
-from models.pixels import ENLARGE, block_step
-from models.trace import Stage
+from models.engine.pixels import ENLARGE, block_step
+from models.engine.trace import Stage
 
 __all__ = ["MINUS_INFINITY", "MatrixView", "format_value"]
 ALL_HEADS = -1

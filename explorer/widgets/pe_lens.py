@@ -3,7 +3,7 @@
 Three panels, as in the study notes: some columns of ``P`` as curves over the positions (later
 columns have longer periods), ``P Pᵀ`` as a heatmap (nearby positions are similar), and for an
 offset δ chosen in a spin box the check ``R(δ ω_j) · P[i] = P[i+δ]`` for every frequency pair j,
-with the largest error printed. The maths is in models/pe_lens.py; this widget only draws.
+with the largest error printed. The maths is in models/reads/pe_lens.py; this widget only draws.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from explorer.widgets.colormaps import colour_map
-from models import pe_lens
+from models.reads import pe_lens
 
 LINE_COLOURS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75)]
 

@@ -21,8 +21,8 @@ from explorer.heads import array_head, head_name
 from explorer.widgets.colormaps import sign_colours
 from explorer.widgets.labels import display_label
 from explorer.widgets.token_axis import TEXT_RGB, TokenAxis, set_axis_title, shorten
-from models.pixels import enlarge_peaks, reduce_row
-from models.trace import AttentionTrace, query_row
+from models.engine.pixels import enlarge_peaks, reduce_row
+from models.engine.trace import AttentionTrace, query_row
 
 TOP_CONTRIBUTORS = 5
 OUTPUT_STAGES = frozenset({"head_output", "concat", "output"})  # a vector that is Σ_j a_ij v_j
@@ -244,7 +244,7 @@ class QueryFocusPanel(QGroupBox):
 
     def _paint_bars(self, *_) -> None:
         """Many keys: one bar per block of keys that share a screen pixel, as tall as their largest
-        weight (models.pixels, as the heatmaps), peaks widened to 3 pixels so one key is seen."""
+        weight (models.engine.pixels, as the heatmaps), peaks widened to 3 pixels so one key is seen."""
         weights = self.weights_row
         if weights is None:
             return

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 if TYPE_CHECKING:
-    from models.trace import AttentionTrace
+    from models.engine.trace import AttentionTrace
 
 NOTICE_COLOUR = "#8a5300"  # dark amber: worth reading, not a failure
 

@@ -7,10 +7,10 @@ next-token choices and the logit lens (Qt-free, no transformers)::
     gen.steps[0].top_tokens, gen.lens_ids   # next-token choices, the logit lens (L, n)
 """
 
-from .head import OutputHead, load_head
-from .loop import eos_ids, generate, output_head
-from .result import LENS_TOP, Generation, Step
-from .sampling import GenerateSettings, sampling_distribution
+from models.generate.head import OutputHead, load_head
+from models.generate.loop import eos_ids, generate, output_head
+from models.generate.result import LENS_TOP, Generation, Step
+from models.generate.sampling import GenerateSettings, sampling_distribution
 
 __all__ = [
     "LENS_TOP",

@@ -1,5 +1,5 @@
 """No NaN in a generation (issue 36): before its files are written or the Generate window shows it,
-every number it holds is checked by the one gate (:func:`models.finite.refuse_nonfinite`). A model
+every number it holds is checked by the one gate (:func:`models.engine.finite.refuse_nonfinite`). A model
 whose scores overflow float32 made NaN attention and probabilities; ``generate`` then stopped on
 a ValueError traceback writing its JSON, and the window showed ``nan``."""
 
@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.finite import refuse_nonfinite
-
-from .result import Generation
+from models.engine.finite import refuse_nonfinite
+from models.generate.result import Generation
 
 SCORES = "the queries and keys are too large for their dot products"
 LOGITS = "the model's activations are too large (its logits overflow)"

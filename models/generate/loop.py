@@ -21,13 +21,12 @@ import torch
 from torch import Tensor
 
 from models.config import Cancelled, InputError
+from models.generate.head import OutputHead, load_head
+from models.generate.result import LENS_TOP, Generation, Step
+from models.generate.sampling import Chooser, GenerateSettings
 from models.memory import MARGIN, check_memory
 from models.pretrained.kv_cache import new_cache
 from models.pretrained.registry import read_config
-
-from .head import OutputHead, load_head
-from .result import LENS_TOP, Generation, Step
-from .sampling import Chooser, GenerateSettings
 
 F32 = 4
 LENS_CHUNK_BYTES = 64 << 20  # logits of this many bytes at a time while reading the lens

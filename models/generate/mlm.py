@@ -21,12 +21,11 @@ from torch import Tensor
 
 from models.checks import config_bool
 from models.config import InputError
+from models.generate.result import LENS_TOP, Generation, Step
 from models.memory import check_memory, estimate_tensors_read
 from models.pretrained.checkpoint import Weights
 from models.pretrained.common import layer_norm
 from models.pretrained.registry import read_config
-
-from .result import LENS_TOP, Generation, Step
 
 # model_type: (transform, layer norm, decoder, bias names), as transformers' *ForMaskedLM save them
 MLM_KEYS = {

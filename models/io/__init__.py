@@ -17,11 +17,11 @@ import os
 
 import numpy as np
 
-from ..config import InputError
-from .files import check_regular, is_regular, open_regular, read_bytes, reason
-from .jsonfile import parse_json, read_json
-from .npy import MAGIC, read_array, read_header
-from .zips import SafeZip, npz_arrays, open_zip, read_npz
+from models.config import InputError
+from models.io.files import check_regular, is_regular, open_regular, read_bytes, reason
+from models.io.jsonfile import parse_json, read_json
+from models.io.npy import MAGIC, read_array, read_header
+from models.io.zips import SafeZip, npz_arrays, open_zip, read_npz
 
 ZIP_MAGIC = b"PK\x03\x04"
 

@@ -13,7 +13,7 @@ import os
 import stat
 from typing import BinaryIO
 
-from ..config import InputError
+from models.config import InputError
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip

@@ -12,8 +12,8 @@ import json
 import math
 import os
 
-from ..config import InputError
-from .files import read_bytes
+from models.config import InputError
+from models.io.files import read_bytes
 
 MAX_JSON_BYTES = 64 << 20  # tokenizer.json of a large vocabulary is ~10-20 MB
 MAX_DEPTH = 64

@@ -13,8 +13,8 @@ from typing import BinaryIO
 import numpy as np
 from numpy.lib import format as npformat
 
-from ..config import InputError
-from ..memory import check_memory
+from models.config import InputError
+from models.memory import check_memory
 
 MAGIC = b"\x93NUMPY"
 KINDS = "biufcUS"  # booleans, integers, floats, complex, text; never objects, records or dates

@@ -17,10 +17,10 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..config import InputError
-from ..memory import check_memory
-from .files import open_regular
-from .npy import read_array
+from models.config import InputError
+from models.io.files import open_regular
+from models.io.npy import read_array
+from models.memory import check_memory
 
 MAX_MEMBERS = 10_000
 METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}

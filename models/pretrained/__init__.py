@@ -7,7 +7,7 @@ SmolLM3, Granite, the Qwen MoE models, StarCoder2, StableLM, Cohere; encoder-dec
 Marian, whose ``trace(source, layer, cross_sentence=target, block="encoder"|"decoder"|"cross")`` picks
 one of their three attentions, see :mod:`models.pretrained.encdec_model`), runs their layers with a small torch
 implementation (no `transformers`), reading big checkpoints layer by layer, and traces one layer's attention
-as an :class:`~models.trace.AttentionTrace`::
+as an :class:`~models.engine.trace.AttentionTrace`::
 
     model = load_model("minilm")                  # or "gpt2", "org/name", a folder path
     trace = model.trace("The cat sat.", layer=3)  # stages input, q, k, v, scores, ... output

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from models.config import Cancelled, InputError
-from models.finite import check_recorded
+from models.engine.finite import check_recorded
 from models.memory import F32, MARGIN, check_memory, is_out_of_memory
 from models.pretrained.batching import batched
 from models.pretrained.common import attention, hidden_mask

@@ -18,11 +18,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from models import attention as att
-from models.attend import Variant, attend
 from models.checks import short
 from models.config import InputError
-from models.masks import MaskSpec
+from models.engine import attention as att
+from models.engine.attend import Variant, attend
+from models.engine.masks import MaskSpec
 from models.pretrained.batching import folded_linear, in_batch
 from models.pretrained.checkpoint import Weights  # noqa: F401 - the families import it from here
 from models.pretrained.rope import apply_rope
@@ -287,7 +287,7 @@ def attention(
     plus the layer's variant) and the new rows' weights are kept on the cache.
 
     The steps are those listed in :class:`AttentionParams`; the attention itself is the one
-    function :func:`models.attend.attend`, with the layer's :meth:`AttentionParams.variant`.
+    function :func:`models.engine.attend.attend`, with the layer's :meth:`AttentionParams.variant`.
     When ``record`` is a dict, every intermediate tensor is stored in it under its stage name;
     without it (the layers below the traced one) the fused kernel runs where it can.
     """

@@ -1,6 +1,6 @@
 """What-if edits of a traced pretrained layer: change one number and recompute everything after it.
 
-The same :class:`~models.edits.Edit` as for the toy engine, on the stages the layer's trace shows:
+The same :class:`~models.engine.edits.Edit` as for the toy engine, on the stages the layer's trace shows:
 
 - ``input``: cell ``(row, col)`` of what the layer's attention projects, ``(n, d_model)`` (the hidden
   state entering the layer, after the pre-attention norm where the family has one);
@@ -16,7 +16,7 @@ The same :class:`~models.edits.Edit` as for the toy engine, on the stages the la
 :meth:`models.pretrained.model.PretrainedModel.trace` takes ``edits=``: the layers below run as
 without edits (their cached hidden states are only read), the edited values go through the very
 code of the unedited trace (:func:`~models.pretrained.common.project_qkv` with an ``override``,
-the layer's :class:`~models.pairs.PairStore` with ``score_edits`` and a custom mask), and no edits
+the layer's :class:`~models.engine.pairs.PairStore` with ``score_edits`` and a custom mask), and no edits
 is exactly the unedited trace. Nothing about the model is changed.
 """
 
@@ -28,9 +28,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from models import pairs
 from models.config import InputError
-from models.edits import Edit, check_edit
+from models.engine import pairs
+from models.engine.edits import Edit, check_edit
 from models.pretrained.common import AttentionParams
 
 EDITABLE = ("input", "q", "k", "v", "q_normed", "k_normed", "q_rotated", "k_rotated", "scores", "mask")

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from models import attention as att
-from models.attend import attend
 from models.checks import short
 from models.config import InputError
+from models.engine import attention as att
+from models.engine.attend import attend
 from models.pretrained.batching import in_batch
 from models.pretrained.checkpoint import LayerStore, Weights
 from models.pretrained.common import AttentionParams, linear, split_heads

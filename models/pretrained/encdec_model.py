@@ -19,13 +19,13 @@ import torch
 from torch import Tensor
 
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
-from models.finite import check_recorded
+from models.engine.finite import check_recorded
+from models.engine.trace import AttentionTrace
 from models.memory import check_memory
 from models.pretrained.common import hidden_mask
 from models.pretrained.encdec import BLOCKS, DEFAULT_BLOCK, EncoderDecoder, block_attention, check_block
 from models.pretrained.encdec_trace import build_block_trace
 from models.pretrained.tokenizer import Encoded, ModelTokenizer
-from models.trace import AttentionTrace
 
 StopCheck = Callable[[], bool]
 F32 = 4

@@ -3,7 +3,7 @@
 Self-attention blocks read one sequence (stage ``input``); the cross block reads the decoder's rows
 as ``query_input`` and the encoder's output as ``input`` (keys and values), exactly as the toy
 engine's cross-attention names them. The n_q × n_k stages are computed when looked at
-(:mod:`models.pairs`), from the very q, k and v of the forward pass.
+(:mod:`models.engine.pairs`), from the very q, k and v of the forward pass.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from models import attention as att
-from models import pairs, stages
 from models.checks import check_finite_stages
+from models.engine import attention as att
+from models.engine import pairs, stages
+from models.engine.trace import AttentionTrace, Stage
 from models.pretrained.common import linear, split_heads
 from models.pretrained.encdec import EncDecParams
 from models.pretrained.loaded import LoadedModel
 from models.pretrained.stages import to_numpy
 from models.pretrained.tokenizer import Encoded
-from models.trace import AttentionTrace, Stage
 
 SIDE_NAMES = {"encoder": "Encoder", "decoder": "Decoder", "cross": "Cross-attention"}
 

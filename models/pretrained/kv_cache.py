@@ -17,8 +17,8 @@ from dataclasses import replace
 
 from torch import Tensor
 
-from models import attention as att
-from models.attend import attend
+from models.engine import attention as att
+from models.engine.attend import attend
 from models.pretrained.common import AttentionParams, linear, project_qkv
 
 
@@ -58,7 +58,7 @@ class LayerKV:
 
     def attend(self, x: Tensor, p: AttentionParams) -> Tensor:
         """Attention of the new tokens ``x (m, d_model)`` over every token so far; (m, d_model):
-        the one function (:func:`models.attend.attend`) with the layer's own variant (causal, its
+        the one function (:func:`models.engine.attend.attend`) with the layer's own variant (causal, its
         sliding band, soft-cap and learned sinks), the new rows at positions ``start..``."""
         start, m = self.length, x.shape[0]
         t = start + m

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from models.config import DEVICES, InputError
-from models.device import pick_device
+from models.engine.device import pick_device
 from models.memory import check_memory, estimate_pretrained_load, estimate_tensors_read
 from models.pretrained.architecture import Architecture
 from models.pretrained.bart import Bart, Marian

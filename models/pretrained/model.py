@@ -17,16 +17,16 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from models import attention as att
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
-from models.finite import check_recorded
+from models.engine import attention as att
+from models.engine.finite import check_recorded
+from models.engine.trace import AttentionTrace
 from models.memory import check_memory, estimate_pretrained_peak
 from models.pretrained.architecture import Architecture
 from models.pretrained.common import MASK_MODES, attention, hidden_mask, project_qkv
 from models.pretrained.edits import LayerEdits, layer_shapes
 from models.pretrained.stages import build_trace
 from models.pretrained.tokenizer import Encoded, ModelTokenizer
-from models.trace import AttentionTrace
 
 StopCheck = Callable[[], bool]
 
@@ -217,7 +217,7 @@ class PretrainedModel:
             if edited is not None:
                 x = edited.override("input", x)
             record: dict[str, Tensor] = {}
-            # the n×n stages are computed when looked at (models.pairs)
+            # the n×n stages are computed when looked at (models.engine.pairs)
             project_qkv(x, params, record, edited.override if edited is not None else None)
         return build_trace(
             self,
@@ -252,7 +252,7 @@ class PretrainedModel:
         ``out[l]`` (a preallocated or memory-mapped array; float32 otherwise) before
         ``on_layer(l, weights_l)`` is called, so a view can paint layers as they arrive.
         ``sentence``: a text, or token ids already :meth:`encoded <encode_ids>` (the detectors' probes).
-        ``weighted``: the weighted norms ‖α_ij f_h(x_j)‖ instead of the weights (models.attention).
+        ``weighted``: the weighted norms ‖α_ij f_h(x_j)‖ instead of the weights (models.engine.attention).
         """
         enc = sentence if isinstance(sentence, Encoded) else self.encode(sentence, max_tokens)
         n = len(enc.ids)

@@ -9,14 +9,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from models import attention as att
-from models import pairs, stages
 from models.checks import check_finite_stages
+from models.engine import attention as att
+from models.engine import pairs, stages
+from models.engine.trace import AttentionTrace, Stage
 from models.pretrained.common import AttentionParams, linear
 from models.pretrained.edits import LayerEdits
 from models.pretrained.loaded import LoadedModel
 from models.pretrained.tokenizer import Encoded
-from models.trace import AttentionTrace, Stage
 
 SINK = "sink"  # the label of the learned attention sink's key column (gpt-oss)
 

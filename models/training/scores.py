@@ -1,6 +1,6 @@
 """Previous-token and induction scores of every head, as TransformerLens's head detector defines them.
 
-- ``previous``: :func:`models.survey.head_metrics`' own (mean over i ≥ 1 of ``a_i,i−1``).
+- ``previous``: :func:`models.reads.survey.head_metrics`' own (mean over i ≥ 1 of ``a_i,i−1``).
 - ``induction``: over the queries i whose token occurred before (at j < i, special tokens aside), the
   weight on the tokens right after those earlier occurrences, ``Σ_j a_i,j+1``, averaged. On a block
   of random characters repeated twice these queries are exactly the second block's, so this is the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.survey import SPECIAL_TOKENS, head_metrics
+from models.reads.survey import SPECIAL_TOKENS, head_metrics
 
 
 def induction_targets(tokens) -> list[tuple[int, list[int]]]:
@@ -38,6 +38,6 @@ def induction_scores(A: np.ndarray, tokens) -> np.ndarray:
 
 
 def head_scores(A: np.ndarray, tokens) -> dict[str, np.ndarray]:
-    """``{"previous", "induction", and the six metrics of models.survey}``, each ``A.shape[:-2]``."""
+    """``{"previous", "induction", and the six metrics of models.reads.survey}``, each ``A.shape[:-2]``."""
     metrics = head_metrics(A)
     return {"previous": metrics["previous"], "induction": induction_scores(A, tokens), **metrics}

@@ -84,16 +84,16 @@ def make_window(qtbot, settings, settle):
 
 @pytest.fixture
 def no_stage_reads_on_gui_thread():
-    """``arm()`` patches every read of a stage's numbers (models.trace.Stage, the lazy stores'
-    blocks: models.pairs.PairStore) and every torch call to fail on the GUI (main) thread, and
+    """``arm()`` patches every read of a stage's numbers (models.engine.trace.Stage, the lazy stores'
+    blocks: models.engine.pairs.PairStore) and every torch call to fail on the GUI (main) thread, and
     returns the list of reads made after it, each ``(what, on_gui_thread)``: what the GUI then
     shows must come from explorer.jobs. ``arm.disarm()`` (also at teardown) puts them back."""
     import threading
 
     from torch.overrides import TorchFunctionMode
 
-    from models.pairs import PairStore
-    from models.trace import Stage
+    from models.engine.pairs import PairStore
+    from models.engine.trace import Stage
 
     reads = []
     saved = {name: Stage.__dict__[name] for name in ("head", "rows", "cell", "array")}

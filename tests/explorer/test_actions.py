@@ -4,7 +4,7 @@ and every command of the window, run by id as its menu entry or shortcut runs it
 import pytest
 
 from explorer.actions import Action, ActionRegistry, Menu, StandardKey
-from models.edits import Edit
+from models.engine.edits import Edit
 
 MENUS = (Menu("file", "&File"), Menu("edit", "&Edit"))
 

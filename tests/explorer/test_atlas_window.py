@@ -7,7 +7,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 
 from explorer.panels.atlas_window import AtlasPanel, AtlasWindow, metric_of
-from models.atlas import COLUMNS, Atlas, write_atlas
+from models.reads.atlas import COLUMNS, Atlas, write_atlas
 
 
 def fake_atlas(seed: int, name: str = "fake") -> Atlas:
@@ -80,7 +80,7 @@ def test_worker_computes_a_corpus_atlas_off_the_gui_thread(qtbot, tmp_path):
 def test_model_view_toggles_to_weighted_norms(qtbot):
     from explorer.panels.survey_panel import SurveyPanel
     from models.pretrained import load_model
-    from models.survey import head_metrics
+    from models.reads.survey import head_metrics
 
     model = load_model("minilm", device="cpu")
     panel = SurveyPanel()
@@ -125,7 +125,7 @@ def test_a_session_remembers_the_atlas_corpus_and_its_checksum(make_window, sett
     import hashlib
 
     from explorer.state import Inputs
-    from models.session import load_session
+    from models.files.session import load_session
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat\na dog ran\n")

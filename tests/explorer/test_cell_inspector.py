@@ -11,9 +11,9 @@ from explorer.widgets.labels import covered, display_label
 from explorer.widgets.pe_lens import PeLens
 from explorer.widgets.token_axis import TokenAxis
 from models.config import AttentionConfig, AttentionRequest
-from models.explain import explain
-from models.params import toy_params
-from models.pipeline import run
+from models.engine.pipeline import run
+from models.reads.explain import explain
+from models.reads.params import toy_params
 
 
 def _text(label) -> str:

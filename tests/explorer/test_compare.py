@@ -6,8 +6,8 @@ import numpy as np
 
 from explorer.engine.compare import MAX_COMPARE_TOKENS, compare
 from explorer.state import Inputs
-from models import pipeline
-from models.export import read_trace_files, write_trace
+from models.engine import pipeline
+from models.files.export import read_trace_files, write_trace
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
 
@@ -154,7 +154,7 @@ def test_the_comparison_names_its_axes_and_for_cross_attention_which_sentence(qt
     comes from in cross-attention."""
     from explorer.widgets.compare_view import CompareView
     from models.config import AttentionConfig, AttentionRequest
-    from models.pipeline import run
+    from models.engine.pipeline import run
 
     config = AttentionConfig(heads=1, d_model=8)
     plain = run(AttentionRequest(config=config, sentence="The cat sat."))

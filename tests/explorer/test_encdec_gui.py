@@ -108,7 +108,7 @@ def test_command_line_block_and_target(t5_folder):
 
 def test_a_session_keeps_the_target_and_the_block(t5_folder, reference, tmp_path):
     from explorer.files.session_io import open_window_session, save_window_session
-    from models.session import load_session
+    from models.files.session import load_session
 
     inputs = encdec_inputs(t5_folder, layer=2, block="decoder")
     path = tmp_path / "s.json"
@@ -121,7 +121,7 @@ def test_a_session_keeps_the_target_and_the_block(t5_folder, reference, tmp_path
 
 
 def test_a_cell_of_the_cross_block_is_explained_in_the_window(make_window, t5_folder):
-    from models.explain import explain
+    from models.reads.explain import explain
 
     window = make_window(encdec_inputs(t5_folder, layer=1), persist=False)
     display = window.state.display

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from explorer.state import Inputs
-from models import pipeline
-from models.edits import Edit, apply_edits
+from models.engine import pipeline
+from models.engine.edits import Edit, apply_edits
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL

@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QImage
 
-from models.export import read_trace_files
+from models.files.export import read_trace_files
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ file leaves the view as it was."""
 import numpy as np
 import pytest
 
-from models import pipeline
-from models.cli import build_parser
+from models.cli.export import build_parser
+from models.engine import pipeline
 from models.runspec import RunSpec
 
 

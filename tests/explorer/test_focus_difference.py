@@ -8,7 +8,7 @@ from PySide6.QtCore import QRectF
 
 from explorer.widgets.colormaps import sign_colours
 from explorer.widgets.query_focus import bar_range
-from models.pixels import reduce_row
+from models.engine.pixels import reduce_row
 from tests.explorer.pixels import device_rect, grab
 from tests.explorer.test_experiment import _difference_of_weights  # its edit: head 1, query 2, feature 3 of Q
 

@@ -9,9 +9,9 @@ from PySide6.QtGui import QTextLayout, QTextOption
 
 from explorer.widgets.cell_inspector import CellInspector
 from models.config import AttentionConfig, AttentionRequest
-from models.explain import explain
-from models.params import toy_params
-from models.pipeline import run
+from models.engine.pipeline import run
+from models.reads.explain import explain
+from models.reads.params import toy_params
 
 README = "The animal didn't cross the street because it was too tired."
 STEPS = ("=", "≈", "→")  # a line may end with one of these, or start with one

@@ -169,7 +169,7 @@ class HeldJobs:
 
 def test_rows_answered_for_a_trace_no_longer_shown_are_dropped():
     from models.config import AttentionConfig, AttentionRequest
-    from models.pipeline import run
+    from models.engine.pipeline import run
 
     old, new = (run(AttentionRequest(AttentionConfig(heads=2, d_model=8, seed=s), "one two three four"))
                 for s in (1, 2))  # fmt: skip
@@ -216,7 +216,7 @@ def test_a_resized_survey_makes_its_thumbnails_off_the_gui_thread(qtbot, tmp_pat
     import explorer.panels.survey_panel as survey_panel
     from explorer.images.thumbnails import layer_thumbnails, tile_side
     from explorer.panels.survey_panel import SurveyPanel
-    from models.survey import head_metrics
+    from models.reads.survey import head_metrics
 
     n = 300  # more tokens than a thumbnail's pixels at either size: reduced, peaks enlarged
     rng = np.random.default_rng(5)

@@ -50,7 +50,7 @@ def test_the_persons_own_choice_is_kept(qtbot, make_window, settings):
 
 def test_on_the_log_scale_a_weight_of_one_is_the_top_colour_even_when_all_weights_are_alike():
     from explorer.images.stage_image import COLOURS, colour_levels, to_indices
-    from models.trace import Stage
+    from models.engine.trace import Stage
 
     stage = Stage("weights", "", "", "", np.zeros((1, 2, 2), np.float32), ("a", "b"), ("a", "b"), per_head=True)
     levels = colour_levels(stage, 1.0, 1.0, "log")

@@ -11,8 +11,8 @@ from PySide6.QtWidgets import QApplication
 
 from explorer.widgets.mask_painter import MaskPainter
 from main import main
-from models.cli import load_matrix
-from models.export import read_trace_files, write_array
+from models.cli.export import load_matrix
+from models.files.export import read_trace_files, write_array
 
 TOKENS = ("the", "cat", "sat", "on", "the", "mat")
 LEFT, NO = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton

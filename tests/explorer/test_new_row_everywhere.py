@@ -37,9 +37,9 @@ def test_a_new_row_set_to_7_reaches_the_form_the_worker_a_session_the_settings_a
     from explorer.files.session_io import inputs_from_session, session_of
     from explorer.state import Inputs
     from explorer.window import MainWindow
-    from models.cli import build_parser as export_parser
+    from models.cli.export import build_parser as export_parser
+    from models.files.session import load_session, save_session
     from models.runspec import RunSpec
-    from models.session import load_session, save_session
 
     assert Inputs().new_option == 3 and RunSpec().new_option == 3
     # The window's command line.

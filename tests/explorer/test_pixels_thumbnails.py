@@ -113,7 +113,7 @@ def test_all_heads_at_once_equal_each_head_alone(n):
     # Every head is converted in one call with its own top (speed: the Generate window's steps);
     # each must equal that head converted alone by stage_image.to_indices, the one colour layout.
     from explorer.images.stage_image import to_indices
-    from models.pixels import block_peaks, enlarge_peaks
+    from models.engine.pixels import block_peaks, enlarge_peaks
 
     rng = np.random.default_rng(3)
     a = (rng.random((5, n, n)) ** 4).astype(np.float32)

@@ -9,7 +9,7 @@ from mouse import cell_point, double_click
 from PySide6.QtCore import Qt
 
 from explorer.state import Inputs
-from models.edits import Edit, hide_key
+from models.engine.edits import Edit, hide_key
 from models.pretrained import list_models
 
 MODEL = Inputs(sentence="The cat sat on the mat.", model="minilm", layer=1)

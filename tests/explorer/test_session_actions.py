@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 
 from explorer.state import Inputs
-from models.edits import Edit
+from models.engine.edits import Edit
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
 

@@ -7,11 +7,11 @@ import numpy as np
 from explorer.app import run_app
 from explorer.files.session_io import inputs_from_session, session_from_inputs
 from explorer.state import Inputs
-from models.edits import Edit
-from models.held_arrays import HeldArrays
-from models.pipeline import materialize, run
+from models.engine.edits import Edit
+from models.engine.held_arrays import HeldArrays
+from models.engine.pipeline import materialize, run
+from models.files.session import Session, load_session, save_session
 from models.runspec import RunSpec
-from models.session import Session, load_session, save_session
 
 TOY = Inputs(sentence="The cat sat on the mat.", heads=4, d_model=8, d_k=3, mask="padding", pad_positions=(1, 3),
              score="additive", pe=True, temperature=0.5, seed=7, cross_enabled=True,

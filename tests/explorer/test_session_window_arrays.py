@@ -10,11 +10,11 @@ from trace_arrays import assert_same_arrays, stage_arrays
 
 from explorer.app import run_app
 from explorer.state import Inputs
-from models import pipeline
-from models.cli import build_parser
-from models.held_arrays import HeldArrays
+from models.cli.export import build_parser
+from models.engine import pipeline
+from models.engine.held_arrays import HeldArrays
+from models.files.session import load_session
 from models.runspec import RunSpec
-from models.session import load_session
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
 LABELS = ("a", "b", "c", "d", "e")

@@ -11,10 +11,10 @@ from trace_arrays import assert_same_arrays, stage_arrays
 
 from explorer.app import run_app
 from explorer.state import Inputs
-from models.edits import Edit
+from models.engine.edits import Edit
+from models.files.session import load_session
 from models.pretrained import list_models
 from models.runspec import RunSpec
-from models.session import load_session
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
 needs_minilm = pytest.mark.skipif(not any(e.name == "minilm" for e in list_models()), reason="needs minilm")

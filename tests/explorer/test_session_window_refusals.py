@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from explorer.state import Inputs
-from models.edits import Edit
-from models.held_arrays import HeldArrays
+from models.engine.edits import Edit
+from models.engine.held_arrays import HeldArrays
+from models.files.session import Session, load_session, save_session
 from models.runspec import RunSpec
-from models.session import Session, load_session, save_session
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
 

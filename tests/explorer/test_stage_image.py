@@ -5,7 +5,7 @@ import pytest
 
 from explorer.engine.stage_render import stage_image
 from explorer.images.stage_image import COLOURS, MASKED_INDEX, MAX_DISPLAY_SIDE, MIXED_OFFSET, NAN_INDEX
-from models.trace import Stage
+from models.engine.trace import Stage
 
 TOP = COLOURS - 1
 

@@ -9,8 +9,8 @@ import pytest
 
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, EditHistory, ExplorerState, Inputs, Snapshot
-from models.edits import Edit, hide_key
-from models.pipeline import run
+from models.engine.edits import Edit, hide_key
+from models.engine.pipeline import run
 
 SIGNALS = ("inputs_changed", "edits_changed", "difference_changed", "pinned_changed", "stage_changed",
            "head_changed", "focus_head_changed", "query_changed", "notices_changed", "requested_changed",

@@ -1,9 +1,9 @@
 """The window's widgets mirror the one state (explorer/state.py): the Difference checkbox, the Edit and
 Stage menus, the compare window; a session that fails puts the whole state back, undo steps included."""
 
-from models.edits import Edit
+from models.engine.edits import Edit
+from models.files.session import Session, save_session
 from models.runspec import RunSpec
-from models.session import Session, save_session
 
 
 def test_the_difference_checkbox_mirrors_the_state_both_ways(make_window, settle):

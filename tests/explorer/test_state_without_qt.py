@@ -11,7 +11,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
-from models.pipeline import run
+from models.engine.pipeline import run
 
 state = ExplorerState(Inputs(sentence="one two three", heads=2, d_model=8))
 events = []
@@ -89,7 +89,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from explorer.run import DisplayTrace
 from explorer.state import ExplorerState, Inputs
-from models.pipeline import run
+from models.engine.pipeline import run
 
 state = ExplorerState(Inputs(sentence="one two three", heads=2, d_model=8))
 events = []

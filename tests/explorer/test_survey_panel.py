@@ -10,9 +10,9 @@ from PySide6.QtCore import QPoint, Qt
 from explorer.images.stage_image import COLOURS
 from explorer.images.thumbnails import thumbnail_indices
 from explorer.panels.survey_panel import SurveyPanel, open_attention_window
-from models.pixels import block_peaks
+from models.engine.pixels import block_peaks
 from models.pretrained import load_model
-from models.survey import METRIC_NAMES, head_metrics
+from models.reads.survey import METRIC_NAMES, head_metrics
 
 SENTENCE = "The cat sat on the mat."
 
@@ -181,7 +181,7 @@ def test_toggle_while_layers_stream_repaints_at_the_end(qtbot, panel, minilm):
 def test_every_metrics_title_is_shown_whole(qtbot):
     """'max_weight' was cut to 'ax_weig' when the columns shared the width equally."""
     from explorer.widgets.head_metrics_table import HeadMetricsTable
-    from models.survey import METRIC_NAMES
+    from models.reads.survey import METRIC_NAMES
 
     table = HeadMetricsTable()
     qtbot.addWidget(table)

@@ -10,10 +10,10 @@ import pytest
 
 from explorer.app import run_app
 from main import COMMANDS, main
-from models.cli import export_main
-from models.generate.cli import generate_main
+from models.cli.export import export_main
+from models.cli.generate import generate_main
+from models.files.session import Session, save_session
 from models.runspec import RunSpec
-from models.session import Session, save_session
 
 FIVE = "the cat sat on mats"
 

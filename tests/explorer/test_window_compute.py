@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 
 from explorer.engine.stage_render import stage_image
 from explorer.state import ALL_HEADS
-from models.pipeline import run
+from models.engine.pipeline import run
 
 
 def assert_view_matches_engine(window):

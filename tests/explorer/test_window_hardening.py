@@ -13,7 +13,7 @@ from models.memory import OUT_OF_MEMORY
 def test_an_out_of_memory_runtime_error_is_the_same_one_line_and_the_window_keeps_working(qtbot, make_window):
     # Regression: torch raises RuntimeError (not MemoryError) when the allocator fails: it showed
     # as an "engine error" with a traceback.
-    from models import pipeline
+    from models.engine import pipeline
 
     calls = []
 
@@ -134,7 +134,7 @@ def test_running_out_of_memory_while_a_session_is_read_is_one_line(make_window, 
     """Issue 36, item 3: a session with big arrays ended the window on a MemoryError traceback.
     (What is read is now held without copies: tests/models/test_hardening_memory.py.)"""
     import explorer.files.session_io as session_io
-    from models.session import Session, save_session
+    from models.files.session import Session, save_session
 
     window = make_window()
     settle(window)

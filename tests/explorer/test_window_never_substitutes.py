@@ -14,9 +14,9 @@ import pytest
 from explorer.files.persistence import INPUTS_KEY, open_settings, read_inputs
 from explorer.state import Inputs
 from explorer.window import MainWindow
-from models.cli import export_main
+from models.cli.export import export_main
+from models.files.session import Session, save_session
 from models.runspec import RunSpec
-from models.session import Session, save_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
 from test_pretrained_loader import D, gpt2_tensors, write_tiny_gpt2  # noqa: E402

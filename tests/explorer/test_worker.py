@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 
 from explorer.engine.worker import ComputeWorker
 from models.config import AttentionConfig, AttentionRequest, InputError
-from models.pipeline import run
+from models.engine.pipeline import run
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import pytest
 from explorer.images.stage_image import COLOURS
 from explorer.state import Inputs
 from models.config import AttentionConfig, AttentionRequest
-from models.pipeline import run
-from models.pixels import enlarge_peaks
+from models.engine.pipeline import run
+from models.engine.pixels import enlarge_peaks
 
 N = 2048
 SENTENCE = " ".join(f"w{i}" for i in range(N))

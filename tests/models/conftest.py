@@ -1,7 +1,7 @@
 """Signals as a terminal gives them, whatever started the test run.
 
 A run started in the background (``cmd &`` in a script, ``nohup``) inherits SIGINT and SIGHUP
-ignored, and the writers rightly leave an ignored signal ignored (models/atomic.py). The tests
+ignored, and the writers rightly leave an ignored signal ignored (models/io/atomic.py). The tests
 of Ctrl+C and hang-ups then saw nothing arrive. Each test here starts from the dispositions of an
 interactive run: Python's own Ctrl+C handler, SIGHUP's default.
 """

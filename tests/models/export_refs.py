@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.cli import export_main
+from models.cli.export import export_main
 
 
 def leftovers(parent: Path) -> list[str]:

@@ -13,8 +13,8 @@ import pytest
 
 from main import main
 from models import api
-from models.atlas import COLUMNS
 from models.config import InputError
+from models.reads.atlas import COLUMNS
 
 SENTENCE = "The cat sat on the mat."
 TOY = {"heads": 2, "d_model": 8, "mask": "causal", "pe": "sinusoidal", "score": "additive", "bias": True,

@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from main import main
-from models.atlas import COLUMNS, read_atlas
-from models.detectors import DETECTORS, detect
 from models.pretrained import load_model, resolve_model
-from models.survey import METRIC_NAMES
+from models.reads.atlas import COLUMNS, read_atlas
+from models.reads.detectors import DETECTORS, detect
+from models.reads.survey import METRIC_NAMES
 
 transformers = pytest.importorskip("transformers")
 from test_survey import build, formula_metrics  # noqa: E402
@@ -115,7 +115,7 @@ def test_bad_input_is_one_line_and_nothing_is_written(tmp_path, capsys):
 
 
 def test_ctrl_c_writes_nothing_and_force_replaces_an_atlas(tmp_path, capsys, monkeypatch):
-    import models.atlas as atlas_mod
+    import models.reads.atlas as atlas_mod
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(t for t in TEXTS if t.strip()))
@@ -140,7 +140,7 @@ def test_ctrl_c_writes_nothing_and_force_replaces_an_atlas(tmp_path, capsys, mon
 
 
 def test_corpus_is_streamed_not_read_whole(tmp_path):
-    from models.atlas import corpus_lines
+    from models.reads.atlas import corpus_lines
 
     path = tmp_path / "big.txt"
     path.write_text("".join(f"text number {i}\n" for i in range(20000)))
@@ -152,10 +152,10 @@ def test_corpus_is_streamed_not_read_whole(tmp_path):
 def test_session_atlas_key_round_trips_and_is_checked(tmp_path):
     import zipfile
 
-    from models.cli import build_parser
+    from models.cli.export import build_parser
     from models.config import InputError
+    from models.files.session import Session, load_session, save_session
     from models.runspec import RunSpec
-    from models.session import Session, load_session, save_session
 
     run = RunSpec.from_args(build_parser().parse_args(["--sentence", "a b", "--out", str(tmp_path / "x")]))
     good = {"corpus": "/data/texts.txt", "sha256": "ab" * 32}
@@ -172,8 +172,8 @@ def test_session_atlas_key_round_trips_and_is_checked(tmp_path):
 def test_batched_atlas_equals_one_text_at_a_time(tmp_path, monkeypatch):
     """Texts of one length run as one batch, a chunk of 4 texts at a time: the same means, standard
     deviations and best lines as each text run alone through ``layer_weights`` (1e-6)."""
-    import models.atlas as atlas_mod
-    from models.atlas import compute_atlas, corpus_lines
+    import models.reads.atlas as atlas_mod
+    from models.reads.atlas import compute_atlas, corpus_lines
 
     monkeypatch.setattr(atlas_mod, "CHUNK_TEXTS", 4)
     lines = ["the cat sat on the mat", "a dog sat on the mat", "the cat sat", "", "a dog ran", "the cat ran",
@@ -187,7 +187,7 @@ def test_batched_atlas_equals_one_text_at_a_time(tmp_path, monkeypatch):
     assert atlas.texts == len(texts) and atlas.manifest["batches"] < len(texts)  # real batches
     assert seen == sorted(seen) and seen[-1] == len(texts)  # the progress bar moves on, to the end
     per_text = []
-    from models.survey import head_metrics
+    from models.reads.survey import head_metrics
 
     for _, text in texts:
         per_text.append(head_metrics(model.layer_weights(text)[1]))

@@ -1,4 +1,4 @@
-"""The one attention function (models/attend.py) against references no one here wrote:
+"""The one attention function (models/engine/attend.py) against references no one here wrote:
 torch's ``scaled_dot_product_attention`` (masks, grouped kv heads, scale) and plain float64
 formulas for what it cannot express (soft-cap, sinks, bands, temperature, log-sum-exp)."""
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.attend import Variant, after_scores, attend, row_logsumexp
+from models.engine.attend import Variant, after_scores, attend, row_logsumexp
 
 H, KV, N, D = 4, 2, 12, 8
 

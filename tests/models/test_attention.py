@@ -12,11 +12,11 @@ from engine_refs import make_mha, mha_to_weights, run_mha
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import models.attention as att
+import models.engine.attention as att
 from models.config import AttentionConfig, AttentionRequest
-from models.pairs import MaskSpec
-from models.pipeline import run
-from models.weights import random_weights
+from models.engine.pairs import MaskSpec
+from models.engine.pipeline import run
+from models.engine.weights import random_weights
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from main import main
-from models.attention_file import open_attention
 from models.config import InputError
+from models.files.attention_file import open_attention
+from models.files.survey_export import read_heads_csv
 from models.pretrained import load_model
-from models.survey import METRIC_NAMES, Survey, all_layer_weights, complete, head_metrics, rollout
-from models.survey_export import read_heads_csv
+from models.reads.survey import METRIC_NAMES, Survey, all_layer_weights, complete, head_metrics, rollout
 
 SENTENCE = "The cat sat on the mat."
 

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from main import main
+from models.cli.generate import build_parser as generate_parser
 from models.command_fields import ATLAS_ROWS, GENERATE_ROWS, TRAIN_ROWS
-from models.generate.cli import build_parser as generate_parser
 
 
 def _one_line(capsys) -> str:
@@ -71,8 +71,8 @@ def test_a_bad_option_is_one_line_and_writes_nothing(tmp_path, capsys, argv, wor
 
 
 def test_the_rows_defaults_are_the_commands_own():
-    from models.detectors import PROBE_SEED
     from models.generate.sampling import GenerateSettings
+    from models.reads.detectors import PROBE_SEED
     from models.training.train import TrainConfig
 
     by = {(name, r.dest): r.default for name, rows in (("g", GENERATE_ROWS), ("a", ATLAS_ROWS), ("t", TRAIN_ROWS))

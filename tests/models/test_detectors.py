@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from models import detectors
-from models.detectors import DETECTORS, detect, make_probes, model_probes
 from models.pretrained import load_model, resolve_model
+from models.reads import detectors
+from models.reads.detectors import DETECTORS, detect, make_probes, model_probes
 
 transformers = pytest.importorskip("transformers")
 
@@ -124,7 +124,7 @@ def test_probes_are_seeded_and_shaped_as_documented():
 
 
 def test_known_matrices_score_one():
-    from models.detectors import Probe, scores_on
+    from models.reads.detectors import Probe, scores_on
 
     n = 12
     previous = np.eye(n, k=-1)

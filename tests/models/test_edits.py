@@ -7,11 +7,11 @@ import pytest
 import torch
 from engine_refs import causal_mask
 
-from models import attention as att
 from models.config import AttentionConfig, AttentionRequest, InputError
-from models.edits import Edit, apply_edits, difference, hide_key, hide_token
-from models.pipeline import materialize, run
-from models.weights import random_weights
+from models.engine import attention as att
+from models.engine.edits import Edit, apply_edits, difference, hide_key, hide_token
+from models.engine.pipeline import materialize, run
+from models.engine.weights import random_weights
 
 SENTENCE = "the cat sat on the mat"
 
@@ -21,7 +21,7 @@ def _req(**cfg) -> AttentionRequest:
 
 
 def _after_q(q: np.ndarray, k: np.ndarray, v: np.ndarray, cfg: AttentionConfig, hidden=None) -> dict:
-    """Scores … output from whole tensors with models.attention, independently of the pipeline."""
+    """Scores … output from whole tensors with models.engine.attention, independently of the pipeline."""
     w = random_weights(cfg)
     t = torch.from_numpy
     s = att.dot_scores(t(q), t(k))  # (h, n, n)

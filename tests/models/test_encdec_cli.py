@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from models.cli import export_main
-from models.encdec_params import encdec_params
-from models.explain import explain
-from models.explain_cli import explain_main
+from models.cli.explain import explain_main
+from models.cli.export import export_main
 from models.pretrained import load_model
+from models.reads.encdec_params import encdec_params
+from models.reads.explain import explain
 
 pytest.importorskip("transformers")
 from encdec_refs import SOURCE, TARGET, build, reference  # noqa: E402

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from models.config import AttentionConfig, AttentionRequest, InputError
-from models.explain import Derivation, explain
-from models.params import LayerParams, pretrained_params, toy_params
-from models.pipeline import run
-from models.trace import AttentionTrace
+from models.engine.pipeline import run
+from models.engine.trace import AttentionTrace
+from models.reads.explain import Derivation, explain
+from models.reads.params import LayerParams, pretrained_params, toy_params
 
 EPS32 = float(np.finfo(np.float32).eps)
 

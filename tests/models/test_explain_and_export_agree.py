@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from test_pretrained_loader import write_tiny_gpt2
 
-from models.cli import export_main
+from models.cli.explain import explain_main
+from models.cli.export import export_main
 from models.config import InputError
-from models.explain_cli import explain_main
+from models.files.session import load_session
 from models.runspec import RunSpec
-from models.session import load_session
 
 ROOT = Path(__file__).resolve().parents[2]
 CELL = ["--stage", "weights", "--cell", "0,1,0"]
@@ -76,7 +76,7 @@ def test_all_layers_refuses_stages_and_only_heads_instead_of_ignoring_them(tmp_p
 def test_an_npz_member_is_treated_alike_by_export_and_the_session(tmp_path, capsys):
     """A weights archive with a member the toy engine does not know: export refuses it, and a
     session made from the same options refuses it with the same words (it used to be dropped)."""
-    from models.cli import build_parser
+    from models.cli.export import build_parser
 
     np.savez(tmp_path / "w.npz", W_q=np.ones((2, 8, 4)), W_k=np.ones((2, 8, 4)), W_v=np.ones((2, 8, 4)),
              extra=np.ones(3))  # fmt: skip
@@ -85,7 +85,7 @@ def test_an_npz_member_is_treated_alike_by_export_and_the_session(tmp_path, caps
     assert "unknown arrays: extra" in line
     run = RunSpec.from_args(build_parser().parse_args([*argv, "--out", "x"]))
     assert "weights/extra" in run.arrays
-    from models.session import Session, save_session
+    from models.files.session import Session, save_session
 
     path = save_session(tmp_path / "s.zip", Session(run))
     with pytest.raises(InputError, match="unknown arrays: extra"):

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models.cli import export_main
-from models.explain_cli import explain_main
+from models.cli.explain import explain_main
+from models.cli.export import export_main
 
 ROOT = Path(__file__).resolve().parents[2]
 INPUT = ["--sentence", "the cat sat on the mat", "--heads", "2", "--d-model", "8", "--pe", "sinusoidal",

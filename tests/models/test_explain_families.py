@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from test_pretrained_families import FAMILIES, SENTENCE, build
 
-from models.explain import explain
-from models.params import pretrained_params
 from models.pretrained import load_model
+from models.reads.explain import explain
+from models.reads.params import pretrained_params
 
 pytest.importorskip("transformers")
 

@@ -16,12 +16,12 @@ from export_refs import assert_refused as _assert_refused
 from export_refs import leftovers as _leftovers
 from export_refs import save_that_fails_on_call as _save_that_fails_on_call
 
-import models.device as device_mod
-from models.cli import export_main
+import models.engine.device as device_mod
+from models.cli.export import export_main
 from models.config import AttentionConfig, AttentionRequest, InputError
-from models.export import MANIFEST, read_trace_files, write_array, write_trace
-from models.pipeline import run
-from models.weights import save_weights
+from models.engine.pipeline import run
+from models.engine.weights import save_weights
+from models.files.export import MANIFEST, read_trace_files, write_array, write_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

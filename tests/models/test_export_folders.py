@@ -12,8 +12,8 @@ from export_refs import assert_refused as _assert_refused
 from export_refs import leftovers as _leftovers
 from export_refs import save_that_fails_on_call as _save_that_fails_on_call
 
-from models.cli import export_main
-from models.export import read_trace_files
+from models.cli.export import export_main
+from models.files.export import read_trace_files
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,12 +13,12 @@ import sys
 import numpy as np
 import pytest
 
-import models.atomic as atomic
-from models.atomic import atomic_folder, is_previous_export
-from models.cli import export_main
+import models.io.atomic as atomic
+from models.cli.export import export_main
 from models.config import AttentionConfig, AttentionRequest, InputError
-from models.export import MANIFEST, read_trace_files, write_array, write_trace
-from models.pipeline import run
+from models.engine.pipeline import run
+from models.files.export import MANIFEST, read_trace_files, write_array, write_trace
+from models.io.atomic import atomic_folder, is_previous_export
 
 
 def _trace(sentence="the cat sat", **config):

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from test_pretrained_families_2 import FAMILIES, SENTENCE, build
 
-from models.attention_file import open_attention
 from models.config import InputError
-from models.explain import explain
-from models.export import write_trace
-from models.params import pretrained_params
+from models.files.attention_file import open_attention
+from models.files.export import write_trace
 from models.pretrained import load_model, loader
+from models.reads.explain import explain
+from models.reads.params import pretrained_params
 
 pytest.importorskip("transformers")
 
@@ -147,7 +147,7 @@ def test_a_big_moe_checkpoint_reads_only_the_layers_a_trace_needs(built, monkeyp
 
 
 def test_one_query_row_reads_the_sink_but_mixes_only_the_keys(built):
-    from models.trace import query_row
+    from models.engine.trace import query_row
 
     model = load_model(built("gpt_oss-sinks-moe"), device="cpu")
     trace = model.trace(SENTENCE, 2)

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from models.attention_file import open_attention
 from models.config import InputError
-from models.held_arrays import HeldArrays
+from models.engine.held_arrays import HeldArrays
+from models.files.attention_file import open_attention
+from models.files.session import Session, load_session, save_session
 from models.io import load_array, parse_json
 from models.runspec import RunSpec
-from models.session import Session, load_session, save_session
 
 EXAMPLES = 150
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

@@ -14,15 +14,15 @@ from safetensors.torch import save_file
 from test_pretrained_loader import gpt2_tensors, write_tiny_gpt2
 from tokenizers import Tokenizer, models, pre_tokenizers
 
+import models.engine.pipeline as pipeline
 import models.memory as memory
-import models.pipeline as pipeline
-from models import attention as att
-from models.cli import export_main
+from models.cli.export import export_main
 from models.config import AttentionConfig, AttentionRequest, InputError
-from models.export import read_trace_files
-from models.pipeline import run
+from models.engine import attention as att
+from models.engine.pipeline import run
+from models.engine.weights import random_weights
+from models.files.export import read_trace_files
 from models.pretrained import load_model, resolve_model
-from models.weights import random_weights
 
 transformers = pytest.importorskip("transformers")
 

@@ -13,11 +13,11 @@ import pytest
 from numpy.lib import format as npformat
 
 import models.memory as memory
-from models.cli import build_parser
+from models.cli.export import build_parser
 from models.config import InputError
-from models.held_arrays import HeldArrays
+from models.engine.held_arrays import HeldArrays
+from models.files.session import Session, load_session, save_session
 from models.runspec import RunSpec, load_matrix
-from models.session import Session, load_session, save_session
 
 MIB = 1 << 20
 ROWS, D = 2048, 2048  # 16 MiB of float32
@@ -66,9 +66,9 @@ def test_an_embeddings_file_is_read_once(tmp_path):
 def test_a_session_with_big_embeddings_is_read_once(tmp_path, monkeypatch):
     """Its arrays are read once and held as read; the run that then checks the session is the
     toy's own computation (refused by its memory estimate when it does not fit), not measured here."""
-    import models.session
+    import models.files.session
 
-    monkeypatch.setattr(models.session, "check_session", lambda session: None)
+    monkeypatch.setattr(models.files.session, "check_session", lambda session: None)
     small = HeldArrays({"embeddings": np.ones((2, 4), np.float32)})
     load_session(save_session(tmp_path / "small.zip", Session(RunSpec(arrays=small, d_model=4))))  # imports done
     big = np.arange(4096 * 3072, dtype=np.float32).reshape(4096, 3072)  # 48 MiB: 3 of the reader's chunks

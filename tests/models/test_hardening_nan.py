@@ -17,13 +17,13 @@ from encdec_refs import SOURCE, TARGET, build
 from safetensors.torch import load_file, save_file
 from test_pretrained_loader import D, gpt2_tensors, write_tiny_gpt2
 
-from models.atlas import read_atlas
-from models.atlas_cli import atlas_main
-from models.cli import export_main
-from models.finite import UNDEFINED, csv_float, csv_number
-from models.generate.cli import generate_main
-from models.survey import METRIC_NAMES
-from models.survey_export import read_heads_csv
+from models.cli.atlas import atlas_main
+from models.cli.export import export_main
+from models.cli.generate import generate_main
+from models.engine.finite import UNDEFINED, csv_float, csv_number
+from models.files.survey_export import read_heads_csv
+from models.reads.atlas import read_atlas
+from models.reads.survey import METRIC_NAMES
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def nan_checkpoint(tmp_path_factory) -> Path:
 
 def _commands(model: Path, out: Path) -> dict:
     """Every command that reads a model, with what it writes."""
-    from models.explain_cli import explain_main
+    from models.cli.explain import explain_main
 
     sentence = ["--sentence", "the cat sat"]
     return {

@@ -10,11 +10,11 @@ import pytest
 from encdec_refs import build as build_encdec
 from test_pretrained_loader import write_tiny_gpt2
 
-import models.atlas as atlas_mod
-from models.atlas_cli import atlas_main
+import models.reads.atlas as atlas_mod
+from models.cli.atlas import atlas_main
+from models.cli.train import train_main
 from models.config import InputError
 from models.pretrained import load_model
-from models.training.train_cli import train_main
 
 transformers = pytest.importorskip("transformers")
 import newer_families  # noqa: E402
@@ -99,7 +99,7 @@ def test_train_into_a_non_empty_folder_does_not_suggest_a_force_it_has_not(tmp_p
 
 
 def test_layer_with_all_layers_is_refused_not_ignored(tmp_path, capsys, gpt2):
-    from models.cli import export_main
+    from models.cli.export import export_main
 
     out = tmp_path / "out"
     argv = ["--model", str(gpt2), "--sentence", "the cat", "--layer", "0", "--all-layers", "--out", str(out)]
@@ -112,7 +112,7 @@ def test_layer_with_all_layers_is_refused_not_ignored(tmp_path, capsys, gpt2):
     (["--sentence", "the cat", "--cross-sentence", "a dog", "--cross-labels", "x,y"], "--cross-labels"),
 ])  # fmt: skip
 def test_labels_with_a_sentence_are_refused_not_ignored(tmp_path, capsys, argv, option):
-    from models.cli import export_main
+    from models.cli.export import export_main
 
     out = tmp_path / "out"
     line = _one_line(capsys, export_main([*argv, "--out", str(out)]))

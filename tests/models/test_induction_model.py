@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 from models.pretrained import list_models, load_model, resolve_model
 from models.pretrained.steps import checkpoint_steps
-from models.survey import all_layer_weights
+from models.reads.survey import all_layer_weights
 from models.training.data import repeated_block
 from models.training.scores import head_scores
 from models.training.train import TrainConfig, train

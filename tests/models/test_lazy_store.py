@@ -12,11 +12,11 @@ import pytest
 import torch
 from engine_refs import causal_mask, padding_mask
 
-import models.pairs as pairs
-from models import attention as att
+import models.engine.pairs as pairs
 from models.config import AttentionConfig, AttentionRequest
-from models.pipeline import run
-from models.weights import random_weights
+from models.engine import attention as att
+from models.engine.pipeline import run
+from models.engine.weights import random_weights
 
 SENTENCE = "the quick brown fox jumps over the lazy dog while the cat sleeps on a warm mat"
 
@@ -118,7 +118,7 @@ def test_export_of_16384_tokens_streams_one_head(tmp_path):
     # One head of 16,384² weights (1 GiB) written block by block: the process never holds it whole.
     out = tmp_path / "long"
     code = (
-        "import sys; from models.cli import export_main; "
+        "import sys; from models.cli.export import export_main; "
         "rc = export_main(sys.argv[1:]); "  # VmHWM, not ru_maxrss (which a forked child inherits)
         "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0]); sys.exit(rc)"
     )
@@ -170,7 +170,7 @@ def test_peaks_of_weights_beyond_the_budget_read_only_the_keys_each_block_sees(m
     """Past the budget the display's reduction computes each block only up to the last key its
     queries see (never expanded to every key, which took half of a 16,384-token pass): the
     peaks are those of the whole matrix, exactly."""
-    from models.reduce import reduce_head
+    from models.engine.reduce import reduce_head
 
     n, k = 2304, 8  # > 4 M cells a head: the weights' fast path (no minimum pass)
     req = AttentionRequest(config=AttentionConfig(heads=2, d_model=8, mask=mask, seed=1),

@@ -19,14 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
 
 PROBE = """import sys; sys.path.insert(0, sys.argv[1])
-import models.cli, models.pipeline, models.export, torch
+import models.cli.export, models.engine.pipeline, models.files.export, torch
 from models.memory import available_bytes, _status_bytes
 print(available_bytes(), _status_bytes("VmSize"))"""
 # The same command line with the check switched off: torch itself runs out of memory.
 UNCHECKED = """import sys; sys.path.insert(0, sys.argv[1])
 import models.memory
 models.memory.available_bytes = lambda: 1 << 62
-from models.cli import export_main
+from models.cli.export import export_main
 sys.exit(export_main(sys.argv[2:]))"""
 HEADROOM = 512 << 20  # address space allowed beyond what the imports take
 

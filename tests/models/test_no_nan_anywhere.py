@@ -12,9 +12,9 @@ import pytest
 from safetensors.torch import save_file
 from test_pretrained_loader import D, gpt2_tensors, write_tiny_gpt2
 
-from models.cli import export_main
+from models.cli.explain import explain_main
+from models.cli.export import export_main
 from models.config import InputError
-from models.explain_cli import explain_main
 from models.pretrained import load_model
 
 SENTENCE = "the cat sat"
@@ -102,7 +102,7 @@ def test_the_quick_finite_check_agrees_with_its_definition(masked):
     at any position, and for float16 and bfloat16."""
     import torch
 
-    from models.finite import all_finite
+    from models.engine.finite import all_finite
 
     rng = np.random.default_rng(0)
     specials = [float("nan"), float("inf"), -float("inf"), 3.4e38, -3.4e38, 0.0]

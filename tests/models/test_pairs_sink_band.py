@@ -4,7 +4,7 @@ against the whole computation written out with torch (many small row blocks: eve
 import pytest
 import torch
 
-from models import pairs
+from models.engine import pairs
 
 
 def reference(q, k, v, scale, hidden, sinks):

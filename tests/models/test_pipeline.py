@@ -9,12 +9,12 @@ from engine_refs import reference_output
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import models.device as device_mod
+import models.engine.device as device_mod
 from models.config import AttentionConfig, AttentionRequest, Cancelled, InputError
-from models.pipeline import run
-from models.tokenize import build_vocab, tokenize
-from models.trace import STAGE_ORDER
-from models.weights import random_weights
+from models.engine.pipeline import run
+from models.engine.tokenize import build_vocab, tokenize
+from models.engine.trace import STAGE_ORDER
+from models.engine.weights import random_weights
 
 
 def _matrix(seed: int, n: int, d: int) -> np.ndarray:
@@ -234,7 +234,7 @@ def test_bad_requests_raise_one_line_input_errors(request_kwargs, message):
 
 def test_a_trace_too_big_for_memory_is_refused_before_computing(monkeypatch):
     # What is kept whole (Q, K, V, head outputs) of 16,384 tokens × 64 heads of d_k 1024 is ~16 GiB.
-    import models.pipeline as pipeline_mod
+    import models.engine.pipeline as pipeline_mod
 
     cfg = AttentionConfig(heads=64, d_model=128, d_k=1024)
     sentence = " ".join(f"w{i}" for i in range(16384))
@@ -263,7 +263,7 @@ def test_4096_tokens_with_64_heads_are_no_longer_refused():
 def test_a_stage_read_whole_is_cancelled_before_each_head():
     """A small stage is read whole per head (no bands to check between): a newer request must still
     stop its conversion at the next head, not after every head (it waited up to ~80 ms at 512 tokens)."""
-    from models.reduce import reduce_head
+    from models.engine.reduce import reduce_head
 
     trace = run(AttentionRequest(config=AttentionConfig(heads=4, d_model=16), sentence="a b c d e f"))
     stage = trace["weighted_norms"] if "weighted_norms" in trace else trace["weights"]

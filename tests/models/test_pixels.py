@@ -1,8 +1,8 @@
-"""models.pixels: the block maximum keeps every peak, enlarged peaks stay where they are."""
+"""models.engine.pixels: the block maximum keeps every peak, enlarged peaks stay where they are."""
 
 import numpy as np
 
-from models.pixels import block_peaks, enlarge_peaks, reduce_row
+from models.engine.pixels import block_peaks, enlarge_peaks, reduce_row
 
 
 def test_block_peaks_keep_a_lone_weight_and_say_the_step():

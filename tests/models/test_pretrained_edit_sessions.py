@@ -9,11 +9,11 @@ from pretrained_edit_refs import SENTENCE, build_decoder
 
 from main import main
 from models.config import InputError
-from models.edits import Edit, hide_key
-from models.export import read_trace_files
+from models.engine.edits import Edit, hide_key
+from models.files.export import read_trace_files
+from models.files.session import Session, load_session, save_session
 from models.pretrained import list_models, load_model
 from models.runspec import RunSpec
-from models.session import Session, load_session, save_session
 
 EDITS = (Edit("q", (1, 2, 3), 5.0), Edit("scores", (0, 4, 1), 7.0), hide_key(5, 0))
 

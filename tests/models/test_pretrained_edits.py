@@ -14,7 +14,7 @@ import torch
 from pretrained_edit_refs import SENTENCE, build_decoder, hf_stages, transformers
 
 from models.config import InputError
-from models.edits import Edit, hide_key
+from models.engine.edits import Edit, hide_key
 from models.pretrained import list_models, load_model
 
 LAYER = 1

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from models.config import InputError
+from models.engine.stages import STAGE_ORDER
 from models.pretrained import load_model
-from models.stages import STAGE_ORDER
 
 transformers = pytest.importorskip("transformers")
 from encdec_refs import FAMILIES, SOURCE, TARGET, build, reference  # noqa: E402

@@ -262,9 +262,9 @@ def test_truncation_notice(tiny_model):
 
 def test_device(tiny, monkeypatch):
     fails("unknown device", load_model, tiny, device="tpu")
-    import models.device
+    import models.engine.device
 
-    monkeypatch.setattr(models.device, "cuda_name", lambda: None)  # as on a machine without CUDA
+    monkeypatch.setattr(models.engine.device, "cuda_name", lambda: None)  # as on a machine without CUDA
     model = load_model(tiny, device="cuda")
     trace = model.trace("the cat", 0)
     assert trace.device == "cpu" and any("CUDA" in s for s in trace.meta["notices"])

@@ -18,12 +18,12 @@ from newer_families import NEWER, build
 from test_pretrained_families import SENTENCE, WINDOW
 
 from models.config import InputError
-from models.explain import explain
-from models.params import pretrained_params
 from models.pretrained import SUPPORTED_TYPES, load_model
 from models.pretrained.common import attention, hidden_mask
 from models.pretrained.moe import route
 from models.pretrained.registry import is_loadable
+from models.reads.explain import explain
+from models.reads.params import pretrained_params
 
 transformers = pytest.importorskip("transformers")
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from models.config import InputError
-from models.edits import Edit, hide_key
+from models.engine.edits import Edit, hide_key
+from models.engine.held_arrays import HeldArrays
 from models.fields import FIELDS
-from models.held_arrays import HeldArrays
 from models.runspec import RunSpec
 
 

@@ -15,14 +15,14 @@ from numpy.lib import format as npformat
 from zip_craft import forge_encrypted, forge_method, honest_big_npy_member, npy_bytes, write_zip
 
 import models.memory as memory
-from models.attention_file import open_attention
-from models.cli import export_main
+from models.cli.export import export_main
 from models.config import InputError
-from models.held_arrays import HeldArrays
+from models.engine.held_arrays import HeldArrays
+from models.engine.weights import load_weights
+from models.files.attention_file import open_attention
+from models.files.session import Session, load_session, save_session
 from models.io import load_array, parse_json, read_array, read_json, read_npy, read_npz
 from models.runspec import RunSpec
-from models.session import Session, load_session, save_session
-from models.weights import load_weights
 
 
 def _one_line(capsys, argv) -> str:

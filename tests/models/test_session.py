@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from main import main
-from models.cli import build_parser
+from models.cli.export import build_parser
 from models.config import InputError
-from models.edits import Edit, hide_key
-from models.export import read_trace_files
-from models.held_arrays import HeldArrays
-from models.pipeline import materialize, run
+from models.engine.edits import Edit, hide_key
+from models.engine.held_arrays import HeldArrays
+from models.engine.pipeline import materialize, run
+from models.files.export import read_trace_files
+from models.files.session import Session, load_session, save_session
 from models.runspec import RunSpec
-from models.session import Session, load_session, save_session
 
 SENTENCE = "the cat sat on the mat"
 

@@ -10,13 +10,13 @@ import zipfile
 import numpy as np
 import pytest
 
-from models.cli import build_parser
+from models.cli.export import build_parser
 from models.config import InputError
-from models.edits import Edit
-from models.held_arrays import HeldArrays
-from models.pipeline import materialize, run
+from models.engine.edits import Edit
+from models.engine.held_arrays import HeldArrays
+from models.engine.pipeline import materialize, run
+from models.files.session import Session, load_session, save_session
 from models.runspec import RunSpec
-from models.session import Session, load_session, save_session
 
 
 def _doc(path):

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from main import main
+from models.files.survey_export import read_heads_csv
 from models.pretrained import load_model, resolve_model
-from models.survey import METRIC_NAMES, all_layer_weights, head_metrics, rollout
-from models.survey_export import read_heads_csv
+from models.reads.survey import METRIC_NAMES, all_layer_weights, head_metrics, rollout
 
 transformers = pytest.importorskip("transformers")
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
@@ -23,7 +23,7 @@ SENTENCE = "the cat sat on the mat while a dog was walking in the park"
 CORPUS = ["the cat sat on the mat", "a dog is walking in the park", "hello world, the cats and dogs"] * 4
 
 
-# --- the formulas, written out head by head and row by row (independent of models.survey) ---
+# --- the formulas, written out head by head and row by row (independent of models.reads.survey) ---
 def formula_metrics(a: np.ndarray) -> dict[str, float]:
     a = a.astype(np.float64)
     n = a.shape[0]

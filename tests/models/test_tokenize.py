@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.config import InputError
-from models.tokenize import build_vocab, tokenize, tokens_or_error
+from models.engine.tokenize import build_vocab, tokenize, tokens_or_error
 
 
 @pytest.mark.parametrize(

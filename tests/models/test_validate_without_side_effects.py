@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from models.config import InputError
-from models.edits import Edit, edit_shapes
-from models.held_arrays import HeldArrays
-from models.pipeline import run
+from models.engine.edits import Edit, edit_shapes
+from models.engine.held_arrays import HeldArrays
+from models.engine.pipeline import run
 from models.request_checks import toy_edit_shapes
 from models.runspec import RunSpec
 

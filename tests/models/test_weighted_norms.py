@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from models.config import AttentionConfig, AttentionRequest
-from models.explain import explain
-from models.params import pretrained_params
-from models.pipeline import run
+from models.engine.pipeline import run
+from models.engine.stages import STAGE_ORDER
 from models.pretrained import load_model, resolve_model
-from models.stages import STAGE_ORDER
+from models.reads.explain import explain
+from models.reads.params import pretrained_params
 
 transformers = pytest.importorskip("transformers")
 
@@ -39,7 +39,7 @@ def check(trace, a: np.ndarray, f: np.ndarray) -> None:
 def test_toy_against_multihead_attention(mask):
     cfg = AttentionConfig(heads=2, d_model=8, bias=True, mask=mask, seed=3)
     trace = run(AttentionRequest(config=cfg, sentence="the cat sat on the mat today"))
-    from models.params import toy_params
+    from models.reads.params import toy_params
 
     p = toy_params(AttentionRequest(config=cfg, sentence="the cat sat on the mat today"))
     h, d, dk = 2, 8, 4

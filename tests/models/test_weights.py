@@ -7,8 +7,8 @@ import pytest
 from engine_refs import make_mha, mha_to_weights, run_mha
 
 from models.config import AttentionConfig, AttentionRequest, AttentionWeights, InputError
-from models.pipeline import run
-from models.weights import expected_shapes, load_weights, random_weights, save_weights
+from models.engine.pipeline import run
+from models.engine.weights import expected_shapes, load_weights, random_weights, save_weights
 
 FIELDS = ("W_q", "W_k", "W_v", "W_o", "b_q", "b_k", "b_v", "b_o")
 

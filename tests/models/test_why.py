@@ -18,9 +18,9 @@ import torch
 from engine_refs import make_mha, mha_to_weights
 
 from models.config import AttentionConfig, AttentionRequest, InputError
-from models.params import toy_params
-from models.pipeline import run
-from models.why import why, why_row
+from models.engine.pipeline import run
+from models.reads.params import toy_params
+from models.reads.why import why, why_row
 
 transformers = pytest.importorskip("transformers")
 
@@ -194,7 +194,7 @@ def test_llama_gqa_rotary_against_transformers_float64(tmp_path):
 
 
 def test_cli_json_sums_and_errors(capsys):
-    from models.why_cli import why_main
+    from models.cli.why import why_main
 
     args = ["--cell", "1,4,2", "--sentence", "The cat sat on the mat.", "--pe", "sinusoidal", "--bias"]
     assert why_main(args + ["--json"]) == 0
@@ -209,9 +209,9 @@ def test_cli_json_sums_and_errors(capsys):
 
 
 def test_api_from_a_spec_or_a_trace_gives_the_same_dict():
+    from models.cli.why import build_why_parser
     from models.pretrained import load_model
     from models.runspec import RunSpec
-    from models.why_cli import build_why_parser
 
     sentence = "The cat sat on the mat."
     args = build_why_parser().parse_args(["--cell", "3,4,2", "--model", "minilm", "--layer", "2", "--sentence", "x"])
@@ -262,8 +262,8 @@ def test_the_same_split_whether_the_model_kept_this_runs_states_or_not():
 
 
 def test_a_row_too_big_to_hold_still_splits_the_cell(monkeypatch):
-    from models import why_sides
     from models.pretrained import load_model
+    from models.reads import why_sides
 
     model = load_model("minilm", device="cpu")
     trace = model.trace("The cat sat on the mat.", 2)

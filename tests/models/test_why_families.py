@@ -18,7 +18,7 @@ import torch
 
 from models.pretrained import load_model
 from models.pretrained.registry import ENCODER_DECODER_TYPES, SUPPORTED_TYPES
-from models.why import why
+from models.reads.why import why
 
 transformers = pytest.importorskip("transformers")
 
@@ -93,7 +93,7 @@ def test_encoder_decoders_split_every_block(tmp_path, model_type, capsys):
     """Every block is split: the encoder's and the decoder's self-attention (T5's position bias one more
     term; BART's and Marian's post-norm blocks and positions; the decoder's cross-attention heads as
     sources) and the cross blocks (queries from the decoder's stream, keys from the encoder's)."""
-    from models.why_cli import why_main
+    from models.cli.why import why_main
 
     next(build for t, build in BUILDERS.values() if t == model_type)(tmp_path)
     capsys.readouterr()  # the builder's own progress lines

@@ -22,7 +22,7 @@ import torch
 from test_why import check_table
 
 from models.pretrained import load_model
-from models.why import why
+from models.reads.why import why
 
 transformers = pytest.importorskip("transformers")
 

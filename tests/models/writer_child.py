@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import models.atomic as atomic  # noqa: E402
+import models.io.atomic as atomic  # noqa: E402
 
 suffix = sys.argv[1]
 argv = sys.argv[sys.argv.index("--") + 1 :]

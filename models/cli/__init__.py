@@ -1,0 +1,1 @@
+"""The command lines, one small module per command, each a thin layer over models.api."""

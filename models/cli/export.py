@@ -1,0 +1,115 @@
+"""The headless ``export`` command: arguments -> RunSpec -> trace -> files.
+
+Every user error becomes one line on stderr and exit status 2, with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from models.api import trace_spec
+from models.config import InputError
+from models.fields import check_applicable, check_text, given_options
+from models.files.export import check_target, write_trace
+from models.memory import OUT_OF_MEMORY, is_out_of_memory
+from models.runspec import (  # noqa: F401 - the input options' code, re-exported for callers of models.cli.export
+    TOY_ONLY,
+    RunSpec,
+    add_input_arguments,
+    labels,
+    load_matrix,
+    positions,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="main.py export",
+        description="Compute every stage of attention and write <stage>.npy files + manifest.json.",
+    )
+    add_input_arguments(p)
+    p.add_argument("--session", metavar="FILE", help="compute what a saved session shows (not with input options)")
+    out = p.add_argument_group("output")
+    out.add_argument("--out", required=True, metavar="DIR", help="folder to create")
+    out.add_argument("--all-steps", action="store_true",
+                     help="with --model: steps.csv and losses.csv over every training step (docs/induction.md)")
+    out.add_argument("--force", action="store_true", help="replace a previous export of this tool (never other files)")
+    out.add_argument("--stages", type=labels, metavar="weights,output",
+                     help="write only these stages (default: all)")  # fmt: skip
+    out.add_argument("--only-heads", type=positions, metavar="0,2",
+                     help="write only these heads of per-head stages, numbered from 0 (default: all)")  # fmt: skip
+    return p
+
+
+def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> None:
+    """Refuse text that is not valid UTF-8 and options written on the command line that would be
+    ignored (even at their default value: ``--model m --heads 2``); the RunSpec's validator then
+    refuses the rest."""
+    if getattr(args, "session", None) is not None:  # issue 9: the session holds every input
+        from models.files.session import check_session_options
+
+        check_session_options(given)
+        return
+    check_text(args)
+    check_applicable(given, args.model is not None)
+
+
+def spec_from_args(args: argparse.Namespace) -> RunSpec:
+    """What the arguments ask for, validated: a session's run, or the input options (files read)."""
+    if getattr(args, "session", None) is not None:
+        from models.files.session import load_session
+
+        return load_session(args.session).run
+    return RunSpec.from_args(args).validate()
+
+
+def cli_error(message: str) -> int:
+    print(f"error: {printable(message)}", file=sys.stderr)
+    return 2
+
+
+def printable(text: str) -> str:
+    """One line, and bytes that are not UTF-8 (surrogate-escaped) shown as escapes."""
+    line = " ".join(str(text).split("\n")).strip()
+    return line.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def export_main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        given = given_options(build_parser(), argv)
+        check_arguments(args, given)
+        check_target(args.out, args.force)  # fail before computing anything
+        if getattr(args, "all_steps", False):
+            from models.files.steps_export import export_all_steps
+
+            return export_all_steps(args)
+        if args.all_layers:
+            from models.cli.survey import export_all_layers
+
+            ignored = [given[d] for d in ("stages", "only_heads", "layer") if d in given]  # --layer: issue 36
+            if ignored:
+                raise InputError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply with "
+                                 f"--all-layers (it writes every layer's weights, rollout and heads.csv)")  # fmt: skip
+
+            return export_all_layers(args)
+        spec = spec_from_args(args)
+        notes = spec.notes()
+        trace = trace_spec(spec).raw  # the trace models.api gives (api.toy, Model.trace)
+        heads = list(dict.fromkeys(args.only_heads)) if args.only_heads else None
+        out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads)
+    except InputError as exc:
+        return cli_error(str(exc))
+    except RecursionError:
+        return cli_error("input nested too deeply to read")
+    except (MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        return cli_error(OUT_OF_MEMORY)
+    for notice in notes + list(trace.meta.get("notices", [])):
+        print(f"note: {printable(notice)}", file=sys.stderr)
+    written = len(args.stages or trace.stages)
+    print(printable(f"wrote {written} stages to {out} ({trace.device}, {trace.elapsed_ms:.1f} ms)"))
+    return 0

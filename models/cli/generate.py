@@ -1,0 +1,97 @@
+"""``main.py generate``: a prompt -> generated tokens, attention rows and logit lens in a folder.
+
+Every user error becomes one ``error: ...`` line and exit status 2, with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from models.cli.export import cli_error, printable
+from models.command_fields import GENERATE_ROWS
+from models.config import InputError
+from models.fields import OneLineParser, add_arguments, check_ranges, check_text
+from models.generate.sampling import GenerateSettings
+from models.io.atomic import check_target
+from models.memory import OUT_OF_MEMORY, is_out_of_memory
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every option is a row (models/command_fields.py: ``GENERATE_ROWS``; the model's from the one
+    table: ``--model``, ``--step``, ``--device``, ``--max-tokens``), read by the one converter."""
+    p = OneLineParser(
+        prog="main.py generate",
+        description="Generate with a decoder; write tokens.json, attention.npy (L,h,n,n), "
+        "lens_ids.npy, lens_prob.npy (L,n) and manifest.json. An encoder predicts its prompt's mask tokens.",
+    )
+    return add_arguments(p, GENERATE_ROWS, required=("model", "prompt", "out"))
+
+
+def settings_from_args(args: argparse.Namespace) -> GenerateSettings:
+    """The generation settings of parsed options, checked by their rows (UTF-8, ranges: refused,
+    never clamped) and by :meth:`GenerateSettings.validate`; InputError (one line) when not."""
+    check_text(args, GENERATE_ROWS)
+    check_ranges(args, fields=GENERATE_ROWS)
+    return GenerateSettings(
+        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+        top_p=args.top_p, seed=args.seed, shown=args.top, max_tokens=args.max_tokens,
+    ).validate()  # fmt: skip
+
+
+def _masked(model, args: argparse.Namespace, settings: GenerateSettings) -> int:
+    """``generate`` with an encoder: predict every mask token of the prompt (models/generate/mlm.py)."""
+    from models.files.generation import write_masked
+    from models.generate.mlm import predict_masks
+
+    if not settings.greedy:
+        raise InputError(f"{model.name} is an encoder: it predicts its mask tokens, nothing is sampled; "
+                         "remove --temperature, --top-k and --top-p")  # fmt: skip
+    result = predict_masks(model, args.prompt, shown=settings.shown, max_tokens=args.max_tokens)
+    out = write_masked(result, args.prompt, args.out, force=args.force)
+    for notice in result.notices:
+        print(f"note: {printable(notice)}", file=sys.stderr)
+    best = {m.position: m.top_tokens[0] for m in result.masks}
+    if args.json:
+        masks = [{"position": m.position, "ids": list(m.top_ids), "tokens": list(m.top_tokens),
+                  "probs": list(m.top_probs)} for m in result.masks]  # fmt: skip
+        print(json.dumps({"masks": masks}, ensure_ascii=False))
+    else:
+        print(printable(f"predicted {len(best)} masked tokens into {out}: {best}"))
+    return 0
+
+
+def generate_main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+        check_target(args.out, args.force)  # fail before computing anything
+        from models import api
+        from models.files.generation import write_generation
+        from models.generate.loop import generate
+
+        model = api.load(args.model, step=args.step, device=args.device).engine  # the front door's model
+        if model.default_mask != "causal":  # an encoder: its predictions at the mask tokens
+            return _masked(model, args, settings)
+        gen = generate(model, args.prompt, settings)
+        out = write_generation(gen, args.prompt, args.out, force=args.force)
+    except InputError as exc:
+        return cli_error(str(exc))
+    except RecursionError:
+        return cli_error("input nested too deeply to read")
+    except (MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        return cli_error(OUT_OF_MEMORY)
+    for notice in gen.notices:
+        print(f"note: {printable(notice)}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"text": gen.text, "ids": gen.ids[gen.prompt_length :], "all_ids": gen.ids,
+                          "prompt_length": gen.prompt_length, "stopped": gen.stopped}, ensure_ascii=False))  # fmt: skip
+    else:
+        ms = sorted(gen.step_ms)[len(gen.step_ms) // 2] if gen.step_ms else 0.0
+        print(printable(f"generated {gen.generated} tokens ({gen.stopped}; {ms:.1f} ms per token) "
+                         f"into {out}: {gen.text!r}"))  # fmt: skip
+    return 0

@@ -1,0 +1,80 @@
+"""The headless ``why`` command: explain's inputs, then one score split into its sources.
+
+``python main.py why --cell H,I,J --sentence "The cat sat." [--json] [--row]`` prints the score of head
+H at query I and key J (the ``scaled`` stage), its largest query-source × key-source terms and the
+row and column totals (:mod:`models.reads.why`); ``--json`` prints ``score``, ``query_sources``,
+``key_sources`` and ``table`` (rows: query sources, columns: key sources) and more. Every user error
+is one ``error:`` line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from models.cli.export import check_arguments, printable
+from models.config import InputError
+from models.memory import OUT_OF_MEMORY, is_out_of_memory
+from models.runspec import RunSpec, add_input_arguments, given_options
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one ``error:`` line (and exit 2), as explain's."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}\n")
+
+
+def _cell(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in text.replace(" ", "").split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 0,2,1, got {text!r}") from None
+
+
+def build_why_parser() -> _OneLineParser:
+    p = _OneLineParser(
+        prog="main.py why",
+        description="Why does this head attend here? Split one score into query-source × key-source terms.",
+    )
+    what = p.add_argument_group("cell")
+    what.add_argument("--cell", required=True, type=_cell, metavar="H,I,J",
+                      help="0-based query head, query row and key column of the score")  # fmt: skip
+    what.add_argument("--row", action="store_true",
+                      help="also split the row: the top key's terms minus the weighted mean over keys")  # fmt: skip
+    what.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_input_arguments(p)
+    return p
+
+
+def why_main(argv: Sequence[str]) -> int:
+    from models.reads.why import text, to_json, why
+
+    args = build_why_parser().parse_args(argv)
+    try:
+        given = given_options(build_why_parser(), argv)
+        if args.all_layers:
+            raise InputError("--all-layers applies to 'main.py export' only; split one score of one layer")
+        if len(args.cell) != 3:
+            raise InputError(f"--cell takes head,row,col (3 numbers), got {len(args.cell)}")
+        check_arguments(args, given)  # the very checks export and explain make
+        spec = RunSpec.from_args(args).validate()
+        notes = spec.notes()
+        result = why(spec, *args.cell, with_row=args.row)
+    except InputError as exc:
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print("error: input nested too deeply to read", file=sys.stderr)
+        return 2
+    except (MemoryError, RuntimeError) as exc:
+        if not is_out_of_memory(exc):
+            raise
+        print(f"error: {OUT_OF_MEMORY}", file=sys.stderr)
+        return 2
+    for notice in notes:
+        print(f"note: {printable(notice)}", file=sys.stderr)
+    print(to_json(result) if args.json else text(result, result.get("row_split")), end="\n" if args.json else "")
+    return 0

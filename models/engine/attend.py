@@ -1,0 +1,197 @@
+"""The ONE attention function: every caller (the toy's lazy store, every traced layer, the layers
+below it, generation with a KV cache, encoder-decoder blocks and the atlas's batches) goes from
+q, k, v to the head outputs here, as ``transformers`` has ``eager_attention_forward``.
+
+A family does not write attention: it declares *which* attention it wants as data, a
+:class:`Variant` (its scale, soft-cap, causal mask, sliding or two-sided band, learned sinks),
+and hands q, k, v with the positions of their first row and column. Causality and bands come
+from those positions, never from the matrix being square, so the same call serves a whole
+sequence, a block of rows of the lazy store, the new tokens against a KV cache, and decoder
+queries against encoder keys.
+
+The steps, each a function of :mod:`models.engine.attention` and each a stage of the catalogue:
+
+``scores = q kᵀ`` → ``scaled`` (× scale, or ÷ divisor) → ``biased`` (+ an additive position
+bias, T5) → ``softcapped`` (c·tanh(x/c)) → ``masked`` (−∞ where hidden) → [sink column] →
+``weights = softmax(masked / T)`` → ``head_output = weights · v``.
+
+Without weights wanted (the layers below the traced one) the same step runs in torch's fused
+``scaled_dot_product_attention`` where it can express the variant; :func:`row_logsumexp` gives
+each row's log-sum-exp from the fused kernel, so that any weight can later be computed exactly as
+``exp(masked_ij − lse_i)`` without the map ever being stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from models.engine import attention as att
+
+
+@dataclass(frozen=True, eq=False)
+class Variant:
+    """Which attention, as data: what a family (or a layer of it) declares, nothing else."""
+
+    scale: float = 1.0  # scaled = scores · scale ...
+    divide: bool = False  # ... or scores / scale (the notes' S / √d_k, bit for bit)
+    softcap: float | None = None  # c in c · tanh(scaled / c)
+    causal: bool = False  # key j hidden from query i when j > i (positions, not indices)
+    window: int | None = None  # sliding band: hidden when i − j ≥ window
+    band: int | None = None  # two-sided local band: hidden when |i − j| > band
+    sinks: Tensor | None = None  # (h,) learned sink logits: one more softmax column, no value
+    temperature: float = 1.0
+
+    def hidden(self, q0: int, n_q: int, k0: int, n_k: int, device: torch.device) -> Tensor | None:
+        """``(n_q, n_k)`` bool, True where query ``q0 + a`` may not see key ``k0 + b``; None when
+        this variant hides nothing."""
+        if not (self.causal or self.window is not None or self.band is not None):
+            return None
+        i = torch.arange(q0, q0 + n_q, device=device)[:, None]  # (n_q, 1): query positions
+        j = torch.arange(k0, k0 + n_k, device=device)[None, :]  # (1, n_k): key positions
+        hidden = torch.zeros(n_q, n_k, dtype=torch.bool, device=device)
+        if self.causal:
+            hidden |= j > i
+        if self.window is not None:
+            hidden |= (i - j) >= self.window
+        if self.band is not None:
+            hidden |= (i - j).abs() > self.band
+        return hidden
+
+
+def repeat_kv(x: Tensor, heads: int) -> Tensor:
+    """Grouped kv heads: ``(kv, n, d)`` -> ``(heads, n, d)``, query head i reading kv head
+    ``i // (heads / kv)`` (transformers' ``repeat_kv``)."""
+    rep = heads // x.shape[0]
+    return x.repeat_interleave(rep, dim=0) if rep > 1 else x
+
+
+def _with_sink(x: Tensor, sinks: Tensor) -> Tensor:
+    """``x (h, r, c)`` with one more column, each head's sink logit: ``(h, r, c + 1)``."""
+    return torch.cat([x, sinks.to(x.dtype).view(-1, 1, 1).expand(x.shape[0], x.shape[1], 1)], dim=-1)
+
+
+def _hidden(variant: Variant, q0: int, k0: int, n_q: int, n_k: int, device, extra: Tensor | None):
+    own = variant.hidden(q0, n_q, k0, n_k, device)
+    if extra is None:
+        return own
+    return extra if own is None else own | extra
+
+
+STEPS = ("scaled", "biased", "softcapped", "masked", "weights")  # after the scores, in order
+
+
+def after_scores(
+    scores: Tensor,
+    variant: Variant,
+    *,
+    q0: int = 0,
+    k0: int = 0,
+    hidden: Tensor | None = None,
+    bias: Tensor | None = None,
+    upto: str = "weights",
+    record: dict[str, Tensor] | None = None,
+    eager: bool = True,
+) -> Tensor:
+    """The steps from the scores ``(h, n_q, n_k)`` to stage ``upto`` (one of :data:`STEPS`), for
+    queries at positions ``q0..`` and keys at ``k0..``: the one place they are written, read by
+    :func:`attend` and by the lazy store (:mod:`models.engine.pairs`) block by block. With learned sinks
+    the result (and every recorded stage) has the sink's logit as one more, last, column."""
+    h, n_q, n_k = scores.shape
+    x = scores / variant.scale if variant.divide else scores * variant.scale
+    stages = {"scaled": x}
+    if bias is not None and upto != "scaled":
+        x = stages["biased"] = x + bias
+    if variant.softcap is not None and upto not in ("scaled", "biased"):
+        x = stages["softcapped"] = variant.softcap * torch.tanh(x / variant.softcap)
+    if upto in ("masked", "weights"):
+        x = stages["masked"] = att.apply_mask(x, _hidden(variant, q0, k0, n_q, n_k, scores.device, hidden))
+    if variant.sinks is not None:  # the sink column: one more logit per row, with no value
+        x = _with_sink(x, variant.sinks)
+        stages = {name: _with_sink(t, variant.sinks) for name, t in stages.items()}
+    if upto == "weights":
+        x = stages["weights"] = att.softmax(x, variant.temperature, eager=eager)  # dead rows: zeros, never NaN
+    if record is not None:
+        record.update(stages)
+    return x
+
+
+def attend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    variant: Variant,
+    *,
+    q0: int = 0,
+    k0: int = 0,
+    hidden: Tensor | None = None,
+    bias: Tensor | None = None,
+    record: dict[str, Tensor] | None = None,
+    weights: bool = True,
+    eager: bool = True,
+) -> tuple[Tensor, Tensor | None]:
+    """Attention of q ``(h, n_q, d)`` over k ``(kv, n_k, d)``, v ``(kv, n_k, d_v)``.
+
+    Query row a sits at position ``q0 + a``, key column b at ``k0 + b`` (the variant's causal mask
+    and bands are built from them). ``hidden (n_q, n_k)`` bool: keys hidden besides the variant's
+    own (padding, a custom mask); ``bias (h, n_q, n_k)``: an additive score bias (T5).
+    Returns ``(head_output (h, n_q, d_v), weights (h, n_q, n_k [+1 sink]) or None)``; ``record``
+    gets every stage under its catalogue name (with a sink, its column last in each).
+    ``weights=False`` and no record: the fused kernel where it can express the variant.
+    ``eager=False``: under ``torch.func.vmap`` (the atlas's batches), no data-dependent branches.
+    """
+    h, n_q, _ = q.shape
+    n_k = k.shape[1]
+    k_all, v_all = repeat_kv(k, h), repeat_kv(v, h)  # (h, n_k, d), (h, n_k, d_v): head i reads i // rep
+    fusable = (
+        not weights and record is None and variant.softcap is None and variant.sinks is None
+        and variant.temperature == 1.0 and bias is None
+    )  # fmt: skip
+    if fusable:
+        mask = _hidden(variant, q0, k0, n_q, n_k, q.device, hidden)
+        if mask is None or not bool(mask.all(-1).any()):  # a dead row: the explicit path (zeros, not NaN)
+            scale = 1.0 / variant.scale if variant.divide else variant.scale
+            keep = None if mask is None or not bool(mask.any()) else ~mask
+            out = F.scaled_dot_product_attention(q[None], k_all[None], v_all[None], attn_mask=keep, scale=scale)
+            return out[0], None  # (h, n_q, d_v)
+    scores = att.dot_scores(q, k_all)  # (h, n_q, n_k)
+    stages: dict[str, Tensor] | None = None if record is None else {"scores": scores}
+    a = after_scores(scores, variant, q0=q0, k0=k0, hidden=hidden, bias=bias, record=stages, eager=eager)
+    out = att.weighted_sum(a[..., :n_k], v_all)  # (h, n_q, d_v): a sink has no value
+    if record is not None:
+        if variant.sinks is not None:
+            stages["scores"] = _with_sink(scores, variant.sinks)
+        record.update(stages, head_output=out)
+    return out, a
+
+
+def row_logsumexp(q: Tensor, k: Tensor, variant: Variant, *, q0: int = 0, k0: int = 0) -> Tensor:
+    """Each row's log-sum-exp of the masked scores, ``(h, n_q)``, without the map: from the fused
+    CPU kernel (which returns it) where it can express the variant, else block by block here.
+    Then ``weights_ij = exp(masked_ij − lse_i)`` exactly, for any tile, row or cell."""
+    h, n_q, d = q.shape
+    k_all = repeat_kv(k, h)
+    plain = (variant.softcap is None and variant.sinks is None and variant.temperature == 1.0
+             and variant.window is None and variant.band is None and q0 == k0 and q.device.type == "cpu")  # fmt: skip
+    if plain:
+        scale = 1.0 / variant.scale if variant.divide else variant.scale
+        _, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q[None], k_all[None], k_all[None], 0.0, variant.causal, attn_mask=None, scale=scale,
+        )  # the kernel wants values of q's size: the keys serve (their weighted sum is not read)
+        return lse[0]  # (h, n_q)
+    rows = max(1, (16 << 20) // (4 * h * max(1, k.shape[1])))
+    out = torch.empty(h, n_q, dtype=q.dtype, device=q.device)
+    for r in range(0, n_q, rows):
+        qs = q[:, r : r + rows]
+        x = att.dot_scores(qs, k_all)
+        x = x / variant.scale if variant.divide else x * variant.scale
+        if variant.softcap is not None:
+            x = variant.softcap * torch.tanh(x / variant.softcap)
+        x = att.apply_mask(x, variant.hidden(q0 + r, qs.shape[1], k0, k.shape[1], q.device))
+        if variant.sinks is not None:
+            x = _with_sink(x, variant.sinks)
+        out[:, r : r + rows] = torch.logsumexp(x / variant.temperature, dim=-1)
+    return out

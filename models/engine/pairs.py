@@ -1,0 +1,376 @@
+"""The n_q × n_k stages of a layer (scores … weights), computed when asked, per head and block of rows.
+
+Both engines hand Q, K, V and how to go from them to the weights (:class:`PairSpec`) to a
+:class:`PairStore`; it computes the stage, head and rows that are looked at, with the very stage
+functions of :mod:`models.engine.attention`, and keeps what it computed within a memory budget. Rows are
+always computed in the same fixed blocks, so a tile, a head and the whole stage agree bit for bit.
+
+Memory: Q, K, V and the head outputs are kept (``O(n·d)``); an n×n matrix never has to exist whole.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from models.config import Cancelled
+from models.engine import attention as att
+from models.engine.finite import check_pair_block, may_overflow
+from models.engine.masks import MaskSpec
+
+# What computed blocks may hold, in bytes; least recently used blocks go first.
+DEFAULT_BUDGET = 768 << 20
+BLOCK_BYTES = 16 << 20  # one block of one stage of one head: about this many bytes
+StopCheck = Callable[[], bool] | None
+
+
+@dataclass(frozen=True, eq=False)
+class PairSpec:
+    """Everything between Q, K, V and the head outputs, for ``h`` query heads.
+
+    q (h, n_q, d_k) after any norm or rotation; k (kv, n_k, d_k); v (kv, n_k, d_v); query head i
+    reads key/value head ``head_groups[i]``. ``score``: "dot" (also for scaled), "general"
+    (``params['W_g']`` (h, d_k, d_k)) or "additive" (``W_1``, ``W_2`` (h, d_k, d_a), ``w`` (h, d_a)).
+    ``scale``: ("div", √d_k) or ("mul", factor) or None (no scaled stage). ``softcap``: c or None.
+    ``sinks``: (h,) learned sink logits (gpt-oss) or None: every stage then has one more key column,
+    the last, "sink": the head's sink logit before the softmax (never scaled, capped or masked),
+    its share of the softmax in the weights; it has no value row.
+    """
+
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    head_groups: tuple[int, ...]
+    mask: MaskSpec
+    score: str = "dot"
+    params: dict | None = None
+    scale: tuple[str, float] | None = None
+    softcap: float | None = None
+    temperature: float = 1.0
+    always_masked: bool = False  # a "masked" stage even when nothing is hidden (a model's own mask)
+    bias: torch.Tensor | None = None  # (h, n_q, n_k) added after the scale: stage "biased" (T5)
+    # What-if edits of the raw scores, {(head, row, col): value}: later stages follow from them.
+    score_edits: dict[tuple[int, int, int], float] | None = None
+    sinks: torch.Tensor | None = None
+    label: str = ""  # where these stages are, for messages: "layer 3" (a model's), "" (the toy engine)
+    largest_input: float | None = None  # the largest |input| (the toy engine's), for messages
+    # The output matrix (h·d_v, d_out): with it, the value-weighted stage ``weighted_norms``.
+    w_o: torch.Tensor | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The n×n stages this spec has, in order."""
+        return tuple(
+            n
+            for n, present in (
+                ("scores", True),
+                ("scaled", self.scale is not None),
+                ("biased", self.bias is not None),
+                ("softcapped", self.softcap is not None),
+                ("masked", self.mask.hides_anything or self.always_masked),
+                ("weights", True),
+                ("weighted_norms", self.w_o is not None),
+            )
+            if present
+        )
+
+
+class PairStore:
+    """Answers "stage ``name``, head ``h``, rows ``r0:r1``" for one :class:`PairSpec`.
+
+    Thread-safe: the worker computes while the GUI thread may read one cell under the mouse.
+    """
+
+    def __init__(self, spec: PairSpec, budget: int | None = None) -> None:
+        self.spec = spec
+        self.heads, self.n_q, _ = spec.q.shape
+        self.n_keys = spec.k.shape[1]  # the real keys
+        self.n_k = self.n_keys + (spec.sinks is not None)  # columns: the keys (and the sink)
+        self.d_v = spec.v.shape[-1]
+        self.budget = DEFAULT_BUDGET if budget is None else budget
+        # Fixed row blocks (a multiple of 8 rows), decided by the number of keys alone (a sink's
+        # column does not make a block of 4,096 keys one row shorter, and the stage one block longer).
+        rows = max(8, BLOCK_BYTES // (4 * max(1, self.n_keys)) // 8 * 8)
+        self.block_rows = min(rows, max(8, -(-self.n_q // 8) * 8))
+        self.blocks = -(-self.n_q // self.block_rows)
+        self._cache: OrderedDict[tuple[str, int, int], np.ndarray] = OrderedDict()
+        self._cached_bytes = 0
+        # Called with (name, head, block) for every block computed (tests and benches count them).
+        self.on_compute: Callable[[str, int, int], None] | None = None
+        self._head_output: torch.Tensor | None = None
+        self._value_norms: torch.Tensor | None = None
+        self._lock = threading.RLock()
+        self._may_overflow = may_overflow(spec)
+
+    def _checked(self, name: str, head: int, r0: int, array: np.ndarray) -> np.ndarray:
+        """``array`` (rows ``r0:`` of one head), refused when it holds NaN or ±∞ (−∞ is the mask):
+        every reader (export, window, explain, survey, comparison) gets the same one line. Only
+        looked at when the scores can overflow at all (:func:`may_overflow`): free otherwise."""
+        if self._may_overflow:
+            check_pair_block(self.spec, name, head, r0, array)
+        return array
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.spec.names
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._cached_bytes
+
+    def clear(self) -> None:
+        """Forget every cached block (the next read computes again)."""
+        with self._lock:
+            self._cache.clear()
+            self._cached_bytes = 0
+
+    # --- computing one block -----------------------------------------------------------------
+    def _span(self, name: str, block: int) -> tuple[int, int, int, int]:
+        """Rows ``r0:r1`` of a block and the keys ``c0:c1`` computed for them: every key before
+        the mask, from the mask on only those some query of the block may see."""
+        r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
+        if name in ("scores", "scaled", "biased", "softcapped"):
+            return r0, r1, 0, self.n_keys
+        c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_keys)  # the keys (a sink is always seen)
+        return r0, r1, c0, c1
+
+    def _compute(self, name: str, head: int, block: int) -> torch.Tensor:
+        """Stage ``name`` of ``head`` for one block of rows, computed from Q, K, V.
+
+        From the mask on, only the keys some query of the block can see are computed (under a causal
+        mask, half of them): the others are −∞ (masked) and exactly 0 (weights) by definition."""
+        if self.on_compute is not None:
+            self.on_compute(name, head, block)
+        r0, r1, c0, c1 = self._span(name, block)
+        x = self._chain(name, head, r0, r1, c0, c1)  # (r, c1 − c0), then a sink's column if any
+        if (c0, c1) == (0, self.n_keys):
+            return x
+        fill = float("-inf") if name == "masked" else 0.0
+        out = torch.empty((r1 - r0, self.n_k), dtype=x.dtype, device=x.device)
+        out[:, :c0].fill_(fill)  # each cell written once: the keys no query of the block sees...
+        out[:, c1 : self.n_keys].fill_(fill)
+        out[:, c0:c1] = x[:, : c1 - c0]  # ...and the computed ones
+        if self.n_k > self.n_keys:
+            out[:, self.n_keys :] = x[:, c1 - c0 :]  # the sink's column, last
+        return out
+
+    def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+        s = self.spec
+        if s.sinks is None:
+            return self._keys_chain(name, head, r0, r1, c0, c1)
+        if name == "weighted_norms":  # the weights with the sink in their softmax; the sink has no value
+            a = self._chain("weights", head, r0, r1, c0, c1)  # (r, c + 1)
+            return a * torch.cat([self.value_norms()[head, c0:c1].to(a.dtype), a.new_zeros(1)])
+        # keys c0:c1 then the sink (whose logit is neither scaled, capped nor masked)
+        last = "masked" if name == "weights" else name
+        x = self._keys_chain(last, head, r0, r1, c0, c1)  # (r, c)
+        sink = s.sinks[head].to(x.dtype).expand(x.shape[0], 1)
+        x = torch.cat([x, sink], dim=-1)  # (r, c + 1)
+        return att.softmax(x, s.temperature, eager=True) if name == "weights" else x
+
+    def _keys_chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+        s = self.spec
+        g = s.head_groups[head]
+        q, k = s.q[head : head + 1, r0:r1], s.k[g : g + 1, c0:c1]  # (1, r, d_k), (1, c, d_k)
+        if s.score == "general":
+            x = att.general_scores(q, k, s.params["W_g"][head : head + 1])
+        elif s.score == "additive":
+            p = s.params
+            x = att.additive_scores(q, k, p["W_1"][head : head + 1], p["W_2"][head : head + 1], p["w"][head : head + 1])
+        else:
+            x = att.dot_scores(q, k)  # (1, r, c)
+        for (h, row, col), value in (s.score_edits or {}).items():
+            if h == head and r0 <= row < r1 and c0 <= col < c1:
+                x[0, row - r0, col - c0] = value
+        if name == "scores":
+            return x[0]
+        if s.scale is not None:
+            kind, value = s.scale
+            x = x.div_(value) if kind == "div" else x.mul_(value)  # x is this block's own fresh tensor
+            if name == "scaled":
+                return x[0]
+        if s.bias is not None:
+            x = x + s.bias[head : head + 1, r0:r1, c0:c1]
+            if name == "biased":
+                return x[0]
+        if s.softcap is not None:
+            x = torch.tanh(x / s.softcap) * s.softcap
+            if name == "softcapped":
+                return x[0]
+        h0, h1 = s.mask.hidden_span(r0, r1, c0, c1)
+        hidden = s.mask.rows(r0, r1, self.n_keys, x.device, h0, h1) if h1 > h0 else None
+        if hidden is not None:  # x is this block's own fresh tensor: mask it in place
+            if x.is_contiguous():
+                x[..., h0 - c0 : h1 - c0].masked_fill_(hidden, float("-inf"))  # a view of x
+            else:
+                x = torch.cat([x[..., : h0 - c0], att.apply_mask(x[..., h0 - c0 : h1 - c0], hidden),
+                               x[..., h1 - c0 :]], dim=-1)  # fmt: skip
+        if name == "masked":
+            return x[0]
+        a = att.softmax(x, s.temperature, eager=True)[0]  # (r, c): a block of rows, never under vmap
+        if name == "weighted_norms":
+            return a * self.value_norms()[head, c0:c1]  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖
+        return a
+
+    def _weighted_from_cache(self, head: int, block: int) -> np.ndarray | None:
+        """The weighted norms of a block whose weights are cached: ``α_ij ‖f_h(x_j)‖``, the very
+        float32 product the chain makes, without running the chain from Q and K again (a whole
+        trace asks for the weights, then for the weighted norms)."""
+        if self.spec.q.dtype != torch.float32:
+            return None
+        with self._lock:
+            a = self._cache.get(("weights", head, block))
+        if a is None:
+            return None
+        norms = self.value_norms()[head].to("cpu", torch.float32)
+        if self.n_k == self.n_keys:
+            return (torch.from_numpy(a) * norms).numpy()  # torch: both cores, one pass
+        out = np.zeros_like(a)  # a sink's column: no value, so no norm
+        out[:, : self.n_keys] = (torch.from_numpy(a[:, : self.n_keys]) * norms).numpy()
+        return out
+
+    def block(self, name: str, head: int, block: int, keep: bool = True) -> np.ndarray:
+        """One block of rows of a stage, float32 numpy, from the cache when it is there
+        (``keep=False``: not added to the cache, for a pass over everything such as an export)."""
+        if name not in self.names:
+            raise KeyError(f"no stage {name!r}; this layer has {', '.join(self.names)}")
+        key = (name, head, block)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        # Computed outside the lock: the GUI thread reading one cell never waits for a whole pass.
+        array = self._weighted_from_cache(head, block) if name == "weighted_norms" else None
+        if array is None:
+            with torch.no_grad():
+                array = self._compute(name, head, block).to("cpu", torch.float32).numpy()
+        self._checked(name, head, block * self.block_rows, array)
+        if keep and array.nbytes <= self.budget:
+            with self._lock:
+                if key not in self._cache:
+                    self._cache[key] = array
+                    self._cached_bytes += array.nbytes
+                while self._cached_bytes > self.budget:
+                    _, old = self._cache.popitem(last=False)
+                    self._cached_bytes -= old.nbytes
+        return array
+
+    def visible_block(self, name: str, head: int, block: int) -> tuple[np.ndarray, int]:
+        """``(x, c0)``: keys ``c0:c0 + x.shape[1]`` of one block of rows, those some query of it may
+        see (after the mask the others are −∞, or exactly 0 for weights, by definition), for a
+        pass that needs only them (the display's peak reduction). Whole blocks, cached, while the
+        whole stage fits the budget; beyond, computed and not kept: expanding each block to every
+        key (fresh pages of 64 MiB at 16,384 tokens) took half the time of a pass."""
+        r0, r1, c0, c1 = self._span(name, block)
+        if self.spec.sinks is not None:  # the sink's column is not next to the visible keys: all of them
+            return self.block(name, head, block), 0
+        if self.heads * self.n_q * self.n_k * 4 <= self.budget or (c0, c1) == (0, self.n_k):
+            return self.block(name, head, block)[:, c0:c1], c0
+        with self._lock:
+            hit = self._cache.get((name, head, block))
+        if hit is not None:
+            return hit[:, c0:c1], c0
+        with torch.no_grad():
+            array = self._chain(name, head, r0, r1, c0, c1).to("cpu", torch.float32).numpy()
+        return self._checked(name, head, r0, array), c0
+
+    def _visible_keys(self, head: int, block: int) -> tuple[np.ndarray, int]:
+        """The weights of the keys some query of the block sees, ``(x, c0)`` as :meth:`visible_block`,
+        without a learned sink's column (it has no value row to weigh)."""
+        if self.spec.sinks is None:
+            return self.visible_block("weights", head, block)
+        r0, r1, c0, c1 = self._span("weights", block)
+        with self._lock:
+            hit = self._cache.get(("weights", head, block))
+        if hit is None and self.heads * self.n_q * self.n_k * 4 <= self.budget:
+            hit = self.block("weights", head, block)
+        if hit is not None:
+            return hit[:, c0:c1], c0
+        with torch.no_grad():
+            return self._chain("weights", head, r0, r1, c0, c1)[:, : c1 - c0].to("cpu", torch.float32).numpy(), c0
+
+    # --- public reads ------------------------------------------------------------------------
+    def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None,
+                    keep: bool = True) -> Iterator[tuple[int, np.ndarray]]:  # fmt: skip
+        """``(first row, block)`` for every block of one head's stage, in order."""
+        for b in range(self.blocks):
+            if should_stop is not None and should_stop():
+                raise Cancelled(name)
+            yield b * self.block_rows, self.block(name, head, b, keep)
+
+    def rows(self, name: str, head: int, r0: int, r1: int) -> np.ndarray:
+        """Rows ``r0:r1`` of one head: ``(r1 − r0, n_k)``."""
+        r0, r1 = max(0, r0), min(self.n_q, r1)
+        out = np.empty((max(0, r1 - r0), self.n_k), dtype=np.float32)
+        if r1 <= r0:
+            return out
+        for b in range(r0 // self.block_rows, (r1 - 1) // self.block_rows + 1):
+            data, start = self.block(name, head, b), b * self.block_rows
+            lo, hi = max(r0, start), min(r1, start + data.shape[0])
+            out[lo - r0 : hi - r0] = data[lo - start : hi - start]
+        return out
+
+    def head(self, name: str, head: int, should_stop: StopCheck = None) -> np.ndarray:
+        out = np.empty((self.n_q, self.n_k), dtype=np.float32)
+        for start, data in self.iter_blocks(name, head, should_stop):
+            out[start : start + data.shape[0]] = data
+        return out
+
+    def full(self, name: str, should_stop: StopCheck = None) -> np.ndarray:
+        """The whole stage, ``(h, n_q, n_k)``: only for inputs small enough to hold it."""
+        out = np.empty((self.heads, self.n_q, self.n_k), dtype=np.float32)
+        for h in range(self.heads):
+            for start, data in self.iter_blocks(name, h, should_stop):
+                out[h, start : start + data.shape[0]] = data
+        return out
+
+    def cell(self, name: str, head: int, i: int, j: int) -> float:
+        return float(self.rows(name, head, i, i + 1)[0, j])
+
+    def value_norms(self) -> torch.Tensor:
+        """``‖f_h(x_j)‖`` (h, n_k), computed once (see :func:`models.engine.attention.value_norms`)."""
+        done = self._value_norms
+        if done is not None:
+            return done
+        s = self.spec
+        assert s.w_o is not None, "value norms need the output matrix"
+        with torch.no_grad():
+            norms = att.value_norms(s.v, s.w_o, s.head_groups)  # (h, n_k)
+        with self._lock:
+            if self._value_norms is None:
+                self._value_norms = norms
+            return self._value_norms
+
+    def head_output(self, should_stop: StopCheck = None) -> torch.Tensor:
+        """``O_i = A_i V_g(i)``, (h, n_q, d_v): computed once, block by block, from the weights."""
+        done = self._head_output
+        if done is not None:
+            return done
+        s = self.spec
+        out = torch.empty(self.heads, self.n_q, self.d_v, dtype=s.v.dtype, device=s.v.device)
+        with torch.no_grad():
+            for h in range(self.heads):
+                v = s.v[s.head_groups[h]]  # (n_k, d_v)
+                for b in range(self.blocks):
+                    if should_stop is not None and should_stop():
+                        raise Cancelled("head_output")
+                    # Keys no query of the block sees have weight 0 exactly: left out of the sum.
+                    a, c0 = self._visible_keys(h, b)  # (r, c), keys c0:c0 + c
+                    start = b * self.block_rows
+                    a_t = torch.from_numpy(a).to(v.device)
+                    out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v[c0 : c0 + a.shape[1]])
+        with self._lock:
+            if self._head_output is None:
+                self._head_output = out
+            return self._head_output
+
+
+def sqrt_dk(d_k: int) -> tuple[str, float]:
+    return ("div", math.sqrt(d_k))

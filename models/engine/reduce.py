@@ -1,0 +1,177 @@
+"""Reduce a matrix to the pixels it is drawn on without losing a peak.
+
+Each block of ``k_r × k_c`` cells becomes one pixel holding the value that matters: the largest
+for weights (a previous-token head at 16,384 tokens still shows its diagonal), the one of largest
+magnitude for signed stages. Masked (−∞) cells are counted, so that a block mixing masked and
+visible cells can be drawn unlike either alone; a NaN anywhere in a block makes the block NaN.
+Rows are read a band at a time from the stage (lazily computed stages included), so memory stays
+at one band whatever the size. The same block maximum for arrays in memory (thumbnails, a row of
+bars) and the enlargement of peaks smaller than a pixel are in models.engine.pixels (numpy only, so the
+widgets may call it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from models.engine.pixels import block_step
+from models.engine.trace import Stage
+
+BAND_CELLS = 1 << 23  # cells read per band (32 MiB of float32)
+
+
+@dataclass(frozen=True, eq=False)
+class Reduced:
+    """One head's matrix (or a region of it) at display resolution."""
+
+    peak: np.ndarray  # (H, W) float32: the block's max (sequential) or largest-magnitude value (signed)
+    masked: np.ndarray | None  # (H, W) float32 fraction of −∞ cells per block, None when there are none
+    region: tuple[int, int, int, int]  # rows r0:r1, cols c0:c1 of the full matrix
+    step: tuple[int, int]  # cells per pixel, rows and columns
+    finite_range: tuple[float, float]  # exact min and max of the finite values read (nan, nan: none)
+
+
+def _sides(max_side: int | tuple[int, int]) -> tuple[int, int]:
+    return (max_side, max_side) if isinstance(max_side, int) else (int(max_side[0]), int(max_side[1]))
+
+
+def _block_max(t: torch.Tensor, kr: int, kc: int) -> torch.Tensor:
+    """Max over blocks of ``kr × kc`` cells of ``t (1, 1, r, c)``; partial blocks at the edges."""
+    if kr == kc == 1:
+        return t
+    r, c = t.shape[-2:]
+    if r % kr == 0 and c % kc == 0:  # reshapes, much faster than max_pool2d: columns (contiguous) first
+        cols = t.reshape(r, c // kc, kc).amax(dim=2) if kc > 1 else t.reshape(r, c)  # (r, W)
+        return (cols.reshape(r // kr, kr, c // kc).amax(dim=1) if kr > 1 else cols)[None, None]
+    return F.max_pool2d(t, (kr, kc), ceil_mode=True)
+
+
+def _finite_extreme(x: torch.Tensor, largest: bool) -> float:
+    """The largest (or smallest) finite value of ``x``, ∓inf when there is none: by ``where``,
+    not boolean indexing (which gathers, ~20× slower on a band's pixels)."""
+    if x.numel() == 0:
+        return -np.inf if largest else np.inf
+    bound = float("-inf") if largest else float("inf")
+    kept = torch.where(torch.isfinite(x), x, bound)
+    return float(kept.amax() if largest else kept.amin())
+
+
+def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int, visible: bool = False):
+    """``(first row, rows)`` bands of one head: a lazy stage's own blocks when they line up with
+    the reduction (no copy), else copies of ``band_rows`` rows. ``visible``: a lazy stage's blocks
+    may end at the last key their queries see (keys 0:w of the row; the rest are 0)."""
+    store = stage.store
+    if store is not None and store.block_rows % kr == 0 and r0 % store.block_rows == 0:
+        for b in range(r0 // store.block_rows, -(-r1 // store.block_rows)):
+            start = b * store.block_rows
+            block = store.visible_block(stage.name, head, b)[0] if visible else store.block(stage.name, head, b)
+            yield start, block[: min(r1, start + block.shape[0]) - start]
+        return
+    for start in range(r0, r1, band_rows):
+        yield start, stage.rows(head, start, min(r1, start + band_rows))
+
+
+def _exact(values: np.ndarray, region: tuple[int, int, int, int]) -> Reduced:
+    finite = np.isfinite(values)
+    if finite.all():
+        lo, hi = (float(values.min()), float(values.max())) if values.size else (np.nan, np.nan)
+        return Reduced(values.astype(np.float32, copy=True), None, region, (1, 1), (lo, hi))
+    shown = values[finite]
+    lo, hi = (float(shown.min()), float(shown.max())) if shown.size else (np.nan, np.nan)
+    masked = np.isneginf(values)
+    return Reduced(values.astype(np.float32, copy=True), masked.astype(np.float32) if masked.any() else None,
+                   region, (1, 1), (lo, hi))  # fmt: skip
+
+
+def _seen_width(stage: Stage, r0: int, rows: int, c0: int, c1: int, kc: int) -> int:
+    """Columns (from ``c0``, a multiple of ``kc``) holding every key some of these query rows can
+    see: beyond them a lazy weights stage is exactly 0 (causal). Else the whole width."""
+    store = stage.store
+    if store is None or stage.name != "weights" or c0 != 0:
+        return c1 - c0
+    _, visible_end = store.spec.mask.visible_columns(r0, r0 + rows, store.n_k)
+    return min(c1, -(-visible_end // kc) * kc) - c0
+
+
+def _stop_if_asked(should_stop, stage: Stage) -> None:
+    """Raise Cancelled when a newer request has come (``should_stop()``)."""
+    if should_stop is not None and should_stop():
+        from models.config import Cancelled
+
+        raise Cancelled(stage.name)
+
+
+def reduce_head(
+    stage: Stage,
+    head: int,
+    max_side: int | tuple[int, int] = 1024,
+    region: tuple[int, int, int, int] | None = None,
+    signed: bool = True,
+    should_stop=None,
+) -> Reduced:
+    """``stage``'s head ``head`` (rows r0:r1 × cols c0:c1 of it) reduced to at most ``max_side``
+    pixels a side (or (rows, cols) pixels: the device pixels a view draws it on), by blocks of whole cells."""
+    _stop_if_asked(should_stop, stage)  # before each head: a small one is read whole below
+    shape = stage.shape[-2:]
+    r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
+    rows_px, cols_px = _sides(max_side)
+    kr, kc = block_step(r1 - r0, rows_px), block_step(c1 - c0, cols_px)
+    out_rows = -(-(r1 - r0) // kr)
+    if kr == kc == 1:  # a pixel per cell: nothing to reduce (small matrices, zoomed regions)
+        return _exact(stage.rows(head, r0, r1)[:, c0:c1], (r0, r1, c0, c1))
+    band_rows = max(kr, (BAND_CELLS // max(1, c1 - c0)) // kr * kr)
+    peaks, masks, lo, hi, any_masked = [], [], np.inf, -np.inf, False
+    # The exact minimum costs a second pass: for weights (whose peaks are maxima) only when small.
+    want_low = signed or (r1 - r0) * (c1 - c0) <= 1 << 22
+    # Weights past the last key a block's queries see are exactly 0 (causal): whole rows of a
+    # lazy stage are read only up to there (a window's blocks start later: whole rows then).
+    mask = stage.store.spec.mask if stage.store is not None else None
+    visible = (stage.name == "weights" and not want_low and (c0, c1) == (0, shape[1]) and mask is not None
+               and mask.window is None)  # fmt: skip
+    for start, band in _bands(stage, head, r0, r1, band_rows, kr, visible):
+        _stop_if_asked(should_stop, stage)
+        t = torch.from_numpy(band)[None, None, :, c0:c1]  # (1, 1, r, c), a view
+        if (c0 or c1 != band.shape[1]) and not visible:
+            t = t.contiguous()
+        # Weights (the unsigned stage) are never −∞: a masked key's weight is 0; skip that pass.
+        neg_inf = torch.isneginf(t) if signed else None
+        has_masked = neg_inf is not None and bool(neg_inf.any())
+        any_masked |= has_masked
+        with torch.no_grad():
+            width = _seen_width(stage, start, band.shape[0], c0, c1, kc) if not want_low else c1 - c0
+            if visible and band.shape[1] < c1:  # keys 0:w only; the pixels past them are 0
+                top = torch.zeros((1, 1, -(-band.shape[0] // kr), -(-c1 // kc)), dtype=t.dtype)
+                top[..., : -(-band.shape[1] // kc)] = _block_max(t, kr, kc)
+            elif width < c1 - c0:
+                # Weights of keys no query of the band sees are exactly 0: their pixels are 0 too.
+                top = torch.zeros((1, 1, -(-band.shape[0] // kr), -(-(c1 - c0) // kc)), dtype=t.dtype)
+                top[..., : width // kc] = _block_max(t[..., :width], kr, kc)  # a strided view: no copy
+            else:
+                top = _block_max(t, kr, kc)  # block max (−∞: all masked; NaN spreads)
+            hi = max(hi, _finite_extreme(top, largest=True))
+            if want_low:
+                # block min of the visible cells: masked cells must not count as a large magnitude
+                low = -_block_max(-(t.masked_fill(neg_inf, float("inf")) if has_masked else t), kr, kc)
+                lo = min(lo, _finite_extreme(low, largest=False))
+            if signed:
+                top = torch.where(torch.isneginf(top), top, torch.where(low.abs() > top.abs(), low, top))
+            peaks.append(top[0, 0].numpy())
+            if has_masked:
+                share = F.avg_pool2d(neg_inf.float(), (kr, kc), ceil_mode=True, count_include_pad=False)
+                masks.append(share[0, 0].numpy())
+            else:
+                masks.append(None)
+    peak = np.concatenate(peaks) if peaks else np.zeros((0, 0), np.float32)
+    masked = None
+    if any_masked:
+        masked = np.concatenate([m if m is not None else np.zeros_like(p) for m, p in zip(masks, peaks)])
+    assert peak.shape[0] == out_rows, (peak.shape, out_rows)
+    if not want_low:  # a large weights matrix: its maximum only (the minimum was not read)
+        top = hi if np.isfinite(hi) else float("nan")
+        return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), (float("nan"), top))
+    finite_range = (lo, hi) if lo <= hi else (float("nan"), float("nan"))
+    return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), finite_range)

@@ -1,0 +1,161 @@
+"""Trace -> one ``<stage>.npy`` per stage + ``manifest.json``, written atomically.
+
+Files go to a temporary folder beside the target and are renamed into place at the end, so an
+interrupted export leaves either nothing or the complete folder, never half of it; replacing a
+folder (``force``) is allowed only for a previous export and keeps the old one or the new one
+whole (models/io/atomic.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from models.checks import check_block_finite, check_finite_stages, largest_input
+from models.config import InputError
+from models.engine.trace import AttentionTrace, Stage
+from models.io.atomic import MANIFEST, TOOL, atomic_file, atomic_folder, check_target
+
+__all__ = ["MANIFEST", "atomic_folder", "check_target", "manifest", "read_trace_files", "write_array", "write_trace"]
+
+
+def manifest(trace: AttentionTrace, stages: Sequence[str] | None = None,
+             heads: Sequence[int] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The JSON description of a trace: tokens, config, device, and each stage written, in order."""
+    return {
+        "tool": TOOL,
+        "format": "attention-explorer-trace/1",
+        "query_tokens": list(trace.query_tokens),
+        "key_tokens": list(trace.key_tokens),
+        "config": trace.config,
+        "device": trace.device,
+        "torch_version": torch.__version__,
+        "elapsed_ms": round(trace.elapsed_ms, 3),
+        "meta": trace.meta,
+        "stages": [_stage_entry(trace[name], heads, trace.key_tokens) for name in (stages or trace.names)],
+    }
+
+
+def _stage_entry(stage: Stage, heads: Sequence[int] | None = None, keys: Sequence[str] = ()) -> dict[str, Any]:
+    entry = {
+        "name": stage.name,
+        "title": stage.title,
+        "formula": stage.formula,
+        "file": f"{stage.name}.npy",
+        "shape": list(_written_shape(stage, heads)),
+        "dtype": str(stage.dtype),
+        "axes": (["head"] if stage.per_head else []) + [stage.row_axis, stage.col_axis],
+    }
+    if stage.per_head:  # which heads the file holds, numbered from 0 as the window's --head and explain
+        entry["heads"] = list(_stage_heads(stage, heads))
+    if stage.head_groups is not None:
+        entry["head_groups"] = list(stage.head_groups)
+    if stage.col_axis == "key" and len(stage.col_labels) > len(keys) > 0:  # e.g. gpt-oss's "sink" column, last
+        entry["col_labels"] = list(stage.col_labels)
+    return entry
+
+
+def _stage_heads(stage: Stage, heads: Sequence[int] | None) -> list[int]:
+    """The 0-based heads of ``stage`` to write: the chosen query heads (for the key/value stages
+    of grouped-query attention, the key/value heads they read), or all."""
+    if heads is None or not stage.per_head:
+        return list(range(stage.heads))
+    groups = next((g for g in [stage.head_groups] if g), None)
+    if groups is not None and stage.heads < len(groups):  # k, v of GQA: key/value heads
+        return sorted({groups[h] for h in heads})
+    return list(heads)
+
+
+def _written_shape(stage: Stage, heads: Sequence[int] | None) -> tuple[int, ...]:
+    if not stage.per_head:
+        return stage.shape
+    return (len(_stage_heads(stage, heads)), *stage.shape[1:])
+
+
+def select(trace: AttentionTrace, stages: Sequence[str] | None, heads: Sequence[int] | None) -> None:
+    """Check ``--stages`` names and 0-based ``heads`` against the trace; one clear line if wrong."""
+    for name in stages or ():
+        if name not in trace:
+            raise InputError(f"this computation has no stage {name!r}; it has {', '.join(trace.names)}")
+    h = max(s.heads for s in trace.stages)
+    for head in heads or ():
+        if not 0 <= head < h:
+            raise InputError(f"--only-heads: head {head} does not exist; the heads are 0..{h - 1} (numbered from 0)")
+
+
+def save_stage(stage: Stage, path: Path, heads: Sequence[int] | None = None, should_stop=None,
+               largest: float | None = None) -> None:  # fmt: skip
+    """Write one stage as ``.npy``. A lazy n×n stage is streamed head by head and block by block
+    into the file, so that 16,384² per head never has to be in memory at once."""
+    chosen = _stage_heads(stage, heads)
+    if stage.store is None:
+        check_finite_stages([stage])
+        array = stage.array
+        if stage.per_head and chosen != list(range(stage.heads)):
+            array = array[chosen]
+        np.save(path, array, allow_pickle=False)
+        return
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
+              "shape": _written_shape(stage, heads)}  # fmt: skip
+    with open(path, "wb") as f:  # plain writes, not a memory map: no page of it stays resident
+        np.lib.format.write_array_header_2_0(f, header)
+        for h in chosen:
+            for _start, block in stage.store.iter_blocks(stage.name, h, should_stop, keep=False):
+                check_block_finite(stage.name, block, largest)
+                f.write(np.ascontiguousarray(block, dtype="<f4").data)
+
+
+def write_trace(trace: AttentionTrace, out: str | os.PathLike, force: bool = False,
+                stages: Sequence[str] | None = None, heads: Sequence[int] | None = None) -> Path:  # fmt: skip
+    """Write every stage (or ``stages``; per-head ones only for the 0-based ``heads``) and the
+    manifest to folder ``out``; return its path.
+
+    ``force`` replaces only a previous export of this tool (see :mod:`models.io.atomic`). A NaN or an
+    overflow is never written: the export is refused and nothing is left behind.
+    """
+    select(trace, stages, heads)
+    stages = [n for n in trace.names if stages is None or n in stages]  # in the trace's order
+    with atomic_folder(out, force) as tmp:
+        largest = largest_input(trace.stages)
+        for name in stages:
+            save_stage(trace[name], tmp / f"{name}.npy", heads, largest=largest)
+        text = json.dumps(manifest(trace, stages, heads), indent=2, ensure_ascii=False, allow_nan=False)
+        # A name that is not UTF-8 (a folder's bytes) becomes a JSON \udcXX escape, still valid JSON.
+        (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8", errors="backslashreplace")
+    return Path(out)
+
+
+def npy_path(path: str | os.PathLike) -> Path:
+    """The file :func:`write_array` writes for ``path``: ``.npy`` added when it has another suffix."""
+    path = Path(path)
+    return path if path.suffix == ".npy" else path.with_name(path.name + ".npy")
+
+
+def write_array(array: np.ndarray, path: str | os.PathLike) -> Path:
+    """Save one matrix to ``path`` (.npy) atomically: a temporary file renamed into place."""
+    path = npy_path(path)
+    with atomic_file(path, "to") as f:
+        np.save(f, array, allow_pickle=False)
+    return path
+
+
+def read_trace_files(folder: str | os.PathLike) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Load an exported folder back: ``(manifest, {stage name: array})``."""
+    from models.io import read_json, read_npy
+
+    folder = Path(folder)
+    man = read_json(folder / MANIFEST, "manifest")
+    stages = man.get("stages")
+    if not isinstance(stages, list) or not all(isinstance(s, dict) and isinstance(s.get("name"), str)
+                                               and isinstance(s.get("file"), str) for s in stages):  # fmt: skip
+        raise InputError(f"{folder / MANIFEST}: 'stages' must list each stage's name and file")
+    if any(Path(s["file"]).name != s["file"] for s in stages):
+        raise InputError(f"{folder / MANIFEST} names files outside its folder")
+    arrays = {s["name"]: read_npy(folder / s["file"], "stage file") for s in stages}
+    return man, arrays

@@ -1,0 +1,33 @@
+"""What a matrix file (``--embeddings``, ``--cross-embeddings``, ``--mask-file``) must be, checked
+from its ``.npy`` header before any byte of data is read (issue 36): two axes, at least one row,
+no more rows than the token limit (its width is checked against ``d_model`` later, with the
+run's sizes), and the memory the run will hold for it (the file's data, its float32 copy and the
+embedding lookups) within the budget.
+Before, a 2 GiB embeddings file was read whole, then copied twice, before its shape was checked."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from models.config import DEFAULT_MAX_TOKENS, InputError
+from models.memory import F32, check_memory
+
+
+def matrix_check(what: str, path: str, max_tokens: int | None = None) -> Callable[[tuple[int, ...]], None]:
+    """``check(shape)`` for :func:`models.io.read_npy`: one InputError line naming the file."""
+    limit = max_tokens if type(max_tokens) is int and max_tokens > 0 else DEFAULT_MAX_TOKENS
+
+    def check(shape: tuple[int, ...]) -> None:
+        if len(shape) != 2:
+            axes = "n x n" if what == "mask" else "n x d_model"
+            raise InputError(f"{what} file {path} must be a 2-D matrix ({axes}), got shape {shape}")
+        rows, cols = shape
+        if rows == 0:
+            raise InputError(f"{what} file {path} has no rows: supply at least one token")
+        if rows > limit or what == "mask" and cols > limit:
+            raise InputError(f"{what} file {path} has shape {shape}, more than the limit of {limit} tokens")
+        cells = math.prod(shape)
+        check_memory(cells * (8 + 2 * F32), f"{what} file {path} (shape {shape})")
+
+    return check

@@ -1,0 +1,321 @@
+"""A head atlas: every head's metrics over many texts (mean and sample standard deviation) and the
+detectors' scores, written as ``heads.csv``, ``top_texts.csv`` and ``manifest.json``.
+
+numpy (plus the model's own forward pass); no Qt. Each text runs alone, at its own length, with the
+model's own special tokens, so no padding can change a number; the metrics are models.reads.survey's
+:func:`~models.reads.survey.head_metrics`, the detectors models.reads.detectors'. Memory is bounded however
+large the corpus: lines are read one at a time, at most a chunk of them (:data:`CHUNK_TEXTS`) is held
+while it runs, the texts of one length as one batch (no padding, the same numbers as text by text),
+and only running sums are kept (Welford's update, fed in the corpus's order), plus, per head and
+metric, the line where the head scores highest (the texts themselves are read again at the end,
+only for those lines).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from models.config import Cancelled, InputError
+from models.engine.finite import csv_float, csv_number
+from models.io.atomic import MANIFEST, TOOL, atomic_folder
+from models.reads.detectors import DEFINITIONS as DETECTOR_DEFINITIONS
+from models.reads.detectors import DETECTORS, PROBE_SEED, PROBES_PER_KIND
+from models.reads.survey import DEFINITIONS, METRIC_NAMES, METRICS_VERSION, head_metrics
+
+FORMAT = "attention-explorer-atlas/1"
+HEADS_FILE = "heads.csv"
+TOP_FILE = "top_texts.csv"
+STAT_COLUMNS = tuple(f"{m}_{s}" for m in METRIC_NAMES for s in ("mean", "sd"))
+COLUMNS = ("layer", "head", "texts", *STAT_COLUMNS, *DETECTORS)
+MAX_TEXT_CHARS = 100_000  # a longer line is cut here before tokenizing (the model truncates anyway)
+
+
+class RunningStats:
+    """Mean and sample variance of ``(L, h)`` arrays, NaNs left out per cell (Welford, float64)."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.count = np.zeros(shape)
+        self.mean = np.zeros(shape)
+        self.m2 = np.zeros(shape)
+
+    def add(self, x: np.ndarray) -> None:
+        x = np.asarray(x, dtype=np.float64)
+        ok = np.isfinite(x)
+        self.count += ok
+        delta = np.where(ok, x - self.mean, 0.0)
+        self.mean += np.where(ok, delta / np.maximum(self.count, 1), 0.0)
+        self.m2 += np.where(ok, delta * (x - self.mean), 0.0)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, sample sd): NaN where no text gave a number, sd NaN below two texts."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(self.count > 0, self.mean, np.nan)
+            sd = np.where(self.count > 1, np.sqrt(self.m2 / (self.count - 1)), np.nan)
+        return mean, sd
+
+
+@dataclass
+class Atlas:
+    """Every head's columns over a corpus (``columns[name]`` is (L, h)) and where each head peaks."""
+
+    model: str
+    layers: int
+    heads: int
+    texts: int
+    columns: dict[str, np.ndarray]
+    best_line: dict[str, np.ndarray] = field(default_factory=dict)  # metric -> (L, h) line number, -1: none
+    best_value: dict[str, np.ndarray] = field(default_factory=dict)
+    best_text: dict[int, str] = field(default_factory=dict)  # line number -> its text
+    manifest: dict = field(default_factory=dict)
+
+    def difference(self, other: Atlas) -> Atlas:
+        """``self − other`` column by column (the same layers × heads), for comparing two atlases."""
+        if (self.layers, self.heads) != (other.layers, other.heads):
+            raise InputError(f"cannot compare {self.layers}×{self.heads} heads with {other.layers}×{other.heads}")
+        cols = {k: self.columns[k] - other.columns[k] for k in self.columns if k in other.columns and k != "texts"}
+        return Atlas(f"{self.model} − {other.model}", self.layers, self.heads, self.texts, cols)
+
+
+# --- the corpus ---------------------------------------------------------------------------------------
+def corpus_lines(path: str | os.PathLike, hasher=None) -> Iterator[tuple[int, str]]:
+    """``(line number from 1, text)`` for every non-blank line, read one at a time; ``hasher``
+    (a hashlib object) sees every byte of the file, also those after the caller stops reading
+    once the generator is closed (:func:`finish_hash`)."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed in finally, the generator may stop early
+    except OSError as exc:
+        raise InputError(f"cannot read corpus {path}: {exc.strerror or exc}") from None
+    try:
+        for number, raw in enumerate(f, start=1):
+            if hasher is not None:
+                hasher.update(raw)
+            try:
+                text = raw.decode("utf-8").strip()
+            except UnicodeDecodeError:
+                raise InputError(f"corpus {path}, line {number}: not UTF-8 text") from None
+            if text:
+                yield number, text[:MAX_TEXT_CHARS]
+    finally:
+        f.close()
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def count_lines(path: str | os.PathLike, limit: int | None = None) -> int:
+    """Non-blank lines (for a progress bar), at most ``limit``, reading in blocks."""
+    n = 0
+    for _ in corpus_lines(path):
+        n += 1
+        if limit is not None and n >= limit:
+            break
+    return n
+
+
+# --- computing -----------------------------------------------------------------------------------------
+CHUNK_TEXTS = 256  # texts read ahead and grouped by length; each chunk runs layer by layer
+CHUNK_STATE_BYTES = 128 << 20  # ... and fewer when their hidden states would hold more than this
+
+
+class _Heads:
+    """The running statistics of every head and where each head peaks, fed text by text in the
+    corpus's order (so the batches change no sum's order, nor which line wins a tie)."""
+
+    def __init__(self, shape: tuple[int, int]) -> None:
+        self.stats = {m: RunningStats(shape) for m in METRIC_NAMES}
+        self.best_value = {m: np.full(shape, -np.inf) for m in METRIC_NAMES}
+        self.best_line = {m: np.full(shape, -1, dtype=np.int64) for m in METRIC_NAMES}
+
+    def add(self, line: int, metrics: dict[str, np.ndarray]) -> None:
+        for m in METRIC_NAMES:
+            self.stats[m].add(metrics[m])
+            better = np.isfinite(metrics[m]) & (metrics[m] > self.best_value[m])
+            self.best_value[m][better] = metrics[m][better]
+            self.best_line[m][better] = line
+
+
+def chunk_metrics(model, encs, should_stop=None, on_layer: Callable[[int], None] | None = None
+                  ) -> tuple[dict[str, np.ndarray], int]:  # fmt: skip
+    """Every head's metrics ``{metric: (texts, L, h)}`` of the encoded texts ``encs``, those of one
+    length run as one batch (models/pretrained/batch_weights.py); ``on_layer(layer)`` after each
+    layer. Returns the metrics and the number of batches run."""
+    from models.pretrained.batch_weights import batch_layer_weights
+
+    shape = (len(encs), model.num_layers, model.num_heads)
+    out = {m: np.full(shape, np.nan) for m in METRIC_NAMES}
+
+    def add(layer: int, indices, weights: np.ndarray) -> None:  # weights (b, h, n, n)
+        for m, values in head_metrics(weights).items():  # (b, h) each
+            out[m][indices, layer] = values
+
+    return out, batch_layer_weights(model, encs, add, should_stop, on_layer)
+
+
+def compute_atlas(model, texts, *, limit: int | None = None, detectors: bool = True, seed: int = PROBE_SEED,
+                  should_stop: Callable[[], bool] | None = None,
+                  progress: Callable[[int], None] | None = None) -> Atlas:  # fmt: skip
+    """The atlas of ``model`` (a PretrainedModel) over ``texts``, an iterable of ``(line, text)``
+    (:func:`corpus_lines`, or the detectors' probes), read lazily: up to :data:`CHUNK_TEXTS` texts
+    at a time are encoded, grouped by their number of tokens and run layer by layer, the texts of
+    one length as one batch. ``progress(texts done)`` after each layer of a chunk (a chunk's
+    texts count as done in proportion to its layers)."""
+    from models.pretrained.batch_weights import state_bytes
+
+    start = time.perf_counter()
+    shape = (model.num_layers, model.num_heads)
+    heads = _Heads(shape)
+    done = truncated = skipped = tokens = batches = 0
+    pending: list[tuple[int, object]] = []  # (line, Encoded), in the corpus's order
+    held = 0
+
+    def run_chunk() -> None:
+        nonlocal done, batches, held
+        if not pending:
+            return
+        count, layers = len(pending), model.num_layers
+        report = None if progress is None else (lambda layer: progress(done + count * (layer + 1) // layers))
+        metrics, ran = chunk_metrics(model, [e for _, e in pending], should_stop, report)
+        for k, (line, _) in enumerate(pending):
+            heads.add(line, {m: metrics[m][k] for m in METRIC_NAMES})
+        done, batches, held = done + count, batches + ran, 0
+        pending.clear()
+
+    for line, text in texts:
+        if limit is not None and done + len(pending) >= limit:
+            break
+        if should_stop is not None and should_stop():
+            raise Cancelled(f"stopped after {done} texts")
+        try:
+            enc = text if not isinstance(text, str) else model.encode(text, model.max_positions)  # or Encoded
+        except InputError:  # a line the tokenizer makes nothing of
+            skipped += 1
+            continue
+        truncated += bool(enc.notices)
+        tokens += len(enc.ids)
+        pending.append((line, enc))
+        held += state_bytes(model.arch, len(enc.ids)) if hasattr(model, "arch") else 0
+        if len(pending) >= CHUNK_TEXTS or held >= CHUNK_STATE_BYTES:
+            run_chunk()
+    run_chunk()
+    if done == 0:
+        raise InputError("the corpus has no text to read (every line is blank)")
+    columns: dict[str, np.ndarray] = {"texts": np.full(shape, float(done))}
+    for m in METRIC_NAMES:
+        columns[f"{m}_mean"], columns[f"{m}_sd"] = heads.stats[m].result()
+    found = detect_all(model, seed, should_stop) if detectors else {d: np.full(shape, np.nan) for d in DETECTORS}
+    columns.update(found)
+    manifest = {
+        "model": model.name, "model_type": model.model_type, "num_layers": shape[0], "num_heads": shape[1],
+        "decoder": model.default_mask == "causal", "texts": done, "tokens": tokens, "truncated_texts": truncated,
+        "skipped_texts": skipped, "batches": batches, "metrics_version": METRICS_VERSION,
+        "definitions": {**{m: DEFINITIONS[m] for m in METRIC_NAMES},
+                        "mean_sd": "over the texts, each run alone at its own length with the model's own special "
+                                   "tokens (texts of one length as one batch, no padding); sd is the sample "
+                                   "standard deviation (n - 1)"},
+        "detectors": {"seed": seed, "probes_per_kind": PROBES_PER_KIND, "definitions": DETECTOR_DEFINITIONS}
+        if detectors else None,
+        "device": model.device_label, "elapsed_s": round(time.perf_counter() - start, 3),
+    }  # fmt: skip
+    return Atlas(model.name, shape[0], shape[1], done, columns, heads.best_line, heads.best_value, manifest=manifest)
+
+
+def probe_texts(model, seed: int = PROBE_SEED) -> Iterator[tuple[int, object]]:
+    """The detectors' probes as atlas texts (numbered from 1), for an atlas without a corpus file."""
+    from models.reads.detectors import model_probes
+
+    for number, probe in enumerate(model_probes(model, seed), start=1):
+        yield number, model.encode_ids(probe.ids)
+
+
+def detect_all(model, seed: int, should_stop) -> dict[str, np.ndarray]:
+    from models.reads.detectors import detect
+
+    return detect(model, seed=seed, should_stop=should_stop)
+
+
+def fill_best_texts(atlas: Atlas, path: str | os.PathLike) -> None:
+    """Read again only the lines some head peaks on (bounded: at most L × h × 6 of them)."""
+    wanted = {int(x) for lines in atlas.best_line.values() for x in lines.ravel() if x >= 0}
+    for number, text in corpus_lines(path):
+        if number in wanted:
+            atlas.best_text[number] = text
+            if len(atlas.best_text) == len(wanted):
+                break
+
+
+def head_rows(atlas: Atlas) -> Iterator[dict]:
+    """The rows of heads.csv, one per (layer, head): ``{"layer": int, "head": int, "texts": int,
+    column: float, ...}`` (models.api's ``Model.atlas`` returns them)."""
+    for layer in range(atlas.layers):
+        for head in range(atlas.heads):
+            yield {"layer": layer, "head": head, "texts": atlas.texts,
+                   **{c: float(atlas.columns[c][layer, head]) for c in COLUMNS[3:]}}  # fmt: skip
+
+
+# --- files ---------------------------------------------------------------------------------------------
+def write_atlas(atlas: Atlas, out: str | os.PathLike, force: bool = False, corpus: dict | None = None) -> Path:
+    """``heads.csv``, ``top_texts.csv`` and ``manifest.json`` into ``out``, all at once."""
+    with atomic_folder(out, force) as tmp:
+        with open(tmp / HEADS_FILE, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(COLUMNS)
+            for row in head_rows(atlas):
+                w.writerow([row[c] if c in COLUMNS[:3] else csv_number(row[c]) for c in COLUMNS])
+        with open(tmp / TOP_FILE, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(["layer", "head", "metric", "line", "value", "text"])
+            for m, lines in atlas.best_line.items():
+                for (layer, head), line in np.ndenumerate(lines):
+                    if line >= 0:
+                        w.writerow([layer, head, m, int(line), csv_number(atlas.best_value[m][layer, head]),
+                                    atlas.best_text.get(int(line), "")])  # fmt: skip
+        man = {"tool": TOOL, "format": FORMAT, **atlas.manifest,
+               "corpus": corpus if corpus is not None else atlas.manifest.get("corpus"), "columns": list(COLUMNS),
+               # what --force may replace: exactly these files (models.io.atomic reads "stages")
+               "stages": [{"file": HEADS_FILE}, {"file": TOP_FILE}]}  # fmt: skip
+        text = json.dumps(man, indent=2, ensure_ascii=False, allow_nan=False)
+        (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8")
+    return Path(out)
+
+
+def read_atlas(folder: str | os.PathLike) -> Atlas:
+    """An atlas folder back (heads.csv, top_texts.csv, manifest.json); a one-line error if it is not one."""
+    folder = Path(folder)
+    try:
+        man = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        with open(folder / HEADS_FILE, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{folder} is not an atlas folder ({exc})") from None
+    if not isinstance(man, dict) or man.get("format") != FORMAT or not rows:
+        raise InputError(f"{folder} is not an atlas folder (its manifest is not {FORMAT})")
+    layers, heads = 1 + max(int(r["layer"]) for r in rows), 1 + max(int(r["head"]) for r in rows)
+    names = [c for c in rows[0] if c not in ("layer", "head")]
+    columns = {c: np.full((layers, heads), np.nan) for c in names}
+    for r in rows:
+        for c in names:
+            columns[c][int(r["layer"]), int(r["head"])] = csv_float(r[c])
+    atlas = Atlas(str(man.get("model", folder.name)), layers, heads, int(man.get("texts", 0)), columns, manifest=man)
+    top = folder / TOP_FILE
+    if top.is_file():
+        with open(top, newline="", encoding="utf-8") as f:
+            for r in csv.DictReader(f):
+                m, layer, head, line = r["metric"], int(r["layer"]), int(r["head"]), int(r["line"])
+                atlas.best_line.setdefault(m, np.full((layers, heads), -1, dtype=np.int64))[layer, head] = line
+                atlas.best_value.setdefault(m, np.full((layers, heads), np.nan))[layer, head] = csv_float(r["value"])
+                atlas.best_text[line] = r["text"]
+    return atlas

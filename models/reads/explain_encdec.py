@@ -1,0 +1,32 @@
+"""The derivation of T5's position-biased scores (stage ``biased``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.reads.derivation import Derivation, Term, num
+from models.reads.explain_context import Context
+
+
+def biased(ctx: Context) -> Derivation:
+    h, i, j = ctx.cell
+    src = "scaled" if "scaled" in ctx.trace else "scores"
+    before = float(ctx.trace[src].array[ctx.cell])
+    extra = ctx.params.extra
+    if "position_bias" in extra:
+        bias = float(np.asarray(extra["position_bias"])[h, i, j])
+    else:  # parameters without the table: the difference the trace holds
+        bias = float(ctx.value) - before
+    bucket = int(np.asarray(extra["bucket"])[i, j]) if "bucket" in extra else None
+    where = f"bucket {bucket}" if bucket is not None else "its bucket"
+    formula = (f"α_{i},{j} + B_{h}[bucket({j} − {i})] = {num(before, 6)} + {num(bias, 6)} = "
+               f"{num(before + bias, 6)}")  # fmt: skip
+    steps = [f"Key {j} lies {j - i:+d} positions from query {i}; that distance falls in {where}, and head {h} "
+             f"learned the bias {num(bias, 6)} for it (T5's relative position bias, shared by every layer of "
+             "the stack).",
+             "Near distances get a bucket each; far ones share logarithmically wider buckets, and every distance "
+             "past relative_attention_max_distance shares the last one."]  # fmt: skip
+    terms = [Term(f"{src}[{h},{i},{j}]", before), Term(f"B_{h}[{where}] (position bias)", bias)]
+    return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Position-biased score"), formula, ctx.value,
+                      sum_of=terms, steps=steps, details={"before": before, "bias": bias, "bucket": bucket,
+                      "distance": j - i}, bars=terms, bars_caption="score and bias")  # fmt: skip
