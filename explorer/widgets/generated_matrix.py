@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.images.stage_image import MASKED_INDEX as MASKED
 from explorer.widgets.colormaps import lookup_table
+from explorer.widgets.labels import rich_safe
 from explorer.widgets.token_axis import TokenAxis
 
 BOUNDARY_PEN = dict(color=(255, 255, 255), width=2, style=Qt.PenStyle.DashLine)
@@ -88,7 +89,7 @@ class GeneratedMatrix(QWidget):
         self.row_box.setRect(QRectF(0, position, (position if self.causal else self.n - 1) + 1, 1))
         if title != self.title:  # a step of the same head keeps its title: no text layout
             self.title = title
-            self.plot.setTitle(title, size="9pt")
+            self.plot.setTitle(rich_safe(title), size="9pt")
         scale = "0 to the largest weight off token 0" if sink_out else "0 to the largest weight"
         marks = "dashed: prompt | generated; outlined: this step's row" if self.causal else "outlined: the mask's row"
         self.caption.setText(f"Position {position}; colours: {scale} ({top:.3f})\n{marks}")

@@ -11,6 +11,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsRectItem, QSizePolicy
 
+from explorer.widgets.labels import rich_safe
 from explorer.widgets.token_axis import TokenAxis
 
 FULL_INDEX_RANGE = (0, 255)  # uint8 indices map straight onto the 256-entry lookup table
@@ -63,7 +64,7 @@ class MatrixPlotItem(pg.GraphicsWidget):
         self.vb.removeItem(item)
 
     def set_title(self, title: str) -> None:
-        self.titleLabel.setText(title, size="9pt")
+        self.titleLabel.setText(rich_safe(title), size="9pt")
 
 
 class HeatmapPlot:

@@ -10,6 +10,7 @@ from each font's character map (QRawFont.supportsCharacter), cached per code poi
 from __future__ import annotations
 
 import functools
+import html
 import unicodedata
 
 from PySide6.QtGui import QFont, QFontDatabase, QRawFont
@@ -129,3 +130,10 @@ def display_text(text: str, font: QFont | None = None) -> str:
 
 
 _CODE_END = "\x00"  # marks where a code point ends while the text is built: the next letter is set apart
+
+
+def rich_safe(text: str) -> str:
+    """``text`` for a label that reads HTML (every pyqtgraph title and axis label, a rich-text QLabel):
+    ``<s>``, ``</w>`` or ``a&b`` are shown as themselves (a rollout title for ``<s>`` read ``'' by
+    layer``, struck through)."""
+    return html.escape(text, quote=False)

@@ -14,7 +14,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.widgets.colormaps import lookup_table
-from explorer.widgets.labels import display_label
+from explorer.widgets.labels import display_label, rich_safe
 from explorer.widgets.token_axis import TokenAxis, shorten
 
 MAX_TEXT_CELLS = 320  # beyond this many cells the map is coloured only (hover still names them)
@@ -72,7 +72,7 @@ class LensMap(QWidget):
                     self.plot.addItem(item)
                     self.texts.append(item)
         self.plot.setRange(xRange=(0, n), yRange=(0, L), padding=0)
-        self.plot.setTitle(f"Logit lens: colour = probability of {target} after each layer; "
+        self.plot.setTitle(f"Logit lens: colour = probability of {rich_safe(target)} after each layer; "
                            "text = that layer's top token", size="9pt")  # fmt: skip
 
     def set_position(self, position: int) -> None:

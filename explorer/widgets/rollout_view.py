@@ -10,7 +10,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
 from explorer.widgets.colormaps import colour_map
-from explorer.widgets.labels import display_label
+from explorer.widgets.labels import display_label, rich_safe
 from explorer.widgets.token_axis import TokenAxis, shorten
 
 
@@ -119,7 +119,7 @@ class RolloutView(QWidget):
         rows = self.contributions()
         self.rows_image.setImage(rows, autoLevels=False, levels=(0.0, float(rows.max()) or 1.0))
         self.rows_image.setRect(QRectF(0, 0, n, layers))
-        token = shorten(display_label(self.tokens[self.token_box.currentIndex()]), 10)
+        token = rich_safe(shorten(display_label(self.tokens[self.token_box.currentIndex()]), 10))
         self.map_plot.setTitle(f"R after layer {layer}", size="9pt")
         self.rows_plot.setTitle(f"'{token}' by layer", size="9pt")
         self.bars.setOpts(x=np.arange(n) + 0.5, height=rows[layer], width=0.8)
