@@ -49,6 +49,7 @@ from explorer.widgets.model_chooser import ModelChooser
 from explorer.widgets.query_focus import QueryFocusPanel
 from explorer.widgets.sentence_panel import SentencePanel
 from explorer.widgets.settings_panel import SettingsPanel
+from explorer.widgets.splitter_room import content_height, give_room
 from explorer.widgets.stage_list import StageList
 from explorer.widgets.stage_stepper import StageStepper
 from explorer.widgets.status_line import StatusLine, trace_summary
@@ -166,6 +167,7 @@ class MainWindow(QMainWindow):
         self.worker.regions_ready.connect(self.matrix_view.zoom.arrived_together)
         self.matrix_view.cell_clicked.connect(self.select_cell)
         self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
+        self.inspector.shown.connect(self._room_for_inspector)
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
         if geometry is None or not self.restoreGeometry(geometry):
@@ -341,6 +343,12 @@ class MainWindow(QMainWindow):
             self.state.set_query(row)
         if stage.per_head:
             self.state.set_focus_head(head)
+
+    def _room_for_inspector(self) -> None:
+        """A clicked cell's derivation is readable at once: the inspector gets the height it needs, up
+        to 60 % of the column, from the focus panel (it was 60-70 px tall at 1400 × 900)."""
+        wanted = content_height(self.inspector, self.inspector_scroll.viewport().width())
+        give_room(self.right_splitter, wanted)
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:

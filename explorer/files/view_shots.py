@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
 
+from explorer.widgets.splitter_room import content_height, give_room
+
 VIEWS = ("stepper", "inspector", "compare", "pe-lens", "model", "metrics", "rollout", "mask")
 
 
@@ -26,33 +28,29 @@ class Shot:
 
 
 def _inspector_whole(window, tallest: int = 1400) -> bool:
-    """True once the derivation is shown whole: a screenshot gives the inspector the focus panel's
-    spare height, then makes the window taller (up to ``tallest`` px), rather than show the
-    inspector's scroll bar, as a person would drag the divider."""
-    if window.inspector.inspector.derivation is None and window.inspector.inspector.isVisible():
+    """True once the derivation is shown whole: a screenshot gives the inspector the height its
+    content asks for, from the focus panel's spare height, then makes the window taller (up to
+    ``tallest`` px), rather than show the inspector's scroll bar, as a person would drag the divider.
+
+    Measured from the content's own height for the viewport's width (not the scroll bar's range,
+    which lags the layout by a turn: the same command gave 1400 × 900 with a sliver of inspector,
+    or 1400 × 1374), so the same command makes the same image."""
+    if window.inspector.inspector.derivation is None:
         return False
     area = window.inspector_scroll
     # Measured at the width the derivation has without a scroll bar: one shown while measuring took
-    # that width, the derivation's lines wrapped again, and it never fitted (its range is kept off).
+    # that width, the derivation's lines wrapped again, and it never fitted.
     area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-    hidden = area.verticalScrollBar().maximum()
-    if hidden <= 0:
-        area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        return True
+    needed = content_height(window.inspector, area.viewport().width())
     split = window.right_splitter
-    focus, inspector = split.sizes()
-    spare = max(0, focus - window.focus_panel.minimumSizeHint().height())
-    if spare > 0:
-        moved = min(spare, hidden)
-        split.setSizes([focus - moved, inspector + moved])
-        hidden -= moved
+    give_room(split, needed, share=1.0)
+    hidden = needed - split.sizes()[1]
     if hidden > 0 and window.height() < tallest:
         window.resize(window.width(), min(tallest, window.height() + hidden))
         return False
-    if spare == 0 and hidden > 0:  # as tall as it goes: shown with its scroll bar
+    if hidden > 0:  # as tall as it goes: shown with its scroll bar
         area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        return True
-    return False
+    return True
 
 
 def parse_cell(text: str) -> tuple[int, int, int]:
