@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from explorer.widgets.splitter_room import content_height, give_room
 
@@ -117,7 +118,46 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
     for panel in panels:
         survey_tab(panel, view)
     widget = survey.centralWidget().widget() if hasattr(survey, "panels") else survey
-    return Shot(widget, lambda: all(p.survey is not None and not p.busy and p.model_view.settled() for p in panels))
+
+    def ready() -> bool:
+        return all(p.survey is not None and not p.busy and p.model_view.settled() for p in panels)
+
+    if view == "metrics":  # the table alone, every row and column (in the window it scrolls)
+        sheet = MetricsSheet([p.table for p in panels])
+        return Shot(sheet, lambda: ready() and sheet.fill())
+    return Shot(widget, ready)
+
+
+class MetricsSheet(QWidget):
+    """``--view metrics``: the head metrics tables on a sheet of their own, each as large as its
+    rows and columns (in the survey window the table shares the width with the model view and
+    scrolls: the PNG was the model view's, cut after ``distance``)."""
+
+    def __init__(self, tables) -> None:
+        super().__init__()
+        self.tables = tables
+        QVBoxLayout(self).setContentsMargins(6, 6, 6, 6)
+
+    def fill(self) -> bool:
+        if self.layout().count():
+            return True
+        width = height = 0
+        for table in self.tables:
+            view = table.view
+            frame = 2 * view.frameWidth()
+            header = view.horizontalHeader()
+            w = sum(header.sectionSize(c) for c in range(header.count())) + frame
+            h = header.sizeHint().height() + view.verticalHeader().length() + frame
+            view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            view.setCurrentIndex(view.model().index(-1, -1))  # no cell outlined as current
+            table.setFixedSize(w, h)
+            self.layout().addWidget(table)
+            table.show()  # a tab's page out of its tab widget: shown again
+            width, height = max(width, w), height + h + self.layout().spacing()
+        self.resize(width + 12, height + 12)
+        self.show()
+        return True
 
 
 def survey_tab(panel, view: str | None) -> None:
