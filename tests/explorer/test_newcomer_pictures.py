@@ -44,3 +44,63 @@ def test_tokens_that_look_like_html_are_shown_as_themselves(qtbot):
     qtbot.addWidget(bars)
     bars.set_bars(["<s>", "a"], [0.6, 0.3], chosen=None, title="after <b>")
     assert bars.plot.getPlotItem().titleLabel.item.toPlainText() == "after <b>"
+
+
+def _scale_bars(scene):
+    import pyqtgraph as pg
+
+    return [item for item in scene.items() if isinstance(item, pg.ColorBarItem)]
+
+
+def test_every_colour_map_has_a_labelled_scale(qtbot):
+    """Item 5: the rollout heatmaps and the Generate window's logit lens and head matrix had no colour
+    scale; the model view's thumbnails and heat table had an unlabelled one."""
+    import numpy as np
+
+    from explorer.widgets.generated_matrix import GeneratedMatrix
+    from explorer.widgets.lens_map import LensMap
+    from explorer.widgets.model_view import ModelView
+    from explorer.widgets.rollout_view import RolloutView
+
+    rollout = RolloutView()
+    qtbot.addWidget(rollout)
+    r = np.tile(np.eye(3, dtype=np.float32) * 0.5, (2, 1, 1))
+    rollout.set_rollout(r, ("<s>", "a", "b"))
+    bars = _scale_bars(rollout.canvas.scene())
+    assert len(bars) == 2 and all(bar.axis.labelText for bar in bars)
+    assert {bar.levels() for bar in bars} == {(0.0, 0.5)}  # 0 to the largest, as the images
+    lens = LensMap()
+    qtbot.addWidget(lens)
+    lens.set_lens(np.full((2, 2), 0.3), [["a", "b"], ["c", "d"]], ("x", "y"), prompt_length=1)
+    (bar,) = _scale_bars(lens.plot.scene())
+    assert bar.axis.labelText == "probability" and bar.levels() == (0.0, 1.0)
+    matrix = GeneratedMatrix()
+    qtbot.addWidget(matrix)
+    matrix.set_sequence(("a", "b", "c"), prompt_length=2)
+    matrix.show_step(np.zeros((3, 3), np.uint8), 0.75, np.zeros((3, 3), np.float32), 2, "L0 H0")
+    (bar,) = _scale_bars(matrix.canvas.scene())
+    assert bar.axis.labelText == "weight" and bar.levels() == (0.0, 0.75)
+    model = ModelView()
+    qtbot.addWidget(model)
+    model.set_shape(1, 2, 3, 3)
+    model.set_metrics({"entropy": np.array([[0.5, 1.5]])})
+    assert all(bar.axis.labelText for bar in _scale_bars(model.canvas.scene()))
+    assert model.colour_bar.axis.labelText == "entropy (nats)"
+
+
+def test_a_map_of_nearly_equal_values_looks_nearly_uniform(qtbot):
+    """Item 5: "Heads coloured by entropy" spread 2.9304-2.9306 over the whole colour map; the scale
+    spans at least 0.05 nats, and the title says so."""
+    import numpy as np
+
+    from explorer.widgets.model_view import ModelView
+
+    model = ModelView()
+    qtbot.addWidget(model)
+    model.set_shape(1, 2, 3, 3)
+    model.set_metrics({"entropy": np.array([[2.9304, 2.9306]])})
+    low, high = model.colour_bar.levels()
+    assert high - low >= 0.05 - 1e-12 and low <= 2.9304 and high >= 2.9306
+    assert "scale 0.05 wide" in model.table_plot.titleLabel.text
+    model.set_metrics({"entropy": np.array([[0.5, 1.5]])})
+    assert model.colour_bar.levels() == (0.5, 1.5) and "wide" not in model.table_plot.titleLabel.text
