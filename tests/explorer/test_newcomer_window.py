@@ -47,7 +47,7 @@ def test_the_inspector_screenshot_waits_for_the_derivation_and_shows_it_whole(ma
         _settle_layout()
         shot = open_view(window, "inspector", (1, 9, 1), None)
         assert not shot.ready()  # the derivation is computed off the GUI thread: not there yet
-        qtbot.waitUntil(lambda shot=shot: shot.ready() and window.is_settled(), timeout=10_000)
+        qtbot.waitUntil(lambda shot=shot, window=window: shot.ready() and window.is_settled(), timeout=10_000)
         _settle_layout()
         area = window.inspector_scroll
         assert window.inspector.inspector.derivation is not None
