@@ -104,3 +104,37 @@ def test_a_map_of_nearly_equal_values_looks_nearly_uniform(qtbot):
     assert "scale 0.05 wide" in model.table_plot.titleLabel.text
     model.set_metrics({"entropy": np.array([[0.5, 1.5]])})
     assert model.colour_bar.levels() == (0.5, 1.5) and "wide" not in model.table_plot.titleLabel.text
+
+
+def test_the_focused_row_is_outlined_outside_its_cells(qtbot, make_window, tmp_path):
+    """Item 8: the focused row's outline (3 px black and 1 px white, centred on the row's edges) hid
+    a row of small heatmaps (MiniLM's 12 heads: the row read as a blank band). Every pixel of the
+    row's cells shows its colour; the outline is drawn just outside them."""
+    import numpy as np
+    from pixels import device_rect, grab, near
+    from PySide6.QtCore import QRectF
+
+    from explorer.images.stage_image import COLOURS
+    from explorer.state import Inputs
+    from explorer.widgets.colormaps import lookup_table
+
+    top = tuple(int(v) for v in lookup_table(True)[COLOURS - 1])
+    n = 16
+    np.save(tmp_path / "eye.npy", ~np.eye(n, dtype=bool))  # every query sees itself only: weight 1
+    inputs = Inputs(sentence=" ".join(f"w{i}" for i in range(n)), heads=12, d_model=24, mask="custom",
+                    mask_file=str(tmp_path / "eye.npy"))
+    window = make_window(inputs, stage="weights")
+    window.resize(1400, 900)
+    view = window.matrix_view
+    qtbot.waitUntil(lambda: view.state.stepper.stage is not None and view.settled(), timeout=30_000)
+    row = 9
+    window.state.set_query(row)
+    qtbot.waitUntil(lambda: view.settled(), timeout=10_000)
+    pixels = grab(view.canvas)
+    for plot in view.plots:
+        box = plot.plot.getViewBox()
+        x0, y0, x1, y1 = device_rect(view.canvas, box, QRectF(row, row, 1, 1))
+        assert y1 - y0 <= 12  # small heatmaps, as MiniLM's
+        inside = pixels[y0 + 1 : y1 - 1, x0 + 1 : x1 - 1].reshape(-1, 3)
+        assert all(near(p, top, 30) for p in inside), (plot.head, y1 - y0, inside.tolist())
+        assert plot.row_marker.isVisible()
