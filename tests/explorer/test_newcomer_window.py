@@ -54,3 +54,33 @@ def test_the_inspector_screenshot_waits_for_the_derivation_and_shows_it_whole(ma
         assert area.verticalScrollBar().maximum() == 0  # the whole derivation, no scroll bar
         sizes.append((window.width(), window.height(), window.right_splitter.sizes()))
     assert sizes[0] == sizes[1]
+
+
+def _outlined(view):
+    """(head, row, col) of the selection outline on screen, or None."""
+    shown = [(plot.head, outline.rect()) for plot in view.plots
+             if (outline := view.selection.outlines.get(id(plot))) is not None and outline.isVisible()]  # fmt: skip
+    assert len(shown) <= 1
+    return None if not shown else (shown[0][0], int(shown[0][1].y()), int(shown[0][1].x()))
+
+
+def test_the_cell_outline_and_the_inspector_agree_after_a_stage_change(qtbot, make_window):
+    """Item 13: click weights column 7 with 4 heads, step to Head outputs and back: the outline sat on
+    column 3 (clamped to Head outputs' 4 columns and kept), the inspector said 7; on Value norms the
+    query's row was reused as a head."""
+    from mouse import cell_point
+    from PySide6.QtCore import Qt
+
+    window = make_window(Inputs(sentence=README, heads=4, d_model=16, mask="causal"), stage="weights")
+    view = window.matrix_view
+    qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 1, 9, 7))
+    assert window.jobs.wait_until_idle()
+    assert tuple(window.inspector.inspector.derivation.cell) == (1, 9, 7)
+    assert _outlined(view) == (1, 9, 7)
+    for stage in ("head_output", "value_norms", "weights"):
+        window.state.set_stage(stage)
+        qtbot.waitUntil(lambda stage=stage: view.state.stepper.stage.name == stage and view.settled(), timeout=10_000)
+        if stage != "weights":
+            assert _outlined(view) is None, stage  # the cell explained is not on this stage
+    assert _outlined(view) == (1, 9, 7)
+    assert tuple(window.inspector.inspector.derivation.cell) == (1, 9, 7)
