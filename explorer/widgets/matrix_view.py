@@ -347,6 +347,8 @@ class MatrixView(QWidget):
         if stage is not None and len(self.plots) > 1 and self.grid.shape_changes(
                 len(self.plots), len(stage.row_labels), len(stage.col_labels)):  # fmt: skip
             self._refresh_soon.request()
+        else:  # the same grid: its columns' fixed widths follow the new width (they were set for the
+            self.grid.fit_columns()  # widest it had been: shrunk, heads and the colour bar were cut off)
 
     # --- mouse -----------------------------------------------------------------------------
     def cell_at(self, scene_pos) -> tuple[HeatmapPlot, int, int] | None:

@@ -84,3 +84,25 @@ def test_the_cell_outline_and_the_inspector_agree_after_a_stage_change(qtbot, ma
             assert _outlined(view) is None, stage  # the cell explained is not on this stage
     assert _outlined(view) == (1, 9, 7)
     assert tuple(window.inspector.inspector.derivation.cell) == (1, 9, 7)
+
+
+def test_heatmaps_fit_again_after_the_window_shrinks(qtbot, make_window, settle):
+    """Item 12: 4 heads, Scores, numbers on; enlarged to 1920×1050, stepped away and back, shrunk to
+    1400×900: heads 1 and 3 and the colour bar were cut at the right, with no scroll bar."""
+    window = make_window(Inputs(sentence=README, heads=4, d_model=16, mask="causal"), stage="scores")
+    view = window.matrix_view
+    view.numbers.checkbox.setChecked(True)
+    window.resize(1920, 1050)
+    settle(window)
+    qtbot.waitUntil(view.settled, timeout=10_000)
+    for stage in ("weights", "scores"):
+        window.state.set_stage(stage)
+        qtbot.waitUntil(lambda stage=stage: view.state.stepper.stage.name == stage and view.settled(), timeout=10_000)
+    window.resize(1400, 900)
+    qtbot.waitUntil(view.settled, timeout=10_000)
+    qtbot.wait(300)  # the resize's own pause (the grid is laid out again once resizing pauses)
+    _settle_layout()
+    canvas = view.canvas.viewport().rect()
+    for item in [plot.plot.getViewBox() for plot in view.plots] + [view.colour_bar]:
+        rect = view.canvas.mapFromScene(item.sceneBoundingRect()).boundingRect()
+        assert canvas.contains(rect), (item, rect, canvas)
