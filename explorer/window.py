@@ -57,6 +57,7 @@ from explorer.widgets.window_size import keep_on_screen, open_sized
 from models.config import InputError
 from models.device import describe_default_device
 from models.pretrained import list_models, resolve_model
+from models.training.trained_length import length_notice
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 WARM_PLOTS = 12  # heads of BERT-base, GPT-2, MiniLM: heatmaps made ready while such a model loads
@@ -301,8 +302,8 @@ class MainWindow(QMainWindow):
             self.status_line.show_error(self.last_error)
         else:
             summary = trace_summary(display.trace, (t0 - submitted) * 1000.0)
-            notices = self.state.take_notices()
-            self.status_line.show_info(summary, [*notices, *(display.trace.meta.get("notices") or ())])
+            notices = [*self.state.take_notices(), *(display.trace.meta.get("notices") or ()), *self._length_notice()]
+            self.status_line.show_info(summary, notices)
         # The heatmaps (a new grid's layout, then its images) and their paint come in later
         # event-loop turns of their own, each short, rather than all in this one (MatrixView).
         self.shown.emit(display.generation)
@@ -321,6 +322,15 @@ class MainWindow(QMainWindow):
             self._load_error = message
             self.model_chooser.remove_folder(failed_model)
             self.state.update_inputs(model=self.shown_model)
+
+    def _length_notice(self) -> list[str]:
+        """A model trained on shorter sequences than the input says so (the induction model: 64)."""
+        model, trace = self.shown_model, self.state.display.trace
+        try:
+            notice = length_notice(resolve_model(model), len(trace.key_tokens)) if model else ""
+        except InputError:
+            notice = ""
+        return [notice] if notice else []
 
     @property
     def shown_model(self) -> str:

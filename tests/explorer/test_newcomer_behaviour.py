@@ -27,3 +27,20 @@ def test_an_encoder_decoder_never_gets_the_toys_placeholder_as_its_target(tmp_pa
     assert run_app(["--model", str(folder), "--sentence", SOURCE, "--screenshot", shot]) == 2
     assert "target sentence is empty" in capsys.readouterr().err
     assert not Path(shot).exists()
+
+
+def test_the_induction_model_says_when_the_input_is_longer_than_it_was_trained_on(make_window, settle):
+    """Item 17: the induction model accepts 256 tokens but was trained on 64-token sequences; past
+    ~110 its previous-token head falls apart, with no word. Its training.json says 64: a notice."""
+    from models.pretrained import resolve_model
+    from models.pretrained.steps import step_folder
+    from models.training.trained_length import length_notice, trained_length
+
+    folder = resolve_model("induction")
+    assert trained_length(folder) == 64 and trained_length(step_folder(folder, "first")) == 64
+    assert trained_length(resolve_model("minilm")) is None and length_notice(resolve_model("minilm"), 500) == ""
+    window = make_window(Inputs(model="induction", sentence="abc " * 30))  # 121 tokens with <s>
+    assert "longer than the 64-token sequences" in window.status_line.plain_text()
+    window.state.update_inputs(sentence="abc abc")
+    settle(window)
+    assert "longer than" not in window.status_line.plain_text()
