@@ -38,9 +38,10 @@ def _token_steps(ctx: Context, i: int, query: bool) -> tuple[list[str], dict]:
     if ids is not None:
         details["id"] = ids[i]
     if source == "table":
-        v = ctx.params.vocab_size
-        steps = [f"Token '{token}' has id {ids[i]} in the sorted vocabulary of the sentence's {v} distinct words;",
-                 f"its row is row {ids[i]} of a seeded torch.nn.Embedding({v}, d_model) table."]  # fmt: skip
+        seed, d = ctx.trace.config.get("seed"), ctx.trace.config.get("d_model")
+        steps = [f"Token '{token}' has its own vector: {d} numbers drawn from N(0, 1) by a generator seeded with "
+                 f"the seed ({seed}) and the word alone,",
+                 "so the word has this vector in every sentence (models.tokenize.word_vector)."]  # fmt: skip
     elif source == "file":
         steps = [f"Token '{token}' is row {i} of the embeddings file."]
     else:

@@ -48,6 +48,9 @@ def head_labels(h: int) -> tuple[str, ...]:
     return tuple(f"H{i}" for i in range(h))
 
 
+WORD_VECTORS = "a generator seeded by the seed and the word alone (the same row in every sentence)"
+
+
 @dataclass(frozen=True)
 class Context:
     """The sizes and options the texts of a trace's stages are written with."""
@@ -71,7 +74,7 @@ class Context:
     window: int | None = None  # sliding-window attention: a query sees at most this many keys
     pe: str = "none"  # none, sinusoidal, learned, rotary
     rotary_dim: int | None = None  # partial rotary: only this many features rotate
-    embedding_source: str = "a seeded nn.Embedding table"
+    embedding_source: str = WORD_VECTORS
     input_title: str = "Input"
     input_formula: str = ""  # "" : X (+ P)
     input_description: str = ""
