@@ -63,6 +63,8 @@ class AtlasPanel(QWidget):
         self.colour_combo, self.x_combo, self.y_combo = QComboBox(), QComboBox(), QComboBox()
         choose = QHBoxLayout()
         for label, combo in (("Colour by", self.colour_combo), ("Scatter x", self.x_combo), ("y", self.y_combo)):
+            # as wide as their longest column name, filled after the first show ("entropy_", "inductior")
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
             choose.addWidget(QLabel(label))
             choose.addWidget(combo)
         # recolouring repaints the map only; the scatter's labels are rebuilt when x or y change
@@ -98,6 +100,9 @@ class AtlasPanel(QWidget):
         views.addTab(self.map_plot, "Layers × heads")
         views.addTab(self.scatter_plot, "Scatter")
         self.views = views
+        for plot in (self.map_plot, self.scatter_plot):  # "layer (x0.001)" from −500 to 500 before a run:
+            for side in ("left", "bottom"):  # layers, heads and scores are read as they are, never scaled
+                plot.getAxis(side).enableAutoSIPrefix(False)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.table)
         splitter.addWidget(views)

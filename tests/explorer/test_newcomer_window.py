@@ -106,3 +106,32 @@ def test_heatmaps_fit_again_after_the_window_shrinks(qtbot, make_window, settle)
     for item in [plot.plot.getViewBox() for plot in view.plots] + [view.colour_bar]:
         rect = view.canvas.mapFromScene(item.sceneBoundingRect()).boundingRect()
         assert canvas.contains(rect), (item, rect, canvas)
+
+
+def test_the_atlas_boxes_show_whole_names_and_its_axes_are_never_rescaled(qtbot):
+    """Item 14: the atlas's Scatter x/y boxes read "entropy_", "inductior"; empty plots showed
+    "layer (x0.001)" from −500 to 500 before a run, and the scatter "induction (x0.001)"."""
+    import numpy as np
+
+    from explorer.panels.atlas_window import AtlasPanel
+    from models.atlas import COLUMNS, Atlas
+
+    panel = AtlasPanel()
+    qtbot.addWidget(panel)
+    panel.resize(800, 600)  # the atlas window's size
+    panel.show()
+    qtbot.waitExposed(panel)
+    _settle_layout()
+    for plot in (panel.map_plot, panel.scatter_plot):
+        for side in ("left", "bottom"):
+            assert "x0.001" not in plot.getAxis(side).labelString()
+    shape = (2, 4)
+    cols = {"texts": np.full(shape, 5.0)} | {c: np.full(shape, 0.0003) for c in COLUMNS[3:]}
+    panel.set_atlas(Atlas("tiny", 2, 4, 5, cols, best_line={}, best_value={}, best_text={}))
+    panel.x_combo.setCurrentText("entropy_mean")
+    panel.y_combo.setCurrentText("induction")
+    _settle_layout()
+    for combo in (panel.colour_combo, panel.x_combo, panel.y_combo):
+        longest = max(combo.fontMetrics().horizontalAdvance(combo.itemText(i)) for i in range(combo.count()))
+        assert combo.width() >= longest + 10, (combo.currentText(), combo.width(), longest)
+    assert "x0.001" not in panel.scatter_plot.getAxis("left").labelString()
