@@ -150,6 +150,7 @@ class MatrixView(QWidget):
 
         self.head_combo.activated.connect(lambda i: state.set_head(i - 1))
         self.colour_combo.currentIndexChanged.connect(lambda i: state.set_fit_colours(SCALE_VALUES[i]))
+        self.hint = READOUT_HINT  # the line when no cell is hovered
         self.hover = HoverReadout(self)  # the exact value under the mouse
         self.canvas.scene().sigMouseClicked.connect(self._click)
         self.canvas.painted.connect(lambda: self.painted.emit(self.state.stepper.generation))

@@ -3,6 +3,7 @@ before its fix)."""
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtWidgets import QApplication
 
 from explorer.state import Inputs
@@ -135,3 +136,24 @@ def test_the_atlas_boxes_show_whole_names_and_its_axes_are_never_rescaled(qtbot)
         longest = max(combo.fontMetrics().horizontalAdvance(combo.itemText(i)) for i in range(combo.count()))
         assert combo.width() >= longest + 10, (combo.currentText(), combo.width(), longest)
     assert "x0.001" not in panel.scatter_plot.getAxis("left").labelString()
+
+
+def test_the_hover_line_never_shows_the_last_stages_cell(qtbot, make_window):
+    """Item 14: the hover line went stale after a stage change or an edit: it kept the old stage's
+    cell and value until the mouse moved."""
+    from mouse import hover
+
+    from explorer.widgets.matrix_view import READOUT_HINT
+
+    window = make_window(Inputs(sentence=README, heads=2, d_model=16, mask="causal"), stage="weights")
+    view = window.matrix_view
+    hover(view, 0, 3, 1)
+    qtbot.waitUntil(lambda: "row 3" in view.readout.text() and "…" not in view.readout.text(), timeout=5_000)
+    before = view.readout.text()
+    window.state.set_stage("scores")
+    qtbot.waitUntil(lambda: view.state.stepper.stage.name == "scores" and view.settled(), timeout=10_000)
+    _settle_layout()
+    after = view.readout.text()
+    assert after != before
+    value = str(np.float32(view.state.stepper.stage.head(0)[3, 1]))
+    assert after == READOUT_HINT or value in after, after
