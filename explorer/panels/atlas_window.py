@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from explorer.engine.atlas_worker import AtlasWorker
 from explorer.widgets.atlas_table import AtlasTableModel, head_label
 from explorer.widgets.colormaps import colour_map
-from explorer.widgets.window_size import open_sized
+from explorer.widgets.window_size import bring_forward, open_sized
 from models.atlas import Atlas, read_atlas
 from models.config import InputError
 
@@ -316,6 +316,7 @@ def open_atlas_window(parent, models, state) -> AtlasWindow:
         else:
             state.update_inputs(layer=layer)
         state.set_head(head)
+        bring_forward(parent)
 
     window.panel.head_chosen.connect(open_head)
     window.show()

@@ -157,3 +157,17 @@ def test_the_hover_line_never_shows_the_last_stages_cell(qtbot, make_window):
     assert after != before
     value = str(np.float32(view.state.stepper.stage.head(0)[3, 1]))
     assert after == READOUT_HINT or value in after, after
+
+
+def test_a_head_chosen_in_the_whole_model_window_brings_the_main_window_forward(qtbot, make_window, monkeypatch):
+    """Item 14: clicking a head in the Whole model window changed the main window behind it without
+    raising it."""
+    window = make_window(Inputs(model="minilm", sentence="The cat sat on the mat."))
+    raised = []
+    monkeypatch.setattr(window, "raise_", lambda: raised.append("raise"))
+    monkeypatch.setattr(window, "activateWindow", lambda: raised.append("activate"))
+    survey = window.windows.open_survey(model=True)
+    qtbot.addWidget(survey)
+    survey.panel.head_chosen.emit(2, 5)
+    assert window.state.inputs.layer == 2 and window.state.head == 5
+    assert raised == ["raise", "activate"]
