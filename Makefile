@@ -23,7 +23,9 @@ $(VENV)/.dev: $(VENV)/.app
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# First the X11 plugin's libraries (ldd): a missing one prints the one `apt install` line that adds it.
 run: $(VENV)/.app
+	$(BIN)/python -m explorer.xcb_check
 	$(BIN)/python main.py $(ARGS)
 
 test: $(VENV)/.dev

@@ -44,3 +44,41 @@ def test_the_induction_model_says_when_the_input_is_longer_than_it_was_trained_o
     window.state.update_inputs(sentence="abc abc")
     settle(window)
     assert "longer than" not in window.status_line.plain_text()
+
+
+LDD = """\
+	linux-vdso.so.1 (0x00007ffd)
+	libQt6XcbQpa.so.6 => /venv/PySide6/Qt/lib/libQt6XcbQpa.so.6 (0x00007f31)
+	libxcb-cursor.so.0 => /lib/x86_64-linux-gnu/libxcb-cursor.so.0 (0x00007f31)
+	libxcb-icccm.so.4 => not found
+	libxcb-keysyms.so.1 => not found
+	libxkbcommon-x11.so.0 => not found
+	libxcb-icccm.so.4 => not found
+"""
+
+
+def test_make_run_names_the_xcb_plugins_missing_libraries_and_the_apt_line():
+    """Item 10: `make run` aborted on a fresh Debian 12 / Ubuntu desktop with Qt's message blaming
+    libxcb-cursor0 (installed); libxcb-icccm4 and libxcb-keysyms1 were missing."""
+    import subprocess
+
+    from explorer import xcb_check
+
+    assert xcb_check.missing_libraries(LDD) == ["libxcb-icccm.so.4", "libxcb-keysyms.so.1", "libxkbcommon-x11.so.0"]
+    assert xcb_check.debian_package("libxcb-icccm.so.4") == "libxcb-icccm4"
+    assert xcb_check.debian_package("libxkbcommon-x11.so.0") == "libxkbcommon-x11-0"
+
+    def fake_ldd(argv, **_kw):
+        assert argv[0] == "ldd" and argv[1].endswith("libqxcb.so")
+        return subprocess.CompletedProcess(argv, 0, stdout=LDD, stderr="")
+
+    message = xcb_check.check({}, run=fake_ldd)
+    assert message.splitlines()[-1].strip() == "sudo apt install libxcb-icccm4 libxcb-keysyms1 libxkbcommon-x11-0"
+    assert xcb_check.check({"QT_QPA_PLATFORM": "offscreen"}, run=fake_ldd) == ""
+    ok = subprocess.CompletedProcess([], 0, stdout=LDD.replace("not found", "/lib/x.so"), stderr="")
+    assert xcb_check.check({}, run=lambda argv, **_kw: ok) == ""
+    root = Path(__file__).resolve().parents[2]
+    makefile = (root / "Makefile").read_text()
+    run = makefile[makefile.index("\nrun:"):makefile.index("\ntest:")]
+    assert run.index("explorer.xcb_check") < run.index("main.py")
+    assert "sudo apt install libxcb-icccm4 libxcb-keysyms1" in (root / "README.md").read_text()
