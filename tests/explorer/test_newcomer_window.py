@@ -171,3 +171,21 @@ def test_a_head_chosen_in_the_whole_model_window_brings_the_main_window_forward(
     survey.panel.head_chosen.emit(2, 5)
     assert window.state.inputs.layer == 2 and window.state.head == 5
     assert raised == ["raise", "activate"]
+
+
+def test_the_pe_lens_says_whether_the_shown_run_uses_its_encoding(qtbot, make_window, settle):
+    """Item 7: the lens drew the notes' sinusoids "over 60 positions (d = 32)" for MiniLM (learned
+    positions, d 384) and the induction model (rotary) without a word, and for the toy with its
+    positions off."""
+    window = make_window(Inputs(sentence=README, heads=2, d_model=16))
+    lens = window.windows.open_pe_lens()
+    qtbot.addWidget(lens)
+    assert "Positions are off" in lens.about.text() and lens.about.isVisibleTo(lens)
+    window.state.update_inputs(pe=True)
+    settle(window)
+    assert window.windows.open_pe_lens().about.text().startswith("The encoding this run adds to X")
+    for model, kind in (("minilm", "learned positions"), ("induction", "rotary positions")):
+        window.state.update_inputs(model=model, sentence="the cat sat on the mat")
+        settle(window, timeout=30_000)
+        text = window.windows.open_pe_lens().about.text()
+        assert f"{model} does not add this encoding" in text and kind in text and "illustration" in text
