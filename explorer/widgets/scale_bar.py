@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtGui import QFontMetrics
 
 from explorer.widgets.colormaps import TEXT_RGB, colour_map
 
@@ -43,3 +44,15 @@ def levels_with_span(values: np.ndarray, name: str) -> tuple[float, float, bool]
         return lo, hi, False
     low = max((lo + hi) / 2 - span / 2, 0.0 if lo >= 0 else -np.inf)  # a weight's scale never below 0
     return low, low + span, True
+
+
+def fit_label(bar: pg.ColorBarItem, *texts: str) -> str:
+    """The first of ``texts`` (longest first) that fits along ``bar``, set as its label ("" when none
+    fits): a label longer than a short bar ran into the next plot's (the model view's small rows)."""
+    axis = bar.axis
+    room = bar.geometry().height() - 4
+    metrics = QFontMetrics(axis.label.font())
+    chosen = next((t for t in texts if metrics.horizontalAdvance(t) <= room), "")
+    if axis.labelText != chosen or axis.label.isVisible() != bool(chosen):
+        axis.setLabel(chosen, color=pg.mkColor(TEXT_RGB)) if chosen else axis.showLabel(False)
+    return chosen

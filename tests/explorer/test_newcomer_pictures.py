@@ -82,10 +82,19 @@ def test_every_colour_map_has_a_labelled_scale(qtbot):
     assert bar.axis.labelText == "weight" and bar.levels() == (0.0, 0.75)
     model = ModelView()
     qtbot.addWidget(model)
+    model.resize(800, 700)
+    model.show()
+    qtbot.waitExposed(model)
     model.set_shape(1, 2, 3, 3)
     model.set_metrics({"entropy": np.array([[0.5, 1.5]])})
+    qtbot.waitUntil(lambda: model.colour_bar.axis.labelText == "entropy (nats)", timeout=2_000)
     assert all(bar.axis.labelText for bar in _scale_bars(model.canvas.scene()))
-    assert model.colour_bar.axis.labelText == "entropy (nats)"
+    model.resize(800, 260)  # a short row (the encoder-decoder window's): shorter labels, never overlapping
+    qtbot.waitUntil(lambda: model.mosaic_bar.geometry().height() < 120, timeout=2_000)
+    for bar in (model.mosaic_bar, model.colour_bar):
+        if bar.axis.label.isVisible():
+            width = bar.axis.label.boundingRect().width()
+            assert width <= bar.geometry().height(), (bar.axis.labelText, width, bar.geometry().height())
 
 
 def test_a_map_of_nearly_equal_values_looks_nearly_uniform(qtbot):
