@@ -174,7 +174,7 @@ def _score_terms(ctx: Context, h: int, i: int, j: int) -> tuple[list[Term], str,
 def scores(ctx: Context) -> Derivation:
     h, i, j = ctx.cell
     terms, symbolic, steps, details = _score_terms(ctx, h, i, j)
-    steps.append(f"s_{i}{j} reads as how related token {i} is to token {j}.")
+    steps.append(f"s_{i},{j} reads as how related token {i} is to token {j}.")
     return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Score"),
                       sum_formula(f"s_{i},{j}", symbolic, terms, None), ctx.value, sum_of=terms, steps=steps,
                       details=details, bars=terms, bars_caption="summands")  # fmt: skip
