@@ -58,6 +58,7 @@ SOURCE   := the cat sat on the mat while a dog was walking in the park and the b
 TARGET   := die katze sass auf der matte
 WORDS    := the cat sat on the mat while a dog was walking in the park
 STEP583  := resources/models/induction/checkpoints/step-000583
+BLOCKS   := k78lt2nxawscgzef4j1qh69ibu305ok78lt2nxawscgzef4j1qh69ibu305o
 # Made and removed by the recipe (a $(shell mktemp) here ran at every make, `make test` included).
 SESSIONS := docs/.sessions
 screenshots: $(VENV)/.dev
@@ -81,9 +82,11 @@ screenshots: $(VENV)/.dev
 	$(SHOT) --model induction --generate "the cat sat on the mat. the cat" --new-tokens 12 --screenshot docs/generate.png
 	QT_QPA_PLATFORM=offscreen $(BIN)/python docs/screenshot_models.py weighted docs/model_view_weighted.png \
 		--model minilm --sentence "$(SENTENCE)"
-	$(SHOT) --model induction --layer 0 --stage weights --screenshot docs/induction_layer0.png
-	$(SHOT) --model induction --layer 1 --timeline --screenshot docs/induction_timeline.png  # + docs/induction_timeline_window.png
-	$(SHOT) --model $(STEP583) --layer 1 --timeline --screenshot $(SESSIONS)/induction_before.png
+	$(SHOT) --model induction --sentence "$(BLOCKS)" --layer 0 --stage weights --screenshot docs/induction_layer0.png
+	$(SHOT) --model induction --sentence "$(BLOCKS)" --layer 1 --timeline \
+		--screenshot docs/induction_timeline.png  # + docs/induction_timeline_window.png
+	$(SHOT) --model induction --step 583 --sentence "$(BLOCKS)" --layer 1 --timeline \
+		--screenshot $(SESSIONS)/induction_before.png
 	mv $(SESSIONS)/induction_before_window.png docs/induction_before_window.png
 	$(BIN)/python main.py atlas --model induction --out $(SESSIONS)/atlas --quiet
 	$(BIN)/python main.py atlas --model $(STEP583) --out $(SESSIONS)/atlas583 --quiet

@@ -235,6 +235,8 @@ class AtlasPanel(QWidget):
         self.colour_bar.setColorMap(colour_map(not signed))
         self.map_image.setImage(np.nan_to_num(values, nan=levels[0]), autoLevels=False)
         self.map_image.setRect(-0.5, -0.5, shown.heads, shown.layers)  # integer ticks at cell centres
+        self.map_plot.getAxis("left").setTicks([[(i, f"L{i}") for i in range(shown.layers)]])  # no "0.5 layer"
+        self.map_plot.getAxis("bottom").setTicks([[(i, f"H{i}") for i in range(shown.heads)]])
         self.colour_bar.setLevels(levels)
         self.map_plot.setTitle(self.colour_combo.currentText())
         if scatter:
