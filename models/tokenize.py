@@ -65,11 +65,6 @@ def _is_mark(char: str) -> bool:
     return unicodedata.category(char).startswith("M")
 
 
-def build_vocab(*token_lists: list[str]) -> dict[str, int]:
-    """The distinct tokens of all given lists, in sorted order, mapped to their ids."""
-    return {tok: i for i, tok in enumerate(sorted(set().union(*token_lists)))}
-
-
 def word_seed(token: str) -> int:
     """A word's own 64-bit number (BLAKE2b of its UTF-8 bytes): the same on every machine and run."""
     return int.from_bytes(hashlib.blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
