@@ -23,7 +23,9 @@ $(VENV)/.dev: $(VENV)/.app
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# First the X11 plugin's libraries (ldd): a missing one prints the one `apt install` line that adds it.
 run: $(VENV)/.app
+	$(BIN)/python -m explorer.xcb_check
 	$(BIN)/python main.py $(ARGS)
 
 test: $(VENV)/.dev
@@ -47,15 +49,23 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/bench_train.py
 # bench/bench_big_checkpoint.py writes a 2.2 GB checkpoint to a temporary folder: run it by hand.
 
-# Every image in docs/ (the README's included), each made by the command line and nothing else.
+# Every image in docs/ (the README's included), each made by the command line and nothing else
+# (tests/models/test_docs_agree.py checks that each docs/*.png is made here and shown on a page).
+# The random T5, gpt-oss and ModernBERT are built by the tests' own builders: transformers, from .dev.
 SHOT     := QT_QPA_PLATFORM=offscreen $(BIN)/python main.py
 SENTENCE := The animal didn't cross the street because it was too tired.
+SOURCE   := the cat sat on the mat while a dog was walking in the park and the bird sang
+TARGET   := die katze sass auf der matte
+WORDS    := the cat sat on the mat while a dog was walking in the park
+STEP583  := resources/models/induction/checkpoints/step-000583
+BLOCKS   := k78lt2nxawscgzef4j1qh69ibu305ok78lt2nxawscgzef4j1qh69ibu305o
 # Made and removed by the recipe (a $(shell mktemp) here ran at every make, `make test` included).
 SESSIONS := docs/.sessions
 REPEATED = k78lt2nxawscgzef4j1qh69ibu305ok78lt2nxawscgzef4j1qh69ibu305o
-screenshots: $(VENV)/.app
+screenshots: $(VENV)/.dev
 	mkdir -p $(SESSIONS)
 	$(BIN)/python docs/screenshot_sessions.py $(SESSIONS)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python docs/screenshot_models.py models $(SESSIONS)
 	$(SHOT) --sentence "$(SENTENCE)" --heads 2 --mask causal --stage weights --screenshot docs/screenshot.png
 	$(SHOT) --model minilm --layer 2 --sentence "$(SENTENCE)" --stage weights --screenshot docs/minilm.png
 	$(SHOT) --sentence "The cat sat down." --heads 2 --mask causal --stage weights --screenshot docs/numbers_in_cells.png
@@ -76,6 +86,29 @@ screenshots: $(VENV)/.app
 	$(SHOT) --model minilm --layer 2 --sentence "The cat sat on the mat." --view why --cell 3,4,2 --screenshot docs/why_minilm.png
 	for step in first last; do $(SHOT) --model induction --step $$step --layer 1 --sentence "$(REPEATED)" --view why \
 		--cell 0,40,11 --screenshot docs/why_induction_$$step.png; done
+	QT_QPA_PLATFORM=offscreen $(BIN)/python docs/screenshot_models.py weighted docs/model_view_weighted.png \
+		--model minilm --sentence "$(SENTENCE)"
+	$(SHOT) --model induction --sentence "$(BLOCKS)" --layer 0 --stage weights --screenshot docs/induction_layer0.png
+	$(SHOT) --model induction --sentence "$(BLOCKS)" --layer 1 --timeline \
+		--screenshot docs/induction_timeline.png  # + docs/induction_timeline_window.png
+	$(SHOT) --model induction --step 583 --sentence "$(BLOCKS)" --layer 1 --timeline \
+		--screenshot $(SESSIONS)/induction_before.png
+	mv $(SESSIONS)/induction_before_window.png docs/induction_before_window.png
+	$(BIN)/python main.py atlas --model induction --out $(SESSIONS)/atlas --quiet
+	$(BIN)/python main.py atlas --model $(STEP583) --out $(SESSIONS)/atlas583 --quiet
+	$(SHOT) --atlas $(SESSIONS)/atlas --screenshot docs/atlas.png
+	$(SHOT) --atlas $(SESSIONS)/atlas --atlas-compare $(SESSIONS)/atlas583 --screenshot docs/atlas_compare.png
+	QT_QPA_PLATFORM=offscreen $(BIN)/python docs/screenshot_models.py scatter $(SESSIONS)/atlas docs/atlas_scatter.png
+	$(SHOT) --model $(SESSIONS)/t5 --sentence "$(SOURCE)" --cross-sentence "$(TARGET)" --block cross --stage weights \
+		--screenshot docs/encdec_cross.png
+	$(SHOT) --model $(SESSIONS)/t5 --sentence "$(SOURCE)" --cross-sentence "$(TARGET)" --block encoder --stage biased \
+		--screenshot docs/encdec_biased.png
+	$(SHOT) --model $(SESSIONS)/t5 --sentence "$(SOURCE)" --cross-sentence "$(TARGET)" --view model \
+		--screenshot docs/encdec_model_view.png
+	$(SHOT) --model $(SESSIONS)/gpt-oss --layer 0 --sentence "the cat sat on the mat" --stage weights \
+		--screenshot docs/gpt_oss_sink.png
+	$(SHOT) --model $(SESSIONS)/modernbert --layer 1 --sentence "$(WORDS)" --stage masked \
+		--screenshot docs/modernbert_local.png
 	rm -rf $(SESSIONS)
 
 clean:

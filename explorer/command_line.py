@@ -107,6 +107,10 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
             raise UsageError("--cross-sentence applies with --model only to encoder-decoder models (t5, mt5, bart, "
                              "marian): their target; leave it out")  # fmt: skip
         base = dataclasses.replace(base, model=model_from_arg(args.model, args.step), pad_positions=())
+        if encdec and args.cross_sentence is None and base.cross_sentence == type(base)().cross_sentence:
+            # the toy's placeholder second sentence is never a model's target: none given, none used
+            # (the window asks for it, a screenshot is refused as `export` is)
+            base = dataclasses.replace(base, cross_sentence="")
     elif args.step is not None:
         raise UsageError("--step needs --model (a model with training checkpoints)")
     if args.block is not None:

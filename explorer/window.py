@@ -50,6 +50,7 @@ from explorer.widgets.model_chooser import ModelChooser
 from explorer.widgets.query_focus import QueryFocusPanel
 from explorer.widgets.sentence_panel import SentencePanel
 from explorer.widgets.settings_panel import SettingsPanel
+from explorer.widgets.splitter_room import content_height, give_room
 from explorer.widgets.stage_list import StageList
 from explorer.widgets.stage_stepper import StageStepper
 from explorer.widgets.status_line import StatusLine, trace_summary
@@ -57,6 +58,7 @@ from explorer.widgets.window_size import keep_on_screen, open_sized
 from models.config import InputError
 from models.engine.device import describe_default_device
 from models.pretrained import list_models, resolve_model
+from models.training.trained_length import length_notice
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 WARM_PLOTS = 12  # heads of BERT-base, GPT-2, MiniLM: heatmaps made ready while such a model loads
@@ -170,6 +172,7 @@ class MainWindow(QMainWindow):
         self.worker.regions_ready.connect(self.matrix_view.zoom.arrived_together)
         self.matrix_view.cell_clicked.connect(self.select_cell)
         self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
+        self.inspector.shown.connect(self._room_for_inspector)
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
         if geometry is None or not self.restoreGeometry(geometry):
@@ -303,8 +306,8 @@ class MainWindow(QMainWindow):
             self.status_line.show_error(self.last_error)
         else:
             summary = trace_summary(display.trace, (t0 - submitted) * 1000.0)
-            notices = self.state.take_notices()
-            self.status_line.show_info(summary, [*notices, *(display.trace.meta.get("notices") or ())])
+            notices = [*self.state.take_notices(), *(display.trace.meta.get("notices") or ()), *self._length_notice()]
+            self.status_line.show_info(summary, notices)
         # The heatmaps (a new grid's layout, then its images) and their paint come in later
         # event-loop turns of their own, each short, rather than all in this one (MatrixView).
         self.shown.emit(display.generation)
@@ -323,6 +326,15 @@ class MainWindow(QMainWindow):
             self._load_error = message
             self.model_chooser.remove_folder(failed_model)
             self.state.update_inputs(model=self.shown_model)
+
+    def _length_notice(self) -> list[str]:
+        """A model trained on shorter sequences than the input says so (the induction model: 64)."""
+        model, trace = self.shown_model, self.state.display.trace
+        try:
+            notice = length_notice(resolve_model(model), len(trace.key_tokens)) if model else ""
+        except InputError:
+            notice = ""
+        return [notice] if notice else []
 
     @property
     def shown_model(self) -> str:
@@ -346,6 +358,12 @@ class MainWindow(QMainWindow):
             self.state.set_query(row)
         if stage.per_head:
             self.state.set_focus_head(head)
+
+    def _room_for_inspector(self) -> None:
+        """A clicked cell's derivation is readable at once: the inspector gets the height it needs, up
+        to 60 % of the column, from the focus panel (it was 60-70 px tall at 1400 × 900)."""
+        wanted = content_height(self.inspector, self.inspector_scroll.viewport().width())
+        give_room(self.right_splitter, wanted)
 
     # --- screenshots and closing -----------------------------------------------------------
     def settle_for_screenshot(self) -> None:

@@ -45,6 +45,7 @@ class OtherWindows:
         lens = self.pe_lens or PeLens()
         lens.setWindowTitle("Positional-encoding lens")
         lens.set_encoding(min(n, 512), d)
+        lens.set_about(what_the_lens_shows(config, min(n, 512), d))
         open_sized(lens, 900, 700)
         lens.show()
         lens.raise_()
@@ -100,3 +101,22 @@ class OtherWindows:
                 other.close()
                 other.deleteLater()
         self.opened.clear()
+
+
+def what_the_lens_shows(config: dict, n: int, d: int) -> str:
+    """One line above the lens: whether the shown run uses this encoding at all. The lens drew the
+    notes' sinusoids "over 60 positions (d = 32)" for MiniLM (learned positions, d 384) and the
+    induction model (rotary) without a word, and for the toy with its positions off."""
+    pe = config.get("pe") or "none"
+    if config.get("source") == "pretrained":
+        model, own = config.get("model", "this model"), int(config.get("d_model", 0))
+        kind = {"learned": "learned positions: a trained vector per position added to X",
+                "rotary": "rotary positions: each pair j of a head's query and key features is rotated by the "
+                          "angle i·θ_j at position i, the rotation R(δω_j) this lens checks, on its own frequencies"
+                }.get(pe, f"positions of its own ({pe})")  # fmt: skip
+        return (f"{model} does not add this encoding: it uses {kind} (d_model = {own}). Shown as an illustration: "
+                f"the study notes' sinusoidal encoding over {n} positions (d = {d}).")
+    if pe != "sinusoidal":
+        return (f"Positions are off in this run (Positions unticked): its attention cannot tell word order. "
+                f"Shown: the sinusoidal encoding ticking it would add, {n} positions × d = {d}.")
+    return f"The encoding this run adds to X: P, {n} positions × d = {d}."

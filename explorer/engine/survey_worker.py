@@ -31,7 +31,7 @@ class SurveyWorker(LatestJob):
     def submit(self, model, sentence: str, mask: str | None = None, max_tokens: int | None = None,
                fit_each: bool = True, weighted: bool = False, special_out: bool = False,
                sink_out: bool = False) -> int:  # fmt: skip
-        """``weighted``: the weighted norms ‖α_ij f_h(x_j)‖, each row as shares of its sum, instead of
+        """``weighted``: the weighted norms ‖a_ij f_h(x_j)‖, each row as shares of its sum, instead of
         the weights; ``special_out``, ``sink_out``: the thumbnails without the special tokens, with the
         first key out of the colour scale (the panel's toggles, explorer.images.thumbnails)."""
         return super().submit(model, sentence, mask, max_tokens, fit_each, weighted, special_out, sink_out)
@@ -63,7 +63,7 @@ class SurveyWorker(LatestJob):
         if should_stop():
             return
         tokens = tuple(enc.tokens)
-        source = f"{model.name} (weighted norms ‖α f(x)‖, rows as shares)" if weighted else model.name
+        source = f"{model.name} (weighted norms ‖a f(x)‖, rows as shares)" if weighted else model.name
         survey = Survey(weights, tokens, keys, source, decoder=model.default_mask == "causal",
                         warnings=list(notices))  # fmt: skip
         complete(survey)

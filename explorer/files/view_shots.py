@@ -13,6 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from explorer.widgets.splitter_room import content_height, give_room
 
 VIEWS = ("stepper", "inspector", "why", "compare", "pe-lens", "model", "metrics", "rollout", "mask")
 
@@ -27,33 +30,29 @@ class Shot:
 
 
 def _inspector_whole(window, tallest: int = 1400) -> bool:
-    """True once the derivation is shown whole: a screenshot gives the inspector the focus panel's
-    spare height, then makes the window taller (up to ``tallest`` px), rather than show the
-    inspector's scroll bar, as a person would drag the divider."""
-    if window.inspector.inspector.derivation is None and window.inspector.inspector.isVisible():
+    """True once the derivation is shown whole: a screenshot gives the inspector the height its
+    content asks for, from the focus panel's spare height, then makes the window taller (up to
+    ``tallest`` px), rather than show the inspector's scroll bar, as a person would drag the divider.
+
+    Measured from the content's own height for the viewport's width (not the scroll bar's range,
+    which lags the layout by a turn: the same command gave 1400 × 900 with a sliver of inspector,
+    or 1400 × 1374), so the same command makes the same image."""
+    if window.inspector.inspector.derivation is None:
         return False
     area = window.inspector_scroll
     # Measured at the width the derivation has without a scroll bar: one shown while measuring took
-    # that width, the derivation's lines wrapped again, and it never fitted (its range is kept off).
+    # that width, the derivation's lines wrapped again, and it never fitted.
     area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-    hidden = area.verticalScrollBar().maximum()
-    if hidden <= 0:
-        area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        return True
+    needed = content_height(window.inspector, area.viewport().width())
     split = window.right_splitter
-    focus, inspector = split.sizes()
-    spare = max(0, focus - window.focus_panel.minimumSizeHint().height())
-    if spare > 0:
-        moved = min(spare, hidden)
-        split.setSizes([focus - moved, inspector + moved])
-        hidden -= moved
+    give_room(split, needed, share=1.0)
+    hidden = needed - split.sizes()[1]
     if hidden > 0 and window.height() < tallest:
         window.resize(window.width(), min(tallest, window.height() + hidden))
         return False
-    if spare == 0 and hidden > 0:  # as tall as it goes: shown with its scroll bar
+    if hidden > 0:  # as tall as it goes: shown with its scroll bar
         area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        return True
-    return False
+    return True
 
 
 def parse_cell(text: str) -> tuple[int, int, int]:
@@ -122,9 +121,17 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
     for panel in panels:
         survey_tab(panel, view)
     widget = survey.centralWidget().widget() if hasattr(survey, "panels") else survey
-    # A survey that failed (scores that overflow, say) is said at once, not waited for (issue 36).
-    return Shot(widget, lambda: all(p.survey is not None and not p.busy and p.model_view.settled() for p in panels),
-                lambda: next((p.error for p in panels if p.error), ""))  # fmt: skip
+
+    def ready() -> bool:
+        return all(p.survey is not None and not p.busy and p.model_view.settled() for p in panels)
+
+    def failed() -> str:  # a survey that failed (scores that overflow, say) is said at once, not waited for
+        return next((p.error for p in panels if p.error), "")
+
+    if view == "metrics":  # the table alone, every row and column (in the window it scrolls)
+        sheet = MetricsSheet([p.table for p in panels])
+        return Shot(sheet, lambda: ready() and sheet.fill(), failed)
+    return Shot(widget, ready, failed)
 
 
 def _why_view(window, cell) -> Shot | str:
@@ -144,6 +151,38 @@ def _why_view(window, cell) -> Shot | str:
     dock.panel.show_cell(display, stage, head, row, col, dock.model_of(display))
     panel = dock.panel
     return Shot(dock, lambda: panel.result is not None or panel.note.text().startswith("why:"))
+
+
+class MetricsSheet(QWidget):
+    """``--view metrics``: the head metrics tables on a sheet of their own, each as large as its
+    rows and columns (in the survey window the table shares the width with the model view and
+    scrolls: the PNG was the model view's, cut after ``distance``)."""
+
+    def __init__(self, tables) -> None:
+        super().__init__()
+        self.tables = tables
+        QVBoxLayout(self).setContentsMargins(6, 6, 6, 6)
+
+    def fill(self) -> bool:
+        if self.layout().count():
+            return True
+        width = height = 0
+        for table in self.tables:
+            view = table.view
+            frame = 2 * view.frameWidth()
+            header = view.horizontalHeader()
+            w = sum(header.sectionSize(c) for c in range(header.count())) + frame
+            h = header.sizeHint().height() + view.verticalHeader().length() + frame
+            view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            view.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            view.setCurrentIndex(view.model().index(-1, -1))  # no cell outlined as current
+            table.setFixedSize(w, h)
+            self.layout().addWidget(table)
+            table.show()  # a tab's page out of its tab widget: shown again
+            width, height = max(width, w), height + h + self.layout().spacing()
+        self.resize(width + 12, height + 12)
+        self.show()
+        return True
 
 
 def survey_tab(panel, view: str | None) -> None:

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from explorer.engine.atlas_worker import AtlasWorker
 from explorer.widgets.atlas_table import AtlasTableModel, head_label
 from explorer.widgets.colormaps import colour_map
-from explorer.widgets.window_size import open_sized
+from explorer.widgets.window_size import bring_forward, open_sized
 from models.config import InputError
 from models.reads.atlas import Atlas, read_atlas
 
@@ -65,6 +65,8 @@ class AtlasPanel(QWidget):
         self.colour_combo, self.x_combo, self.y_combo = QComboBox(), QComboBox(), QComboBox()
         choose = QHBoxLayout()
         for label, combo in (("Colour by", self.colour_combo), ("Scatter x", self.x_combo), ("y", self.y_combo)):
+            # as wide as their longest column name, filled after the first show ("entropy_", "inductior")
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
             choose.addWidget(QLabel(label))
             choose.addWidget(combo)
         # recolouring repaints the map only; the scatter's labels are rebuilt when x or y change
@@ -100,6 +102,9 @@ class AtlasPanel(QWidget):
         views.addTab(self.map_plot, "Layers × heads")
         views.addTab(self.scatter_plot, "Scatter")
         self.views = views
+        for plot in (self.map_plot, self.scatter_plot):  # "layer (x0.001)" from −500 to 500 before a run:
+            for side in ("left", "bottom"):  # layers, heads and scores are read as they are, never scaled
+                plot.getAxis(side).enableAutoSIPrefix(False)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.table)
         splitter.addWidget(views)
@@ -232,6 +237,8 @@ class AtlasPanel(QWidget):
         self.colour_bar.setColorMap(colour_map(not signed))
         self.map_image.setImage(np.nan_to_num(values, nan=levels[0]), autoLevels=False)
         self.map_image.setRect(-0.5, -0.5, shown.heads, shown.layers)  # integer ticks at cell centres
+        self.map_plot.getAxis("left").setTicks([[(i, f"L{i}") for i in range(shown.layers)]])  # no "0.5 layer"
+        self.map_plot.getAxis("bottom").setTicks([[(i, f"H{i}") for i in range(shown.heads)]])
         self.colour_bar.setLevels(levels)
         self.map_plot.setTitle(self.colour_combo.currentText())
         if scatter:
@@ -313,6 +320,7 @@ def open_atlas_window(parent, models, state) -> AtlasWindow:
         else:
             state.update_inputs(layer=layer)
         state.set_head(head)
+        bring_forward(parent)
 
     window.panel.head_chosen.connect(open_head)
     window.show()

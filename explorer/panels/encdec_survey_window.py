@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from explorer.panels.survey_panel import SurveyPanel
-from explorer.widgets.window_size import open_sized
+from explorer.widgets.window_size import bring_forward, open_sized
 from models.files.encdec_survey import BlockSurvey
 
 ROW_HEIGHT = 400  # a row's thumbnails stay readable; three rows taller than the screen scroll
@@ -74,6 +74,7 @@ def open_encdec_survey(parent: QWidget | None, models, state) -> EncoderDecoderS
         def open_head(layer: int, head: int, block=block) -> None:
             state.update_inputs(block=block, layer=layer)
             state.set_head(head)
+            bring_forward(parent)
 
         panel.head_chosen.connect(open_head)
         panel.compute(BlockSurvey(load, block, inputs.cross_sentence), inputs.sentence)

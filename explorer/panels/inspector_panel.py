@@ -8,6 +8,7 @@ whole for it above :data:`EXPLAIN_LIMIT` cells (the command line's ``explain`` h
 
 from __future__ import annotations
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.heads import array_head
@@ -20,6 +21,8 @@ PROMPT = "Click any cell of any stage: it is derived here from its inputs, with 
 
 
 class InspectorPanel(QWidget):
+    shown = Signal()  # a derivation is on the panel (the window gives it room)
+
     def __init__(self, parent: QWidget | None = None, jobs=None) -> None:
         """``jobs``: the window's :class:`explorer.jobs.ReadJobs` (derive off the GUI thread), or
         None (derive in the caller's turn: a panel on its own)."""
@@ -71,6 +74,7 @@ class InspectorPanel(QWidget):
         self.inspector.show()
         self.indices.setVisible(per_head)
         self.inspector.show_derivation(derivation)
+        self.shown.emit()
 
     def clear(self) -> None:
         if self.jobs is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QWidget
 
 from explorer.panels.survey_panel import SurveyWindow
+from explorer.widgets.window_size import bring_forward
 from models.runspec import DEFAULT_MASK
 
 
@@ -26,6 +27,7 @@ def open_model_survey(parent: QWidget | None, models, state, show_error) -> Surv
     def open_head(layer: int, head: int) -> None:
         state.update_inputs(layer=layer)
         state.set_head(head)
+        bring_forward(parent)
 
     window.panel.head_chosen.connect(open_head)
     mask = None if inputs.model_mask == DEFAULT_MASK else inputs.model_mask

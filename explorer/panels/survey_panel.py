@@ -61,7 +61,7 @@ class SurveyPanel(QWidget):
                                  "weight on the first token (attention sinks) stop flattening the rest")  # fmt: skip
         self.measure_combo = QComboBox()  # issue 22: what every thumbnail and metric reads
         self.measure_combo.addItems(["weights", "weighted norms"])
-        self.measure_combo.setToolTip("Weights α, or the weighted norms ‖α_ij f_h(x_j)‖ (Kobayashi et al., 2020): "
+        self.measure_combo.setToolTip("Weights a, or the weighted norms ‖a_ij f_h(x_j)‖ (Kobayashi et al., 2020): "
                                       "what each key really moves; rows as shares of their sum for the metrics")
         self.measure_combo.setEnabled(False)  # a model survey only (an attention file has no values)
         self._last_compute: tuple | None = None

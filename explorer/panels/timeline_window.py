@@ -21,6 +21,15 @@ import explorer.widgets  # noqa: F401 - pyqtgraph's text near black (explorer/wi
 from explorer.engine.timeline_data import Timeline
 
 HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+LEFT_AXIS_PX = 56  # the y axes (ticks and their title) of the three plots, one width: their x axes line up
+
+
+def head_colour(index: int, count: int):
+    """One colour per head of the model (L0 H1 and L1 H1 were the same colour, told apart by dashes
+    only): the eight named colours, or as many hues as there are heads."""
+    return HEAD_COLOURS[index] if count <= len(HEAD_COLOURS) else pg.intColor(index, hues=count)
+
+
 LOSSES = (("heldout_loss", "held-out loss", "#333333"), ("heldout_repeated_loss", "on repeated blocks", "#d62728"),
           ("train_loss", "training loss", "#999999"))  # fmt: skip
 
@@ -70,6 +79,7 @@ class TimelineWindow(QWidget):
         every = max(1, len(steps) // 8)
         ticks = [(i, str(s)) for i, s in enumerate(steps) if i % every == 0 or i == len(steps) - 1]
         plot.getAxis("bottom").setTicks([ticks, []])
+        plot.setXRange(0, len(steps) - 1, padding=0.03)  # the same x range in every plot
         plot.setLabel("bottom", "training step (log-spaced checkpoints)")
         marker = pg.InfiniteLine(angle=90, pen=pg.mkPen("#000000", width=1, style=Qt.PenStyle.DashLine))
         plot.addItem(marker)
@@ -98,7 +108,7 @@ class TimelineWindow(QWidget):
                 continue
             for layer in range(t.num_layers):
                 for head in range(t.num_heads):
-                    colour = HEAD_COLOURS[head % len(HEAD_COLOURS)]
+                    colour = head_colour(layer * t.num_heads + head, t.num_layers * t.num_heads)
                     style = Qt.PenStyle.SolidLine if layer == 0 else Qt.PenStyle.DashLine
                     pen = pg.mkPen(colour, width=2, style=style)
                     # lines without symbols: 24 curves of symbols doubled the cost of each repaint
@@ -109,6 +119,9 @@ class TimelineWindow(QWidget):
                     curve.sigClicked.connect(lambda _c, _e=None, lh=(layer, head): self._head_clicked(*lh))
                     self.curves[(score, layer, head)] = curve
             self._axis_ticks(plot)
+        for plot in (loss, *(self.plots.getItem(row, 0) for row in (1, 2))):
+            # one width for every left axis: the loss plot's x axis started 10 px right of the scores'
+            plot.getAxis("left").setWidth(LEFT_AXIS_PX)
 
     # --- interaction -----------------------------------------------------------------------
     @property

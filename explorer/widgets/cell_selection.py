@@ -20,27 +20,40 @@ class CellSelection(QObject):
     def __init__(self, view) -> None:
         super().__init__(view)
         self.view = view
-        self.cell: tuple[int, int, int] | None = None  # plot index, row, col
+        # The cell chosen, as (head, row, col) of the stage it was chosen on: never clamped to another
+        # stage (column 7 of the weights became column 3 on Head outputs, and stayed 3 back on the
+        # weights while the inspector said 7); outlined only on its own stage.
+        self.chosen: tuple[str, int, int, int] | None = None
         self.outlines: dict[int, QGraphicsRectItem] = {}  # id(HeatmapPlot) → its outline
         view.canvas.installEventFilter(self)
         view.canvas.scene().sigMouseClicked.connect(self._clicked)
 
     def select(self, plot_index: int, row: int, col: int) -> None:
-        self.cell = (plot_index, row, col)
+        stage = self.view.state.stepper.stage
+        if stage is not None and 0 <= plot_index < len(self.view.plots):
+            self.chosen = (stage.name, self.view.plots[plot_index].head, row, col)
         self.sync()
 
+    @property
+    def cell(self) -> tuple[int, int, int] | None:
+        """(plot index, row, col) of the chosen cell among the plots shown; None when it is not on
+        screen (another stage, a head not shown, outside the matrix)."""
+        stage = self.view.state.stepper.stage
+        if self.chosen is None or stage is None or self.chosen[0] != stage.name:
+            return None
+        _, head, row, col = self.chosen
+        for i, plot in enumerate(self.view.plots):
+            if plot.head == head and 0 <= row < plot.rows and 0 <= col < plot.cols:
+                return i, row, col
+        return None
+
     def sync(self, *_) -> None:
-        """Outline the selected cell (clamped to the plots now shown); hide the other outlines."""
-        plots = self.view.plots
-        if self.cell is not None and plots:
-            p, row, col = self.cell
-            p = min(p, len(plots) - 1)
-            plot = plots[p]
-            self.cell = (p, min(row, max(plot.rows - 1, 0)), min(col, max(plot.cols - 1, 0)))
-        for i, plot in enumerate(plots):
+        """Outline the chosen cell where it is shown; hide the other outlines."""
+        cell = self.cell
+        for i, plot in enumerate(self.view.plots):
             outline = self._outline_for(plot)
-            if self.cell is not None and self.cell[0] == i and plot.rows and plot.cols:
-                rect = QRectF(self.cell[2], self.cell[1], 1, 1)
+            if cell is not None and cell[0] == i:
+                rect = QRectF(cell[2], cell[1], 1, 1)
                 outline.setRect(rect)
                 outline.childItems()[0].setRect(rect)  # the white line on the black one
                 outline.show()
@@ -74,7 +87,7 @@ class CellSelection(QObject):
         plots = self.view.plots
         if not plots:
             return
-        if self.cell is None:
+        if self.cell is None:  # nothing chosen on this stage: start at its first cell
             self.select(0, 0, 0)
             return
         p, row, col = self.cell

@@ -50,7 +50,7 @@ def _keep_terms(line: str) -> str:
     indent = len(line) - len(line.lstrip(" "))
     tokens = line[indent:].split(" ")
     out = [NBSP * indent + tokens[0]]
-    depth = _depth(tokens[0])  # inside brackets a formula is one factor: "e^(α_3,2 − m)" stays whole
+    depth = _depth(tokens[0])  # inside brackets a formula is one factor: "e^(s_3,2 − m)" stays whole
     for before, after in zip(tokens, tokens[1:]):
         if not before or not after:  # a run of spaces (column alignment): kept, never a break
             breakable = False

@@ -15,6 +15,8 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.images.stage_image import MASKED_INDEX as MASKED
 from explorer.widgets.colormaps import lookup_table
+from explorer.widgets.labels import rich_safe
+from explorer.widgets.scale_bar import scale_bar
 from explorer.widgets.token_axis import TokenAxis
 
 BOUNDARY_PEN = dict(color=(255, 255, 255), width=2, style=Qt.PenStyle.DashLine)
@@ -34,6 +36,7 @@ class GeneratedMatrix(QWidget):
         self.plot.getViewBox().setAspectLocked(True)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
+        self.scale = scale_bar(self.plot, "weight")  # 0 to the step's top colour (the caption's number)
         self.v_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(**BOUNDARY_PEN))
         self.h_line = pg.InfiniteLine(angle=0, pen=pg.mkPen(**BOUNDARY_PEN))
         self.plot.addItem(self.v_line)
@@ -85,10 +88,12 @@ class GeneratedMatrix(QWidget):
         the weight of the top colour) of the head ``matrix (n, n)``, row ``position`` outlined."""
         self.matrix = matrix
         self.image.setImage(indices, autoLevels=False)
+        if self.scale.levels() != (0.0, top):
+            self.scale.setLevels((0.0, top))
         self.row_box.setRect(QRectF(0, position, (position if self.causal else self.n - 1) + 1, 1))
         if title != self.title:  # a step of the same head keeps its title: no text layout
             self.title = title
-            self.plot.setTitle(title, size="9pt")
+            self.plot.setTitle(rich_safe(title), size="9pt")
         scale = "0 to the largest weight off token 0" if sink_out else "0 to the largest weight"
         marks = "dashed: prompt | generated; outlined: this step's row" if self.causal else "outlined: the mask's row"
         self.caption.setText(f"Position {position}; colours: {scale} ({top:.3f})\n{marks}")

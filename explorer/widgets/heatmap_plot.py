@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QPen
-from PySide6.QtWidgets import QGraphicsGridLayout, QGraphicsRectItem, QSizePolicy
+from PySide6.QtWidgets import QGraphicsGridLayout, QSizePolicy
 
+from explorer.widgets.labels import rich_safe
+from explorer.widgets.row_outline import RowOutline
 from explorer.widgets.token_axis import TokenAxis
 
 FULL_INDEX_RANGE = (0, 255)  # uint8 indices map straight onto the 256-entry lookup table
@@ -63,7 +64,7 @@ class MatrixPlotItem(pg.GraphicsWidget):
         self.vb.removeItem(item)
 
     def set_title(self, title: str) -> None:
-        self.titleLabel.setText(title, size="9pt")
+        self.titleLabel.setText(rich_safe(title), size="9pt")
 
 
 class HeatmapPlot:
@@ -75,14 +76,8 @@ class HeatmapPlot:
         # Per-item row-major order (never the global option): indices[row, col] as in numpy.
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
-        # The focused query row: white on black, visible on both colour maps, 3 px at any zoom.
-        self.row_marker = QGraphicsRectItem()
-        self._row_marker_inner = QGraphicsRectItem(self.row_marker)
-        for item, colour, width in ((self.row_marker, Qt.GlobalColor.black, 3),
-                                    (self._row_marker_inner, Qt.GlobalColor.white, 1)):  # fmt: skip
-            pen = QPen(colour, width)
-            pen.setCosmetic(True)
-            item.setPen(pen)
+        # The focused query row: white then black just outside its cells, at any zoom (row_outline).
+        self.row_marker = RowOutline()
         self.row_marker.setZValue(10)
         self.row_marker.hide()
         self.plot.addItem(self.row_marker)
@@ -154,7 +149,6 @@ class HeatmapPlot:
     def mark_row(self, row: int) -> None:
         if 0 <= row < self.rows:
             self.row_marker.setRect(QRectF(0, row, self.cols, 1))
-            self._row_marker_inner.setRect(QRectF(0, row, self.cols, 1))
             self.row_marker.show()
         else:
             self.row_marker.hide()

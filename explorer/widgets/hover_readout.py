@@ -10,6 +10,7 @@ from __future__ import annotations
 from html import escape
 
 import numpy as np
+from PySide6.QtGui import QCursor
 
 from explorer.heads import head_name
 from explorer.widgets.labels import display_label
@@ -34,6 +35,21 @@ class HoverReadout:
         # an old trace is not kept alive by the last hover over it.
         self.at: tuple[int, str, int, int, int] | None = None
         view.canvas.scene().sigMouseMoved.connect(self.hover)
+        view.shown.connect(self.follow)
+
+    def follow(self) -> None:
+        """Another stage or run on screen (a step, an edit): the line says what is under the mouse
+        now, or the hint; never the last stage's cell (it read the old value until the mouse moved)."""
+        stage = self.view.state.stepper.stage
+        if self.at is None or stage is None or self.at[:2] == (self.view.state.stepper.generation, stage.name):
+            return
+        self.at = None
+        canvas = self.view.canvas
+        inside = canvas.viewport().mapFromGlobal(QCursor.pos())
+        if canvas.viewport().rect().contains(inside) and self.view.cell_at(canvas.mapToScene(inside)) is not None:
+            self.hover(canvas.mapToScene(inside))
+        else:
+            self.view.readout.setText(self.view.hint)
 
     def hover(self, scene_pos) -> None:
         hit, stage = self.view.cell_at(scene_pos), self.view.state.stepper.stage

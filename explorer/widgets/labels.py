@@ -10,6 +10,7 @@ from each font's character map (QRawFont.supportsCharacter), cached per code poi
 from __future__ import annotations
 
 import functools
+import html
 import unicodedata
 
 from PySide6.QtGui import QFont, QFontDatabase, QRawFont
@@ -107,7 +108,8 @@ def display_text(text: str, font: QFont | None = None) -> str:
 
     Code points are set apart by spaces: ``"a中b"`` -> ``"a U+4E2D b"`` when no font has 中. In
     such a label the invisible joiners and selectors are written as code points too (an emoji
-    sequence then reads ``U+1F468 U+200D U+1F469``).
+    sequence then reads ``U+1F468 U+200D U+1F469``); its whitespace stays whitespace (a derivation's
+    spaces and lines read ``U+0020`` / ``U+000A`` when one token of the sentence had no font).
     """
     if text.isascii() and text.isprintable():  # every font has these: the common case, kept fast
         return text
@@ -116,16 +118,22 @@ def display_text(text: str, font: QFont | None = None) -> str:
                or installed_font_covers(ord(c)) for c in text]  # fmt: skip
     if all(visible):
         return logical_order(text)
-    parts: list[str] = []
-    run = ""
+    out = ""
     for char, ok in zip(text, visible):
-        if ok and not _invisible(ord(char)):
-            run += char
+        if char.isspace() or (ok and not _invisible(ord(char))):
+            out += " " if out.endswith(_CODE_END) and not char.isspace() else ""
+            out += char
             continue
-        if run:
-            parts.append(run)
-            run = ""
-        parts.append(f"U+{ord(char):04X}")
-    if run:
-        parts.append(run)
-    return logical_order(" ".join(parts))
+        out += " " if out and not out[-1].isspace() else ""
+        out += f"U+{ord(char):04X}" + _CODE_END
+    return logical_order(out.replace(_CODE_END, ""))
+
+
+_CODE_END = "\x00"  # marks where a code point ends while the text is built: the next letter is set apart
+
+
+def rich_safe(text: str) -> str:
+    """``text`` for a label that reads HTML (every pyqtgraph title and axis label, a rich-text QLabel):
+    ``<s>``, ``</w>`` or ``a&b`` are shown as themselves (a rollout title for ``<s>`` read ``'' by
+    layer``, struck through)."""
+    return html.escape(text, quote=False)

@@ -14,7 +14,8 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.widgets.colormaps import lookup_table
-from explorer.widgets.labels import display_label
+from explorer.widgets.labels import display_label, rich_safe
+from explorer.widgets.scale_bar import scale_bar
 from explorer.widgets.token_axis import TokenAxis, shorten
 
 MAX_TEXT_CELLS = 320  # beyond this many cells the map is coloured only (hover still names them)
@@ -32,6 +33,7 @@ class LensMap(QWidget):
         self.plot.invertY(True)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
+        self.scale = scale_bar(self.plot.getPlotItem(), "probability")  # the indices' 0..1 (COLOURS steps)
         self.column = pg.QtWidgets.QGraphicsRectItem()
         self.column.setPen(pg.mkPen((230, 60, 20), width=2))
         self.plot.addItem(self.column)
@@ -72,7 +74,7 @@ class LensMap(QWidget):
                     self.plot.addItem(item)
                     self.texts.append(item)
         self.plot.setRange(xRange=(0, n), yRange=(0, L), padding=0)
-        self.plot.setTitle(f"Logit lens: colour = probability of {target} after each layer; "
+        self.plot.setTitle(f"Logit lens: colour = probability of {rich_safe(target)} after each layer; "
                            "text = that layer's top token", size="9pt")  # fmt: skip
 
     def set_position(self, position: int) -> None:

@@ -150,6 +150,7 @@ class MatrixView(QWidget):
 
         self.head_combo.activated.connect(lambda i: state.set_head(i - 1))
         self.colour_combo.currentIndexChanged.connect(lambda i: state.set_fit_colours(SCALE_VALUES[i]))
+        self.hint = READOUT_HINT  # the line when no cell is hovered
         self.hover = HoverReadout(self)  # the exact value under the mouse
         self.canvas.scene().sigMouseClicked.connect(self._click)
         self.canvas.painted.connect(lambda: self.painted.emit(self.state.stepper.generation))
@@ -347,6 +348,8 @@ class MatrixView(QWidget):
         if stage is not None and len(self.plots) > 1 and self.grid.shape_changes(
                 len(self.plots), len(stage.row_labels), len(stage.col_labels)):  # fmt: skip
             self._refresh_soon.request()
+        else:  # the same grid: its columns' fixed widths follow the new width (they were set for the
+            self.grid.fit_columns()  # widest it had been: shrunk, heads and the colour bar were cut off)
 
     # --- mouse -----------------------------------------------------------------------------
     def cell_at(self, scene_pos) -> tuple[HeatmapPlot, int, int] | None:

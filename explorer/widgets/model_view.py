@@ -17,12 +17,15 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLa
 from explorer.images.thumbnails import EMPTY_INDEX, GAP, THUMB, thumbnail_indices, thumbnail_shape, tile_side
 from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.debounce import Debounced
+from explorer.widgets.head_metrics_table import metric_text
+from explorer.widgets.scale_bar import DEFAULT_MIN_SPAN, MIN_SPAN, fit_label, levels_with_span, scale_bar
 from explorer.widgets.token_axis import TEXT_RGB
 
 TICK_PX = 4  # axis ticks point out of the mosaic and the table, never over their pixels
 RESIZE_PAUSE_MS = 150  # thumbnails are made again for the new size once resizing pauses
 EMPTY_RGB = (236, 236, 236)  # gaps and layers not computed yet
 METRIC_MAP = "CET-L17"  # (light) orange -> dark: distinct from the thumbnails' viridis
+UNITS = {"entropy": "entropy (nats)", "distance": "distance (tokens)"}  # the rest: weights, 0 to 1
 METRIC_MAP_FROM = 0.15  # its first 15 % (white, near white) left out: a head at the minimum is not white on white
 
 
@@ -82,8 +85,10 @@ class ModelView(QWidget):
         self.mosaic_plot.addItem(self.mosaic)
         self.table = pg.ImageItem(axisOrder="row-major")
         self.table_plot.addItem(self.table)
-        self.colour_bar = pg.ColorBarItem(colorMap=metric_colour_map(), interactive=False, width=12)
-        self.colour_bar.setImageItem(self.table, insert_in=self.table_plot)
+        self.colour_bar = scale_bar(self.table_plot, "", cmap=metric_colour_map(), image=self.table)
+        # the thumbnails' scale: 0 to 1, or 0 to each head's own largest weight ("Fit each head")
+        self.mosaic_bar = scale_bar(self.mosaic_plot, "")
+        self.fit_box.toggled.connect(self._label_bars)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
@@ -103,6 +108,8 @@ class ModelView(QWidget):
         self.canvas.scene().sigMouseClicked.connect(self._clicked)
         self._resized = Debounced(self._check_side, RESIZE_PAUSE_MS, self)
         self.mosaic_plot.getViewBox().sigResized.connect(lambda *_a: self._resized())
+        for bar in (self.mosaic_bar, self.colour_bar):
+            bar.geometryChanged.connect(self._label_bars)
 
     def view_pixels(self) -> tuple[int, int] | None:
         """(rows, cols) of device pixels the mosaic's area covers, None before it is laid out."""
@@ -205,15 +212,26 @@ class ModelView(QWidget):
         if name not in self.metrics:
             return
         values = np.asarray(self.metrics[name], dtype=np.float64)
-        finite = values[np.isfinite(values)]
-        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-        if hi <= lo:
-            hi = lo + 1e-9
+        lo, hi, widened = levels_with_span(values, name)
         self.table.setImage(np.where(np.isfinite(values), values, lo), autoLevels=False)
         self.table.setRect(QRectF(0, 0, self.heads, self.layers))
         self.colour_bar.setLevels((lo, hi))
-        self.table_plot.setTitle(f"Heads coloured by {name}", size="9pt")
+        self._label_bars()
+        finite = values[np.isfinite(values)]
+        span = MIN_SPAN.get(name, DEFAULT_MIN_SPAN)
+        within = metric_text(float(np.ptp(finite))) if finite.size else ""
+        note = f" (all within {within}: scale {span} wide)" if widened and finite.size else ""
+        self.table_plot.setTitle(f"Heads coloured by {name}{note}", size="9pt")
         self.table_plot.setRange(xRange=(0, self.heads), yRange=(0, self.layers), padding=0)
+
+    def _label_bars(self) -> None:
+        """Each colour bar's label, as long as its bar allows (the encoder-decoder window's rows are short)."""
+        if self.fit_box.isChecked():
+            fit_label(self.mosaic_bar, "weight ÷ each head's largest", "÷ head's largest", "÷ max")
+        else:
+            fit_label(self.mosaic_bar, "weight")
+        name = self.metric_box.currentText()
+        fit_label(self.colour_bar, UNITS.get(name, name), name, UNITS.get(name, name).partition("(")[2].rstrip(")"))
 
     # --- mouse -----------------------------------------------------------------------------
     def head_at(self, scene_pos: QPointF) -> tuple[int, int] | None:

@@ -40,6 +40,10 @@ class PeLens(QWidget):
         self.error = QLabel()
         controls.addWidget(self.error, 1)
         layout.addLayout(controls)
+        self.about = QLabel()  # whether the shown run uses this encoding (explorer.actions.other_windows)
+        self.about.setWordWrap(True)
+        self.about.setStyleSheet("font-weight: bold;")
+        layout.addWidget(self.about)
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
         layout.addWidget(self.plots, 1)
@@ -67,6 +71,10 @@ class PeLens(QWidget):
                 plot.getAxis(side).enableAutoSIPrefix(False)
 
     # --- public ----------------------------------------------------------------------------------
+    def set_about(self, text: str) -> None:
+        self.about.setText(text)
+        self.about.setVisible(bool(text))
+
     def set_encoding(self, n: int, d: int, columns: list[int] | None = None) -> None:
         """Show the encoding of ``n`` positions with ``d`` columns (the notes: n = 60, d = 32)."""
         self.n, self.d = n, d

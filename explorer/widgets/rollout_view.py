@@ -10,7 +10,8 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
 from explorer.widgets.colormaps import colour_map
-from explorer.widgets.labels import display_label
+from explorer.widgets.labels import display_label, rich_safe
+from explorer.widgets.scale_bar import scale_bar
 from explorer.widgets.token_axis import TokenAxis, shorten
 
 
@@ -57,6 +58,8 @@ class RolloutView(QWidget):
         self.rows_image = pg.ImageItem(axisOrder="row-major")
         self.rows_image.setColorMap(cmap)
         self.rows_plot.addItem(self.rows_image)
+        self.map_bar = scale_bar(self.map_plot, "rollout R (0 to its largest)", image=self.map_image)
+        self.rows_bar = scale_bar(self.rows_plot, "share (0 to the row's largest)", image=self.rows_image)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush="#3b6ea5")
         self.bars_plot.addItem(self.bars)
         layout = QVBoxLayout(self)
@@ -114,12 +117,14 @@ class RolloutView(QWidget):
         layer = self.slider.value()
         layers, n, _ = self.rollout.shape
         self.layer_label.setText(f"after layer {layer}")
-        self.map_image.setImage(self.rollout[layer], autoLevels=False, levels=(0.0, float(self.rollout[layer].max())))
+        self.map_image.setImage(self.rollout[layer], autoLevels=False)
+        self.map_bar.setLevels((0.0, float(self.rollout[layer].max()) or 1.0))
         self.map_image.setRect(QRectF(0, 0, n, n))
         rows = self.contributions()
-        self.rows_image.setImage(rows, autoLevels=False, levels=(0.0, float(rows.max()) or 1.0))
+        self.rows_image.setImage(rows, autoLevels=False)
+        self.rows_bar.setLevels((0.0, float(rows.max()) or 1.0))
         self.rows_image.setRect(QRectF(0, 0, n, layers))
-        token = shorten(display_label(self.tokens[self.token_box.currentIndex()]), 10)
+        token = rich_safe(shorten(display_label(self.tokens[self.token_box.currentIndex()]), 10))
         self.map_plot.setTitle(f"R after layer {layer}", size="9pt")
         self.rows_plot.setTitle(f"'{token}' by layer", size="9pt")
         self.bars.setOpts(x=np.arange(n) + 0.5, height=rows[layer], width=0.8)

@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFont, QFontMetricsF
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from explorer.widgets.labels import display_label
+from explorer.widgets.labels import display_label, rich_safe
 from explorer.widgets.token_axis import shorten
 
 BAR_RGB = (70, 110, 170)
@@ -93,4 +93,4 @@ class TopKBars(QWidget):
             self.plot.setXRange(0, x_top, padding=0)
         if title != self.title:
             self.title = title
-            self.plot.setTitle(title, size="9pt")
+            self.plot.setTitle(rich_safe(title), size="9pt")

@@ -54,3 +54,11 @@ def use_desktop_offscreen_screen(environ=os.environ) -> None:
     Call before the QApplication is made; a platform given with its own options is left alone."""
     if environ.get("QT_QPA_PLATFORM") == "offscreen" and OFFSCREEN_SCREEN.is_file():
         environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={OFFSCREEN_SCREEN}"
+
+
+def bring_forward(window: QWidget | None) -> None:
+    """Raise ``window`` above the others and give it the keyboard: a head chosen in the Whole model
+    or atlas window changed the main window behind it, which stayed hidden."""
+    if window is not None:
+        window.raise_()
+        window.activateWindow()

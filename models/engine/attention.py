@@ -135,5 +135,5 @@ def value_norms(v: torch.Tensor, w_o: torch.Tensor, head_groups, rows: int = 409
 
 
 def weighted_norms(weights: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
-    """``‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖`` (α ≥ 0): (h, n_q, n_k) x (h, n_k) -> (h, n_q, n_k)."""
+    """``‖a_ij f_h(x_j)‖ = a_ij ‖f_h(x_j)‖`` (a ≥ 0): (h, n_q, n_k) x (h, n_k) -> (h, n_q, n_k)."""
     return weights * norms[:, None, :]

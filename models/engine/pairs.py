@@ -215,11 +215,11 @@ class PairStore:
             return x[0]
         a = att.softmax(x, s.temperature, eager=True)[0]  # (r, c): a block of rows, never under vmap
         if name == "weighted_norms":
-            return a * self.value_norms()[head, c0:c1]  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖
+            return a * self.value_norms()[head, c0:c1]  # ‖a_ij f_h(x_j)‖ = a_ij ‖f_h(x_j)‖
         return a
 
     def _weighted_from_cache(self, head: int, block: int) -> np.ndarray | None:
-        """The weighted norms of a block whose weights are cached: ``α_ij ‖f_h(x_j)‖``, the very
+        """The weighted norms of a block whose weights are cached: ``a_ij ‖f_h(x_j)‖``, the very
         float32 product the chain makes, without running the chain from Q and K again (a whole
         trace asks for the weights, then for the weighted norms)."""
         if self.spec.q.dtype != torch.float32:

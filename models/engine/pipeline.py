@@ -13,7 +13,8 @@ from models.config import AttentionRequest, Cancelled, InputError
 from models.engine import attention as att
 from models.engine import pairs, stages
 from models.engine.device import pick_device
-from models.engine.tokenize import build_vocab, check_embeddings, embed, tokens_or_error
+from models.engine.stages import WORD_VECTORS
+from models.engine.tokenize import check_embeddings, embed_words, tokens_or_error
 from models.engine.trace import AttentionTrace, Stage
 from models.engine.weights import complete_weights, random_weights
 from models.memory import check_memory, estimate_toy_peak, trace_bytes
@@ -106,12 +107,11 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
     check_memory(estimate_toy_peak(cfg, n_q, n_k, req.is_cross), f"{n_q}×{n_k} tokens with {h} heads")
     hidden = _mask(req, n_q, n_k)
 
-    # Embeddings: one seeded table over the distinct tokens of every sentence, sorted.
+    # Embeddings: each word's own seeded vector (the word and the seed alone: models.engine.tokenize.word_vector).
     sequences = [(key_tokens, key_matrix)] + ([(query_tokens, query_matrix)] if req.is_cross else [])
     sentences = [tokens for tokens, matrix in sequences if matrix is None]
     if sentences:
-        vocab = build_vocab(*sentences)
-        looked_up = embed([[vocab[t] for t in toks] for toks in sentences], len(vocab), cfg.d_model, cfg.seed)
+        looked_up = embed_words(sentences, cfg.d_model, cfg.seed)
         looked_up.reverse()
     x_k = key_matrix if key_matrix is not None else looked_up.pop()
     if req.is_cross:
@@ -131,7 +131,7 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
     ctx = stages.Context(
         n_q=n_q, n_k=n_k, d_model=cfg.d_model, d_k=dk, d_v=dv, heads=h, d_out=cfg.out_dim, biases=biases,
         score=cfg.score, temperature=cfg.temperature, mask=cfg.mask, pad_positions=tuple(cfg.pad_positions),
-        pe=cfg.pe, embedding_source="the embeddings file" if key_matrix is not None else "a seeded nn.Embedding table",
+        pe=cfg.pe, embedding_source="the embeddings file" if key_matrix is not None else WORD_VECTORS,
     )  # fmt: skip
     rec = _Recorder(ctx, should_stop)
     fk = stages.features(cfg.d_model)

@@ -48,6 +48,9 @@ def head_labels(h: int) -> tuple[str, ...]:
     return tuple(f"H{i}" for i in range(h))
 
 
+WORD_VECTORS = "a generator seeded by the seed and the word alone (the same row in every sentence)"
+
+
 @dataclass(frozen=True)
 class Context:
     """The sizes and options the texts of a trace's stages are written with."""
@@ -71,7 +74,7 @@ class Context:
     window: int | None = None  # sliding-window attention: a query sees at most this many keys
     pe: str = "none"  # none, sinusoidal, learned, rotary
     rotary_dim: int | None = None  # partial rotary: only this many features rotate
-    embedding_source: str = "a seeded nn.Embedding table"
+    embedding_source: str = WORD_VECTORS
     input_title: str = "Input"
     input_formula: str = ""  # "" : X (+ P)
     input_description: str = ""
@@ -139,16 +142,16 @@ def _sink_shapes(n_q: int, dk: int, n_k: int) -> str:
 def describe(name: str, c: Context) -> StageText:
     """Title, formula (with the actual sizes), operand shapes and description of stage ``name``."""
     n_q, n_k, d, dk, dv, h = c.n_q, c.n_k, c.d_model, c.d_k, c.d_v, c.heads
-    g = "g" if c.gqa else "i"  # the key/value head a query head reads
+    g = "g" if c.gqa else "h"  # the key/value head a query head reads (heads h = 0 … H−1; i, j: query, key)
     shared = (
         f" {c.kv_heads} key/value heads, each shared by {h // c.kv_heads} query heads "
-        f"(query head i reads key/value head g(i))."
+        f"(query head h reads key/value head g(h))."
         if c.gqa
         else ""
     )
     rot = c.pe == "rotary"
     normed = bool(c.qk_norm)
-    q_sym = "Q'_i" if rot else ("Q̂_i" if normed else "Q_i")
+    q_sym = "Q'_h" if rot else ("Q̂_h" if normed else "Q_h")
     k_sym = f"K'_{g}" if rot else (f"K̂_{g}" if normed else f"K_{g}")
     d_out = c.d_out or d
     pair = ("query", "key", True)
@@ -171,7 +174,7 @@ def describe(name: str, c: Context) -> StageText:
              "The second sequence: its rows ask the questions (queries).", f"→ {_d(n_q, d)}",
              "token", "feature", False)  # fmt: skip
     elif name == "q":
-        t = ("Queries Q", f"Q_i = X W_Q,i{_bias(c, 'q', 'i')}", "What each token is looking for, one "
+        t = ("Queries Q", f"Q_h = X W_Q,h{_bias(c, 'q', 'h')}", "What each token is looking for, one "
              "matrix per head.", f"({_d(n_q, d)})·({_d(d, dk)}) → {_d(n_q, dk)}", "query", "feature", True)  # fmt: skip
     elif name == "k":
         t = ("Keys K", f"K_{g} = X W_K,{g}{_bias(c, 'k', g)}", "What each token offers to be matched "
@@ -182,7 +185,7 @@ def describe(name: str, c: Context) -> StageText:
              "is attended to, per head." + shared, f"({_d(n_k, d)})·({_d(d, dv)}) → {_d(n_k, dv)}", "key",
              "feature", True)  # fmt: skip
     elif name in ("q_normed", "k_normed"):
-        sym, rows, n, i = ("Q", "query", n_q, "i") if name == "q_normed" else ("K", "key", n_k, g)
+        sym, rows, n, i = ("Q", "query", n_q, "h") if name == "q_normed" else ("K", "key", n_k, g)
         w = c.qk_norm or "w"
         title = f"Normed {'queries' if sym == 'Q' else 'keys'}"
         why = "so that query–key dot products cannot grow without bound."
@@ -208,7 +211,7 @@ def describe(name: str, c: Context) -> StageText:
                     f"by the learned {w} (RMS norm, ε = {c.qk_norm_eps:g}), {why}")  # fmt: skip
         t = (title, formula, desc + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature", True)
     elif name in ("q_rotated", "k_rotated"):
-        sym, rows, n, i = ("Q", "query", n_q, "i") if name == "q_rotated" else ("K", "key", n_k, g)
+        sym, rows, n, i = ("Q", "query", n_q, "h") if name == "q_rotated" else ("K", "key", n_k, g)
         partial = bool(c.rotary_dim and c.rotary_dim < dk)
         part = (f" Partial rotary: only the first r = {c.rotary_dim} of the {dk} features of each head rotate; "
                 f"the other {dk - (c.rotary_dim or 0)} pass unchanged." if partial else "")
@@ -221,32 +224,32 @@ def describe(name: str, c: Context) -> StageText:
              + (shared if sym == "K" else ""), f"→ {_d(n, dk)}", rows, "feature", True)  # fmt: skip
     elif name == "scores":
         if c.score == "general":
-            t = ("Scores", f"S_i = {q_sym} W_i {k_sym}ᵀ", "Bilinear match: the query is mixed by a "
+            t = ("Scores", f"S_h = {q_sym} W_h {k_sym}ᵀ", "Bilinear match: the query is mixed by a "
                  "learned matrix before meeting the key.",
                  f"({_d(n_q, dk)})·({_d(dk, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
         elif c.score == "additive":
-            t = ("Scores", "S_ij = wᵀ tanh(q_i W_1 + k_j W_2)", "Additive (Bahdanau) match: a tiny "
+            t = ("Scores", "s_ij = wᵀ tanh(q_i W_q + k_j W_k)", "Additive (Bahdanau) match: a tiny "
                  "network scores every query-key pair.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
         else:
-            t = ("Scores", f"S_i = {q_sym} {k_sym}ᵀ", "How well each query matches each key: the dot "
+            t = ("Scores", f"S_h = {q_sym} {k_sym}ᵀ", "How well each query matches each key: the dot "
                  "product of their rows.", f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
         if c.sinks:
             sink = " The last column, 'sink', is not a key: it holds the head's learned sink logit s_h, in every row."
-            t = (t[0], t[1] + ",  S_i,sink = s_h", t[2] + sink, _sink_shapes(n_q, dk, n_k), *t[4:])
+            t = (t[0], t[1] + ",  s_i,sink = s_h", t[2] + sink, _sink_shapes(n_q, dk, n_k), *t[4:])
     elif name == "scaled":
         scale = c.scale or dk**-0.5
         if c.scale_text == "√d_k":
-            formula = f"S_i / √d_k  (√{dk} = {dk ** 0.5:.4g})"
+            formula = f"S_h / √d_k  (√{dk} = {dk ** 0.5:.4g})"
         elif c.scale_text.startswith("×"):  # a multiplier of the family's own (Granite)
-            formula = f"S_i {c.scale_text}"
+            formula = f"S_h {c.scale_text}"
         else:
-            formula = f"S_i / {c.scale_text}  (× {scale:.4g})"
+            formula = f"S_h / {c.scale_text}  (× {scale:.4g})"
         t = ("Scaled scores", formula, f"Scores multiplied by {scale:.4g}, so that softmax does not "
              "saturate as d_k grows." + (" The sink column is not scaled: s_h enters the softmax as it is."
              if c.sinks else ""), _sink_shapes(n_q, dk, n_k) if c.sinks else
              f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "biased":
-        t = ("Position-biased scores", "S_ij ← S_ij + B_h[bucket(j − i)]", "A learned number per head and "
+        t = ("Position-biased scores", "s_ij ← s_ij + B_h[bucket(j − i)]", "A learned number per head and "
              "relative-distance bucket is added to every score (T5's relative position bias): near distances "
              "get a bucket each, far ones share logarithmically wider buckets. This is the model's only "
              "position signal.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
@@ -260,39 +263,39 @@ def describe(name: str, c: Context) -> StageText:
         if c.band is not None:
             window += f" or |i − j| > {c.band} (local window)"
         sink = " The sink column is never hidden." if c.sinks else ""
-        t = ("Masked scores", f"S_ij = −∞ where hidden{window}", _mask_description(c) + sink,
+        t = ("Masked scores", f"s_ij = −∞ where hidden{window}", _mask_description(c) + sink,
              f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "weights":
         temp = f" / {c.temperature:g}" if c.temperature != 1.0 else ""
         if c.sinks:
-            t = ("Softmax weights", f"A_i = softmax([S_i, s_h]{temp}) row-wise", "Each row becomes a probability "
+            t = ("Softmax weights", f"A_h = softmax([S_h, s_h]{temp}) row-wise", "Each row becomes a probability "
                  "distribution over the keys and the sink: the sink takes its share of every row (its column, "
                  "last), and having no value it adds nothing to the output, so the real keys' weights sum to "
-                 "1 − A_i,sink, less than 1.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
+                 "1 − a_i,sink, less than 1.", f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
         else:
-            t = ("Softmax weights", f"A_i = softmax(S_i{temp}) row-wise", "Each row becomes a probability "
+            t = ("Softmax weights", f"A_h = softmax(S_h{temp}) row-wise", "Each row becomes a probability "
                  "distribution over the keys: it sums to 1 (all zero if every key is hidden).",
                  f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "weighted_norms":
-        f_i = f"(x W_V,{g}{_bias(c, 'v', g)}) W_O,i"
-        t = ("Weighted norms", f"‖A_i[q,k] f_i(x_k)‖ = A_i[q,k] · ‖f_i(x_k)‖,  f_i(x) = {f_i}",
+        f_h = f"(x W_V,{g}{_bias(c, 'v', g)}) W_O,h"
+        t = ("Weighted norms", f"‖a_ij f_h(x_j)‖ = a_ij · ‖f_h(x_j)‖,  f_h(x) = {f_h}",
              "The weight times the length of what the key's value adds to the output through this head: a "
              "large weight on a key whose transformed value is tiny moves little (Kobayashi et al., 2020, "
              "'Attention is not only a weight').", f"({_d(n_q, n_k)})∘(1×{n_k}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "value_norms":
-        t = ("Value norms", f"‖f_i(x_k)‖ = ‖(x_k W_V,{g}{_bias(c, 'v', g)}) W_O,i‖",
-             f"How far each key's value would move the output through head i if the head attended to it "
-             f"alone: its value row times the {c.d_v} rows of W_O that head i feeds, measured as a length. "
+        t = ("Value norms", f"‖f_h(x_j)‖ = ‖(x_j W_V,{g}{_bias(c, 'v', g)}) W_O,h‖",
+             f"How far each key's value would move the output through head h if the head attended to it "
+             f"alone: its value row times the {c.d_v} rows of W_O that head h feeds, measured as a length. "
              "One row per head." + shared, f"{h}×({_d(n_k, dv)})·({_d(dv, d_out)}) → {_d(h, n_k)}", "head", "key",
              False)  # fmt: skip
     elif name == "head_output":
         sink = (" The sink's weight multiplies no value: it only takes weight away from the keys."
                 if c.sinks else "")
-        t = ("Head outputs", f"O_i = A_i{'[:, keys]' if c.sinks else ''} V_{g}", "Each token's output is the "
+        t = ("Head outputs", f"O_h = A_h{'[:, keys]' if c.sinks else ''} V_{g}", "Each token's output is the "
              "weighted sum of the value rows." + sink, f"({_d(n_q, n_k)})·({_d(n_k, dv)}) → {_d(n_q, dv)}", "query",
              "feature", True)  # fmt: skip
     elif name == "concat":
-        t = ("Concatenation", "C = [O_1 … O_h]", f"The {h} heads' outputs side by side along the "
+        t = ("Concatenation", f"C = [O_0 … O_{h - 1}]", f"The {h} heads' outputs side by side along the "
              f"features ({h} × {dv} = {h * dv}).", f"{h}×({_d(n_q, dv)}) → {_d(n_q, h * dv)}", "query",
              "feature", False)  # fmt: skip
     elif name == "output":

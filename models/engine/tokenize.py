@@ -7,6 +7,7 @@ modifiers and zero-width joiners) and other symbols stay whole and are never dro
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import unicodedata
 from typing import TYPE_CHECKING
@@ -64,23 +65,32 @@ def _is_mark(char: str) -> bool:
     return unicodedata.category(char).startswith("M")
 
 
-def build_vocab(*token_lists: list[str]) -> dict[str, int]:
-    """The distinct tokens of all given lists, in sorted order, mapped to their ids."""
-    return {tok: i for i, tok in enumerate(sorted(set().union(*token_lists)))}
+def word_seed(token: str) -> int:
+    """A word's own 64-bit number (BLAKE2b of its UTF-8 bytes): the same on every machine and run."""
+    return int.from_bytes(hashlib.blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
-def embed(token_ids: list[list[int]], vocab_size: int, d_model: int, seed: int) -> list[torch.Tensor]:
-    """Look the ids up in a seeded ``torch.nn.Embedding(vocab_size, d_model)``.
+def word_vector(token: str, d_model: int, seed: int) -> np.ndarray:
+    """``(d_model,)`` float32 drawn from N(0, 1), as ``torch.nn.Embedding`` draws its rows, from a
+    generator seeded by ``seed`` and the word alone: the word has this vector in every sentence
+    (a table over the sentence's sorted words gave "cat" another row whenever a word was added
+    before it, which spoilt "change one word and see"). A wider ``d_model`` extends the same vector."""
+    rng = np.random.default_rng([seed % 2**63, word_seed(token)])
+    return rng.standard_normal(d_model, dtype=np.float32)
 
-    The global RNG is forked so that seeding here never disturbs anyone else's randomness.
-    """
+
+def embed_words(sentences: list[list[str]], d_model: int, seed: int) -> list[torch.Tensor]:
+    """Each sentence's ``(n, d_model)`` rows: every token's :func:`word_vector` (each distinct word
+    drawn once). Never touches torch's global random state."""
     import torch  # here: the state's token preview imports this module without torch
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        table = torch.nn.Embedding(vocab_size, d_model)
-    with torch.no_grad():
-        return [table(torch.tensor(ids, dtype=torch.long)) for ids in token_ids]  # (n, d_model)
+    vectors: dict[str, np.ndarray] = {}
+    for tokens in sentences:
+        for token in tokens:
+            if token not in vectors:
+                vectors[token] = word_vector(token, d_model, seed)
+    return [torch.from_numpy(np.stack([vectors[t] for t in tokens]).reshape(len(tokens), d_model))
+            for tokens in sentences]  # fmt: skip
 
 
 def tokens_or_error(sentence: str | None, max_tokens: int, what: str = "sentence") -> list[str]:

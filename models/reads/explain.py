@@ -4,8 +4,8 @@
 numbers filled in, its value (exactly ``trace[stage].array[cell]``) and, for every cell that is a
 sum, every summand in order (bias included) so that they add up to the value. The summands are
 computed in float64 from the trace's own float32 arrays and the layer's parameters
-(:class:`models.reads.params.LayerParams`). Notation follows the study notes: ``α_ij = q_i · k_j``,
-``α'_ij = softmax`` weights, ``W_C`` (= ``W_O``) the output matrix, ``P[i, 2j] = sin(i/10000^(2j/d))``.
+(:class:`models.reads.params.LayerParams`). Notation follows the study notes: ``s_ij = q_i · k_j``,
+``a_ij = softmax`` weights, ``W_C`` (= ``W_O``) the output matrix, ``P[i, 2j] = sin(i/10000^(2j/d))``.
 
 The data type and its renderings are in models/reads/derivation.py, the per-stage derivations in
 models/reads/explain_stages.py; this module checks the requested cell and dispatches.

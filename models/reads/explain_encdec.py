@@ -19,7 +19,7 @@ def biased(ctx: Context) -> Derivation:
         bias = float(ctx.value) - before
     bucket = int(np.asarray(extra["bucket"])[i, j]) if "bucket" in extra else None
     where = f"bucket {bucket}" if bucket is not None else "its bucket"
-    formula = (f"α_{i},{j} + B_{h}[bucket({j} − {i})] = {num(before, 6)} + {num(bias, 6)} = "
+    formula = (f"s_{i},{j} + B_{h}[bucket({j} − {i})] = {num(before, 6)} + {num(bias, 6)} = "
                f"{num(before + bias, 6)}")  # fmt: skip
     steps = [f"Key {j} lies {j - i:+d} positions from query {i}; that distance falls in {where}, and head {h} "
              f"learned the bias {num(bias, 6)} for it (T5's relative position bias, shared by every layer of "

@@ -1,5 +1,5 @@
 """Derivations of the value-weighted stages: ``value_norms`` ‖f_h(x_j)‖ and ``weighted_norms``
-‖α'_ij f_h(x_j)‖ (Kobayashi et al., 2020), from the traced values and the layer's W_O, in float64."""
+‖a_ij f_h(x_j)‖ (Kobayashi et al., 2020), from the traced values and the layer's W_O, in float64."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def weighted_norms(ctx: Context) -> Derivation:
     if ctx.is_sink(j):  # gpt-oss's learned sink: a share of the softmax, but no value vector to move
         a = float(ctx.trace["weights"].rows(h, i, i + 1)[0, j])
         return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Weighted norm of the sink"),
-                          f"‖α'_{i},sink · 0‖ = 0  (α'_{i},sink = {num(a, 6)})", ctx.value,
+                          f"‖a_{i},sink · 0‖ = 0  (a_{i},sink = {num(a, 6)})", ctx.value,
                           sum_of=[Term("the sink has no value vector", 0.0)],
                           steps=[f"The sink takes {num(a, 4)} of row {i}'s weight and moves nothing: it has no "
                                  "value row, so the head's output is made of the real keys' values only."],
@@ -49,8 +49,8 @@ def weighted_norms(ctx: Context) -> Derivation:
     a = float(a_row[j])
     norm = float(np.linalg.norm(transformed_value(ctx, h, j)))
     row = ctx.trace["weighted_norms"].rows(h, i, i + 1)[0].astype(F64)  # (n_k,)
-    term = Term(f"α'_{i},{j} · ‖f_{h}(x_{j})‖", a * norm, (a, norm))
-    formula = (f"‖α'_{i},{j} f_{h}(x_{j})‖ = α'_{i},{j} · ‖f_{h}(x_{j})‖ = {num(a, 6)} × {num(norm, 6)} = "
+    term = Term(f"a_{i},{j} · ‖f_{h}(x_{j})‖", a * norm, (a, norm))
+    formula = (f"‖a_{i},{j} f_{h}(x_{j})‖ = a_{i},{j} · ‖f_{h}(x_{j})‖ = {num(a, 6)} × {num(norm, 6)} = "
                f"{num(a * norm, 6)}")  # fmt: skip
     share_w = a / a_row.sum() if a_row.sum() > 0 else 0.0
     share_n = row[j] / row.sum() if row.sum() > 0 else 0.0
@@ -58,7 +58,7 @@ def weighted_norms(ctx: Context) -> Derivation:
              f"of f_{h}(x_{j}) = (x_{j} W_V + b_V) W_O^{h} (stage 'value_norms').",
              f"Key {j} gets {100 * share_w:.1f}% of row {i}'s weight but {100 * share_n:.1f}% of what the row "
              "moves (the sum of its weighted norms)."] + ctx.head_note(h)  # fmt: skip
-    bars = [Term(f"‖α'_{i},{l} f(x_{l})‖", float(x)) for l, x in enumerate(row)]  # noqa: E741
+    bars = [Term(f"‖a_{i},{l} f(x_{l})‖", float(x)) for l, x in enumerate(row)]  # noqa: E741
     return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Weighted norm"), formula, ctx.value, sum_of=[term],
                       steps=steps, details={"weight": a, "value_norm": norm, "weight_share": share_w,
                                             "norm_share": share_n},

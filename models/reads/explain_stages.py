@@ -38,9 +38,10 @@ def _token_steps(ctx: Context, i: int, query: bool) -> tuple[list[str], dict]:
     if ids is not None:
         details["id"] = ids[i]
     if source == "table":
-        v = ctx.params.vocab_size
-        steps = [f"Token '{token}' has id {ids[i]} in the sorted vocabulary of the sentence's {v} distinct words;",
-                 f"its row is row {ids[i]} of a seeded torch.nn.Embedding({v}, d_model) table."]  # fmt: skip
+        seed, d = ctx.trace.config.get("seed"), ctx.trace.config.get("d_model")
+        steps = [f"Token '{token}' has its own vector: {d} numbers drawn from N(0, 1) by a generator seeded with "
+                 f"the seed ({seed}) and the word alone,",
+                 "so the word has this vector in every sentence (models.engine.tokenize.word_vector)."]  # fmt: skip
     elif source == "file":
         steps = [f"Token '{token}' is row {i} of the embeddings file."]
     else:
@@ -149,7 +150,7 @@ def _qk(ctx: Context, h: int, i: int, j: int) -> tuple[np.ndarray, np.ndarray, s
 
 
 def _score_terms(ctx: Context, h: int, i: int, j: int) -> tuple[list[Term], str, list[str], dict]:
-    """The summands of α_ij for the layer's score function, its symbolic form, notes, details."""
+    """The summands of s_ij for the layer's score function, its symbolic form, notes, details."""
     q, k, qs, ks = _qk(ctx, h, i, j)
     p = ctx.params
     prime = "'" if qs == "q_rotated" else ""
@@ -173,9 +174,9 @@ def _score_terms(ctx: Context, h: int, i: int, j: int) -> tuple[list[Term], str,
 def scores(ctx: Context) -> Derivation:
     h, i, j = ctx.cell
     terms, symbolic, steps, details = _score_terms(ctx, h, i, j)
-    steps.append(f"α_{i}{j} reads as how related token {i} is to token {j}.")
+    steps.append(f"s_{i},{j} reads as how related token {i} is to token {j}.")
     return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Score"),
-                      sum_formula(f"α_{i},{j}", symbolic, terms, None), ctx.value, sum_of=terms, steps=steps,
+                      sum_formula(f"s_{i},{j}", symbolic, terms, None), ctx.value, sum_of=terms, steps=steps,
                       details=details, bars=terms, bars_caption="summands")  # fmt: skip
 
 
@@ -187,10 +188,10 @@ def scaled(ctx: Context) -> Derivation:
     d_k = ctx.trace["q"].shape[-1]
     steps = ["Scaling keeps the scores moderate so that softmax does not turn every row one-hot."]
     if p.source != "model" or p.scale_formula == "S / √d_k":
-        formula = (f"α_{i},{j} / √d_k = {num(s, 6)} / √{d_k} = {num(s, 6)} / {num(math.sqrt(d_k), 6)} = "
+        formula = (f"s_{i},{j} / √d_k = {num(s, 6)} / √{d_k} = {num(s, 6)} / {num(math.sqrt(d_k), 6)} = "
                    f"{num(s * scale, 6)}")  # fmt: skip
     else:
-        formula = f"{p.scale_formula.replace('S', f'α_{i},{j}')}: {num(s, 6)} × {num(scale, 6)} = {num(s * scale, 6)}"
+        formula = f"{p.scale_formula.replace('S', f's_{i},{j}')}: {num(s, 6)} × {num(scale, 6)} = {num(s * scale, 6)}"
     terms = None
     if p.softcap:
         cap = float(p.softcap)
@@ -199,7 +200,7 @@ def scaled(ctx: Context) -> Derivation:
     else:
         raw, _, _, _ = _score_terms(ctx, h, i, j)
         terms = [Term(t.label + "·scale", t.value * scale, t.factors + (scale,)) for t in raw]
-        steps.append(f"Equivalently, each of the {len(terms)} summands of α_{i},{j} times {num(scale, 6)}.")
+        steps.append(f"Equivalently, each of the {len(terms)} summands of s_{i},{j} times {num(scale, 6)}.")
     return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Scaled score"), formula, ctx.value, sum_of=terms,
                       steps=steps, details={"score": s, "scale": scale, "d_k": d_k},
                       bars=terms, bars_caption="scaled summands")  # fmt: skip
@@ -238,13 +239,13 @@ def masked(ctx: Context) -> Derivation:
         steps = ["Hidden, because " + "; and ".join(why) + ".",
                  f"The score {num(before, 6)} is replaced by −∞ (the notes' −1e999): e^(−∞) = 0, so its weight "
                  f"will be exactly 0" + shown]  # fmt: skip
-        return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Masked score"), f"α_{i},{j} = −∞ (hidden)",
+        return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Masked score"), f"s_{i},{j} = −∞ (hidden)",
                           ctx.value, steps=steps, details={"hidden": True, "why": why, "before": before,
                           "weight": weight})  # fmt: skip
     steps = [f"Not hidden: query {i} may see key {j} under the '{ctx.params.mask}' mask, so the score passes "
              f"through unchanged from '{src}'."]  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Masked score"),
-                      f"α_{i},{j} = {num(before, 6)} (visible, unchanged)", ctx.value,
+                      f"s_{i},{j} = {num(before, 6)} (visible, unchanged)", ctx.value,
                       sum_of=[Term(f"{src}[{h},{i},{j}]", before)], steps=steps,
                       details={"hidden": False, "why": [], "before": before, "weight": weight})  # fmt: skip
 
@@ -259,16 +260,16 @@ def weights(ctx: Context) -> Derivation:
     e = np.where(finite, np.exp(np.where(finite, row - m, 0.0)), 0.0)
     total = float(e.sum())
     row_sum = float(ctx.trace["weights"].array[h, i].astype(F64).sum())
-    bars = [Term(f"e^(α_{i},{l} − m) · key {ctx.ktok(l)}", float(v)) for l, v in enumerate(e)]  # noqa: E741
+    bars = [Term(f"e^(s_{i},{l} − m) · key {ctx.ktok(l)}", float(v)) for l, v in enumerate(e)]  # noqa: E741
     t = " / T" if T != 1.0 else ""
     if total == 0:
-        formula = f"α'_{i},{j} = 0: every key of row {i} is hidden, so the row's weights are all 0 (not NaN)"
+        formula = f"a_{i},{j} = 0: every key of row {i} is hidden, so the row's weights are all 0 (not NaN)"
     else:
-        formula = (f"α'_{i},{j} = e^(α_{i},{j}{t} − m) / Σ_l e^(α_{i},l{t} − m) = {num(e[j], 6)} / {num(total, 6)} = "
+        formula = (f"a_{i},{j} = e^(s_{i},{j}{t} − m) / Σ_l e^(s_{i},l{t} − m) = {num(e[j], 6)} / {num(total, 6)} = "
                    f"{num(e[j] / total, 6)}")  # fmt: skip
     steps = [f"The row's scores come from '{src}'" + (f", divided by the temperature T = {num(T)}" if T != 1 else "")
              + f"; their maximum m = {num(m, 6)} is subtracted first so that e^x never overflows.",
-             f"Σ_l e^(α_{i},l − m) = {num(total, 6)}; row {i} of the weights sums to {1 if total else 0} "
+             f"Σ_l e^(s_{i},l − m) = {num(total, 6)}; row {i} of the weights sums to {1 if total else 0} "
              f"({num(row_sum, 8)} in float32)."]  # fmt: skip
     if not finite[j]:
         steps.insert(0, f"Key {j} is hidden (−∞): e^(−∞) = 0, so its weight is exactly 0.")
@@ -281,7 +282,7 @@ def weights(ctx: Context) -> Derivation:
     details = {"scores": row * T, "temperature": T, "max": m, "exponentials": e, "exp_sum": total,
                "row_sum": row_sum}  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Weight"), formula, ctx.value, steps=steps,
-                      details=details, bars=bars, bars_caption="the row's exponentials e^(α − m)",
+                      details=details, bars=bars, bars_caption="the row's exponentials e^(s − m)",
                       focus_bar=j, bar_ticks=list(ctx.trace.key_tokens))  # fmt: skip
 
 
@@ -290,14 +291,14 @@ def head_output(ctx: Context) -> Derivation:
     g = ctx.group(h)
     v = ctx.a("v")[g, :, c]  # (n_k,)
     a = ctx.a("weights")[h, i, : len(v)]  # (n_k,): a learned sink's column (no value) left out
-    terms = products([f"α'_{i},{j}·v_{j},{c} ({ctx.trace.key_tokens[j]})" for j in range(len(a))], a, v)
+    terms = products([f"a_{i},{j}·v_{j},{c} ({ctx.trace.key_tokens[j]})" for j in range(len(a))], a, v)
     sums = ("which, without the sink's share, sums to less than 1" if ctx.params.sinks is not None
             else "which sums to 1")
     steps = [f"Token {i}'s output is the weighted sum of the value rows: column {c} of v, weighted by row {i} of "
              f"the weights ({sums})."] + ctx.head_note(h)  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, f"Head output · head {h} · query {ctx.qtok(i)} · feature {c}",
-                      sum_formula(f"o_{i},{c}", f"Σ_j α'_{i}j v_j{c}", terms, None), ctx.value, sum_of=terms,
-                      steps=steps, bars=terms, bars_caption="weighted values α'_ij·v_jc",
+                      sum_formula(f"o_{i},{c}", f"Σ_j a_{i}j v_j{c}", terms, None), ctx.value, sum_of=terms,
+                      steps=steps, bars=terms, bars_caption="weighted values a_ij·v_jc",
                       bar_ticks=list(ctx.trace.key_tokens))  # fmt: skip
 
 

@@ -47,7 +47,7 @@ class LayerParams:
     key_ids: tuple[int, ...] | None = None
     query_ids: tuple[int, ...] | None = None
     vocab_size: int | None = None
-    source: str = "table"  # keys' rows: "table" (seeded nn.Embedding), "file", or "model"
+    source: str = "table"  # keys' rows: "table" (each word's seeded vector), "file", or "model"
     query_source: str = "table"  # the same for the queries' rows (cross-attention)
     # Cross-attention: the query rows before the positional encoding (the trace keeps only X_q + P).
     query_embeddings: np.ndarray | None = None  # (n_q, d_model)
@@ -106,23 +106,19 @@ def as_f32(a) -> np.ndarray | None:
 def toy_params(req: AttentionRequest) -> LayerParams:
     """The parameters :func:`models.engine.pipeline.run` uses for ``req`` (same seeded weights)."""
     from models.engine.pipeline import sequence_of
-    from models.engine.tokenize import build_vocab, check_embeddings, embed
+    from models.engine.tokenize import check_embeddings, embed_words
     from models.engine.weights import complete_weights, random_weights
 
     cfg = req.config.validate()
     w = complete_weights(cfg, req.weights) if req.weights is not None else random_weights(cfg)
     key_tokens, key_matrix = sequence_of(req, cross=False)
     query_tokens, query_matrix = sequence_of(req, cross=True) if req.is_cross else (key_tokens, key_matrix)
-    sentences = [t for t, m in [(key_tokens, key_matrix), (query_tokens, query_matrix)] if m is None]
-    vocab = build_vocab(*sentences) if sentences else {}
-    key_ids = tuple(vocab[t] for t in key_tokens) if key_matrix is None else None
-    query_ids = tuple(vocab[t] for t in query_tokens) if query_matrix is None else None
     scale = 1.0 / np.sqrt(cfg.head_dim_k) if cfg.score == "scaled" else None
     x_q = None
     if req.is_cross and query_matrix is not None:
         x_q = check_embeddings(query_matrix.numpy(), cfg.d_model, cfg.max_tokens, "query embeddings")
-    elif req.is_cross:  # the same seeded table the pipeline looks the ids up in
-        x_q = embed([list(query_ids)], len(vocab), cfg.d_model, cfg.seed)[0].numpy()
+    elif req.is_cross:  # the same seeded word vectors the pipeline uses
+        x_q = embed_words([list(query_tokens)], cfg.d_model, cfg.seed)[0].numpy()
     return LayerParams(
         W_q=as_f32(w.W_q), b_q=as_f32(w.b_q), W_k=as_f32(w.W_k), b_k=as_f32(w.b_k),
         W_v=as_f32(w.W_v), b_v=as_f32(w.b_v), W_o=as_f32(w.W_o), b_o=as_f32(w.b_o),
@@ -131,8 +127,7 @@ def toy_params(req: AttentionRequest) -> LayerParams:
         extra={k: as_f32(v) for k, v in w.extra.items()}, pe=cfg.pe, mask=cfg.mask,
         pad_positions=tuple(cfg.pad_positions),
         custom_mask=None if req.custom_mask is None else np.asarray(req.custom_mask, dtype=bool),
-        key_ids=key_ids, query_ids=query_ids if req.is_cross else key_ids,
-        vocab_size=len(vocab) or None, source="table" if key_matrix is None else "file",
+        source="table" if key_matrix is None else "file",
         query_source="table" if query_matrix is None else "file", query_embeddings=x_q,
     )  # fmt: skip
 

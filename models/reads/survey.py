@@ -136,7 +136,7 @@ def head_metrics(A: np.ndarray, keep=None) -> dict[str, np.ndarray]:
 
 
 def norm_shares(norms: np.ndarray) -> np.ndarray:
-    """Weighted norms ``‖α_ij f_h(x_j)‖ (..., n_q, n_k)`` as each row's shares (rows divided by their
+    """Weighted norms ``‖a_ij f_h(x_j)‖ (..., n_q, n_k)`` as each row's shares (rows divided by their
     sums, in place; an all-zero row stays 0): what the model view's metrics and rollout read when it
     shows weighted norms, so that every formula above applies to them as to weights."""
     total = norms.sum(-1, keepdims=True)

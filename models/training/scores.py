@@ -1,10 +1,14 @@
-"""Previous-token and induction scores of every head, as TransformerLens's head detector defines them.
+"""Previous-token and induction scores of every head: the training timeline's phase-change scores.
 
 - ``previous``: :func:`models.reads.survey.head_metrics`' own (mean over i ≥ 1 of ``a_i,i−1``).
 - ``induction``: over the queries i whose token occurred before (at j < i, special tokens aside), the
   weight on the tokens right after those earlier occurrences, ``Σ_j a_i,j+1``, averaged. On a block
   of random characters repeated twice these queries are exactly the second block's, so this is the
   mean over the second block of the weight on the token after the same token's earlier occurrence.
+
+This is not TransformerLens's ``head_detector`` (the atlas's ``induction`` column, models/reads/detectors.py):
+that one divides the same sum by every query row, the first block's (which cannot score) included, so
+on this probe it gives about half (0.48 where this gives 0.98). Both are right; they are two scales.
 """
 
 from __future__ import annotations

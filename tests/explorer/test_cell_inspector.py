@@ -50,7 +50,7 @@ def test_inspector_shows_a_weight_row_and_a_hidden_cell(qtbot, toy):
     panel.show_derivation(d)
     assert panel.bar_heights() == pytest.approx(list(d.details["exponentials"]))
     assert panel.bar_heights()[4:] == [0.0, 0.0, 0.0]  # keys after the query: e^(−∞) = 0
-    assert "α'_3,2 = e^(α_3,2 − m) / Σ_l e^(α_3,l − m)" in _text(panel.formula)
+    assert "a_3,2 = e^(s_3,2 − m) / Σ_l e^(s_3,l − m)" in _text(panel.formula)
     assert "cell's own in orange" in _text(panel.caption)
     panel.show_derivation(explain(trace, params, "masked", (1, 3, 5)))
     assert panel.plot.isHidden() and "j > i" in _text(panel.steps) and "−∞" in _text(panel.value)

@@ -94,3 +94,18 @@ def test_the_timeline_screenshot_from_the_command_line(tmp_path, capsys, isolate
     none = tmp_path / "none.png"
     assert run_app(["--model", "minilm", "--timeline", "--screenshot", str(none)]) == 2
     assert "no training timeline" in capsys.readouterr().err and not none.exists()
+
+
+def test_one_colour_per_head_and_the_plots_x_axes_line_up(qtbot, run):
+    """Issue 35, item 6: the legend gave L0 Hk and L1 Hk the same colour; the loss plot's x axis was
+    offset from the score plots' (its y axis was narrower)."""
+    window = TimelineWindow(build_timeline(str(run), "abcdabcd"), lambda *_a: None, lambda *_a: None)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    for score in ("previous", "induction"):
+        colours = {curve.opts["pen"].color().name() for (s, _l, _h), curve in window.curves.items() if s == score}
+        assert len(colours) == 8  # 2 layers × 4 heads
+    qtbot.wait(50)
+    lefts = {round(window.plots.getItem(row, 0).getViewBox().sceneBoundingRect().left()) for row in range(3)}
+    assert len(lefts) == 1, lefts

@@ -24,12 +24,24 @@ def test_each_toy_view_is_saved(tmp_path, capsys, view, extra, size):
         assert (image.width(), image.height()) == size
 
 
-@pytest.mark.parametrize("view", ["model", "metrics", "rollout"])
+@pytest.mark.parametrize("view", ["model", "rollout"])
 def test_the_whole_model_views_are_saved(tmp_path, capsys, view):
     out = tmp_path / f"{view}.png"
     argv = ["--model", "minilm", "--sentence", "The cat sat on the mat.", "--view", view, "--screenshot", str(out)]
     assert run_app(argv) == 0, capsys.readouterr().err
     assert QImage(str(out)).width() == 1300  # the survey window, not the main one
+
+
+def test_the_metrics_view_is_the_whole_table(tmp_path, capsys):
+    """Issue 35, item 4: ``--view metrics`` was byte for byte ``--view model`` (the survey window),
+    its table cut after ``distance``; it is the table alone, every row and column."""
+    argv = ["--model", "minilm", "--sentence", "The cat sat on the mat."]
+    assert run_app([*argv, "--view", "model", "--screenshot", str(tmp_path / "model.png")]) == 0
+    assert run_app([*argv, "--view", "metrics", "--screenshot", str(tmp_path / "metrics.png")]) == 0
+    model, metrics = QImage(str(tmp_path / "model.png")), QImage(str(tmp_path / "metrics.png"))
+    assert metrics.size() != model.size()
+    assert 72 * 20 < metrics.height() < 72 * 20 + 120  # 6 layers × 12 heads, one 20 px row each
+    assert metrics.width() < 700  # the table alone (nine columns, "sink" the last)
 
 
 def test_bad_view_arguments_say_why(tmp_path, capsys):

@@ -64,7 +64,7 @@ def test_json_for_a_pretrained_model(tmp_path, capsys):
 def test_text_output_reads_like_the_notes(capsys):
     assert explain_main(["--stage", "weights", "--cell", "0,2,1", "--sentence", "the cat sat on the mat"]) == 0
     text = capsys.readouterr().out
-    assert "α'_2,1 = e^(α_2,1 − m) / Σ_l e^(α_2,l − m)" in text and "sums to 1" in text
+    assert "a_2,1 = e^(s_2,1 − m) / Σ_l e^(s_2,l − m)" in text and "sums to 1" in text
 
 
 @pytest.mark.parametrize(

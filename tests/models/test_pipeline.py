@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import models.engine.device as device_mod
 from models.config import AttentionConfig, AttentionRequest, Cancelled, InputError
 from models.engine.pipeline import run
-from models.engine.tokenize import build_vocab, tokenize
+from models.engine.tokenize import tokenize, word_vector
 from models.engine.trace import STAGE_ORDER
 from models.engine.weights import random_weights
 
@@ -81,17 +81,32 @@ def test_running_the_pipeline_does_not_disturb_the_global_torch_rng():
     assert torch.equal(torch.rand(3), expected)
 
 
-def test_sentence_embeddings_are_rows_of_a_seeded_embedding_table_over_the_sorted_vocab():
+def test_sentence_embeddings_are_each_words_own_seeded_vector():
     sentence = "the cat sat on the mat"
     cfg = AttentionConfig(heads=2, d_model=8, seed=7)
     trace = run(AttentionRequest(config=cfg, sentence=sentence))
     tokens = tokenize(sentence)
-    vocab = build_vocab(tokens)
-    assert list(vocab) == ["cat", "mat", "on", "sat", "the"]
-    torch.manual_seed(7)
-    table = torch.nn.Embedding(len(vocab), 8).weight.detach().numpy()
-    np.testing.assert_array_equal(trace["embeddings"].array, table[[vocab[t] for t in tokens]])
+    expected = np.stack([word_vector(t, 8, 7) for t in tokens])
+    np.testing.assert_array_equal(trace["embeddings"].array, expected)
     assert trace.key_tokens == tuple(tokens)
+    # drawn as nn.Embedding draws its rows: N(0, 1), float32
+    many = np.stack([word_vector(f"w{i}", 64, 0) for i in range(500)])
+    assert many.dtype == np.float32 and abs(many.mean()) < 0.02 and abs(many.std() - 1) < 0.02
+
+
+def test_a_words_embedding_depends_on_the_word_and_the_seed_only():
+    """Issue 35, item 18: the vocabulary was the sentence's sorted words, so "cat"'s vector changed
+    when a word was added before it: "change one word and see" changed every word."""
+    def vectors(sentence, seed=0, d_model=8):
+        trace = run(AttentionRequest(config=AttentionConfig(heads=2, d_model=d_model, seed=seed), sentence=sentence))
+        return dict(zip(trace.key_tokens, trace["embeddings"].array))
+
+    one, other = vectors("the cat sat on the mat"), vectors("a big cat sat on a mat")
+    for word in ("cat", "sat", "on", "mat"):
+        np.testing.assert_array_equal(one[word], other[word])
+    assert not np.array_equal(one["cat"], vectors("the cat", seed=1)["cat"])
+    assert not np.array_equal(one["cat"], one["mat"])
+    np.testing.assert_array_equal(vectors("the cat", d_model=16)["cat"][:8], one["cat"])  # wider: the same start
 
 
 # --- cross-attention ------------------------------------------------------------------------------

@@ -135,7 +135,7 @@ def check_own_step(name: str, ref, trace, layer: int, n: int) -> None:
     if name.startswith("granite"):  # attention_multiplier replaces 1/√d_k
         assert trace.config["scale"] == pytest.approx(0.2)
         np.testing.assert_allclose(trace["scaled"].array, trace["scores"].array * np.float32(0.2), rtol=1e-6)
-        assert trace["scaled"].formula.startswith("S_i × 0.2 (attention_multiplier)")
+        assert trace["scaled"].formula.startswith("S_h × 0.2 (attention_multiplier)")
     if name.startswith("starcoder2"):
         _windowed(trace, n, WINDOW)
         assert trace.config["bias"] and "+ b_Q" in trace["q"].formula

@@ -1,4 +1,4 @@
-"""Tokenizer: words, punctuation, CJK characters and whole emoji; the sorted vocabulary."""
+"""Tokenizer: words, punctuation, CJK characters and whole emoji."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.config import InputError
-from models.engine.tokenize import build_vocab, tokenize, tokens_or_error
+from models.engine.tokenize import tokenize, tokens_or_error
 
 
 @pytest.mark.parametrize(
@@ -74,12 +74,6 @@ def test_tokenizing_never_drops_or_reorders_anything_but_whitespace(sentence):
     tokens = tokenize(sentence)
     assert "".join(tokens) == re.sub(r"\s", "", sentence)
     assert all(tok and not re.search(r"\s", tok) for tok in tokens)
-
-
-def test_vocab_is_the_sorted_distinct_tokens_of_all_lists():
-    vocab = build_vocab(["the", "cat", "the", "."], ["a", "cat", "🍕"])
-    assert list(vocab) == [".", "a", "cat", "the", "🍕"]
-    assert list(vocab.values()) == [0, 1, 2, 3, 4]
 
 
 def test_empty_and_over_long_sentences_are_input_errors():

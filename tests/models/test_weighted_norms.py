@@ -69,7 +69,7 @@ def test_catalogue_places_them_after_the_weights():
     names = list(trace.names)
     assert names[names.index("weights") + 1 : names.index("weights") + 3] == ["weighted_norms", "value_norms"]
     s = trace["weighted_norms"]
-    assert s.title == "Weighted norms" and "‖f_i(x_k)‖" in s.formula and "Kobayashi" in s.description
+    assert s.title == "Weighted norms" and "‖f_h(x_j)‖" in s.formula and "Kobayashi" in s.description
     assert trace["value_norms"].row_labels == ("H0", "H1") and trace["value_norms"].row_axis == "head"
 
 
