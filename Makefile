@@ -84,8 +84,10 @@ screenshots: $(VENV)/.dev
 	$(SHOT) --sentence "The cat sat on the mat." --pe sinusoidal --bias --mask causal --view why --cell 1,4,2 \
 		--screenshot docs/why_toy.png
 	$(SHOT) --model minilm --layer 2 --sentence "The cat sat on the mat." --view why --cell 3,4,2 --screenshot docs/why_minilm.png
-	for step in first last; do $(SHOT) --model induction --step $$step --layer 1 --sentence "$(REPEATED)" --view why \
-		--cell 0,40,11 --screenshot docs/why_induction_$$step.png; done
+	$(SHOT) --model induction --step first --layer 1 --sentence "$(REPEATED)" --view why --cell 0,40,11 \
+		--screenshot docs/why_induction_first.png
+	$(SHOT) --model induction --step last --layer 1 --sentence "$(REPEATED)" --view why --cell 0,40,11 \
+		--screenshot docs/why_induction_last.png
 	QT_QPA_PLATFORM=offscreen $(BIN)/python docs/screenshot_models.py weighted docs/model_view_weighted.png \
 		--model minilm --sentence "$(SENTENCE)"
 	$(SHOT) --model induction --sentence "$(BLOCKS)" --layer 0 --stage weights --screenshot docs/induction_layer0.png
