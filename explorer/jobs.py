@@ -45,6 +45,7 @@ class ReadJobs(QObject):
         self._callbacks: dict[str, Deliver] = {}
         self._pending = 0  # asks not answered on this thread yet
         self._tickets = 0
+        self._calls = 0  # call()s made: each its own kind
         self._held_kinds: set[str] = set()  # kinds whose answers wait while busy()
         self._held: list[tuple[str, int, object, object]] = []  # answers waiting for release()
         self.busy: Callable[[], bool] | None = None  # the GUI is busy showing a result (set by the window)
@@ -66,6 +67,30 @@ class ReadJobs(QObject):
                 self._thread.start()
         self._queue.put((kind, ticket, compute))
         return ticket
+
+    def call(self, compute: Callable[[], object]) -> object:
+        """``compute()`` off this thread, waiting for its value (or raising its exception) in an event
+        loop of its own: the window keeps painting and this thread computes nothing (a file checked
+        before it is opened, the training timeline built)."""
+        from PySide6.QtCore import QEventLoop
+
+        box: dict[str, object] = {}
+
+        def run() -> None:
+            try:
+                box["value"] = compute()
+            except Exception as exc:  # noqa: BLE001 - raised again on the calling thread
+                box["error"] = exc
+
+        loop = QEventLoop()
+        with self._lock:
+            self._calls += 1
+            kind = f"call {self._calls}"
+        self.ask(kind, run, lambda _none: loop.quit())
+        loop.exec()
+        if "error" in box:
+            raise box["error"]
+        return box.get("value")
 
     def cancel(self, kind: str) -> None:
         """Forget the asks of ``kind`` (their answers are dropped when they come)."""

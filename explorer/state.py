@@ -24,7 +24,7 @@ from psygnal import Signal
 from explorer.images.stage_image import StageImage
 from explorer.inputs import DEFAULT_SENTENCE, Inputs, painted_mask, same_computation, settings_problem
 from explorer.panes import ShownStage, StepperPane
-from explorer.run import DisplayTrace
+from explorer.run import DisplayTrace, FileRequest
 from explorer.snapshot import ALL_HEADS, NO_QUERY, EditHistory, Snapshot
 from models.runspec import RunSpec
 from models.tokenize import tokenize
@@ -168,14 +168,17 @@ class ExplorerState:
             self.settings_error_changed.emit(*problem)
         self.inputs_changed.emit(new)
 
-    def request(self) -> RunSpec | None:
+    def request(self) -> RunSpec | FileRequest | None:
         """The RunSpec of the current inputs with the edits (as a difference when that is shown), or
-        None while the settings are invalid."""
+        None while the settings are invalid. With files open, a :class:`FileRequest`: the worker reads
+        and checks the files (explorer/run.py), never the GUI thread."""
         if self._problem[0]:
             return None
+        if self._inputs.uses_files and not self._inputs.uses_model:
+            return FileRequest(self._inputs, self._history.edits, self.difference)
         return self._inputs.to_runspec().with_edits(self._history.edits, self.difference)
 
-    def set_requested(self, spec: RunSpec) -> None:
+    def set_requested(self, spec: RunSpec | FileRequest) -> None:
         self.requested = spec
         self.requested_changed.emit(spec)
 

@@ -138,9 +138,11 @@ class MainWindow(QMainWindow):
         # issue 9: File → Save session… / Open session…
         self.sessions = SessionActions(self.state, self.submit_now, info, error, self,
                                        atlas=lambda: atlas_corpus(self.windows.atlas))  # fmt: skip
-        self.files = FileActions(self.state, self.state.add_notice, error, self)  # File → Open embeddings… / mask…
+        # File → Open embeddings… / mask…: each file read and checked off this thread
+        self.files = FileActions(self.state, self.state.add_notice, error, self, off_gui=self.jobs.call)
         # File → Whole model…, Head atlas…, Training timeline…: windows beside this one
-        self.windows = OtherWindows(self, self.state, self.worker.models, error, self.submit_now)
+        self.windows = OtherWindows(self, self.state, self.worker.models, error, self.submit_now,
+                                    off_gui=self.jobs.call)
         # Every menu entry and shortcut, registered once by id (explorer/actions/window_actions.py).
         self.registry = window_registry(self)
         self.menus = build_menus(self.menuBar(), self.registry)

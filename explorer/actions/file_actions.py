@@ -4,7 +4,9 @@
 A file is checked before anything changes: the RunSpec of a copy of the inputs
 (Inputs.to_runspec) goes through the one validator `export` runs (RunSpec.validate: its cheap part
 run (models.pipeline.run computes inputs and Q, K, V; the n×n stages stay lazy), so a bad file
-gives export's one-line message in the status bar and the view stays as it was."""
+gives export's one-line message in the status bar and the view stays as it was. The file is read
+and checked off the GUI thread (``off_gui``: the window's ReadJobs.call; the window keeps painting
+meanwhile), tested by tests/explorer/test_gui_thread_never_computes.py."""
 
 from __future__ import annotations
 
@@ -26,9 +28,12 @@ class FileActions(QObject):
     """Handed the state, ``notify`` (a notice shown with the next summary), the status line's ``error``
     and the window the dialogs belong to; the File menu's entries (explorer.actions) call it."""
 
-    def __init__(self, state, notify: Callable[[str], None], error: Callable[[str], None], parent=None):
+    def __init__(self, state, notify: Callable[[str], None], error: Callable[[str], None], parent=None,
+                 off_gui: Callable[[Callable[[], object]], object] | None = None):  # fmt: skip
         super().__init__(parent)
         self.state, self._notify, self._error, self._parent = state, notify, error, parent
+        # Where files are read and checked: another thread's (the window's jobs.call), waited for.
+        self._off_gui = off_gui or (lambda compute: compute())
 
     # --- dialogs (tests replace these) -----------------------------------------------------
     def ask_path(self, caption: str, name_filter: str) -> str | None:
@@ -47,7 +52,7 @@ class FileActions(QObject):
         if not path:
             return False
         try:
-            matrix = load_matrix(path, "embeddings")
+            matrix = self._off_gui(lambda: load_matrix(path, "embeddings"))
         except InputError as exc:
             return self._refuse(exc)
         changes = {"embeddings_file": path, "labels": (), "held": self.state.inputs.held.without("embeddings")}
@@ -83,7 +88,8 @@ class FileActions(QObject):
         candidate = dataclasses.replace(inputs, **changes)
         try:
             candidate.config().validate()
-            candidate.to_runspec().validate()  # export's checks: shapes, widths, finite values
+            # export's checks (shapes, widths, finite values): the files read, Q, K, V computed
+            self._off_gui(lambda: candidate.to_runspec().validate())
         except InputError as exc:
             return self._refuse(exc)
         self.state.update_inputs(**changes)

@@ -18,8 +18,10 @@ class OtherWindows:
     main window (their Qt parent); ``models``: the worker's model source; ``error``/``submit``: the
     status line's error and the window's "trace now"."""
 
-    def __init__(self, parent: QWidget, state, models, error: Callable[[str], None], submit: Callable[[], object]):
+    def __init__(self, parent: QWidget, state, models, error: Callable[[str], None], submit: Callable[[], object],
+                 off_gui: Callable | None = None):  # fmt: skip
         self.parent, self.state, self.models, self.error, self.submit = parent, state, models, error, submit
+        self.off_gui = off_gui  # where the timeline's checkpoints are read (the window's jobs.call)
         self.pe_lens: PeLens | None = None
         self.survey = None  # the last whole-model or attention-file window
         self.generate = None
@@ -77,7 +79,8 @@ class OtherWindows:
             self.timeline.close()
             self.timeline.deleteLater()
         try:
-            self.timeline = self._kept(open_timeline(self.state, self.submit, self.error, step=step))
+            self.timeline = self._kept(open_timeline(self.state, self.submit, self.error, step=step,
+                                                   off_gui=self.off_gui))
         except InputError as exc:
             self.timeline, self.timeline_error = None, f"no training timeline: {exc}"
             self.error(self.timeline_error)

@@ -14,6 +14,7 @@ A result carries the RunSpec that made it, as traced (``RunSpec.as_traced``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -259,6 +260,8 @@ class ComputeWorker(QThread):
         t0 = time.perf_counter()
         is_stale = lambda: job.generation != self._latest
         try:
+            if hasattr(job.request, "resolve"):  # files to read first (explorer.run.FileRequest): here
+                job = dataclasses.replace(job, request=job.request.resolve())
             runner = self._runner_for(job.request)
             trace = runner(job.request, is_stale)
             if is_stale():
