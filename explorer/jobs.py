@@ -21,8 +21,9 @@ import time
 import traceback
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 
+from explorer.widgets.frames import later
 from models.config import InputError
 
 Deliver = Callable[[object], None]
@@ -144,7 +145,7 @@ class ReadJobs(QObject):
     def _deliver(self, kind: str, ticket: int, value: object, error: object, holding: bool = True) -> None:
         if holding and kind in self._held_kinds and self.busy is not None and self.busy():
             if not self._held:
-                QTimer.singleShot(HOLD_MS, self.release)  # never held for longer
+                later(HOLD_MS, self, self.release)  # never held for longer
             self._held.append((kind, ticket, value, error))
             return
         with self._lock:

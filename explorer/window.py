@@ -42,8 +42,7 @@ from explorer.panels.inspector_panel import InspectorPanel
 from explorer.panels.mask_dock import MaskDock
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
-from explorer.widgets.debounce import Debounced
-from explorer.widgets.frames import Frames
+from explorer.widgets.frames import Frames, debounced
 from explorer.widgets.matrix_view import MatrixView
 from explorer.widgets.model_chooser import ModelChooser
 from explorer.widgets.query_focus import QueryFocusPanel
@@ -82,15 +81,14 @@ class MainWindow(QMainWindow):
         self.persist = persist  # False for --screenshot runs: they must not change the user's settings
         inputs, startup_notice = _available(inputs if inputs is not None else load_inputs(settings))
         self.state = ExplorerState(inputs, parent=self)
-        self.state.stage_name = stage or self.state.stage_name
+        if stage:
+            self.state.set_stage(stage)
         self.state.set_head(head)  # also makes it the head the query panel explains
         if fit_colours is None:  # not given (--colours): as last time, or chosen from the data for a screenshot
             fit_colours = load_fit_colours(settings) if persist else "auto"
         self.state.set_fit_colours(fit_colours)
         self.worker = worker or ComputeWorker()
-        # The worker converts with the state's colour scale: told it now and at every change (one source).
-        self.worker.set_fit_colours(self.state.fit_colours)
-        self.state.colours_changed.connect(self.worker.set_fit_colours)
+        # The worker is handed the state's colour scale with each request (submit, prepare): no copy.
         self.last_gui_ms = 0.0  # GUI-thread time spent handling the latest result (for the benchmark)
         self._submitted_at: dict[int, float] = {}
         self._answered = 0  # the latest generation that produced a result or an error
@@ -114,7 +112,8 @@ class MainWindow(QMainWindow):
         self.matrix_view = MatrixView(self.state, jobs=self.jobs, frames=self.frames)
         self.focus_panel = QueryFocusPanel(self.state, jobs=self.jobs)
         self.inspector = InspectorPanel(jobs=self.jobs)
-        self.status_line = StatusLine()
+        self.status_line = StatusLine()  # draws state.status
+        self.state.status.changed.connect(self.status_line.show_status)
         self.statusBar().addWidget(self.status_line, 1)
         self.load_bar = QProgressBar()  # while a model loads on the worker
         self.load_bar.setRange(0, 100)
@@ -122,17 +121,17 @@ class MainWindow(QMainWindow):
         self.load_bar.setFormat("Loading %p%")
         self.load_bar.hide()
         self.statusBar().addPermanentWidget(self.load_bar)
-        self.exports = ExportActions(self, self.state, self.matrix_view, settings, self.status_line.show_info,
-                                     self.status_line.show_error, jobs=self.jobs)  # fmt: skip
+        self.exports = ExportActions(self, self.state, self.matrix_view, settings, self.state.status.show_info,
+                                     self.state.status.show_error, jobs=self.jobs)  # fmt: skip
         self._lay_out()
-        info, error = self.status_line.show_info, self.status_line.show_error
+        info, error = self.state.status.show_info, self.state.status.show_error
         self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.mask_dock)
         # issue 9: what-if edits, difference view
         self.experiment = Experiment(self.state, self.matrix_view, error, self)
         # Alt+click hides a key from a query (Shift: from every query)
         self.key_hider = KeyHider(self.state, self.matrix_view, error)
-        self.jobs.failed.connect(lambda _kind, message: self.status_line.show_error(message))
+        self.jobs.failed.connect(lambda _kind, message: self.state.status.show_error(message))
         # Stage → Pin this run, compared with the current one
         self.compare = CompareActions(self.state, self.jobs, info, error, self)
         # issue 9: File → Save session… / Open session…
@@ -152,7 +151,7 @@ class MainWindow(QMainWindow):
         self.worker.failed.connect(lambda generation, message, _kind: self.sessions.arrived(generation, message))
 
         # Many changes in one event-loop turn (a spin box held down, a session applied) make one request.
-        self._submit_soon = Debounced(self.submit_now, 0, self)
+        self._submit_soon = debounced(self.submit_now, 0, self)
         for changed in (self.state.inputs_changed, self.state.edits_changed, self.state.difference_changed):
             changed.connect(lambda *_: self._submit_soon())
         self.state.settings_error_changed.connect(self._settings_problem)
@@ -167,7 +166,7 @@ class MainWindow(QMainWindow):
         self.matrix_view.regions_wanted.connect(self.worker.prepare_regions)
         self.worker.regions_ready.connect(self.matrix_view.zoom.arrived_together)
         self.matrix_view.cell_clicked.connect(self.select_cell)
-        self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
+        self.state.inspector.cell_changed.connect(self._inspect)  # None when a new run came: its numbers are gone
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
         if geometry is None or not self.restoreGeometry(geometry):
@@ -184,7 +183,7 @@ class MainWindow(QMainWindow):
         self.matrix_view.warm_up(IDLE_PLOTS)
         if startup_notice:
             self.state.add_notice(startup_notice)
-            self.status_line.show_info("", self.state.notices)
+            self.state.status.show_info("", self.state.notices)
 
     # --- layout ----------------------------------------------------------------------------
     def _lay_out(self) -> None:
@@ -245,7 +244,8 @@ class MainWindow(QMainWindow):
         self.state.set_requested(request)
         self.matrix_view.zoom.supersede()  # the picture on screen is outgoing: no more regions for it
         self.frames.after_this_turn("submitted")  # the worker reads a model after this turn's repaints
-        generation = self.worker.submit(request, focus_stage=self.state.stage_name)
+        generation = self.worker.submit(request, focus_stage=self.state.stage_name,
+                                        fit_colours=self.state.fit_colours)
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
         return generation
 
@@ -271,9 +271,9 @@ class MainWindow(QMainWindow):
         model = self.state.inputs.model
         name = Path(model).name if Path(model).is_dir() else model  # a folder by its name, not its path
         if fraction >= 1.0:  # "Loaded minilm"
-            self.status_line.show_info(f"{message}; tracing layer {self.state.inputs.layer}…")
+            self.state.status.show_info(f"{message}; tracing layer {self.state.inputs.layer}…")
         else:
-            self.status_line.show_info(f"Loading {name or 'the model'}: {message}…")
+            self.state.status.show_info(f"Loading {name or 'the model'}: {message}…")
 
     def is_settled(self) -> bool:
         """True when the last input change has been computed and shown (or refused with a message)."""
@@ -298,11 +298,11 @@ class MainWindow(QMainWindow):
         self.last_gui_ms = (time.perf_counter() - t0) * 1000.0
         submitted = self._submitted_at.get(display.generation, t0)
         if self.last_error:
-            self.status_line.show_error(self.last_error)
+            self.state.status.show_error(self.last_error)
         else:
             summary = trace_summary(display.trace, (t0 - submitted) * 1000.0)
             notices = self.state.take_notices()
-            self.status_line.show_info(summary, [*notices, *(display.trace.meta.get("notices") or ())])
+            self.state.status.show_info(summary, [*notices, *(display.trace.meta.get("notices") or ())])
         # The heatmaps (a new grid's layout, then its images) and their paint come in later
         # event-loop turns of their own, each short, rather than all in this one (MatrixView).
         self.shown.emit(display.generation)
@@ -314,7 +314,7 @@ class MainWindow(QMainWindow):
         self.matrix_view.zoom.forget()  # the picture on screen stays: its regions are asked again
         self.matrix_view.zoom.now(*self.matrix_view.plots)
         self._answered, self.last_error = generation, message
-        self.status_line.show_error(message)
+        self.state.status.show_error(message)
         failed_model = getattr(self.state.requested, "model", None) or ""
         if kind == "load" and failed_model and failed_model != self.shown_model:
             # The model did not open: back to the one on screen, which keeps working.
@@ -332,17 +332,24 @@ class MainWindow(QMainWindow):
 
     def _settings_problem(self, message: str, _fields: tuple) -> None:
         if message:
-            self.status_line.show_error(f"settings not applied: {message}")
+            self.state.status.show_error(f"settings not applied: {message}")
 
     def select_cell(self, head: int, row: int, col: int) -> None:
         stage = self.state.stepper.stage
         if stage is None or self.state.display is None:
             return
-        self.inspector.explain_cell(self.state.display, stage, head, row, col)
+        self.state.inspect(head, row, col)
         if stage.row_labels == self.state.display.trace.query_tokens:
             self.state.set_query(row)
         if stage.per_head:
             self.state.set_focus_head(head)
+
+    def _inspect(self, cell) -> None:
+        display = self.state.display
+        if cell is None or display is None or display.generation != cell.generation:
+            self.inspector.clear()
+        else:
+            self.inspector.explain_cell(display, cell.stage, cell.head, cell.row, cell.col)
 
     # --- screenshots and closing -----------------------------------------------------------
     def save_screenshot(self, path: str | Path) -> bool:

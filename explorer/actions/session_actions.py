@@ -45,7 +45,6 @@ class SessionActions(QObject):
         self._submit, self._info, self._error = submit, info, error
         self._parent = parent
         self._pending: tuple[int, WindowSession] | None = None  # (generation of the pinned run, the rest)
-        self._before: Snapshot | None = None  # the state before the session being opened
         self._opening = 0  # the generation of the session's own run, until it is shown or fails
 
     def ask_path(self, save: bool) -> str | None:
@@ -95,12 +94,12 @@ class SessionActions(QObject):
             state.add_notice(f"the window does not show: {', '.join(shown.not_applied)}")
         if shown.atlas is not None:
             state.add_notice(corpus_notice(shown.atlas))
-        self._before = state.snapshot()
+        state.set_restore_point(state.snapshot())  # what the window goes back to if the session fails
         self._pending = None
         if shown.pinned is None:
             self._show(shown, None)
             return
-        if not self._apply(shown.pinned.snapshot(self._before)):  # its run, nothing pinned yet
+        if not self._apply(shown.pinned.snapshot(state.restore_point)):  # its run, nothing pinned yet
             return
         generation = self._submit()
         if generation is None:  # its settings are not valid here: nothing to pin
@@ -116,7 +115,7 @@ class SessionActions(QObject):
             failed, self._opening = generation == self._opening and bool(message), 0
             if failed:
                 self._roll_back(message)
-            self._before = None
+            self.state.set_restore_point(None)
             return
         if self._pending is None or generation < self._pending[0]:
             return
@@ -145,7 +144,8 @@ class SessionActions(QObject):
         return True
 
     def _roll_back(self, message: str) -> None:
-        before, self._before = self._before, None
+        before = self.state.restore_point
+        self.state.set_restore_point(None)
         if before is None:
             return
         self.state.apply(before)  # the state's own snapshot: always applies

@@ -67,6 +67,7 @@ class _Job:
     generation: int
     request: object
     focus_stage: str | None
+    fit_colours: bool | str = False  # the colour scale its images are made for (the state's, handed over)
 
 
 class ComputeWorker(QThread):
@@ -93,12 +94,11 @@ class ComputeWorker(QThread):
         self._runners.update(runners or {})
         self._cond = threading.Condition()
         self._job: _Job | None = None
-        self._wanted: list[tuple[int, str]] = []  # (generation, stage) the GUI is waiting for
+        self._wanted: list[tuple] = []  # (generation, stage, colour scale or None) the GUI is waiting for
         self._regions: dict[int, tuple] = {}  # head -> (generation, stage, region): the latest zoom per plot
         self._trash: list[object] = []  # old traces to free here rather than on the GUI thread
         self._stopping = False
         self._latest = 0
-        self._fit_colours = False  # weights on 0..max rather than 0..1 (see stage_image.colour_levels)
         self._gui_busy = False  # the GUI's frame scheduler has phases to come (set_gui_busy)
         self._quiet_until = 0.0  # time.monotonic() until which background conversion waits for the GUI
 
@@ -107,21 +107,21 @@ class ComputeWorker(QThread):
     def latest_generation(self) -> int:
         return self._latest
 
-    def submit(self, request: object, focus_stage: str | None = None) -> int:
-        """Queue ``request`` (replacing any queued one) and return its generation number."""
+    def submit(self, request: object, focus_stage: str | None = None, fit_colours: bool | str = False) -> int:
+        """Queue ``request`` (replacing any queued one), its images made for the colour scale
+        ``fit_colours`` (the state's: this thread keeps no copy of its own), and return its generation."""
         with self._cond:
             self._latest += 1
-            self._job = _Job(self._latest, request, focus_stage)
+            self._job = _Job(self._latest, request, focus_stage, fit_colours)
             self._cond.notify()
             return self._latest
 
-    def prepare(self, generation: int, stage_name: str, fit_colours: bool | None = None) -> None:
+    def prepare(self, generation: int, stage_name: str, fit_colours: bool | str | None = None) -> None:
         """Ask for a stage's image ahead of the background order (lazy conversion), or again
-        for another colour scale (``fit_colours``, which then applies to later conversions too)."""
+        for another colour scale (``fit_colours``, which then applies to that run's later conversions
+        and regions too; None: the scale it has)."""
         with self._cond:
-            if fit_colours is not None:
-                self._fit_colours = fit_colours
-            self._wanted.append((generation, stage_name))
+            self._wanted.append((generation, stage_name, fit_colours))
             self._cond.notify()
 
     def prepare_regions(self, generation: int, stage_name: str, asks: list) -> None:
@@ -133,16 +133,6 @@ class ComputeWorker(QThread):
             for head, region, levels, pixels in asks:
                 self._regions[head] = (generation, stage_name, tuple(region), levels, pixels)
             self._cond.notify()
-
-    def set_fit_colours(self, fit: bool) -> None:
-        """Convert weights for "fit to data" (or 0..1) from now on; the GUI then asks with
-        :meth:`prepare` for the stage it shows again: a conversion, never a recomputation."""
-        with self._cond:
-            self._fit_colours = fit
-
-    @property
-    def fit_colours(self) -> bool:
-        return self._fit_colours
 
     def set_gui_busy(self, busy: bool) -> None:
         """The GUI is busy showing a change, or no longer (explorer.widgets.frames.Frames.busy_changed,
@@ -198,6 +188,7 @@ class ComputeWorker(QThread):
         # cancelled job: the GUI still shows it and may still ask for its stages.
         current: DisplayTrace | None = None
         todo: list[str] = []
+        fit: bool | str = False  # the colour scale the GUI last handed over for the current trace
         while True:
             with self._cond:
                 # Background conversion only for the latest trace; a superseded one waits for requests.
@@ -215,7 +206,7 @@ class ComputeWorker(QThread):
             if job is not None:
                 computed = self._compute(job)
                 if computed is not None:
-                    current, todo = computed
+                    (current, todo), fit = computed, job.fit_colours
                 continue
             if current is None:
                 continue
@@ -227,13 +218,15 @@ class ComputeWorker(QThread):
                 for head, (generation, name, region, levels, pixels) in regions.items():
                     if generation == current.generation and name in current.trace:
                         side = tuple(pixels) if pixels else MAX_DISPLAY_SIDE
-                        image = stage_image(current.trace[name], self._fit_colours, region=region, heads=[head],
+                        image = stage_image(current.trace[name], fit, region=region, heads=[head],
                                             should_stop=stale, levels=levels, max_side=side)  # fmt: skip
                         ready.append((head, image))
                 if ready:
                     self.regions_ready.emit(current.generation, ready)
                 # A converted stage may be asked for again: the colour scale changed since.
-                names = [n for g, n in wanted if g == current.generation and n in current.trace]
+                for g, _n, scale in wanted:
+                    fit = scale if g == current.generation and scale is not None else fit
+                names = [n for g, n, _f in wanted if g == current.generation and n in current.trace]
                 background = not names and not regions and self._background_allowed(current, todo)
                 if background:
                     names = todo[:1]
@@ -246,7 +239,7 @@ class ComputeWorker(QThread):
                     if name in todo:
                         todo.remove(name)
                     try:
-                        image = stage_image(current.trace[name], self._fit_colours, should_stop=asked)
+                        image = stage_image(current.trace[name], fit, should_stop=asked)
                     except Cancelled:
                         if background:
                             todo.insert(0, name)
@@ -270,8 +263,7 @@ class ComputeWorker(QThread):
             focus = job.focus_stage if job.focus_stage in names else names[-1]
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [focus]
-            fit = self._fit_colours
-            images = {n: stage_image(trace[n], fit, should_stop=is_stale) for n in first}
+            images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale) for n in first}
             shown = job.request.as_traced(trace) if isinstance(job.request, RunSpec) else job.request
             display = DisplayTrace(job.generation, trace, images, shown)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QDockWidget
 
+from explorer.widgets.frames import later
 from explorer.widgets.mask_painter import STARTS, MaskPainter
 from models.export import write_array
 from models.runspec import load_matrix
@@ -42,7 +42,7 @@ class MaskDock(QDockWidget):
         previous, self._previous_mask = self._previous_mask, inputs.mask
         self.setVisible(self.wanted())
         if self.wanted() and previous != "custom":  # start from the mask that was shown
-            QTimer.singleShot(0, lambda: self._start(previous if previous in STARTS else "none"))
+            later(0, self, lambda: self._start(previous if previous in STARTS else "none"))
 
     def _start(self, kind: str) -> None:
         painted = self.state.inputs.painted_mask  # one already painted (or a session's) is kept

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLa
 
 from explorer.images.thumbnails import EMPTY_INDEX, GAP, THUMB, thumbnail_indices, thumbnail_shape, tile_side
 from explorer.widgets.colormaps import lookup_table
-from explorer.widgets.debounce import Debounced
+from explorer.widgets.frames import debounced
 from explorer.widgets.token_axis import TEXT_RGB
 
 TICK_PX = 4  # axis ticks point out of the mosaic and the table, never over their pixels
@@ -101,7 +101,7 @@ class ModelView(QWidget):
         self.metric_box.currentTextChanged.connect(lambda _name: self._paint_table())
         self.canvas.scene().sigMouseMoved.connect(self._hover)
         self.canvas.scene().sigMouseClicked.connect(self._clicked)
-        self._resized = Debounced(self._check_side, RESIZE_PAUSE_MS, self)
+        self._resized = debounced(self._check_side, RESIZE_PAUSE_MS, self)
         self.mosaic_plot.getViewBox().sigResized.connect(lambda *_a: self._resized())
 
     def view_pixels(self) -> tuple[int, int] | None:
