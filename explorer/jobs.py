@@ -1,8 +1,9 @@
 """Reads the GUI needs, answered off the GUI thread: the latest ask of each kind wins.
 
 A view that needs numbers from a trace (a comparison of two runs, ...) asks here with a plain
-function of the traces; the function runs on one background thread and its value (plain numpy,
-images) is handed to the view's callback on the GUI thread. An answer to an ask that a newer ask
+function of the traces; the function runs on the app's one executor (explorer/executor.py: this
+object's own lane, in order, each read holding the device queue of the shown run's stores) and its
+value (plain numpy, images) is handed to the view's callback on the GUI thread. An answer to an ask that a newer ask
 of the same kind has replaced is dropped, never shown. Tests (and screenshots) wait for the
 answers with :meth:`ReadJobs.wait_until_idle`, as napari's slicer does, instead of polling.
 
@@ -15,14 +16,15 @@ meanwhile: ``wait_until_idle`` waits for it.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import nullcontext
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
+from explorer.executor import EXECUTOR
 from explorer.widgets.frames import later
 from models.config import InputError
 
@@ -38,10 +40,11 @@ class ReadJobs(QObject):
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
-        # One daemon thread, started at the first ask: a window never left open keeps no process alive.
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._running = 0  # jobs started on the executor and not ended
+        # The device whose lazy stores these reads compute on (the main window's: its shown run's), or
+        # None: reads of plain arrays, beside any job.
+        self.device: Callable[[], str] | None = None
         self._latest: dict[str, int] = {}  # kind -> ticket of the newest ask
         self._callbacks: dict[str, Deliver] = {}
         self._pending = 0  # asks not answered on this thread yet
@@ -63,10 +66,8 @@ class ReadJobs(QObject):
             self._latest[kind] = ticket
             self._callbacks[kind] = deliver
             self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="explorer-reads", daemon=True)
-                self._thread.start()
-        self._queue.put((kind, ticket, compute))
+            self._running += 1
+        EXECUTOR.start(lambda: self._run(kind, ticket, compute), lane=id(self))
         return ticket
 
     def call(self, compute: Callable[[], object]) -> object:
@@ -111,29 +112,30 @@ class ReadJobs(QObject):
         return self.idle
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Drop the asks not started and end the read thread (the window is closing)."""
+        """Drop the asks not started and wait for the one running (the window is closing)."""
         with self._lock:
             self._latest.clear()
-            thread, self._thread = self._thread, None
         self._held = []
-        if thread is not None:
-            self._queue.put(None)
-            thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        while self._running and time.monotonic() < deadline:
+            time.sleep(0.001)
 
-    # --- the read thread -----------------------------------------------------------------------
-    def _serve(self) -> None:
-        while (job := self._queue.get()) is not None:
-            self._run(*job)
-
+    # --- on the executor -----------------------------------------------------------------------
     def _run(self, kind: str, ticket: int, compute: Callable[[], object]) -> None:
-        if self._latest.get(kind) != ticket:  # replaced before it started: no work at all
-            self._answered.emit(kind, ticket, None, None)
-            return
         try:
-            value, error = compute(), None
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a message on the GUI thread
-            value, error = None, exc
-        self._answered.emit(kind, ticket, value, error)
+            if self._latest.get(kind) != ticket:  # replaced before it started: no work at all
+                self._answered.emit(kind, ticket, None, None)
+                return
+            try:
+                device = self.device() if self.device is not None else None
+                with EXECUTOR.device(device).turn() if device else nullcontext():  # one job on a store at once
+                    value, error = compute(), None
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a message on the GUI thread
+                value, error = None, exc
+            self._answered.emit(kind, ticket, value, error)
+        finally:
+            with self._lock:
+                self._running -= 1
 
     # --- back on the GUI thread ----------------------------------------------------------------
     def release(self, *_) -> None:
@@ -164,7 +166,7 @@ class ReadJobs(QObject):
 
 class LatestJob(QObject):
     """One kind of long job (a whole-model survey, a generation, an atlas, ...): each submit runs
-    :meth:`work` on Qt's thread pool through superqt; a newer submit (or :meth:`cancel`) makes the
+    :meth:`work` on the app's executor (explorer/executor.py); a newer submit (or :meth:`cancel`) makes the
     running one's ``should_stop()`` true, and it stops at its next step and sends nothing more.
     Every failure reaches the GUI as one line (``failed``), never a traceback or a lost thread.
 
@@ -180,17 +182,11 @@ class LatestJob(QObject):
         self.generation = 0
         self._lock = threading.Lock()
         self._running: dict[int, threading.Event] = {}
-        self._workers: dict[int, object] = {}  # keeps each superqt worker alive until it ends
 
     def submit(self, *args) -> int:
         """Run ``work(generation, should_stop, *args)`` off the GUI thread; returns the generation."""
-        from superqt.utils import create_worker
-
         generation, done = self._next()
-        worker = create_worker(self._guarded, generation, done, *args, _start_thread=False)
-        self._workers[generation] = worker
-        worker.finished.connect(lambda g=generation: self._workers.pop(g, None))
-        worker.start()
+        EXECUTOR.start(lambda: self._guarded(generation, done, *args))
         return generation
 
     def run_now(self, *args) -> int:

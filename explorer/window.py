@@ -98,6 +98,8 @@ class MainWindow(QMainWindow):
         # Every number the GUI shows is read off this thread by these jobs (hover, focus, numbers in
         # cells, the edit dialog's value, the inspector, the comparison): the GUI thread never computes.
         self.jobs = ReadJobs(self)
+        # Its reads compute on the shown run's lazy stores: they take turns with the worker on its device.
+        self.jobs.device = lambda: self.state.display.trace.device if self.state.display is not None else "cpu"
         # The one frame scheduler: every turn after a change is one of its phases; while any is to
         # come the GUI is busy, and the worker and the read jobs hold back (explorer/widgets/frames.py).
         self.frames = Frames(self)

@@ -28,6 +28,7 @@ from PySide6.QtCore import QThread, Signal
 from explorer.engine.edited_runner import run_edited
 from explorer.engine.pretrained_runner import PretrainedRunner
 from explorer.engine.stage_render import stage_image
+from explorer.executor import EXECUTOR
 from explorer.images.stage_image import MAX_DISPLAY_SIDE
 from explorer.run import DisplayTrace
 from models import pipeline
@@ -213,40 +214,55 @@ class ComputeWorker(QThread):
             # A new request interrupts a conversion; the trace on screen still converts when asked,
             # even when a newer request failed and it stays on screen.
             stale = lambda: self._job is not None or self._stopping  # noqa: E731
-            try:
-                ready = []
-                for head, (generation, name, region, levels, pixels) in regions.items():
-                    if generation == current.generation and name in current.trace:
-                        side = tuple(pixels) if pixels else MAX_DISPLAY_SIDE
-                        image = stage_image(current.trace[name], fit, region=region, heads=[head],
-                                            should_stop=stale, levels=levels, max_side=side)  # fmt: skip
-                        ready.append((head, image))
-                if ready:
-                    self.regions_ready.emit(current.generation, ready)
-                # A converted stage may be asked for again: the colour scale changed since.
-                for g, _n, scale in wanted:
-                    fit = scale if g == current.generation and scale is not None else fit
-                names = [n for g, n, _f in wanted if g == current.generation and n in current.trace]
-                background = not names and not regions and self._background_allowed(current, todo)
-                if background:
-                    names = todo[:1]
-                # A stage or region the GUI asks for interrupts a background conversion (a big
-                # one takes a second): the interrupted stage goes back to the front of the queue.
-                def asked(stale=stale, background=background) -> bool:
-                    return stale() or (background and bool(self._wanted or self._regions))
-
-                for name in dict.fromkeys(names):  # in order, once each
-                    if name in todo:
-                        todo.remove(name)
-                    try:
-                        image = stage_image(current.trace[name], fit, should_stop=asked)
-                    except Cancelled:
-                        if background:
-                            todo.insert(0, name)
-                        raise
-                    self.stage_ready.emit(current.generation, image)
-            except Cancelled:  # a newer request (or a stage asked for) came: it goes first
+            # The shown run's stores are the read jobs' too: one job on them at a time (the device queue).
+            device = EXECUTOR.device(current.trace.device)
+            if device.waiting and not (regions or wanted):  # a read waits: the background gives way
+                with self._cond:
+                    self._cond.wait(0.002)
                 continue
+            try:
+                with device.turn():
+                    self._convert(current, regions, wanted, todo, fit, stale, device)
+            except Cancelled:  # a newer request (or a stage asked for) came: it goes first
+                pass
+            for g, _n, scale in wanted:  # a stage converted for another colour scale: its run's scale now
+                fit = scale if g == current.generation and scale is not None else fit
+
+    def _convert(self, current: DisplayTrace, regions: dict, wanted: list, todo: list[str], fit, stale,
+                 device) -> None:  # fmt: skip
+        """Convert (on this thread, holding the shown run's device queue) the regions and stages the GUI
+        asked for, else the next stage of the background order (``todo``, in place)."""
+        for g, _n, scale in wanted:
+            fit = scale if g == current.generation and scale is not None else fit
+        ready = []
+        for head, (generation, name, region, levels, pixels) in regions.items():
+            if generation == current.generation and name in current.trace:
+                side = tuple(pixels) if pixels else MAX_DISPLAY_SIDE
+                image = stage_image(current.trace[name], fit, region=region, heads=[head],
+                                    should_stop=stale, levels=levels, max_side=side)  # fmt: skip
+                ready.append((head, image))
+        if ready:
+            self.regions_ready.emit(current.generation, ready)
+        # A converted stage may be asked for again: the colour scale changed since.
+        names = [n for g, n, _f in wanted if g == current.generation and n in current.trace]
+        background = not names and not regions and self._background_allowed(current, todo)
+        if background:
+            names = todo[:1]
+        # A stage or region the GUI asks for interrupts a background conversion (a big
+        # one takes a second): the interrupted stage goes back to the front of the queue.
+        def asked(stale=stale, background=background) -> bool:
+            return stale() or (background and bool(self._wanted or self._regions or device.waiting))
+
+        for name in dict.fromkeys(names):  # in order, once each
+            if name in todo:
+                todo.remove(name)
+            try:
+                image = stage_image(current.trace[name], fit, should_stop=asked)
+            except Cancelled:
+                if background:
+                    todo.insert(0, name)
+                raise
+            self.stage_ready.emit(current.generation, image)
 
     def _compute(self, job: _Job) -> tuple[DisplayTrace, list[str]] | None:
         """Run, convert and emit one job; None when it failed or went stale."""

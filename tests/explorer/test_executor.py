@@ -1,0 +1,81 @@
+"""Issue 32: one executor for every job (explorer/executor.py): lanes in order, a device queue that
+never lets two jobs compute on the same stores at once, the window's reads and long jobs on it."""
+
+from __future__ import annotations
+
+import threading
+
+from explorer.executor import EXECUTOR, Executor
+
+
+def test_a_lane_runs_its_jobs_one_at_a_time_in_order():
+    executor, seen, inside = Executor(threads=3), [], []
+    for i in range(20):
+        def job(i=i):
+            inside.append(1)
+            assert len(inside) == 1  # never two of one lane at once
+            seen.append(i)
+            inside.pop()
+
+        executor.start(job, lane="reads")
+    assert executor.wait_until_idle()
+    assert seen == list(range(20))
+
+
+def test_the_device_queue_lets_one_job_at_a_time_compute_and_counts_who_waits():
+    executor = Executor(threads=3)
+    queue = executor.device("cuda:0 (NVIDIA A100)")
+    assert queue is executor.device("cuda") and queue is not executor.device("cpu")
+    release, at_once, holders = threading.Event(), [], []
+
+    def hold():
+        with queue.turn():
+            holders.append(1)
+            at_once.append(len(holders))
+            release.wait(5)
+            holders.pop()
+
+    executor.start(hold)
+    executor.start(hold)
+    while not (holders and queue.waiting == 1):
+        pass  # the second job waits for its turn
+    release.set()
+    assert executor.wait_until_idle()
+    assert at_once == [1, 1] and queue.waiting == 0
+
+
+def test_force_sync_runs_a_job_at_once_on_the_calling_thread():
+    executor, threads = Executor(), []
+    with executor.force_sync():
+        executor.start(lambda: threads.append(threading.current_thread()), lane="x")
+    assert threads == [threading.current_thread()] and executor.idle
+
+
+def test_reads_and_long_jobs_run_on_the_one_executor(qtbot, make_window, settle):
+    """No thread of its own for the read jobs, no superqt pool for the long ones: the executor's."""
+    window = make_window()
+    names = []
+    window.jobs.call(lambda: names.append(threading.current_thread().name))
+    generate = window.windows.open_generate()
+    qtbot.addWidget(generate)
+    generate.panel.jobs.call(lambda: names.append(threading.current_thread().name))
+    assert all(name.startswith("explorer-job") for name in names), names
+    assert EXECUTOR.wait_until_idle()
+    assert not [t.name for t in threading.enumerate() if t.name == "explorer-reads"]
+
+
+def test_a_long_job_runs_on_the_executor_and_the_latest_wins(qtbot):
+    from explorer.jobs import LatestJob
+
+    class Recorder(LatestJob):
+        def work(self, generation, should_stop, release, seen):
+            release.wait(5)
+            seen.append((generation, threading.current_thread().name, should_stop()))
+
+    job, release, seen = Recorder(), threading.Event(), []
+    first = job.submit(release, seen)
+    second = job.submit(release, seen)
+    release.set()
+    qtbot.waitUntil(lambda: len(seen) == 2 and not job.busy)
+    assert {g: stop for g, _name, stop in seen} == {first: True, second: False}  # the first was replaced
+    assert all(name.startswith("explorer-job") for _g, name, _stop in seen)
