@@ -50,6 +50,7 @@ class ReadJobs(QObject):
         self._pending = 0  # asks not answered on this thread yet
         self._tickets = 0
         self._calls = 0  # call()s made: each its own kind
+        self._loops: set = set()  # the event loops of the calls waiting for their answer
         self._held_kinds: set[str] = set()  # kinds whose answers wait while busy()
         self._held: list[tuple[str, int, object, object]] = []  # answers waiting for release()
         self.busy: Callable[[], bool] | None = None  # the GUI is busy showing a result (set by the window)
@@ -88,11 +89,22 @@ class ReadJobs(QObject):
         with self._lock:
             self._calls += 1
             kind = f"call {self._calls}"
-        self.ask(kind, run, lambda _none: loop.quit())
-        loop.exec()
+        answered: list[bool] = []
+
+        def arrived(_none: object) -> None:
+            answered.append(True)
+            loop.quit()
+
+        self._loops.add(loop)
+        self.ask(kind, run, arrived)
+        if not answered:  # already answered when the executor runs jobs at once (force_sync)
+            loop.exec()
+        self._loops.discard(loop)
         if "error" in box:
             raise box["error"]
-        return box.get("value")
+        if "value" not in box:  # the window closed meanwhile (shutdown)
+            raise InputError("cancelled: the window is closing")
+        return box["value"]
 
     def cancel(self, kind: str) -> None:
         """Forget the asks of ``kind`` (their answers are dropped when they come)."""
@@ -116,6 +128,8 @@ class ReadJobs(QObject):
         with self._lock:
             self._latest.clear()
         self._held = []
+        for loop in list(self._loops):  # a call waiting: it returns (cancelled)
+            loop.quit()
         deadline = time.monotonic() + timeout
         while self._running and time.monotonic() < deadline:
             time.sleep(0.001)

@@ -79,3 +79,19 @@ def test_a_long_job_runs_on_the_executor_and_the_latest_wins(qtbot):
     qtbot.waitUntil(lambda: len(seen) == 2 and not job.busy)
     assert {g: stop for g, _name, stop in seen} == {first: True, second: False}  # the first was replaced
     assert all(name.startswith("explorer-job") for _g, name, _stop in seen)
+
+
+def test_a_call_returns_its_value_raises_its_error_and_runs_at_once_in_sync_mode(qapp):
+    from explorer.jobs import ReadJobs
+
+    jobs = ReadJobs()
+    assert jobs.call(lambda: threading.current_thread().name).startswith("explorer-job")
+    try:
+        jobs.call(lambda: 1 / 0)
+    except ZeroDivisionError:
+        pass
+    else:
+        raise AssertionError("the error was not raised again")
+    with EXECUTOR.force_sync():
+        assert jobs.call(lambda: threading.current_thread()) is threading.current_thread()
+    jobs.shutdown()
