@@ -127,7 +127,7 @@ class MainWindow(QMainWindow):
                                      self.state.status.show_error, jobs=self.jobs)  # fmt: skip
         self._lay_out()
         info, error = self.state.status.show_info, self.state.status.show_error
-        self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask
+        self.mask_dock = MaskDock(self.state, error, self, off_gui=self.jobs.call)  # issue 9: the painted mask
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.mask_dock)
         # issue 9: what-if edits, difference view
         self.experiment = Experiment(self.state, self.matrix_view, error, self)
@@ -138,7 +138,8 @@ class MainWindow(QMainWindow):
         self.compare = CompareActions(self.state, self.jobs, info, error, self)
         # issue 9: File → Save session… / Open session…
         self.sessions = SessionActions(self.state, self.submit_now, info, error, self,
-                                       atlas=lambda: atlas_corpus(self.windows.atlas))  # fmt: skip
+                                       atlas=lambda: atlas_corpus(self.windows.atlas),
+                                       off_gui=self.jobs.call)  # the file read off this thread
         # File → Open embeddings… / mask…: each file read and checked off this thread
         self.files = FileActions(self.state, self.state.add_notice, error, self, off_gui=self.jobs.call)
         # File → Whole model…, Head atlas…, Training timeline…: windows beside this one

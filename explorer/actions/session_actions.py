@@ -37,9 +37,11 @@ class SessionActions(QObject):
     calls :meth:`arrived` for every result shown and every failure."""
 
     def __init__(self, state, submit: Callable[[], int | None], info: Report, error: Report, parent=None,
-                 atlas: Callable[[], dict | None] = lambda: None):  # fmt: skip
-        """``atlas()``: the corpus and checksum of the head atlas open beside the window, or None."""
+                 atlas: Callable[[], dict | None] = lambda: None, off_gui: Callable | None = None):  # fmt: skip
+        """``atlas()``: the corpus and checksum of the head atlas open beside the window, or None;
+        ``off_gui(compute)``: where a session file is read (the window's jobs.call: another thread)."""
         super().__init__(parent)
+        self._off_gui = off_gui or (lambda compute: compute())
         self._atlas = atlas
         self.state = state
         self._submit, self._info, self._error = submit, info, error
@@ -80,7 +82,8 @@ class SessionActions(QObject):
         if not path:
             return False
         try:
-            shown = open_window_session(path, self.state.inputs)
+            inputs = self.state.inputs
+            shown = self._off_gui(lambda: open_window_session(path, inputs))
         except InputError as exc:
             self._error(str(exc))
             return False

@@ -19,11 +19,13 @@ def as_rows(mask: np.ndarray) -> tuple[tuple[bool, ...], ...]:
 class MaskDock(QDockWidget):
     """Handed the state and the status line's ``error``; the window docks it (bottom area)."""
 
-    def __init__(self, state, error, parent=None):
+    def __init__(self, state, error, parent=None, off_gui=None):
+        """``off_gui(compute)``: where a mask file is read (the window's jobs.call: another thread)."""
         super().__init__("Custom mask (True = hidden)", parent)
         self.setObjectName("maskDock")
         self.state = state
-        self.painter = MaskPainter(lambda path: load_matrix(path, "mask"), write_array)
+        off_gui = off_gui or (lambda compute: compute())
+        self.painter = MaskPainter(lambda path: off_gui(lambda: load_matrix(path, "mask")), write_array)
         self.painter.setMinimumHeight(240)
         self.setWidget(self.painter)
         self.painter.mask_changed.connect(self._painted)

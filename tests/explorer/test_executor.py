@@ -95,3 +95,47 @@ def test_a_call_returns_its_value_raises_its_error_and_runs_at_once_in_sync_mode
     with EXECUTOR.force_sync():
         assert jobs.call(lambda: threading.current_thread()) is threading.current_thread()
     jobs.shutdown()
+
+
+def test_the_worker_and_the_reads_never_compute_on_one_store_at_once(qtbot, make_window, settle, monkeypatch):
+    """The device queue: while the worker converts the shown run's stages in the background, the
+    window's reads of the same run wait for their turn (two threads in one PairStore raced on its
+    cache of blocks)."""
+    from models.pairs import PairStore
+    from tests.explorer.conftest import SMALL
+
+    inside: dict[int, int] = {}
+    most, threads = [0], set()
+    guard = threading.Lock()
+    block = PairStore.block
+
+    def counted(self, *args, **kwargs):
+        with guard:
+            inside[id(self)] = inside.get(id(self), 0) + 1
+            most[0] = max(most[0], inside[id(self)])
+            threads.add(threading.current_thread().name)
+        try:
+            threading.Event().wait(0.02)  # a wide window for two threads to meet in the store
+            return block(self, *args, **kwargs)
+        finally:
+            with guard:
+                inside[id(self)] -= 1
+
+    n = 800  # 800² × 4 heads × 3 pair stages: more than CONVERT_ALL_BELOW, converted in the background
+    window = make_window(SMALL.__class__(sentence=" ".join(f"w{i}" for i in range(n)), heads=4, d_model=16))
+    monkeypatch.setattr(PairStore, "block", counted)
+
+    def read_all(display):  # as soon as a run is shown, while the worker converts its other stages
+        for name in ("scores", "scaled"):
+            for head in range(4):
+                window.jobs.ask(f"read {name} {head}", lambda s=name, h=head: display.trace[s].rows(h, 0, n),
+                                lambda _v: None)  # fmt: skip
+
+    window.state.trace_changed.connect(read_all)
+    window.state.update_inputs(seed=5)
+    settle(window, timeout=60_000)
+    display = window.state.display
+    qtbot.waitUntil(lambda: set(display.images) == set(display.trace.names), timeout=60_000)
+    assert window.jobs.wait_until_idle(timeout=60) and EXECUTOR.wait_until_idle()
+    assert len(threads) >= 2  # the worker and the executor both computed blocks of the store
+    assert most[0] == 1
