@@ -33,7 +33,7 @@ HOLD_MS = 200  # the longest a held answer waits for release()
 
 
 class ReadJobs(QObject):
-    """``ask(kind, compute, deliver)``: ``compute()`` on the read thread, ``deliver(value)`` on this one."""
+    """``ask(kind, compute, deliver)``: ``compute()`` on the executor, ``deliver(value)`` on this thread."""
 
     _answered = Signal(str, int, object, object)  # kind, ticket, value, exception (or None)
     failed = Signal(str, str)  # kind, one-line message: a read that raised (shown in the status bar)
@@ -54,12 +54,15 @@ class ReadJobs(QObject):
         self._held_kinds: set[str] = set()  # kinds whose answers wait while busy()
         self._held: list[tuple[str, int, object, object]] = []  # answers waiting for release()
         self.busy: Callable[[], bool] | None = None  # the GUI is busy showing a result (set by the window)
-        # Emitted on the read thread, delivered queued on the thread this object lives on (the GUI's).
+        # Emitted on the executor's threads, delivered queued on the thread this object lives on (the GUI's).
         self._answered.connect(self._deliver)
 
-    def ask(self, kind: str, compute: Callable[[], object], deliver: Deliver, held: bool = False) -> int:
+    def ask(self, kind: str, compute: Callable[[], object], deliver: Deliver, held: bool = False,
+            in_order: bool = True) -> int:  # fmt: skip
         """Run ``compute`` off this thread; ``deliver`` its value here unless a newer ``kind`` ask came
-        (``held``: not while :attr:`busy`, see the module's doc)."""
+        (``held``: not while :attr:`busy`, see the module's doc; ``in_order``: on this object's lane of
+        the executor, after the asks before it, taking turns on the device queue; else beside them, on
+        no store: a call)."""
         (self._held_kinds.add if held else self._held_kinds.discard)(kind)
         with self._lock:
             self._tickets += 1
@@ -68,7 +71,8 @@ class ReadJobs(QObject):
             self._callbacks[kind] = deliver
             self._pending += 1
             self._running += 1
-        EXECUTOR.start(lambda: self._run(kind, ticket, compute), lane=id(self))
+        on_store = in_order  # reads of the shown run; a call (a file, the timeline) reads none
+        EXECUTOR.start(lambda: self._run(kind, ticket, compute, on_store), lane=id(self) if in_order else None)
         return ticket
 
     def call(self, compute: Callable[[], object]) -> object:
@@ -96,10 +100,13 @@ class ReadJobs(QObject):
             loop.quit()
 
         self._loops.add(loop)
-        self.ask(kind, run, arrived)
+        self.ask(kind, run, arrived, in_order=False)  # a long one (the timeline) never holds up the reads
         if not answered:  # already answered when the executor runs jobs at once (force_sync)
             loop.exec()
         self._loops.discard(loop)
+        with self._lock:
+            self._latest.pop(kind, None)
+            self._callbacks.pop(kind, None)
         if "error" in box:
             raise box["error"]
         if "value" not in box:  # the window closed meanwhile (shutdown)
@@ -135,13 +142,13 @@ class ReadJobs(QObject):
             time.sleep(0.001)
 
     # --- on the executor -----------------------------------------------------------------------
-    def _run(self, kind: str, ticket: int, compute: Callable[[], object]) -> None:
+    def _run(self, kind: str, ticket: int, compute: Callable[[], object], on_store: bool = True) -> None:
         try:
             if self._latest.get(kind) != ticket:  # replaced before it started: no work at all
                 self._answered.emit(kind, ticket, None, None)
                 return
             try:
-                device = self.device() if self.device is not None else None
+                device = self.device() if self.device is not None and on_store else None
                 with EXECUTOR.device(device).turn() if device else nullcontext():  # one job on a store at once
                     value, error = compute(), None
             except Exception as exc:  # noqa: BLE001 - every failure becomes a message on the GUI thread
