@@ -13,7 +13,8 @@ are made, and takes its turns on the same device queue.
 - **One device queue** per device (``device("cpu")``, ``device("cuda:0")``): a job that computes on
   a lazy store (a read of the shown run's stages; the worker converting the shown run's stages to
   images) holds its device's queue, so two jobs never compute on the same store at once, on a GPU
-  as on the CPU. A background conversion gives way to a waiting read (:attr:`DeviceQueue.waiting`).
+  as on the CPU. A long conversion lets a waiting read have its turn between two of its bands
+  (:meth:`DeviceQueue.yield_turn`), then goes on.
 - **Tests** wait with :meth:`Executor.wait_until_idle` (every job started has ended), as napari's
   slicer does.
 """
@@ -32,24 +33,61 @@ THREADS = 8  # the reads of three windows and a few long jobs at once (idle ones
 
 
 class DeviceQueue:
-    """One turn at a time on a device's stores; :attr:`waiting` says how many jobs wait for a turn."""
+    """One turn at a time on a device's stores, first come first served (a ticket lock); a turn may
+    be taken again by its holder (a stage whose reading reads another). :attr:`waiting` says how many
+    jobs wait; :meth:`yield_turn` lets them go first, then carries on (a long conversion, between
+    two bands)."""
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()  # a job may read a stage whose reading reads another
-        self._count = threading.Lock()
+        self._cond = threading.Condition()
+        self._next = self._serving = 0  # the next ticket given; the ticket whose turn it is
+        self._owner: int | None = None
+        self._depth = 0
         self.waiting = 0
+
+    def acquire(self) -> None:
+        me = threading.get_ident()
+        with self._cond:
+            if self._owner == me:
+                self._depth += 1
+                return
+            self._wait_for_turn(me, 1)
+
+    def release(self) -> None:
+        with self._cond:
+            self._depth -= 1
+            if self._depth == 0:
+                self._hand_over()
+
+    def yield_turn(self) -> None:
+        """When jobs wait, let them have their turns, then take it back (at the end of the queue)."""
+        me = threading.get_ident()
+        with self._cond:
+            if not self.waiting or self._owner != me:
+                return
+            depth = self._depth
+            self._hand_over()
+            self._wait_for_turn(me, depth)
 
     @contextmanager
     def turn(self) -> Iterator[None]:
-        with self._count:
-            self.waiting += 1
-        self._lock.acquire()
-        with self._count:
-            self.waiting -= 1
+        self.acquire()
         try:
             yield
         finally:
-            self._lock.release()
+            self.release()
+
+    def _wait_for_turn(self, me: int, depth: int) -> None:  # the condition's lock held
+        ticket, self._next = self._next, self._next + 1
+        self.waiting += 1
+        self._cond.wait_for(lambda: self._serving == ticket and self._owner is None)
+        self.waiting -= 1
+        self._owner, self._depth = me, depth
+
+    def _hand_over(self) -> None:  # the condition's lock held
+        self._owner, self._depth = None, 0
+        self._serving += 1
+        self._cond.notify_all()
 
 
 class Executor:

@@ -216,10 +216,6 @@ class ComputeWorker(QThread):
             stale = lambda: self._job is not None or self._stopping  # noqa: E731
             # The shown run's stores are the read jobs' too: one job on them at a time (the device queue).
             device = EXECUTOR.device(current.trace.device)
-            if device.waiting and not (regions or wanted):  # a read waits: the background gives way
-                with self._cond:
-                    self._cond.wait(0.002)
-                continue
             try:
                 with device.turn():
                     self._convert(current, regions, wanted, todo, fit, stale, device)
@@ -249,9 +245,11 @@ class ComputeWorker(QThread):
         if background:
             names = todo[:1]
         # A stage or region the GUI asks for interrupts a background conversion (a big
-        # one takes a second): the interrupted stage goes back to the front of the queue.
+        # one takes a second): the interrupted stage goes back to the front of the queue. A read
+        # waiting for the store (hover, focus) has its turn between two bands, then this goes on.
         def asked(stale=stale, background=background) -> bool:
-            return stale() or (background and bool(self._wanted or self._regions or device.waiting))
+            device.yield_turn()
+            return stale() or (background and bool(self._wanted or self._regions))
 
         for name in dict.fromkeys(names):  # in order, once each
             if name in todo:

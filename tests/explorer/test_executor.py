@@ -139,3 +139,29 @@ def test_the_worker_and_the_reads_never_compute_on_one_store_at_once(qtbot, make
     assert window.jobs.wait_until_idle(timeout=60) and EXECUTOR.wait_until_idle()
     assert len(threads) >= 2  # the worker and the executor both computed blocks of the store
     assert most[0] == 1
+
+
+def test_a_long_turn_lets_a_waiting_job_go_first_then_goes_on():
+    executor, order = Executor(threads=2), []
+    queue = executor.device("cpu")
+    holding, done = threading.Event(), threading.Event()
+
+    def long_conversion():
+        with queue.turn():
+            order.append("conversion starts")
+            holding.set()
+            while not queue.waiting:
+                pass  # until the read waits
+            queue.yield_turn()  # between two bands
+            order.append("conversion ends")
+        done.set()
+
+    def read():
+        holding.wait(5)
+        with queue.turn():
+            order.append("read")
+
+    executor.start(long_conversion)
+    executor.start(read)
+    assert done.wait(5) and executor.wait_until_idle()
+    assert order == ["conversion starts", "read", "conversion ends"]
