@@ -97,7 +97,7 @@ class Executor:
         # Daemon threads, started as jobs need them: a window never left open keeps no process alive.
         self._threads, self._max_threads = [], threads
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._free = 0  # threads waiting for a job
+        self._idle = 0  # threads waiting for a job that no job started since has claimed
         self._lock = threading.Lock()
         self._lanes: dict[object, deque] = {}  # lane -> jobs waiting behind its running one
         self._devices: dict[str, DeviceQueue] = {}
@@ -127,7 +127,9 @@ class Executor:
                     waiting.append(job)
                     return
                 self._lanes[lane] = deque()
-            if self._free == 0 and len(self._threads) < self._max_threads:
+            if self._idle:  # a waiting thread takes it
+                self._idle -= 1
+            elif len(self._threads) < self._max_threads:  # never behind a long job while threads remain
                 thread = threading.Thread(target=self._serve, name=f"explorer-job-{len(self._threads)}", daemon=True)
                 self._threads.append(thread)
                 thread.start()
@@ -135,12 +137,10 @@ class Executor:
 
     def _serve(self) -> None:
         while True:
+            self._run(*self._jobs.get())
             with self._lock:
-                self._free += 1
-            job, lane = self._jobs.get()
-            with self._lock:
-                self._free -= 1
-            self._run(job, lane)
+                if self._jobs.empty():  # else the next job queued is this thread's at once
+                    self._idle += 1
 
     def _run(self, job: Callable[[], None], lane: object | None) -> None:
         while True:

@@ -165,3 +165,15 @@ def test_a_long_turn_lets_a_waiting_job_go_first_then_goes_on():
     executor.start(read)
     assert done.wait(5) and executor.wait_until_idle()
     assert order == ["conversion starts", "read", "conversion ends"]
+
+
+def test_a_read_never_waits_behind_a_long_job_while_threads_remain():
+    executor, release, read = Executor(threads=3), threading.Event(), threading.Event()
+    executor.start(lambda: release.wait(5))  # a survey, say
+    executor.start(lambda: None)  # done at once: its thread is free again
+    assert executor.wait_until_idle(timeout=0.5) is False  # the long one still runs
+    executor.start(lambda: release.wait(5))  # a second long job
+    executor.start(read.set, lane="reads")
+    assert read.wait(5)  # ran beside the long jobs
+    release.set()
+    assert executor.wait_until_idle()
