@@ -26,7 +26,9 @@ from explorer.actions.menus import build_menus
 from explorer.actions.other_windows import OtherWindows
 from explorer.actions.session_actions import SessionActions
 from explorer.actions.window_actions import window_registry
+from explorer.engine.pretrained_runner import read_tokenizers_ahead
 from explorer.engine.worker import ComputeWorker
+from explorer.executor import EXECUTOR
 from explorer.files.persistence import (
     GEOMETRY_KEY,
     load_fit_colours,
@@ -164,6 +166,8 @@ class MainWindow(QMainWindow):
         self.model_chooser.open_folder_requested.connect(self.open_model_folder)
         # Building a model's dozen heatmaps takes ~100 ms: do it while the user picks, not after.
         self.model_chooser.about_to_choose.connect(lambda: self.matrix_view.warm_up(WARM_PLOTS))
+        # and parse the listed models' tokenizers (~30 ms holding the interpreter lock each) before one is chosen
+        self.model_chooser.about_to_choose.connect(self._read_tokenizers_ahead)
         self.worker.stage_ready.connect(self.state.add_stage_image)
         self.matrix_view.image_missing.connect(self.worker.prepare)
         self.matrix_view.regions_wanted.connect(self.worker.prepare_regions)
@@ -266,6 +270,10 @@ class MainWindow(QMainWindow):
         remember_model_folder(self.settings, Path(folder).parent)
         self.model_chooser.add_folder(folder)
         self.state.update_inputs(model=folder)
+
+    def _read_tokenizers_ahead(self) -> None:
+        names = self.model_chooser.models()  # read here, parsed on the executor
+        EXECUTOR.start(lambda: read_tokenizers_ahead(names))
 
     def _on_load_progress(self, fraction: float, message: str) -> None:
         self.matrix_view.warm_up(WARM_PLOTS)  # build heatmaps for its heads while it loads
