@@ -188,6 +188,10 @@ class MainWindow(QMainWindow):
         # One plot per idle event-loop turn (~10 ms each), behind the first result: a model chosen
         # later (12 heads, say) then finds its heatmaps built, even chosen from the keyboard.
         self.matrix_view.warm_up(IDLE_PLOTS)
+        # So are the listed models' tokenizers, once the first result has painted (again when the list opens).
+        once = Qt.ConnectionType.SingleShotConnection
+        self.shown.connect(lambda _generation: self.frames.idle.connect(self._read_tokenizers_ahead, type=once),
+                           type=once)  # fmt: skip
         if startup_notice:
             self.state.add_notice(startup_notice)
             self.state.status.show_info("", self.state.notices)

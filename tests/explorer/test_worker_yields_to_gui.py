@@ -98,3 +98,28 @@ def test_a_model_chosen_from_the_open_list_parses_no_tokenizer_while_it_loads(qt
     settle(window, timeout=60_000)
     assert window.state.model_info is not None and window.state.model_info.name == "minilm"
     assert parses == []  # the load found it parsed
+
+
+def test_a_model_chosen_from_the_keyboard_after_start_up_parses_no_tokenizer_while_it_loads(
+        qtbot, make_window, settle, monkeypatch):  # fmt: skip
+    """The listed models' tokenizers are also parsed once the window's first result has painted:
+    a model chosen later without opening the list (the keyboard on the closed list) finds its own."""
+    import threading
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    import models.pretrained.tokenizer as tokenizer_module
+    from explorer.executor import EXECUTOR
+
+    monkeypatch.setattr(tokenizer_module, "_PARSED", OrderedDict())
+    parses, real = [], tokenizer_module.Tokenizer
+    monkeypatch.setattr(tokenizer_module, "Tokenizer", SimpleNamespace(
+        from_str=lambda text: parses.append(threading.current_thread().name) or real.from_str(text)))
+    window = make_window()
+    qtbot.waitUntil(lambda: bool(parses), timeout=10_000)
+    assert EXECUTOR.wait_until_idle(timeout=30)
+    assert all(name.startswith("explorer-job") for name in parses)
+    del parses[:]
+    window.state.update_inputs(model="minilm")
+    settle(window, timeout=60_000)
+    assert window.state.model_info is not None and parses == []
