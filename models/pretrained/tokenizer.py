@@ -56,6 +56,12 @@ def _parsed(path: Path, data: bytes) -> Tokenizer:
     return tokenizer
 
 
+def forget_parsed() -> None:
+    """Forget every tokenizer parsed ahead (a test that counts the parses starts with none)."""
+    with _PARSED_LOCK:
+        _PARSED.clear()
+
+
 def read_ahead(folder: Path) -> bool:
     """Parse ``folder``'s tokenizer.json now (another thread's time), for a load to come; False when
     it cannot be read (the load will say why)."""

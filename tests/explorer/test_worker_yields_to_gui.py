@@ -79,13 +79,12 @@ def test_a_model_chosen_from_the_open_list_parses_no_tokenizer_while_it_loads(qt
     on a load): the listed models' tokenizers are parsed when the list opens, on the executor, and a
     load then finds its tokenizer parsed."""
     import threading
-    from collections import OrderedDict
     from types import SimpleNamespace
 
     import models.pretrained.tokenizer as tokenizer_module
     from explorer.executor import EXECUTOR
 
-    monkeypatch.setattr(tokenizer_module, "_PARSED", OrderedDict())  # nothing parsed before this test
+    tokenizer_module.forget_parsed()  # nothing parsed before this test
     parses, real = [], tokenizer_module.Tokenizer
     monkeypatch.setattr(tokenizer_module, "Tokenizer", SimpleNamespace(
         from_str=lambda text: parses.append(threading.current_thread().name) or real.from_str(text)))
@@ -105,13 +104,12 @@ def test_a_model_chosen_from_the_keyboard_after_start_up_parses_no_tokenizer_whi
     """The listed models' tokenizers are also parsed once the window's first result has painted:
     a model chosen later without opening the list (the keyboard on the closed list) finds its own."""
     import threading
-    from collections import OrderedDict
     from types import SimpleNamespace
 
     import models.pretrained.tokenizer as tokenizer_module
     from explorer.executor import EXECUTOR
 
-    monkeypatch.setattr(tokenizer_module, "_PARSED", OrderedDict())
+    tokenizer_module.forget_parsed()
     parses, real = [], tokenizer_module.Tokenizer
     monkeypatch.setattr(tokenizer_module, "Tokenizer", SimpleNamespace(
         from_str=lambda text: parses.append(threading.current_thread().name) or real.from_str(text)))
