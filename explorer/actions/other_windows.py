@@ -28,6 +28,7 @@ class OtherWindows:
         self.atlas = None
         self.timeline = None
         self.timeline_error = ""  # why the last timeline did not open
+        self._building = False  # a timeline's checkpoints being read (off the GUI thread)
         self.opened: list[QWidget] = []  # every window opened (two surveys may be open at once)
 
     def _kept(self, window):
@@ -75,15 +76,20 @@ class OtherWindows:
         """The training timeline of the model on screen (issue 20: explorer/actions/timeline_actions.py)."""
         from explorer.actions.timeline_actions import open_timeline
 
+        if self._building:  # asked again while its checkpoints are read (the window keeps answering)
+            return self.timeline
         if self.timeline is not None:  # one timeline at a time
             self.timeline.close()
             self.timeline.deleteLater()
+        self._building = True
         try:
             self.timeline = self._kept(open_timeline(self.state, self.submit, self.error, step=step,
                                                    off_gui=self.off_gui))
         except InputError as exc:
             self.timeline, self.timeline_error = None, f"no training timeline: {exc}"
             self.error(self.timeline_error)
+        finally:
+            self._building = False
         return self.timeline
 
     def open_atlas(self, folder=None, compare=None):
