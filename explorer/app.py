@@ -163,24 +163,15 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
                 shot: tuple = (None, None, None)) -> int:  # fmt: skip
     """Show the window, wait until the result and the shown stage's image are on screen, save a PNG
     (of the view ``shot`` = (--view, --cell, --query) names: explorer/files/view_shots.py)."""
-    from PySide6.QtCore import QEventLoop, QTimer
+    from explorer.widgets.frames import run_until
 
     outcome: dict[str, str] = {}
 
     def wait_until(done, every_ms: int) -> None:
         """Run the event loop until ``done()`` (polled: a fast first result may come before any
         connection here) or the deadline, which is an error."""
-        loop = QEventLoop()
-        # Timer objects (not QTimer.singleShot) so that none is left pending once this returns.
-        poll, deadline = QTimer(), QTimer()
-        poll.timeout.connect(lambda: done() and loop.quit())
-        deadline.setSingleShot(True)
-        deadline.timeout.connect(lambda: (outcome.setdefault("error", "timed out"), loop.quit()))
-        poll.start(every_ms)
-        deadline.start(SCREENSHOT_TIMEOUT_MS)
-        loop.exec()
-        poll.stop()
-        deadline.stop()
+        if not run_until(done, every_ms, SCREENSHOT_TIMEOUT_MS):
+            outcome.setdefault("error", "timed out")
 
     def check() -> bool:
         if not window.is_settled():

@@ -234,11 +234,7 @@ def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
     if inputs.uses_model:  # the model sets every size; the toy settings wait, unchecked
         return "", ()
     try:
-        inputs.config().validate()
-        if inputs.uses_files:
-            # Reads the files (a bad one is named here, as `export` names it); weights are checked,
-            # not completed: completing them draws random ones with torch, which runs on the worker.
-            inputs.to_runspec().toy_request(complete=False)
+        inputs.config().validate()  # the files are read and checked on the worker (explorer.run.FileRequest)
     except InputError as exc:
         message = str(exc)
         fields = tuple(f for f in ("heads", "d_model", "d_k", "d_v", "temperature") if f in message)

@@ -1,8 +1,9 @@
 """Reads the GUI needs, answered off the GUI thread: the latest ask of each kind wins.
 
 A view that needs numbers from a trace (a comparison of two runs, ...) asks here with a plain
-function of the traces; the function runs on one background thread and its value (plain numpy,
-images) is handed to the view's callback on the GUI thread. An answer to an ask that a newer ask
+function of the traces; the function runs on the app's one executor (explorer/executor.py: this
+object's own lane, in order, each read holding the device queue of the shown run's stores) and its
+value (plain numpy, images) is handed to the view's callback on the GUI thread. An answer to an ask that a newer ask
 of the same kind has replaced is dropped, never shown. Tests (and screenshots) wait for the
 answers with :meth:`ReadJobs.wait_until_idle`, as napari's slicer does, instead of polling.
 
@@ -15,14 +16,16 @@ meanwhile: ``wait_until_idle`` waits for it.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import nullcontext
 
-from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 
+from explorer.executor import EXECUTOR
+from explorer.widgets.frames import later
 from models.config import InputError
 
 Deliver = Callable[[object], None]
@@ -30,30 +33,36 @@ HOLD_MS = 200  # the longest a held answer waits for release()
 
 
 class ReadJobs(QObject):
-    """``ask(kind, compute, deliver)``: ``compute()`` on the read thread, ``deliver(value)`` on this one."""
+    """``ask(kind, compute, deliver)``: ``compute()`` on the executor, ``deliver(value)`` on this thread."""
 
     _answered = Signal(str, int, object, object)  # kind, ticket, value, exception (or None)
     failed = Signal(str, str)  # kind, one-line message: a read that raised (shown in the status bar)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
-        # One daemon thread, started at the first ask: a window never left open keeps no process alive.
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._running = 0  # jobs started on the executor and not ended
+        # The device whose lazy stores these reads compute on (the main window's: its shown run's), or
+        # None: reads of plain arrays, beside any job.
+        self.device: Callable[[], str] | None = None
         self._latest: dict[str, int] = {}  # kind -> ticket of the newest ask
         self._callbacks: dict[str, Deliver] = {}
         self._pending = 0  # asks not answered on this thread yet
         self._tickets = 0
+        self._calls = 0  # call()s made: each its own kind
+        self._loops: set = set()  # the event loops of the calls waiting for their answer
         self._held_kinds: set[str] = set()  # kinds whose answers wait while busy()
         self._held: list[tuple[str, int, object, object]] = []  # answers waiting for release()
         self.busy: Callable[[], bool] | None = None  # the GUI is busy showing a result (set by the window)
-        # Emitted on the read thread, delivered queued on the thread this object lives on (the GUI's).
+        # Emitted on the executor's threads, delivered queued on the thread this object lives on (the GUI's).
         self._answered.connect(self._deliver)
 
-    def ask(self, kind: str, compute: Callable[[], object], deliver: Deliver, held: bool = False) -> int:
+    def ask(self, kind: str, compute: Callable[[], object], deliver: Deliver, held: bool = False,
+            in_order: bool = True) -> int:  # fmt: skip
         """Run ``compute`` off this thread; ``deliver`` its value here unless a newer ``kind`` ask came
-        (``held``: not while :attr:`busy`, see the module's doc)."""
+        (``held``: not while :attr:`busy`, see the module's doc; ``in_order``: on this object's lane of
+        the executor, after the asks before it, taking turns on the device queue; else beside them, on
+        no store: a call)."""
         (self._held_kinds.add if held else self._held_kinds.discard)(kind)
         with self._lock:
             self._tickets += 1
@@ -61,11 +70,48 @@ class ReadJobs(QObject):
             self._latest[kind] = ticket
             self._callbacks[kind] = deliver
             self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="explorer-reads", daemon=True)
-                self._thread.start()
-        self._queue.put((kind, ticket, compute))
+            self._running += 1
+        on_store = in_order  # reads of the shown run; a call (a file, the timeline) reads none
+        EXECUTOR.start(lambda: self._run(kind, ticket, compute, on_store), lane=id(self) if in_order else None)
         return ticket
+
+    def call(self, compute: Callable[[], object]) -> object:
+        """``compute()`` off this thread, waiting for its value (or raising its exception) in an event
+        loop of its own: the window keeps painting and this thread computes nothing (a file checked
+        before it is opened, the training timeline built)."""
+        from PySide6.QtCore import QEventLoop
+
+        box: dict[str, object] = {}
+
+        def run() -> None:
+            try:
+                box["value"] = compute()
+            except Exception as exc:  # noqa: BLE001 - raised again on the calling thread
+                box["error"] = exc
+
+        loop = QEventLoop()
+        with self._lock:
+            self._calls += 1
+            kind = f"call {self._calls}"
+        answered: list[bool] = []
+
+        def arrived(_none: object) -> None:
+            answered.append(True)
+            loop.quit()
+
+        self._loops.add(loop)
+        self.ask(kind, run, arrived, in_order=False)  # a long one (the timeline) never holds up the reads
+        if not answered:  # already answered when the executor runs jobs at once (force_sync)
+            loop.exec()
+        self._loops.discard(loop)
+        with self._lock:
+            self._latest.pop(kind, None)
+            self._callbacks.pop(kind, None)
+        if "error" in box:
+            raise box["error"]
+        if "value" not in box:  # the window closed meanwhile (shutdown)
+            raise InputError("cancelled: the window is closing")
+        return box["value"]
 
     def cancel(self, kind: str) -> None:
         """Forget the asks of ``kind`` (their answers are dropped when they come)."""
@@ -85,29 +131,32 @@ class ReadJobs(QObject):
         return self.idle
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Drop the asks not started and end the read thread (the window is closing)."""
+        """Drop the asks not started and wait for the one running (the window is closing)."""
         with self._lock:
             self._latest.clear()
-            thread, self._thread = self._thread, None
         self._held = []
-        if thread is not None:
-            self._queue.put(None)
-            thread.join(timeout)
+        for loop in list(self._loops):  # a call waiting: it returns (cancelled)
+            loop.quit()
+        deadline = time.monotonic() + timeout
+        while self._running and time.monotonic() < deadline:
+            time.sleep(0.001)
 
-    # --- the read thread -----------------------------------------------------------------------
-    def _serve(self) -> None:
-        while (job := self._queue.get()) is not None:
-            self._run(*job)
-
-    def _run(self, kind: str, ticket: int, compute: Callable[[], object]) -> None:
-        if self._latest.get(kind) != ticket:  # replaced before it started: no work at all
-            self._answered.emit(kind, ticket, None, None)
-            return
+    # --- on the executor -----------------------------------------------------------------------
+    def _run(self, kind: str, ticket: int, compute: Callable[[], object], on_store: bool = True) -> None:
         try:
-            value, error = compute(), None
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a message on the GUI thread
-            value, error = None, exc
-        self._answered.emit(kind, ticket, value, error)
+            if self._latest.get(kind) != ticket:  # replaced before it started: no work at all
+                self._answered.emit(kind, ticket, None, None)
+                return
+            try:
+                device = self.device() if self.device is not None and on_store else None
+                with EXECUTOR.device(device).turn() if device else nullcontext():  # one job on a store at once
+                    value, error = compute(), None
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a message on the GUI thread
+                value, error = None, exc
+            self._answered.emit(kind, ticket, value, error)
+        finally:
+            with self._lock:
+                self._running -= 1
 
     # --- back on the GUI thread ----------------------------------------------------------------
     def release(self, *_) -> None:
@@ -119,7 +168,7 @@ class ReadJobs(QObject):
     def _deliver(self, kind: str, ticket: int, value: object, error: object, holding: bool = True) -> None:
         if holding and kind in self._held_kinds and self.busy is not None and self.busy():
             if not self._held:
-                QTimer.singleShot(HOLD_MS, self.release)  # never held for longer
+                later(HOLD_MS, self, self.release)  # never held for longer
             self._held.append((kind, ticket, value, error))
             return
         with self._lock:
@@ -138,7 +187,7 @@ class ReadJobs(QObject):
 
 class LatestJob(QObject):
     """One kind of long job (a whole-model survey, a generation, an atlas, ...): each submit runs
-    :meth:`work` on Qt's thread pool through superqt; a newer submit (or :meth:`cancel`) makes the
+    :meth:`work` on the app's executor (explorer/executor.py); a newer submit (or :meth:`cancel`) makes the
     running one's ``should_stop()`` true, and it stops at its next step and sends nothing more.
     Every failure reaches the GUI as one line (``failed``), never a traceback or a lost thread.
 
@@ -154,17 +203,11 @@ class LatestJob(QObject):
         self.generation = 0
         self._lock = threading.Lock()
         self._running: dict[int, threading.Event] = {}
-        self._workers: dict[int, object] = {}  # keeps each superqt worker alive until it ends
 
     def submit(self, *args) -> int:
         """Run ``work(generation, should_stop, *args)`` off the GUI thread; returns the generation."""
-        from superqt.utils import create_worker
-
         generation, done = self._next()
-        worker = create_worker(self._guarded, generation, done, *args, _start_thread=False)
-        self._workers[generation] = worker
-        worker.finished.connect(lambda g=generation: self._workers.pop(g, None))
-        worker.start()
+        EXECUTOR.start(lambda: self._guarded(generation, done, *args))
         return generation
 
     def run_now(self, *args) -> int:

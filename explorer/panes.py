@@ -55,3 +55,54 @@ class StepperPane:
         self._shown = ShownStage(generation, stage)
         self.shown_changed.emit(self._shown)
         return True
+
+
+class Status(NamedTuple):
+    """What the status line says: ``text``, whether it is an error, the notices shown before it."""
+
+    text: str = ""
+    error: bool = False
+    notices: tuple[str, ...] = ()
+
+
+class StatusPane:
+    """The status line's view state (the widget, explorer/widgets/status_line.py, only draws it)."""
+
+    changed = Signal(object)  # Status
+
+    def __init__(self) -> None:
+        self.status = Status()
+
+    def show_info(self, text: str, notices: tuple[str, ...] | list[str] = ()) -> None:
+        self._set(Status(text, False, tuple(notices)))
+
+    def show_error(self, text: str) -> None:
+        self._set(Status(text, True))
+
+    def _set(self, status: Status) -> None:
+        self.status = status
+        self.changed.emit(status)  # the same message again is shown again (and read by tests)
+
+
+class InspectedCell(NamedTuple):
+    """The cell the inspector derives: ``stage`` of run ``generation``, ``(head, row, col)``."""
+
+    generation: int
+    stage: Stage
+    head: int
+    row: int
+    col: int
+
+
+class InspectorPane:
+    """The inspector's view state: the cell it explains, or None (nothing clicked, or the run gone)."""
+
+    cell_changed = Signal(object)  # InspectedCell or None
+
+    def __init__(self) -> None:
+        self.cell: InspectedCell | None = None
+
+    def set_cell(self, cell: InspectedCell | None) -> None:
+        if cell != self.cell or cell is not None:  # clicking the same cell again explains it again
+            self.cell = cell
+            self.cell_changed.emit(cell)

@@ -23,16 +23,16 @@ from psygnal import Signal
 
 from explorer.images.stage_image import StageImage
 from explorer.inputs import DEFAULT_SENTENCE, Inputs, painted_mask, same_computation, settings_problem
-from explorer.panes import ShownStage, StepperPane
-from explorer.run import DisplayTrace
+from explorer.panes import InspectedCell, InspectorPane, ShownStage, Status, StatusPane, StepperPane
+from explorer.run import DisplayTrace, FileRequest
 from explorer.snapshot import ALL_HEADS, NO_QUERY, EditHistory, Snapshot
 from models.engine.tokenize import tokenize
 from models.engine.trace import STAGE_ORDER, AttentionTrace
 from models.runspec import RunSpec
 
-__all__ = ["ALL_HEADS", "DEFAULT_SENTENCE", "NO_QUERY", "EditHistory", "ExplorerState", "Inputs", "ModelInfo",
-           "ShownStage", "Snapshot", "StepperPane", "default_query", "is_special_token", "painted_mask",
-           "settings_problem"]  # fmt: skip
+__all__ = ["ALL_HEADS", "DEFAULT_SENTENCE", "NO_QUERY", "EditHistory", "ExplorerState", "InspectedCell",
+           "InspectorPane", "Inputs", "ModelInfo", "ShownStage", "Snapshot", "Status", "StatusPane", "StepperPane",
+           "default_query", "is_special_token", "painted_mask", "settings_problem"]  # fmt: skip
 
 SPECIAL_TOKEN = re.compile(r"\[[A-Z]+\]|<[^<>\s]+>")
 
@@ -83,6 +83,7 @@ class ExplorerState:
     focus_head_changed = Signal(int)
     colours_changed = Signal(object)  # True: weights 0..their max ("fit to data"), "log": log10, False: 0..1
     notices_changed = Signal(tuple)  # what to show with the next summary in the status line
+    restore_point_changed = Signal(object)  # the Snapshot a session being opened goes back to, or None
 
     def __init__(self, inputs: Inputs | None = None, parent: object = None):
         # ``parent``: ignored (kept for callers written for the QObject this used to be).
@@ -101,8 +102,12 @@ class ExplorerState:
         self.query = NO_QUERY
         self.fit_colours = False
         self.notices: tuple[str, ...] = ()
-        # The panes' view state: the stepper's stage on screen (a step behind stage_name while drawn).
+        self.restore_point: Snapshot | None = None  # what a session being opened goes back to if it fails
+        # The panes' view state: the stepper's stage on screen (a step behind stage_name while drawn),
+        # what the status line says, the cell the inspector explains.
         self.stepper = StepperPane()
+        self.status = StatusPane()
+        self.inspector = InspectorPane()
 
     # --- inputs ----------------------------------------------------------------------------
     @property
@@ -168,14 +173,17 @@ class ExplorerState:
             self.settings_error_changed.emit(*problem)
         self.inputs_changed.emit(new)
 
-    def request(self) -> RunSpec | None:
+    def request(self) -> RunSpec | FileRequest | None:
         """The RunSpec of the current inputs with the edits (as a difference when that is shown), or
-        None while the settings are invalid."""
+        None while the settings are invalid. With files open, a :class:`FileRequest`: the worker reads
+        and checks the files (explorer/run.py), never the GUI thread."""
         if self._problem[0]:
             return None
+        if self._inputs.uses_files and not self._inputs.uses_model:
+            return FileRequest(self._inputs, self._history.edits, self.difference)
         return self._inputs.to_runspec().with_edits(self._history.edits, self.difference)
 
-    def set_requested(self, spec: RunSpec) -> None:
+    def set_requested(self, spec: RunSpec | FileRequest) -> None:
         self.requested = spec
         self.requested_changed.emit(spec)
 
@@ -260,7 +268,11 @@ class ExplorerState:
 
     # --- what is shown ---------------------------------------------------------------------
     def show_trace(self, display: DisplayTrace) -> None:
+        """Show ``display``; the stage, head, focused head and query follow it (each with its event,
+        after ``trace_changed``: a view that redraws for the new run draws them then)."""
+        before = (self.stage_name, self.head, self.focus_head, self.query)
         self.display = display
+        self.inspector.set_cell(None)  # the cell explained was the old run's
         self._follow_model(display.trace)
         names = display.trace.names
         if self.stage_name not in names:  # e.g. 'masked' after the mask was turned off
@@ -272,6 +284,22 @@ class ExplorerState:
         if not 0 <= self.query < len(display.trace.query_tokens):
             self.query = default_query(display.trace.query_tokens)
         self.trace_changed.emit(display)
+        after = (self.stage_name, self.head, self.focus_head, self.query)
+        signals = (self.stage_changed, self.head_changed, self.focus_head_changed, self.query_changed)
+        for signal, old, new in zip(signals, before, after, strict=True):
+            if old != new:
+                signal.emit(new)
+
+    def inspect(self, head: int, row: int, col: int) -> None:
+        """Explain the cell ``(head, row, col)`` of the stage on screen in the inspector."""
+        shown = self.stepper.shown
+        if shown is not None:
+            self.inspector.set_cell(InspectedCell(shown.generation, shown.stage, head, row, col))
+
+    def set_restore_point(self, snapshot: Snapshot | None) -> None:
+        if snapshot is not self.restore_point:
+            self.restore_point = snapshot
+            self.restore_point_changed.emit(snapshot)
 
     def _follow_model(self, trace: AttentionTrace) -> None:
         """Take the model's facts, its tokens and the layer it really traced from its trace."""

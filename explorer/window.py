@@ -26,7 +26,9 @@ from explorer.actions.menus import build_menus
 from explorer.actions.other_windows import OtherWindows
 from explorer.actions.session_actions import SessionActions
 from explorer.actions.window_actions import window_registry
+from explorer.engine.pretrained_runner import read_tokenizers_ahead
 from explorer.engine.worker import ComputeWorker
+from explorer.executor import EXECUTOR
 from explorer.files.persistence import (
     GEOMETRY_KEY,
     load_fit_colours,
@@ -43,8 +45,7 @@ from explorer.panels.mask_dock import MaskDock
 from explorer.panels.why_dock import WhyDock
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
-from explorer.widgets.debounce import Debounced
-from explorer.widgets.frames import Frames
+from explorer.widgets.frames import Frames, debounced
 from explorer.widgets.matrix_view import MatrixView
 from explorer.widgets.model_chooser import ModelChooser
 from explorer.widgets.query_focus import QueryFocusPanel
@@ -85,15 +86,14 @@ class MainWindow(QMainWindow):
         self.persist = persist  # False for --screenshot runs: they must not change the user's settings
         inputs, startup_notice = _available(inputs if inputs is not None else load_inputs(settings))
         self.state = ExplorerState(inputs, parent=self)
-        self.state.stage_name = stage or self.state.stage_name
+        if stage:
+            self.state.set_stage(stage)
         self.state.set_head(head)  # also makes it the head the query panel explains
         if fit_colours is None:  # not given (--colours): as last time, or chosen from the data for a screenshot
             fit_colours = load_fit_colours(settings) if persist else "auto"
         self.state.set_fit_colours(fit_colours)
         self.worker = worker or ComputeWorker()
-        # The worker converts with the state's colour scale: told it now and at every change (one source).
-        self.worker.set_fit_colours(self.state.fit_colours)
-        self.state.colours_changed.connect(self.worker.set_fit_colours)
+        # The worker is handed the state's colour scale with each request (submit, prepare): no copy.
         self.last_gui_ms = 0.0  # GUI-thread time spent handling the latest result (for the benchmark)
         self._submitted_at: dict[int, float] = {}
         self._answered = 0  # the latest generation that produced a result or an error
@@ -103,6 +103,8 @@ class MainWindow(QMainWindow):
         # Every number the GUI shows is read off this thread by these jobs (hover, focus, numbers in
         # cells, the edit dialog's value, the inspector, the comparison): the GUI thread never computes.
         self.jobs = ReadJobs(self)
+        # Its reads compute on the shown run's lazy stores: they take turns with the worker on its device.
+        self.jobs.device = lambda: self.state.display.trace.device if self.state.display is not None else "cpu"
         # The one frame scheduler: every turn after a change is one of its phases; while any is to
         # come the GUI is busy, and the worker and the read jobs hold back (explorer/widgets/frames.py).
         self.frames = Frames(self)
@@ -117,7 +119,8 @@ class MainWindow(QMainWindow):
         self.matrix_view = MatrixView(self.state, jobs=self.jobs, frames=self.frames)
         self.focus_panel = QueryFocusPanel(self.state, jobs=self.jobs)
         self.inspector = InspectorPanel(jobs=self.jobs)
-        self.status_line = StatusLine()
+        self.status_line = StatusLine()  # draws state.status
+        self.state.status.changed.connect(self.status_line.show_status)
         self.statusBar().addWidget(self.status_line, 1)
         self.load_bar = QProgressBar()  # while a model loads on the worker
         self.load_bar.setRange(0, 100)
@@ -125,11 +128,11 @@ class MainWindow(QMainWindow):
         self.load_bar.setFormat("Loading %p%")
         self.load_bar.hide()
         self.statusBar().addPermanentWidget(self.load_bar)
-        self.exports = ExportActions(self, self.state, self.matrix_view, settings, self.status_line.show_info,
-                                     self.status_line.show_error, jobs=self.jobs)  # fmt: skip
+        self.exports = ExportActions(self, self.state, self.matrix_view, settings, self.state.status.show_info,
+                                     self.state.status.show_error, jobs=self.jobs)  # fmt: skip
         self._lay_out()
-        info, error = self.status_line.show_info, self.status_line.show_error
-        self.mask_dock = MaskDock(self.state, error, self)  # issue 9: the painted custom mask
+        info, error = self.state.status.show_info, self.state.status.show_error
+        self.mask_dock = MaskDock(self.state, error, self, off_gui=self.jobs.call)  # issue 9: the painted mask
         self.why = WhyDock(self.state, self.jobs, self.worker.models, self)  # issue 33: File → Why…, hidden
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.why)
         self.why.hide()
@@ -138,15 +141,18 @@ class MainWindow(QMainWindow):
         self.experiment = Experiment(self.state, self.matrix_view, error, self)
         # Alt+click hides a key from a query (Shift: from every query)
         self.key_hider = KeyHider(self.state, self.matrix_view, error)
-        self.jobs.failed.connect(lambda _kind, message: self.status_line.show_error(message))
+        self.jobs.failed.connect(lambda _kind, message: self.state.status.show_error(message))
         # Stage → Pin this run, compared with the current one
         self.compare = CompareActions(self.state, self.jobs, info, error, self)
         # issue 9: File → Save session… / Open session…
         self.sessions = SessionActions(self.state, self.submit_now, info, error, self,
-                                       atlas=lambda: atlas_corpus(self.windows.atlas))  # fmt: skip
-        self.files = FileActions(self.state, self.state.add_notice, error, self)  # File → Open embeddings… / mask…
+                                       atlas=lambda: atlas_corpus(self.windows.atlas),
+                                       off_gui=self.jobs.call)  # the file read off this thread
+        # File → Open embeddings… / mask…: each file read and checked off this thread
+        self.files = FileActions(self.state, self.state.add_notice, error, self, off_gui=self.jobs.call)
         # File → Whole model…, Head atlas…, Training timeline…: windows beside this one
-        self.windows = OtherWindows(self, self.state, self.worker.models, error, self.submit_now)
+        self.windows = OtherWindows(self, self.state, self.worker.models, error, self.submit_now,
+                                    off_gui=self.jobs.call)
         # Every menu entry and shortcut, registered once by id (explorer/actions/window_actions.py).
         self.registry = window_registry(self)
         self.menus = build_menus(self.menuBar(), self.registry)
@@ -156,7 +162,7 @@ class MainWindow(QMainWindow):
         self.worker.failed.connect(lambda generation, message, _kind: self.sessions.arrived(generation, message))
 
         # Many changes in one event-loop turn (a spin box held down, a session applied) make one request.
-        self._submit_soon = Debounced(self.submit_now, 0, self)
+        self._submit_soon = debounced(self.submit_now, 0, self)
         for changed in (self.state.inputs_changed, self.state.edits_changed, self.state.difference_changed):
             changed.connect(lambda *_: self._submit_soon())
         self.state.settings_error_changed.connect(self._settings_problem)
@@ -166,12 +172,14 @@ class MainWindow(QMainWindow):
         self.model_chooser.open_folder_requested.connect(self.open_model_folder)
         # Building a model's dozen heatmaps takes ~100 ms: do it while the user picks, not after.
         self.model_chooser.about_to_choose.connect(lambda: self.matrix_view.warm_up(WARM_PLOTS))
+        # and parse the listed models' tokenizers (~30 ms holding the interpreter lock each) before one is chosen
+        self.model_chooser.about_to_choose.connect(self._read_tokenizers_ahead)
         self.worker.stage_ready.connect(self.state.add_stage_image)
         self.matrix_view.image_missing.connect(self.worker.prepare)
         self.matrix_view.regions_wanted.connect(self.worker.prepare_regions)
         self.worker.regions_ready.connect(self.matrix_view.zoom.arrived_together)
         self.matrix_view.cell_clicked.connect(self.select_cell)
-        self.state.trace_changed.connect(lambda _display: self.inspector.clear())  # its numbers are gone
+        self.state.inspector.cell_changed.connect(self._inspect)  # None when a new run came: its numbers are gone
         self.inspector.shown.connect(self._room_for_inspector)
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
@@ -187,9 +195,13 @@ class MainWindow(QMainWindow):
         # One plot per idle event-loop turn (~10 ms each), behind the first result: a model chosen
         # later (12 heads, say) then finds its heatmaps built, even chosen from the keyboard.
         self.matrix_view.warm_up(IDLE_PLOTS)
+        # So are the listed models' tokenizers, once the first result has painted (again when the list opens).
+        once = Qt.ConnectionType.SingleShotConnection
+        self.shown.connect(lambda _generation: self.frames.idle.connect(self._read_tokenizers_ahead, type=once),
+                           type=once)  # fmt: skip
         if startup_notice:
             self.state.add_notice(startup_notice)
-            self.status_line.show_info("", self.state.notices)
+            self.state.status.show_info("", self.state.notices)
 
     # --- layout ----------------------------------------------------------------------------
     def _lay_out(self) -> None:
@@ -250,7 +262,8 @@ class MainWindow(QMainWindow):
         self.state.set_requested(request)
         self.matrix_view.zoom.supersede()  # the picture on screen is outgoing: no more regions for it
         self.frames.after_this_turn("submitted")  # the worker reads a model after this turn's repaints
-        generation = self.worker.submit(request, focus_stage=self.state.stage_name)
+        generation = self.worker.submit(request, focus_stage=self.state.stage_name,
+                                        fit_colours=self.state.fit_colours)
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
         return generation
 
@@ -269,6 +282,10 @@ class MainWindow(QMainWindow):
         self.model_chooser.add_folder(folder)
         self.state.update_inputs(model=folder)
 
+    def _read_tokenizers_ahead(self) -> None:
+        names = self.model_chooser.models()  # read here, parsed on the executor
+        EXECUTOR.start(lambda: read_tokenizers_ahead(names))
+
     def _on_load_progress(self, fraction: float, message: str) -> None:
         self.matrix_view.warm_up(WARM_PLOTS)  # build heatmaps for its heads while it loads
         self.load_bar.setVisible(fraction < 1.0)
@@ -276,9 +293,9 @@ class MainWindow(QMainWindow):
         model = self.state.inputs.model
         name = Path(model).name if Path(model).is_dir() else model  # a folder by its name, not its path
         if fraction >= 1.0:  # "Loaded minilm"
-            self.status_line.show_info(f"{message}; tracing layer {self.state.inputs.layer}…")
+            self.state.status.show_info(f"{message}; tracing layer {self.state.inputs.layer}…")
         else:
-            self.status_line.show_info(f"Loading {name or 'the model'}: {message}…")
+            self.state.status.show_info(f"Loading {name or 'the model'}: {message}…")
 
     def is_settled(self) -> bool:
         """True when the last input change has been computed and shown (or refused with a message)."""
@@ -303,11 +320,11 @@ class MainWindow(QMainWindow):
         self.last_gui_ms = (time.perf_counter() - t0) * 1000.0
         submitted = self._submitted_at.get(display.generation, t0)
         if self.last_error:
-            self.status_line.show_error(self.last_error)
+            self.state.status.show_error(self.last_error)
         else:
             summary = trace_summary(display.trace, (t0 - submitted) * 1000.0)
             notices = [*self.state.take_notices(), *(display.trace.meta.get("notices") or ()), *self._length_notice()]
-            self.status_line.show_info(summary, notices)
+            self.state.status.show_info(summary, notices)
         # The heatmaps (a new grid's layout, then its images) and their paint come in later
         # event-loop turns of their own, each short, rather than all in this one (MatrixView).
         self.shown.emit(display.generation)
@@ -319,7 +336,7 @@ class MainWindow(QMainWindow):
         self.matrix_view.zoom.forget()  # the picture on screen stays: its regions are asked again
         self.matrix_view.zoom.now(*self.matrix_view.plots)
         self._answered, self.last_error = generation, message
-        self.status_line.show_error(message)
+        self.state.status.show_error(message)
         failed_model = getattr(self.state.requested, "model", None) or ""
         if kind == "load" and failed_model and failed_model != self.shown_model:
             # The model did not open: back to the one on screen, which keeps working.
@@ -346,13 +363,13 @@ class MainWindow(QMainWindow):
 
     def _settings_problem(self, message: str, _fields: tuple) -> None:
         if message:
-            self.status_line.show_error(f"settings not applied: {message}")
+            self.state.status.show_error(f"settings not applied: {message}")
 
     def select_cell(self, head: int, row: int, col: int) -> None:
         stage = self.state.stepper.stage
         if stage is None or self.state.display is None:
             return
-        self.inspector.explain_cell(self.state.display, stage, head, row, col)
+        self.state.inspect(head, row, col)
         self.why.cell_clicked(self.state.display, stage, head, row, col)
         if stage.row_labels == self.state.display.trace.query_tokens:
             self.state.set_query(row)
@@ -364,6 +381,13 @@ class MainWindow(QMainWindow):
         to 60 % of the column, from the focus panel (it was 60-70 px tall at 1400 × 900)."""
         wanted = content_height(self.inspector, self.inspector_scroll.viewport().width())
         give_room(self.right_splitter, wanted)
+
+    def _inspect(self, cell) -> None:
+        display = self.state.display
+        if cell is None or display is None or display.generation != cell.generation:
+            self.inspector.clear()
+        else:
+            self.inspector.explain_cell(display, cell.stage, cell.head, cell.row, cell.col)
 
     # --- screenshots and closing -----------------------------------------------------------
     def settle_for_screenshot(self) -> None:

@@ -4,8 +4,10 @@
 A file is checked before anything changes: the RunSpec of a copy of the inputs
 (Inputs.to_runspec, which reads the file) goes through the one validator `export` runs
 (RunSpec.validate: shapes, widths, lengths, finite values; no torch), so a bad file gives export's
-one-line message in the status bar and the view stays as it was. What only computing can find is
-said by the worker, as for any other run."""
+one-line message in the status bar and the view stays as it was. The file is read and checked off
+the GUI thread (``off_gui``: the window's executor; the window keeps painting meanwhile), tested by
+tests/explorer/test_gui_thread_never_computes.py. What only computing can find is said by the
+worker, as for any other run."""
 
 from __future__ import annotations
 
@@ -28,9 +30,12 @@ class FileActions(QObject):
     """Handed the state, ``notify`` (a notice shown with the next summary), the status line's ``error``
     and the window the dialogs belong to; the File menu's entries (explorer.actions) call it."""
 
-    def __init__(self, state, notify: Callable[[str], None], error: Callable[[str], None], parent=None):
+    def __init__(self, state, notify: Callable[[str], None], error: Callable[[str], None], parent=None,
+                 off_gui: Callable[[Callable[[], object]], object] | None = None):  # fmt: skip
         super().__init__(parent)
         self.state, self._notify, self._error, self._parent = state, notify, error, parent
+        # Where files are read and checked: another thread's (the window's jobs.call), waited for.
+        self._off_gui = off_gui or (lambda compute: compute())
 
     # --- dialogs (tests replace these) -----------------------------------------------------
     def ask_path(self, caption: str, name_filter: str) -> str | None:
@@ -49,7 +54,7 @@ class FileActions(QObject):
         if not path:
             return False
         try:
-            matrix = load_matrix(path, "embeddings")
+            matrix = self._off_gui(lambda: load_matrix(path, "embeddings"))
         except InputError as exc:
             return self._refuse(exc)
         changes = {"embeddings_file": path, "labels": (), "held": self.state.inputs.held.without("embeddings")}
@@ -85,7 +90,8 @@ class FileActions(QObject):
         try:  # the file is read now, once: the requests that follow hold its arrays
             candidate = dataclasses.replace(inputs, **changes).with_files_read(tuple(set(changes) & set(FILE_ROLES)))
             candidate.config().validate()
-            candidate.to_runspec().validate()  # export's checks: shapes, widths, finite values
+            # export's checks (shapes, widths, finite values): the files read, Q, K, V computed
+            self._off_gui(lambda: candidate.to_runspec().validate())
         except InputError as exc:
             return self._refuse(exc)
         self.state.update_inputs(**changes | {"held": candidate.held})

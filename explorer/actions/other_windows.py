@@ -18,14 +18,17 @@ class OtherWindows:
     main window (their Qt parent); ``models``: the worker's model source; ``error``/``submit``: the
     status line's error and the window's "trace now"."""
 
-    def __init__(self, parent: QWidget, state, models, error: Callable[[str], None], submit: Callable[[], object]):
+    def __init__(self, parent: QWidget, state, models, error: Callable[[str], None], submit: Callable[[], object],
+                 off_gui: Callable | None = None):  # fmt: skip
         self.parent, self.state, self.models, self.error, self.submit = parent, state, models, error, submit
+        self.off_gui = off_gui  # where the timeline's checkpoints are read (the window's jobs.call)
         self.pe_lens: PeLens | None = None
         self.survey = None  # the last whole-model or attention-file window
         self.generate = None
         self.atlas = None
         self.timeline = None
         self.timeline_error = ""  # why the last timeline did not open
+        self._building = False  # a timeline's checkpoints being read (off the GUI thread)
         self.opened: list[QWidget] = []  # every window opened (two surveys may be open at once)
 
     def _kept(self, window):
@@ -74,14 +77,20 @@ class OtherWindows:
         """The training timeline of the model on screen (issue 20: explorer/actions/timeline_actions.py)."""
         from explorer.actions.timeline_actions import open_timeline
 
+        if self._building:  # asked again while its checkpoints are read (the window keeps answering)
+            return self.timeline
         if self.timeline is not None:  # one timeline at a time
             self.timeline.close()
             self.timeline.deleteLater()
+        self._building = True
         try:
-            self.timeline = self._kept(open_timeline(self.state, self.submit, self.error, step=step))
+            self.timeline = self._kept(open_timeline(self.state, self.submit, self.error, step=step,
+                                                   off_gui=self.off_gui))
         except InputError as exc:
             self.timeline, self.timeline_error = None, f"no training timeline: {exc}"
             self.error(self.timeline_error)
+        finally:
+            self._building = False
         return self.timeline
 
     def open_atlas(self, folder=None, compare=None):

@@ -38,15 +38,16 @@ class SessionActions(QObject):
     calls :meth:`arrived` for every result shown and every failure."""
 
     def __init__(self, state, submit: Callable[[], int | None], info: Report, error: Report, parent=None,
-                 atlas: Callable[[], dict | None] = lambda: None):  # fmt: skip
-        """``atlas()``: the corpus and checksum of the head atlas open beside the window, or None."""
+                 atlas: Callable[[], dict | None] = lambda: None, off_gui: Callable | None = None):  # fmt: skip
+        """``atlas()``: the corpus and checksum of the head atlas open beside the window, or None;
+        ``off_gui(compute)``: where a session file is read (the window's jobs.call: another thread)."""
         super().__init__(parent)
+        self._off_gui = off_gui or (lambda compute: compute())
         self._atlas = atlas
         self.state = state
         self._submit, self._info, self._error = submit, info, error
         self._parent = parent
         self._pending: tuple[int, WindowSession] | None = None  # (generation of the pinned run, the rest)
-        self._before: Snapshot | None = None  # the state before the session being opened
         self._opening = 0  # the generation of the session's own run, until it is shown or fails
         self._query = NO_QUERY  # the query the session being opened focuses on
         # What of the last session opened could not be shown as saved (its pinned run, its query), or
@@ -86,7 +87,8 @@ class SessionActions(QObject):
         if not path:
             return False
         try:
-            shown = open_window_session(path, self.state.inputs)
+            inputs = self.state.inputs
+            shown = self._off_gui(lambda: open_window_session(path, inputs))
         except InputError as exc:
             self._error(str(exc))
             return False
@@ -100,13 +102,13 @@ class SessionActions(QObject):
             state.add_notice(f"the window does not show: {', '.join(shown.not_applied)}")
         if shown.atlas is not None:
             state.add_notice(corpus_notice(shown.atlas))
-        self._before = state.snapshot()
+        state.set_restore_point(state.snapshot())  # what the window goes back to if the session fails
         self._pending = None
         self.problem, self._query = "", shown.query
         if shown.pinned is None:
             self._show(shown, None)
             return
-        if not self._apply(shown.pinned.snapshot(self._before)):  # its run, nothing pinned yet
+        if not self._apply(shown.pinned.snapshot(state.restore_point)):  # its run, nothing pinned yet
             return
         generation = self._submit()
         if generation is None:  # its settings are not valid here: nothing to pin
@@ -124,7 +126,7 @@ class SessionActions(QObject):
                 self._roll_back(message)
             elif generation == opening:
                 self._check_query()
-            self._before = None
+            self.state.set_restore_point(None)
             return
         if self._pending is None or generation < self._pending[0]:
             return
@@ -163,7 +165,8 @@ class SessionActions(QObject):
         return True
 
     def _roll_back(self, message: str) -> None:
-        before, self._before = self._before, None
+        before = self.state.restore_point
+        self.state.set_restore_point(None)
         if before is None:
             return
         self.state.apply(before)  # the state's own snapshot: always applies

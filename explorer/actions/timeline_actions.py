@@ -13,10 +13,11 @@ from explorer.widgets.window_size import open_sized
 from models.config import InputError
 
 
-def open_timeline(state, submit, error, sentence: str | None = None, step: str | None = None):
+def open_timeline(state, submit, error, sentence: str | None = None, step: str | None = None, off_gui=None):
     """The timeline of the state's model (the shipped ``induction`` for the toy) on its sentence.
     The slider's step is traced at once (``submit``); a step that is not there is said (``error``).
-    Raises InputError when the model has no training history."""
+    Raises InputError when the model has no training history. Every checkpoint is loaded and traced
+    by ``off_gui`` (the window's ``jobs.call``: another thread, waited for), never on the GUI thread."""
     from explorer.engine.timeline_data import build_timeline
     from explorer.panels.timeline_window import TimelineWindow
 
@@ -24,7 +25,7 @@ def open_timeline(state, submit, error, sentence: str | None = None, step: str |
     text = sentence or state.inputs.sentence
     QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
     try:
-        timeline = build_timeline(model, text)
+        timeline = (off_gui or (lambda compute: compute()))(lambda: build_timeline(model, text))
     finally:
         QApplication.restoreOverrideCursor()
 

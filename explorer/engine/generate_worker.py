@@ -1,6 +1,6 @@
 """Generate off the GUI thread; the latest request wins (explorer.jobs.LatestJob).
 
-Each request runs on a superqt worker (Qt's thread pool): the model is loaded (or taken from the
+Each request runs on the app's executor (explorer/executor.py): the model is loaded (or taken from the
 runner's cache) there, generation reports each token (``progress``), and the finished
 :class:`~models.generate.Generation` comes back with every matrix the panel shows already built
 (``GenerationView``, its thumbnails at the side the model view asks for), so the GUI thread only

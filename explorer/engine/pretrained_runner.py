@@ -128,3 +128,26 @@ class PretrainedRunner:
             trace.meta["notices"] = notices + list(trace.meta.get("notices", []))
         return trace
 
+
+
+READ_AHEAD = 4  # tokenizers parsed ahead of time when the model list opens (each ~30 ms of one core)
+
+
+def read_tokenizers_ahead(names: list[str]) -> int:
+    """Parse the tokenizers of the first READ_AHEAD ``names`` not loaded yet (on the executor, while
+    the model list is open), so that choosing one does not hold the interpreter lock ~30 ms on the
+    worker while the window repaints (models/pretrained/tokenizer.py). Returns how many were read."""
+    from models.pretrained.tokenizer import read_ahead
+
+    read = 0
+    for name in names:
+        if read >= READ_AHEAD:
+            break
+        if not name:  # the toy
+            continue
+        try:
+            folder = resolve_model(name)
+        except InputError:
+            continue
+        read += read_ahead(folder)
+    return read

@@ -1,6 +1,6 @@
 """Compute a whole-model survey off the GUI thread, one layer at a time; the latest request wins.
 
-Each request runs on a superqt worker (Qt's thread pool). Every layer's weights are sent to the
+Each request runs on the app's executor (explorer/executor.py). Every layer's weights are sent to the
 GUI thread with their thumbnails already made as the panel shows them (its side, its toggles:
 ``layer_ready``), so the model view only copies pixels; then the metrics and the rollout
 (``finished``). A newer request (or :meth:`cancel`) bumps the generation: the running one stops

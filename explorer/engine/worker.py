@@ -14,6 +14,7 @@ A result carries the RunSpec that made it, as traced (``RunSpec.as_traced``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -27,6 +28,7 @@ from PySide6.QtCore import QThread, Signal
 from explorer.engine.edited_runner import run_edited
 from explorer.engine.pretrained_runner import PretrainedRunner
 from explorer.engine.stage_render import stage_image
+from explorer.executor import EXECUTOR
 from explorer.images.stage_image import MAX_DISPLAY_SIDE
 from explorer.run import DisplayTrace
 from models.config import AttentionRequest, Cancelled, InputError
@@ -66,6 +68,7 @@ class _Job:
     generation: int
     request: object
     focus_stage: str | None
+    fit_colours: bool | str = False  # the colour scale its images are made for (the state's, handed over)
 
 
 class ComputeWorker(QThread):
@@ -92,12 +95,11 @@ class ComputeWorker(QThread):
         self._runners.update(runners or {})
         self._cond = threading.Condition()
         self._job: _Job | None = None
-        self._wanted: list[tuple[int, str]] = []  # (generation, stage) the GUI is waiting for
+        self._wanted: list[tuple] = []  # (generation, stage, colour scale or None) the GUI is waiting for
         self._regions: dict[int, tuple] = {}  # head -> (generation, stage, region): the latest zoom per plot
         self._trash: list[object] = []  # old traces to free here rather than on the GUI thread
         self._stopping = False
         self._latest = 0
-        self._fit_colours = False  # weights on 0..max rather than 0..1 (see stage_image.colour_levels)
         self._gui_busy = False  # the GUI's frame scheduler has phases to come (set_gui_busy)
         self._quiet_until = 0.0  # time.monotonic() until which background conversion waits for the GUI
 
@@ -106,21 +108,21 @@ class ComputeWorker(QThread):
     def latest_generation(self) -> int:
         return self._latest
 
-    def submit(self, request: object, focus_stage: str | None = None) -> int:
-        """Queue ``request`` (replacing any queued one) and return its generation number."""
+    def submit(self, request: object, focus_stage: str | None = None, fit_colours: bool | str = False) -> int:
+        """Queue ``request`` (replacing any queued one), its images made for the colour scale
+        ``fit_colours`` (the state's: this thread keeps no copy of its own), and return its generation."""
         with self._cond:
             self._latest += 1
-            self._job = _Job(self._latest, request, focus_stage)
+            self._job = _Job(self._latest, request, focus_stage, fit_colours)
             self._cond.notify()
             return self._latest
 
-    def prepare(self, generation: int, stage_name: str, fit_colours: bool | None = None) -> None:
+    def prepare(self, generation: int, stage_name: str, fit_colours: bool | str | None = None) -> None:
         """Ask for a stage's image ahead of the background order (lazy conversion), or again
-        for another colour scale (``fit_colours``, which then applies to later conversions too)."""
+        for another colour scale (``fit_colours``, which then applies to that run's later conversions
+        and regions too; None: the scale it has)."""
         with self._cond:
-            if fit_colours is not None:
-                self._fit_colours = fit_colours
-            self._wanted.append((generation, stage_name))
+            self._wanted.append((generation, stage_name, fit_colours))
             self._cond.notify()
 
     def prepare_regions(self, generation: int, stage_name: str, asks: list) -> None:
@@ -132,16 +134,6 @@ class ComputeWorker(QThread):
             for head, region, levels, pixels in asks:
                 self._regions[head] = (generation, stage_name, tuple(region), levels, pixels)
             self._cond.notify()
-
-    def set_fit_colours(self, fit: bool) -> None:
-        """Convert weights for "fit to data" (or 0..1) from now on; the GUI then asks with
-        :meth:`prepare` for the stage it shows again: a conversion, never a recomputation."""
-        with self._cond:
-            self._fit_colours = fit
-
-    @property
-    def fit_colours(self) -> bool:
-        return self._fit_colours
 
     def set_gui_busy(self, busy: bool) -> None:
         """The GUI is busy showing a change, or no longer (explorer.widgets.frames.Frames.busy_changed,
@@ -197,6 +189,7 @@ class ComputeWorker(QThread):
         # cancelled job: the GUI still shows it and may still ask for its stages.
         current: DisplayTrace | None = None
         todo: list[str] = []
+        fit: bool | str = False  # the colour scale the GUI last handed over for the current trace
         while True:
             with self._cond:
                 # Background conversion only for the latest trace; a superseded one waits for requests.
@@ -214,51 +207,68 @@ class ComputeWorker(QThread):
             if job is not None:
                 computed = self._compute(job)
                 if computed is not None:
-                    current, todo = computed
+                    (current, todo), fit = computed, job.fit_colours
                 continue
             if current is None:
                 continue
             # A new request interrupts a conversion; the trace on screen still converts when asked,
             # even when a newer request failed and it stays on screen.
             stale = lambda: self._job is not None or self._stopping  # noqa: E731
+            # The shown run's stores are the read jobs' too: one job on them at a time (the device queue).
+            device = EXECUTOR.device(current.trace.device)
             try:
-                ready = []
-                for head, (generation, name, region, levels, pixels) in regions.items():
-                    if generation == current.generation and name in current.trace:
-                        side = tuple(pixels) if pixels else MAX_DISPLAY_SIDE
-                        image = stage_image(current.trace[name], self._fit_colours, region=region, heads=[head],
-                                            should_stop=stale, levels=levels, max_side=side)  # fmt: skip
-                        ready.append((head, image))
-                if ready:
-                    self.regions_ready.emit(current.generation, ready)
-                # A converted stage may be asked for again: the colour scale changed since.
-                names = [n for g, n in wanted if g == current.generation and n in current.trace]
-                background = not names and not regions and self._background_allowed(current, todo)
-                if background:
-                    names = todo[:1]
-                # A stage or region the GUI asks for interrupts a background conversion (a big
-                # one takes a second): the interrupted stage goes back to the front of the queue.
-                def asked(stale=stale, background=background) -> bool:
-                    return stale() or (background and bool(self._wanted or self._regions))
-
-                for name in dict.fromkeys(names):  # in order, once each
-                    if name in todo:
-                        todo.remove(name)
-                    try:
-                        image = stage_image(current.trace[name], self._fit_colours, should_stop=asked)
-                    except Cancelled:
-                        if background:
-                            todo.insert(0, name)
-                        raise
-                    self.stage_ready.emit(current.generation, image)
+                with device.turn():
+                    self._convert(current, regions, wanted, todo, fit, stale, device)
             except Cancelled:  # a newer request (or a stage asked for) came: it goes first
-                continue
+                pass
+            for g, _n, scale in wanted:  # a stage converted for another colour scale: its run's scale now
+                fit = scale if g == current.generation and scale is not None else fit
+
+    def _convert(self, current: DisplayTrace, regions: dict, wanted: list, todo: list[str], fit, stale,
+                 device) -> None:  # fmt: skip
+        """Convert (on this thread, holding the shown run's device queue) the regions and stages the GUI
+        asked for, else the next stage of the background order (``todo``, in place)."""
+        for g, _n, scale in wanted:
+            fit = scale if g == current.generation and scale is not None else fit
+        ready = []
+        for head, (generation, name, region, levels, pixels) in regions.items():
+            if generation == current.generation and name in current.trace:
+                side = tuple(pixels) if pixels else MAX_DISPLAY_SIDE
+                image = stage_image(current.trace[name], fit, region=region, heads=[head],
+                                    should_stop=stale, levels=levels, max_side=side)  # fmt: skip
+                ready.append((head, image))
+        if ready:
+            self.regions_ready.emit(current.generation, ready)
+        # A converted stage may be asked for again: the colour scale changed since.
+        names = [n for g, n, _f in wanted if g == current.generation and n in current.trace]
+        background = not names and not regions and self._background_allowed(current, todo)
+        if background:
+            names = todo[:1]
+        # A stage or region the GUI asks for interrupts a background conversion (a big
+        # one takes a second): the interrupted stage goes back to the front of the queue. A read
+        # waiting for the store (hover, focus) has its turn between two bands, then this goes on.
+        def asked(stale=stale, background=background) -> bool:
+            device.yield_turn()
+            return stale() or (background and bool(self._wanted or self._regions))
+
+        for name in dict.fromkeys(names):  # in order, once each
+            if name in todo:
+                todo.remove(name)
+            try:
+                image = stage_image(current.trace[name], fit, should_stop=asked)
+            except Cancelled:
+                if background:
+                    todo.insert(0, name)
+                raise
+            self.stage_ready.emit(current.generation, image)
 
     def _compute(self, job: _Job) -> tuple[DisplayTrace, list[str]] | None:
         """Run, convert and emit one job; None when it failed or went stale."""
         t0 = time.perf_counter()
         is_stale = lambda: job.generation != self._latest
         try:
+            if hasattr(job.request, "resolve"):  # files to read first (explorer.run.FileRequest): here
+                job = dataclasses.replace(job, request=job.request.resolve())
             runner = self._runner_for(job.request)
             trace = runner(job.request, is_stale)
             if is_stale():
@@ -267,8 +277,7 @@ class ComputeWorker(QThread):
             focus = job.focus_stage if job.focus_stage in names else names[-1]
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [focus]
-            fit = self._fit_colours
-            images = {n: stage_image(trace[n], fit, should_stop=is_stale) for n in first}
+            images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale) for n in first}
             shown = job.request.as_traced(trace) if isinstance(job.request, RunSpec) else job.request
             display = DisplayTrace(job.generation, trace, images, shown)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message

@@ -71,13 +71,16 @@ class GeneratePanel(QWidget):
     shown = Signal(int)  # the step now on screen
     open_in_window = Signal(str, int)  # the generated sequence's text, the layer to open it at
 
-    def __init__(self, model_source: ModelSource, model_name: str = "", parent: QWidget | None = None):
+    def __init__(self, model_source: ModelSource, model_name: str = "", parent: QWidget | None = None,
+                 frames: Frames | None = None):  # fmt: skip
         super().__init__(parent)
         self.model_source = model_source
         self.worker = GenerateWorker(self)
         self.jobs = ReadJobs(self)  # each step's frame, computed off the GUI thread
         self.frame: StepFrame | None = None  # the step painted last
-        self.frames = Frames(self)  # a step paints in two turns: the heatmaps, then the rest
+        # A step paints in two turns: the heatmaps, then the rest; as phases of the main window's
+        # scheduler when opened from it (one owner of time), of its own when alone (--generate).
+        self.frames = frames if frames is not None else Frames(self)
         self.paint_rest = self.frames.turn("rest", self._paint_rest)
         self.view: GenerationView | None = None
         self.step = 0
@@ -313,16 +316,18 @@ class GeneratePanel(QWidget):
 
 
 class GenerateWindow(QMainWindow):
-    def __init__(self, model_source: ModelSource, model_name: str = "", parent: QWidget | None = None):
+    def __init__(self, model_source: ModelSource, model_name: str = "", parent: QWidget | None = None,
+                 frames: Frames | None = None):  # fmt: skip
         super().__init__(parent)
         self.setWindowTitle("Attention Explorer: generate and watch")
-        self.panel = GeneratePanel(model_source, model_name)
+        self.panel = GeneratePanel(model_source, model_name, frames=frames)
         self.setCentralWidget(self.panel)
         open_sized(self)  # 1400 × 900, or the screen's size when smaller
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.panel.worker.stop()
         self.panel.jobs.shutdown()
+        self.panel.frames.drop(self.panel.paint_rest)  # the main window's scheduler forgets its phase
         super().closeEvent(event)
 
 
@@ -378,7 +383,8 @@ def open_generate_for(parent: QWidget, models, state) -> GenerateWindow:
     """File → Generate and watch…: the window's model (when one is chosen) and model cache; "Open in
     the explorer" traces the generated sequence in the main window at the layer shown."""
     inputs = state.inputs
-    window = GenerateWindow(models.model, inputs.model if inputs.uses_model else "", parent)
+    window = GenerateWindow(models.model, inputs.model if inputs.uses_model else "", parent,
+                            frames=getattr(parent, "frames", None))  # the main window's scheduler
 
     def open_sequence(text: str, layer: int) -> None:
         state.update_inputs(model=window.panel.model_edit.text().strip(), sentence=text, layer=layer)

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QDockWidget
 
+from explorer.widgets.frames import later
 from explorer.widgets.mask_painter import STARTS, MaskPainter
 from models.files.export import write_array
 from models.runspec import load_matrix
@@ -19,11 +19,13 @@ def as_rows(mask: np.ndarray) -> tuple[tuple[bool, ...], ...]:
 class MaskDock(QDockWidget):
     """Handed the state and the status line's ``error``; the window docks it (bottom area)."""
 
-    def __init__(self, state, error, parent=None):
+    def __init__(self, state, error, parent=None, off_gui=None):
+        """``off_gui(compute)``: where a mask file is read (the window's jobs.call: another thread)."""
         super().__init__("Custom mask (True = hidden)", parent)
         self.setObjectName("maskDock")
         self.state = state
-        self.painter = MaskPainter(lambda path: load_matrix(path, "mask"), write_array)
+        off_gui = off_gui or (lambda compute: compute())
+        self.painter = MaskPainter(lambda path: off_gui(lambda: load_matrix(path, "mask")), write_array)
         self.painter.setMinimumHeight(240)
         self.setWidget(self.painter)
         self.painter.mask_changed.connect(self._painted)
@@ -42,7 +44,7 @@ class MaskDock(QDockWidget):
         previous, self._previous_mask = self._previous_mask, inputs.mask
         self.setVisible(self.wanted())
         if self.wanted() and previous != "custom":  # start from the mask that was shown
-            QTimer.singleShot(0, lambda: self._start(previous if previous in STARTS else "none"))
+            later(0, self, lambda: self._start(previous if previous in STARTS else "none"))
 
     def _start(self, kind: str) -> None:
         painted = self.state.inputs.painted_mask  # one already painted (or a session's) is kept

@@ -20,7 +20,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import QCheckBox, QGraphicsItem
 
 from explorer.widgets.colormaps import lookup_table
-from explorer.widgets.debounce import Debounced
+from explorer.widgets.frames import debounced
 
 MIN_CELL_PX = (16.0, 12.0)  # width, height of a cell on screen below which nothing can be written
 ZOOM_IN = "zoom in"  # what the Numbers box says while they are hidden; its tooltip says why
@@ -124,7 +124,7 @@ class CellNumbers:
         self._say_why("")
         self.checkbox.toggled.connect(lambda _on: self.update())
         view.add_control(self.checkbox)
-        self._soon = Debounced(self.update, DEBOUNCE_MS, view)  # once a zoom or resize pauses
+        self._soon = debounced(self.update, DEBOUNCE_MS, view)  # once a zoom or resize pauses
 
     @property
     def enabled(self) -> bool:

@@ -11,6 +11,13 @@ zero-delay call would share their turn). A phase that ends on an event rather th
 :meth:`Frames.begin` … :meth:`Frames.end` (with a time limit); a view may add a condition of its
 own with :meth:`Frames.watch` (heatmaps still being built, zoom regions on their way).
 
+It is also the one owner of time (issue 32): every other wait of the window is made here, by name,
+never with a QTimer or a debouncer of its own (tests/explorer/test_one_owner_of_time.py greps for them):
+:func:`debounced` (a pause in typing, zooming, resizing: superqt's ``qdebounced`` under it),
+:func:`later` (a deferred turn, a held answer's time limit), :class:`Ticker` (a timer its owner starts
+and stops: spare heatmaps built in idle turns) and :func:`run_until` (an event loop until a condition,
+for screenshots). A window has one :class:`Frames`; the windows it opens (Generate) share it.
+
 While any phase is pending the GUI is *busy*: :attr:`Frames.busy`, and :attr:`Frames.busy_changed`
 when that flips. It is the one signal the compute worker consults (it reads a model, and converts
 stages in the background, only while the GUI is not busy) and the one the read jobs hold the side
@@ -24,6 +31,8 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
+
+from explorer.widgets.debounce import Debounced
 
 TURN_MS = 1  # a phase's timer: it fires after the events its asking turn posted
 EVENT_LIMIT_MS = 200  # the longest a begun phase keeps the GUI busy when its event never comes
@@ -92,6 +101,12 @@ class Frames(QObject):
         turn = Turn(self, name, slot)
         self._turns.append(turn)
         return turn
+
+    def drop(self, turn: Turn) -> None:
+        """Forget ``turn`` (its window is closing): cancelled, never run again."""
+        turn.cancel()
+        if turn in self._turns:
+            self._turns.remove(turn)
 
     def after_this_turn(self, name: str, slot: Callable[[], None] | None = None) -> None:
         """A phase run once, after what the current turn posted: ``slot`` (or nothing: the GUI is
@@ -169,3 +184,61 @@ class Frames(QObject):
             time.sleep(0.001)
         self.check()
         return not self.busy
+
+
+def debounced(func: Callable[..., object], ms: int, parent: QObject) -> Debounced:
+    """``func(*args)`` once, ``ms`` milliseconds after the last of a burst of calls (``pending``,
+    ``flush()``, ``cancel()``): typing, a zoom or a resize that pauses."""
+    return Debounced(func, ms, parent)
+
+
+def later(ms: int, parent: QObject, slot: Callable[[], None]) -> None:
+    """``slot()`` once, ``ms`` milliseconds from now (0: in a later turn), unless ``parent`` is gone."""
+    QTimer.singleShot(ms, parent, slot)
+
+
+class Ticker:
+    """``slot()`` every ``start(ms)`` milliseconds until ``stop()`` (0: every idle turn)."""
+
+    def __init__(self, parent: QObject, slot: Callable[[], None], single_shot: bool = False):
+        self._timer = QTimer(parent)
+        self._timer.setSingleShot(single_shot)
+        self._timer.timeout.connect(slot)
+
+    def start(self, ms: int = 0) -> None:
+        self._timer.start(ms)
+
+    def stop(self) -> None:
+        self._timer.stop()
+
+    def isActive(self) -> bool:  # noqa: N802 - QTimer's name, for callers written for one
+        return self._timer.isActive()
+
+    @property
+    def timeout(self):
+        """The timer's signal (a test follows the ticks)."""
+        return self._timer.timeout
+
+
+def run_until(done: Callable[[], bool], every_ms: int, timeout_ms: int) -> bool:
+    """Run the event loop until ``done()`` (polled every ``every_ms``) or ``timeout_ms``; True when
+    done. Timer objects, not singleShot: none is left pending once this returns."""
+    from PySide6.QtCore import QEventLoop
+
+    loop, finished = QEventLoop(), [False]
+    poll, deadline = QTimer(), QTimer()
+
+    def check() -> None:
+        if done():
+            finished[0] = True
+            loop.quit()
+
+    poll.timeout.connect(check)
+    deadline.setSingleShot(True)
+    deadline.timeout.connect(loop.quit)
+    poll.start(every_ms)
+    deadline.start(timeout_ms)
+    loop.exec()
+    poll.stop()
+    deadline.stop()
+    return finished[0]

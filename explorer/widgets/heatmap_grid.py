@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QTimer
-
+from explorer.widgets.frames import Ticker
 from explorer.widgets.heatmap_plot import HeatmapPlot
 from explorer.widgets.token_axis import EDGE_OVERHANG_PX, axis_title
 
@@ -49,8 +48,7 @@ class HeatmapGrid:
         self._column_widths: tuple = ()
         self._target = 0
         self.waiting_for = 0  # plots a shown result needs that are still being built (0: none)
-        self.pool_timer = QTimer(canvas)  # builds spare plots one per event-loop turn (warm_up)
-        self.pool_timer.timeout.connect(self._grow_pool)
+        self.pool_timer = Ticker(canvas, self._grow_pool)  # builds spare plots one per event-loop turn (warm_up)
         # In the scene from the start, so Qt owns it: a pyqtgraph item that Python's garbage
         # collector destroys outside any scene can crash PySide6 (e.g. when no trace ever came).
         self._lay_out([(colour_bar, 0, 1, 1)])

@@ -14,11 +14,12 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainterPath, QPen
 from PySide6.QtWidgets import QFileDialog, QGraphicsPathItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from explorer.widgets.colormaps import CELL_BORDER_RGB, mask_cell_colours
+from explorer.widgets.frames import Ticker
 from explorer.widgets.token_axis import TokenAxis, axis_title
 
 STARTS = ("none", "causal", "padding")
@@ -109,8 +110,7 @@ class MaskPainter(QWidget):
         self.plot.addItem(self.borders)
         self.plot.getViewBox().sigResized.connect(self._fit_cells)
         self._fit_width = QWIDGETSIZE_MAX  # the plot's width that fits its grid (_fit_cells)
-        self._narrow = QTimer(self, singleShot=True, interval=0)
-        self._narrow.timeout.connect(lambda: self.view.setMaximumWidth(self._fit_width))
+        self._narrow = Ticker(self, lambda: self.view.setMaximumWidth(self._fit_width), single_shot=True)
         self.buttons = {}
         row = QHBoxLayout()
         row.addWidget(QLabel("Start from:"))

@@ -160,7 +160,8 @@ class MatrixView(QWidget):
         # A new result shares its turn with every other panel's update: the heatmaps come in later ones.
         state.trace_changed.connect(self._refresh_soon.request)
         for signal in (state.stage_changed, state.head_changed, state.colours_changed):
-            signal.connect(self.refresh)
+            # A new result's stage and head come after trace_changed: its refresh, to come, draws them.
+            signal.connect(lambda *_: None if self._refresh_soon.pending else self.refresh())
         state.stage_image_added.connect(self._image_added)
         state.query_changed.connect(self._mark_query)
         self.numbers = CellNumbers(self)  # each cell's value written on it when there is room

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLa
 
 from explorer.images.thumbnails import EMPTY_INDEX, GAP, THUMB, thumbnail_indices, thumbnail_shape, tile_side
 from explorer.widgets.colormaps import lookup_table
-from explorer.widgets.debounce import Debounced
+from explorer.widgets.frames import debounced
 from explorer.widgets.head_metrics_table import metric_text
 from explorer.widgets.scale_bar import DEFAULT_MIN_SPAN, MIN_SPAN, fit_label, levels_with_span, scale_bar
 from explorer.widgets.token_axis import TEXT_RGB
@@ -106,7 +106,7 @@ class ModelView(QWidget):
         self.metric_box.currentTextChanged.connect(lambda _name: self._paint_table())
         self.canvas.scene().sigMouseMoved.connect(self._hover)
         self.canvas.scene().sigMouseClicked.connect(self._clicked)
-        self._resized = Debounced(self._check_side, RESIZE_PAUSE_MS, self)
+        self._resized = debounced(self._check_side, RESIZE_PAUSE_MS, self)
         self.mosaic_plot.getViewBox().sigResized.connect(lambda *_a: self._resized())
         for bar in (self.mosaic_bar, self.colour_bar):
             bar.geometryChanged.connect(self._label_bars)

@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QGroupBox, QLabel, QLineEdit, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
-from explorer.widgets.debounce import Debounced
+from explorer.widgets.frames import debounced
 from explorer.widgets.labels import uncovered_characters
 
 UNSEEN_SHOWN = 6  # code points named under the sentence box, at most
@@ -62,9 +62,9 @@ class SentencePanel(QGroupBox):
         layout.addWidget(self.cross_check)
         layout.addWidget(self.cross_edit)
 
-        # superqt's qdebounced: the pause restarts on every key; the text goes in once it has lasted.
-        self._sentence_pause = Debounced(self._push_sentence, TYPING_PAUSE_MS, self)
-        self._cross_pause = Debounced(self._push_cross, TYPING_PAUSE_MS, self)
+        # The pause restarts on every key; the text goes in once it has lasted (frames.debounced).
+        self._sentence_pause = debounced(self._push_sentence, TYPING_PAUSE_MS, self)
+        self._cross_pause = debounced(self._push_cross, TYPING_PAUSE_MS, self)
         self.sentence_edit.textChanged.connect(lambda _text: self._sentence_pause())
         self.sentence_edit.textChanged.connect(lambda _text: self._name_unseen())
         self.cross_edit.textChanged.connect(lambda _text: self._name_unseen())

@@ -31,6 +31,13 @@ class StatusLine(QLabel):
     def show_error(self, text: str) -> None:
         self._show(f"⚠ {text}", error=True)
 
+    def show_status(self, status) -> None:
+        """Draw ``status`` (explorer.panes.Status: the window's state.status)."""
+        if status.error:
+            self.show_error(status.text)
+        else:
+            self.show_info(status.text, status.notices)
+
     def plain_text(self) -> str:
         """The message without markup (what the tooltip shows)."""
         return self.toolTip()

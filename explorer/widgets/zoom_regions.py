@@ -19,7 +19,7 @@ import math
 import time
 
 from explorer.widgets.colormaps import lookup_table
-from explorer.widgets.debounce import Debounced
+from explorer.widgets.frames import debounced
 
 PAUSE_MS = 120  # zooming and panning ask the worker once they pause
 PATIENCE_S = 30.0  # an answer that never came stops counting as pending after this
@@ -43,7 +43,7 @@ class ZoomRegions:
         self.view = view  # the MatrixView: its plots, shown stage and regions_wanted signal
         self._zoomed: set[int] = set()  # ids of plots whose range or size changed since the last ask
         self._asked: dict[int, tuple[tuple, float]] = {}  # head -> (what was asked, when)
-        self._soon = Debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
+        self._soon = debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
         self.superseded = False  # a newer request is on its way: the picture on screen is outgoing
 
     def changed(self, *plots) -> None:

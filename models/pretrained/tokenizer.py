@@ -9,6 +9,8 @@ the special tokens, so that the user can be told.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,51 @@ class Encoded:
     notices: tuple[str, ...] = ()
 
 
+# Parsing tokenizer.json holds the interpreter lock (~30 ms for a BERT vocabulary: `tokenizers` never
+# releases it), which a window's thread waits out: the window reads it ahead of time (`read_ahead`, when
+# its model list opens) and a load then finds it parsed. Keyed by the file's path, size and mtime.
+_PARSED: OrderedDict[tuple, Tokenizer] = OrderedDict()
+PARSED_KEPT = 8
+_PARSED_LOCK = threading.Lock()
+
+
+def _parsed(path: Path, data: bytes) -> Tokenizer:
+    try:
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    with _PARSED_LOCK:
+        if key in _PARSED:
+            _PARSED.move_to_end(key)
+            return _PARSED[key]
+    tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    if key is not None:
+        with _PARSED_LOCK:
+            _PARSED[key] = tokenizer
+            while len(_PARSED) > PARSED_KEPT:
+                _PARSED.popitem(last=False)
+    return tokenizer
+
+
+def forget_parsed() -> None:
+    """Forget every tokenizer parsed ahead (a test that counts the parses starts with none)."""
+    with _PARSED_LOCK:
+        _PARSED.clear()
+
+
+def read_ahead(folder: Path) -> bool:
+    """Parse ``folder``'s tokenizer.json now (another thread's time), for a load to come; False when
+    it cannot be read (the load will say why)."""
+    try:
+        ModelTokenizer(Path(folder) / "tokenizer.json")
+    except (InputError, OSError):
+        return False
+    return True
+
+
 def first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
@@ -39,11 +86,9 @@ class ModelTokenizer:
             raise InputError(f"{path.parent} has no tokenizer.json (needed to split sentences)")
         data = read_bytes(path, "tokenizer", MAX_JSON_BYTES)  # a regular file of a bounded size
         try:
-            self.tokenizer = Tokenizer.from_str(data.decode("utf-8"))
+            self.tokenizer = _parsed(path, data)  # parsed ahead of time when the window could (read_ahead)
         except Exception as e:  # the Rust side raises plain Exceptions
             raise InputError(f"could not read {path}: {first_line(e)}") from e
-        self.tokenizer.no_padding()
-        self.tokenizer.no_truncation()
         self.special = self.tokenizer.num_special_tokens_to_add(is_pair=False)
 
     def encode(self, sentence: str, limit: int, why: str = "the model's maximum") -> Encoded:

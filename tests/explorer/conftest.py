@@ -2,6 +2,7 @@
 
 import gc
 import os
+import sys
 
 # Before anything imports Qt: no display is needed, and none is used.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -82,10 +83,29 @@ def make_window(qtbot, settings, settle):
     return make
 
 
+_ARMED: dict = {"guard": None}
+DATA_FILES = (".npy", ".npz", ".safetensors", "losses.csv", "tokenizer.json")  # what the engine reads
+
+
+def _file_reads(event: str, args: tuple) -> None:
+    """An audit hook (added once, it cannot be removed): while ``no_stage_reads_on_gui_thread`` is
+    armed, opening an array, model or loss file is a read like a stage's (``open <suffix>``)."""
+    guard = _ARMED["guard"]
+    if guard is not None and event == "open" and isinstance(args[0], str | os.PathLike):
+        name = os.fspath(args[0])
+        suffix = next((s for s in DATA_FILES if name.endswith(s)), None)
+        if suffix is not None:
+            guard(f"open {suffix}")
+
+
+sys.addaudithook(_file_reads)
+
+
 @pytest.fixture
 def no_stage_reads_on_gui_thread():
     """``arm()`` patches every read of a stage's numbers (models.engine.trace.Stage, the lazy stores'
-    blocks: models.engine.pairs.PairStore) and every torch call to fail on the GUI (main) thread, and
+    blocks: models.engine.pairs.PairStore), every torch call and every array, model or loss file opened
+    (DATA_FILES) to fail on the GUI (main) thread, and
     returns the list of reads made after it, each ``(what, on_gui_thread)``: what the GUI then
     shows must come from explorer.jobs. ``arm.disarm()`` (also at teardown) puts them back."""
     import threading
@@ -95,7 +115,7 @@ def no_stage_reads_on_gui_thread():
     from models.engine.pairs import PairStore
     from models.engine.trace import Stage
 
-    reads = []
+    reads = _ARMED["reads"] = []
     saved = {name: Stage.__dict__[name] for name in ("head", "rows", "cell", "array")}
     saved_block = PairStore.__dict__["block"]
 
@@ -128,6 +148,7 @@ def no_stage_reads_on_gui_thread():
             return saved_block(self, *args, **kwargs)
 
         PairStore.block = block
+        _ARMED["guard"] = guard  # array, model and loss files opened (the audit hook below)
         if not modes:
             modes.append(NoTorchHere())
             modes[0].__enter__()
@@ -137,6 +158,7 @@ def no_stage_reads_on_gui_thread():
         for name, original in saved.items():
             setattr(Stage, name, original)
         PairStore.block = saved_block
+        _ARMED["guard"] = None
         while modes:
             modes.pop().__exit__(None, None, None)
 

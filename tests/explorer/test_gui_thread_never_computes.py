@@ -271,3 +271,43 @@ def test_a_resized_survey_makes_its_thumbnails_off_the_gui_thread(qtbot, tmp_pat
     np.testing.assert_array_equal(view.metrics["entropy"], want["entropy"])
     panel.stop()
     assert no_thumbnails_on_gui_thread and not any(no_thumbnails_on_gui_thread)  # made, never on the GUI thread
+
+
+def test_open_files_input_changes_and_the_timeline_compute_off_the_gui_thread(
+        qtbot, make_window, settle, tmp_path, no_stage_reads_on_gui_thread):  # fmt: skip
+    """Issue 32: File → Open weights / Open mask check the file (read, Q, K, V computed) off the GUI
+    thread; with files open an input change reads and checks them on the worker; the training
+    timeline loads and traces every checkpoint off the GUI thread."""
+    window = make_window()  # conftest.SMALL: 7 tokens, 2 heads, d_model 8
+    state = window.state
+    rng = np.random.default_rng(3)
+    w = {k: rng.standard_normal((2, 8, 4)).astype(np.float32) for k in ("W_q", "W_k", "W_v")}
+    np.savez(tmp_path / "w.npz", **w)
+    np.save(tmp_path / "m.npy", np.triu(np.ones((7, 7), bool), 1))
+    (tmp_path / "bad.npy").write_bytes(b"not numpy")
+    reads = no_stage_reads_on_gui_thread()
+
+    assert window.files.open_weights(str(tmp_path / "w.npz"))
+    assert window.files.open_mask(str(tmp_path / "m.npy")), window.status_line.text()
+    settle(window)
+    assert state.inputs.mask == "custom" and not window.status_line.is_error
+    assert not window.files.open_mask(str(tmp_path / "bad.npy"))  # refused, read off this thread too
+    assert "cannot read mask file" in window.status_line.text()
+    before = state.display.trace
+    state.update_inputs(seed=3)  # the files are read again and checked: on the worker
+    settle(window)
+    after = state.display.trace
+    assert after is not before and after.config["seed"] == 3 and not window.status_line.is_error
+    weights = off_gui(lambda: after["weights"].array)
+    assert (weights[:, np.triu(np.ones((7, 7), bool), 1)] == 0).all()  # the file's mask applied
+
+    timeline = window.windows.open_timeline()  # the shipped induction model's 40 checkpoints
+    qtbot.addWidget(timeline)
+    assert timeline is not None and len(timeline.timeline.steps) > 10
+    assert timeline.timeline.scores["induction"].shape[0] == len(timeline.timeline.steps)
+    settle(window, timeout=60_000)
+
+    no_stage_reads_on_gui_thread.disarm()
+    made = {what for what, _gui in reads}
+    assert {"open .npy", "open .npz", "open losses.csv", "open .safetensors"} <= made, made  # all read, elsewhere
+    assert [what for what, on_gui in reads if on_gui] == []

@@ -71,3 +71,53 @@ def test_no_progress_is_reported_before_the_tokenizer_is_read(monkeypatch):
     monkeypatch.setattr(loader, "ModelTokenizer", lambda path: events.append("tokenizer") or tokenizer(path))
     loader.load_model("minilm", device="cpu", progress=lambda f, m: events.append("report"))
     assert events[0] == "tokenizer" and events.count("tokenizer") == 1 and "report" in events
+
+
+def test_a_model_chosen_from_the_open_list_parses_no_tokenizer_while_it_loads(qtbot, make_window, settle,
+                                                                               monkeypatch):  # fmt: skip
+    """Issue 32: parsing tokenizer.json holds the interpreter lock ~30 ms (the window's longest stall
+    on a load): the listed models' tokenizers are parsed when the list opens, on the executor, and a
+    load then finds its tokenizer parsed."""
+    import threading
+    from types import SimpleNamespace
+
+    import models.pretrained.tokenizer as tokenizer_module
+    from explorer.executor import EXECUTOR
+
+    tokenizer_module.forget_parsed()  # nothing parsed before this test
+    parses, real = [], tokenizer_module.Tokenizer
+    monkeypatch.setattr(tokenizer_module, "Tokenizer", SimpleNamespace(
+        from_str=lambda text: parses.append(threading.current_thread().name) or real.from_str(text)))
+    window = make_window()
+    window.model_chooser.about_to_choose.emit()  # the list opens
+    assert EXECUTOR.wait_until_idle(timeout=30)
+    assert parses and all(name.startswith("explorer-job") for name in parses)
+    del parses[:]
+    window.state.update_inputs(model="minilm")
+    settle(window, timeout=60_000)
+    assert window.state.model_info is not None and window.state.model_info.name == "minilm"
+    assert parses == []  # the load found it parsed
+
+
+def test_a_model_chosen_from_the_keyboard_after_start_up_parses_no_tokenizer_while_it_loads(
+        qtbot, make_window, settle, monkeypatch):  # fmt: skip
+    """The listed models' tokenizers are also parsed once the window's first result has painted:
+    a model chosen later without opening the list (the keyboard on the closed list) finds its own."""
+    import threading
+    from types import SimpleNamespace
+
+    import models.pretrained.tokenizer as tokenizer_module
+    from explorer.executor import EXECUTOR
+
+    tokenizer_module.forget_parsed()
+    parses, real = [], tokenizer_module.Tokenizer
+    monkeypatch.setattr(tokenizer_module, "Tokenizer", SimpleNamespace(
+        from_str=lambda text: parses.append(threading.current_thread().name) or real.from_str(text)))
+    window = make_window()
+    qtbot.waitUntil(lambda: bool(parses), timeout=10_000)
+    assert EXECUTOR.wait_until_idle(timeout=30)
+    assert all(name.startswith("explorer-job") for name in parses)
+    del parses[:]
+    window.state.update_inputs(model="minilm")
+    settle(window, timeout=60_000)
+    assert window.state.model_info is not None and parses == []

@@ -120,4 +120,4 @@ def test_every_command_that_writes_a_folder_is_tried():
 
     source = (ROOT / "main.py").read_text(encoding="utf-8")
     names = set(getattr(main, "COMMANDS", ())) or set(re.findall(r'argv\[:1\] == \["(\w+)"\]', source))
-    assert names - {"explain"} == commands  # explain prints; every other command writes a folder
+    assert names - {"explain", "why"} == commands  # explain and why print; every other command writes a folder

@@ -1,0 +1,184 @@
+"""The one executor of the app's jobs off the GUI thread (issue 32). Qt-free.
+
+Every job runs on its pool: each window's reads (explorer.jobs.ReadJobs: hover, focus, numbers,
+derivations, comparisons, exports, a file checked before it opens, the training timeline), and every
+long job (explorer.jobs.LatestJob: the whole-model survey, generation, the head atlas). The
+compute worker (explorer/engine/worker.py) keeps its one thread, where models load and traces
+are made, and takes its turns on the same device queue.
+
+- **Lanes.** Jobs of one lane run one at a time, in order (a window's reads: its own lane, so that
+  an answer never overtakes an earlier one of the same window); lanes run side by side.
+- **Latest wins** per kind: the callers' tickets and generations (ReadJobs, LatestJob) say which
+  answer is still wanted; a job replaced before it starts does no work.
+- **One device queue** per device (``device("cpu")``, ``device("cuda:0")``): a job that computes on
+  a lazy store (a read of the shown run's stages; the worker converting the shown run's stages to
+  images) holds its device's queue, so two jobs never compute on the same store at once, on a GPU
+  as on the CPU. A long conversion lets a waiting read have its turn between two of its bands
+  (:meth:`DeviceQueue.yield_turn`), then goes on.
+- **Tests** wait with :meth:`Executor.wait_until_idle` (every job started has ended), as napari's
+  slicer does.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+THREADS = 8  # the reads of three windows and a few long jobs at once (idle ones cost nothing; torch has its own)
+
+
+class DeviceQueue:
+    """One turn at a time on a device's stores, first come first served (a ticket lock); a turn may
+    be taken again by its holder (a stage whose reading reads another). :attr:`waiting` says how many
+    jobs wait; :meth:`yield_turn` lets them go first, then carries on (a long conversion, between
+    two bands)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next = self._serving = 0  # the next ticket given; the ticket whose turn it is
+        self._owner: int | None = None
+        self._depth = 0
+        self.waiting = 0
+
+    def acquire(self) -> None:
+        me = threading.get_ident()
+        with self._cond:
+            if self._owner == me:
+                self._depth += 1
+                return
+            self._wait_for_turn(me, 1)
+
+    def release(self) -> None:
+        with self._cond:
+            self._depth -= 1
+            if self._depth == 0:
+                self._hand_over()
+
+    def yield_turn(self) -> None:
+        """When jobs wait, let them have their turns, then take it back (at the end of the queue)."""
+        me = threading.get_ident()
+        with self._cond:
+            if not self.waiting or self._owner != me:
+                return
+            depth = self._depth
+            self._hand_over()
+            self._wait_for_turn(me, depth)
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+    def _wait_for_turn(self, me: int, depth: int) -> None:  # the condition's lock held
+        ticket, self._next = self._next, self._next + 1
+        self.waiting += 1
+        self._cond.wait_for(lambda: self._serving == ticket and self._owner is None)
+        self.waiting -= 1
+        self._owner, self._depth = me, depth
+
+    def _hand_over(self) -> None:  # the condition's lock held
+        self._owner, self._depth = None, 0
+        self._serving += 1
+        self._cond.notify_all()
+
+
+class Executor:
+    """The pool every job runs on (see the module's doc); :data:`EXECUTOR` is the app's."""
+
+    def __init__(self, threads: int = THREADS):
+        # Daemon threads, started as jobs need them: a window never left open keeps no process alive.
+        self._threads, self._max_threads = [], threads
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._idle = 0  # threads waiting for a job that no job started since has claimed
+        self._lock = threading.Lock()
+        self._lanes: dict[object, deque] = {}  # lane -> jobs waiting behind its running one
+        self._devices: dict[str, DeviceQueue] = {}
+        self._running = 0  # jobs submitted and not ended
+        self.sync = False  # every job run at once on the calling thread (tests: napari's force_sync)
+
+    def device(self, name: str = "cpu") -> DeviceQueue:
+        """The queue of the device ``name`` ("cpu", "cuda:0"; "cuda" is "cuda:0"; a trace's description,
+        "cuda:0 (NVIDIA A100)", is its device)."""
+        name = (name or "cpu").split(" ")[0]
+        name = "cuda:0" if name == "cuda" else name
+        with self._lock:
+            return self._devices.setdefault(name, DeviceQueue())
+
+    def start(self, job: Callable[[], None], lane: object | None = None) -> None:
+        """Run ``job()`` on the pool; with a ``lane``, after the jobs of that lane started before it."""
+        if self.sync:
+            with self._lock:
+                self._running += 1
+            self._run(job, None)
+            return
+        with self._lock:
+            self._running += 1
+            if lane is not None:
+                waiting = self._lanes.get(lane)
+                if waiting is not None:  # the lane is busy: its running job starts this one
+                    waiting.append(job)
+                    return
+                self._lanes[lane] = deque()
+            if self._idle:  # a waiting thread takes it
+                self._idle -= 1
+            elif len(self._threads) < self._max_threads:  # never behind a long job while threads remain
+                thread = threading.Thread(target=self._serve, name=f"explorer-job-{len(self._threads)}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        self._jobs.put((job, lane))
+
+    def _serve(self) -> None:
+        while True:
+            self._run(*self._jobs.get())
+            with self._lock:
+                if self._jobs.empty():  # else the next job queued is this thread's at once
+                    self._idle += 1
+
+    def _run(self, job: Callable[[], None], lane: object | None) -> None:
+        while True:
+            try:
+                job()
+            except BaseException:  # noqa: BLE001 - the callers catch their own; a bug must not stop the lane
+                traceback.print_exc()
+            finally:
+                with self._lock:
+                    self._running -= 1
+                    waiting = self._lanes.get(lane) if lane is not None else None
+                    if waiting:
+                        job = waiting.popleft()
+                    else:
+                        self._lanes.pop(lane, None)
+                        return
+
+    @property
+    def idle(self) -> bool:
+        return self._running == 0
+
+    @contextmanager
+    def force_sync(self) -> Iterator[None]:
+        """Within it, every job runs at once on the thread that starts it (as napari's slicer)."""
+        old, self.sync = self.sync, True
+        try:
+            yield
+        finally:
+            self.sync = old
+
+    def wait_until_idle(self, timeout: float = 10.0, pump: Callable[[], None] | None = None) -> bool:
+        """Wait until every job has ended (``pump()``, the GUI's event processing, meanwhile)."""
+        deadline = time.monotonic() + timeout
+        while not self.idle and time.monotonic() < deadline:
+            if pump is not None:
+                pump()
+            time.sleep(0.001)
+        return self.idle
+
+
+EXECUTOR = Executor()

@@ -1,0 +1,179 @@
+"""Issue 32: one executor for every job (explorer/executor.py): lanes in order, a device queue that
+never lets two jobs compute on the same stores at once, the window's reads and long jobs on it."""
+
+from __future__ import annotations
+
+import threading
+
+from explorer.executor import EXECUTOR, Executor
+
+
+def test_a_lane_runs_its_jobs_one_at_a_time_in_order():
+    executor, seen, inside = Executor(threads=3), [], []
+    for i in range(20):
+        def job(i=i):
+            inside.append(1)
+            assert len(inside) == 1  # never two of one lane at once
+            seen.append(i)
+            inside.pop()
+
+        executor.start(job, lane="reads")
+    assert executor.wait_until_idle()
+    assert seen == list(range(20))
+
+
+def test_the_device_queue_lets_one_job_at_a_time_compute_and_counts_who_waits():
+    executor = Executor(threads=3)
+    queue = executor.device("cuda:0 (NVIDIA A100)")
+    assert queue is executor.device("cuda") and queue is not executor.device("cpu")
+    release, at_once, holders = threading.Event(), [], []
+
+    def hold():
+        with queue.turn():
+            holders.append(1)
+            at_once.append(len(holders))
+            release.wait(5)
+            holders.pop()
+
+    executor.start(hold)
+    executor.start(hold)
+    while not (holders and queue.waiting == 1):
+        pass  # the second job waits for its turn
+    release.set()
+    assert executor.wait_until_idle()
+    assert at_once == [1, 1] and queue.waiting == 0
+
+
+def test_force_sync_runs_a_job_at_once_on_the_calling_thread():
+    executor, threads = Executor(), []
+    with executor.force_sync():
+        executor.start(lambda: threads.append(threading.current_thread()), lane="x")
+    assert threads == [threading.current_thread()] and executor.idle
+
+
+def test_reads_and_long_jobs_run_on_the_one_executor(qtbot, make_window, settle):
+    """No thread of its own for the read jobs, no superqt pool for the long ones: the executor's."""
+    window = make_window()
+    names = []
+    window.jobs.call(lambda: names.append(threading.current_thread().name))
+    generate = window.windows.open_generate()
+    qtbot.addWidget(generate)
+    generate.panel.jobs.call(lambda: names.append(threading.current_thread().name))
+    assert all(name.startswith("explorer-job") for name in names), names
+    assert EXECUTOR.wait_until_idle()
+    assert not [t.name for t in threading.enumerate() if t.name == "explorer-reads"]
+
+
+def test_a_long_job_runs_on_the_executor_and_the_latest_wins(qtbot):
+    from explorer.jobs import LatestJob
+
+    class Recorder(LatestJob):
+        def work(self, generation, should_stop, release, seen):
+            release.wait(5)
+            seen.append((generation, threading.current_thread().name, should_stop()))
+
+    job, release, seen = Recorder(), threading.Event(), []
+    first = job.submit(release, seen)
+    second = job.submit(release, seen)
+    release.set()
+    qtbot.waitUntil(lambda: len(seen) == 2 and not job.busy)
+    assert {g: stop for g, _name, stop in seen} == {first: True, second: False}  # the first was replaced
+    assert all(name.startswith("explorer-job") for _g, name, _stop in seen)
+
+
+def test_a_call_returns_its_value_raises_its_error_and_runs_at_once_in_sync_mode(qapp):
+    from explorer.jobs import ReadJobs
+
+    jobs = ReadJobs()
+    assert jobs.call(lambda: threading.current_thread().name).startswith("explorer-job")
+    try:
+        jobs.call(lambda: 1 / 0)
+    except ZeroDivisionError:
+        pass
+    else:
+        raise AssertionError("the error was not raised again")
+    with EXECUTOR.force_sync():
+        assert jobs.call(lambda: threading.current_thread()) is threading.current_thread()
+    jobs.shutdown()
+
+
+def test_the_worker_and_the_reads_never_compute_on_one_store_at_once(qtbot, make_window, settle, monkeypatch):
+    """The device queue: while the worker converts the shown run's stages in the background, the
+    window's reads of the same run wait for their turn (two threads in one PairStore raced on its
+    cache of blocks)."""
+    from models.engine.pairs import PairStore
+    from tests.explorer.conftest import SMALL
+
+    inside: dict[int, int] = {}
+    most, threads = [0], set()
+    guard = threading.Lock()
+    block = PairStore.block
+
+    def counted(self, *args, **kwargs):
+        with guard:
+            inside[id(self)] = inside.get(id(self), 0) + 1
+            most[0] = max(most[0], inside[id(self)])
+            threads.add(threading.current_thread().name)
+        try:
+            threading.Event().wait(0.02)  # a wide window for two threads to meet in the store
+            return block(self, *args, **kwargs)
+        finally:
+            with guard:
+                inside[id(self)] -= 1
+
+    n = 800  # 800² × 4 heads × 3 pair stages: more than CONVERT_ALL_BELOW, converted in the background
+    window = make_window(SMALL.__class__(sentence=" ".join(f"w{i}" for i in range(n)), heads=4, d_model=16))
+    monkeypatch.setattr(PairStore, "block", counted)
+
+    def read_all(display):  # as soon as a run is shown, while the worker converts its other stages
+        for name in ("scores", "scaled"):
+            for head in range(4):
+                window.jobs.ask(f"read {name} {head}", lambda s=name, h=head: display.trace[s].rows(h, 0, n),
+                                lambda _v: None)  # fmt: skip
+
+    window.state.trace_changed.connect(read_all)
+    window.state.update_inputs(seed=5)
+    settle(window, timeout=60_000)
+    display = window.state.display
+    qtbot.waitUntil(lambda: set(display.images) == set(display.trace.names), timeout=60_000)
+    assert window.jobs.wait_until_idle(timeout=60) and EXECUTOR.wait_until_idle()
+    assert len(threads) >= 2  # the worker and the executor both computed blocks of the store
+    assert most[0] == 1
+
+
+def test_a_long_turn_lets_a_waiting_job_go_first_then_goes_on():
+    executor, order = Executor(threads=2), []
+    queue = executor.device("cpu")
+    holding, done = threading.Event(), threading.Event()
+
+    def long_conversion():
+        with queue.turn():
+            order.append("conversion starts")
+            holding.set()
+            while not queue.waiting:
+                pass  # until the read waits
+            queue.yield_turn()  # between two bands
+            order.append("conversion ends")
+        done.set()
+
+    def read():
+        holding.wait(5)
+        with queue.turn():
+            order.append("read")
+
+    executor.start(long_conversion)
+    executor.start(read)
+    assert done.wait(5) and executor.wait_until_idle()
+    assert order == ["conversion starts", "read", "conversion ends"]
+
+
+def test_a_read_never_waits_behind_a_long_job_while_threads_remain():
+    executor, release, read = Executor(threads=3), threading.Event(), threading.Event()
+    executor.start(lambda: release.wait(5))  # a survey, say
+    executor.start(lambda: None)  # done at once: its thread is free again
+    assert executor.wait_until_idle(timeout=0.5) is False  # the long one still runs
+    executor.start(lambda: release.wait(5))  # a second long job
+    executor.start(read.set, lane="reads")
+    assert read.wait(5)  # ran beside the long jobs
+    release.set()
+    assert executor.wait_until_idle()

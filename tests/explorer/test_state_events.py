@@ -1,0 +1,100 @@
+"""Issue 32: every field of the window's state announces its change. A test subscribes to every
+event of the state and of its panes, drives a whole interaction through the window, and checks after
+each step that every field that changed came with its event (and that no field lacks one)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mouse import cell_point
+from psygnal import Signal
+from PySide6.QtCore import Qt
+
+from tests.explorer.conftest import SMALL
+
+# The event of each field whose name does not say it (``<field>_changed`` otherwise).
+EVENT_OF = {"_inputs": "inputs_changed", "_key_tokens": "key_tokens_changed", "_problem": "settings_error_changed",
+            "_history": "edits_changed", "display": "trace_changed", "stage_name": "stage_changed",
+            "fit_colours": "colours_changed", "stepper._shown": "stepper.shown_changed",
+            "status.status": "status.changed", "inspector.cell": "inspector.cell_changed"}  # fmt: skip
+PANES = ("stepper", "status", "inspector")
+
+
+def signals_of(obj) -> list[str]:
+    return [name for name, value in vars(type(obj)).items() if isinstance(value, Signal)]
+
+
+def fields(state) -> dict[str, object]:
+    """Every field of the state and of its panes, by name (``pane.field``)."""
+    def own(obj) -> dict[str, object]:  # psygnal keeps each signal's instance in the object too
+        return {n: v for n, v in vars(obj).items() if n not in signals_of(obj) and n not in PANES}
+
+    found = own(state)
+    for pane in PANES:
+        found |= {f"{pane}.{name}": value for name, value in own(getattr(state, pane)).items()}
+    return found
+
+
+def event_of(name: str) -> str:
+    return EVENT_OF.get(name, f"{name}_changed")
+
+
+def same(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):  # arrays inside: compared by identity
+        return False
+
+
+def test_every_field_of_the_state_has_an_event(make_window):
+    state = make_window().state
+    events = set(signals_of(state)) | {f"{p}.{s}" for p in PANES for s in signals_of(getattr(state, p))}
+    assert {name: event_of(name) for name in fields(state) if event_of(name) not in events} == {}
+
+
+def test_a_whole_interaction_announces_every_change(qtbot, make_window, settle):
+    window = make_window(dataclasses.replace(SMALL, mask="causal"))
+    window.resize(1400, 900)
+    settle(window)
+    state, view = window.state, window.matrix_view
+    heard: list[str] = []
+    for name in signals_of(state):
+        getattr(state, name).connect(lambda *_a, _n=name: heard.append(_n))
+    for pane in PANES:
+        for name in signals_of(getattr(state, pane)):
+            getattr(getattr(state, pane), name).connect(lambda *_a, _n=f"{pane}.{name}": heard.append(_n))
+
+    def step(what, action):
+        before = fields(state)
+        heard.clear()
+        action()
+        settle(window)
+        after = fields(state)
+        silent = [n for n in after if not same(before.get(n), after[n]) and event_of(n) not in heard]
+        assert silent == [], f"{what}: changed without an event"
+
+    def click(row, col):
+        qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 0, row, col))
+        window.jobs.wait_until_idle()
+
+    step("a stage", lambda: state.set_stage("masked"))
+    step("a head", lambda: state.set_head(1))
+    step("a query", lambda: state.set_query(5))
+    step("a click", lambda: click(4, 2))
+    assert state.inspector.cell is not None
+    step("the colours", lambda: state.set_fit_colours(True))
+    step("the mask off: 'masked' is gone", lambda: state.update_inputs(mask="none"))
+    assert state.stage_name != "masked"
+    step("one head: head 1 is gone", lambda: state.update_inputs(heads=1, d_model=8))
+    assert state.head == -1
+    step("a shorter sentence: query 5 is gone", lambda: state.update_inputs(sentence="one two three"))
+    assert state.query < 3
+    step("Difference", lambda: state.set_difference(True))
+    step("pin", lambda: window.registry.execute("stage.pin"))
+    qtbot.addWidget(window.compare.view)
+    step("a bad setting", lambda: state.update_inputs(heads=3))
+    assert window.status_line.is_error and state.status.status.error
+    step("fixed", lambda: state.update_inputs(heads=2))
+    step("unpin", lambda: window.registry.execute("stage.unpin"))
