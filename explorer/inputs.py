@@ -133,6 +133,12 @@ class _InputsMethods:
         return bool(self.held) or any((self.embeddings_file, self.cross_embeddings_file, self.weights_file,
                                        self.mask_file))  # fmt: skip
 
+    @property
+    def files_unread(self) -> bool:
+        """True when a file is set whose arrays are not held yet (read where the run happens)."""
+        roles = {n.split("/")[0] for n in self.held}
+        return any(getattr(self, field) and role not in roles for field, role in FILE_ROLES.items())
+
     def with_files_read(self, names: tuple[str, ...] | None = None) -> Inputs:
         """These inputs with their files' arrays in ``held``: each file field of ``names`` (default:
         every one set whose array is not held yet) read now, with ``export``'s reader and messages

@@ -175,11 +175,12 @@ class ExplorerState:
 
     def request(self) -> RunSpec | FileRequest | None:
         """The RunSpec of the current inputs with the edits (as a difference when that is shown), or
-        None while the settings are invalid. With files open, a :class:`FileRequest`: the worker reads
-        and checks the files (explorer/run.py), never the GUI thread."""
+        None while the settings are invalid. A file opened in the window is read once, when it is
+        opened (its arrays held: the request reads nothing); a file not read yet (given on the command
+        line, say) makes a :class:`FileRequest`: the worker reads and checks it, never the GUI thread."""
         if self._problem[0]:
             return None
-        if self._inputs.uses_files and not self._inputs.uses_model:
+        if self._inputs.files_unread and not self._inputs.uses_model:
             return FileRequest(self._inputs, self._history.edits, self.difference)
         return self._inputs.to_runspec().with_edits(self._history.edits, self.difference)
 

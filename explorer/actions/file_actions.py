@@ -87,11 +87,14 @@ class FileActions(QObject):
         inputs = self.state.inputs
         if inputs.uses_model:
             return self._refuse(InputError("files apply to the toy model; choose it in the model list first"))
-        try:  # the file is read now, once: the requests that follow hold its arrays
+        def read_and_check():  # off the GUI thread: the file is read now, once (the requests after hold it)
             candidate = dataclasses.replace(inputs, **changes).with_files_read(tuple(set(changes) & set(FILE_ROLES)))
             candidate.config().validate()
-            # export's checks (shapes, widths, finite values): the files read, Q, K, V computed
-            self._off_gui(lambda: candidate.to_runspec().validate())
+            candidate.to_runspec().validate()  # export's checks: shapes, widths, finite values
+            return candidate
+
+        try:
+            candidate = self._off_gui(read_and_check)
         except InputError as exc:
             return self._refuse(exc)
         self.state.update_inputs(**changes | {"held": candidate.held})
