@@ -51,7 +51,6 @@ from explorer.widgets.model_chooser import ModelChooser
 from explorer.widgets.query_focus import QueryFocusPanel
 from explorer.widgets.sentence_panel import SentencePanel
 from explorer.widgets.settings_panel import SettingsPanel
-from explorer.widgets.splitter_room import content_height, give_room
 from explorer.widgets.stage_list import StageList
 from explorer.widgets.stage_stepper import StageStepper
 from explorer.widgets.status_line import StatusLine, trace_summary
@@ -59,7 +58,6 @@ from explorer.widgets.window_size import keep_on_screen, open_sized
 from models.config import InputError
 from models.engine.device import describe_default_device
 from models.pretrained import list_models, resolve_model
-from models.training.trained_length import length_notice
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 WARM_PLOTS = 12  # heads of BERT-base, GPT-2, MiniLM: heatmaps made ready while such a model loads
@@ -179,8 +177,7 @@ class MainWindow(QMainWindow):
         self.matrix_view.regions_wanted.connect(self.worker.prepare_regions)
         self.worker.regions_ready.connect(self.matrix_view.zoom.arrived_together)
         self.matrix_view.cell_clicked.connect(self.select_cell)
-        self.state.inspector.cell_changed.connect(self._inspect)  # None when a new run came: its numbers are gone
-        self.inspector.shown.connect(self._room_for_inspector)
+        self.inspector.follow(self.state, self.inspector_scroll, self.right_splitter)  # the inspected cell
 
         geometry = settings.value(GEOMETRY_KEY) if persist else None
         if geometry is None or not self.restoreGeometry(geometry):
@@ -232,12 +229,11 @@ class MainWindow(QMainWindow):
         right.addWidget(self.focus_panel)
         # A long derivation scrolls: its height never becomes the window's minimum (a click on a
         # cell made the window 1,106 px tall, past the bottom of a laptop's screen).
-        inspector_scroll = QScrollArea()
+        self.inspector_scroll = inspector_scroll = QScrollArea()
         inspector_scroll.setWidget(self.inspector)
         inspector_scroll.setWidgetResizable(True)
         inspector_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         inspector_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.inspector_scroll = inspector_scroll
         right.addWidget(inspector_scroll)
         right.setChildrenCollapsible(False)
         self.right_splitter = right
@@ -323,7 +319,7 @@ class MainWindow(QMainWindow):
             self.state.status.show_error(self.last_error)
         else:
             summary = trace_summary(display.trace, (t0 - submitted) * 1000.0)
-            notices = [*self.state.take_notices(), *(display.trace.meta.get("notices") or ()), *self._length_notice()]
+            notices = [*self.state.take_notices(), *(display.trace.meta.get("notices") or ())]
             self.state.status.show_info(summary, notices)
         # The heatmaps (a new grid's layout, then its images) and their paint come in later
         # event-loop turns of their own, each short, rather than all in this one (MatrixView).
@@ -343,15 +339,6 @@ class MainWindow(QMainWindow):
             self._load_error = message
             self.model_chooser.remove_folder(failed_model)
             self.state.update_inputs(model=self.shown_model)
-
-    def _length_notice(self) -> list[str]:
-        """A model trained on shorter sequences than the input says so (the induction model: 64)."""
-        model, trace = self.shown_model, self.state.display.trace
-        try:
-            notice = length_notice(resolve_model(model), len(trace.key_tokens)) if model else ""
-        except InputError:
-            notice = ""
-        return [notice] if notice else []
 
     @property
     def shown_model(self) -> str:
@@ -376,20 +363,6 @@ class MainWindow(QMainWindow):
         if stage.per_head:
             self.state.set_focus_head(head)
 
-    def _room_for_inspector(self) -> None:
-        """A clicked cell's derivation is readable at once: the inspector gets the height it needs, up
-        to 60 % of the column, from the focus panel (it was 60-70 px tall at 1400 × 900)."""
-        wanted = content_height(self.inspector, self.inspector_scroll.viewport().width())
-        give_room(self.right_splitter, wanted)
-
-    def _inspect(self, cell) -> None:
-        display = self.state.display
-        if cell is None or display is None or display.generation != cell.generation:
-            self.inspector.clear()
-        else:
-            self.inspector.explain_cell(display, cell.stage, cell.head, cell.row, cell.col)
-
-    # --- screenshots and closing -----------------------------------------------------------
     def settle_for_screenshot(self) -> None:
         self.matrix_view.flush()  # the heatmaps painted, not a held canvas
         self.jobs.wait_until_idle()  # and the numbers read off this thread (in cells, focus) shown

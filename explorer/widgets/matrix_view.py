@@ -163,7 +163,9 @@ class MatrixView(QWidget):
             # A new result's stage and head come after trace_changed: its refresh, to come, draws them.
             signal.connect(lambda *_: None if self._refresh_soon.pending else self.refresh())
         state.stage_image_added.connect(self._image_added)
-        state.query_changed.connect(self._mark_query)
+        # A new result's query comes after trace_changed too: the refresh to come marks it on the new plots
+        # (marking the old ones at once asked for a layout after the labels' paint).
+        state.query_changed.connect(lambda *_: None if self._refresh_soon.pending else self._mark_query())
         self.numbers = CellNumbers(self)  # each cell's value written on it when there is room
         self.selection = CellSelection(self)  # Ctrl+arrows move an outlined cell, Enter explains it
 

@@ -27,6 +27,7 @@ from models.pretrained.common import MASK_MODES, attention, hidden_mask, project
 from models.pretrained.edits import LayerEdits, layer_shapes
 from models.pretrained.stages import build_trace
 from models.pretrained.tokenizer import Encoded, ModelTokenizer
+from models.pretrained.trained_length import length_notice
 
 StopCheck = Callable[[], bool]
 
@@ -160,7 +161,8 @@ class PretrainedModel:
         if pads and mode == "none":
             notices.append("Pad positions are ignored with mask 'none'.")
             pads = ()
-        return mode, pads, notices
+        longer = length_notice(self.path, n)  # a trained model's own training length (training.json)
+        return mode, pads, notices + ([longer] if longer else [])
 
     def _check_layer(self, layer: int) -> int:
         try:

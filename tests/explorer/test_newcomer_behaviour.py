@@ -34,7 +34,7 @@ def test_the_induction_model_says_when_the_input_is_longer_than_it_was_trained_o
     ~110 its previous-token head falls apart, with no word. Its training.json says 64: a notice."""
     from models.pretrained import resolve_model
     from models.pretrained.steps import step_folder
-    from models.training.trained_length import length_notice, trained_length
+    from models.pretrained.trained_length import length_notice, trained_length
 
     folder = resolve_model("induction")
     assert trained_length(folder) == 64 and trained_length(step_folder(folder, "first")) == 64
