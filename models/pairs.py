@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from . import attention as att
+from .attend import Variant, _with_sink, after_scores
 from .config import Cancelled
 from .finite import check_pair_block, may_overflow
 from .masks import MaskSpec
@@ -161,20 +162,33 @@ class PairStore:
         return out
 
     def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+        """Stage ``name`` of ``head`` for rows ``r0:r1`` and keys ``c0:c1`` (then a sink's column):
+        the scores here (their kinds and what-if edits are this store's), every step after them
+        the one attention function's (:func:`models.attend.after_scores`)."""
         s = self.spec
-        if s.sinks is None:
-            return self._keys_chain(name, head, r0, r1, c0, c1)
-        if name == "weighted_norms":  # the weights with the sink in their softmax; the sink has no value
-            a = self._chain("weights", head, r0, r1, c0, c1)  # (r, c + 1)
-            return a * torch.cat([self.value_norms()[head, c0:c1].to(a.dtype), a.new_zeros(1)])
-        # keys c0:c1 then the sink (whose logit is neither scaled, capped nor masked)
-        last = "masked" if name == "weights" else name
-        x = self._keys_chain(last, head, r0, r1, c0, c1)  # (r, c)
-        sink = s.sinks[head].to(x.dtype).expand(x.shape[0], 1)
-        x = torch.cat([x, sink], dim=-1)  # (r, c + 1)
-        return att.softmax(x, s.temperature, eager=True) if name == "weights" else x
+        if name == "weighted_norms":  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖; a sink has no value
+            a = self._chain("weights", head, r0, r1, c0, c1)  # (r, c [+ 1])
+            norms = self.value_norms()[head, c0:c1].to(a.dtype)
+            return a * (norms if s.sinks is None else torch.cat([norms, a.new_zeros(1)]))
+        x = self._scores(head, r0, r1, c0, c1)  # (1, r, c)
+        if name == "scores":
+            return x[0] if s.sinks is None else _with_sink(x, s.sinks[head : head + 1])[0]
+        h0, h1 = s.mask.hidden_span(r0, r1, c0, c1)
+        hidden = s.mask.rows(r0, r1, self.n_keys, x.device, h0, h1) if h1 > h0 else None
+        bias = None if s.bias is None else s.bias[head : head + 1, r0:r1, c0:c1]
+        return after_scores(x, self._variant(head), q0=r0, k0=c0, hidden=hidden, hidden_from=h0 - c0, bias=bias,
+                            upto=name)[0]  # fmt: skip
 
-    def _keys_chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+    def _variant(self, head: int) -> Variant:
+        """The one function's description of this head's steps (the mask is the store's own, built
+        per block by :class:`MaskSpec` and handed over as ``hidden``)."""
+        s = self.spec
+        kind, value = s.scale if s.scale is not None else ("mul", 1.0)
+        sinks = None if s.sinks is None else s.sinks[head : head + 1]
+        return Variant(scale=value, divide=kind == "div", softcap=s.softcap, sinks=sinks, temperature=s.temperature)
+
+    def _scores(self, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+        """``(1, r, c)`` raw scores of one head (dot, general or additive), with what-if edits."""
         s = self.spec
         g = s.head_groups[head]
         q, k = s.q[head : head + 1, r0:r1], s.k[g : g + 1, c0:c1]  # (1, r, d_k), (1, c, d_k)
@@ -188,35 +202,7 @@ class PairStore:
         for (h, row, col), value in (s.score_edits or {}).items():
             if h == head and r0 <= row < r1 and c0 <= col < c1:
                 x[0, row - r0, col - c0] = value
-        if name == "scores":
-            return x[0]
-        if s.scale is not None:
-            kind, value = s.scale
-            x = x.div_(value) if kind == "div" else x.mul_(value)  # x is this block's own fresh tensor
-            if name == "scaled":
-                return x[0]
-        if s.bias is not None:
-            x = x + s.bias[head : head + 1, r0:r1, c0:c1]
-            if name == "biased":
-                return x[0]
-        if s.softcap is not None:
-            x = torch.tanh(x / s.softcap) * s.softcap
-            if name == "softcapped":
-                return x[0]
-        h0, h1 = s.mask.hidden_span(r0, r1, c0, c1)
-        hidden = s.mask.rows(r0, r1, self.n_keys, x.device, h0, h1) if h1 > h0 else None
-        if hidden is not None:  # x is this block's own fresh tensor: mask it in place
-            if x.is_contiguous():
-                x[..., h0 - c0 : h1 - c0].masked_fill_(hidden, float("-inf"))  # a view of x
-            else:
-                x = torch.cat([x[..., : h0 - c0], att.apply_mask(x[..., h0 - c0 : h1 - c0], hidden),
-                               x[..., h1 - c0 :]], dim=-1)  # fmt: skip
-        if name == "masked":
-            return x[0]
-        a = att.softmax(x, s.temperature, eager=True)[0]  # (r, c): a block of rows, never under vmap
-        if name == "weighted_norms":
-            return a * self.value_norms()[head, c0:c1]  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖
-        return a
+        return x
 
     def _weighted_from_cache(self, head: int, block: int) -> np.ndarray | None:
         """The weighted norms of a block whose weights are cached: ``α_ij ‖f_h(x_j)‖``, the very
