@@ -23,11 +23,15 @@ from . import attention as att
 from .attend import Variant, _with_sink, after_scores
 from .config import Cancelled
 from .finite import check_pair_block, may_overflow
+from .long_rows import LongRows
 from .masks import MaskSpec
 
 # What computed blocks may hold, in bytes; least recently used blocks go first.
 DEFAULT_BUDGET = 768 << 20
 BLOCK_BYTES = 16 << 20  # one block of one stage of one head: about this many bytes
+# Above this many cells a head (n_q × n_k), the weights come from each row's statistics, never a
+# softmax over a stored block (models.long_rows): 16,384² and less keep the blocks' softmax.
+LONG_CELLS = 1 << 28
 StopCheck = Callable[[], bool] | None
 
 
@@ -88,7 +92,9 @@ class PairStore:
     Thread-safe: the worker computes while the GUI thread may read one cell under the mouse.
     """
 
-    def __init__(self, spec: PairSpec, budget: int | None = None) -> None:
+    def __init__(self, spec: PairSpec, budget: int | None = None, long: bool | None = None) -> None:
+        """``long``: the weights from each row's statistics (:mod:`models.long_rows`); None: when a
+        head has more than :data:`LONG_CELLS` cells."""
         self.spec = spec
         self.heads, self.n_q, _ = spec.q.shape
         self.n_keys = spec.k.shape[1]  # the real keys
@@ -108,6 +114,9 @@ class PairStore:
         self._value_norms: torch.Tensor | None = None
         self._lock = threading.RLock()
         self._may_overflow = may_overflow(spec)
+        if long is None:
+            long = self.n_q * self.n_k > LONG_CELLS
+        self.long = LongRows(self) if long else None
 
     def _checked(self, name: str, head: int, r0: int, array: np.ndarray) -> np.ndarray:
         """``array`` (rows ``r0:`` of one head), refused when it holds NaN or ±∞ (−∞ is the mask):
@@ -170,6 +179,9 @@ class PairStore:
             a = self._chain("weights", head, r0, r1, c0, c1)  # (r, c [+ 1])
             norms = self.value_norms()[head, c0:c1].to(a.dtype)
             return a * (norms if s.sinks is None else torch.cat([norms, a.new_zeros(1)]))
+        if name == "weights" and self.long is not None:  # exp((masked − m) / T − l), never a softmax here
+            w = self.long.weights(head, r0, r1, c0, c1)
+            return w if s.sinks is None else torch.cat([w, self.long.weights(head, r0, r1, self.n_keys, self.n_k)], 1)
         x = self._scores(head, r0, r1, c0, c1)  # (1, r, c)
         if name == "scores":
             return x[0] if s.sinks is None else _with_sink(x, s.sinks[head : head + 1])[0]
@@ -291,14 +303,15 @@ class PairStore:
                 raise Cancelled(name)
             yield b * self.block_rows, self.block(name, head, b, keep)
 
-    def rows(self, name: str, head: int, r0: int, r1: int) -> np.ndarray:
-        """Rows ``r0:r1`` of one head: ``(r1 − r0, n_k)``."""
+    def rows(self, name: str, head: int, r0: int, r1: int, keep: bool = True) -> np.ndarray:
+        """Rows ``r0:r1`` of one head: ``(r1 − r0, n_k)`` (``keep=False``: blocks computed for it
+        are not cached, for a pass over a stage larger than the budget)."""
         r0, r1 = max(0, r0), min(self.n_q, r1)
         out = np.empty((max(0, r1 - r0), self.n_k), dtype=np.float32)
         if r1 <= r0:
             return out
         for b in range(r0 // self.block_rows, (r1 - 1) // self.block_rows + 1):
-            data, start = self.block(name, head, b), b * self.block_rows
+            data, start = self.block(name, head, b, keep), b * self.block_rows
             lo, hi = max(r0, start), min(r1, start + data.shape[0])
             out[lo - r0 : hi - r0] = data[lo - start : hi - start]
         return out
@@ -316,6 +329,29 @@ class PairStore:
             for start, data in self.iter_blocks(name, h, should_stop):
                 out[h, start : start + data.shape[0]] = data
         return out
+
+    @property
+    def fits(self) -> bool:
+        """True when every head of a stage fits the cache's budget."""
+        return self.heads * self.n_q * self.n_k * 4 <= self.budget
+
+    def region(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        """Rows ``r0:r1``, columns ``c0:c1`` of one head (a zoomed tile): in a long store computed for
+        those cells alone, from Q and K (the weights from the rows' statistics), never whole rows."""
+        if self.long is None:
+            return self.rows(name, head, r0, r1, keep=self.fits)[:, c0:c1]
+        if name not in self.names:
+            raise KeyError(f"no stage {name!r}; this layer has {', '.join(self.names)}")
+        with torch.no_grad():
+            if name == "weights":
+                return self.long.weights(head, r0, r1, c0, c1).numpy()
+            k1 = max(c0, min(c1, self.n_keys))
+            x = self._chain(name, head, r0, r1, c0, k1)  # (r, k1 − c0 [+ a sink's column])
+            if c1 > self.n_keys:
+                x = torch.cat([x[:, : k1 - c0], x[:, -1:]], dim=1)
+            else:
+                x = x[:, : k1 - c0]
+            return self._checked(name, head, r0, x.to("cpu", torch.float32).numpy())
 
     def cell(self, name: str, head: int, i: int, j: int) -> float:
         return float(self.rows(name, head, i, i + 1)[0, j])
