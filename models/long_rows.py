@@ -1,8 +1,9 @@
 """Long inputs: keep Q, K, V and each row's softmax statistics, never the map (issue 34).
 
 At 131,072 tokens one head's float32 map is 64 GiB. What is kept instead, per head and query row,
-is the row's largest masked score ``m_i`` and ``l_i = log Σ_j exp((masked_ij − m_i) / T)`` (with a
-learned sink's logit in the sum). Then any weight is
+is ``m_i`` and ``l_i = log Σ_j exp((masked_ij − m_i) / T)`` (with a learned sink's logit in the sum;
+``m_i`` the row's largest masked score, or 0 when T = 1: then ``l_i`` is the row's log-sum-exp, from
+torch's fused kernel). Then any weight is
 
     a_ij = exp((masked_ij − m_i) / T − l_i)
 
@@ -64,12 +65,15 @@ class LongRows:
         return x.to("cpu", torch.float32), c0, c1
 
     def _learn(self, head: int, r0: int, r1: int, x: torch.Tensor) -> None:
-        m = x.amax(dim=-1)  # (r,)
-        z = x - torch.where(torch.isneginf(m), torch.zeros_like(m), m)[:, None]  # ≤ 0
         t = self.store.spec.temperature
-        if t != 1.0:
+        if t == 1.0:  # torch's fused log-sum-exp (one pass, no temporary): m = 0, l = lse
+            lse = torch.logsumexp(x, dim=-1)  # (r,): −∞ for a dead row
+            m = torch.zeros_like(lse)
+        else:  # as the softmax: the row maximum subtracted before dividing by T
+            m = x.amax(dim=-1)  # (r,)
+            z = x - torch.where(torch.isneginf(m), torch.zeros_like(m), m)[:, None]  # ≤ 0
             z = torch.where(z == 0, z, z / t)
-        lse = torch.log(z.exp_().sum(dim=-1))  # (r,): −∞ for a dead row
+            lse = torch.log(z.exp_().sum(dim=-1))  # (r,): −∞ for a dead row
         with self._lock:
             self.m[head, r0:r1], self.lse[head, r0:r1] = m, lse
             self.known[head, r0:r1] = True
