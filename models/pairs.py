@@ -338,6 +338,7 @@ class PairStore:
     def region(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
         """Rows ``r0:r1``, columns ``c0:c1`` of one head (a zoomed tile): in a long store computed for
         those cells alone, from Q and K (the weights from the rows' statistics), never whole rows."""
+        r0, r1, c0, c1 = max(0, r0), max(0, min(self.n_q, r1)), max(0, c0), max(0, min(self.n_k, c1))
         if self.long is None:
             return self.rows(name, head, r0, r1, keep=self.fits)[:, c0:c1]
         if name not in self.names:
