@@ -134,6 +134,15 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
         base = dataclasses.replace(base, model_mask=args.mask)
         plain.remove("mask")
     changes = {name: getattr(args, name) for name in plain if getattr(args, name) is not None}
+    if getattr(args, "text_file", None):  # a long text as the sentence
+        from models.text_file import read_text_file
+
+        if args.sentence is not None:
+            raise UsageError("give --sentence or --text-file, not both")
+        try:
+            changes["sentence"] = read_text_file(args.text_file)
+        except InputError as exc:
+            raise UsageError(str(exc)) from None
     if args.cross_sentence is not None:
         changes.update(cross_enabled=True, cross_sentence=args.cross_sentence)
     if args.pe is not None:
@@ -292,6 +301,13 @@ def quiet_offscreen_warnings() -> None:
     previous = qInstallMessageHandler(handler)
 
 
+def _streaming_progress(window) -> float | None:
+    """The shown stage's share of rows done while a long input's overview streams in, else None."""
+    display, name = window.state.display, window.state.stage_name
+    image = display.images.get(name) if display is not None else None
+    return image.progress if image is not None and image.progress < 1.0 else None
+
+
 def _screenshot(app, window, path: str, stage: str | None, head: int | None = None, layer: int | None = None,
                 shot: tuple = (None, None, None)) -> int:  # fmt: skip
     """Show the window, wait until the result and the shown stage's image are on screen, save a PNG
@@ -308,7 +324,18 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
         poll, deadline = QTimer(), QTimer()
         poll.timeout.connect(lambda: done() and loop.quit())
         deadline.setSingleShot(True)
-        deadline.timeout.connect(lambda: (outcome.setdefault("error", "timed out"), loop.quit()))
+        progress = [-1.0]
+
+        def expired() -> None:
+            now = _streaming_progress(window)  # a long input's overview still growing: wait on
+            if now is not None and now > progress[0]:
+                progress[0] = now
+                deadline.start(SCREENSHOT_TIMEOUT_MS)
+                return
+            outcome.setdefault("error", "timed out")
+            loop.quit()
+
+        deadline.timeout.connect(expired)
         poll.start(every_ms)
         deadline.start(SCREENSHOT_TIMEOUT_MS)
         loop.exec()

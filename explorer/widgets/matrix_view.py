@@ -281,8 +281,12 @@ class MatrixView(QWidget):
 
     def settled(self) -> bool:
         """True when what was asked is on screen: no phase of the frame scheduler to come and no
-        zoomed region on its way (tests and screenshots wait for this)."""
-        return not self.frames.busy and not self.zoom.pending
+        zoomed region on its way, nor a long input's overview still streaming in (tests and
+        screenshots wait for this)."""
+        display, stage = self.state.display, self.state.stepper.stage
+        image = display.images.get(stage.name) if display is not None and stage is not None else None
+        streaming = image is not None and image.progress < 1.0
+        return not self.frames.busy and not self.zoom.pending and not streaming
 
     @property
     def paint_held(self) -> bool:

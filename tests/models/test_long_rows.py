@@ -57,7 +57,8 @@ def test_long_rows_equal_the_softmax_of_the_blocks(case):
         np.testing.assert_allclose(long.region("weights", head, 30, 47, 11, long.n_k), want[30:47, 11:],
                                    rtol=2e-5, atol=1e-7)  # fmt: skip
         for name in ("scores", "masked"):  # the other stages of a long store: the same cells
-            np.testing.assert_array_equal(long.region(name, head, 30, 47, 11, 60), short.rows(name, head, 30, 47)[:, 11:60])
+            want = short.rows(name, head, 30, 47)[:, 11:60]
+            np.testing.assert_array_equal(long.region(name, head, 30, 47, 11, 60), want)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -66,9 +67,9 @@ def test_the_streamed_overview_is_the_block_reduction(case):
     short, long = pairs.PairStore(spec, long=False), pairs.PairStore(spec, long=True)
     for region, side in (((0, 300, 0, short.n_k), 64), ((17, 290, 5, 201), (40, 33))):
         for head in range(2):
-            done = []
+            done: list[int] = []
             got = reduce_head(Stage("weights", "", "", "", store=long), head, side, region, signed=False,
-                              on_rows=lambda rows, peak: done.append(rows))  # fmt: skip
+                              on_rows=lambda rows, peak, done=done: done.append(rows))  # fmt: skip
             want = reduce_head(Stage("weights", "", "", "", store=short), head, side, region, signed=False)
             assert got.step == want.step and got.peak.shape == want.peak.shape
             np.testing.assert_allclose(got.peak, want.peak, rtol=2e-5, atol=1e-7)
