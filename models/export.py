@@ -76,10 +76,11 @@ Span = tuple[int, int] | None  # rows (or keys) A:B of a region, clipped to the 
 
 
 def _cut(stage: Stage, rows: Span, cols: Span) -> tuple[int, int, int, int]:
-    """Rows r0:r1 and columns c0:c1 of ``stage`` to write: ``rows`` cut every stage's rows,
-    ``cols`` the columns of the stages whose columns are the keys (the n×n stages)."""
+    """Rows r0:r1 and columns c0:c1 of ``stage`` to write: ``rows`` cut the rows of every stage
+    whose rows are tokens, ``cols`` the columns of those whose columns are the keys (n×n stages)."""
     n_rows, n_cols = stage.shape[-2:]
-    r0, r1 = (0, n_rows) if rows is None else (min(rows[0], n_rows), min(rows[1], n_rows))
+    tokens = rows is not None and stage.row_axis != "head"
+    r0, r1 = (min(rows[0], n_rows), min(rows[1], n_rows)) if tokens else (0, n_rows)
     keyed = stage.col_axis == "key" and cols is not None
     c0, c1 = (min(cols[0], n_cols), min(cols[1], n_cols)) if keyed else (0, n_cols)
     return r0, r1, c0, c1
