@@ -20,7 +20,7 @@ from models import explain_norms
 from models import explain_stages as st
 from models.config import InputError
 from models.derivation import Derivation, Term, num
-from models.explain_context import Context
+from models.explain_context import Context, cell_value
 from models.explain_encdec import biased
 from models.params import LayerParams
 from models.trace import STAGE_ORDER, AttentionTrace
@@ -98,5 +98,5 @@ def explain(trace: AttentionTrace, params: LayerParams, stage: str, cell) -> Der
     """Derive cell ``cell`` of stage ``stage`` of ``trace`` from its inputs."""
     index = check_cell(trace, stage, cell)
     d = DERIVATIONS[stage](Context(trace, params, stage, index))
-    d.value = float(trace[stage].array[index])
+    d.value = cell_value(trace, stage, index)
     return d

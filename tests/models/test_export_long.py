@@ -90,3 +90,22 @@ def test_text_file_and_sentence_together_are_refused(tmp_path, capsys):
     path.write_text("a b c")
     assert export_main(["--text-file", str(path), "--sentence", "x", "--out", str(tmp_path / "o")]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_explain_a_cell_at_row_32000_reads_its_row_only_and_is_exact():
+    """``explain`` of a weight of a long input: one row computed (never the 32,768² map), its value
+    equal to a float64 softmax of the same row, its summands adding up to it."""
+    from models.explain import explain
+    from models.params import toy_params
+
+    req = AttentionRequest(config=AttentionConfig(heads=1, d_model=4, mask="causal", max_tokens=1 << 17),
+                           sentence=_words(32768))  # fmt: skip
+    trace = run(req)
+    store = trace["weights"].store
+    assert store.long is not None
+    d = explain(trace, toy_params(req), "weights", (0, 32000, 5))
+    q, k = (torch.from_numpy(trace[s].array[0]).double() for s in ("q", "k"))
+    x = (q[32000] @ k[:32001].T) / 2.0  # d_k = 4
+    want = float(torch.softmax(x, dim=0)[5])
+    assert d.value == pytest.approx(want, rel=1e-5)
+    assert int(store.long.known.sum()) <= store.block_rows  # the statistics of one block of rows, no more
