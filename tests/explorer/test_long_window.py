@@ -41,12 +41,12 @@ def test_two_strong_weights_among_65536_tokens_are_seen_where_they_are(qtbot, se
     x = np.zeros((n, 4), np.float32)  # token r looks for token c alone: q_r · k_c = 40², every other 0
     for axis, (r, c) in enumerate(peaks):
         x[r, axis], x[c, axis + 2] = 40.0, 40.0
-    w_q = np.zeros((1, 4, 2), np.float32)
-    w_k = np.zeros((1, 4, 2), np.float32)
+    w_q = np.zeros((1, 4, 4), np.float32)  # h × d_model × d_k
+    w_k = np.zeros((1, 4, 4), np.float32)
     w_q[0, 0, 0] = w_q[0, 1, 1] = 1.0  # the queries' axes 0, 1 ...
     w_k[0, 2, 0] = w_k[0, 3, 1] = 1.0  # ... meet the keys' axes 2, 3
     np.save(tmp_path / "x.npy", x)
-    np.savez(tmp_path / "w.npz", W_q=w_q, W_k=w_k, W_v=np.ones((1, 4, 1), np.float32))
+    np.savez(tmp_path / "w.npz", W_q=w_q, W_k=w_k, W_v=np.ones((1, 4, 4), np.float32))
     inputs = Inputs(heads=1, d_model=4, mask="causal", embeddings_file=str(tmp_path / "x.npy"),
                     weights_file=str(tmp_path / "w.npz"))  # fmt: skip
     window = MainWindow(settings, inputs, stage="weights")  # not make_window: it waits 15 s at most
