@@ -68,7 +68,10 @@ def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int, v
     if store is not None and store.block_rows % kr == 0 and r0 % store.block_rows == 0:
         for b in range(r0 // store.block_rows, -(-r1 // store.block_rows)):
             start = b * store.block_rows
-            block = store.visible_block(stage.name, head, b)[0] if visible else store.block(stage.name, head, b)
+            # a stage larger than the cache's budget: a pass over it keeps none of it (it would only
+            # push out what hover and the focus panel read, and hold the budget's memory)
+            block = store.visible_block(stage.name, head, b)[0] if visible else \
+                store.block(stage.name, head, b, keep=store.fits)  # fmt: skip
             yield start, block[: min(r1, start + block.shape[0]) - start]
         return
     for start in range(r0, r1, band_rows):  # a stage larger than the cache's budget: none of it kept

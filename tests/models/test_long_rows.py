@@ -118,3 +118,18 @@ def test_65536_tokens_isolated_peaks_are_where_they_are():
         row = got.peak[r // kr].copy()
         row[c // kc] = 0
         assert row.max() < 0.02  # a uniform row of the same block holds 1/64 at most
+
+
+@pytest.mark.parametrize("side", [64, (70, 90)])  # blocks that line up with the pixels, and that do not
+def test_a_pass_over_a_stage_larger_than_the_budget_keeps_none_of_it(side):
+    """Issue 32's memory: the window's reductions (the stage, then its regions at the plot's pixels) of
+    a stage larger than the cache's budget filled the budget (768 MiB at 16,384 tokens) for nothing."""
+    spec = _spec(600)
+    store = pairs.PairStore(spec, budget=2 << 20, long=False)  # 2 × 600² × 4 bytes: more than 2 MiB
+    for name in ("scores", "masked", "weights"):
+        reduce_head(Stage(name, "", "", "", store=store), 1, side, signed=name != "weights")
+        reduce_head(Stage(name, "", "", "", store=store), 1, side, (5, 300, 7, 500), signed=name != "weights")
+    assert store.cached_bytes == 0
+    small = pairs.PairStore(spec, long=False)  # one that fits: its blocks are kept, as before
+    reduce_head(Stage("scores", "", "", "", store=small), 1, 64)
+    assert small.cached_bytes > 0
