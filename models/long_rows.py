@@ -28,6 +28,9 @@ import torch
 from .config import Cancelled
 
 CHUNK_CELLS = 1 << 21  # cells of one block of scores in a streamed pass (8 MiB of float32)
+# Past this many keys a row, the overview goes over blocks of TILE_ROWS rows × TILE_KEYS keys (the
+# log-sum-exp combined over them): 16 rows × 131,072 keys read all of K for every 16 rows.
+TILE_KEYS, TILE_ROWS = 8192, 256
 OnRows = Callable[[int, np.ndarray], None] | None  # (pixel rows done, the peaks so far)
 
 
@@ -120,21 +123,25 @@ class LongRows:
         kr, kc = step
         height, width = -(-(r1 - r0) // kr), -(-(c1 - c0) // kc)
         peak = np.zeros((height, width), dtype=np.float32)
-        rows = self.chunk_rows()
         whole = (c0, c1) == (0, store.n_k)
         t = store.spec.temperature
+        tiled = whole and t == 1.0 and store.n_keys > TILE_KEYS
+        rows = TILE_ROWS if tiled else self.chunk_rows()
         for s in range(r0, r1, rows):
             if should_stop is not None and should_stop():
                 raise Cancelled("weights")
             e = min(r1, s + rows)
             with torch.no_grad():
-                if whole:
+                if tiled:
+                    band = self._tiled_band(head, s, e, c0, kr, kc, s - r0, width)
+                elif whole:
                     x, v0, v1 = self._masked(head, s, e)
                     with self._lock:
                         fresh = not bool(self.known[head, s:e].all())
                     if fresh:
                         self._learn(head, s, e, x)
                     m, lse = self.stats(head, s, e)
+                    band = self._band(x, m, lse, t, v0, v1, c0, c1, kr, kc, s - r0, width)
                 else:
                     m, lse = self.stats(head, s, e)
                     v0, v1 = store.spec.mask.visible_columns(s, e, store.n_keys)
@@ -142,8 +149,7 @@ class LongRows:
                     x = store._chain("masked", head, s, e, a, b).to("cpu", torch.float32) if b > a else None
                     if x is not None:
                         x = torch.cat([x[:, : b - a], x[:, -1:]], dim=1) if store.n_k > store.n_keys else x
-                    v0, v1 = a, b
-                band = self._band(x, m, lse, t, v0, v1, c0, c1, kr, kc, s - r0, width)
+                    band = self._band(x, m, lse, t, a, b, c0, c1, kr, kc, s - r0, width)
             p0 = (s - r0) // kr
             np.maximum(peak[p0 : p0 + band.shape[0]], band, out=peak[p0 : p0 + band.shape[0]])
             if on_rows is not None:
@@ -155,27 +161,63 @@ class LongRows:
         (monotone in the score, row by row), then the row blocks' largest, then exp (monotone too:
         exp of the largest is the largest weight). No pass over the cells but the block maximum."""
         store = self.store
-        rows = m.shape[0]
-        out = torch.full((rows, width), float("-inf"))
+        out = torch.full((m.shape[0], width), float("-inf"))
         if x is not None and v1 > v0:
-            keys = x[:, : v1 - v0]
-            lead = (v0 - c0) % kc  # column blocks start at c0 + k·kc
-            first = (v0 - c0) // kc
-            if lead:  # the first, partial block
-                n = min(kc - lead, v1 - v0)
-                out[:, first] = keys[:, :n].amax(dim=1)
-                keys, first = keys[:, n:], first + 1
-            whole = keys.shape[1] // kc * kc
-            if whole:
-                out[:, first : first + whole // kc] = keys[:, :whole].reshape(rows, whole // kc, kc).amax(dim=2)
-            if keys.shape[1] > whole:  # the last, partial block
-                out[:, first + whole // kc] = keys[:, whole:].amax(dim=1)
+            _column_peaks(out, x[:, : v1 - v0], v0 - c0, kc)
         if x is not None and store.n_k > store.n_keys and c1 > store.n_keys:  # the sink's column
             col = (store.n_keys - c0) // kc
             out[:, col] = torch.maximum(out[:, col], x[:, -1])
-        out = _log_weights(out, m, lse, t)  # (r, W): each block's largest log weight
-        lead = offset % kr  # rows to pixel rows (a pixel row may span two blocks of rows)
-        height = -(-(lead + rows) // kr)
-        padded = torch.full((height * kr, width), float("-inf"))
-        padded[lead : lead + rows] = out
-        return torch.exp(padded.view(height, kr, width).amax(dim=1)).numpy()
+        return _pixel_rows(_log_weights(out, m, lse, t), offset, kr)
+
+    def _tiled_band(self, head: int, s: int, e: int, c0: int, kr: int, kc: int, offset: int, width: int):
+        """:meth:`_band` of whole rows (T = 1) over tiles of keys: each tile's log-sum-exp combined
+        (``logaddexp``) into the rows' statistics, its column peaks into the pixels."""
+        store = self.store
+        v0, v1 = store.spec.mask.visible_columns(s, e, store.n_keys)
+        out = torch.full((e - s, width), float("-inf"))
+        lse = torch.full((e - s,), float("-inf"))
+        x = None
+        for a in range(v0, v1, TILE_KEYS):
+            b = min(v1, a + TILE_KEYS)
+            x = store._chain("masked", head, s, e, a, b).to("cpu", torch.float32)  # (r, b − a [+ a sink])
+            lse = torch.logaddexp(lse, torch.logsumexp(x[:, : b - a], dim=-1))
+            _column_peaks(out, x[:, : b - a], a - c0, kc)
+        if store.n_k > store.n_keys:  # the sink's logit: once in the sum, in its own column
+            sink = store.spec.sinks[head].to(torch.float32).expand(e - s)
+            lse = torch.logaddexp(lse, sink)
+            col = (store.n_keys - c0) // kc
+            out[:, col] = torch.maximum(out[:, col], sink)
+        m = torch.zeros_like(lse)
+        with self._lock:
+            self.m[head, s:e], self.lse[head, s:e] = m, lse
+            self.known[head, s:e] = True
+        return _pixel_rows(_log_weights(out, m, lse, 1.0), offset, kr)
+
+
+def _column_peaks(out: torch.Tensor, keys: torch.Tensor, at: int, kc: int) -> None:
+    """Fold ``keys (r, c)``, the columns ``at : at + c`` of the region, into ``out (r, W)``: each
+    pixel column the largest of its ``kc`` columns (partial blocks at either end kept as maxima)."""
+    rows, n = keys.shape
+    first, lead = at // kc, at % kc
+    if lead:  # the first, partial block
+        k = min(kc - lead, n)
+        out[:, first] = torch.maximum(out[:, first], keys[:, :k].amax(dim=1))
+        keys, first, n = keys[:, k:], first + 1, n - k
+    whole = n // kc * kc
+    if whole:
+        span = out[:, first : first + whole // kc]
+        torch.maximum(span, keys[:, :whole].reshape(rows, whole // kc, kc).amax(dim=2), out=span)
+    if n > whole:  # the last, partial block
+        col = first + whole // kc
+        out[:, col] = torch.maximum(out[:, col], keys[:, whole:].amax(dim=1))
+
+
+def _pixel_rows(z: torch.Tensor, offset: int, kr: int) -> np.ndarray:
+    """Rows of log weights ``z (r, W)``, the first at ``offset`` rows into the region, as pixel rows
+    (a pixel row may span two blocks of rows: partial ones are maxima too), exp'd."""
+    rows, width = z.shape
+    lead = offset % kr
+    height = -(-(lead + rows) // kr)
+    padded = torch.full((height * kr, width), float("-inf"))
+    padded[lead : lead + rows] = z
+    return torch.exp(padded.view(height, kr, width).amax(dim=1)).numpy()

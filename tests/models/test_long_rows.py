@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from models import pairs
+from models import long_rows, pairs
 from models.masks import MaskSpec
 from models.reduce import reduce_head
 from models.trace import Stage
@@ -61,8 +61,12 @@ def test_long_rows_equal_the_softmax_of_the_blocks(case):
             np.testing.assert_array_equal(long.region(name, head, 30, 47, 11, 60), want)
 
 
+@pytest.mark.parametrize("tiles", [False, True])  # whole rows, or tiles of keys (as past 8,192 keys)
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_the_streamed_overview_is_the_block_reduction(case):
+def test_the_streamed_overview_is_the_block_reduction(case, tiles, monkeypatch):
+    if tiles:
+        monkeypatch.setattr(long_rows, "TILE_KEYS", 37)
+        monkeypatch.setattr(long_rows, "TILE_ROWS", 24)
     spec = _spec(300, **CASES[case])
     short, long = pairs.PairStore(spec, long=False), pairs.PairStore(spec, long=True)
     for region, side in (((0, 300, 0, short.n_k), 64), ((17, 290, 5, 201), (40, 33))):
