@@ -23,7 +23,8 @@ from models.pixels import block_step
 from models.reduce import Reduced, reduce_head
 from models.trace import AttentionTrace, Stage
 
-STREAM_EVERY_S = 1.0  # at most one picture a second while the overview grows (each costs ~10 ms a head)
+STREAM_EVERY_S = 1.0  # at most one picture a second while the overview grows (each costs ~10-25 ms a head),
+SHARE = 0.05  # and at most this share of the time spent making them
 
 
 def streams(stage: Stage) -> bool:
@@ -70,14 +71,16 @@ class Overviews:
         ``serve`` is called between blocks of rows (the regions asked meanwhile)."""
         self._start(trace, stage)
         heads = list(range(stage.heads))
-        last = [0.0]  # the first block of rows is sent at once
+        last, every = [0.0], [STREAM_EVERY_S]  # the first block of rows is sent at once
 
         def grew(head: int, rows: int, peak: np.ndarray) -> None:
             self.peaks[head], self.rows_done[head] = peak, rows
             serve()
-            if time.monotonic() - last[0] >= STREAM_EVERY_S:
+            if time.monotonic() - last[0] >= every[0]:
+                t = time.monotonic()
                 emit(stage_image(stage, fit, reduced=self._reduced(heads), progress=self.progress()))
                 last[0] = time.monotonic()
+                every[0] = max(STREAM_EVERY_S, (last[0] - t) / SHARE)
 
         for head in heads:
             reduce_head(stage, head, MAX_DISPLAY_SIDE, signed=False, should_stop=should_stop,
