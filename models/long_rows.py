@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from .config import Cancelled
 
@@ -206,10 +207,19 @@ def _column_peaks(out: torch.Tensor, keys: torch.Tensor, at: int, kc: int) -> No
     whole = n // kc * kc
     if whole:
         span = out[:, first : first + whole // kc]
-        torch.maximum(span, keys[:, :whole].reshape(rows, whole // kc, kc).amax(dim=2), out=span)
+        torch.maximum(span, _block_max(keys[:, :whole], kc), out=span)
     if n > whole:  # the last, partial block
         col = first + whole // kc
         out[:, col] = torch.maximum(out[:, col], keys[:, whole:].amax(dim=1))
+
+
+def _block_max(keys: torch.Tensor, kc: int) -> torch.Tensor:
+    """``keys (r, W·kc)`` → ``(r, W)``, the largest of each ``kc`` columns: torch's reduction over a
+    short last axis is slow (10 ms for 2 Mi cells at kc = 16; max_pool1d 3.7 ms, amax at kc = 128 0.2 ms)."""
+    rows, n = keys.shape
+    if kc < 64:
+        return F.max_pool1d(keys[None], kc, kc)[0]
+    return keys.reshape(rows, n // kc, kc).amax(dim=2)
 
 
 def _pixel_rows(z: torch.Tensor, offset: int, kr: int) -> np.ndarray:
