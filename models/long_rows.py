@@ -29,9 +29,9 @@ import torch.nn.functional as F
 from .config import Cancelled
 
 CHUNK_CELLS = 1 << 21  # cells of one block of scores in a streamed pass (8 MiB of float32)
-# Past this many keys a row, the overview goes over blocks of TILE_ROWS rows × TILE_KEYS keys (the
+# Past TILE_KEYS keys a row, the overview goes over blocks of TILE_ROWS rows × TILE_KEYS keys (the
 # log-sum-exp combined over them): 16 rows × 131,072 keys read all of K for every 16 rows.
-TILE_KEYS, TILE_ROWS = 8192, 256
+TILE_KEYS, TILE_ROWS = 16384, 128
 OnRows = Callable[[int, np.ndarray], None] | None  # (pixel rows done, the peaks so far)
 
 
