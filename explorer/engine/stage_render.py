@@ -47,6 +47,9 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
     indices = np.empty((len(reduced), *shape), dtype=np.uint8)
     masked = nans = 0
     for i, r in enumerate(reduced):
+        if progress < 1.0 and r.masked is None and not r.peak.any():  # a head not reached yet: all 0
+            indices[i], n = to_indices(r.peak[:1, :1], None, levels, log=scale == "log" and sequential)  # broadcast
+            continue
         peak = enlarge_peaks(r.peak, signed=not sequential) if r.step != (1, 1) else r.peak
         indices[i], n = to_indices(peak, r.masked, levels, log=scale == "log" and sequential)
         nans += n
