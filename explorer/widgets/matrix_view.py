@@ -280,13 +280,11 @@ class MatrixView(QWidget):
         self.grid.warm_up(plots)
 
     def settled(self) -> bool:
-        """True when what was asked is on screen: no phase of the frame scheduler to come and no
-        zoomed region on its way, nor a long input's overview still streaming in (tests and
-        screenshots wait for this)."""
+        """True when what was asked is on screen: no phase of the frame scheduler to come, no zoomed
+        region on its way, no long input's overview streaming in (tests and screenshots wait for it)."""
         display, stage = self.state.display, self.state.stepper.stage
         image = display.images.get(stage.name) if display is not None and stage is not None else None
-        streaming = image is not None and image.progress < 1.0
-        return not self.frames.busy and not self.zoom.pending and not streaming
+        return not self.frames.busy and not self.zoom.pending and not (image is not None and image.progress < 1)
 
     @property
     def paint_held(self) -> bool:
