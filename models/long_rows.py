@@ -88,8 +88,12 @@ class LongRows:
             missing = (~self.known[head, r0:r1]).nonzero().flatten()
         if missing.numel():
             a, b = r0 + int(missing[0]), r0 + int(missing[-1]) + 1
-            step = self.chunk_rows()
+            tiled = self.store.spec.temperature == 1.0 and self.store.n_keys > TILE_KEYS
+            step = TILE_ROWS if tiled else self.chunk_rows()
             for s in range(a, b, step):
+                if tiled:  # a zoomed tile's rows at 131,072 keys: 16 rows at a time read all of K each time
+                    self._tiled_band(head, s, min(b, s + step), 0, 1, 1, 0, 0)
+                    continue
                 x, _, _ = self._masked(head, s, min(b, s + step))
                 self._learn(head, s, min(b, s + step), x)
         with self._lock:
@@ -172,7 +176,8 @@ class LongRows:
 
     def _tiled_band(self, head: int, s: int, e: int, c0: int, kr: int, kc: int, offset: int, width: int):
         """:meth:`_band` of whole rows (T = 1) over tiles of keys: each tile's log-sum-exp combined
-        (``logaddexp``) into the rows' statistics, its column peaks into the pixels."""
+        (``logaddexp``) into the rows' statistics, its column peaks into the pixels (``width`` 0:
+        the statistics alone)."""
         store = self.store
         v0, v1 = store.spec.mask.visible_columns(s, e, store.n_keys)
         out = torch.full((e - s, width), float("-inf"))
@@ -182,17 +187,19 @@ class LongRows:
             b = min(v1, a + TILE_KEYS)
             x = store._chain("masked", head, s, e, a, b).to("cpu", torch.float32)  # (r, b − a [+ a sink])
             lse = torch.logaddexp(lse, torch.logsumexp(x[:, : b - a], dim=-1))
-            _column_peaks(out, x[:, : b - a], a - c0, kc)
+            if width:
+                _column_peaks(out, x[:, : b - a], a - c0, kc)
         if store.n_k > store.n_keys:  # the sink's logit: once in the sum, in its own column
             sink = store.spec.sinks[head].to(torch.float32).expand(e - s)
             lse = torch.logaddexp(lse, sink)
-            col = (store.n_keys - c0) // kc
-            out[:, col] = torch.maximum(out[:, col], sink)
+            if width:
+                col = (store.n_keys - c0) // kc
+                out[:, col] = torch.maximum(out[:, col], sink)
         m = torch.zeros_like(lse)
         with self._lock:
             self.m[head, s:e], self.lse[head, s:e] = m, lse
             self.known[head, s:e] = True
-        return _pixel_rows(_log_weights(out, m, lse, 1.0), offset, kr)
+        return _pixel_rows(_log_weights(out, m, lse, 1.0), offset, kr) if width else None
 
 
 def _column_peaks(out: torch.Tensor, keys: torch.Tensor, at: int, kc: int) -> None:

@@ -46,8 +46,12 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("tiles", [False, True])  # the rows' statistics over whole rows, or tiles of keys
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_long_rows_equal_the_softmax_of_the_blocks(case):
+def test_long_rows_equal_the_softmax_of_the_blocks(case, tiles, monkeypatch):
+    if tiles:
+        monkeypatch.setattr(long_rows, "TILE_KEYS", 13)
+        monkeypatch.setattr(long_rows, "TILE_ROWS", 8)
     spec = _spec(100, **CASES[case])
     short, long = pairs.PairStore(spec, long=False), pairs.PairStore(spec, long=True)
     for head in range(2):
