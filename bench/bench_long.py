@@ -1,9 +1,16 @@
-"""Long inputs on the lazy core (issue 7): what an edit costs until the weights of every head are on
-screen, the trace against PyTorch's fused attention, and the peak memory, for h = 8, d_model = 512,
-causal, as the window's worker runs it (torch on cores − 1 threads). Each size runs in a fresh
-process so that peak RSS (VmHWM) is its own. Prints a table; asserts nothing.
+"""Long inputs (issues 7 and 34): the figures of issue 34's target table for h = 8, d_model = 512,
+causal, torch on 1 thread, each size in a fresh process (so that its peak RSS is its own). Prints a
+table; asserts nothing.
 
-    .venv/bin/python bench/bench_long.py [n ...]
+    .venv/bin/python bench/bench_long.py [n ...]            the engine (default 1024 4096 16384)
+    .venv/bin/python bench/bench_long.py --window [n ...]   also the whole window's peak RSS (a
+                                                            screenshot of the weights, /usr/bin/time -v)
+
+Per size: Q, K, V (``pipeline.run``); every head's weights on screen (the overview, reduced to 1024²
+keeping every peak); the first rows of the first head (the first block of rows streamed, from the
+start of the overview); PyTorch's fused attention forward over the same 8 heads (SDPA, same thread);
+a 256 × 256 tile of every head near the last row, before the overview (its rows' statistics computed
+then) and after; ``explain`` of a weight at row n − 72 against a float64 softmax of its row.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,57 +30,113 @@ CHILD = r"""
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
 import torch
-torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))  # as the window's worker
+torch.set_num_threads(1)  # as the window's worker on 2 cores
 import torch.nn.functional as F
 from models import pipeline
 from models.config import AttentionConfig, AttentionRequest
+from models.reads.explain import explain
+from models.reads.params import toy_params
 from explorer.engine.stage_render import stage_image
 
 n = int(sys.argv[2])
 sentence = " ".join(f"w{i % 5000}" for i in range(n))
-cfg = AttentionConfig(heads=8, d_model=512, mask="causal")
+cfg = AttentionConfig(heads=8, d_model=512, mask="causal", max_tokens=n)
 req = AttentionRequest(config=cfg, sentence=sentence)
 pipeline.run(AttentionRequest(config=cfg, sentence="warm up"))
+out = {"n": n}
 t0 = time.perf_counter()
 trace = pipeline.run(req)                      # inputs, Q, K, V; n×n stages lazy
+out["run_s"] = time.perf_counter() - t0
+weights = trace["weights"]
+store = weights.store
+new = hasattr(store, "region")  # the code of issue 34 (an older checkout: the old figures only)
+r1 = min(n, n - 72 + 128)
+tile = (max(0, r1 - 256), r1, max(0, r1 - 456), max(256, r1 - 200))
+if new:
+    t = time.perf_counter()
+    for h in range(8):
+        store.region("weights", h, *tile)
+    out["tile_cold_s"] = time.perf_counter() - t
+first = []
 t1 = time.perf_counter()
-image = stage_image(trace["weights"])          # every head's weights reduced to the screen
-t2 = time.perf_counter()
-out = {"n": n, "run_s": t1 - t0, "display_s": t2 - t1}
-if n <= 4096:
-    q, k, v = (torch.from_numpy(trace[s].array)[None] for s in ("q", "k", "v"))  # (1, h, n, d)
-    best = float("inf")
-    for _ in range(3):
-        s0 = time.perf_counter()
-        F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        best = min(best, time.perf_counter() - s0)
-    out["sdpa_s"] = best
-    trace = pipeline.run(req)
-    h0 = time.perf_counter()
-    trace["head_output"].array                 # every head's A V, through the explicit stages
-    out["head_output_s"] = time.perf_counter() - h0
+if new and store.long is not None:  # streamed: the first block of rows is on its way to the screen
+    from explorer.engine.long_render import Overviews
+    image = Overviews().stream(trace, weights, False, None, lambda image: None,
+                               lambda: first or first.append(time.perf_counter() - t1))
+    out["first_rows_s"] = first[0]
+else:
+    image = stage_image(weights)               # every head's weights reduced to the screen
+out["display_s"] = time.perf_counter() - t1
+if new:
+    t = time.perf_counter()
+    for h in range(8):
+        store.region("weights", h, *tile)
+    out["tile_s"] = time.perf_counter() - t
+q, k, v = (torch.from_numpy(trace[s].array)[None] for s in ("q", "k", "v"))  # (1, h, n, d)
+s0 = time.perf_counter()
+F.scaled_dot_product_attention(q, k, v, is_causal=True)
+out["sdpa_s"] = time.perf_counter() - s0
+if new:
+    row, col = n - 72, 5
+    e0 = time.perf_counter()
+    d = explain(trace, toy_params(req), "weights", (0, row, col))
+    out["explain_s"] = time.perf_counter() - e0
+    want = torch.softmax(q[0, 0, row].double() @ k[0, 0, : row + 1].double().T / 8.0, 0)[col]
+    out["explain_err"] = abs(d.value - float(want)) / float(want)
 status = open("/proc/self/status").read().split("\n")
 out["peak_rss_gib"] = int(next(l for l in status if l.startswith("VmHWM")).split()[1]) / 2**20
 print(json.dumps(out))
 """
 
 
-def main(sizes) -> None:
-    print(f"h = 8, d_model = 512, causal, torch threads = {max(1, (os.cpu_count() or 2) - 1)}")
-    print(f"{'n':>6}  {'Q,K,V':>7}  {'weights on screen':>17}  {'edit→image':>10}  {'A·V all heads':>13}  "
-          f"{'SDPA':>7}  {'ratio':>5}  {'peak RSS':>8}")  # fmt: skip
+def window_peak(n: int, root: Path) -> tuple[float, float] | None:
+    """(peak RSS GiB, wall s) of the whole window showing every head's weights at ``n`` tokens."""
+    with tempfile.TemporaryDirectory() as tmp:
+        text, shot = Path(tmp) / "text.txt", Path(tmp) / "shot.png"
+        text.write_text(" ".join(f"w{i % 5000}" for i in range(n)))
+        given = ["--text-file", str(text)] if (root / "models" / "text_file.py").exists() else \
+            ["--sentence", text.read_text()]  # the code before issue 34 (16,384 tokens fit in one argument)
+        cmd = ["/usr/bin/time", "-v", sys.executable, str(root / "main.py"), *given, "--heads", "8",
+               "--d-model", "512", "--mask", "causal", "--stage", "weights", "--screenshot", str(shot)]
+        t = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ | {"QT_QPA_PLATFORM": "offscreen"})
+        wall = time.perf_counter() - t
+        if done.returncode:
+            return None
+        kib = next(int(line.split()[-1]) for line in done.stderr.splitlines() if "Maximum resident" in line)
+        return kib / 2**20, wall
+
+
+def main(argv: list[str]) -> None:
+    window = "--window" in argv
+    root = ROOT
+    if "--root" in argv:  # another checkout's code (the code before, side by side)
+        at = argv.index("--root")
+        root, argv = Path(argv[at + 1]).resolve(), argv[:at] + argv[at + 2 :]
+    sizes = [int(a) for a in argv if a != "--window"] or SIZES
+    print(f"code: {root}")
+    print("h = 8, d_model = 512, causal, 1 torch thread")
+    print(f"{'n':>7}  {'Q,K,V':>6}  {'overview':>8}  {'SDPA':>7}  {'ratio':>5}  {'1st rows':>8}  {'tile cold':>9}  "
+          f"{'tile':>6}  {'explain':>7}  {'rel.err':>7}  {'peak':>8}  {'window':>15}")  # fmt: skip
     for n in sizes:
         t = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", CHILD, str(ROOT), str(n)], capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", CHILD, str(root), str(n)], capture_output=True, text=True)
         if done.returncode:
-            print(f"{n:>6}  failed: {done.stderr.strip().splitlines()[-1] if done.stderr else done.returncode}")
+            print(f"{n:>7}  failed: {done.stderr.strip().splitlines()[-1] if done.stderr else done.returncode}")
             continue
         r = json.loads(done.stdout.strip().splitlines()[-1])
-        ratio = f"{r['head_output_s'] / r['sdpa_s']:.1f}" if "sdpa_s" in r else "—"
-        extra = (f"{r['head_output_s']:>12.2f}s  {r['sdpa_s']:>6.2f}s" if "sdpa_s" in r else f"{'—':>13}  {'—':>7}")
-        print(f"{n:>6}  {r['run_s']:>6.2f}s  {r['display_s']:>16.2f}s  {r['run_s'] + r['display_s']:>9.2f}s  "
-              f"{extra}  {ratio:>5}  {r['peak_rss_gib']:>6.2f} GiB   ({time.perf_counter() - t:.0f} s)")  # fmt: skip
+        first = f"{r['first_rows_s']:.2f}s" if "first_rows_s" in r else "—"
+        cold = f"{r['tile_cold_s'] * 1e3:.0f}ms" if "tile_s" in r else "—"
+        tile = f"{r['tile_s'] * 1e3:.0f}ms" if "tile_s" in r else "—"
+        expl = (f"{r['explain_s']:.2f}s", f"{r['explain_err']:.1e}") if "explain_s" in r else ("—", "—")
+        win = ""
+        if window:
+            got = window_peak(n, root)
+            win = f"{got[0]:.2f} GiB {got[1]:.0f}s" if got else "failed"
+        print(f"{n:>7}  {r['run_s']:>5.2f}s  {r['display_s']:>7.2f}s  {r['sdpa_s']:>6.2f}s  "
+              f"{r['display_s'] / r['sdpa_s']:>5.2f}  {first:>8}  {cold:>9}  {tile:>6}  {expl[0]:>7}  {expl[1]:>7}  "
+              f"{r['peak_rss_gib']:>4.2f} GiB  {win:>15}   ({time.perf_counter() - t:.0f} s)")  # fmt: skip
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or SIZES)
+    main(sys.argv[1:])

@@ -159,6 +159,13 @@ def quiet_offscreen_warnings() -> None:
     previous = qInstallMessageHandler(handler)
 
 
+def _streaming_progress(window) -> float | None:
+    """The shown stage's share of rows done while a long input's overview streams in, else None."""
+    display, name = window.state.display, window.state.stage_name
+    image = display.images.get(name) if display is not None else None
+    return image.progress if image is not None and image.progress < 1.0 else None
+
+
 def _screenshot(app, window, path: str, stage: str | None, head: int | None = None, layer: int | None = None,
                 shot: tuple = (None, None, None)) -> int:  # fmt: skip
     """Show the window, wait until the result and the shown stage's image are on screen, save a PNG
@@ -169,9 +176,15 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
 
     def wait_until(done, every_ms: int) -> None:
         """Run the event loop until ``done()`` (polled: a fast first result may come before any
-        connection here) or the deadline, which is an error."""
-        if not run_until(done, every_ms, SCREENSHOT_TIMEOUT_MS):
-            outcome.setdefault("error", "timed out")
+        connection here) or the deadline, which is an error; a long input's overview still growing
+        (its share of rows done larger than at the last deadline) moves the deadline on."""
+        progress = -1.0
+        while not run_until(done, every_ms, SCREENSHOT_TIMEOUT_MS):
+            now = _streaming_progress(window)
+            if now is None or now <= progress:
+                outcome.setdefault("error", "timed out")
+                return
+            progress = now
 
     def check() -> bool:
         if not window.is_settled():

@@ -129,6 +129,15 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
                if name in type(base).table and name not in special}  # fmt: skip
     if base.uses_model and "mask" in changes:  # --mask replaces the model's own, to compare
         base = dataclasses.replace(base, model_mask=changes.pop("mask"))
+    if getattr(args, "text_file", None):  # a long text as the sentence
+        from models.io.text_file import read_text_file
+
+        if args.sentence is not None:
+            raise UsageError("give --sentence or --text-file, not both")
+        try:
+            changes["sentence"] = read_text_file(args.text_file)
+        except InputError as exc:
+            raise UsageError(str(exc)) from None
     if args.cross_sentence is not None:
         changes.update(cross_enabled=True, cross_sentence=args.cross_sentence)
     if args.pe is not None:

@@ -14,7 +14,7 @@ MASKS = ("none", "causal", "padding", "custom")
 SCORES = ("dot", "scaled", "additive", "general")
 POSITIONAL = ("none", "sinusoidal")
 DEVICES = ("auto", "cpu", "cuda")
-DEFAULT_MAX_TOKENS = 16384
+DEFAULT_MAX_TOKENS = 131072  # issue 34: the toy and decoders whose positions reach it; memory is checked first
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,7 @@ def _number(value: Any) -> str:
 
 FIELDS: tuple[Field, ...] = (
     Field("sentence", "input", "both", "the sentence whose tokens are the keys and values", text=True),
+    Field("text_file", "input", "both", "a long text read as the sentence", metavar="FILE", stored=False),
     Field("embeddings", "input", "toy", "an n × d_model matrix instead of a sentence", metavar="X.npy",
           array="embeddings"),
     Field("labels", "input", "toy", "comma-separated token labels for --embeddings", type=labels, text=True),

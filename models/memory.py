@@ -92,14 +92,24 @@ def human(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
-def check_memory(needed: int, what: str) -> None:
-    """Raise a one-line InputError when ``needed`` bytes exceed what is available."""
+def tokens_that_fit(estimate, free: int, most: int) -> int:
+    """The largest n ≤ ``most`` whose ``estimate(n)`` (bytes, growing with n) fits in ``free``; 0 if none."""
+    lo, hi = 0, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if estimate(mid) <= free else (lo, mid - 1)
+    return lo
+
+
+def check_memory(needed: int, what: str, fits=None, most: int = 1 << 17) -> None:
+    """Raise a one-line InputError when ``needed`` bytes exceed what is available; ``fits(n)``
+    (the estimate for n tokens) makes it say how many tokens would fit."""
     free = available_bytes()
     if needed > free:
-        raise InputError(
-            f"{what} needs about {human(needed)} of memory but only {human(free)} is available; "
-            f"use fewer tokens or heads"
-        )
+        n = tokens_that_fit(fits, free, most) if fits is not None else 0
+        hint = f"at most {n:,} tokens fit with these settings; use fewer tokens or heads" if n else \
+            "use fewer tokens or heads"  # fmt: skip
+        raise InputError(f"{what} needs about {human(needed)} of memory but only {human(free)} is available; {hint}")
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

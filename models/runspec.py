@@ -79,6 +79,12 @@ class _RunSpecMethods:
         """The RunSpec of parsed options; their files (``--embeddings``, ``--mask-file``,
         ``--weights`` …) are read now, unless ``arrays`` gives what they held."""
         values = {f.dest: getattr(args, f.dest, f.default) for f in VALUES}
+        if getattr(args, "text_file", None):  # a long text as the sentence
+            from models.io.text_file import read_text_file
+
+            if values["sentence"] is not None:
+                raise InputError("give --sentence or --text-file, not both")
+            values["sentence"] = read_text_file(args.text_file)
         origins = {}
         if arrays is None:
             arrays = {}

@@ -24,6 +24,7 @@ from models.runspec import load_matrix
 
 NPY = "NumPy array (*.npy)"
 NPZ = "Weights archive (*.npz)"
+TEXT = "Text (*.txt *.md);;Any file (*)"
 
 
 class FileActions(QObject):
@@ -83,6 +84,22 @@ class FileActions(QObject):
                                  held=HeldArrays())  # also what a session brought
 
     # --- helpers ---------------------------------------------------------------------------
+    def open_text(self, path: str | None = None) -> bool:
+        """A long text as the sentence (up to 131,072 tokens: the toy's or a model's); its words
+        become the tokens, as typed ones would."""
+        from models.io.text_file import read_text_file
+
+        path = path or self.ask_path("Open text (UTF-8): its words become the tokens", TEXT)
+        if not path:
+            return False
+        try:
+            text = read_text_file(path)
+        except InputError as exc:
+            return self._refuse(exc)
+        self.state.update_inputs(sentence=text)
+        self._notify(f"opened text {path} ({len(text.split()):,} words)")
+        return True
+
     def _apply(self, changes: dict, what: str) -> bool:
         inputs = self.state.inputs
         if inputs.uses_model:

@@ -29,6 +29,7 @@ def window_actions(w: MainWindow) -> list[Action]:
         Action("file.save_window_image", "Save window image…", lambda: w.exports.save_window_image(),
                menu="file", group="1_export"),
         # File: the toy engine's input files (as `main.py export` takes them)
+        Action("file.open_text", "Open text…", lambda: w.files.open_text(), menu="file", group="2_files"),
         Action("file.open_embeddings", "Open embeddings…", lambda: w.files.open_embeddings(),
                menu="file", group="2_files"),
         Action("file.open_weights", "Open weights…", lambda: w.files.open_weights(), menu="file", group="2_files"),

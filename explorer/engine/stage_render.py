@@ -22,11 +22,15 @@ from models.engine.trace import Stage
 
 def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, int, int] | None = None,
                 max_side: int | tuple[int, int] = MAX_DISPLAY_SIDE, heads: list[int] | None = None,
-                should_stop=None, levels: tuple[float, float] | None = None) -> StageImage:  # fmt: skip
-    """Every head of ``stage`` (or ``heads``; ``region`` of each) as colour indices (``fit``: see colour_levels)."""
+                should_stop=None, levels: tuple[float, float] | None = None, reduced: list | None = None,
+                progress: float = 1.0) -> StageImage:  # fmt: skip
+    """Every head of ``stage`` (or ``heads``; ``region`` of each) as colour indices (``fit``: see colour_levels).
+    ``reduced``: the heads' reductions already made (a long input's overview, streamed: ``progress``)."""
     sequential = stage.name in SEQUENTIAL_STAGES and not getattr(stage, "difference", False)
     wanted = heads if heads is not None else list(range(stage.heads))
-    reduced = [reduce_head(stage, h, max_side, region, signed=not sequential, should_stop=should_stop) for h in wanted]
+    if reduced is None:
+        reduced = [reduce_head(stage, h, max_side, region, signed=not sequential, should_stop=should_stop)
+                   for h in wanted]  # fmt: skip
     lows = [r.finite_range[0] for r in reduced if np.isfinite(r.finite_range[0])]
     highs = [r.finite_range[1] for r in reduced if np.isfinite(r.finite_range[1])]
     lo = min(lows) if lows and len(lows) == len(reduced) else np.nan  # nan: not read (large weights)
@@ -43,6 +47,9 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
     indices = np.empty((len(reduced), *shape), dtype=np.uint8)
     masked = nans = 0
     for i, r in enumerate(reduced):
+        if progress < 1.0 and r.masked is None and not r.peak.any():  # a head not reached yet: all 0
+            indices[i], n = to_indices(r.peak[:1, :1], None, levels, log=scale == "log" and sequential)  # broadcast
+            continue
         peak = enlarge_peaks(r.peak, signed=not sequential) if r.step != (1, 1) else r.peak
         indices[i], n = to_indices(peak, r.masked, levels, log=scale == "log" and sequential)
         nans += n
@@ -50,5 +57,5 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
     return StageImage(
         name=stage.name, indices=indices, levels=levels, data_range=(lo, hi), sequential=sequential,
         masked_cells=masked, fitted=fit, region=region, step=reduced[0].step if reduced else (1, 1), nan_cells=nans,
-        scale_used=scale,
+        scale_used=scale, progress=progress,
     )  # fmt: skip

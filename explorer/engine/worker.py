@@ -26,6 +26,7 @@ import torch
 from PySide6.QtCore import QThread, Signal
 
 from explorer.engine.edited_runner import run_edited
+from explorer.engine.long_render import Overviews, is_long, streams
 from explorer.engine.pretrained_runner import PretrainedRunner
 from explorer.engine.stage_render import stage_image
 from explorer.executor import EXECUTOR
@@ -102,6 +103,7 @@ class ComputeWorker(QThread):
         self._latest = 0
         self._gui_busy = False  # the GUI's frame scheduler has phases to come (set_gui_busy)
         self._quiet_until = 0.0  # time.monotonic() until which background conversion waits for the GUI
+        self._long = Overviews()  # a long input's overview, streamed (this thread only)
 
     # --- GUI thread ------------------------------------------------------------------------
     @property
@@ -230,37 +232,68 @@ class ComputeWorker(QThread):
         asked for, else the next stage of the background order (``todo``, in place)."""
         for g, _n, scale in wanted:
             fit = scale if g == current.generation and scale is not None else fit
-        ready = []
-        for head, (generation, name, region, levels, pixels) in regions.items():
-            if generation == current.generation and name in current.trace:
-                side = tuple(pixels) if pixels else MAX_DISPLAY_SIDE
-                image = stage_image(current.trace[name], fit, region=region, heads=[head],
-                                    should_stop=stale, levels=levels, max_side=side)  # fmt: skip
-                ready.append((head, image))
-        if ready:
-            self.regions_ready.emit(current.generation, ready)
+        self._serve_regions(current, regions, stale, fit)
         # A converted stage may be asked for again: the colour scale changed since.
         names = [n for g, n, _f in wanted if g == current.generation and n in current.trace]
         background = not names and not regions and self._background_allowed(current, todo)
         if background:
             names = todo[:1]
-        # A stage or region the GUI asks for interrupts a background conversion (a big
-        # one takes a second): the interrupted stage goes back to the front of the queue. A read
-        # waiting for the store (hover, focus) has its turn between two bands, then this goes on.
-        def asked(stale=stale, background=background) -> bool:
-            device.yield_turn()
-            return stale() or (background and bool(self._wanted or self._regions))
-
         for name in dict.fromkeys(names):  # in order, once each
             if name in todo:
                 todo.remove(name)
+            stage = current.trace[name]
+            # A stage or region the GUI asks for interrupts a background conversion (a big one takes a
+            # second), another stage a long overview: the interrupted stage goes back to the front of
+            # the queue. A long overview serves regions as it goes. A read waiting for the store
+            # (hover, focus) has its turn between two bands, then this goes on.
+            long = streams(stage)
+
+            def asked(stale=stale, background=background, name=name, long=long) -> bool:
+                device.yield_turn()
+                if stale():
+                    return True
+                if long:  # regions are served as it goes; another stage interrupts it
+                    return any(n != name for _g, n, _f in self._wanted)
+                return background and bool(self._wanted or self._regions)
+
             try:
-                image = stage_image(current.trace[name], fit, should_stop=asked)
+                image = self._stage_image(current, stage, asked, fit)
             except Cancelled:
-                if background:
+                if background or long:
                     todo.insert(0, name)
                 raise
             self.stage_ready.emit(current.generation, image)
+
+    def _serve_regions(self, current: DisplayTrace, regions: dict, stale, fit) -> None:
+        """Reduce the regions asked for (the latest per head), and send them together."""
+        ready = []
+        for head, (generation, name, region, levels, pixels) in regions.items():
+            if generation == current.generation and name in current.trace:
+                stage = current.trace[name]
+                side = tuple(pixels) if pixels else MAX_DISPLAY_SIDE
+                image = self._long.region(current.trace, stage, fit, head, region, levels, pixels)
+                if image is None:
+                    image = stage_image(stage, fit, region=region, heads=[head], should_stop=stale,
+                                        levels=levels, max_side=side)  # fmt: skip
+                ready.append((head, image))
+        if ready:
+            self.regions_ready.emit(current.generation, ready)
+
+    def _stage_image(self, current: DisplayTrace, stage, should_stop, fit):
+        """A stage's picture; a long input's weights streamed (explorer.engine.long_render), the
+        regions asked meanwhile answered between its blocks of rows."""
+        if not streams(stage):
+            return stage_image(stage, fit, should_stop=should_stop)
+
+        def serve() -> None:
+            with self._cond:
+                regions, self._regions = self._regions, {}
+            self._serve_regions(current, regions, should_stop, fit)
+
+        def emit(image) -> None:
+            self.stage_ready.emit(current.generation, image)
+
+        return self._long.stream(current.trace, stage, fit, should_stop, emit, serve)
 
     def _compute(self, job: _Job) -> tuple[DisplayTrace, list[str]] | None:
         """Run, convert and emit one job; None when it failed or went stale."""
@@ -276,7 +309,7 @@ class ComputeWorker(QThread):
             names = list(trace.names)
             focus = job.focus_stage if job.focus_stage in names else names[-1]
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
-            first = names if total <= CONVERT_ALL_BELOW else [focus]
+            first = names if total <= CONVERT_ALL_BELOW else [] if is_long(trace) else [focus]
             images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale) for n in first}
             shown = job.request.as_traced(trace) if isinstance(job.request, RunSpec) else job.request
             display = DisplayTrace(job.generation, trace, images, shown)

@@ -49,6 +49,7 @@ class StageImage:
     step: tuple[int, int] = (1, 1)  # cells per pixel
     nan_cells: int = 0
     scale_used: str = ""  # the scale the indices were made with ("auto" resolved); "" = as_scale(fitted)
+    progress: float = 1.0  # share of the rows done (a long input's overview streams in, top to bottom)
 
     @property
     def scale(self) -> str:

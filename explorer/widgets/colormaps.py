@@ -73,4 +73,6 @@ def range_legend(image) -> str:
         text += f'   <span style="background:{NAN_HEX};color:white">&nbsp;pink&nbsp;</span> = NaN'
     if image.masked_cells:
         text += f'   <span style="background:{MASKED_HEX};color:white">&nbsp;grey&nbsp;</span> = masked (−∞)'
+    if image.progress < 1.0:  # a long input's overview, still streaming in
+        text += f"   computing: {image.progress:.0%} of the rows"
     return text

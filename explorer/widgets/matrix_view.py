@@ -1,14 +1,9 @@
-"""The heatmaps of the shown stage: all heads in a grid or one head, a colour bar, and a
-read-out of the exact value under the mouse.
-
-Given the state (explorer.state.ExplorerState, duck-typed: widgets do not import it), it
-repaints on trace/stage/head changes. It paints uint8 images converted on the worker; the exact
-floats (the cell under the mouse, the numbers in cells) come from ``values``, read off the GUI
-thread by the window's read jobs (stage_rows.StageRows). A new result's heatmaps come in event-loop
-turns after the result's own, as phases of the window's frame scheduler (explorer.widgets.frames:
-a new grid's layout, its new labels, its images, then one paint of the canvas alone), so that no turn of the
-GUI thread runs long.
-"""
+"""The heatmaps of the shown stage: all heads in a grid or one head, a colour bar, and a read-out
+of the exact value under the mouse. Given the state (duck-typed: widgets do not import it), it
+repaints on trace/stage/head changes: uint8 images converted on the worker; the exact floats come
+from ``values``, read off the GUI thread (stage_rows.StageRows). A new result's heatmaps come in
+turns after the result's own, phases of the window's frame scheduler (explorer.widgets.frames: a
+new grid's layout, its new labels, its images, then one paint of the canvas alone)."""
 
 from __future__ import annotations
 
@@ -163,8 +158,7 @@ class MatrixView(QWidget):
             # A new result's stage and head come after trace_changed: its refresh, to come, draws them.
             signal.connect(lambda *_: None if self._refresh_soon.pending else self.refresh())
         state.stage_image_added.connect(self._image_added)
-        # A new result's query comes after trace_changed too: the refresh to come marks it on the new plots
-        # (marking the old ones at once asked for a layout after the labels' paint).
+        # A new result's query: the refresh to come marks it (marking the old plots asked for a layout)
         state.query_changed.connect(lambda *_: None if self._refresh_soon.pending else self._mark_query())
         self.numbers = CellNumbers(self)  # each cell's value written on it when there is room
         self.selection = CellSelection(self)  # Ctrl+arrows move an outlined cell, Enter explains it
@@ -284,9 +278,11 @@ class MatrixView(QWidget):
         self.grid.warm_up(plots)
 
     def settled(self) -> bool:
-        """True when what was asked is on screen: no phase of the frame scheduler to come and no
-        zoomed region on its way (tests and screenshots wait for this)."""
-        return not self.frames.busy and not self.zoom.pending
+        """True when what was asked is on screen: no phase of the frame scheduler to come, no zoomed
+        region on its way, no long input's overview streaming in (tests and screenshots wait for it)."""
+        display, stage = self.state.display, self.state.stepper.stage
+        image = display.images.get(stage.name) if display is not None and stage is not None else None
+        return not self.frames.busy and not self.zoom.pending and not (image is not None and image.progress < 1)
 
     @property
     def paint_held(self) -> bool:

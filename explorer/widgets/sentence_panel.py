@@ -11,6 +11,8 @@ from explorer.widgets.frames import debounced
 from explorer.widgets.labels import uncovered_characters
 
 UNSEEN_SHOWN = 6  # code points named under the sentence box, at most
+LONG_TEXT = 20_000  # characters: longer (File → Open text…, --text-file), the box shows its start, read-only
+PREVIEW = 2_000  # characters of a long text shown (a line edit lays out all of its text on every change)
 MAX_TEXT = (1 << 31) - 1  # QLineEdit's own default is 32,767 characters, silently cut
 
 TYPING_PAUSE_MS = 150  # recompute once the typist pauses: a blink, not every keystroke
@@ -18,6 +20,7 @@ EXAMPLES_PROMPT = "Examples…"
 CROSS_TIP = "The second sentence asks (queries); the first answers (keys, values)"
 CROSS_MODEL_TIP = ("Not with a decoder or encoder model: its layers attend within one sentence (self-attention); "
                    "an encoder-decoder model (t5, bart, ...) reads the second box as its target")
+LONG_TIP = "A long text (File → Open text…): its start is shown; pick an example or open another text to replace it"
 SENTENCE_HINT = "Type a sentence: its words become the tokens"
 CROSS_HINT = "Second sentence (the queries)"
 SOURCE_HINT = "Source sentence (the encoder's input)"
@@ -79,11 +82,14 @@ class SentencePanel(QGroupBox):
     def sync(self, inputs) -> None:
         """Show ``inputs`` without echoing them back (and without moving a typist's cursor)."""
         for edit, text in ((self.sentence_edit, inputs.sentence), (self.cross_edit, inputs.cross_sentence)):
-            if edit.text() != text and not (edit.hasFocus() and self._pending(edit)):
+            long = len(text) > LONG_TEXT  # 131,072 words: typing into them would lay out 800 KB per key
+            shown = f"{text[:PREVIEW]} … ({len(text.split()):,} words, from a file)" if long else text
+            if edit.text() != shown and not (edit.hasFocus() and self._pending(edit)):
                 with signals_blocked(edit):
-                    edit.setText(text)
+                    edit.setText(shown)
                     edit.setCursorPosition(0)  # show the start of a long sentence, not its end
                 self._name_unseen()
+            edit.setReadOnly(long)
         with signals_blocked(self.cross_check):
             self.cross_check.setChecked(inputs.cross_enabled)
         # A pretrained model's layer is self-attention: one sentence supplies queries, keys and values;
@@ -95,7 +101,8 @@ class SentencePanel(QGroupBox):
         self.sentence_edit.setPlaceholderText(SOURCE_HINT if encdec else SENTENCE_HINT)
         self.cross_edit.setPlaceholderText(TARGET_HINT if encdec else CROSS_HINT)
         self.cross_edit.setToolTip(TARGET_TIP if encdec else "")
-        self.sentence_edit.setToolTip(SOURCE_TIP if encdec else "")
+        long = self.sentence_edit.isReadOnly()
+        self.sentence_edit.setToolTip(LONG_TIP if long else SOURCE_TIP if encdec else "")
 
     def encoder_decoder(self, inputs) -> bool:
         info = getattr(self.state, "model_info", None)
@@ -124,15 +131,20 @@ class SentencePanel(QGroupBox):
         self._cross_pause.flush()
 
     def _push_sentence(self) -> None:
-        self.state.update_inputs(sentence=self.sentence_edit.text())
+        if not self.sentence_edit.isReadOnly():  # a long text's preview is never pushed back
+            self.state.update_inputs(sentence=self.sentence_edit.text())
 
     def _push_cross(self) -> None:
-        self.state.update_inputs(cross_sentence=self.cross_edit.text())
+        if not self.cross_edit.isReadOnly():
+            self.state.update_inputs(cross_sentence=self.cross_edit.text())
 
     def _pick_example(self, index: int) -> None:
         if index > 0:
-            self.sentence_edit.setText(self.examples.itemText(index))
-            self.flush()
+            if self.sentence_edit.isReadOnly():  # a long text gives way to the example
+                self.state.update_inputs(sentence=self.examples.itemText(index))
+            else:
+                self.sentence_edit.setText(self.examples.itemText(index))
+                self.flush()
         with signals_blocked(self.examples):
             self.examples.setCurrentIndex(0)
 

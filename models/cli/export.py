@@ -40,7 +40,20 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write only these stages (default: all)")  # fmt: skip
     out.add_argument("--only-heads", type=positions, metavar="0,2",
                      help="write only these heads of per-head stages, numbered from 0 (default: all)")  # fmt: skip
+    out.add_argument("--rows", type=span, metavar="A:B", help="write only rows A..B-1 of every stage (exact)")
+    out.add_argument("--cols", type=span, metavar="C:D", help="write only keys C..D-1 of the n×n stages (exact)")
     return p
+
+
+def span(text: str) -> tuple[int, int]:
+    """``A:B`` (0 ≤ A < B) as a pair: the rows or keys of a region to export."""
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A:B (two whole numbers), got {text!r}") from None
+    if not 0 <= a < b:
+        raise argparse.ArgumentTypeError(f"expected 0 ≤ A < B, got {text!r}")
+    return a, b
 
 
 def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> None:
@@ -99,7 +112,8 @@ def export_main(argv: Sequence[str]) -> int:
         notes = spec.notes()
         trace = trace_spec(spec).raw  # the trace models.api gives (api.toy, Model.trace)
         heads = list(dict.fromkeys(args.only_heads)) if args.only_heads else None
-        out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads)
+        out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads, rows=args.rows,
+                          cols=args.cols)  # fmt: skip
     except InputError as exc:
         return cli_error(str(exc))
     except RecursionError:

@@ -95,11 +95,15 @@ def after_scores(
     upto: str = "weights",
     record: dict[str, Tensor] | None = None,
     eager: bool = True,
+    hidden_from: int = 0,
 ) -> Tensor:
     """The steps from the scores ``(h, n_q, n_k)`` to stage ``upto`` (one of :data:`STEPS`), for
     queries at positions ``q0..`` and keys at ``k0..``: the one place they are written, read by
     :func:`attend` and by the lazy store (:mod:`models.engine.pairs`) block by block. With learned sinks
-    the result (and every recorded stage) has the sink's logit as one more, last, column."""
+    the result (and every recorded stage) has the sink's logit as one more, last, column.
+    ``hidden`` may cover only the columns ``hidden_from : hidden_from + hidden.shape[-1]`` (nothing
+    hidden outside them: a causal block's diagonal square, the lazy store's); it is then applied in
+    place there, on this function's own copy of the scores."""
     h, n_q, n_k = scores.shape
     x = scores / variant.scale if variant.divide else scores * variant.scale
     stages = {"scaled": x}
@@ -108,7 +112,14 @@ def after_scores(
     if variant.softcap is not None and upto not in ("scaled", "biased"):
         x = stages["softcapped"] = variant.softcap * torch.tanh(x / variant.softcap)
     if upto in ("masked", "weights"):
-        x = stages["masked"] = att.apply_mask(x, _hidden(variant, q0, k0, n_q, n_k, scores.device, hidden))
+        if hidden is not None and (hidden_from or hidden.shape[-1] != n_k):  # a narrow mask, in place
+            assert variant.hidden(q0, n_q, k0, n_k, scores.device) is None, "a narrow mask is the only one"
+            if record is not None or x is scores:  # the recorded stage (or the caller's scores) stays
+                x = x.clone()
+            x[..., hidden_from : hidden_from + hidden.shape[-1]].masked_fill_(hidden, float("-inf"))
+            stages["masked"] = x
+        else:
+            x = stages["masked"] = att.apply_mask(x, _hidden(variant, q0, k0, n_q, n_k, scores.device, hidden))
     if variant.sinks is not None:  # the sink column: one more logit per row, with no value
         x = _with_sink(x, variant.sinks)
         stages = {name: _with_sink(t, variant.sinks) for name, t in stages.items()}

@@ -21,12 +21,18 @@ import torch
 
 from models.config import Cancelled
 from models.engine import attention as att
+from models.engine.attend import Variant, _with_sink, after_scores
 from models.engine.finite import check_pair_block, may_overflow
+from models.engine.long_rows import LongRows
 from models.engine.masks import MaskSpec
 
 # What computed blocks may hold, in bytes; least recently used blocks go first.
 DEFAULT_BUDGET = 768 << 20
 BLOCK_BYTES = 16 << 20  # one block of one stage of one head: about this many bytes
+# Above this many cells a head (n_q × n_k), the weights come from each row's statistics, never a
+# softmax over a stored block (models.engine.long_rows): from 11,586 tokens (16,384 included);
+# fewer keep the blocks' softmax.
+LONG_CELLS = 1 << 27
 StopCheck = Callable[[], bool] | None
 
 
@@ -87,7 +93,9 @@ class PairStore:
     Thread-safe: the worker computes while the GUI thread may read one cell under the mouse.
     """
 
-    def __init__(self, spec: PairSpec, budget: int | None = None) -> None:
+    def __init__(self, spec: PairSpec, budget: int | None = None, long: bool | None = None) -> None:
+        """``long``: the weights from each row's statistics (:mod:`models.engine.long_rows`); None: when a
+        head has more than :data:`LONG_CELLS` cells."""
         self.spec = spec
         self.heads, self.n_q, _ = spec.q.shape
         self.n_keys = spec.k.shape[1]  # the real keys
@@ -107,6 +115,9 @@ class PairStore:
         self._value_norms: torch.Tensor | None = None
         self._lock = threading.RLock()
         self._may_overflow = may_overflow(spec)
+        if long is None:
+            long = self.n_q * self.n_k > LONG_CELLS
+        self.long = LongRows(self) if long else None
 
     def _checked(self, name: str, head: int, r0: int, array: np.ndarray) -> np.ndarray:
         """``array`` (rows ``r0:`` of one head), refused when it holds NaN or ±∞ (−∞ is the mask):
@@ -161,20 +172,36 @@ class PairStore:
         return out
 
     def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+        """Stage ``name`` of ``head`` for rows ``r0:r1`` and keys ``c0:c1`` (then a sink's column):
+        the scores here (their kinds and what-if edits are this store's), every step after them
+        the one attention function's (:func:`models.engine.attend.after_scores`)."""
         s = self.spec
-        if s.sinks is None:
-            return self._keys_chain(name, head, r0, r1, c0, c1)
-        if name == "weighted_norms":  # the weights with the sink in their softmax; the sink has no value
-            a = self._chain("weights", head, r0, r1, c0, c1)  # (r, c + 1)
-            return a * torch.cat([self.value_norms()[head, c0:c1].to(a.dtype), a.new_zeros(1)])
-        # keys c0:c1 then the sink (whose logit is neither scaled, capped nor masked)
-        last = "masked" if name == "weights" else name
-        x = self._keys_chain(last, head, r0, r1, c0, c1)  # (r, c)
-        sink = s.sinks[head].to(x.dtype).expand(x.shape[0], 1)
-        x = torch.cat([x, sink], dim=-1)  # (r, c + 1)
-        return att.softmax(x, s.temperature, eager=True) if name == "weights" else x
+        if name == "weighted_norms":  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖; a sink has no value
+            a = self._chain("weights", head, r0, r1, c0, c1)  # (r, c [+ 1])
+            norms = self.value_norms()[head, c0:c1].to(a.dtype)
+            return a * (norms if s.sinks is None else torch.cat([norms, a.new_zeros(1)]))
+        if name == "weights" and self.long is not None:  # exp((masked − m) / T − l), never a softmax here
+            w = self.long.weights(head, r0, r1, c0, c1)
+            return w if s.sinks is None else torch.cat([w, self.long.weights(head, r0, r1, self.n_keys, self.n_k)], 1)
+        x = self._scores(head, r0, r1, c0, c1)  # (1, r, c)
+        if name == "scores":
+            return x[0] if s.sinks is None else _with_sink(x, s.sinks[head : head + 1])[0]
+        h0, h1 = s.mask.hidden_span(r0, r1, c0, c1)
+        hidden = s.mask.rows(r0, r1, self.n_keys, x.device, h0, h1) if h1 > h0 else None
+        bias = None if s.bias is None else s.bias[head : head + 1, r0:r1, c0:c1]
+        return after_scores(x, self._variant(head), q0=r0, k0=c0, hidden=hidden, hidden_from=h0 - c0, bias=bias,
+                            upto=name)[0]  # fmt: skip
 
-    def _keys_chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+    def _variant(self, head: int) -> Variant:
+        """The one function's description of this head's steps (the mask is the store's own, built
+        per block by :class:`MaskSpec` and handed over as ``hidden``)."""
+        s = self.spec
+        kind, value = s.scale if s.scale is not None else ("mul", 1.0)
+        sinks = None if s.sinks is None else s.sinks[head : head + 1]
+        return Variant(scale=value, divide=kind == "div", softcap=s.softcap, sinks=sinks, temperature=s.temperature)
+
+    def _scores(self, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+        """``(1, r, c)`` raw scores of one head (dot, general or additive), with what-if edits."""
         s = self.spec
         g = s.head_groups[head]
         q, k = s.q[head : head + 1, r0:r1], s.k[g : g + 1, c0:c1]  # (1, r, d_k), (1, c, d_k)
@@ -188,35 +215,7 @@ class PairStore:
         for (h, row, col), value in (s.score_edits or {}).items():
             if h == head and r0 <= row < r1 and c0 <= col < c1:
                 x[0, row - r0, col - c0] = value
-        if name == "scores":
-            return x[0]
-        if s.scale is not None:
-            kind, value = s.scale
-            x = x.div_(value) if kind == "div" else x.mul_(value)  # x is this block's own fresh tensor
-            if name == "scaled":
-                return x[0]
-        if s.bias is not None:
-            x = x + s.bias[head : head + 1, r0:r1, c0:c1]
-            if name == "biased":
-                return x[0]
-        if s.softcap is not None:
-            x = torch.tanh(x / s.softcap) * s.softcap
-            if name == "softcapped":
-                return x[0]
-        h0, h1 = s.mask.hidden_span(r0, r1, c0, c1)
-        hidden = s.mask.rows(r0, r1, self.n_keys, x.device, h0, h1) if h1 > h0 else None
-        if hidden is not None:  # x is this block's own fresh tensor: mask it in place
-            if x.is_contiguous():
-                x[..., h0 - c0 : h1 - c0].masked_fill_(hidden, float("-inf"))  # a view of x
-            else:
-                x = torch.cat([x[..., : h0 - c0], att.apply_mask(x[..., h0 - c0 : h1 - c0], hidden),
-                               x[..., h1 - c0 :]], dim=-1)  # fmt: skip
-        if name == "masked":
-            return x[0]
-        a = att.softmax(x, s.temperature, eager=True)[0]  # (r, c): a block of rows, never under vmap
-        if name == "weighted_norms":
-            return a * self.value_norms()[head, c0:c1]  # ‖a_ij f_h(x_j)‖ = a_ij ‖f_h(x_j)‖
-        return a
+        return x
 
     def _weighted_from_cache(self, head: int, block: int) -> np.ndarray | None:
         """The weighted norms of a block whose weights are cached: ``a_ij ‖f_h(x_j)‖``, the very
@@ -305,14 +304,15 @@ class PairStore:
                 raise Cancelled(name)
             yield b * self.block_rows, self.block(name, head, b, keep)
 
-    def rows(self, name: str, head: int, r0: int, r1: int) -> np.ndarray:
-        """Rows ``r0:r1`` of one head: ``(r1 − r0, n_k)``."""
+    def rows(self, name: str, head: int, r0: int, r1: int, keep: bool = True) -> np.ndarray:
+        """Rows ``r0:r1`` of one head: ``(r1 − r0, n_k)`` (``keep=False``: blocks computed for it
+        are not cached, for a pass over a stage larger than the budget)."""
         r0, r1 = max(0, r0), min(self.n_q, r1)
         out = np.empty((max(0, r1 - r0), self.n_k), dtype=np.float32)
         if r1 <= r0:
             return out
         for b in range(r0 // self.block_rows, (r1 - 1) // self.block_rows + 1):
-            data, start = self.block(name, head, b), b * self.block_rows
+            data, start = self.block(name, head, b, keep), b * self.block_rows
             lo, hi = max(r0, start), min(r1, start + data.shape[0])
             out[lo - r0 : hi - r0] = data[lo - start : hi - start]
         return out
@@ -330,6 +330,30 @@ class PairStore:
             for start, data in self.iter_blocks(name, h, should_stop):
                 out[h, start : start + data.shape[0]] = data
         return out
+
+    @property
+    def fits(self) -> bool:
+        """True when every head of a stage fits the cache's budget."""
+        return self.heads * self.n_q * self.n_k * 4 <= self.budget
+
+    def region(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        """Rows ``r0:r1``, columns ``c0:c1`` of one head (a zoomed tile): in a long store computed for
+        those cells alone, from Q and K (the weights from the rows' statistics), never whole rows."""
+        r0, r1, c0, c1 = max(0, r0), max(0, min(self.n_q, r1)), max(0, c0), max(0, min(self.n_k, c1))
+        if self.long is None:
+            return self.rows(name, head, r0, r1, keep=self.fits)[:, c0:c1]
+        if name not in self.names:
+            raise KeyError(f"no stage {name!r}; this layer has {', '.join(self.names)}")
+        with torch.no_grad():
+            if name == "weights":
+                return self.long.weights(head, r0, r1, c0, c1).numpy()
+            k1 = max(c0, min(c1, self.n_keys))
+            x = self._chain(name, head, r0, r1, c0, k1)  # (r, k1 − c0 [+ a sink's column])
+            if c1 > self.n_keys:
+                x = torch.cat([x[:, : k1 - c0], x[:, -1:]], dim=1)
+            else:
+                x = x[:, : k1 - c0]
+            return self._checked(name, head, r0, x.to("cpu", torch.float32).numpy())
 
     def cell(self, name: str, head: int, i: int, j: int) -> float:
         return float(self.rows(name, head, i, i + 1)[0, j])

@@ -68,11 +68,16 @@ def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int, v
     if store is not None and store.block_rows % kr == 0 and r0 % store.block_rows == 0:
         for b in range(r0 // store.block_rows, -(-r1 // store.block_rows)):
             start = b * store.block_rows
-            block = store.visible_block(stage.name, head, b)[0] if visible else store.block(stage.name, head, b)
+            # a stage larger than the cache's budget: a pass over it keeps none of it (it would only
+            # push out what hover and the focus panel read, and hold the budget's memory)
+            block = store.visible_block(stage.name, head, b)[0] if visible else \
+                store.block(stage.name, head, b, keep=store.fits)  # fmt: skip
             yield start, block[: min(r1, start + block.shape[0]) - start]
         return
-    for start in range(r0, r1, band_rows):
-        yield start, stage.rows(head, start, min(r1, start + band_rows))
+    for start in range(r0, r1, band_rows):  # a stage larger than the cache's budget: none of it kept
+        end = min(r1, start + band_rows)
+        yield start, (stage.rows(head, start, end) if store is None else store.rows(stage.name, head, start, end,
+                                                                                  keep=store.fits))  # fmt: skip
 
 
 def _exact(values: np.ndarray, region: tuple[int, int, int, int]) -> Reduced:
@@ -112,17 +117,25 @@ def reduce_head(
     region: tuple[int, int, int, int] | None = None,
     signed: bool = True,
     should_stop=None,
+    on_rows=None,
 ) -> Reduced:
     """``stage``'s head ``head`` (rows r0:r1 × cols c0:c1 of it) reduced to at most ``max_side``
-    pixels a side (or (rows, cols) pixels: the device pixels a view draws it on), by blocks of whole cells."""
+    pixels a side (or (rows, cols) pixels: the device pixels a view draws it on), by blocks of whole cells.
+    A long store's weights (models.engine.long_rows) stream: ``on_rows(pixel rows done, peaks so far)``."""
     _stop_if_asked(should_stop, stage)  # before each head: a small one is read whole below
     shape = stage.shape[-2:]
     r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
     rows_px, cols_px = _sides(max_side)
     kr, kc = block_step(r1 - r0, rows_px), block_step(c1 - c0, cols_px)
     out_rows = -(-(r1 - r0) // kr)
+    store = stage.store
     if kr == kc == 1:  # a pixel per cell: nothing to reduce (small matrices, zoomed regions)
-        return _exact(stage.rows(head, r0, r1)[:, c0:c1], (r0, r1, c0, c1))
+        cells = stage.rows(head, r0, r1)[:, c0:c1] if store is None else store.region(stage.name, head, r0, r1, c0, c1)
+        return _exact(cells, (r0, r1, c0, c1))
+    if store is not None and store.long is not None and stage.name == "weights":  # from Q, K and the rows' stats
+        peak = store.long.overview(head, (r0, r1, c0, c1), (kr, kc), should_stop, on_rows)
+        top = float(peak.max()) if peak.size else float("nan")
+        return Reduced(peak, None, (r0, r1, c0, c1), (kr, kc), (float("nan"), top))
     band_rows = max(kr, (BAND_CELLS // max(1, c1 - c0)) // kr * kr)
     peaks, masks, lo, hi, any_masked = [], [], np.inf, -np.inf, False
     # The exact minimum costs a second pass: for weights (whose peaks are maxima) only when small.

@@ -72,10 +72,48 @@ def _stage_heads(stage: Stage, heads: Sequence[int] | None) -> list[int]:
     return list(heads)
 
 
-def _written_shape(stage: Stage, heads: Sequence[int] | None) -> tuple[int, ...]:
+Span = tuple[int, int] | None  # rows (or keys) A:B of a region, clipped to the stage
+
+
+def _cut(stage: Stage, rows: Span, cols: Span) -> tuple[int, int, int, int]:
+    """Rows r0:r1 and columns c0:c1 of ``stage`` to write: ``rows`` cut the rows of every stage
+    whose rows are tokens, ``cols`` the columns of those whose columns are the keys (n×n stages)."""
+    n_rows, n_cols = stage.shape[-2:]
+    tokens = rows is not None and stage.row_axis != "head"
+    r0, r1 = (min(rows[0], n_rows), min(rows[1], n_rows)) if tokens else (0, n_rows)
+    keyed = stage.col_axis == "key" and cols is not None
+    c0, c1 = (min(cols[0], n_cols), min(cols[1], n_cols)) if keyed else (0, n_cols)
+    return r0, r1, c0, c1
+
+
+def _written_shape(stage: Stage, heads: Sequence[int] | None, rows: Span = None, cols: Span = None) -> tuple[int, ...]:
+    r0, r1, c0, c1 = _cut(stage, rows, cols)
+    cut = (r1 - r0, c1 - c0) if stage.shape[-2:] != () else ()
     if not stage.per_head:
-        return stage.shape
-    return (len(_stage_heads(stage, heads)), *stage.shape[1:])
+        return (*stage.shape[:-2], *cut)
+    return (len(_stage_heads(stage, heads)), *cut)
+
+
+def check_size(trace: AttentionTrace, stages: Sequence[str], out: str | os.PathLike, heads: Sequence[int] | None,
+               rows: Span = None, cols: Span = None) -> None:  # fmt: skip
+    """Refuse, before anything is written, an export larger than the free space where it goes,
+    saying the size each large stage would take (an n×n stage at 131,072 tokens: 64 GiB a head)."""
+    import shutil
+
+    from models.memory import human
+
+    sizes = {n: 4 * int(np.prod(_written_shape(trace[n], heads, rows, cols), dtype=np.float64)) for n in stages}
+    parent = Path(out).expanduser().resolve().parent
+    try:
+        free = shutil.disk_usage(parent).free
+    except OSError:
+        return  # the writer reports an unusable folder in its own words
+    total = sum(sizes.values())
+    if total > free:
+        big = sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
+        named = ", ".join(f"{n} {human(b)}" for n, b in big)
+        raise InputError(f"this export would take {human(total)} ({named}) but {parent} has {human(free)} free; "
+                         f"nothing was written: use --rows A:B --cols C:D for a region, --stages or --only-heads")
 
 
 def select(trace: AttentionTrace, stages: Sequence[str] | None, heads: Sequence[int] | None) -> None:
@@ -90,10 +128,14 @@ def select(trace: AttentionTrace, stages: Sequence[str] | None, heads: Sequence[
 
 
 def save_stage(stage: Stage, path: Path, heads: Sequence[int] | None = None, should_stop=None,
-               largest: float | None = None) -> None:  # fmt: skip
+               largest: float | None = None, rows: Span = None, cols: Span = None) -> None:  # fmt: skip
     """Write one stage as ``.npy``. A lazy n×n stage is streamed head by head and block by block
-    into the file, so that 16,384² per head never has to be in memory at once."""
+    into the file, so that 16,384² per head never has to be in memory at once; a region of it
+    (``rows``, ``cols``) is computed for those cells alone."""
     chosen = _stage_heads(stage, heads)
+    if rows is not None or cols is not None:
+        _save_region(stage, path, chosen, rows, cols, largest)
+        return
     if stage.store is None:
         check_finite_stages([stage])
         array = stage.array
@@ -111,8 +153,24 @@ def save_stage(stage: Stage, path: Path, heads: Sequence[int] | None = None, sho
                 f.write(np.ascontiguousarray(block, dtype="<f4").data)
 
 
+def _save_region(stage: Stage, path: Path, chosen: list[int], rows: Span, cols: Span, largest) -> None:
+    r0, r1, c0, c1 = _cut(stage, rows, cols)
+    if stage.store is None:
+        check_finite_stages([stage])
+        array = stage.array[chosen] if stage.per_head else stage.array
+        np.save(path, np.ascontiguousarray(array[..., r0:r1, c0:c1]), allow_pickle=False)
+        return
+    parts = []
+    for h in chosen:
+        block = stage.store.region(stage.name, h, r0, r1, c0, c1)  # exact: those cells alone
+        check_block_finite(stage.name, block, largest)
+        parts.append(block)
+    np.save(path, np.stack(parts).astype("<f4", copy=False), allow_pickle=False)
+
+
 def write_trace(trace: AttentionTrace, out: str | os.PathLike, force: bool = False,
-                stages: Sequence[str] | None = None, heads: Sequence[int] | None = None) -> Path:  # fmt: skip
+                stages: Sequence[str] | None = None, heads: Sequence[int] | None = None,
+                rows: Span = None, cols: Span = None) -> Path:  # fmt: skip
     """Write every stage (or ``stages``; per-head ones only for the 0-based ``heads``) and the
     manifest to folder ``out``; return its path.
 
@@ -121,11 +179,18 @@ def write_trace(trace: AttentionTrace, out: str | os.PathLike, force: bool = Fal
     """
     select(trace, stages, heads)
     stages = [n for n in trace.names if stages is None or n in stages]  # in the trace's order
+    check_size(trace, stages, out, heads, rows, cols)
     with atomic_folder(out, force) as tmp:
         largest = largest_input(trace.stages)
         for name in stages:
-            save_stage(trace[name], tmp / f"{name}.npy", heads, largest=largest)
-        text = json.dumps(manifest(trace, stages, heads), indent=2, ensure_ascii=False, allow_nan=False)
+            save_stage(trace[name], tmp / f"{name}.npy", heads, largest=largest, rows=rows, cols=cols)
+        doc = manifest(trace, stages, heads)
+        if rows is not None or cols is not None:  # each stage's region and its shape as written
+            for entry in doc["stages"]:
+                stage = trace[entry["name"]]
+                entry["region"] = list(_cut(stage, rows, cols))
+                entry["shape"] = list(_written_shape(stage, heads, rows, cols))
+        text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
         # A name that is not UTF-8 (a folder's bytes) becomes a JSON \udcXX escape, still valid JSON.
         (tmp / MANIFEST).write_text(text + "\n", encoding="utf-8", errors="backslashreplace")
     return Path(out)

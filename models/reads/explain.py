@@ -21,7 +21,7 @@ from models.reads import explain_families as fam
 from models.reads import explain_norms
 from models.reads import explain_stages as st
 from models.reads.derivation import Derivation, Term, num
-from models.reads.explain_context import Context
+from models.reads.explain_context import Context, cell_value
 from models.reads.explain_encdec import biased
 from models.reads.params import LayerParams
 
@@ -98,5 +98,5 @@ def explain(trace: AttentionTrace, params: LayerParams, stage: str, cell) -> Der
     """Derive cell ``cell`` of stage ``stage`` of ``trace`` from its inputs."""
     index = check_cell(trace, stage, cell)
     d = DERIVATIONS[stage](Context(trace, params, stage, index))
-    d.value = float(trace[stage].array[index])
+    d.value = cell_value(trace, stage, index)
     return d

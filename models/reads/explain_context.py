@@ -22,11 +22,12 @@ class Context:
     cell: tuple[int, ...]
 
     def a(self, stage: str) -> np.ndarray:
-        return self.trace[stage].array.astype(F64)
+        s = self.trace[stage]
+        return _Rows(s) if s.store is not None else s.array.astype(F64)
 
     @property
     def value(self) -> float:
-        return float(self.trace[self.stage].array[self.cell])
+        return cell_value(self.trace, self.stage, self.cell)
 
     @property
     def cross(self) -> bool:
@@ -64,6 +65,28 @@ class Context:
         if ids is None and self.params.source == "model":
             ids = tuple(self.trace.meta.get("token_ids", ())) or None
         return ids
+
+
+class _Rows:
+    """An n×n stage read one query row at a time, as float64: ``[h, i]``, ``[h, i, cols]`` (a long
+    input's map is never read whole: 131,072² cells a head)."""
+
+    def __init__(self, stage) -> None:
+        self.stage = stage
+
+    def __getitem__(self, key):
+        h, i, *rest = key if isinstance(key, tuple) else (key,)
+        row = self.stage.rows(int(h), int(i), int(i) + 1)[0].astype(F64)  # (n_k,)
+        return row[tuple(rest)] if rest else row
+
+
+def cell_value(trace: AttentionTrace, stage: str, cell: tuple[int, ...]) -> float:
+    """``trace[stage].array[cell]``, reading only the cell's row of an n×n stage."""
+    s = trace[stage]
+    if s.store is not None:
+        h, i, j = cell
+        return float(s.rows(h, i, i + 1)[0, j])
+    return float(s.array[cell])
 
 
 def sum_terms(terms: list[Term]) -> float:

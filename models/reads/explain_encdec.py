@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from models.reads.derivation import Derivation, Term, num
-from models.reads.explain_context import Context
+from models.reads.explain_context import Context, cell_value
 
 
 def biased(ctx: Context) -> Derivation:
     h, i, j = ctx.cell
     src = "scaled" if "scaled" in ctx.trace else "scores"
-    before = float(ctx.trace[src].array[ctx.cell])
+    before = cell_value(ctx.trace, src, ctx.cell)
     extra = ctx.params.extra
     if "position_bias" in extra:
         bias = float(np.asarray(extra["position_bias"])[h, i, j])

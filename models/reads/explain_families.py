@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from models.reads.derivation import Derivation, Term, num
-from models.reads.explain_context import F64, Context, sum_terms
+from models.reads.explain_context import F64, Context, cell_value, sum_terms
 
 
 def normed(ctx: Context, which: str) -> Derivation:
@@ -94,7 +94,7 @@ def softcapped(ctx: Context) -> Derivation:
     h, i, j = ctx.cell
     if ctx.is_sink(j):
         return sink(ctx)
-    x = float(ctx.trace["scaled"].array[ctx.cell])
+    x = cell_value(ctx.trace, "scaled", ctx.cell)
     cap = float(ctx.params.softcap)
     formula = f"{num(cap)} · tanh({num(x, 6)} / {num(cap)}) = {num(cap * math.tanh(x / cap), 6)}"
     steps = [f"Soft-capping squashes the scaled score smoothly into (−{num(cap)}, {num(cap)}): small scores "

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from models.reads.derivation import Derivation, Term, num
-from models.reads.explain_context import F64, Context, products, sum_formula
+from models.reads.explain_context import F64, Context, cell_value, products, sum_formula
 
 # --- inputs -----------------------------------------------------------------------------------------
 
@@ -183,7 +183,7 @@ def scores(ctx: Context) -> Derivation:
 def scaled(ctx: Context) -> Derivation:
     h, i, j = ctx.cell
     p = ctx.params
-    s = float(ctx.trace["scores"].array[ctx.cell])
+    s = cell_value(ctx.trace, "scores", ctx.cell)
     scale = p.scale if p.scale is not None else 1.0
     d_k = ctx.trace["q"].shape[-1]
     steps = ["Scaling keeps the scores moderate so that softmax does not turn every row one-hot."]
@@ -231,8 +231,8 @@ def _why_hidden(ctx: Context, i: int, j: int) -> list[str]:
 def masked(ctx: Context) -> Derivation:
     h, i, j = ctx.cell
     src = _previous(ctx, "masked")
-    before = float(ctx.trace[src].array[ctx.cell])
-    weight = float(ctx.trace["weights"].array[ctx.cell]) if "weights" in ctx.trace else None
+    before = cell_value(ctx.trace, src, ctx.cell)
+    weight = cell_value(ctx.trace, "weights", ctx.cell) if "weights" in ctx.trace else None
     if math.isinf(ctx.value) and ctx.value < 0:
         why = _why_hidden(ctx, i, j) or ["the mask hides this key from this query"]
         shown = f" (weights[{h},{i},{j}] = {num(weight)})." if weight is not None else "."
@@ -259,7 +259,7 @@ def weights(ctx: Context) -> Derivation:
     m = float(row[finite].max()) if finite.any() else 0.0
     e = np.where(finite, np.exp(np.where(finite, row - m, 0.0)), 0.0)
     total = float(e.sum())
-    row_sum = float(ctx.trace["weights"].array[h, i].astype(F64).sum())
+    row_sum = float(ctx.a("weights")[h, i].sum())
     bars = [Term(f"e^(s_{i},{l} − m) · key {ctx.ktok(l)}", float(v)) for l, v in enumerate(e)]  # noqa: E741
     t = " / T" if T != 1.0 else ""
     if total == 0:

@@ -108,6 +108,7 @@ WINDOW_ACTIONS = {  # id: (title, the shortcuts it had before the registry, menu
     "file.open_embeddings": ("Open embeddings…", [], "file"),
     "file.open_weights": ("Open weights…", [], "file"),
     "file.open_mask": ("Open mask…", [], "file"),
+    "file.open_text": ("Open text…", [], "file"),
     "file.close_files": ("Close opened files", [], "file"),
     "file.open_attention": ("Open attention…", [], "file"),
     "view.whole_model": ("Whole model (every layer and head)…", [], "file"),
@@ -146,7 +147,8 @@ def test_every_window_action_keeps_its_title_shortcut_and_menu(make_window):
     texts = lambda menu: [a.text() for a in menus.menus[menu].actions()]  # noqa: E731
     assert [a.text() for a in window.menuBar().actions()] == ["&File", "&Stage", "&Edit"]
     assert texts("file") == ["Export matrix…", "Export all…", "Save image…", "Save window image…", "",
-                             "Open embeddings…", "Open weights…", "Open mask…", "Close opened files", "",
+                             "Open text…", "Open embeddings…", "Open weights…", "Open mask…", "Close opened files",
+                             "",
                              "Open attention…", "Whole model (every layer and head)…", "Positional-encoding lens…",
                              "Generate and watch…", "Why does this head attend here?…", "Head atlas (many texts)…",
                              "Training timeline…", "", "Open session…", "Save session…",

@@ -99,3 +99,19 @@ def test_an_out_of_memory_that_happens_anyway_is_one_line(tmp_path):
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr.startswith("error: not enough memory for this input") and done.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_toy_too_large_for_memory_says_how_many_tokens_fit(monkeypatch):
+    """Issue 34: checked before starting, the message says what fits (and that many tokens do fit)."""
+    import models.engine.pipeline as pipeline
+    import models.memory as memory
+    from models.config import AttentionConfig, AttentionRequest, InputError
+
+    cfg = AttentionConfig(heads=8, d_model=512, mask="causal", max_tokens=1 << 17)
+    free = memory.estimate_toy_peak(cfg, 20000, 20000, False)
+    monkeypatch.setattr(memory, "available_bytes", lambda: free)
+    with pytest.raises(InputError, match=r"^131072×131072 tokens with 8 heads needs about .* at most 20,0\d\d tokens "
+                                         r"fit with these settings") as refused:  # fmt: skip
+        pipeline.run(AttentionRequest(config=cfg, sentence=" ".join(["w"] * 131072)))
+    fit = int(str(refused.value).split("at most ")[1].split(" ")[0].replace(",", ""))
+    assert fit >= 20000 and memory.estimate_toy_peak(cfg, fit + 1, fit + 1, False) > free

@@ -150,12 +150,12 @@ def test_an_honest_huge_session_member_is_refused_from_its_headers(tmp_path, mon
 
 
 def test_a_session_matrix_with_more_rows_than_tokens_is_refused_from_its_header(tmp_path):
-    path = honest_big_npy_member(tmp_path / "s.zip", "run/embeddings.npy", (20000, 4))
+    path = honest_big_npy_member(tmp_path / "s.zip", "run/embeddings.npy", (140000, 4))  # the limit: 131,072
     doc = {"format": "attention-explorer-session", "version": 1,
            "run": {"options": {}, "arrays": {"embeddings": "run/embeddings.npy"}}}
     with zipfile.ZipFile(path, "a") as zf:
         zf.writestr("session.json", json.dumps(doc))
-    with pytest.raises(InputError, match="more than the limit of 16384 tokens"):
+    with pytest.raises(InputError, match="more than the limit of 131072 tokens"):
         load_session(path)
 
 

@@ -1,0 +1,108 @@
+"""A long input's weights on the worker thread: the overview streams in, the zoomed regions come at once.
+
+At 131,072 tokens a head's overview takes minutes (models.engine.long_rows computes each row's statistics
+on the way, never the map). So the worker does not wait for it before showing the result: the
+overview of every head is streamed in row blocks, top to bottom, head after head, and sent to the
+GUI as it grows (a :class:`StageImage` with its ``progress`` below 1), at most every few seconds;
+any newer request cancels it (``should_stop``). Between two blocks of rows the zoomed regions the
+GUI asked for are answered (``serve``): a region of a few hundred rows and keys is computed from Q
+and K (and its rows' statistics) at once, and the whole matrix at the plot's own pixels is made
+from the overview itself (each pixel the peak of whole overview pixels: no second pass).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from explorer.engine.stage_render import stage_image
+from explorer.images.stage_image import MAX_DISPLAY_SIDE, StageImage
+from models.engine.pixels import block_step
+from models.engine.reduce import Reduced, reduce_head
+from models.engine.trace import AttentionTrace, Stage
+
+STREAM_EVERY_S = 1.0  # at most one picture a second while the overview grows (each costs ~10-25 ms a head),
+SHARE = 0.05  # and at most this share of the time spent making them
+
+
+def streams(stage: Stage) -> bool:
+    """True for a stage whose overview is streamed: a long store's weights (models.engine.long_rows)."""
+    store = stage.store
+    return store is not None and getattr(store, "long", None) is not None and stage.name == "weights"
+
+
+def is_long(trace: AttentionTrace) -> bool:
+    """True when some stage of ``trace`` is a long store's: its pictures are made only when asked."""
+    return any(s.store is not None and getattr(s.store, "long", None) is not None for s in trace.stages)
+
+
+class Overviews:
+    """The overview of the long stage being streamed (or streamed last): every head's peaks so far."""
+
+    def __init__(self) -> None:
+        self._of: tuple[int, str] | None = None  # (id of the trace, stage name)
+        self._stage: Stage | None = None
+        self.peaks: list[np.ndarray] = []
+        self.rows_done: list[int] = []
+        self.step = (1, 1)
+
+    def _start(self, trace: AttentionTrace, stage: Stage) -> None:
+        n_rows, n_cols = stage.shape[-2:]
+        kr, kc = block_step(n_rows, MAX_DISPLAY_SIDE), block_step(n_cols, MAX_DISPLAY_SIDE)
+        self._of, self._stage, self.step = (id(trace), stage.name), stage, (kr, kc)
+        shape = (-(-n_rows // kr), -(-n_cols // kc))
+        self.peaks = [np.zeros(shape, np.float32) for _ in range(stage.heads)]
+        self.rows_done = [0] * stage.heads
+
+    def _reduced(self, heads: list[int]) -> list[Reduced]:
+        n_rows, n_cols = self._stage.shape[-2:]
+        return [Reduced(self.peaks[h], None, (0, n_rows, 0, n_cols), self.step,
+                        (float("nan"), float(self.peaks[h].max()))) for h in heads]  # fmt: skip
+
+    def progress(self) -> float:
+        height = self.peaks[0].shape[0] if self.peaks else 1
+        return sum(self.rows_done) / max(1, height * len(self.peaks))
+
+    def stream(self, trace: AttentionTrace, stage: Stage, fit, should_stop, emit: Callable[[StageImage], None],
+               serve: Callable[[], None]) -> StageImage:  # fmt: skip
+        """Every head's overview, head after head; ``emit`` gets the picture so far now and then,
+        ``serve`` is called between blocks of rows (the regions asked meanwhile)."""
+        self._start(trace, stage)
+        heads = list(range(stage.heads))
+        last, every = [0.0], [STREAM_EVERY_S]  # the first block of rows is sent at once
+
+        def grew(head: int, rows: int, peak: np.ndarray) -> None:
+            self.peaks[head], self.rows_done[head] = peak, rows
+            serve()
+            if time.monotonic() - last[0] >= every[0]:
+                t = time.monotonic()
+                emit(stage_image(stage, fit, reduced=self._reduced(heads), progress=self.progress()))
+                last[0] = time.monotonic()
+                every[0] = max(STREAM_EVERY_S, (last[0] - t) / SHARE)
+
+        for head in heads:
+            reduce_head(stage, head, MAX_DISPLAY_SIDE, signed=False, should_stop=should_stop,
+                        on_rows=lambda rows, peak, head=head: grew(head, rows, peak))  # fmt: skip
+        return stage_image(stage, fit, reduced=self._reduced(heads))
+
+    def region(self, trace: AttentionTrace, stage: Stage, fit, head: int, region, levels, pixels) -> StageImage | None:
+        """The whole matrix of ``head`` at the plot's ``pixels``, from the overview (each pixel the peak
+        of whole overview pixels; exact, as peaks of peaks); None when the overview cannot answer
+        (another stage, or a region smaller than the whole: computed exactly instead)."""
+        n_rows, n_cols = stage.shape[-2:]
+        if self._of != (id(trace), stage.name) or tuple(region) != (0, n_rows, 0, n_cols):
+            return None
+        rows_px, cols_px = pixels if pixels else (MAX_DISPLAY_SIDE, MAX_DISPLAY_SIDE)
+        peak = self.peaks[head]
+        fr, fc = block_step(peak.shape[0], rows_px), block_step(peak.shape[1], cols_px)
+        height, width = -(-peak.shape[0] // fr), -(-peak.shape[1] // fc)
+        padded = np.zeros((height * fr, width * fc), np.float32)  # weights ≥ 0: zeros never win a peak
+        padded[: peak.shape[0], : peak.shape[1]] = peak
+        coarse = padded.reshape(height, fr, width, fc).max(axis=(1, 3))
+        step = (self.step[0] * fr, self.step[1] * fc)
+        reduced = Reduced(coarse, None, (0, n_rows, 0, n_cols), step, (float("nan"), float(coarse.max())))
+        image = stage_image(stage, fit, region=tuple(region), heads=[head], levels=levels, reduced=[reduced],
+                            progress=self.rows_done[head] / max(1, peak.shape[0]))  # fmt: skip
+        return image

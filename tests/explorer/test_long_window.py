@@ -1,0 +1,66 @@
+"""The window at long inputs (issue 34): a long text opened from a file (the sentence box shows its
+start without laying out all of it), the weights' overview streamed in with its progress, and two
+isolated strong weights among 65,536 tokens seen where they are (the pixel harness)."""
+
+import numpy as np
+from pixels import cell_centre, grab, square_of
+
+from explorer.images.stage_image import COLOURS
+from explorer.state import Inputs
+from explorer.widgets.colormaps import lookup_table
+from explorer.widgets.sentence_panel import LONG_TEXT
+
+TOP = tuple(int(v) for v in lookup_table(True)[COLOURS - 1])
+
+
+def test_open_text_puts_a_long_text_in_the_sentence_and_shows_its_start(make_window, tmp_path):
+    window = make_window()
+    words = [f"w{i % 900}" for i in range(5000)]
+    path = tmp_path / "long.txt"
+    path.write_text("\n".join(" ".join(words[i : i + 10]) for i in range(0, 5000, 10)))  # lines: one sentence
+    assert window.registry["file.open_text"].title == "Open text…"
+    assert window.files.open_text(str(path))
+    assert window.state.inputs.sentence == " ".join(words)
+    edit = window.sentence_panel.sentence_edit
+    assert len(" ".join(words)) > LONG_TEXT and edit.isReadOnly()
+    assert edit.text().startswith("w0 w1 w2") and edit.text().endswith("(5,000 words, from a file)")
+    assert len(edit.text()) < 3000  # never the whole text in the box
+    window.sentence_panel.flush()
+    assert window.state.inputs.sentence == " ".join(words)  # the preview is never pushed back
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe")
+    assert not window.files.open_text(str(tmp_path / "bad.txt"))
+    assert "is not UTF-8" in window.status_line.text() and window.state.inputs.sentence == " ".join(words)
+    window.sentence_panel._pick_example(1)  # an example replaces it, and the box is editable again
+    assert not edit.isReadOnly() and window.state.inputs.sentence == edit.text() != " ".join(words)
+
+
+def test_two_strong_weights_among_65536_tokens_are_seen_where_they_are(qtbot, settings, tmp_path):
+    from explorer.window import MainWindow
+
+    n, peaks = 65536, [(60000, 1234), (30000, 29000)]
+    x = np.zeros((n, 4), np.float32)  # token r looks for token c alone: q_r · k_c = 40², every other 0
+    for axis, (r, c) in enumerate(peaks):
+        x[r, axis], x[c, axis + 2] = 40.0, 40.0
+    w_q = np.zeros((1, 4, 4), np.float32)  # h × d_model × d_k
+    w_k = np.zeros((1, 4, 4), np.float32)
+    w_q[0, 0, 0] = w_q[0, 1, 1] = 1.0  # the queries' axes 0, 1 ...
+    w_k[0, 2, 0] = w_k[0, 3, 1] = 1.0  # ... meet the keys' axes 2, 3
+    np.save(tmp_path / "x.npy", x)
+    np.savez(tmp_path / "w.npz", W_q=w_q, W_k=w_k, W_v=np.ones((1, 4, 4), np.float32))
+    inputs = Inputs(heads=1, d_model=4, mask="causal", embeddings_file=str(tmp_path / "x.npy"),
+                    weights_file=str(tmp_path / "w.npz"))  # fmt: skip
+    window = MainWindow(settings, inputs, stage="weights")  # not make_window: it waits 15 s at most
+    qtbot.addWidget(window)
+    seen = []
+    window.state.stage_image_added.connect(lambda name: seen.append(window.state.display.images[name].progress))
+    window.show()
+    view = window.matrix_view
+    qtbot.waitUntil(lambda: view.state.stepper.stage is not None and window.is_settled(), timeout=900_000)
+    assert seen and seen[-1] == 1.0 and seen == sorted(seen)  # streamed in, top to bottom, to the end
+    assert window.state.display.trace["weights"].store.long is not None
+    pixels = grab(view.canvas)
+    box = view.plots[0].plot.getViewBox()
+    for r, c in peaks:
+        x_px, y_px = cell_centre(view.canvas, box, r, c)
+        assert square_of(pixels, x_px, y_px, TOP, size=3), (r, c)
+    assert view.state.display.trace["weights"].cell(0, 60000, 1234) > 0.999
