@@ -69,7 +69,7 @@ def repeat_kv(x: Tensor, heads: int) -> Tensor:
     return x.repeat_interleave(rep, dim=0) if rep > 1 else x
 
 
-def _with_sink(x: Tensor, sinks: Tensor) -> Tensor:
+def with_sink(x: Tensor, sinks: Tensor) -> Tensor:
     """``x (h, r, c)`` with one more column, each head's sink logit: ``(h, r, c + 1)``."""
     return torch.cat([x, sinks.to(x.dtype).view(-1, 1, 1).expand(x.shape[0], x.shape[1], 1)], dim=-1)
 
@@ -121,8 +121,8 @@ def after_scores(
         else:
             x = stages["masked"] = att.apply_mask(x, _hidden(variant, q0, k0, n_q, n_k, scores.device, hidden))
     if variant.sinks is not None:  # the sink column: one more logit per row, with no value
-        x = _with_sink(x, variant.sinks)
-        stages = {name: _with_sink(t, variant.sinks) for name, t in stages.items()}
+        x = with_sink(x, variant.sinks)
+        stages = {name: with_sink(t, variant.sinks) for name, t in stages.items()}
     if upto == "weights":
         x = stages["weights"] = att.softmax(x, variant.temperature, eager=eager)  # dead rows: zeros, never NaN
     if record is not None:
@@ -174,7 +174,7 @@ def attend(
     out = att.weighted_sum(a[..., :n_k], v_all)  # (h, n_q, d_v): a sink has no value
     if record is not None:
         if variant.sinks is not None:
-            stages["scores"] = _with_sink(scores, variant.sinks)
+            stages["scores"] = with_sink(scores, variant.sinks)
         record.update(stages, head_output=out)
     return out, a
 
@@ -203,6 +203,6 @@ def row_logsumexp(q: Tensor, k: Tensor, variant: Variant, *, q0: int = 0, k0: in
             x = variant.softcap * torch.tanh(x / variant.softcap)
         x = att.apply_mask(x, variant.hidden(q0 + r, qs.shape[1], k0, k.shape[1], q.device))
         if variant.sinks is not None:
-            x = _with_sink(x, variant.sinks)
+            x = with_sink(x, variant.sinks)
         out[:, r : r + rows] = torch.logsumexp(x / variant.temperature, dim=-1)
     return out

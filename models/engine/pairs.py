@@ -21,7 +21,7 @@ import torch
 
 from models.config import Cancelled
 from models.engine import attention as att
-from models.engine.attend import Variant, _with_sink, after_scores
+from models.engine.attend import Variant, with_sink, after_scores
 from models.engine.finite import check_pair_block, may_overflow
 from models.engine.long_rows import LongRows
 from models.engine.masks import MaskSpec
@@ -185,7 +185,7 @@ class PairStore:
             return w if s.sinks is None else torch.cat([w, self.long.weights(head, r0, r1, self.n_keys, self.n_k)], 1)
         x = self._scores(head, r0, r1, c0, c1)  # (1, r, c)
         if name == "scores":
-            return x[0] if s.sinks is None else _with_sink(x, s.sinks[head : head + 1])[0]
+            return x[0] if s.sinks is None else with_sink(x, s.sinks[head : head + 1])[0]
         h0, h1 = s.mask.hidden_span(r0, r1, c0, c1)
         hidden = s.mask.rows(r0, r1, self.n_keys, x.device, h0, h1) if h1 > h0 else None
         bias = None if s.bias is None else s.bias[head : head + 1, r0:r1, c0:c1]
