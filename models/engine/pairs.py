@@ -21,7 +21,7 @@ import torch
 
 from models.config import Cancelled
 from models.engine import attention as att
-from models.engine.attend import Variant, with_sink, after_scores
+from models.engine.attend import Variant, after_scores, with_sink
 from models.engine.finite import check_pair_block, may_overflow
 from models.engine.long_rows import LongRows
 from models.engine.masks import MaskSpec
