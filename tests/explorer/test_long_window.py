@@ -30,7 +30,7 @@ def test_open_text_puts_a_long_text_in_the_sentence_and_shows_its_start(make_win
     (tmp_path / "bad.txt").write_bytes(b"\xff\xfe")
     assert not window.files.open_text(str(tmp_path / "bad.txt"))
     assert "is not UTF-8" in window.status_line.text() and window.state.inputs.sentence == " ".join(words)
-    window.sentence_panel._pick_example(1)  # an example replaces it, and the box is editable again
+    window.sentence_panel.examples.activated.emit(1)  # an example replaces it, and the box is editable again
     assert not edit.isReadOnly() and window.state.inputs.sentence == edit.text() != " ".join(words)
 
 

@@ -14,7 +14,7 @@ from numpy.lib import format as npformat
 
 import models.memory as memory
 from models.cli.export import build_parser
-from models.config import InputError
+from models.config import DEFAULT_MAX_TOKENS, InputError
 from models.engine.held_arrays import HeldArrays
 from models.files.session import Session, load_session, save_session
 from models.runspec import RunSpec, load_matrix
@@ -82,8 +82,8 @@ def test_a_session_with_big_embeddings_is_read_once(tmp_path, monkeypatch):
 @pytest.mark.parametrize("what, shape, message", [
     ("embeddings", (3, 4, 5), "must be a 2-D matrix (n x d_model), got shape (3, 4, 5)"),
     ("cross embeddings", (0, 16), "has no rows"),
-    ("embeddings", (20_000, 16), "more than the limit of 16384 tokens"),
-    ("mask", (4, 20_000), "more than the limit of 16384 tokens"),
+    ("embeddings", (DEFAULT_MAX_TOKENS + 1, 16), f"more than the limit of {DEFAULT_MAX_TOKENS} tokens"),
+    ("mask", (4, DEFAULT_MAX_TOKENS + 1), f"more than the limit of {DEFAULT_MAX_TOKENS} tokens"),
     ("embeddings", (16_000, 100_000), "of memory but only"),
 ])  # fmt: skip
 def test_a_matrix_file_is_refused_from_its_header_before_any_data(tmp_path, monkeypatch, what, shape, message):

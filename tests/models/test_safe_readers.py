@@ -93,7 +93,7 @@ def test_a_header_claiming_ten_billion_floats_is_refused_from_the_header(tmp_pat
     with open(path, "wb") as f:
         npformat.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (100_000, 100_000)})
         f.write(bytes(64))
-    line = _one_line(capsys, ["--embeddings", str(path), "--out", str(tmp_path / "o")])
+    line = _one_line(capsys, ["--embeddings", str(path), "--max-tokens", "16384", "--out", str(tmp_path / "o")])
     assert "more than the limit of 16384 tokens" in line  # issue 36: an embeddings file's shape first
     monkeypatch.setattr(memory, "available_bytes", lambda: 1 << 30)
     line = _one_line(capsys, ["--embeddings", str(path), "--max-tokens", "100000", "--out", str(tmp_path / "o")])
