@@ -12,9 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from models.cli.export import check_arguments, printable
+from models.cli.export import USER_ERRORS, check_arguments, printable, refused
 from models.config import InputError
-from models.memory import OUT_OF_MEMORY, is_out_of_memory
 from models.runspec import RunSpec, add_input_arguments, given_options
 
 
@@ -66,17 +65,10 @@ def explain_main(argv: Sequence[str]) -> int:
         spec = RunSpec.from_args(args).validate()
         notes = spec.notes()
         trace, derivation = derive(spec, args.stage, args.cell)
-    except InputError as exc:
-        print(f"error: {printable(str(exc))}", file=sys.stderr)
-        return 2
-    except RecursionError:
-        print("error: input nested too deeply to read", file=sys.stderr)
-        return 2
-    except (MemoryError, RuntimeError) as exc:
-        if not is_out_of_memory(exc):
+    except USER_ERRORS as exc:
+        if (code := refused(exc)) is None:
             raise
-        print(f"error: {OUT_OF_MEMORY}", file=sys.stderr)
-        return 2
+        return code
     for notice in notes + list(trace.meta.get("notices", [])):
         print(f"note: {printable(notice)}", file=sys.stderr)
     print(derivation.to_json() if args.json else derivation.text(), end="\n" if args.json else "")

@@ -83,6 +83,21 @@ def cli_error(message: str) -> int:
     return 2
 
 
+USER_ERRORS = (InputError, RecursionError, MemoryError, RuntimeError)  # what refused() may say in one line
+
+
+def refused(exc: BaseException) -> int | None:
+    """The one way a command says no: an error the user can fix (a bad input, one nested too deeply,
+    not enough memory) as one ``error:`` line, status 2; None for anything else (re-raise it)."""
+    if isinstance(exc, InputError):
+        return cli_error(str(exc))
+    if isinstance(exc, RecursionError):
+        return cli_error("input nested too deeply to read")
+    if isinstance(exc, (MemoryError, RuntimeError)) and is_out_of_memory(exc):
+        return cli_error(OUT_OF_MEMORY)
+    return None
+
+
 def printable(text: str) -> str:
     """One line, and bytes that are not UTF-8 (surrogate-escaped) shown as escapes."""
     line = " ".join(str(text).split("\n")).strip()
@@ -114,14 +129,10 @@ def export_main(argv: Sequence[str]) -> int:
         heads = list(dict.fromkeys(args.only_heads)) if args.only_heads else None
         out = write_trace(trace, args.out, force=args.force, stages=args.stages, heads=heads, rows=args.rows,
                           cols=args.cols)  # fmt: skip
-    except InputError as exc:
-        return cli_error(str(exc))
-    except RecursionError:
-        return cli_error("input nested too deeply to read")
-    except (MemoryError, RuntimeError) as exc:
-        if not is_out_of_memory(exc):
+    except USER_ERRORS as exc:
+        if (code := refused(exc)) is None:
             raise
-        return cli_error(OUT_OF_MEMORY)
+        return code
     for notice in notes + list(trace.meta.get("notices", [])):
         print(f"note: {printable(notice)}", file=sys.stderr)
     written = len(args.stages or trace.stages)

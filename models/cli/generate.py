@@ -10,13 +10,12 @@ import json
 import sys
 from collections.abc import Sequence
 
-from models.cli.export import cli_error, printable
+from models.cli.export import USER_ERRORS, printable, refused
 from models.command_fields import GENERATE_ROWS
 from models.config import InputError
 from models.fields import OneLineParser, add_arguments, check_ranges, check_text
 from models.generate.sampling import GenerateSettings
 from models.io.atomic import check_target
-from models.memory import OUT_OF_MEMORY, is_out_of_memory
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,14 +76,10 @@ def generate_main(argv: Sequence[str]) -> int:
             return _masked(model, args, settings)
         gen = generate(model, args.prompt, settings)
         out = write_generation(gen, args.prompt, args.out, force=args.force)
-    except InputError as exc:
-        return cli_error(str(exc))
-    except RecursionError:
-        return cli_error("input nested too deeply to read")
-    except (MemoryError, RuntimeError) as exc:
-        if not is_out_of_memory(exc):
+    except USER_ERRORS as exc:
+        if (code := refused(exc)) is None:
             raise
-        return cli_error(OUT_OF_MEMORY)
+        return code
     for notice in gen.notices:
         print(f"note: {printable(notice)}", file=sys.stderr)
     if args.json:

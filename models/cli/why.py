@@ -14,9 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from models.cli.export import check_arguments, printable
+from models.cli.export import USER_ERRORS, check_arguments, printable, refused
 from models.config import InputError
-from models.memory import OUT_OF_MEMORY, is_out_of_memory
 from models.runspec import RunSpec, add_input_arguments, given_options
 
 
@@ -63,17 +62,10 @@ def why_main(argv: Sequence[str]) -> int:
         spec = RunSpec.from_args(args).validate()
         notes = spec.notes()
         result = why(spec, *args.cell, with_row=args.row)
-    except InputError as exc:
-        print(f"error: {printable(str(exc))}", file=sys.stderr)
-        return 2
-    except RecursionError:
-        print("error: input nested too deeply to read", file=sys.stderr)
-        return 2
-    except (MemoryError, RuntimeError) as exc:
-        if not is_out_of_memory(exc):
+    except USER_ERRORS as exc:
+        if (code := refused(exc)) is None:
             raise
-        print(f"error: {OUT_OF_MEMORY}", file=sys.stderr)
-        return 2
+        return code
     for notice in notes:
         print(f"note: {printable(notice)}", file=sys.stderr)
     print(to_json(result) if args.json else text(result, result.get("row_split")), end="\n" if args.json else "")
