@@ -16,9 +16,9 @@ bias, T5) → ``softcapped`` (c·tanh(x/c)) → ``masked`` (−∞ where hidden)
 ``weights = softmax(masked / T)`` → ``head_output = weights · v``.
 
 Without weights wanted (the layers below the traced one) the same step runs in torch's fused
-``scaled_dot_product_attention`` where it can express the variant; :func:`row_logsumexp` gives
-each row's log-sum-exp from the fused kernel, so that any weight can later be computed exactly as
-``exp(masked_ij − lse_i)`` without the map ever being stored.
+``scaled_dot_product_attention`` where it can express the variant. Long inputs keep each row's
+log-sum-exp of the ``masked`` stage this module computes (models/engine/long_rows.py), so that any
+weight is ``exp(masked_ij − lse_i)`` without the map ever being stored.
 """
 
 from __future__ import annotations
@@ -177,32 +177,3 @@ def attend(
             stages["scores"] = with_sink(scores, variant.sinks)
         record.update(stages, head_output=out)
     return out, a
-
-
-def row_logsumexp(q: Tensor, k: Tensor, variant: Variant, *, q0: int = 0, k0: int = 0) -> Tensor:
-    """Each row's log-sum-exp of the masked scores, ``(h, n_q)``, without the map: from the fused
-    CPU kernel (which returns it) where it can express the variant, else block by block here.
-    Then ``weights_ij = exp(masked_ij − lse_i)`` exactly, for any tile, row or cell."""
-    h, n_q, d = q.shape
-    k_all = repeat_kv(k, h)
-    plain = (variant.softcap is None and variant.sinks is None and variant.temperature == 1.0
-             and variant.window is None and variant.band is None and q0 == k0 and q.device.type == "cpu")  # fmt: skip
-    if plain:
-        scale = 1.0 / variant.scale if variant.divide else variant.scale
-        _, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            q[None], k_all[None], k_all[None], 0.0, variant.causal, attn_mask=None, scale=scale,
-        )  # the kernel wants values of q's size: the keys serve (their weighted sum is not read)
-        return lse[0]  # (h, n_q)
-    rows = max(1, (16 << 20) // (4 * h * max(1, k.shape[1])))
-    out = torch.empty(h, n_q, dtype=q.dtype, device=q.device)
-    for r in range(0, n_q, rows):
-        qs = q[:, r : r + rows]
-        x = att.dot_scores(qs, k_all)
-        x = x / variant.scale if variant.divide else x * variant.scale
-        if variant.softcap is not None:
-            x = variant.softcap * torch.tanh(x / variant.softcap)
-        x = att.apply_mask(x, variant.hidden(q0 + r, qs.shape[1], k0, k.shape[1], q.device))
-        if variant.sinks is not None:
-            x = with_sink(x, variant.sinks)
-        out[:, r : r + rows] = torch.logsumexp(x / variant.temperature, dim=-1)
-    return out
