@@ -7,9 +7,12 @@ worker's loaded models, never the window.
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDockWidget, QWidget
 
 from explorer.panels.why_panel import WhyPanel
+
+OPEN_WIDTH = 560  # px: the table of a 2-layer, 4-head model readable at once
 
 
 class WhyDock(QDockWidget):
@@ -26,9 +29,23 @@ class WhyDock(QDockWidget):
         self.panel.open_head.connect(self.open_head)
 
     def open(self) -> WhyDock:
-        """Show the dock, splitting the last clicked score."""
+        """Show the dock, splitting the last clicked score, wide enough to read its table. Shown the
+        first time it took the ~130 px left beside the main column (which cannot be narrower): the
+        table was a sliver. The window grows by what the dock lacks when the screen has room, else
+        the dock floats beside it."""
+        first = not self.isVisible()
         self.show()
         self.raise_()
+        window = self.parentWidget()
+        if first and window is not None and not self.isFloating() and self.width() < OPEN_WIDTH:
+            lacking = OPEN_WIDTH - self.width()
+            room = window.screen().availableGeometry().width() if window.screen() is not None else 0
+            if not window.isMaximized() and window.width() + lacking <= room:
+                window.resize(window.width() + lacking, window.height())
+                window.resizeDocks([self], [OPEN_WIDTH], Qt.Orientation.Horizontal)
+            else:
+                self.setFloating(True)
+                self.resize(OPEN_WIDTH, max(400, window.height() * 4 // 5))
         return self
 
     def cell_clicked(self, display, stage, head: int, row: int, col: int) -> None:

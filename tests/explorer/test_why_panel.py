@@ -73,3 +73,14 @@ def test_a_head_source_opens_that_heads_row(qtbot, make_window):
     window.why.panel.open_source("embed", "L0 H0")  # the previous-token head, at the key's position
     qtbot.waitUntil(lambda: window.state.display.trace.config["layer"] == 0, timeout=15_000)
     assert window.state.stage_name == "weights" and window.state.focus_head == 0 and window.state.query == 11
+
+
+def test_the_dock_opens_wide_enough_to_read_its_table(qtbot, make_window, settle):
+    """In a real window the dock first took the ~120 px Qt gives a new dock: the table was a sliver
+    until the user dragged it. It opens at a readable width, and a width the user chose is kept."""
+    window = make_window(Inputs(sentence="one two three four five", heads=2, d_model=8))
+    window.resize(1400, 900)
+    settle(window)
+    dock = window.why.open()
+    qtbot.waitUntil(lambda: dock.width() >= 400, timeout=3000)
+    assert dock.width() <= window.width() // 2 + 20
