@@ -8,11 +8,10 @@ one ``error:`` line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from models.cli.export import USER_ERRORS, check_arguments, printable, refused
+from models.cli.export import USER_ERRORS, check_arguments, print_notes, refused
 from models.config import InputError
 from models.runspec import RunSpec, add_input_arguments, given_options
 
@@ -69,7 +68,6 @@ def explain_main(argv: Sequence[str]) -> int:
         if (code := refused(exc)) is None:
             raise
         return code
-    for notice in notes + list(trace.meta.get("notices", [])):
-        print(f"note: {printable(notice)}", file=sys.stderr)
+    print_notes(notes + list(trace.meta.get("notices", [])))
     print(derivation.to_json() if args.json else derivation.text(), end="\n" if args.json else "")
     return 0

@@ -83,6 +83,12 @@ def cli_error(message: str) -> int:
     return 2
 
 
+def print_notes(notices) -> None:
+    """Each notice as one ``note:`` line on stderr (a command's output stays on stdout)."""
+    for notice in notices:
+        print(f"note: {printable(notice)}", file=sys.stderr)
+
+
 USER_ERRORS = (InputError, RecursionError, MemoryError, RuntimeError)  # what refused() may say in one line
 
 
@@ -133,8 +139,7 @@ def export_main(argv: Sequence[str]) -> int:
         if (code := refused(exc)) is None:
             raise
         return code
-    for notice in notes + list(trace.meta.get("notices", [])):
-        print(f"note: {printable(notice)}", file=sys.stderr)
+    print_notes(notes + list(trace.meta.get("notices", [])))
     written = len(args.stages or trace.stages)
     print(printable(f"wrote {written} stages to {out} ({trace.device}, {trace.elapsed_ms:.1f} ms)"))
     return 0

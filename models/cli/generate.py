@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 
-from models.cli.export import USER_ERRORS, printable, refused
+from models.cli.export import USER_ERRORS, print_notes, printable, refused
 from models.command_fields import GENERATE_ROWS
 from models.config import InputError
 from models.fields import OneLineParser, add_arguments, check_ranges, check_text
@@ -50,8 +49,7 @@ def _masked(model, args: argparse.Namespace, settings: GenerateSettings) -> int:
                          "remove --temperature, --top-k and --top-p")  # fmt: skip
     result = predict_masks(model, args.prompt, shown=settings.shown, max_tokens=args.max_tokens)
     out = write_masked(result, args.prompt, args.out, force=args.force)
-    for notice in result.notices:
-        print(f"note: {printable(notice)}", file=sys.stderr)
+    print_notes(result.notices)
     best = {m.position: m.top_tokens[0] for m in result.masks}
     if args.json:
         masks = [{"position": m.position, "ids": list(m.top_ids), "tokens": list(m.top_tokens),
@@ -80,8 +78,7 @@ def generate_main(argv: Sequence[str]) -> int:
         if (code := refused(exc)) is None:
             raise
         return code
-    for notice in gen.notices:
-        print(f"note: {printable(notice)}", file=sys.stderr)
+    print_notes(gen.notices)
     if args.json:
         print(json.dumps({"text": gen.text, "ids": gen.ids[gen.prompt_length :], "all_ids": gen.ids,
                           "prompt_length": gen.prompt_length, "stopped": gen.stopped}, ensure_ascii=False))  # fmt: skip

@@ -10,11 +10,10 @@ is one ``error:`` line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from models.cli.export import USER_ERRORS, check_arguments, printable, refused
+from models.cli.export import USER_ERRORS, check_arguments, print_notes, refused
 from models.config import InputError
 from models.runspec import RunSpec, add_input_arguments, given_options
 
@@ -66,7 +65,6 @@ def why_main(argv: Sequence[str]) -> int:
         if (code := refused(exc)) is None:
             raise
         return code
-    for notice in notes:
-        print(f"note: {printable(notice)}", file=sys.stderr)
+    print_notes(notes)
     print(to_json(result) if args.json else text(result, result.get("row_split")), end="\n" if args.json else "")
     return 0
