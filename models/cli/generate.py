@@ -70,6 +70,9 @@ def generate_main(argv: Sequence[str]) -> int:
         from models.generate.loop import generate
 
         model = api.load(args.model, step=args.step, device=args.device).engine  # the front door's model
+        if getattr(model.arch, "encoder_decoder", False):  # said by name, not as a missing MLM head
+            raise InputError(f"generate runs decoders (and masked-language-model encoders); {model.name} is an "
+                             f"encoder-decoder model ({model.model_type}), which it cannot generate with")  # fmt: skip
         if model.default_mask != "causal":  # an encoder: its predictions at the mask tokens
             return _masked(model, args, settings)
         gen = generate(model, args.prompt, settings)

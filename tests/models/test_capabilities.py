@@ -109,5 +109,7 @@ def test_atlas_and_generate_work_or_refuse_by_name(family, tmp_path, capsys):
                        "--out", tmp_path / "gen", "--device", "cpu")  # fmt: skip
     if kind == "decoder":
         assert code == 0, err
+    elif kind == "encoder-decoder":  # refused by capability and family, not as a missing MLM head
+        assert refused_by_name(code, err) and "encoder-decoder" in err and "generate" in err, err
     else:
         assert refused_by_name(code, err), err
