@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 
 from models.config import InputError
-
-DEFAULT_BLOCK = "cross"
+from models.pretrained.encdec import DEFAULT_BLOCK
 
 
 def is_encoder_decoder(model) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from explorer.engine.edited_runner import shown_edits
 from models.config import Cancelled, InputError
+from models.encdec_options import is_encoder_decoder
 from models.engine.trace import AttentionTrace
 from models.pretrained import PretrainedModel, load_model, resolve_model
 from models.runspec import DEFAULT_MASK, RunSpec  # noqa: F401 - re-exported
@@ -33,6 +34,8 @@ def folder_bytes(folder: Path) -> int:
         return sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
     except OSError:
         return 0
+
+
 Progress = Callable[[float, str], None]
 
 
@@ -103,9 +106,8 @@ class PretrainedRunner:
         encoder-decoder model."""
         model = self.model(request.model, request.device)
         layer, notices = request.layer, []
-        encdec = {"cross_sentence": request.cross_sentence, "block": request.block} if getattr(
-            model, "encoder_decoder", False) else {}  # fmt: skip
-        count = model.block_layers(request.block) if encdec else model.num_layers
+        encdec = request.encdec_options(model) if is_encoder_decoder(model) else {}  # as export: block or cross
+        count = model.block_layers(encdec["block"]) if encdec else model.num_layers
         if not 0 <= layer < count and not request.exact:  # e.g. layer 8 kept from a deeper model
             layer = min(max(layer, 0), count - 1)
             notices.append(f"{model.name} has layers 0–{count - 1}: showing layer {layer}")
@@ -127,7 +129,6 @@ class PretrainedRunner:
         if notices:
             trace.meta["notices"] = notices + list(trace.meta.get("notices", []))
         return trace
-
 
 
 READ_AHEAD = 4  # tokenizers parsed ahead of time when the model list opens (each ~30 ms of one core)

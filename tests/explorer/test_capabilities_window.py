@@ -45,3 +45,22 @@ def test_the_window_shows_every_family(qtbot, worker, tmp_path, name):
     assert "weights" in display.images and display.images["weights"].indices.size > 0
     expected = api.trace_spec(spec).stage("weights")
     np.testing.assert_allclose(display.trace["weights"].array, expected, rtol=0, atol=1e-6, err_msg=name)
+
+
+ENCDEC = [n for n in first_case_of_each_family() if family_kind(ZOO[n][0]) == "encoder-decoder"]
+
+
+@pytest.mark.parametrize("name", ENCDEC)
+def test_a_request_without_a_block_shows_the_default_block_as_export_does(qtbot, worker, tmp_path, name):
+    """``api.runspec(model=<encoder-decoder>)`` without ``block``: the worker shows the block export
+    picks (cross), not "unknown block None"."""
+    build(tmp_path, name)
+    spec = api.runspec(sentence=SENTENCE, model=str(tmp_path), device="cpu", cross_sentence=TARGET)
+    answers = []
+    worker.result_ready.connect(answers.append)
+    worker.failed.connect(lambda *args: answers.append(args))
+    worker.submit(spec, focus_stage="weights")
+    qtbot.waitUntil(lambda: bool(answers), timeout=60_000)
+    assert not isinstance(answers[0], tuple), answers[0]
+    expected = api.trace_spec(spec).stage("weights")
+    np.testing.assert_allclose(answers[0].trace["weights"].array, expected, rtol=0, atol=1e-6, err_msg=name)
