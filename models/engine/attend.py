@@ -50,6 +50,13 @@ class Variant:
         this variant hides nothing."""
         if not (self.causal or self.window is not None or self.band is not None):
             return None
+        reach = q0 + n_q - 1 - k0  # the largest i − j; the largest j − i is k0 + n_k − 1 − q0
+        if (
+            (not self.causal or k0 + n_k - 1 <= q0)
+            and (self.window is None or reach < self.window)
+            and (self.band is None or max(reach, k0 + n_k - 1 - q0) <= self.band)
+        ):
+            return None  # nothing hidden here (a generated token over its cache): no mask to build
         i = torch.arange(q0, q0 + n_q, device=device)[:, None]  # (n_q, 1): query positions
         j = torch.arange(k0, k0 + n_k, device=device)[None, :]  # (1, n_k): key positions
         hidden = torch.zeros(n_q, n_k, dtype=torch.bool, device=device)

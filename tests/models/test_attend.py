@@ -102,3 +102,25 @@ def test_a_row_with_every_key_hidden_gives_zeros_not_nan(qkv):
     for weights in (True, False):
         out, _ = attend(q, k, v, Variant(scale=0.3), hidden=hidden, weights=weights)
         assert torch.isfinite(out).all() and (out[:, 3] == 0).all()
+
+
+@pytest.mark.parametrize("kind", [dict(causal=True), dict(causal=True, window=4), dict(band=3), dict(window=6)])
+def test_the_variant_builds_no_mask_where_it_hides_nothing_and_the_same_mask_elsewhere(kind):
+    """A generated token over its cache hides nothing: ``hidden`` is None there (no n-wide mask per
+    step); wherever a key is hidden, the mask equals the positions' definition."""
+    variant = Variant(**kind)
+    for q0, n_q, k0, n_k in [(9, 1, 0, 10), (9, 1, 6, 4), (3, 1, 0, 10), (0, 10, 0, 10), (5, 3, 2, 6), (20, 2, 0, 22)]:
+        i = torch.arange(q0, q0 + n_q)[:, None]
+        j = torch.arange(k0, k0 + n_k)[None, :]
+        expected = torch.zeros(n_q, n_k, dtype=torch.bool)
+        if kind.get("causal"):
+            expected |= j > i
+        if "window" in kind:
+            expected |= i - j >= kind["window"]
+        if "band" in kind:
+            expected |= (i - j).abs() > kind["band"]
+        got = variant.hidden(q0, n_q, k0, n_k, torch.device("cpu"))
+        if expected.any():
+            assert torch.equal(got, expected), (kind, q0, n_q, k0, n_k)
+        else:
+            assert got is None, (kind, q0, n_q, k0, n_k)
