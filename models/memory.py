@@ -10,6 +10,7 @@ happens (torch raises ``RuntimeError``, numpy ``MemoryError``) is recognised by
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import resource
@@ -113,10 +114,16 @@ def check_memory(needed: int, what: str, fits=None, most: int = 1 << 17) -> None
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """True for MemoryError and torch's out-of-memory RuntimeErrors (CPU allocator, CUDA)."""
+    """True for MemoryError, torch's out-of-memory RuntimeErrors (CPU allocator, CUDA) and a memory
+    map refused for want of address space (ENOMEM: an OSError, or safetensors' "os error 12")."""
     if isinstance(exc, MemoryError):
         return True
-    return isinstance(exc, RuntimeError) and any(t in str(exc).lower() for t in _OOM_TEXT)
+    if isinstance(exc, OSError):
+        return exc.errno == errno.ENOMEM
+    text = str(exc).lower()
+    if isinstance(exc, RuntimeError):
+        return any(t in text for t in _OOM_TEXT)
+    return type(exc).__name__ == "SafetensorError" and "os error 12" in text
 
 
 # --- the toy engine -------------------------------------------------------------------------------

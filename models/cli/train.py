@@ -51,7 +51,7 @@ def progress_line(start: float):
 
 
 def train_main(argv: Sequence[str]) -> int:
-    from models.cli.export import cli_error
+    from models.cli.export import USER_ERRORS, refused
     from models.training.train import TrainConfig, train
 
     args = build_parser().parse_args(argv)
@@ -70,8 +70,10 @@ def train_main(argv: Sequence[str]) -> int:
                 rows = train(tmp, tc, progress)
             finally:
                 progress.end()  # before the folder is published, or a line says why not
-    except InputError as exc:
-        return cli_error(str(exc))
+    except USER_ERRORS as exc:  # a bad input; not enough memory (issue 36: a traceback under a memory cap)
+        if (code := refused(exc)) is None:
+            raise
+        return code
     except KeyboardInterrupt:
         print("error: interrupted by SIGINT: nothing written", file=sys.stderr)
         return 130
