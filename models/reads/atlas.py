@@ -17,6 +17,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -318,6 +319,8 @@ def _cell(row: dict, name: str, convert=int, most: int = MAX_ATLAS_HEADS):
     number = convert(value)
     if convert is int and not 0 <= number < most:
         raise ValueError(f"{name} {number} is out of range")
+    if number in (math.inf, -math.inf):  # NaN is an undefined metric (an empty cell); no metric is infinite
+        raise ValueError(f"{name} is {value.strip()}, not a value an atlas holds")
     return number
 
 

@@ -2,9 +2,13 @@
 cases of every screenshot: each run is a fork (so a run starts as a fresh process would, and ends
 by its own exit status or signal), its stdout and stderr captured at the file descriptors.
 
-``python forked_runs.py < RUNS.json`` where RUNS is a list of ``{"argv": [...], "case": CASE,
-"limit": N}``; prints one JSON list of ``{"returncode", "stdout", "stderr"}`` (a negative code: the
-signal that ended the run). CASE, set up in the fork before ``main.py`` runs:
+``python forked_runs.py [--mount DIR SIZE SEED] < RUNS.json`` where RUNS is a list of ``{"argv":
+[...], "case": CASE, "limit": N}``; prints one JSON object: ``runs``, a list of ``{"returncode",
+"stdout", "stderr", "seconds"}`` (a negative code: the signal that ended the run), and ``disk``.
+With ``--mount`` (run it under ``unshare -rm``: a private mount namespace), a tmpfs of SIZE is
+mounted on DIR first, SEED's files copied into it (the user's files) and the rest filled but one
+page: a full disk for every run; ``disk`` is then ``{name: sha256}`` of what DIR holds at the end.
+CASE, set up in the fork before ``main.py`` runs:
 
 - ``"plain"``: nothing (a FIFO, an overflowing model: the hostile part is in the arguments);
 - ``"fsize"``: RLIMIT_FSIZE of N bytes (``prlimit --fsize``);
@@ -14,11 +18,14 @@ signal that ended the run). CASE, set up in the fork before ``main.py`` runs:
   is synced (as tests/models/writer_child.py pauses for the parent's signal).
 """
 
+import hashlib
 import json
 import os
 import resource
 import selectors
+import shutil
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -106,5 +113,24 @@ def _run(argv: list[str], case: str, limit: int) -> dict:
             "stderr": got[err_r].decode(errors="replace"), "seconds": round(time.monotonic() - start, 2)}  # fmt: skip
 
 
+def _full_disk(disk: Path, size: str, seed: Path) -> None:
+    disk.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)], check=True)
+    for f in seed.iterdir():
+        shutil.copyfile(f, disk / f.name)
+    room = os.statvfs(disk)
+    with open(disk / "filler.bin", "wb") as f:
+        f.write(b"\0" * max(0, (room.f_bavail - 1) * room.f_frsize))
+
+
+def _hashes(disk: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(disk.iterdir())}
+
+
 runs = json.loads(sys.stdin.read())
-print(json.dumps([_run(r["argv"], r["case"], r.get("limit", 0)) for r in runs]))
+disk = None
+if sys.argv[1:2] == ["--mount"]:
+    disk = Path(sys.argv[2])
+    _full_disk(disk, sys.argv[3], Path(sys.argv[4]))
+results = [_run(r["argv"], r["case"], r.get("limit", 0)) for r in runs]
+print(json.dumps({"runs": results, "disk": _hashes(disk) if disk is not None else {}}))
