@@ -25,6 +25,7 @@ from safetensors import safe_open
 from torch import Tensor
 
 from models.config import Cancelled, InputError
+from models.io import check_regular
 from models.memory import available_bytes, human, is_out_of_memory
 
 LAYER_CACHE_BYTES = 1 << 30  # float32 layers kept in memory; older ones are read again if needed
@@ -57,8 +58,9 @@ class Checkpoint:
     @classmethod
     def from_files(cls, files: list[Path], weight_map: dict[str, str] | None) -> Checkpoint:
         for path in files:
-            if not path.is_file():
+            if not path.exists():
                 raise InputError(f"missing weights file {path}")
+            check_regular(path, "weights file")  # a FIFO shard is named as one (issue 36)
         if weight_map is not None:
             folder = files[0].parent
             return cls({k: folder / f for k, f in weight_map.items()})

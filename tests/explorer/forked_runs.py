@@ -2,12 +2,13 @@
 cases of every screenshot: each run is a fork (so a run starts as a fresh process would, and ends
 by its own exit status or signal), its stdout and stderr captured at the file descriptors.
 
-``python forked_runs.py [--mount DIR SIZE SEED] < RUNS.json`` where RUNS is a list of ``{"argv":
-[...], "case": CASE, "limit": N}``; prints one JSON object: ``runs``, a list of ``{"returncode",
-"stdout", "stderr", "seconds"}`` (a negative code: the signal that ended the run), and ``disk``.
-With ``--mount`` (run it under ``unshare -rm``: a private mount namespace), a tmpfs of SIZE is
-mounted on DIR first, SEED's files copied into it (the user's files) and the rest filled but one
-page: a full disk for every run; ``disk`` is then ``{name: sha256}`` of what DIR holds at the end.
+``python forked_runs.py [--mount DIR SIZE SEED] < RUNS.json`` where RUNS is a list of
+``{"argv": [...], "case": CASE, "limit": N, "cwd": FOLDER}`` (``cwd`` optional); prints one JSON
+object: ``runs``, a list of ``{"returncode", "stdout", "stderr", "seconds"}`` (a negative code: the
+signal that ended the run), and ``disk``. With ``--mount`` (run it under ``unshare -rm``: a private
+mount namespace), a tmpfs of SIZE is mounted on DIR first, SEED's files copied into it (the
+user's files) and the rest filled but one page: a full disk for every run; ``disk`` is then
+``{name: sha256}`` of what DIR holds at the end.
 CASE, set up in the fork before ``main.py`` runs:
 
 - ``"plain"``: nothing (a FIFO, an overflowing model: the hostile part is in the arguments);
@@ -132,5 +133,8 @@ disk = None
 if sys.argv[1:2] == ["--mount"]:
     disk = Path(sys.argv[2])
     _full_disk(disk, sys.argv[3], Path(sys.argv[4]))
-results = [_run(r["argv"], r["case"], r.get("limit", 0)) for r in runs]
+results = []
+for r in runs:
+    os.chdir(r.get("cwd", os.getcwd()))  # a run's own folder (relative paths, what a command leaves in it)
+    results.append(_run(r["argv"], r["case"], r.get("limit", 0)))
 print(json.dumps({"runs": results, "disk": _hashes(disk) if disk is not None else {}}))

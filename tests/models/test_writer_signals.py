@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from command_outputs import WRITES
 from test_pretrained_loader import write_tiny_gpt2
 
 HERE = Path(__file__).resolve().parent
@@ -56,9 +57,9 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if ".partial-" in p.name or ".old-" in p.name)
 
 
-WRITERS = ["export", "all-layers", "screenshot", "session"]
-# every writer of main.py's commands (as tests/models/test_full_disk.py)
-SIGNALLED = [*WRITERS, "generate", "atlas", "train", "encdec-all-layers"]
+# every output that reaches the disk (tests/models/command_outputs.py), and the main window's screenshot
+# (every screenshot: tests/explorer/test_screenshot_hostile.py)
+SIGNALLED = ["screenshot", *WRITES]
 
 
 CASES = [(w, signal.SIGTERM) for w in SIGNALLED] + [(w, s) for w in ("export", "all-layers")
