@@ -102,14 +102,14 @@ def tokens_that_fit(estimate, free: int, most: int) -> int:
     return lo
 
 
-def check_memory(needed: int, what: str, fits=None, most: int = 1 << 17) -> None:
+def check_memory(needed: int, what: str, fits=None, most: int = 1 << 17,
+                 hint: str = "use fewer tokens or heads") -> None:
     """Raise a one-line InputError when ``needed`` bytes exceed what is available; ``fits(n)``
-    (the estimate for n tokens) makes it say how many tokens would fit."""
+    (the estimate for n tokens) makes it say how many tokens would fit; ``hint``, what to do."""
     free = available_bytes()
     if needed > free:
         n = tokens_that_fit(fits, free, most) if fits is not None else 0
-        hint = f"at most {n:,} tokens fit with these settings; use fewer tokens or heads" if n else \
-            "use fewer tokens or heads"  # fmt: skip
+        hint = f"at most {n:,} tokens fit with these settings; use fewer tokens or heads" if n else hint
         raise InputError(f"{what} needs about {human(needed)} of memory but only {human(free)} is available; {hint}")
 
 

@@ -1,13 +1,14 @@
 """Every command's output × the hostile inputs (issue 36): a memory cap (``prlimit --as``: Python
-and torch have started, the job does not fit), FIFOs where files are read, and overflowing weights
-or a NaN checkpoint. Each run checks its exit status, one ``error:`` line (never a traceback),
+and torch have started, the job does not fit), FIFOs where files are read, overflowing weights and
+a NaN checkpoint. Each run checks its exit status, one ``error:`` line (never a traceback),
 nothing left beside the user's file, and that file byte for byte. The outputs are
 tests/models/command_outputs.py's list; a full disk, a file-size limit and signals are run on the
 same list by test_full_disk.py and test_writer_signals.py.
 
 The memory cap's inputs are 1 GiB sparse files (hostile_inputs.py): a model whose embeddings hold
 1 GiB, a 1 GiB ``--embeddings`` matrix; ``train`` reads nothing, so its cap leaves no room for the
-job itself. The runs are forks of one process (tests/explorer/forked_runs.py).
+job itself. The runs are forks of one process (tests/explorer/forked_runs.py). "Overflowing weights" are finite
+weights whose scores leave float32 (q and k × 1e20); a "NaN checkpoint" holds one NaN.
 
 Before: under a memory cap every command reading a model said "could not read model.safetensors
 (truncated or corrupt?): Cannot allocate memory", and ``train`` ended in a MemoryError traceback."""
@@ -30,15 +31,16 @@ from test_pretrained_loader import gpt2_tensors, write_tiny_gpt2
 
 HERE = Path(__file__).resolve().parent
 RUNNER = HERE.parent / "explorer" / "forked_runs.py"
-CASES = ("memory cap", "FIFO", "overflowing weights")
-READS_NOTHING = {"train"}  # no input file: no FIFO, no weights to overflow ("—"; its memory cap is tried)
+CASES = ("memory cap", "FIFO", "overflowing weights", "NaN checkpoint")
+READS_NOTHING = {"train"}  # no input file: no FIFO, no weights ("—"; its memory cap is tried)
 HEADROOM = 512 << 20  # beyond the imports: half of what the inputs hold
-TIGHT = 64 << 20  # train: less than its two steps take
+TIGHT = 64 << 20  # train: less than its two steps take (refused by its estimate, models.training.train)
 BIG = 1 << 30
 EXPECTED = {  # case: words of the one line (exit status 2)
     "memory cap": ("of memory but only", "not enough memory", "into memory"),
     "FIFO": ("is a FIFO (named pipe), not a regular file",),
-    "overflowing weights": ("overflows float32", "holds nan"),
+    "overflowing weights": ("overflows float32",),
+    "NaN checkpoint": ("holds nan", "contains NaN or infinite values"),
 }
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
 
@@ -67,23 +69,47 @@ def _fifos(base: Path) -> dict:
     return {"decoder": decoder, "encdec": encdec, "embeddings": base / "e.npy", "d_model": 16}
 
 
-def _overflowing(base: Path) -> dict:
+def _weights(base: Path, change) -> tuple[Path, Path, Path]:
+    """(a GPT-2, a T5, a toy --weights file), each changed by ``change(tensors, names)``."""
+    gpt2 = write_tiny_gpt2(base / "gpt2")
     tensors = gpt2_tensors()
-    tensors["h.1.attn.c_attn.weight"][1, 3] = float("nan")
-    decoder = write_tiny_gpt2(base / "gpt2")
-    save_file(tensors, str(decoder / "model.safetensors"))
+    change(tensors, ["h.0.attn.c_attn.weight", "h.1.attn.c_attn.weight"])  # every layer: explain traces 0
+    save_file(tensors, str(gpt2 / "model.safetensors"))
+    blocks = [f"encoder.block.{i}.layer.0.SelfAttention.{w}.weight" for i in (0, 1) for w in ("q", "k")]
+    t5 = _t5(base / "t5", lambda t: change(t, blocks))
+    toy = {"W_q": np.full((2, 16, 8), 0.5, np.float32), "W_k": np.full((2, 16, 8), 0.5, np.float32),
+           "W_v": np.ones((2, 16, 8), np.float32)}  # fmt: skip
+    change(toy, ["W_q", "W_k"])
+    np.savez(base / "w.npz", **toy)
+    return gpt2, t5, base / "w.npz"
 
-    def nan(t):
-        t["encoder.block.1.layer.0.SelfAttention.q.weight"][0, 0] = float("nan")
 
-    huge = np.full((2, 16, 8), 1e20, np.float32)  # finite weights whose scores leave float32
-    np.savez(base / "w.npz", W_q=huge, W_k=huge, W_v=np.ones((2, 16, 8), np.float32))
+def _overflowing(base: Path) -> dict:
+    """Finite weights whose scores leave float32: q and k (every layer's; the toy's) × 1e20."""
+
+    def scale(tensors, names):
+        for name in names:
+            tensors[name][...] = tensors[name] * 1e20
+
+    return _toy_and_models(base, *_weights(base, scale))
+
+
+def _nan(base: Path) -> dict:
+    """A checkpoint holding one NaN (layer 0's attention; the toy's W_q)."""
+
+    def nan(tensors, names):
+        tensors[names[0]][(1,) * tensors[names[0]].ndim] = float("nan")
+
+    return _toy_and_models(base, *_weights(base, nan))
+
+
+def _toy_and_models(base: Path, gpt2: Path, t5: Path, weights: Path) -> dict:
     np.save(base / "e.npy", np.random.default_rng(0).standard_normal((6, 16)).astype(np.float32))
-    return {"decoder": decoder, "encdec": _t5(base / "t5", nan), "embeddings": base / "e.npy", "d_model": 16,
-            "toy": ["--weights", str(base / "w.npz")]}  # fmt: skip
+    return {"decoder": gpt2, "encdec": t5, "embeddings": base / "e.npy", "d_model": 16,
+            "toy": ["--weights", str(weights)]}
 
 
-INPUTS = {"memory cap": _too_big, "FIFO": _fifos, "overflowing weights": _overflowing}
+INPUTS = {"memory cap": _too_big, "FIFO": _fifos, "overflowing weights": _overflowing, "NaN checkpoint": _nan}
 
 
 def _target(folder: Path, output: str) -> tuple[Path, Path]:
