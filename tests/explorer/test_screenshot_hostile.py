@@ -5,7 +5,7 @@ memory cap, FIFOs, overflowing weights (finite, their scores beyond float32) and
 its exit status, one ``error:`` line, no "wrote", nothing left beside the user's old PNG, and that
 PNG byte for byte.
 
-The runs are forks of one process that imported everything once (tests/explorer/forked_runs.py):
+The runs are forks of one process that imported everything once (tests/forked_runs.py):
 two processes for the whole matrix. Before, a FIFO ``heads.csv`` in an ``--atlas`` folder hung the
 window (killed after 300 s), and an ``--attention`` file holding NaN ended in a traceback."""
 
@@ -34,6 +34,7 @@ from models.reads.atlas import write_atlas  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+RUNNER = HERE.parent / "forked_runs.py"  # shared with tests/models/test_command_hostile.py
 CASES = ("full disk", "signal", "memory cap", "FIFO", "overflowing weights", "NaN checkpoint")
 HEADROOM = 512 << 20  # the memory cap: the address space after the imports plus this; the inputs hold 1 GiB
 DISK_SIZE = "256k"  # the user's old PNGs, then filled but one page
@@ -172,7 +173,7 @@ def _runner(runs: list[dict], mount: tuple[Path, Path] | None = None) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "QT_QPA_PLATFORM": "offscreen"}
     where = ["unshare", "-rm"] if mount else []
     on_disk = ["--mount", str(mount[0]), DISK_SIZE, str(mount[1])] if mount else []
-    done = subprocess.run([*where, sys.executable, str(HERE / "forked_runs.py"), *on_disk], input=json.dumps(runs),
+    done = subprocess.run([*where, sys.executable, str(RUNNER), *on_disk], input=json.dumps(runs),
                           capture_output=True, text=True, env=env, timeout=1800)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])

@@ -7,8 +7,8 @@ same list by test_full_disk.py and test_writer_signals.py.
 
 The memory cap's inputs are 1 GiB sparse files (hostile_inputs.py): a model whose embeddings hold
 1 GiB, a 1 GiB ``--embeddings`` matrix; ``train`` reads nothing, so its cap leaves no room for the
-job itself. The runs are forks of one process (tests/explorer/forked_runs.py). "Overflowing weights" are finite
-weights whose scores leave float32 (q and k × 1e20); a "NaN checkpoint" holds one NaN.
+job itself. The runs are forks of one process (tests/forked_runs.py). "Overflowing weights" are
+finite weights whose scores leave float32 (q and k × 1e20); a "NaN checkpoint" holds one NaN.
 
 Before: under a memory cap every command reading a model said "could not read model.safetensors
 (truncated or corrupt?): Cannot allocate memory", and ``train`` ended in a MemoryError traceback."""
@@ -30,7 +30,7 @@ from safetensors.torch import load_file, save_file
 from test_pretrained_loader import gpt2_tensors, write_tiny_gpt2
 
 HERE = Path(__file__).resolve().parent
-RUNNER = HERE.parent / "explorer" / "forked_runs.py"
+RUNNER = HERE.parent / "forked_runs.py"
 CASES = ("memory cap", "FIFO", "overflowing weights", "NaN checkpoint")
 READS_NOTHING = {"train"}  # no input file: no FIFO, no weights ("—"; its memory cap is tried)
 HEADROOM = 512 << 20  # beyond the imports: half of what the inputs hold
