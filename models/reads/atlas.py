@@ -304,7 +304,7 @@ def _table(path: Path) -> list[dict[str, str]]:
     """The rows of one atlas table, read through the one safe reader: a FIFO refused at once, its
     size against the limit and the memory it takes parsed before any byte is read."""
     what = f"atlas table {path}"
-    check_memory(check_regular(path, "atlas table").st_size * CSV_HELD, what)
+    check_memory(check_regular(path, "atlas table").st_size * CSV_HELD, what, hint="free some memory")
     text = read_bytes(path, "atlas table", MAX_ATLAS_BYTES).decode("utf-8")
     return list(csv.DictReader(io.StringIO(text, newline="")))
 
@@ -337,7 +337,7 @@ def read_atlas(folder: str | os.PathLike) -> Atlas:
         layers, heads = 1 + max(c[0] for c in cells), 1 + max(c[1] for c in cells)
         if layers * heads > len(rows):  # each head is a row: the grid is no larger than the table
             raise ValueError(f"{len(rows)} rows for {layers} layers × {heads} heads")
-        names = [c for c in rows[0] if c not in ("layer", "head")]
+        names = [c for c in rows[0] if isinstance(c, str) and c not in ("layer", "head")]  # None: cells beyond
         columns = {c: np.full((layers, heads), np.nan) for c in names}
         for r, (layer, head) in zip(rows, cells):
             for c in names:
