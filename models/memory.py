@@ -10,6 +10,7 @@ happens (torch raises ``RuntimeError``, numpy ``MemoryError``) is recognised by
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import resource
@@ -101,22 +102,28 @@ def tokens_that_fit(estimate, free: int, most: int) -> int:
     return lo
 
 
-def check_memory(needed: int, what: str, fits=None, most: int = 1 << 17) -> None:
+def check_memory(needed: int, what: str, fits=None, most: int = 1 << 17,
+                 hint: str = "use fewer tokens or heads") -> None:
     """Raise a one-line InputError when ``needed`` bytes exceed what is available; ``fits(n)``
-    (the estimate for n tokens) makes it say how many tokens would fit."""
+    (the estimate for n tokens) makes it say how many tokens would fit; ``hint``, what to do."""
     free = available_bytes()
     if needed > free:
         n = tokens_that_fit(fits, free, most) if fits is not None else 0
-        hint = f"at most {n:,} tokens fit with these settings; use fewer tokens or heads" if n else \
-            "use fewer tokens or heads"  # fmt: skip
+        hint = f"at most {n:,} tokens fit with these settings; use fewer tokens or heads" if n else hint
         raise InputError(f"{what} needs about {human(needed)} of memory but only {human(free)} is available; {hint}")
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """True for MemoryError and torch's out-of-memory RuntimeErrors (CPU allocator, CUDA)."""
+    """True for MemoryError, torch's out-of-memory RuntimeErrors (CPU allocator, CUDA) and a memory
+    map refused for want of address space (ENOMEM: an OSError, or safetensors' "os error 12")."""
     if isinstance(exc, MemoryError):
         return True
-    return isinstance(exc, RuntimeError) and any(t in str(exc).lower() for t in _OOM_TEXT)
+    if isinstance(exc, OSError):
+        return exc.errno == errno.ENOMEM
+    text = str(exc).lower()
+    if isinstance(exc, RuntimeError):
+        return any(t in text for t in _OOM_TEXT)
+    return type(exc).__name__ == "SafetensorError" and "os error 12" in text
 
 
 # --- the toy engine -------------------------------------------------------------------------------

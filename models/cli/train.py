@@ -17,6 +17,7 @@ from models.command_fields import TRAIN_ROWS
 from models.config import InputError
 from models.fields import OneLineParser, add_arguments, check_ranges
 from models.io.atomic import atomic_folder, check_target
+from models.memory import check_memory
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,8 +52,8 @@ def progress_line(start: float):
 
 
 def train_main(argv: Sequence[str]) -> int:
-    from models.cli.export import cli_error
-    from models.training.train import TrainConfig, train
+    from models.cli.export import USER_ERRORS, refused
+    from models.training.train import TRAIN_BYTES, TrainConfig, train
 
     args = build_parser().parse_args(argv)
     try:
@@ -62,6 +63,7 @@ def train_main(argv: Sequence[str]) -> int:
             raise InputError(f"output folder {out} exists and is not empty; train never replaces a folder: "
                              f"choose a new one (or remove it yourself)")  # fmt: skip
         check_target(args.out)
+        check_memory(TRAIN_BYTES, "training the induction model", hint="free some memory or raise the limit")
         tc = replace(TrainConfig(), steps=args.steps, seed=args.seed)
         start = time.perf_counter()
         progress = progress_line(start)
@@ -70,8 +72,10 @@ def train_main(argv: Sequence[str]) -> int:
                 rows = train(tmp, tc, progress)
             finally:
                 progress.end()  # before the folder is published, or a line says why not
-    except InputError as exc:
-        return cli_error(str(exc))
+    except USER_ERRORS as exc:  # a bad input; not enough memory (issue 36: a traceback under a memory cap)
+        if (code := refused(exc)) is None:
+            raise
+        return code
     except KeyboardInterrupt:
         print("error: interrupted by SIGINT: nothing written", file=sys.stderr)
         return 130

@@ -6,8 +6,10 @@ Accepted: a ``.npy`` or ``.npz`` (never unpickled) holding an array shaped ``(L,
 ``export --all-layers`` (or a single-layer ``export`` folder, its ``weights.npy``).
 
 Anything that cannot be read, or has the wrong number of axes, raises a one-line
-:class:`InputError`. Values that are not proper attention weights (NaN or infinite, negative,
-rows not summing to 1 within ``ROW_SUM_TOLERANCE``) open anyway, with one-line warnings.
+:class:`InputError`, and so do NaN or infinite values (refused as any matrix a user gives is:
+issue 36, they made the window's rollout fail with a traceback). Values that are not proper
+attention weights (negative, rows not summing to 1 within ``ROW_SUM_TOLERANCE``) open anyway,
+with one-line warnings.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from models.checks import finite_float32
 from models.config import InputError
 from models.io import load_array, read_json, read_npy
 
@@ -100,11 +103,9 @@ def _labels(tokens: dict, key: str, n: int, warnings: list[str]) -> tuple[str, .
 
 def check_weights(weights: np.ndarray) -> list[str]:
     """One-line warnings about values that are not attention weights (layer by layer)."""
-    bad = negative = off_rows = rows = 0
+    negative = off_rows = rows = 0
     example = ""
     for layer, a in enumerate(weights):
-        finite = np.isfinite(a)
-        bad += int(a.size - finite.sum())
         negative += int((a < 0).sum())
         sums = a.sum(-1, dtype=np.float64)  # (h, n_q)
         off = ~(np.abs(sums - 1.0) <= ROW_SUM_TOLERANCE)
@@ -114,8 +115,6 @@ def check_weights(weights: np.ndarray) -> list[str]:
             example = f" (e.g. layer {layer}, head {h}, row {i} sums to {sums[h, i]:.6g})"
         off_rows += int(off.sum())
     warnings = []
-    if bad:
-        warnings.append(f"{bad} values are NaN or infinite")
     if negative:
         warnings.append(f"{negative} values are negative: not softmax weights")
     if off_rows:
@@ -143,7 +142,7 @@ def open_attention(path: str | os.PathLike) -> AttentionFile:
         )
     if 0 in array.shape:
         raise InputError(f"{path.name}: attention of shape {array.shape} is empty")
-    weights = np.asarray(array, dtype=np.float32).reshape((1,) * (4 - array.ndim) + array.shape)
+    weights = finite_float32(array, f"attention file {path.name}").reshape((1,) * (4 - array.ndim) + array.shape)
     n_q, n_k = weights.shape[-2:]
     warnings: list[str] = []
     query = _labels(tokens, "query_tokens", n_q, warnings)

@@ -25,6 +25,8 @@ from safetensors import safe_open
 from torch import Tensor
 
 from models.config import Cancelled, InputError
+from models.io import check_regular
+from models.memory import available_bytes, human, is_out_of_memory
 
 LAYER_CACHE_BYTES = 1 << 30  # float32 layers kept in memory; older ones are read again if needed
 FLOAT_DTYPES = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8}
@@ -56,8 +58,9 @@ class Checkpoint:
     @classmethod
     def from_files(cls, files: list[Path], weight_map: dict[str, str] | None) -> Checkpoint:
         for path in files:
-            if not path.is_file():
+            if not path.exists():
                 raise InputError(f"missing weights file {path}")
+            check_regular(path, "weights file")  # a FIFO shard is named as one (issue 36)
         if weight_map is not None:
             folder = files[0].parent
             return cls({k: folder / f for k, f in weight_map.items()})
@@ -68,6 +71,12 @@ class Checkpoint:
 
     # --- files -----------------------------------------------------------------------------
     def _fail(self, path: Path, e: Exception) -> InputError:
+        if is_out_of_memory(e):  # safetensors maps the whole file: under a memory cap (ulimit -v) that
+            # can fail however few tensors are read (issue 36: it was "truncated or corrupt?")
+            with suppress(OSError):
+                size, left = human(path.stat().st_size), human(available_bytes())
+                return InputError(f"{path.name} ({size}) could not be mapped into memory: {first_line(e)}; only "
+                                  f"{left} is left under the memory limit; use a smaller model")  # fmt: skip
         return InputError(f"could not read {path.name} (truncated or corrupt?): {first_line(e)}")
 
     def _info(self, path: Path) -> dict[str, tuple[tuple[int, ...], str, int]]:

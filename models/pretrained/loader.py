@@ -19,6 +19,7 @@ import torch
 
 from models.config import DEVICES, InputError
 from models.engine.device import pick_device
+from models.io import check_regular
 from models.memory import check_memory, estimate_pretrained_load, estimate_tensors_read
 from models.pretrained.architecture import Architecture
 from models.pretrained.bart import Bart, Marian
@@ -97,8 +98,9 @@ def weight_files(folder: Path) -> tuple[list[Path], dict[str, str] | None]:
     ``weight_map`` (stored key -> shard file name)."""
     for name in WEIGHT_FILES:
         path = folder / name
-        if not path.is_file():
+        if not path.exists():
             continue
+        check_regular(path, "weights file")  # a FIFO is named as one, never waited on (nor "no weights")
         if not name.endswith(".index.json"):
             return [path], None
         from models.io import read_json

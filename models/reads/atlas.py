@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -26,7 +28,9 @@ import numpy as np
 
 from models.config import Cancelled, InputError
 from models.engine.finite import csv_float, csv_number
+from models.io import check_regular, read_bytes, read_json
 from models.io.atomic import MANIFEST, TOOL, atomic_folder
+from models.memory import check_memory
 from models.reads.detectors import DEFINITIONS as DETECTOR_DEFINITIONS
 from models.reads.detectors import DETECTORS, PROBE_SEED, PROBES_PER_KIND
 from models.reads.survey import DEFINITIONS, METRIC_NAMES, METRICS_VERSION, head_metrics
@@ -292,30 +296,62 @@ def write_atlas(atlas: Atlas, out: str | os.PathLike, force: bool = False, corpu
     return Path(out)
 
 
+MAX_ATLAS_BYTES = 256 << 20  # one atlas table (heads.csv, top_texts.csv): far above a 100-layer model's
+CSV_HELD = 16  # bytes held per byte of a table while it is parsed (its rows as dictionaries of strings)
+
+
+def _table(path: Path) -> list[dict[str, str]]:
+    """The rows of one atlas table, read through the one safe reader: a FIFO refused at once, its
+    size against the limit and the memory it takes parsed before any byte is read."""
+    what = f"atlas table {path}"
+    check_memory(check_regular(path, "atlas table").st_size * CSV_HELD, what, hint="free some memory")
+    text = read_bytes(path, "atlas table", MAX_ATLAS_BYTES).decode("utf-8")
+    return list(csv.DictReader(io.StringIO(text, newline="")))
+
+
+MAX_ATLAS_HEADS = 1 << 20  # layers and heads an atlas may number
+
+
+def _cell(row: dict, name: str, convert=int, most: int = MAX_ATLAS_HEADS):
+    value = row.get(name)
+    if value is None:
+        raise ValueError(f"a row has no {name!r}")
+    number = convert(value)
+    if convert is int and not 0 <= number < most:
+        raise ValueError(f"{name} {number} is out of range")
+    if number in (math.inf, -math.inf):  # NaN is an undefined metric (an empty cell); no metric is infinite
+        raise ValueError(f"{name} is {value.strip()}, not a value an atlas holds")
+    return number
+
+
 def read_atlas(folder: str | os.PathLike) -> Atlas:
-    """An atlas folder back (heads.csv, top_texts.csv, manifest.json); a one-line error if it is not one."""
+    """An atlas folder back (heads.csv, top_texts.csv, manifest.json); a one-line error if it is not
+    one. Every file goes through models.io (issue 36: a FIFO heads.csv hung the window)."""
     folder = Path(folder)
     try:
-        man = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        with open(folder / HEADS_FILE, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{folder} is not an atlas folder ({exc})") from None
-    if not isinstance(man, dict) or man.get("format") != FORMAT or not rows:
-        raise InputError(f"{folder} is not an atlas folder (its manifest is not {FORMAT})")
-    layers, heads = 1 + max(int(r["layer"]) for r in rows), 1 + max(int(r["head"]) for r in rows)
-    names = [c for c in rows[0] if c not in ("layer", "head")]
-    columns = {c: np.full((layers, heads), np.nan) for c in names}
-    for r in rows:
-        for c in names:
-            columns[c][int(r["layer"]), int(r["head"])] = csv_float(r[c])
-    atlas = Atlas(str(man.get("model", folder.name)), layers, heads, int(man.get("texts", 0)), columns, manifest=man)
-    top = folder / TOP_FILE
-    if top.is_file():
-        with open(top, newline="", encoding="utf-8") as f:
-            for r in csv.DictReader(f):
-                m, layer, head, line = r["metric"], int(r["layer"]), int(r["head"]), int(r["line"])
-                atlas.best_line.setdefault(m, np.full((layers, heads), -1, dtype=np.int64))[layer, head] = line
-                atlas.best_value.setdefault(m, np.full((layers, heads), np.nan))[layer, head] = csv_float(r["value"])
-                atlas.best_text[line] = r["text"]
+        man = read_json(folder / MANIFEST, "atlas manifest", expect=None)
+        rows = _table(folder / HEADS_FILE)
+        if not isinstance(man, dict) or man.get("format") != FORMAT or not rows:
+            raise InputError(f"{folder} is not an atlas folder (its manifest is not {FORMAT})")
+        cells = [(_cell(r, "layer"), _cell(r, "head")) for r in rows]
+        layers, heads = 1 + max(c[0] for c in cells), 1 + max(c[1] for c in cells)
+        if layers * heads > len(rows):  # each head is a row: the grid is no larger than the table
+            raise ValueError(f"{len(rows)} rows for {layers} layers × {heads} heads")
+        names = [c for c in rows[0] if isinstance(c, str) and c not in ("layer", "head")]  # None: cells beyond
+        columns = {c: np.full((layers, heads), np.nan) for c in names}
+        for r, (layer, head) in zip(rows, cells):
+            for c in names:
+                columns[c][layer, head] = _cell(r, c, csv_float)
+        atlas = Atlas(str(man.get("model", folder.name)), layers, heads, int(man.get("texts", 0)), columns,
+                      manifest=man)  # fmt: skip
+        top = folder / TOP_FILE
+        for r in _table(top) if top.exists() else ():
+            m, layer, head, line = r.get("metric"), _cell(r, "layer"), _cell(r, "head"), _cell(r, "line", most=1 << 62)
+            if layer >= layers or head >= heads:
+                raise ValueError(f"{TOP_FILE} names layer {layer}, head {head}, beyond {HEADS_FILE}")
+            atlas.best_line.setdefault(m, np.full((layers, heads), -1, dtype=np.int64))[layer, head] = line
+            atlas.best_value.setdefault(m, np.full((layers, heads), np.nan))[layer, head] = _cell(r, "value", csv_float)
+            atlas.best_text[line] = str(r.get("text", ""))
+    except (ValueError, TypeError, OverflowError) as exc:  # UnicodeDecodeError, a cell that is not a number
+        raise InputError(f"{folder} is not an atlas folder ({' '.join(str(exc).split())})") from None
     return atlas

@@ -96,7 +96,6 @@ def test_missing_file_and_folder_without_attention(tmp_path):
 @pytest.mark.parametrize(
     "change, warning",
     [
-        (lambda a: a.__setitem__((0, 1, 1), np.nan), "NaN or infinite"),
         (lambda a: a.__setitem__((1, 0, 0), -0.5), "negative"),
         (lambda a: a.__setitem__((1, 2, 0), 0.9), "do not sum to 1"),
     ],
@@ -108,6 +107,17 @@ def test_improper_weights_open_with_a_warning(tmp_path, change, warning):
     opened = open_attention(tmp_path / "w.npz")
     assert any(warning in w for w in opened.warnings), opened.warnings
     assert all("\n" not in w for w in opened.warnings)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_or_infinite_weights_are_refused_by_name(tmp_path, bad):
+    """Issue 36: they opened with a warning, and the window's rollout failed on them with a traceback."""
+    a = np.full((2, 3, 3), 1 / 3)
+    a[0, 1, 1] = bad
+    np.save(tmp_path / "w.npy", a)
+    with pytest.raises(InputError, match=r"attention file w.npy contains NaN or infinite values \((nan|-?inf) at "
+                                         r"\[0, 1, 1\]\)"):  # fmt: skip
+        open_attention(tmp_path / "w.npy")
 
 
 def test_rows_within_tolerance_and_wrong_token_count(tmp_path):

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from command_outputs import WRITES
 from encdec_refs import SOURCE, TARGET, build
 from test_pretrained_loader import write_tiny_gpt2
 
@@ -74,7 +75,7 @@ def _writers(m: dict[str, Path], out: Path) -> dict[str, list[str]]:
     }
 
 
-WRITERS = ["export", "all-layers", "encdec-all-layers", "generate", "atlas", "train", "session"]
+WRITERS = list(WRITES)  # every output that reaches the disk (tests/models/command_outputs.py)
 
 
 def on_full_disk(tmp_path: Path, argv_for, free_pages: int = 1) -> dict:

@@ -134,3 +134,42 @@ def test_gpt_oss_without_a_sliding_window_is_refused_as_transformers_refuses_it(
         reference(torch.tensor([[1, 2, 3]]))
     with pytest.raises(InputError, match="is a sliding-window layer but sliding_window is null"):
         load_model(built, device="cpu")
+
+
+def _atlas_folder(tmp_path: Path) -> Path:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "explorer"))
+    from test_atlas_window import fake_atlas
+
+    return atlas_mod.write_atlas(fake_atlas(0), tmp_path / "atlas")
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda t: t.replace("layer,", "lair,", 1), "a row has no 'layer'"),
+    (lambda t: t.replace("\n2,", "\n1000000000000,", 1), "layer 1000000000000 is out of range"),
+    (lambda t: t.replace("\n2,", "\n-1,", 1), "layer -1 is out of range"),
+    (lambda t: t.replace("\n2,3,", "\n99,99,", 1), "rows for 100 layers × 100 heads"),
+    (lambda t: t.replace("\n0,0,5,", "\n0,0,inf,", 1), "texts is inf, not a value an atlas holds"),
+    (lambda t: t.replace("\n0,0,5,", "\n0,0,five,", 1), "could not convert string to float: 'five'"),
+])  # fmt: skip
+def test_a_hostile_atlas_table_is_one_line(tmp_path, change, words):
+    """Issue 36: read_atlas read heads.csv with open() and trusted it: a missing column was a KeyError
+    traceback, a layer of 10¹² a table of 10¹² cells (a MemoryError), -1 a head silently misplaced."""
+    folder = _atlas_folder(tmp_path)
+    heads = folder / atlas_mod.HEADS_FILE
+    heads.write_text(change(heads.read_text(encoding="utf-8")), encoding="utf-8")
+    with pytest.raises(InputError) as refused:
+        atlas_mod.read_atlas(folder)
+    assert words in str(refused.value) and "\n" not in str(refused.value), str(refused.value)
+    assert f"{folder} is not an atlas folder" in str(refused.value)
+
+
+def test_an_atlas_table_that_is_not_utf8_or_too_big_is_one_line(tmp_path, monkeypatch):
+    folder = _atlas_folder(tmp_path)
+    (folder / atlas_mod.TOP_FILE).write_bytes(b"\xff\xfe")
+    with pytest.raises(InputError, match="is not an atlas folder .*codec can't decode"):
+        atlas_mod.read_atlas(folder)
+    monkeypatch.setattr(atlas_mod, "MAX_ATLAS_BYTES", 100)
+    with pytest.raises(InputError, match=r"heads.csv is too large \(\d[\d,]* bytes; at most 100\)"):
+        atlas_mod.read_atlas(folder)
