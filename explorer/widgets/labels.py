@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 import unicodedata
 
 from PySide6.QtGui import QFont, QFontDatabase, QRawFont
@@ -65,6 +66,25 @@ def logical_order(text: str) -> str:
     if text.isascii() or text.startswith(LRM) or not any(unicodedata.bidirectional(c) in _RTL for c in text):
         return text
     return LRM + text
+
+
+FSI, PDI = "\u2068", "\u2069"  # first-strong isolate and its end: a token's direction kept to itself
+_QUOTED_TOKEN = re.compile(r"'(.+?)' \((\d+)\)")  # a derivation's token: 'tok' (i)  (models/reads)
+
+
+def isolate_tokens(text: str) -> str:
+    """Every quoted token ``'tok' (i)`` holding right-to-left letters set apart (FSI … PDI), so that
+    a line of a derivation reads left to right: an Arabic token otherwise took its quotes and the
+    position after it into its right-to-left run ("key '(8) 'مرحبا = 0.8452")."""
+    if text.isascii():
+        return text
+
+    def isolated(match: re.Match) -> str:
+        token = match[1]
+        rtl = any(unicodedata.bidirectional(c) in _RTL for c in token)
+        return f"'{FSI}{token}{PDI}' ({match[2]})" if rtl else match[0]
+
+    return _QUOTED_TOKEN.sub(isolated, text)
 
 
 def uncovered_characters(text: str, font: QFont | None = None) -> list[str]:

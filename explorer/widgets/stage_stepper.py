@@ -3,8 +3,17 @@ and one plain-language sentence. (The clickable list of all stages is widgets/st
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QStyle,
+    QStyleOptionToolButton,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from models.engine.trace import Stage
 
@@ -18,14 +27,43 @@ def formula_line(stage: Stage) -> str:
     return "      ".join(p.replace(" ", NBSP) for p in parts if p)
 
 
+class StepButton(QToolButton):
+    """"◀ Previous", or "◀" where there is no room for it (a window half a 1920 px screen wide; the
+    stepper chooses): it never asks for more than the short text's width as its minimum. (A tool
+    button: a push button is at least 80 px wide in most styles, whatever its text.)"""
+
+    def __init__(self, long: str, short: str):
+        super().__init__()
+        self.long, self.short = long, short
+        self.setText(long)
+        self.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)  # a tool button's is fixed
+
+    def width_for(self, text: str) -> int:
+        """The width QToolButton.sizeHint gives ``text`` (measured, never set: that would ask for a layout)."""
+        option = QStyleOptionToolButton()
+        self.initStyleOption(option)
+        option.text = text
+        metrics = self.fontMetrics()
+        content = QSize(metrics.size(Qt.TextFlag.TextShowMnemonic, text).width() + 8, metrics.height() + 6)
+        return self.style().sizeFromContents(QStyle.ContentsType.CT_ToolButton, option, content, self).width()
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return QSize(self.width_for(self.short), self.sizeHint().height())
+
+    def set_compact(self, compact: bool) -> None:
+        if self.text() != (self.short if compact else self.long):
+            self.setText(self.short if compact else self.long)
+
+
 class StageStepper(QWidget):
     """Given the state (duck-typed), it follows trace and stage changes and steps the stage."""
 
     def __init__(self, state, parent: QWidget | None = None):
         super().__init__(parent)
         self.state = state
-        self.prev_button = QPushButton("◀ Previous")
-        self.next_button = QPushButton("Next ▶")
+        self.prev_button = StepButton("◀ Previous", "◀")
+        self.next_button = StepButton("Next ▶", "▶")
         for button, tip in ((self.prev_button, "Previous stage (Left; Home = first)"),
                             (self.next_button, "Next stage (Right; End = last)")):  # fmt: skip
             button.setToolTip(tip)
@@ -34,6 +72,7 @@ class StageStepper(QWidget):
         self.title.setObjectName("stageTitle")
         self.position = QLabel()
         self.position.setObjectName("stagePosition")
+        self.position.setWordWrap(True)  # "stage 9 of 14 · array 2×14×14" on two lines when narrow
         self.formula = QLabel()
         self.formula.setObjectName("formula")
         self.formula.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -48,9 +87,9 @@ class StageStepper(QWidget):
         heading.addWidget(self.prev_button)
         heading.addSpacing(8)
         heading.addWidget(self.title)
-        heading.addWidget(self.position)
-        heading.addStretch(1)
+        heading.addWidget(self.position, 1)  # the room left: on one line when it fits
         heading.addWidget(self.next_button)
+        self.heading = heading
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
@@ -63,6 +102,15 @@ class StageStepper(QWidget):
         state.trace_changed.connect(self.refresh)
         state.stage_changed.connect(self.refresh)
 
+    def resizeEvent(self, event):  # noqa: N802 - Qt API
+        """Short button texts when the heading with the long ones would not fit (decided from the width
+        alone, so the choice never changes what it was made from)."""
+        buttons = (self.prev_button, self.next_button)
+        long = self.heading.sizeHint().width() + sum(b.width_for(b.long) - b.sizeHint().width() for b in buttons)
+        for button in buttons:
+            button.set_compact(event.size().width() < long)
+        super().resizeEvent(event)
+
     def refresh(self, *_) -> None:
         display = self.state.display
         if display is None:
@@ -72,7 +120,9 @@ class StageStepper(QWidget):
         stage = trace[self.state.stage_name]
         self.title.setText(stage.title)
         shape = "×".join(str(s) for s in stage.shape)
-        self.position.setText(f"stage {at + 1} of {len(trace.stages)} · array {shape}")
+        # Two lines at most when narrow, broken at the dot: "stage 9 of 14 ·" over "array 2×14×14"
+        self.position.setText(f"stage {at + 1} of {len(trace.stages)} · array {shape}".replace(" ", NBSP)
+                              .replace(f"{NBSP}·{NBSP}", f"{NBSP}· "))
         self.formula.setText(formula_line(stage))
         self.description.setText(stage.description)
         self.prev_button.setEnabled(at > 0)
