@@ -22,9 +22,13 @@ NBSP = "\u00a0"
 
 def formula_line(stage: Stage) -> str:
     """``S = Q Kᵀ / √d_k      (6×24)·(24×6) → 6×6      per head, × 2``: the line wraps only between
-    these three parts, never inside one (each joined by no-break spaces)."""
-    parts = [stage.formula, stage.shapes, f"per head, × {stage.heads}" if stage.per_head else ""]
-    return "      ".join(p.replace(" ", NBSP) for p in parts if p)
+    these three parts, never inside one (each joined by no-break spaces), and between the equations
+    of a formula that has two (``‖a_ij f_h(x_j)‖ = …,  f_h(x) = …``: one part of 64 characters, it was
+    cut at the right in a window half a 1920 px screen wide)."""
+    equations = [e.replace(" ", NBSP) for e in stage.formula.split(",  ")]
+    parts = [f",{NBSP} ".join(equations), stage.shapes.replace(" ", NBSP)]
+    parts.append(f"per head, × {stage.heads}".replace(" ", NBSP) if stage.per_head else "")
+    return "      ".join(p for p in parts if p)
 
 
 class StepButton(QToolButton):

@@ -6,6 +6,7 @@ failed before its fix)."""
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from explorer.app import STYLE_SHEET
 from explorer.state import Inputs
+from explorer.widgets.stage_stepper import formula_line
 from models.pretrained import list_models
 
 README = "The animal didn't cross the street because it was too tired."
@@ -68,6 +70,24 @@ def cut_widgets(window: QWidget) -> list[str]:
     return found
 
 
+def wider_than(label: QLabel, text: str) -> float:
+    """How much wider than ``label`` (word-wrapped) its widest line of ``text`` is (0 when it fits)."""
+    from PySide6.QtGui import QTextLayout, QTextOption
+
+    width = label.contentsRect().width() - 2 * label.margin()
+    widest = 0.0
+    for paragraph in text.split("\n"):
+        layout = QTextLayout(paragraph, label.font())
+        layout.setTextOption(QTextOption(Qt.AlignmentFlag.AlignLeft))
+        layout.textOption().setWrapMode(QTextOption.WrapMode.WordWrap)
+        layout.beginLayout()
+        while (line := layout.createLine()).isValid():
+            line.setLineWidth(width)
+            widest = max(widest, line.naturalTextWidth())
+        layout.endLayout()
+    return max(0.0, widest - width)
+
+
 def _settled(window, settle):
     settle(window)
     for _ in range(5):
@@ -84,6 +104,9 @@ def test_the_window_is_whole_at_half_a_1920_px_screen(styled, make_window, settl
         _settled(window, settle)
         assert (window.width(), window.height()) == (width, height)
         assert cut_widgets(window) == [], (width, height)
+        formula = window.stepper.formula  # every stage's formula wraps within the stepper
+        wide = {stage.name: wider_than(formula, formula_line(stage)) for stage in window.state.display.trace.stages}
+        assert {name: px for name, px in wide.items() if px > 0} == {}, (width, height)
     left, middle, right = window.splitter.sizes()
     assert middle >= 960 - 8 - left - right and middle > 400, window.splitter.sizes()  # the heatmaps come first
     window.resize(1400, 900)
