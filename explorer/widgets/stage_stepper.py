@@ -107,13 +107,28 @@ class StageStepper(QWidget):
         state.stage_changed.connect(self.refresh)
 
     def resizeEvent(self, event):  # noqa: N802 - Qt API
-        """Short button texts when the heading with the long ones would not fit (decided from the width
-        alone, so the choice never changes what it was made from)."""
-        buttons = (self.prev_button, self.next_button)
-        long = self.heading.sizeHint().width() + sum(b.width_for(b.long) - b.sizeHint().width() for b in buttons)
-        for button in buttons:
-            button.set_compact(event.size().width() < long)
+        self._fit_buttons(event.size().width())
         super().resizeEvent(event)
+
+    def _fit_buttons(self, width: int) -> None:
+        """Short button texts when the long ones, the trace's widest title and its widest position part
+        would not fit in ``width`` side by side: decided from the width and the trace alone (never from
+        what it changes), the same on every stage (the Next button changed under the mouse)."""
+        display = self.state.display
+        if display is None:
+            return
+        stages = display.trace.stages
+        titles = [stage.title for stage in stages]
+        parts = [f"array {'×'.join(str(s) for s in stage.shape)}" for stage in stages]
+        parts.append(f"stage {len(stages)} of {len(stages)} ·")  # the position's two lines at most
+        needed = 0
+        for label, texts in ((self.title, titles), (self.position, parts)):
+            metrics, margins = label.fontMetrics(), label.contentsMargins()
+            needed += max(metrics.horizontalAdvance(t) for t in texts) + margins.left() + margins.right()
+        needed += sum(button.width_for(button.long) for button in (self.prev_button, self.next_button))
+        needed += 8 + 4 * max(0, self.heading.spacing())  # the space after Previous and between the items
+        for button in (self.prev_button, self.next_button):
+            button.set_compact(width < needed)
 
     def refresh(self, *_) -> None:
         display = self.state.display
@@ -131,3 +146,4 @@ class StageStepper(QWidget):
         self.description.setText(stage.description)
         self.prev_button.setEnabled(at > 0)
         self.next_button.setEnabled(at < len(trace.stages) - 1)
+        self._fit_buttons(self.width())

@@ -107,6 +107,12 @@ def test_the_window_is_whole_at_half_a_1920_px_screen(styled, make_window, settl
         formula = window.stepper.formula  # every stage's formula wraps within the stepper
         wide = {stage.name: wider_than(formula, formula_line(stage)) for stage in window.state.display.trace.stages}
         assert {name: px for name, px in wide.items() if px > 0} == {}, (width, height)
+    buttons = set()  # the step buttons read the same on every stage (they changed under the mouse)
+    for stage in window.state.display.trace.names:
+        window.state.set_stage(stage)
+        _settled(window, settle)
+        buttons.add((window.stepper.prev_button.text(), window.stepper.next_button.text()))
+    assert len(buttons) == 1, buttons
     left, middle, right = window.splitter.sizes()
     assert middle >= 960 - 8 - left - right and middle > 400, window.splitter.sizes()  # the heatmaps come first
     window.resize(1400, 900)
