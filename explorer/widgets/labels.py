@@ -68,21 +68,20 @@ def logical_order(text: str) -> str:
     return LRM + text
 
 
-FSI, PDI = "\u2068", "\u2069"  # first-strong isolate and its end: a token's direction kept to itself
 _QUOTED_TOKEN = re.compile(r"'(.+?)' \((\d+)\)")  # a derivation's token: 'tok' (i)  (models/reads)
 
 
 def isolate_tokens(text: str) -> str:
-    """Every quoted token ``'tok' (i)`` holding right-to-left letters set apart (FSI … PDI), so that
-    a line of a derivation reads left to right: an Arabic token otherwise took its quotes and the
-    position after it into its right-to-left run ("key '(8) 'مرحبا = 0.8452")."""
+    """Every quoted token ``'tok' (i)`` holding right-to-left letters closed by a left-to-right mark,
+    so that a line of a derivation reads left to right: an Arabic token otherwise took its closing
+    quote and the position after it into its right-to-left run ("key '(8) 'مرحبا = 0.8452"). (A mark,
+    not an isolate FSI … PDI: few fonts have those, and the fallback's taller line cut the inspector.)"""
     if text.isascii():
         return text
 
     def isolated(match: re.Match) -> str:
-        token = match[1]
-        rtl = any(unicodedata.bidirectional(c) in _RTL for c in token)
-        return f"'{FSI}{token}{PDI}' ({match[2]})" if rtl else match[0]
+        rtl = any(unicodedata.bidirectional(c) in _RTL for c in match[1])
+        return f"'{match[1]}'{LRM} ({match[2]})" if rtl else match[0]
 
     return _QUOTED_TOKEN.sub(isolated, text)
 
