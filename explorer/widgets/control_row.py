@@ -3,7 +3,8 @@ screen wide), instead of making the window at least as wide as all of them side 
 
 superqt's QFlowLayout (Qt's flow layout example) lays out hidden widgets too and gives every item
 its size hint only; here a hidden control takes no room, and a text that must never widen the view
-(Ignored horizontal policy: the largest change of an edit) takes what is left of its line.
+(Ignored horizontal policy: the largest change of an edit) takes what is left of its line, and
+no room at all while it is empty.
 """
 
 from __future__ import annotations
@@ -68,10 +69,16 @@ class ControlRow(QLayout):
 
     def setGeometry(self, rect: QRect) -> None:  # noqa: N802 - Qt API
         super().setGeometry(rect)
+        shown = self._shown()
+        for item in self._items:
+            if item not in shown and not item.isEmpty():  # a blank text: nowhere, never over a control
+                item.setGeometry(QRect(rect.topLeft(), QSize(0, 0)))
         self._place(rect, move=True)
 
     def _shown(self) -> list[QLayoutItem]:
-        return [item for item in self._items if not item.isEmpty()]
+        """The items that take room: not hidden, and not a filling text with nothing to say (the
+        largest change, outside the difference view: it took a blank line under the controls)."""
+        return [item for item in self._items if not item.isEmpty() and not (_fills(item) and _blank(item))]
 
     def _place(self, rect: QRect, move: bool) -> int:
         """Lay the items out in ``rect`` (when ``move``), each centred on its line; the height they take."""
@@ -101,6 +108,11 @@ class ControlRow(QLayout):
 
 def _preferred(item: QLayoutItem) -> QSize:
     return item.sizeHint().expandedTo(item.minimumSize())
+
+
+def _blank(item: QLayoutItem) -> bool:
+    widget = item.widget()
+    return isinstance(widget, QLabel) and not widget.text()
 
 
 def _fills(item: QLayoutItem) -> bool:

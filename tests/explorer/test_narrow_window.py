@@ -118,6 +118,9 @@ def test_the_window_is_whole_at_half_a_1920_px_screen(styled, make_window, settl
     window.resize(1400, 900)
     _settled(window, settle)
     assert window.splitter.sizes()[0] >= left and window.splitter.sizes()[2] > right  # the side panes' room back
+    controls = window.matrix_view.controls  # one line at 1400 px: the empty largest-change text takes none
+    tallest = max(controls.itemAt(i).sizeHint().height() for i in range(controls.count()))
+    assert controls.geometry().height() == tallest, (controls.geometry(), tallest)
 
 
 def test_every_stage_is_listed_whole_whatever_the_font(styled, make_window, settle):
