@@ -205,7 +205,7 @@ class MainWindow(QMainWindow):
     # --- layout ----------------------------------------------------------------------------
     def _lay_out(self) -> None:
         # what to compute (scrolls when short), then every stage whole (explorer/widgets/left_column.py)
-        left_scroll = left_column([self.model_chooser, self.sentence_panel, self.settings_panel], self.stage_list)
+        left = left_column([self.model_chooser, self.sentence_panel, self.settings_panel], self.stage_list)
 
         centre = QWidget()
         middle = QVBoxLayout(centre)
@@ -214,7 +214,7 @@ class MainWindow(QMainWindow):
         middle.addWidget(self.matrix_view, 1)
 
         splitter = MiddleFirst(Qt.Orientation.Horizontal)  # narrowed: the side panes give way first
-        splitter.addWidget(left_scroll)
+        splitter.addWidget(left)
         splitter.addWidget(centre)
         right = QSplitter(Qt.Orientation.Vertical)  # the focused query above, the clicked cell below
         right.addWidget(self.focus_panel)
