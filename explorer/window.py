@@ -46,11 +46,13 @@ from explorer.panels.why_dock import WhyDock
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
 from explorer.widgets.frames import Frames, debounced
+from explorer.widgets.left_column import left_column
 from explorer.widgets.matrix_view import MatrixView
 from explorer.widgets.model_chooser import ModelChooser
 from explorer.widgets.query_focus import QueryFocusPanel
 from explorer.widgets.sentence_panel import SentencePanel
 from explorer.widgets.settings_panel import SettingsPanel
+from explorer.widgets.splitter_room import MiddleFirst
 from explorer.widgets.stage_list import StageList
 from explorer.widgets.stage_stepper import StageStepper
 from explorer.widgets.status_line import StatusLine, trace_summary
@@ -182,7 +184,7 @@ class MainWindow(QMainWindow):
         geometry = settings.value(GEOMETRY_KEY) if persist else None
         if geometry is None or not self.restoreGeometry(geometry):
             open_sized(self)  # 1400 × 900, or the screen's free area when smaller
-            left = self.splitter.widget(0).minimumWidth()
+            left = self.splitter.widget(0).sizeHint().width()
             right = max(self.focus_panel.minimumWidth(), min(330, self.width() // 4))
             self.splitter.setSizes([left, self.width() - left - right, right])
         else:
@@ -202,19 +204,8 @@ class MainWindow(QMainWindow):
 
     # --- layout ----------------------------------------------------------------------------
     def _lay_out(self) -> None:
-        left = QWidget()
-        column = QVBoxLayout(left)
-        column.setContentsMargins(6, 6, 6, 6)
-        column.addWidget(self.model_chooser)
-        column.addWidget(self.sentence_panel)
-        column.addWidget(self.settings_panel)
-        column.addWidget(self.stage_list, 1)
-        left_scroll = QScrollArea()
-        left_scroll.setWidget(left)
-        left_scroll.setWidgetResizable(True)
-        left_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        # Wide enough for the panels (no horizontal scrolling); the scroll bar only appears when short.
-        left_scroll.setMinimumWidth(left.sizeHint().width() + left_scroll.verticalScrollBar().sizeHint().width())
+        # what to compute (scrolls when short), then every stage whole (explorer/widgets/left_column.py)
+        left = left_column([self.model_chooser, self.sentence_panel, self.settings_panel], self.stage_list)
 
         centre = QWidget()
         middle = QVBoxLayout(centre)
@@ -222,8 +213,8 @@ class MainWindow(QMainWindow):
         middle.addWidget(self.stepper)
         middle.addWidget(self.matrix_view, 1)
 
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(left_scroll)
+        splitter = MiddleFirst(Qt.Orientation.Horizontal)  # narrowed: the side panes give way first
+        splitter.addWidget(left)
         splitter.addWidget(centre)
         right = QSplitter(Qt.Orientation.Vertical)  # the focused query above, the clicked cell below
         right.addWidget(self.focus_panel)
@@ -242,7 +233,7 @@ class MainWindow(QMainWindow):
         splitter.addWidget(right)
         for index, stretch in enumerate((0, 1, 0)):
             splitter.setStretchFactor(index, stretch)
-        self.focus_panel.setMinimumWidth(220)  # with the left column and the matrix: fits a 1280 px screen
+        self.focus_panel.setMinimumWidth(200)  # with the left column and the matrix: fits half a 1920 px screen
         self.splitter = splitter
         splitter.setChildrenCollapsible(False)
         self.setCentralWidget(splitter)

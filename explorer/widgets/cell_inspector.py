@@ -18,7 +18,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from explorer.widgets.formula_text import keep_terms
-from explorer.widgets.labels import display_text
+from explorer.widgets.labels import display_text, isolate_tokens
 from explorer.widgets.token_axis import TokenAxis
 from models.reads.derivation import num
 
@@ -72,7 +72,8 @@ class CellInspector(QWidget):
         label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         font = QFont(label.font())
         if mono:
-            font.setFamilies(["DejaVu Sans Mono", "Menlo", "Consolas", "monospace"])
+            # DejaVu Sans last: it draws the left-to-right mark (isolate_tokens) at the line's height
+            font.setFamilies(["DejaVu Sans Mono", "Menlo", "Consolas", "monospace", "DejaVu Sans"])
             font.setStyleHint(QFont.StyleHint.Monospace)
         font.setBold(bold)
         if size_delta:
@@ -104,8 +105,9 @@ class CellInspector(QWidget):
 
     @staticmethod
     def _set(label: QLabel, text: str) -> None:
-        """``text`` on ``label``: code points for what no font draws, wrapped only between terms."""
-        label.setText(keep_terms(display_text(text, label.font())))
+        """``text`` on ``label``: code points for what no font draws, wrapped only between terms, each
+        right-to-left token closed by a left-to-right mark (the line reads left to right)."""
+        label.setText(keep_terms(isolate_tokens(display_text(text, label.font()))))
 
     # --- pieces ---------------------------------------------------------------------------------------
     def bar_heights(self) -> list[float]:

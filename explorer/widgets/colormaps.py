@@ -66,9 +66,9 @@ def range_legend(image) -> str:
     masked cells when the image (a StageImage) has any."""
     lo, hi = image.data_range
     if np.isfinite(lo):
-        text = f"min {lo:.4g}   max {hi:.4g}"
+        text = f"min\u00a0{lo:.4g}   max\u00a0{hi:.4g}"  # a wrapped line keeps each number with its name
     else:
-        text = f"max {hi:.4g}" if np.isfinite(hi) else "no finite values"
+        text = f"max\u00a0{hi:.4g}" if np.isfinite(hi) else "no finite values"
     if image.nan_cells:
         text += f'   <span style="background:{NAN_HEX};color:white">&nbsp;pink&nbsp;</span> = NaN'
     if image.masked_cells:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import html
+import re
 import unicodedata
 
 from PySide6.QtGui import QFont, QFontDatabase, QRawFont
@@ -65,6 +66,24 @@ def logical_order(text: str) -> str:
     if text.isascii() or text.startswith(LRM) or not any(unicodedata.bidirectional(c) in _RTL for c in text):
         return text
     return LRM + text
+
+
+_QUOTED_TOKEN = re.compile(r"'(.+?)' \((\d+)\)")  # a derivation's token: 'tok' (i)  (models/reads)
+
+
+def isolate_tokens(text: str) -> str:
+    """Every quoted token ``'tok' (i)`` holding right-to-left letters closed by a left-to-right mark,
+    so that a line of a derivation reads left to right: an Arabic token otherwise took its closing
+    quote and the position after it into its right-to-left run ("key '(8) 'مرحبا = 0.8452"). (A mark,
+    not an isolate FSI … PDI: few fonts have those, and the fallback's taller line cut the inspector.)"""
+    if text.isascii():
+        return text
+
+    def isolated(match: re.Match) -> str:
+        rtl = any(unicodedata.bidirectional(c) in _RTL for c in match[1])
+        return f"'{match[1]}'{LRM} ({match[2]})" if rtl else match[0]
+
+    return _QUOTED_TOKEN.sub(isolated, text)
 
 
 def uncovered_characters(text: str, font: QFont | None = None) -> list[str]:

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QLabel, QSizePolicy, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
 from explorer.heads import array_head, head_title, is_kv_stage, query_heads_of
@@ -20,10 +20,12 @@ from explorer.images.stage_image import SEQUENTIAL_STAGES
 from explorer.widgets.cell_numbers import CellNumbers
 from explorer.widgets.cell_selection import CellSelection
 from explorer.widgets.colormaps import colour_map, lookup_table, range_legend
+from explorer.widgets.control_row import ControlRow, labelled
 from explorer.widgets.frames import Frames
 from explorer.widgets.heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from explorer.widgets.heatmap_plot import HeatmapPlot
 from explorer.widgets.hover_readout import MINUS_INFINITY, HoverReadout, format_value
+from explorer.widgets.range_line import RangeLine
 from explorer.widgets.stage_rows import StageRows
 from explorer.widgets.token_axis import axis_title, set_axis_title
 from explorer.widgets.zoom_regions import ZoomRegions, device_pixels, visible_region
@@ -32,7 +34,7 @@ from models.engine.trace import Stage
 
 __all__ = ["MINUS_INFINITY", "MatrixView", "format_value"]
 ALL_HEADS = -1
-READOUT_HINT = "Hover: exact value of a cell · click a row: focus on that query"
+READOUT_HINT = "Hover: a cell's exact value · click a row: focus on it"
 PREPARING = "Preparing"  # the readout while a stage's image or its heatmaps are on their way
 COLOUR_SCALES = ("auto", "0 to 1", "fit to data", "log")  # state.fit_colours: "auto", False, True, "log"
 SCALE_VALUES = ("auto", False, True, "log")
@@ -112,14 +114,8 @@ class MatrixView(QWidget):
         self.readout.setObjectName("readout")
         self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the view
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.range_label = QLabel()
+        self.range_label = RangeLine()  # its height follows the view's width, never its text (widgets/range_line.py)
         self._range_text = ""
-        self.range_label.setObjectName("rangeLabel")
-        # A line of its own: its text changes with every result, and in the controls' row it now
-        # and then needed more than the view has: the splitter widened the centre and every
-        # heatmap was laid out and painted again (the 40–130 ms stalls of a seed change).
-        self.range_label.setMinimumWidth(1)
-        self.range_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.canvas = _Canvas()
         self.canvas.setBackground("w")
         self.canvas.ci.setSpacing(GRID_SPACING)
@@ -127,14 +123,11 @@ class MatrixView(QWidget):
                                           colorMapMenu=False, width=16)  # fmt: skip
         self.grid = HeatmapGrid(self.canvas, self.colour_bar, self._wire_plot, self._refresh_soon.request)
 
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Show:"))
-        top.addWidget(self.head_combo)
-        top.addSpacing(8)
-        top.addWidget(QLabel("Colours:"))
-        top.addWidget(self.colour_combo)
+        # Wraps when narrow: a window half a 1920 px screen wide (it made the window 1,256 px at least)
+        top = ControlRow()
+        top.addWidget(labelled("Show:", self.head_combo))
+        top.addWidget(labelled("Colours:", self.colour_combo))
         self.controls = top  # others add theirs with add_control (e.g. the difference view)
-        top.addStretch(1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
@@ -376,8 +369,7 @@ class MatrixView(QWidget):
 
     def add_control(self, widget: QWidget) -> None:
         """Put ``widget`` in the row of controls, after Show and Colours."""
-        self.controls.insertSpacing(self.controls.count() - 1, 8)
-        self.controls.insertWidget(self.controls.count() - 1, widget)
+        self.controls.addWidget(widget)
 
     def _query_head(self, head: int) -> int:
         """The query head a click on plot head ``head`` means: for a key/value head of a GQA

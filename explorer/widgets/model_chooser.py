@@ -40,7 +40,7 @@ class ModelChooser(QGroupBox):
         self.combo = _Combo(self.about_to_choose)
         self.combo.setToolTip("The toy engine, a built-in or cached pretrained model, or a model folder")
         self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.combo.setMinimumContentsLength(24)
+        self.combo.setMinimumContentsLength(20)
         self.combo.addItem(TOY_TEXT, TOY)
         self.combo.setItemData(0, "Random projection weights from the seed; you set every size", TIP)
         for entry in entries:
@@ -68,6 +68,7 @@ class ModelChooser(QGroupBox):
         layer_row.addWidget(self.layer, 1)
         layer_row.addWidget(self.layer_range)
         form = QFormLayout(self)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)  # a narrow column: fields below labels
         form.addRow(self.combo)
         form.addRow("Layer", layer_row)
         form.addRow("Block", self.block)

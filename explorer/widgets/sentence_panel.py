@@ -46,8 +46,8 @@ class SentencePanel(QGroupBox):
         self.examples.setToolTip("Pick an example sentence")
         # Long examples must not widen the whole column: show about 30 characters of each.
         self.examples.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.examples.setMinimumContentsLength(30)
-        self.cross_check = QCheckBox("Cross-attention (queries from a 2nd sentence)")
+        self.examples.setMinimumContentsLength(20)
+        self.cross_check = QCheckBox("Cross-attention (2nd sentence)")
         self.cross_check.setToolTip(CROSS_TIP)
         self.cross_edit = QLineEdit()
         self.cross_edit.setMaxLength(MAX_TEXT)

@@ -35,6 +35,7 @@ from models.fields import BY_DEST, MODEL_MASKS
 
 MASKS = BY_DEST["mask"].choices  # custom: painted, or the file given with --mask-file
 
+MASK_WIDEST = 240  # px: the mask box's least width at most (a long mask file's name is elided past it)
 AUTO = 0  # spin-box value shown as "auto" for d_k / d_v
 SCORES = {
     "dot": "dot  q·k",
@@ -85,11 +86,15 @@ class SettingsPanel(QGroupBox):
         self.problem.setWordWrap(True)
         self.problem.hide()
         self.mask = QComboBox()
+        self.mask.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)  # a model's longer names
         self._mask_mode: str | None = None  # "toy" or the model's default mask: what the items offer
         self.pad_picker = PadPicker()
         self.score = QComboBox()
         for key, label in SCORES.items():
             self.score.addItem(label, key)
+        # Not as wide as its longest formula (additive): the column fits half a 1920 px screen
+        self.score.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.score.setMinimumContentsLength(12)
         self.pe = QCheckBox(PE_TOY)
         self.temperature = QDoubleSpinBox()
         self.temperature.setRange(*BY_DEST["temperature"].window_range)
@@ -202,6 +207,8 @@ class SettingsPanel(QGroupBox):
                 for m in MODEL_MASKS:
                     self.mask.addItem(f"model default: {mode}" if m == "default" and mode else
                                       "model default" if m == "default" else m, m)  # fmt: skip
+        # Its names whole ("model default: padding" was cut in a narrow column); a long file's name elided
+        self.mask.setMinimumWidth(min(self.mask.sizeHint().width(), MASK_WIDEST))
 
     def _mask_picked(self, index: int) -> None:
         mask = self.mask.itemData(index)

@@ -3,6 +3,7 @@ derivation) is given the height it needs, up to a share of the splitter, from th
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QWidget
 
 
@@ -24,3 +25,43 @@ def give_room(splitter: QSplitter, wanted: int, share: float = 0.6) -> bool:
         return False
     splitter.setSizes([first - moved, second + moved])
     return True
+
+
+MIDDLE_WANTS = 560  # px: below this the middle pane (the heatmaps) takes room from the side panes first
+
+
+class MiddleFirst(QSplitter):
+    """Three panes side by side; as the window narrows the middle one gives way first, as a
+    stretch factor of (0, 1, 0) does, but never past :data:`MIDDLE_WANTS` while a side pane is
+    wider than its minimum (at half a 1920 px screen the heatmaps had 394 px, the side panes 280
+    each); widened again, the side panes get back what they gave."""
+
+    def __init__(self, orientation: Qt.Orientation, parent: QWidget | None = None):
+        super().__init__(orientation, parent)
+        self._sides: tuple[int, int] | None = None  # the side panes' widths while the middle had room
+        self.splitterMoved.connect(lambda *_: self._remember(force=True))  # a hand's choice
+
+    def _remember(self, force: bool = False) -> None:
+        left, middle, right = self.sizes()
+        if force or middle >= MIDDLE_WANTS and (self._sides is None or (left, right) >= self._sides):
+            self._sides = (left, right)
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if self.count() != 3 or self.orientation() != Qt.Orientation.Horizontal:
+            return
+        left, middle, right = self.sizes()
+        if middle >= MIDDLE_WANTS:  # room: the side panes get back the width they had, from what is over
+            owed = [max(0, had - now) for had, now in zip(self._sides or (0, 0), (left, right), strict=True)]
+            over = middle - MIDDLE_WANTS
+            back = [min(o, over * o // sum(owed)) for o in owed] if sum(owed) else [0, 0]
+            if sum(back):
+                self.setSizes([left + back[0], middle - sum(back), right + back[1]])
+            self._remember()
+            return
+        least = [max(self.widget(i).minimumSizeHint().width(), self.widget(i).minimumWidth()) for i in (0, 2)]
+        spare = [max(0, left - least[0]), max(0, right - least[1])]
+        wanted = min(MIDDLE_WANTS - middle, sum(spare))
+        if wanted > 0:
+            lend = wanted * spare[0] // sum(spare)
+            self.setSizes([left - lend, middle + wanted, right - (wanted - lend)])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractItemView, QGroupBox, QListWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtWidgets import QAbstractItemView, QGroupBox, QListWidget, QSizePolicy, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
 
@@ -19,6 +19,9 @@ class StageList(QGroupBox):
         self.list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.list.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Left/Right/Home/End stay with the stage keys
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)  # as tall as its rows
+        self.list.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.list.installEventFilter(self)  # a new font or style sheet: measured again
         layout = QVBoxLayout(self)
         layout.addWidget(self.list)
         self.list.currentRowChanged.connect(self._picked)
@@ -37,10 +40,23 @@ class StageList(QGroupBox):
                     self.list.addItem(f"{i + 1:>2}  {stage.title}")
                     self.list.item(i).setToolTip(f"{stage.formula}\n{stage.description}")
                 self._names = trace.names
-                # Tall enough for every stage: the list is the map of the whole computation.
-                rows = self.list.sizeHintForRow(0) * len(self._names) + 2 * self.list.frameWidth() + 4
-                self.list.setMinimumHeight(rows)
+                self.fit_rows()
             self.list.setCurrentRow(trace.index(self.state.stage_name))
+
+    def fit_rows(self) -> None:
+        """As tall as every row, each measured in the font and style it is drawn with (the list is the
+        map of the whole computation: none is ever cut or scrolled away; it was the first row's
+        height times the count, set once, and a font of larger line height cut it)."""
+        rows = sum(self.list.sizeHintForRow(i) for i in range(self.list.count()))
+        height = rows + 2 * self.list.frameWidth()
+        if self.list.height() != height or self.list.minimumHeight() != height:
+            self.list.setFixedHeight(height)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if watched is self.list and event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange,
+                                                     QEvent.Type.Polish):  # fmt: skip
+            self.fit_rows()
+        return super().eventFilter(watched, event)
 
     def _picked(self, row: int) -> None:
         if 0 <= row < len(self._names):

@@ -1,0 +1,44 @@
+"""The line above the heatmaps (the values' range, the colours of NaN and masked cells, how many
+cells a screen pixel holds): one line where the view is wide, two, wrapped, where it is narrow.
+
+Its text changes with every result and must never resize the heatmaps (a new height lays every
+one out and paints it again: the 40–130 ms stalls of a seed change), so its height follows its
+width only, never the length of its text. In a window half a 1920 px screen wide the line was cut
+at the left (it is right-aligned): the range itself was lost.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import QLabel, QSizePolicy
+
+ONE_LINE = 640  # px: narrower than this, the line has two
+
+
+class RangeLine(QLabel):
+    def __init__(self):
+        super().__init__()
+        self.setObjectName("rangeLabel")
+        self.setWordWrap(True)
+        self.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+
+    def lines(self, width: int) -> int:
+        return 1 if width >= ONE_LINE else 2
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt API
+        margins = self.contentsMargins()
+        return self.lines(width) * self.fontMetrics().lineSpacing() + margins.top() + margins.bottom()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return QSize(1, self.heightForWidth(self.width()))
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return QSize(1, self.heightForWidth(1))
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if self.lines(event.size().width()) != self.lines(event.oldSize().width()):
+            self.updateGeometry()  # one line or two: the layout asks again
