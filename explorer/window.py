@@ -187,7 +187,6 @@ class MainWindow(QMainWindow):
             self.splitter.setSizes([left, self.width() - left - right, right])
         else:
             keep_on_screen(self)  # saved on a larger screen
-        self.worker.start()
         self.submit_now()
         # One plot per idle event-loop turn (~10 ms each), behind the first result: a model chosen
         # later (12 heads, say) then finds its heatmaps built, even chosen from the keyboard.
@@ -382,7 +381,7 @@ class MainWindow(QMainWindow):
             self.settings.setValue(GEOMETRY_KEY, self.saveGeometry())
             self.settings.sync()
         self.windows.close_all()  # the windows it opened go with it (their threads stop as they close)
-        self.worker.stop()  # joins the thread: nothing keeps running after the window is gone
+        self.worker.stop()  # waits for its job on the executor: nothing keeps computing after the window is gone
         self.jobs.shutdown()
         super().closeEvent(event)
 
