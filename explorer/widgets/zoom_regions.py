@@ -46,9 +46,19 @@ class ZoomRegions:
         self._soon = debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
         self.superseded = False  # a newer request is on its way: the picture on screen is outgoing
 
+    def record(self) -> None:
+        """The state's zoom pane (explorer/panes.py) follows the plots: each zoomed plot's cells in view."""
+        regions = {}
+        for plot in self.view.plots:
+            region = visible_region(plot) if plot.rows else None
+            if region is not None and region != (0, plot.rows, 0, plot.cols):
+                regions[plot.head] = region
+        self.view.state.zoom.set_regions(regions)
+
     def changed(self, *plots) -> None:
         """A plot's range or size changed: ask for its region after a pause, unless it shows its
         whole matrix at one pixel or more per cell already (nothing to ask: no wait)."""
+        self.record()
         plots = [p for p in plots if not self._whole_and_exact(p)]
         if plots:
             self._zoomed.update(id(p) for p in plots)
@@ -68,6 +78,7 @@ class ZoomRegions:
 
     def now(self, *plots) -> None:
         """Ask for ``plots`` at once (a new image just laid out), not after the pause."""
+        self.record()
         self._zoomed.update(id(p) for p in plots)
         self.ask()
 
