@@ -257,8 +257,8 @@ class MainWindow(QMainWindow):
         self.state.set_requested(request)
         self.matrix_view.zoom.supersede()  # the picture on screen is outgoing: no more regions for it
         self.frames.after_this_turn("submitted")  # the worker reads a model after this turn's repaints
-        generation = self.worker.submit(request, focus_stage=self.state.stage_name,
-                                        fit_colours=self.state.fit_colours)
+        generation = self.worker.submit(request, focus_stage=self.state.stage_name, fit_colours=self.state.fit_colours,
+                                        pixels=self.matrix_view.zoom.pixels())  # reduced once, to the plots' pixels
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
         return generation
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import traceback
 
+import numpy as np
 import torch
 
 from models.config import AttentionRequest, Cancelled, InputError
@@ -40,6 +41,20 @@ def layer_params(models, request: object, trace: AttentionTrace):
         return pretrained_params(model, c["layer"], len(trace.query_tokens), c["mask"], c["pad_positions"])
     except Exception:  # noqa: BLE001 - the inspector then says it cannot explain; the trace still shows
         return None
+
+
+def small_values(trace: AttentionTrace, focus: str) -> dict[str, list[np.ndarray]]:
+    """The exact values of a small trace's stages (every stage when they all hold at most PREFETCH_CELLS
+    cells together, else the focused one and, for the weights, the masked scores when that small), as
+    the numbers in the cells read them (explorer.widgets.stage_rows): read here, with the result."""
+    from explorer.widgets import stage_rows
+
+    limit = stage_rows.PREFETCH_CELLS  # read when asked: a test may change it
+    cells = {s.name: int(np.prod(s.shape)) for s in trace.stages}
+    names = list(cells) if sum(cells.values()) <= limit else [focus, "masked"] if focus == "weights" else [focus]
+    names = [n for n in names if n in cells and cells[n] <= limit]
+    return {n: [np.array(trace[n].rows(h, 0, trace[n].shape[-2]), np.float32) for h in range(trace[n].heads)]
+            for n in names}  # fmt: skip
 
 
 def background_order(todo: list[str], names: list[str], focus: str) -> list[str]:

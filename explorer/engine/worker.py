@@ -32,6 +32,7 @@ from explorer.engine.job_results import (
     failure_message,
     layer_params,
     leave_a_core_to_the_gui,
+    small_values,
 )
 from explorer.engine.long_render import Overviews, is_long, streams
 from explorer.engine.pretrained_runner import PretrainedRunner
@@ -46,9 +47,8 @@ from models.engine.trace import AttentionTrace
 from models.runspec import RunSpec
 
 Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
-# Traces up to this many float elements in total are converted whole before they are shown
-# (a few milliseconds), so stepping is instant. Bigger ones show the focused stage first and
-# convert the rest in the background, most likely next stages first.
+# Traces up to this many float elements in total are converted whole before they are shown (a few ms), so
+# stepping is instant. Bigger ones show the focused stage first, then convert the rest, nearest first.
 CONVERT_ALL_BELOW = 4_000_000
 # The GUI says when it is busy (explorer.widgets.frames: a change's phases still to come), the one
 # signal this worker consults, through set_gui_busy. Two things wait for it, each at most so long
@@ -71,6 +71,7 @@ class _Job:
     request: object
     focus_stage: str | None
     fit_colours: bool | str = False  # the colour scale its images are made for (the state's, handed over)
+    pixels: tuple[int, int] | None = None  # the device pixels of the view's plots: its images reduced to them
 
 
 class ComputeWorker(QObject):
@@ -98,7 +99,7 @@ class ComputeWorker(QObject):
         self._runners.update(runners or {})
         self._cond = threading.Condition()
         self._job: _Job | None = None
-        self._wanted: list[tuple] = []  # (generation, stage, colour scale or None) the GUI is waiting for
+        self._wanted: list[tuple] = []  # (generation, stage, colour scale, pixels or None) the GUI waits for
         self._regions: dict[int, tuple] = {}  # head -> (generation, stage, region): the latest zoom per plot
         self._trash: list[object] = []  # old traces to free off the GUI thread
         self._stopping = False
@@ -112,7 +113,7 @@ class ComputeWorker(QObject):
         # Kept between jobs (one at a time: the lane): the trace on screen (after a failed request too),
         # its stages not converted yet, and the colour scale last handed over for it.
         self._current: DisplayTrace | None = None
-        self._todo, self._fit = [], False
+        self._todo, self._fit, self._pixels = [], False, None
         self._long = Overviews()  # a long input's overview, streamed
         self._handed_over.connect(self._limit_quiet)
         self._load_waits.connect(self._limit_load_wait)
@@ -122,23 +123,26 @@ class ComputeWorker(QObject):
     def latest_generation(self) -> int:
         return self._latest
 
-    def submit(self, request: object, focus_stage: str | None = None, fit_colours: bool | str = False) -> int:
+    def submit(self, request: object, focus_stage: str | None = None, fit_colours: bool | str = False,
+               pixels: tuple[int, int] | None = None) -> int:
         """Queue ``request`` (replacing any queued one), its images made for the colour scale
-        ``fit_colours`` (the state's: the worker keeps no copy of its own), and return its generation."""
+        ``fit_colours`` (the state's: the worker keeps no copy of its own) at the view's device ``pixels``
+        (None: MAX_DISPLAY_SIDE), and return its generation."""
         with self._cond:
             self._latest += 1
-            self._job = _Job(self._latest, request, focus_stage, fit_colours)
+            self._job = _Job(self._latest, request, focus_stage, fit_colours, tuple(pixels) if pixels else None)
             self._cond.notify_all()
             generation = self._latest
         self._wake()
         return generation
 
-    def prepare(self, generation: int, stage_name: str, fit_colours: bool | str | None = None) -> None:
-        """Ask for a stage's image ahead of the background order (lazy conversion), or again
-        for another colour scale (``fit_colours``, which then applies to that run's later conversions
-        and regions too; None: the scale it has)."""
+    def prepare(self, generation: int, stage_name: str, fit_colours: bool | str | None = None,
+                pixels: tuple[int, int] | None = None) -> None:
+        """Ask for a stage's image ahead of the background order (lazy conversion), or again for another
+        colour scale or at other device pixels (``fit_colours``, ``pixels``: they then apply to that run's
+        later conversions and regions too; None: as it has)."""
         with self._cond:
-            self._wanted.append((generation, stage_name, fit_colours))
+            self._wanted.append((generation, stage_name, fit_colours, tuple(pixels) if pixels else None))
         self._wake()
 
     def prepare_regions(self, generation: int, stage_name: str, asks: list) -> None:
@@ -161,10 +165,8 @@ class ComputeWorker(QObject):
         if not busy:
             self._wake()
 
-    @property
-    def gui_busy(self) -> bool:
-        """What the GUI said last (True from a result's hand-over until the GUI says it is idle)."""
-        return self._gui_busy
+    # What the GUI said last (True from a result's hand-over until the GUI says it is idle).
+    gui_busy = property(lambda self: self._gui_busy)
 
     def _limit_quiet(self, generation: int) -> None:  # GUI thread: the quiet period's time limit, by Frames
         later(QUIET_AFTER_RESULT_MS, self, lambda: self._end_wait("_quiet_over", max(self._quiet_over, generation)))
@@ -197,9 +199,7 @@ class ComputeWorker(QObject):
     def idle(self) -> bool:
         return self._idle.is_set()
 
-    @property
-    def stopped(self) -> bool:
-        return self._stopping
+    stopped = property(lambda self: self._stopping)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Abandon the current work, take no more, and wait for the running job to end."""
@@ -264,33 +264,31 @@ class ComputeWorker(QObject):
         if job is not None:
             computed = self._compute(job)
             if computed is not None:
-                (self._current, self._todo), self._fit = computed, job.fit_colours
+                (self._current, self._todo), self._fit, self._pixels = computed, job.fit_colours, job.pixels
             return
         current = self._current
         if current is None:
             return
-        # A new request interrupts a conversion; the trace on screen still converts when asked,
-        # even when a newer request failed and it stays on screen.
+        # A new request interrupts a conversion; the trace on screen still converts when asked (it stays).
         stale = lambda: self._job is not None or self._stopping  # noqa: E731
         # The shown run's stores are the read jobs' too: one job on them at a time (the device queue).
         device = EXECUTOR.device(current.trace.device)
+        for g, _n, scale, pixels in wanted:  # asked for another colour scale or pixels: its run's now
+            if g == current.generation:
+                self._fit = scale if scale is not None else self._fit
+                self._pixels = pixels if pixels is not None else self._pixels
         try:
             with device.turn():
                 self._convert(current, regions, wanted, self._todo, self._fit, stale, device)
         except Cancelled:  # a newer request (or a stage asked for) came: it goes first
             pass
-        for g, _n, scale in wanted:  # a stage converted for another colour scale: its run's scale now
-            self._fit = scale if g == current.generation and scale is not None else self._fit
 
-    def _convert(self, current: DisplayTrace, regions: dict, wanted: list, todo: list[str], fit, stale,
-                 device) -> None:  # fmt: skip
-        """Convert (on this thread, holding the shown run's device queue) the regions and stages the GUI
-        asked for, else the next stage of the background order (``todo``, in place)."""
-        for g, _n, scale in wanted:
-            fit = scale if g == current.generation and scale is not None else fit
+    def _convert(self, current: DisplayTrace, regions: dict, wanted: list, todo: list[str], fit, stale, device):
+        """Convert (holding the shown run's device queue) the regions and stages the GUI asked for, else
+        the next stage of the background order (``todo``, in place)."""
         self._serve_regions(current, regions, stale, fit)
         # A converted stage may be asked for again: the colour scale changed since.
-        names = [n for g, n, _f in wanted if g == current.generation and n in current.trace]
+        names = [n for g, n, *_ in wanted if g == current.generation and n in current.trace]
         with self._cond:
             background = not names and not regions and self._background_allowed()
         if background:
@@ -310,7 +308,7 @@ class ComputeWorker(QObject):
                 if stale():
                     return True
                 if long:  # regions are served as it goes; another stage interrupts it
-                    return any(n != name for _g, n, _f in self._wanted)
+                    return any(n != name for _g, n, *_ in self._wanted)
                 return background and bool(self._wanted or self._regions)
 
             try:
@@ -340,7 +338,7 @@ class ComputeWorker(QObject):
         """A stage's picture; a long input's weights streamed (explorer.engine.long_render), the
         regions asked meanwhile answered between its blocks of rows."""
         if not streams(stage):
-            return stage_image(stage, fit, should_stop=should_stop)
+            return stage_image(stage, fit, should_stop=should_stop, max_side=self._pixels or MAX_DISPLAY_SIDE)
 
         def serve() -> None:
             with self._cond:
@@ -367,9 +365,11 @@ class ComputeWorker(QObject):
             focus = job.focus_stage if job.focus_stage in names else names[-1]
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [] if is_long(trace) else [focus]
-            images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale) for n in first}
+            side = job.pixels or MAX_DISPLAY_SIDE  # each stage reduced once, to the view's pixels (not long ones)
+            images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale, max_side=side) for n in first}
             shown = job.request.as_traced(trace) if isinstance(job.request, RunSpec) else job.request
             display = DisplayTrace(job.generation, trace, images, shown)
+            display.values = small_values(trace, focus) if total <= CONVERT_ALL_BELOW else {}
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message
             if not is_stale():  # a stale job's failure (Cancelled included) interests no one
                 self.failed.emit(job.generation, failure_message(exc), failure_kind(exc))
