@@ -308,8 +308,9 @@ class ExplorerState:
         info = ModelInfo.from_trace(trace) if self._inputs.uses_model else None
         if info is not None:
             layer = trace.meta.get("layer", self._inputs.layer)
-            if layer != self._inputs.layer:  # the runner showed the deepest layer there is instead
-                self._inputs = dataclasses.replace(self._inputs, layer=layer)  # already computed: no request
+            if layer != self._inputs.layer:  # the deepest there is, shown instead (the window asks no more)
+                self._inputs = dataclasses.replace(self._inputs, layer=layer)
+                self.inputs_changed.emit(self._inputs)
             if trace.key_tokens != self._key_tokens:
                 self._key_tokens = trace.key_tokens
                 self.key_tokens_changed.emit(trace.key_tokens)
@@ -392,9 +393,6 @@ def default_query(tokens: tuple[str, ...]) -> int:
 
 def _nearest_stage(wanted: str, names: tuple[str, ...]) -> str:
     """The stage to show when ``wanted`` vanished: the next one in canonical order, else the last."""
-    if wanted in STAGE_ORDER:
-        at = STAGE_ORDER.index(wanted)
-        later = [n for n in names if n in STAGE_ORDER and STAGE_ORDER.index(n) > at]
-        if later:
-            return later[0]
-    return names[-1]
+    at = STAGE_ORDER.index(wanted) if wanted in STAGE_ORDER else len(STAGE_ORDER)
+    later = [n for n in names if n in STAGE_ORDER and STAGE_ORDER.index(n) > at]
+    return later[0] if later else names[-1]

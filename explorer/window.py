@@ -31,6 +31,7 @@ from explorer.engine.worker import ComputeWorker
 from explorer.executor import EXECUTOR
 from explorer.files.persistence import (
     GEOMETRY_KEY,
+    available_inputs,
     load_fit_colours,
     load_inputs,
     model_folder,
@@ -55,9 +56,8 @@ from explorer.widgets.stage_list import StageList
 from explorer.widgets.stage_stepper import StageStepper
 from explorer.widgets.status_line import StatusLine, trace_summary
 from explorer.widgets.window_size import keep_on_screen, open_sized
-from models.config import InputError
 from models.engine.device import describe_default_device
-from models.pretrained import list_models, resolve_model
+from models.pretrained import list_models
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 WARM_PLOTS = 12  # heads of BERT-base, GPT-2, MiniLM: heatmaps made ready while such a model loads
@@ -82,7 +82,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Attention Explorer")
         self.settings = settings
         self.persist = persist  # False for --screenshot runs: they must not change the user's settings
-        inputs, startup_notice = _available(inputs if inputs is not None else load_inputs(settings))
+        inputs, startup_notice = available_inputs(inputs if inputs is not None else load_inputs(settings))
         self.state = ExplorerState(inputs, parent=self)
         if stage:
             self.state.set_stage(stage)
@@ -161,7 +161,8 @@ class MainWindow(QMainWindow):
 
         # Many changes in one event-loop turn (a spin box held down, a session applied) make one request.
         self._submit_soon = debounced(self.submit_now, 0, self)
-        for changed in (self.state.inputs_changed, self.state.edits_changed, self.state.difference_changed):
+        self.state.inputs_changed.connect(lambda *_: None if self._shows_request() else self._submit_soon())
+        for changed in (self.state.edits_changed, self.state.difference_changed):
             changed.connect(lambda *_: self._submit_soon())
         self.state.settings_error_changed.connect(self._settings_problem)
         self.worker.result_ready.connect(self._on_result)
@@ -261,6 +262,16 @@ class MainWindow(QMainWindow):
                                         pixels=self.matrix_view.zoom.pixels())  # reduced once, to the plots' pixels
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
         return generation
+
+    def _shows_request(self) -> bool:
+        """The inputs ask for the run on screen (as requested, with the layer its model really traced: no
+        request for the same trace again), shown without an error, and nothing newer is on its way."""
+        shown, asked = self.state.display, self.state.requested
+        if shown is None or self.state.status.status.error or self._answered != self.worker.latest_generation:
+            return False
+        if getattr(asked, "uses_model", False):  # a model's RunSpec (never a FileRequest: files are the toy's)
+            asked = dataclasses.replace(asked, layer=shown.trace.meta.get("layer", asked.layer))
+        return self.state.request() == asked
 
     # --- models ----------------------------------------------------------------------------
     def ask_model_folder(self, start: Path) -> str | None:
@@ -385,15 +396,3 @@ class MainWindow(QMainWindow):
         self.jobs.shutdown()
         super().closeEvent(event)
 
-
-def _available(inputs: Inputs) -> tuple[Inputs, str]:
-    """``inputs``, or the toy engine with a notice when their model has gone (a deleted folder,
-    an emptied cache) since it was saved."""
-    if not inputs.uses_model:
-        return inputs, ""
-    try:
-        resolve_model(inputs.model)
-    except InputError:
-        return dataclasses.replace(inputs, model="", pad_positions=()), \
-            f"the model {inputs.model} is no longer there: showing the toy model"  # fmt: skip
-    return inputs, ""

