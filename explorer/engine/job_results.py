@@ -44,15 +44,14 @@ def layer_params(models, request: object, trace: AttentionTrace):
 
 
 def small_values(trace: AttentionTrace, focus: str) -> dict[str, list[np.ndarray]]:
-    """The exact values of a small trace's stages (every stage when they all hold at most PREFETCH_CELLS
-    cells together, else the focused one and, for the weights, the masked scores when that small), as
-    the numbers in the cells read them (explorer.widgets.stage_rows): read here, with the result."""
+    """The exact values of the focused stage of a small trace (and, for the weights, the masked scores),
+    each of at most PREFETCH_CELLS cells, as the numbers in the cells read them (explorer.widgets.stage_rows):
+    read here, with the result (the other stages are read when shown, as the read-ahead reads them)."""
     from explorer.widgets import stage_rows
 
     limit = stage_rows.PREFETCH_CELLS  # read when asked: a test may change it
     cells = {s.name: int(np.prod(s.shape)) for s in trace.stages}
-    names = list(cells) if sum(cells.values()) <= limit else [focus, "masked"] if focus == "weights" else [focus]
-    names = [n for n in names if n in cells and cells[n] <= limit]
+    names = [n for n in ([focus, "masked"] if focus == "weights" else [focus]) if n in cells and cells[n] <= limit]
     return {n: [np.array(trace[n].rows(h, 0, trace[n].shape[-2]), np.float32) for h in range(trace[n].heads)]
             for n in names}  # fmt: skip
 
