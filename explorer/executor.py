@@ -1,10 +1,10 @@
 """The one executor of the app's jobs off the GUI thread (issue 32). Qt-free.
 
-Every job runs on its pool: each window's reads (explorer.jobs.ReadJobs: hover, focus, numbers,
-derivations, comparisons, exports, a file checked before it opens, the training timeline), and every
-long job (explorer.jobs.LatestJob: the whole-model survey, generation, the head atlas). The
-compute worker (explorer/engine/worker.py) keeps its one thread, where models load and traces
-are made, and takes its turns on the same device queue.
+Every job runs on its pool: the compute worker's (explorer/engine/worker.py: models loaded, traces
+made, stages converted to images; its own lane), each window's reads (explorer.jobs.ReadJobs: hover,
+focus, numbers, derivations, comparisons, exports, a file checked before it opens, the training
+timeline), and every long job (explorer.jobs.LatestJob: the whole-model survey, generation, the head
+atlas). No other module makes a thread (tests/explorer/test_executor.py greps for them).
 
 - **Lanes.** Jobs of one lane run one at a time, in order (a window's reads: its own lane, so that
   an answer never overtakes an earlier one of the same window); lanes run side by side.

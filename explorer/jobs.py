@@ -243,7 +243,7 @@ class LatestJob(QObject):
             return self.generation, done
 
     def _guarded(self, generation: int, done: threading.Event, *args) -> None:
-        from explorer.engine.worker import leave_a_core_to_the_gui
+        from explorer.engine.job_results import leave_a_core_to_the_gui
         from models.config import Cancelled
 
         leave_a_core_to_the_gui()

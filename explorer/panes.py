@@ -106,3 +106,81 @@ class InspectorPane:
         if cell != self.cell or cell is not None:  # clicking the same cell again explains it again
             self.cell = cell
             self.cell_changed.emit(cell)
+
+
+class ZoomPane:
+    """The stepper's zoom: the cells in view of each plot zoomed in, ``{head: (r0, r1, c0, c1)}`` (a head
+    absent shows its whole matrix). The matrix view sets it as a plot's range changes (the wheel, a pan,
+    a new stage laid out)."""
+
+    regions_changed = Signal(object)  # dict head -> (r0, r1, c0, c1)
+
+    def __init__(self) -> None:
+        self.regions: dict[int, tuple[int, int, int, int]] = {}
+
+    def set_regions(self, regions: dict[int, tuple[int, int, int, int]]) -> None:
+        if regions != self.regions:
+            self.regions = regions
+            self.regions_changed.emit(regions)
+
+
+class Shown:
+    """A pane whose view state is one value, what its window shows now (``shown``, None before the
+    first), announced by ``shown_changed``: Generate's step, the atlas's picture, the timeline's step,
+    the comparison of the pinned run."""
+
+    shown_changed = Signal(object)
+
+    def __init__(self) -> None:
+        self.shown: object | None = None
+
+    def set_shown(self, shown: object | None) -> None:
+        if shown is not self.shown and not _equal(shown, self.shown):
+            self.shown = shown
+            self.shown_changed.emit(shown)
+
+
+def _equal(a: object, b: object) -> bool:
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):  # arrays inside: only the same object is the same
+        return False
+
+
+class GeneratedStep(NamedTuple):
+    """What the Generate window shows: ``step`` of its generation, the head ``(layer, head)`` in full,
+    the colour options (each thumbnail fitted to its own maximum; the first key left out of the scale)."""
+
+    step: int
+    layer: int
+    head: int
+    fit_each: bool
+    sink_out: bool
+
+
+class GeneratePane(Shown):
+    """The Generate window's view state: the :class:`GeneratedStep` on screen."""
+
+
+class AtlasShown(NamedTuple):
+    """What the atlas window shows: the atlas (its model and corpus), the one it is compared with (or ""),
+    the map's colour metric and the scatter's axes."""
+
+    atlas: str
+    compared: str
+    colour: str
+    x: str
+    y: str
+
+
+class AtlasPane(Shown):
+    """The head atlas window's view state: the :class:`AtlasShown` on screen."""
+
+
+class TimelinePane(Shown):
+    """The training timeline's view state: the step (checkpoint index) its slider shows."""
+
+
+class ComparePane(Shown):
+    """The compare window's view state: the Comparison (explorer/engine/compare.py) it shows, or None
+    (nothing pinned)."""

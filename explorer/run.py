@@ -21,6 +21,9 @@ class DisplayTrace:
     request: object = None  # the request that made it: what is on screen never comes from later inputs
     params: object = None  # models.reads.params.LayerParams of the traced layer (for the cell inspector), or None
     worker_ms: float = 0.0  # compute + conversion on the worker, for the status bar
+    # A small trace's exact values, read with the result on the worker ({stage: [rows of each head]}): the
+    # numbers in the cells are drawn with its heatmaps, in their one paint (explorer.widgets.stage_rows).
+    values: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,7 +9,8 @@ through its methods and subscribe to its events; none of them keeps a fact of it
 - what is shown: the latest run (``display``, a DisplayTrace carrying the RunSpec that made it), the
   ``pinned`` run compared with it, the stage, the head (-1 = all heads), the focused query row and head,
   the colour scale, and the ``notices`` to show with the next summary;
-- each pane's view state: ``stepper`` (explorer/panes.py: the stage whose images are on screen now).
+- each pane's view state (explorer/panes.py): ``stepper`` (the stage whose images are on screen now),
+  ``status``, ``inspector``, ``zoom``, and the other windows': ``generate``, ``atlas``, ``timeline``, ``compare``.
 :meth:`snapshot` is what a session file holds; :meth:`apply` sets one whole, or nothing.
 """
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 from psygnal import Signal
 
+from explorer import panes
 from explorer.images.stage_image import StageImage
 from explorer.inputs import DEFAULT_SENTENCE, Inputs, painted_mask, same_computation, settings_problem
 from explorer.panes import InspectedCell, InspectorPane, ShownStage, Status, StatusPane, StepperPane
@@ -96,18 +98,17 @@ class ExplorerState:
         self.model_info: ModelInfo | None = None
         self.display: DisplayTrace | None = None
         self.pinned: DisplayTrace | None = None  # kept alive here: the worker never frees it
-        self.stage_name = "weights"
-        self.head = ALL_HEADS
+        self.stage_name, self.head = "weights", ALL_HEADS
         self.focus_head = 0  # the head the query panel explains (the one last clicked)
         self.query = NO_QUERY
         self.fit_colours = False
         self.notices: tuple[str, ...] = ()
         self.restore_point: Snapshot | None = None  # what a session being opened goes back to if it fails
         # The panes' view state: the stepper's stage on screen (a step behind stage_name while drawn),
-        # what the status line says, the cell the inspector explains.
-        self.stepper = StepperPane()
-        self.status = StatusPane()
-        self.inspector = InspectorPane()
+        # what the status line says, the cell the inspector explains, the zoom, the other windows'.
+        self.stepper, self.status, self.inspector = StepperPane(), StatusPane(), InspectorPane()
+        self.zoom, self.generate, self.atlas = panes.ZoomPane(), panes.GeneratePane(), panes.AtlasPane()
+        self.timeline, self.compare = panes.TimelinePane(), panes.ComparePane()
 
     # --- inputs ----------------------------------------------------------------------------
     @property
@@ -307,8 +308,9 @@ class ExplorerState:
         info = ModelInfo.from_trace(trace) if self._inputs.uses_model else None
         if info is not None:
             layer = trace.meta.get("layer", self._inputs.layer)
-            if layer != self._inputs.layer:  # the runner showed the deepest layer there is instead
-                self._inputs = dataclasses.replace(self._inputs, layer=layer)  # already computed: no request
+            if layer != self._inputs.layer:  # the deepest there is, shown instead (the window asks no more)
+                self._inputs = dataclasses.replace(self._inputs, layer=layer)
+                self.inputs_changed.emit(self._inputs)
             if trace.key_tokens != self._key_tokens:
                 self._key_tokens = trace.key_tokens
                 self.key_tokens_changed.emit(trace.key_tokens)
@@ -391,9 +393,6 @@ def default_query(tokens: tuple[str, ...]) -> int:
 
 def _nearest_stage(wanted: str, names: tuple[str, ...]) -> str:
     """The stage to show when ``wanted`` vanished: the next one in canonical order, else the last."""
-    if wanted in STAGE_ORDER:
-        at = STAGE_ORDER.index(wanted)
-        later = [n for n in names if n in STAGE_ORDER and STAGE_ORDER.index(n) > at]
-        if later:
-            return later[0]
-    return names[-1]
+    at = STAGE_ORDER.index(wanted) if wanted in STAGE_ORDER else len(STAGE_ORDER)
+    later = [n for n in names if n in STAGE_ORDER and STAGE_ORDER.index(n) > at]
+    return later[0] if later else names[-1]

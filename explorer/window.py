@@ -31,6 +31,7 @@ from explorer.engine.worker import ComputeWorker
 from explorer.executor import EXECUTOR
 from explorer.files.persistence import (
     GEOMETRY_KEY,
+    available_inputs,
     load_fit_colours,
     load_inputs,
     model_folder,
@@ -57,9 +58,8 @@ from explorer.widgets.stage_list import StageList
 from explorer.widgets.stage_stepper import StageStepper
 from explorer.widgets.status_line import StatusLine, trace_summary
 from explorer.widgets.window_size import keep_on_screen, open_sized
-from models.config import InputError
 from models.engine.device import describe_default_device
-from models.pretrained import list_models, resolve_model
+from models.pretrained import list_models
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 WARM_PLOTS = 12  # heads of BERT-base, GPT-2, MiniLM: heatmaps made ready while such a model loads
@@ -84,7 +84,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Attention Explorer")
         self.settings = settings
         self.persist = persist  # False for --screenshot runs: they must not change the user's settings
-        inputs, startup_notice = _available(inputs if inputs is not None else load_inputs(settings))
+        inputs, startup_notice = available_inputs(inputs if inputs is not None else load_inputs(settings))
         self.state = ExplorerState(inputs, parent=self)
         if stage:
             self.state.set_stage(stage)
@@ -163,7 +163,8 @@ class MainWindow(QMainWindow):
 
         # Many changes in one event-loop turn (a spin box held down, a session applied) make one request.
         self._submit_soon = debounced(self.submit_now, 0, self)
-        for changed in (self.state.inputs_changed, self.state.edits_changed, self.state.difference_changed):
+        self.state.inputs_changed.connect(lambda *_: None if self._shows_request() else self._submit_soon())
+        for changed in (self.state.edits_changed, self.state.difference_changed):
             changed.connect(lambda *_: self._submit_soon())
         self.state.settings_error_changed.connect(self._settings_problem)
         self.worker.result_ready.connect(self._on_result)
@@ -189,7 +190,6 @@ class MainWindow(QMainWindow):
             self.splitter.setSizes([left, self.width() - left - right, right])
         else:
             keep_on_screen(self)  # saved on a larger screen
-        self.worker.start()
         self.submit_now()
         # One plot per idle event-loop turn (~10 ms each), behind the first result: a model chosen
         # later (12 heads, say) then finds its heatmaps built, even chosen from the keyboard.
@@ -249,10 +249,20 @@ class MainWindow(QMainWindow):
         self.state.set_requested(request)
         self.matrix_view.zoom.supersede()  # the picture on screen is outgoing: no more regions for it
         self.frames.after_this_turn("submitted")  # the worker reads a model after this turn's repaints
-        generation = self.worker.submit(request, focus_stage=self.state.stage_name,
-                                        fit_colours=self.state.fit_colours)
+        generation = self.worker.submit(request, focus_stage=self.state.stage_name, fit_colours=self.state.fit_colours,
+                                        pixels=self.matrix_view.zoom.pixels())  # reduced once, to the plots' pixels
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
         return generation
+
+    def _shows_request(self) -> bool:
+        """The inputs ask for the run on screen (as requested, with the layer its model really traced: no
+        request for the same trace again), shown without an error, and nothing newer is on its way."""
+        shown, asked = self.state.display, self.state.requested
+        if shown is None or self.state.status.status.error or self._answered != self.worker.latest_generation:
+            return False
+        if getattr(asked, "uses_model", False):  # a model's RunSpec (never a FileRequest: files are the toy's)
+            asked = dataclasses.replace(asked, layer=shown.trace.meta.get("layer", asked.layer))
+        return self.state.request() == asked
 
     # --- models ----------------------------------------------------------------------------
     def ask_model_folder(self, start: Path) -> str | None:
@@ -373,19 +383,7 @@ class MainWindow(QMainWindow):
             self.settings.setValue(GEOMETRY_KEY, self.saveGeometry())
             self.settings.sync()
         self.windows.close_all()  # the windows it opened go with it (their threads stop as they close)
-        self.worker.stop()  # joins the thread: nothing keeps running after the window is gone
+        self.worker.stop()  # waits for its job on the executor: nothing keeps computing after the window is gone
         self.jobs.shutdown()
         super().closeEvent(event)
 
-
-def _available(inputs: Inputs) -> tuple[Inputs, str]:
-    """``inputs``, or the toy engine with a notice when their model has gone (a deleted folder,
-    an emptied cache) since it was saved."""
-    if not inputs.uses_model:
-        return inputs, ""
-    try:
-        resolve_model(inputs.model)
-    except InputError:
-        return dataclasses.replace(inputs, model="", pad_positions=()), \
-            f"the model {inputs.model} is no longer there: showing the toy model"  # fmt: skip
-    return inputs, ""

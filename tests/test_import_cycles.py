@@ -101,8 +101,10 @@ def test_no_import_cycles_in_models_and_explorer():
     assert cycles(graph) == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles(graph))
 
 
-def test_no_import_cycles_in_models_not_even_for_type_checking():
-    """models/ has no cycle even through ``if TYPE_CHECKING:`` imports: a module that only names
-    another's class in an annotation still says the two cannot be understood apart."""
-    graph = import_graph(("models",), typing_too=True)
+def test_no_import_cycles_in_models_and_explorer_not_even_for_type_checking():
+    """models/ and explorer/ have no cycle even through ``if TYPE_CHECKING:`` imports: a module that only
+    names another's class in an annotation still says the two cannot be understood apart (the window's
+    actions named the window, which imports them: they now name a Protocol of what they reach)."""
+    graph = import_graph(typing_too=True)
+    assert len(graph) > 50
     assert cycles(graph) == [], "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles(graph))

@@ -28,12 +28,16 @@ class CompareActions(QObject):
     def __init__(self, state, jobs, info: Report, error: Report, parent=None):
         super().__init__(parent)
         self.state, self.jobs, self._parent, self._info, self._error = state, jobs, parent, info, error
-        self.comparison: Comparison | None = None  # the compare pane's answer for what it shows
         self.view: CompareView | None = None
         for signal in (self.state.trace_changed, self.state.stage_changed, self.state.head_changed,
                        self.state.focus_head_changed, self.state.colours_changed):  # fmt: skip
             signal.connect(self.refresh)
         self.state.pinned_changed.connect(self._pinned_changed)
+
+    @property
+    def comparison(self) -> Comparison | None:
+        """What the compare window shows: the state's compare pane (explorer/panes.py)."""
+        return self.state.compare.shown
 
     @property
     def pinned(self):
@@ -54,7 +58,7 @@ class CompareActions(QObject):
         self.state.unpin()
 
     def _pinned_changed(self, pinned) -> None:
-        self.comparison = None
+        self.state.compare.set_shown(None)
         self.jobs.cancel("compare")
         if pinned is None:
             if self.view is not None:
@@ -95,5 +99,6 @@ class CompareActions(QObject):
     def _show(self, answer: tuple[Comparison, str]) -> None:
         if self.pinned is None or self.view is None:
             return
-        self.comparison, heading = answer
-        self.view.show_comparison(self.comparison, heading)
+        comparison, heading = answer
+        self.state.compare.set_shown(comparison)
+        self.view.show_comparison(comparison, heading)

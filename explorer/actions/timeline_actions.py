@@ -38,6 +38,7 @@ def open_timeline(state, submit, error, sentence: str | None = None, step: str |
         state.set_head(head)
 
     timeline_window = TimelineWindow(timeline, on_step, on_head)
+    timeline_window.step_changed.connect(state.timeline.set_shown)  # the state's timeline pane: the step shown
     open_sized(timeline_window, 900, 820)
     if step is not None:
         from models.pretrained.steps import parse_step
@@ -46,6 +47,7 @@ def open_timeline(state, submit, error, sentence: str | None = None, step: str |
             timeline_window.set_step(parse_step(step, timeline.steps, timeline.name))
         except InputError as exc:
             error(str(exc))
+    state.timeline.set_shown(timeline_window.step)
     timeline_window.show()
     return timeline_window
 

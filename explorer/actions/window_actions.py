@@ -5,18 +5,41 @@ Ids are ``<area>.<verb>``; docs/architecture.md ("Actions") lists them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from explorer.actions.registry import Action, ActionRegistry, Menu, StandardKey
 
-if TYPE_CHECKING:
-    from explorer.window import MainWindow
+if TYPE_CHECKING:  # none of these imports this module: no cycle, not even for type checking
+    from explorer.actions.compare_actions import CompareActions
+    from explorer.actions.experiment import Experiment
+    from explorer.actions.export_actions import ExportActions
+    from explorer.actions.file_actions import FileActions
+    from explorer.actions.other_windows import OtherWindows
+    from explorer.actions.session_actions import SessionActions
+    from explorer.panels.why_dock import WhyDock
+    from explorer.state import ExplorerState
 
 MENUS = (Menu("file", "&File"), Menu("stage", "&Stage"), Menu("edit", "&Edit"))
 PIN_TIP = "Keep this run; change anything and compare it with the new one"
 
 
-def window_actions(w: MainWindow) -> list[Action]:
+class Commands(Protocol):
+    """What the actions reach of the main window (explorer/window.py's MainWindow is one): this module
+    names what it needs rather than importing the window, which imports it."""
+
+    state: ExplorerState
+    exports: ExportActions
+    files: FileActions
+    windows: OtherWindows
+    why: WhyDock
+    sessions: SessionActions
+    compare: CompareActions
+    experiment: Experiment
+
+    def close(self) -> bool: ...
+
+
+def window_actions(w: Commands) -> list[Action]:
     state = w.state
     return [
         # File: exports
@@ -80,7 +103,7 @@ def window_actions(w: MainWindow) -> list[Action]:
     ]  # fmt: skip
 
 
-def window_registry(window: MainWindow) -> ActionRegistry:
+def window_registry(window: Commands) -> ActionRegistry:
     registry = ActionRegistry(MENUS)
     for action in window_actions(window):
         registry.register(action)

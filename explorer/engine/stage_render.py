@@ -57,5 +57,5 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
     return StageImage(
         name=stage.name, indices=indices, levels=levels, data_range=(lo, hi), sequential=sequential,
         masked_cells=masked, fitted=fit, region=region, step=reduced[0].step if reduced else (1, 1), nan_cells=nans,
-        scale_used=scale, progress=progress,
+        scale_used=scale, progress=progress, pixels=tuple(max_side) if isinstance(max_side, tuple) else None,
     )  # fmt: skip

@@ -1,67 +1,68 @@
-"""The only bridge to the torch engine: one long-lived thread, the latest request wins.
+"""The only bridge to the torch engine: jobs of kind "compute" on the app's one executor, latest wins.
 
-The GUI thread calls :meth:`ComputeWorker.submit` and returns at once. The thread computes the
-trace, converts the stage on screen to uint8 colour indices (explorer.images.stage_image) and emits
-:attr:`ComputeWorker.result_ready`. A newer submit bumps the generation; the running computation
-sees that at its next stage boundary (``should_stop``) and is abandoned.
+The GUI thread calls :meth:`ComputeWorker.submit` and returns at once. A job on the executor (explorer/
+executor.py: this worker's own lane, one at a time, in order; holding the shown run's device queue while
+it converts, so that it never computes on a lazy store beside a read) computes the trace, converts the
+stage on screen to uint8 colour indices (explorer.images.stage_image) and emits ``result_ready``. A newer
+submit bumps the generation; the running computation sees that at its next stage boundary
+(``should_stop``) and is abandoned. With nothing to do no job runs: an ask, or the GUI going idle,
+starts one. The worker has no clock: its two waits for the GUI end when the GUI is idle
+(:meth:`set_gui_busy`, from the window's ``Frames``) or, at the latest, at a ``frames.later``.
 
-Runners are looked up by request type: a :class:`~models.runspec.RunSpec` (what the window
-submits) goes to a real model (loaded once, then cached here, on this thread) or, as the toy
-engine's ``AttentionRequest``, to the toy engine (with its edits: explorer.engine.edited_runner). Another
-kind of request only needs one more entry in ``runners``: ``(request, should_stop) -> AttentionTrace``.
-A result carries the RunSpec that made it, as traced (``RunSpec.as_traced``).
+Runners are looked up by request type: a :class:`~models.runspec.RunSpec` goes to a real model (loaded
+once, then cached here) or to the toy engine (with its edits: explorer.engine.edited_runner); another kind
+of request needs one more entry in ``runners``: ``(request, should_stop) -> AttentionTrace``. A result
+carries the RunSpec that made it, as traced (``RunSpec.as_traced``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import torch
-from PySide6.QtCore import QThread, Signal
+from PySide6.QtCore import QObject, Signal
 
 from explorer.engine.edited_runner import run_edited
+from explorer.engine.job_results import (
+    background_order,
+    failure_kind,
+    failure_message,
+    layer_params,
+    leave_a_core_to_the_gui,
+    small_values,
+)
 from explorer.engine.long_render import Overviews, is_long, streams
 from explorer.engine.pretrained_runner import PretrainedRunner
 from explorer.engine.stage_render import stage_image
 from explorer.executor import EXECUTOR
 from explorer.images.stage_image import MAX_DISPLAY_SIDE
 from explorer.run import DisplayTrace
+from explorer.widgets.frames import later
 from models.config import AttentionRequest, Cancelled, InputError
 from models.engine import pipeline
 from models.engine.trace import AttentionTrace
-from models.memory import OUT_OF_MEMORY, is_out_of_memory
-from models.reads.params import pretrained_params, toy_params
 from models.runspec import RunSpec
 
 Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
-# Traces up to this many float elements in total are converted whole before they are shown
-# (a few milliseconds), so stepping is instant. Bigger ones show the focused stage first and
-# convert the rest in the background, most likely next stages first.
+# Traces up to this many float elements in total are converted whole before they are shown (a few ms), so
+# stepping is instant. Bigger ones show the focused stage first, then convert the rest, nearest first.
 CONVERT_ALL_BELOW = 4_000_000
 # The GUI says when it is busy (explorer.widgets.frames: a change's phases still to come), the one
-# signal this thread consults, through set_gui_busy. Two things wait for it, each at most so long:
-# - reading a model (WAIT_FOR_GUI_S): reading the tokenizer holds the interpreter lock for ~40 ms,
+# signal this worker consults, through set_gui_busy. Two things wait for it, each at most so long
+# (a frames.later on the GUI thread ends the wait: the worker has no clock of its own):
+# - reading a model (WAIT_FOR_GUI_MS): reading the tokenizer holds the interpreter lock for ~40 ms,
 #   and the GUI thread, laying out and repainting the panels after a model is chosen, waited for
 #   it (a 50-100 ms stall on choosing a model, for ~25 ms of the GUI's own work);
-# - converting the other stages after a result (QUIET_AFTER_RESULT_S): converting takes the lock in
+# - converting the other stages after a result (QUIET_AFTER_RESULT_MS): converting takes the lock in
 #   short bursts, and each burst the GUI thread waits for (up to sys.getswitchinterval(), 5 ms) is
 #   multiplied by the hundred Python calls of one paint, which doubled the window's longest stall.
 #   Handing over a result makes the GUI busy until it says otherwise (it has painted the result).
-WAIT_FOR_GUI_S = 0.1
-QUIET_AFTER_RESULT_S = 0.25
+WAIT_FOR_GUI_MS = 100
+QUIET_AFTER_RESULT_MS = 250
 PROGRESS_EVERY_S = 0.05
-
-
-def leave_a_core_to_the_gui() -> None:
-    """torch on every core but one, so that painting never queues behind a computation
-    (torch's thread count is the process's: the survey worker calls this too)."""
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
 
 
 @dataclass(frozen=True)
@@ -70,62 +71,79 @@ class _Job:
     request: object
     focus_stage: str | None
     fit_colours: bool | str = False  # the colour scale its images are made for (the state's, handed over)
+    pixels: tuple[int, int] | None = None  # the device pixels of the view's plots: its images reduced to them
 
 
-class ComputeWorker(QThread):
-    """Owns torch. Signals are emitted from this thread and delivered queued to the GUI thread."""
+class ComputeWorker(QObject):
+    """Owns torch. Its jobs run on the executor; signals emitted there are delivered queued to the GUI
+    thread (where this object lives)."""
 
     result_ready = Signal(object)  # DisplayTrace
     stage_ready = Signal(int, object)  # generation, StageImage
-    # generation, [(head, StageImage of a zoomed region (exact cells))]: the regions asked together,
-    # sent together, so that the GUI paints them in one turn and one repaint
+    # generation, [(head, StageImage of a zoomed region)]: asked together, sent together (one repaint)
     regions_ready = Signal(int, object)
-    # generation, one-line message, kind: "load" (the model could not be opened), "input"
-    # (anything else the user can fix), "error" (an engine bug)
+    # generation, one-line message, kind: "load" (the model did not open), "input", "error" (an engine bug)
     failed = Signal(int, str, str)
     load_progress = Signal(float, str)  # fraction 0..1, what is being read (while a model loads)
+    # From a job to this object's thread (the GUI's): start the time limit of a wait for the GUI.
+    _handed_over = Signal(int)  # a result's generation: its quiet period begins
+    _load_waits = Signal()  # a job waits for the GUI before reading a model
 
     def __init__(self, runners: Mapping[type, Runner] | None = None, parent=None):
         """``runners`` are added to (or replace) the defaults for their request types."""
         super().__init__(parent)
-        self.setObjectName("ComputeWorker")
-        # Called on this thread while a model loads; the signal carries it to the GUI thread.
+        # Called on the executor while a model loads; the signal carries it to the GUI thread.
         self.models = PretrainedRunner(progress=self.report_load, before_load=self._wait_for_gui)
         self._last_report = 0.0
         self._runners: dict[type, Runner] = {AttentionRequest: pipeline.run, RunSpec: self._run_spec}
         self._runners.update(runners or {})
         self._cond = threading.Condition()
         self._job: _Job | None = None
-        self._wanted: list[tuple] = []  # (generation, stage, colour scale or None) the GUI is waiting for
+        self._wanted: list[tuple] = []  # (generation, stage, colour scale, pixels or None) the GUI waits for
         self._regions: dict[int, tuple] = {}  # head -> (generation, stage, region): the latest zoom per plot
-        self._trash: list[object] = []  # old traces to free here rather than on the GUI thread
+        self._trash: list[object] = []  # old traces to free off the GUI thread
         self._stopping = False
         self._latest = 0
         self._gui_busy = False  # the GUI's frame scheduler has phases to come (set_gui_busy)
-        self._quiet_until = 0.0  # time.monotonic() until which background conversion waits for the GUI
-        self._long = Overviews()  # a long input's overview, streamed (this thread only)
+        self._quiet_over = 0  # the generation whose quiet period's time limit has passed
+        self._go_ahead = False  # the time limit of the wait before reading a model has passed
+        self._scheduled = False  # a job of this worker is queued or running on the executor
+        self._idle = threading.Event()  # set while no job of this worker is queued or running
+        self._idle.set()
+        # Kept between jobs (one at a time: the lane): the trace on screen (after a failed request too),
+        # its stages not converted yet, and the colour scale last handed over for it.
+        self._current: DisplayTrace | None = None
+        self._todo, self._fit, self._pixels = [], False, None
+        self._long = Overviews()  # a long input's overview, streamed
+        self._handed_over.connect(self._limit_quiet)
+        self._load_waits.connect(self._limit_load_wait)
 
     # --- GUI thread ------------------------------------------------------------------------
     @property
     def latest_generation(self) -> int:
         return self._latest
 
-    def submit(self, request: object, focus_stage: str | None = None, fit_colours: bool | str = False) -> int:
+    def submit(self, request: object, focus_stage: str | None = None, fit_colours: bool | str = False,
+               pixels: tuple[int, int] | None = None) -> int:
         """Queue ``request`` (replacing any queued one), its images made for the colour scale
-        ``fit_colours`` (the state's: this thread keeps no copy of its own), and return its generation."""
+        ``fit_colours`` (the state's: the worker keeps no copy of its own) at the view's device ``pixels``
+        (None: MAX_DISPLAY_SIDE), and return its generation."""
         with self._cond:
             self._latest += 1
-            self._job = _Job(self._latest, request, focus_stage, fit_colours)
-            self._cond.notify()
-            return self._latest
+            self._job = _Job(self._latest, request, focus_stage, fit_colours, tuple(pixels) if pixels else None)
+            self._cond.notify_all()
+            generation = self._latest
+        self._wake()
+        return generation
 
-    def prepare(self, generation: int, stage_name: str, fit_colours: bool | str | None = None) -> None:
-        """Ask for a stage's image ahead of the background order (lazy conversion), or again
-        for another colour scale (``fit_colours``, which then applies to that run's later conversions
-        and regions too; None: the scale it has)."""
+    def prepare(self, generation: int, stage_name: str, fit_colours: bool | str | None = None,
+                pixels: tuple[int, int] | None = None) -> None:
+        """Ask for a stage's image ahead of the background order (lazy conversion), or again for another
+        colour scale or at other device pixels (``fit_colours``, ``pixels``: they then apply to that run's
+        later conversions and regions too; None: as it has)."""
         with self._cond:
-            self._wanted.append((generation, stage_name, fit_colours))
-            self._cond.notify()
+            self._wanted.append((generation, stage_name, fit_colours, tuple(pixels) if pixels else None))
+        self._wake()
 
     def prepare_regions(self, generation: int, stage_name: str, asks: list) -> None:
         """Reduce each ask's region (``(head, (r0, r1, c0, c1), levels, pixels)``: rows r0:r1, cols
@@ -135,23 +153,35 @@ class ComputeWorker(QThread):
         with self._cond:
             for head, region, levels, pixels in asks:
                 self._regions[head] = (generation, stage_name, tuple(region), levels, pixels)
-            self._cond.notify()
+        self._wake()
 
     def set_gui_busy(self, busy: bool) -> None:
         """The GUI is busy showing a change, or no longer (explorer.widgets.frames.Frames.busy_changed,
         on the GUI thread): while it is, a model is not read and stages are not converted in the
-        background (see WAIT_FOR_GUI_S and QUIET_AFTER_RESULT_S)."""
+        background (see WAIT_FOR_GUI_MS and QUIET_AFTER_RESULT_MS)."""
         with self._cond:
             self._gui_busy = bool(busy)
-            self._cond.notify()
+            self._cond.notify_all()
+        if not busy:
+            self._wake()
 
-    @property
-    def gui_busy(self) -> bool:
-        """What the GUI said last (True from a result's hand-over until the GUI says it is idle)."""
-        return self._gui_busy
+    # What the GUI said last (True from a result's hand-over until the GUI says it is idle).
+    gui_busy = property(lambda self: self._gui_busy)
+
+    def _limit_quiet(self, generation: int) -> None:  # GUI thread: the quiet period's time limit, by Frames
+        later(QUIET_AFTER_RESULT_MS, self, lambda: self._end_wait("_quiet_over", max(self._quiet_over, generation)))
+
+    def _limit_load_wait(self) -> None:  # GUI thread: the load's wait for the GUI ends by then at the latest
+        later(WAIT_FOR_GUI_MS, self, lambda: self._end_wait("_go_ahead", True))
+
+    def _end_wait(self, name: str, value: object) -> None:
+        with self._cond:
+            setattr(self, name, value)
+            self._cond.notify_all()
+        self._wake()
 
     def report_load(self, fraction: float, message: str) -> None:
-        """Called on the worker thread while a model loads: progress to the GUI (load_progress) at most
+        """Called on the executor while a model loads: progress to the GUI (load_progress) at most
         every PROGRESS_EVERY_S (a model reports each tensor: a hundred repaints of the status line for
         a small one), the end always."""
         now = time.monotonic()
@@ -159,83 +189,108 @@ class ComputeWorker(QThread):
             self._last_report = now
             self.load_progress.emit(fraction, message)
 
-    def _wait_for_gui(self) -> None:
-        self._last_report = 0.0  # a new load's first report always goes
-        with self._cond:
-            self._cond.wait_for(lambda: not self._gui_busy or self._stopping, WAIT_FOR_GUI_S)
-
-    def _background_allowed(self, current: DisplayTrace | None, todo: list[str]) -> bool:
-        """Called with the lock held: convert the rest of the latest trace once it is on screen."""
-        if not todo or current is None or current.generation != self._latest:
-            return False
-        return not self._gui_busy or time.monotonic() >= self._quiet_until
-
     def discard(self, old: object) -> None:
-        """Let this thread drop ``old``: freeing a trace of hundreds of MB takes milliseconds."""
+        """Let a job drop ``old``: freeing a trace of hundreds of MB takes milliseconds."""
         with self._cond:
             self._trash.append(old)
-            self._cond.notify()
+        self._wake()
 
-    def stop(self) -> None:
-        """Abandon the current work and join the thread."""
+    @property
+    def idle(self) -> bool:
+        return self._idle.is_set()
+
+    stopped = property(lambda self: self._stopping)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Abandon the current work, take no more, and wait for the running job to end."""
         with self._cond:
             self._stopping = True
             self._latest += 1  # makes should_stop() true for a running computation
-            self._cond.notify()
-        self.wait()
+            self._cond.notify_all()
+        self._idle.wait(timeout)
 
-    # --- worker thread ---------------------------------------------------------------------
-    def run(self) -> None:
+    # --- on the executor -------------------------------------------------------------------
+    def _wake(self) -> None:
+        """Start a job on the executor unless one is queued or running (it takes what was just asked)."""
+        with self._cond:
+            if self._scheduled or self._stopping:
+                return
+            self._scheduled = True
+            self._idle.clear()
+        EXECUTOR.start(self._work, lane=self)
+
+    def _wait_for_gui(self) -> None:
+        self._last_report = 0.0  # a new load's first report always goes
+        with self._cond:
+            if not self._gui_busy or self._stopping:
+                return
+            self._go_ahead = False
+        self._load_waits.emit()  # a frames.later ends the wait at the latest (on the GUI thread)
+        with self._cond:
+            self._cond.wait_for(lambda: not self._gui_busy or self._go_ahead or self._stopping)
+
+    def _background_allowed(self) -> bool:
+        """Called with the lock held: convert the rest of the latest trace once it is on screen."""
+        current = self._current
+        if not self._todo or current is None or current.generation != self._latest:
+            return False
+        return not self._gui_busy or self._quiet_over >= current.generation
+
+    def _work(self) -> None:
+        """The job: what was asked, until nothing is left that may be done now; then it ends (a later
+        ask, or the GUI going idle, starts another)."""
         leave_a_core_to_the_gui()
-        # The trace on screen and its stages not converted yet. It stays after a failed or
-        # cancelled job: the GUI still shows it and may still ask for its stages.
-        current: DisplayTrace | None = None
-        todo: list[str] = []
-        fit: bool | str = False  # the colour scale the GUI last handed over for the current trace
-        while True:
+        try:
+            while True:
+                with self._cond:
+                    if self._stopping or not (self._job or self._wanted or self._trash or self._regions
+                                              or self._background_allowed()):  # fmt: skip
+                        self._scheduled = False
+                        self._idle.set()
+                        return
+                    job, self._job = self._job, None
+                    wanted, self._wanted = self._wanted, []
+                    regions, self._regions = self._regions, {}
+                    trash, self._trash = self._trash, []
+                trash.clear()  # the last references to old traces: their memory is freed here
+                self._step(job, wanted, regions)
+        except BaseException:
             with self._cond:
-                # Background conversion only for the latest trace; a superseded one waits for requests.
-                while not (self._stopping or self._job or self._wanted or self._trash or self._regions
-                           or self._background_allowed(current, todo)):  # fmt: skip
-                    quiet = todo and current is not None and current.generation == self._latest
-                    self._cond.wait(max(0.0, self._quiet_until - time.monotonic()) + 0.001 if quiet else None)
-                if self._stopping:
-                    return
-                job, self._job = self._job, None
-                wanted, self._wanted = self._wanted, []
-                regions, self._regions = self._regions, {}
-                trash, self._trash = self._trash, []
-            trash.clear()  # the last references to old traces: their memory is freed here
-            if job is not None:
-                computed = self._compute(job)
-                if computed is not None:
-                    (current, todo), fit = computed, job.fit_colours
-                continue
-            if current is None:
-                continue
-            # A new request interrupts a conversion; the trace on screen still converts when asked,
-            # even when a newer request failed and it stays on screen.
-            stale = lambda: self._job is not None or self._stopping  # noqa: E731
-            # The shown run's stores are the read jobs' too: one job on them at a time (the device queue).
-            device = EXECUTOR.device(current.trace.device)
-            try:
-                with device.turn():
-                    self._convert(current, regions, wanted, todo, fit, stale, device)
-            except Cancelled:  # a newer request (or a stage asked for) came: it goes first
-                pass
-            for g, _n, scale in wanted:  # a stage converted for another colour scale: its run's scale now
-                fit = scale if g == current.generation and scale is not None else fit
+                self._scheduled = False
+                self._idle.set()
+            raise
 
-    def _convert(self, current: DisplayTrace, regions: dict, wanted: list, todo: list[str], fit, stale,
-                 device) -> None:  # fmt: skip
-        """Convert (on this thread, holding the shown run's device queue) the regions and stages the GUI
-        asked for, else the next stage of the background order (``todo``, in place)."""
-        for g, _n, scale in wanted:
-            fit = scale if g == current.generation and scale is not None else fit
+    def _step(self, job: _Job | None, wanted: list, regions: dict) -> None:
+        if job is not None:
+            computed = self._compute(job)
+            if computed is not None:
+                (self._current, self._todo), self._fit, self._pixels = computed, job.fit_colours, job.pixels
+            return
+        current = self._current
+        if current is None:
+            return
+        # A new request interrupts a conversion; the trace on screen still converts when asked (it stays).
+        stale = lambda: self._job is not None or self._stopping  # noqa: E731
+        # The shown run's stores are the read jobs' too: one job on them at a time (the device queue).
+        device = EXECUTOR.device(current.trace.device)
+        for g, _n, scale, pixels in wanted:  # asked for another colour scale or pixels: its run's now
+            if g == current.generation:
+                self._fit = scale if scale is not None else self._fit
+                self._pixels = pixels if pixels is not None else self._pixels
+        try:
+            with device.turn():
+                self._convert(current, regions, wanted, self._todo, self._fit, stale, device)
+        except Cancelled:  # a newer request (or a stage asked for) came: it goes first
+            pass
+
+    def _convert(self, current: DisplayTrace, regions: dict, wanted: list, todo: list[str], fit, stale, device):
+        """Convert (holding the shown run's device queue) the regions and stages the GUI asked for, else
+        the next stage of the background order (``todo``, in place)."""
         self._serve_regions(current, regions, stale, fit)
         # A converted stage may be asked for again: the colour scale changed since.
-        names = [n for g, n, _f in wanted if g == current.generation and n in current.trace]
-        background = not names and not regions and self._background_allowed(current, todo)
+        names = [n for g, n, *_ in wanted if g == current.generation and n in current.trace]
+        with self._cond:
+            background = not names and not regions and self._background_allowed()
         if background:
             names = todo[:1]
         for name in dict.fromkeys(names):  # in order, once each
@@ -253,7 +308,7 @@ class ComputeWorker(QThread):
                 if stale():
                     return True
                 if long:  # regions are served as it goes; another stage interrupts it
-                    return any(n != name for _g, n, _f in self._wanted)
+                    return any(n != name for _g, n, *_ in self._wanted)
                 return background and bool(self._wanted or self._regions)
 
             try:
@@ -283,7 +338,7 @@ class ComputeWorker(QThread):
         """A stage's picture; a long input's weights streamed (explorer.engine.long_render), the
         regions asked meanwhile answered between its blocks of rows."""
         if not streams(stage):
-            return stage_image(stage, fit, should_stop=should_stop)
+            return stage_image(stage, fit, should_stop=should_stop, max_side=self._pixels or MAX_DISPLAY_SIDE)
 
         def serve() -> None:
             with self._cond:
@@ -310,21 +365,24 @@ class ComputeWorker(QThread):
             focus = job.focus_stage if job.focus_stage in names else names[-1]
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [] if is_long(trace) else [focus]
-            images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale) for n in first}
+            side = job.pixels or MAX_DISPLAY_SIDE  # each stage reduced once, to the view's pixels (not long ones)
+            images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale, max_side=side) for n in first}
             shown = job.request.as_traced(trace) if isinstance(job.request, RunSpec) else job.request
             display = DisplayTrace(job.generation, trace, images, shown)
+            display.values = small_values(trace, focus) if total <= CONVERT_ALL_BELOW else {}
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message
             if not is_stale():  # a stale job's failure (Cancelled included) interests no one
-                self.failed.emit(job.generation, _message(exc), _kind(exc))
+                self.failed.emit(job.generation, failure_message(exc), failure_kind(exc))
             return None
-        display.params = self._params(job.request, trace)
+        display.params = layer_params(self.models, job.request, trace)
         display.worker_ms = (time.perf_counter() - t0) * 1000.0
         if is_stale():
             return None
         with self._cond:  # the GUI is busy with it from now until it says otherwise
-            self._gui_busy, self._quiet_until = True, time.monotonic() + QUIET_AFTER_RESULT_S
+            self._gui_busy = True
+        self._handed_over.emit(job.generation)  # its quiet period's time limit starts (frames.later)
         self.result_ready.emit(display)
-        return display, _background_order([n for n in names if n not in display.images], names, focus)
+        return display, background_order([n for n in names if n not in display.images], names, focus)
 
     def _run_spec(self, spec: RunSpec, should_stop: Callable[[], bool]) -> AttentionTrace:
         """A RunSpec: a model's layer, or the toy engine (its request answered by its runner)."""
@@ -335,51 +393,8 @@ class ComputeWorker(QThread):
             return run_edited(request, spec.edits, spec.difference, should_stop)
         return self._runner_for(request)(request, should_stop)
 
-    def _params(self, request: object, trace: AttentionTrace):
-        """The layer's weights in one form for both engines, for explaining a cell; None if unknown
-        (an edited run: its weights are the unedited ones)."""
-        try:
-            if isinstance(request, AttentionRequest):
-                return toy_params(request)
-            if not isinstance(request, RunSpec) or request.edits or request.difference:
-                return None
-            if not request.uses_model:
-                return toy_params(request.toy_request())
-            model = self.models.model(request.model, request.device)
-            c = trace.config
-            if c.get("encoder_decoder"):  # one block of an encoder-decoder model
-                from models.reads.encdec_params import encdec_params
-
-                return encdec_params(model, trace)
-            return pretrained_params(model, c["layer"], len(trace.query_tokens), c["mask"], c["pad_positions"])
-        except Exception:  # noqa: BLE001 - the inspector then says it cannot explain; the trace still shows
-            return None
-
     def _runner_for(self, request: object) -> Runner:
         for cls in type(request).__mro__:
             if cls in self._runners:
                 return self._runners[cls]
         raise InputError(f"no engine for a {type(request).__name__}")
-
-
-def _background_order(todo: list[str], names: list[str], focus: str) -> list[str]:
-    """Stages nearest the focused one first: those are the ones a user steps to next."""
-    at = names.index(focus)
-    return sorted(todo, key=lambda n: (abs(names.index(n) - at), names.index(n) < at))
-
-
-def _kind(exc: BaseException) -> str:
-    if isinstance(exc, InputError):
-        return getattr(exc, "kind", "input")
-    return "input" if isinstance(exc, Cancelled) or is_out_of_memory(exc) else "error"
-
-
-def _message(exc: BaseException) -> str:
-    if isinstance(exc, InputError):
-        return str(exc)
-    if is_out_of_memory(exc):  # torch raises RuntimeError, not MemoryError: the command line's one line
-        return OUT_OF_MEMORY
-    if isinstance(exc, Cancelled):
-        return "computation cancelled"
-    traceback.print_exception(exc)  # an engine bug: keep the traceback for whoever debugs it
-    return f"engine error ({type(exc).__name__}): {exc}"

@@ -168,3 +168,18 @@ def _folder(settings: QSettings, key: str) -> Path:
 
 def remember_export_folder(settings: QSettings, folder: Path) -> None:
     settings.setValue(EXPORT_FOLDER_KEY, str(folder))
+
+
+def available_inputs(inputs: Inputs) -> tuple[Inputs, str]:
+    """``inputs``, or the toy engine with a notice when their model has gone (a deleted folder,
+    an emptied cache) since it was saved."""
+    if not inputs.uses_model:
+        return inputs, ""
+    from models.pretrained import resolve_model
+
+    try:
+        resolve_model(inputs.model)
+    except InputError:
+        return dataclasses.replace(inputs, model="", pad_positions=()), \
+            f"the model {inputs.model} is no longer there: showing the toy model"  # fmt: skip
+    return inputs, ""

@@ -39,7 +39,7 @@ class StageImage:
     """What a heatmap needs to paint one stage: colour indices plus the numbers behind them."""
 
     name: str
-    indices: np.ndarray  # (heads, rows', cols') uint8, rows'/cols' <= MAX_DISPLAY_SIDE
+    indices: np.ndarray  # (heads, rows', cols') uint8, rows'/cols' <= pixels or MAX_DISPLAY_SIDE
     levels: tuple[float, float]  # values painted with index 0 and index COLOURS − 1 (log10 for "log")
     data_range: tuple[float, float]  # exact finite min and max (nan, nan when none)
     sequential: bool  # True: 'weights' on a sequential map; False: diverging map symmetric about 0
@@ -50,6 +50,7 @@ class StageImage:
     nan_cells: int = 0
     scale_used: str = ""  # the scale the indices were made with ("auto" resolved); "" = as_scale(fitted)
     progress: float = 1.0  # share of the rows done (a long input's overview streams in, top to bottom)
+    pixels: tuple[int, int] | None = None  # the device pixels (rows, cols) it was reduced to (None: MAX_DISPLAY_SIDE)
 
     @property
     def scale(self) -> str:

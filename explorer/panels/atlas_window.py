@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.engine.atlas_worker import AtlasWorker
+from explorer.panes import AtlasPane, AtlasShown
 from explorer.widgets.atlas_table import AtlasTableModel, head_label
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.window_size import bring_forward, open_sized
@@ -45,8 +46,9 @@ def metric_of(column: str) -> str:
 class AtlasPanel(QWidget):
     head_chosen = Signal(int, int, str)  # layer, head, the text where it scores highest ("" if none)
 
-    def __init__(self, parent: QWidget | None = None, model_loader=None):
+    def __init__(self, parent: QWidget | None = None, model_loader=None, pane: AtlasPane | None = None):
         super().__init__(parent)
+        self.pane = pane if pane is not None else AtlasPane()  # the state's, opened from the main window
         self.model_loader = model_loader  # () -> PretrainedModel, called on the worker
         self.worker = AtlasWorker(self)
         self.atlas: Atlas | None = None  # the atlas computed or opened
@@ -219,6 +221,15 @@ class AtlasPanel(QWidget):
     def _redraw_scatter(self) -> None:
         if self.shown is not None:
             self._draw_scatter(self.shown)
+        self._record()
+
+    def _record(self) -> None:
+        """The state's atlas pane follows what is drawn (explorer/panes.py)."""
+        atlas, other = self.atlas, self.other
+        name = lambda a: f"{a.model} over {self._corpus(a)}"  # noqa: E731
+        self.pane.set_shown(None if atlas is None else AtlasShown(
+            name(atlas), name(other) if other is not None else "", self.colour_combo.currentText(),
+            self.x_combo.currentText(), self.y_combo.currentText()))  # fmt: skip
 
     def _redraw(self, scatter: bool = True) -> None:
         shown = self.shown
@@ -243,6 +254,7 @@ class AtlasPanel(QWidget):
         self.map_plot.setTitle(self.colour_combo.currentText())
         if scatter:
             self._draw_scatter(shown)
+        self._record()
 
     def _draw_scatter(self, shown: Atlas) -> None:
         x_name, y_name = self.x_combo.currentText(), self.y_combo.currentText()
@@ -296,10 +308,10 @@ class AtlasPanel(QWidget):
 
 
 class AtlasWindow(QMainWindow):
-    def __init__(self, parent: QWidget | None = None, model_loader=None):
+    def __init__(self, parent: QWidget | None = None, model_loader=None, pane: AtlasPane | None = None):
         super().__init__(parent)
         self.setWindowTitle("Head atlas")
-        self.panel = AtlasPanel(self, model_loader)
+        self.panel = AtlasPanel(self, model_loader, pane)
         self.setCentralWidget(self.panel)
         open_sized(self, 1300, 760)
 
@@ -312,7 +324,7 @@ def open_atlas_window(parent, models, state) -> AtlasWindow:
     """The atlas of the main window's model; a chosen head opens its best text, layer and head."""
     inputs = state.inputs
     loader = (lambda: models.model(inputs.model)) if inputs.uses_model else None
-    window = AtlasWindow(parent, loader)
+    window = AtlasWindow(parent, loader, state.atlas)
 
     def open_head(layer: int, head: int, text: str) -> None:
         if text:

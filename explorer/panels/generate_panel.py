@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 from explorer.engine.generate_worker import GenerateWorker
 from explorer.engine.generation_view import GenerationView, StepFrame
 from explorer.jobs import ReadJobs
+from explorer.panes import GeneratedStep, GeneratePane
 from explorer.widgets.frames import Frames
 from explorer.widgets.generated_matrix import GeneratedMatrix
 from explorer.widgets.lens_map import LensMap
@@ -72,9 +73,10 @@ class GeneratePanel(QWidget):
     open_in_window = Signal(str, int)  # the generated sequence's text, the layer to open it at
 
     def __init__(self, model_source: ModelSource, model_name: str = "", parent: QWidget | None = None,
-                 frames: Frames | None = None):  # fmt: skip
+                 frames: Frames | None = None, pane: GeneratePane | None = None):  # fmt: skip
         super().__init__(parent)
         self.model_source = model_source
+        self.pane = pane if pane is not None else GeneratePane()  # the state's, opened from the main window
         self.worker = GenerateWorker(self)
         self.jobs = ReadJobs(self)  # each step's frame, computed off the GUI thread
         self.frame: StepFrame | None = None  # the step painted last
@@ -274,6 +276,8 @@ class GeneratePanel(QWidget):
         in two turns of the event loop, each with its own paint, so input is handled in between:
         the model view and the chosen head now, the bars and the lens in the next turn."""
         self.frame = frame
+        self.pane.set_shown(GeneratedStep(frame.step, frame.layer, frame.head, self.model_view.fit_box.isChecked(),
+                                          frame.sink_out))  # fmt: skip
         self.step_label.setText(frame.text)
         view = self.model_view
         if view.side != frame.side:  # resized: the mosaic laid out again for the new side (its metrics kept)
@@ -317,10 +321,10 @@ class GeneratePanel(QWidget):
 
 class GenerateWindow(QMainWindow):
     def __init__(self, model_source: ModelSource, model_name: str = "", parent: QWidget | None = None,
-                 frames: Frames | None = None):  # fmt: skip
+                 frames: Frames | None = None, pane: GeneratePane | None = None):  # fmt: skip
         super().__init__(parent)
         self.setWindowTitle("Attention Explorer: generate and watch")
-        self.panel = GeneratePanel(model_source, model_name, frames=frames)
+        self.panel = GeneratePanel(model_source, model_name, frames=frames, pane=pane)
         self.setCentralWidget(self.panel)
         open_sized(self)  # 1400 × 900, or the screen's size when smaller
 
@@ -361,7 +365,6 @@ def generate_screenshot(model: str, prompt: str, new_tokens: int, out, step: int
     return code
 
 
-
 def open_generate_window(app, model: str, prompt: str, new_tokens: int, shown: Callable[[], None] = lambda: None):
     """``main.py --generate PROMPT --model M``: the Generate window on its own, generating at once;
     ``shown()`` is called once it is shown (the app freezes its start-up objects out of collections)."""
@@ -384,7 +387,7 @@ def open_generate_for(parent: QWidget, models, state) -> GenerateWindow:
     the explorer" traces the generated sequence in the main window at the layer shown."""
     inputs = state.inputs
     window = GenerateWindow(models.model, inputs.model if inputs.uses_model else "", parent,
-                            frames=getattr(parent, "frames", None))  # the main window's scheduler
+                            frames=getattr(parent, "frames", None), pane=state.generate)  # the main window's
 
     def open_sequence(text: str, layer: int) -> None:
         state.update_inputs(model=window.panel.model_edit.text().strip(), sentence=text, layer=layer)

@@ -14,14 +14,15 @@ own with :meth:`Frames.watch` (heatmaps still being built, zoom regions on their
 It is also the one owner of time (issue 32): every other wait of the window is made here, by name,
 never with a QTimer or a debouncer of its own (tests/explorer/test_one_owner_of_time.py greps for them):
 :func:`debounced` (a pause in typing, zooming, resizing: superqt's ``qdebounced`` under it),
-:func:`later` (a deferred turn, a held answer's time limit), :class:`Ticker` (a timer its owner starts
+:func:`later` (a deferred turn, a held answer's time limit, the compute worker's two waits for the GUI:
+explorer/engine/worker.py keeps no clock), :class:`Ticker` (a timer its owner starts
 and stops: spare heatmaps built in idle turns) and :func:`run_until` (an event loop until a condition,
 for screenshots). A window has one :class:`Frames`; the windows it opens (Generate) share it.
 
 While any phase is pending the GUI is *busy*: :attr:`Frames.busy`, and :attr:`Frames.busy_changed`
 when that flips. It is the one signal the compute worker consults (it reads a model, and converts
-stages in the background, only while the GUI is not busy) and the one the read jobs hold the side
-panels' answers on (:attr:`Frames.idle`). Tests and screenshots wait with
+stages in the background, only while the GUI is not busy, or once a ``later`` says it waited enough)
+and the one the read jobs hold the side panels' answers on (:attr:`Frames.idle`). Tests and screenshots wait with
 :meth:`Frames.wait_until_idle`, or run every pending phase at once with :meth:`Frames.flush`.
 """
 

@@ -68,7 +68,7 @@ class MatrixView(QWidget):
     cell_clicked = Signal(int, int, int)  # head, row, col
     cell_double_clicked = Signal(int, int, int)  # plot head (the stage's own head index), row, col
     key_toggled = Signal(int, int, bool)  # Alt+click on a query × key cell: row, col, whole token (Shift)
-    image_missing = Signal(int, str, object)  # generation, stage, colour scale (False, True, "log"): convert it
+    image_missing = Signal(int, str, object, object)  # generation, stage, colour scale, device pixels: make it
     # generation, stage, head, (r0, r1, c0, c1), levels, (rows, cols) device pixels: a region to reduce
     # again from exact cells at the pixels it is drawn on
     regions_wanted = Signal(int, str, object)  # generation, stage, [(head, region, levels, device pixels)]
@@ -176,7 +176,7 @@ class MatrixView(QWidget):
         if image is None or stale:  # a big trace converts lazily: ask, and paint when it arrives
             if image is None:
                 self.readout.setText(f"{PREPARING} {stage.title.lower()}…")
-            self.image_missing.emit(display.generation, stage.name, self.state.fit_colours)
+            self.image_missing.emit(display.generation, stage.name, self.state.fit_colours, self.zoom.pixels())
             if self.paint_held:  # a grid left half-set: never frozen until the image comes
                 self._paint_soon.request()
             return
@@ -215,7 +215,7 @@ class MatrixView(QWidget):
         self._range_text = range_legend(image)
         if self.state.stepper.set_shown(display.generation, stage):  # the one place it is set
             self.zoom.forget()
-        self.values.follow(display.trace)
+        self.values.follow(display.trace, display.values)
         # A small stage is read whole in advance, once it is painted (the read never delays the
         # paint): hovering it, and its numbers, then never wait.
         self._read_ahead = ((stage.name, "masked") if stage.name == "weights" else (stage.name,), heads)

@@ -40,12 +40,18 @@ class StageRows:
         self._blocks: OrderedDict[tuple[str, int, int], np.ndarray] = OrderedDict()  # (name, head, block)
         self._bytes = 0
 
-    def follow(self, trace) -> None:
-        """The trace now on screen: the blocks of any other are forgotten (and late answers dropped)."""
+    def follow(self, trace, values: dict | None = None) -> None:
+        """The trace now on screen: the blocks of any other are forgotten (and late answers dropped);
+        ``values`` (``{stage: [each head's rows]}``, read with the result off the GUI thread) are here at once."""
         if trace is not self.trace:
             self.trace = trace
             self._blocks.clear()
             self._bytes = 0
+            for name, heads in (values or {}).items():
+                step = self._rows_per_block(name)
+                for head, rows in enumerate(heads):
+                    for b in range(-(-len(rows) // step)):
+                        self._keep((name, head, b), rows[b * step : (b + 1) * step])
 
     # --- what is here ----------------------------------------------------------------------
     def _rows_per_block(self, name: str) -> int:

@@ -1,9 +1,10 @@
 """Every heatmap reduced to the device pixels it is drawn on: the visible region, from the exact values.
 
-The worker's first image of a stage is at most 1024 pixels a side (explorer.images.stage_image). Painted
-as it is, Qt would scale it a second time to the plot's few hundred pixels and drop the peaks the
-reduction kept. So once a plot is laid out, and again after every resize, zoom or pan (after a
-pause), the region in view is asked of the worker at the plot's own device pixels: each pixel
+A view asks for each stage at the device pixels of its plots (:meth:`ZoomRegions.pixels`, handed with
+each submit and each stage asked for, as napari's slicer asks at the canvas's size): the worker reduces
+the stage once, to those pixels, and it is painted once. Only when a plot's pixels differ from the ones
+its image was made for (the first result, a resize, another grid) or the plot is zoomed or panned (after
+a pause) is the region in view asked of the worker again at the plot's own device pixels: each pixel
 then holds its block's peak (enlarged to 3 × 3 pixels when cells are smaller than a pixel), and a
 region small enough gets one pixel or more per cell, sharp down to single cells.
 
@@ -46,9 +47,19 @@ class ZoomRegions:
         self._soon = debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
         self.superseded = False  # a newer request is on its way: the picture on screen is outgoing
 
+    def record(self) -> None:
+        """The state's zoom pane (explorer/panes.py) follows the plots: each zoomed plot's cells in view."""
+        regions = {}
+        for plot in self.view.plots:
+            region = visible_region(plot) if plot.rows else None
+            if region is not None and region != (0, plot.rows, 0, plot.cols):
+                regions[plot.head] = region
+        self.view.state.zoom.set_regions(regions)
+
     def changed(self, *plots) -> None:
         """A plot's range or size changed: ask for its region after a pause, unless it shows its
         whole matrix at one pixel or more per cell already (nothing to ask: no wait)."""
+        self.record()
         plots = [p for p in plots if not self._whole_and_exact(p)]
         if plots:
             self._zoomed.update(id(p) for p in plots)
@@ -60,14 +71,22 @@ class ZoomRegions:
         if display is None or stage is None or plot.rows == 0 or plot.region is not None:
             return False
         image = display.images.get(stage.name)
-        if image is None or image.step != (1, 1):
+        if image is None or visible_region(plot) != (0, plot.rows, 0, plot.cols):
             return False
-        region = visible_region(plot)
-        rows, cols = device_pixels(plot, self.ratio())
-        return region == (0, plot.rows, 0, plot.cols) and plot.rows <= rows and plot.cols <= cols
+        rows, cols = pixels = device_pixels(plot, self.ratio())
+        if image.pixels == pixels:  # made at this plot's pixels: painted once, nothing to ask
+            return True
+        return image.step == (1, 1) and plot.rows <= rows and plot.cols <= cols
+
+    def pixels(self) -> tuple[int, int] | None:
+        """The device pixels of the plots on screen (rows, cols), None before the first is laid out: a
+        view asks for each stage at its pixels (submit, prepare), reduced once and painted once."""
+        plots = [p for p in self.view.plots if p.rows]
+        return device_pixels(plots[0], self.ratio()) if plots else None
 
     def now(self, *plots) -> None:
         """Ask for ``plots`` at once (a new image just laid out), not after the pause."""
+        self.record()
         self._zoomed.update(id(p) for p in plots)
         self.ask()
 
@@ -102,7 +121,8 @@ class ZoomRegions:
                 continue
             pixels = device_pixels(plot, self.ratio())
             fits = r1 - r0 <= pixels[0] and c1 - c0 <= pixels[1]
-            if region == (0, plot.rows, 0, plot.cols) and image.step == (1, 1) and fits:
+            at_pixels = image.pixels == pixels  # the whole stage made at this plot's pixels: no second reduction
+            if region == (0, plot.rows, 0, plot.cols) and ((image.step == (1, 1) and fits) or at_pixels):
                 if plot.region is not None:  # zoomed out again: the whole matrix's exact image
                     plot.set_region(image.indices[plot.head if stage.per_head else 0], lut, region)
                 plot.painted_key = None

@@ -24,7 +24,6 @@ SENTENCE, TARGET = "the cat sat on the mat while a dog", "a dog sat"
 @pytest.fixture(scope="module")
 def worker():
     w = ComputeWorker()
-    w.start()
     yield w
     w.stop()
 

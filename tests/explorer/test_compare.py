@@ -116,7 +116,7 @@ def test_the_comparison_is_read_off_the_gui_thread(make_window, settle, no_stage
     window.state.set_stage("weights")
     _pin_then(window, settle, temperature=2.0)
     reads = no_stage_reads_on_gui_thread()
-    window.compare.comparison = None
+    window.state.compare.set_shown(None)
     window.compare.refresh()
     assert window.compare.comparison is None  # not computed in this turn: asked for
     assert shown_comparison(window).stage == "weights" and shown_comparison(window).delta is not None

@@ -3,7 +3,9 @@ never lets two jobs compute on the same stores at once, the window's reads and l
 
 from __future__ import annotations
 
+import re
 import threading
+from pathlib import Path
 
 from explorer.executor import EXECUTOR, Executor
 
@@ -177,3 +179,49 @@ def test_a_read_never_waits_behind_a_long_job_while_threads_remain():
     assert read.wait(5)  # ran beside the long jobs
     release.set()
     assert executor.wait_until_idle()
+
+
+EXPLORER = Path(__file__).resolve().parents[2] / "explorer"
+# A thread, a pool or a worker object of its own: only the executor makes them.
+THREADS = re.compile(r"\bQThread\b|threading\.Thread\b|\bThread\(|\bQThreadPool\b|\bQRunnable\b|ThreadPoolExecutor"
+                     r"|\bthread_worker\b|\bcreate_worker\b|\bGeneratorWorker\b|\bmultiprocessing\b")  # fmt: skip
+
+
+def test_no_module_but_the_executor_makes_a_thread():
+    """One job design (issue 32): every job of the window (compute, reads, survey, generation, atlas,
+    timeline) is started on explorer/executor.py; no module makes a thread or a pool of its own."""
+    makers = {}
+    for path in sorted(EXPLORER.rglob("*.py")):
+        name = path.relative_to(EXPLORER).as_posix()
+        lines = [n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if THREADS.search(line)]
+        if lines and name != "executor.py":
+            makers[name] = lines
+    assert makers == {}
+
+
+def test_the_compute_worker_runs_on_the_executor_and_holds_no_thread_when_idle(qtbot):
+    """The compute worker's jobs are the executor's (kind "compute", its own lane); a newer request
+    still replaces an older one, and with nothing to do the worker holds no thread."""
+    from explorer.engine.worker import ComputeWorker
+    from models.config import AttentionConfig, AttentionRequest
+    from models.engine.pipeline import run
+
+    names, release = [], threading.Event()
+
+    def recording(request, should_stop):
+        names.append(threading.current_thread().name)
+        if request.sentence == "slow":
+            release.wait(10)
+        return run(request, should_stop)
+
+    worker = ComputeWorker({AttentionRequest: recording})
+    assert worker.idle  # made, nothing asked: no job, no thread
+    answered = []
+    worker.result_ready.connect(lambda display: answered.append(display.generation))
+    worker.submit(AttentionRequest(AttentionConfig(heads=1, d_model=4), "slow"))
+    qtbot.waitUntil(lambda: len(names) == 1)
+    latest = worker.submit(AttentionRequest(AttentionConfig(heads=1, d_model=4), "a b c"))
+    release.set()
+    qtbot.waitUntil(lambda: answered == [latest] and worker.idle, timeout=10_000)
+    assert len(names) == 2 and all(name.startswith("explorer-job") for name in names), names
+    worker.stop()

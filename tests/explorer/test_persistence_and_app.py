@@ -55,10 +55,10 @@ def test_bad_stored_values_fall_back_to_defaults(settings):
 def test_no_thread_is_left_running_after_close(qtbot, make_window):
     window = make_window()
     worker = window.worker
-    assert worker.isRunning()
+    assert not worker.stopped
     window.state.update_inputs(sentence="a new sentence while closing")
     window.close()
-    assert not worker.isRunning() and worker.isFinished()
+    assert worker.stopped and worker.idle  # its job on the executor has ended
     assert [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon] == []
 
 

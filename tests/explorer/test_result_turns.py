@@ -30,7 +30,24 @@ def _count_paints(view) -> list[int]:
     return paints
 
 
-def test_the_heatmaps_paint_once_per_result_and_not_in_its_turn(qtbot, make_window, settle):
+def test_the_heatmaps_paint_once_per_result_and_not_in_its_turn(qtbot, make_window, settle, monkeypatch):
+    """The numbers in the cells were read by a read job after the result: when that read lost the race
+    with the "paint" phase (~1 run in 6, on a busy machine), they were a second paint of every heatmap.
+    A small trace's values now come with the result (read on the worker): the read made slow here
+    shows that nothing waits for it."""
+    import threading
+    import time
+
+    from models.engine.trace import Stage
+
+    rows = Stage.rows
+
+    def slow_off_the_gui_thread(self, *args):
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(0.05)
+        return rows(self, *args)
+
+    monkeypatch.setattr(Stage, "rows", slow_off_the_gui_thread)
     window = make_window()
     view = window.matrix_view
     qtbot.waitUntil(lambda: not view.grid.pool_timer.isActive())  # spare heatmaps built in idle time

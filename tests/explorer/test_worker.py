@@ -16,10 +16,9 @@ from models.engine.pipeline import run
 @pytest.fixture
 def worker(qtbot):
     w = ComputeWorker()
-    w.start()
     yield w
     w.stop()
-    assert not w.isRunning()
+    assert w.idle and w.stopped
 
 
 def _request(sentence="a b c", **config):
@@ -61,12 +60,12 @@ def test_an_engine_crash_is_reported_not_raised(qtbot):
         raise RuntimeError("boom")
 
     worker = ComputeWorker(runners={AttentionRequest: broken})
-    worker.start()
     try:
         with qtbot.waitSignal(worker.failed, timeout=10_000) as blocker:
             worker.submit(_request())
         assert "RuntimeError" in blocker.args[1] and "boom" in blocker.args[1]
-        assert worker.isRunning()
+        with qtbot.waitSignal(worker.failed, timeout=10_000):  # it goes on taking requests
+            worker.submit(_request())
     finally:
         worker.stop()
 
@@ -84,7 +83,6 @@ def test_a_second_kind_of_request_uses_its_own_runner(qtbot):
         return run(_request(request.sentence))
 
     worker = ComputeWorker(runners={AttentionRequest: run, OtherRequest: other})
-    worker.start()
     try:
         with qtbot.waitSignal(worker.result_ready, timeout=10_000):
             worker.submit(OtherRequest("from a model"))
@@ -107,7 +105,6 @@ def test_stale_work_is_abandoned_at_a_stage_boundary(qtbot):
         return run(request)
 
     worker = ComputeWorker(runners={AttentionRequest: slow})
-    worker.start()
     failures = []
     worker.failed.connect(lambda g, m: failures.append(m))
     try:
@@ -133,7 +130,6 @@ def lazy_worker(qtbot, monkeypatch):
     worker = ComputeWorker()
     worker.arrived = []
     worker.stage_ready.connect(lambda g, image: worker.arrived.append(image.name))
-    worker.start()
     yield worker
     worker.stop()
 
@@ -164,7 +160,6 @@ def test_stages_of_the_shown_trace_still_arrive_after_a_failed_request(qtbot, mo
         worker.submit(_request(""))
 
     worker.result_ready.connect(submit_a_bad_request, Qt.ConnectionType.DirectConnection)
-    worker.start()
     try:
         with qtbot.waitSignal(worker.failed, timeout=10_000):
             shown = worker.submit(_request("one two three"), focus_stage="weights")
@@ -180,7 +175,7 @@ def test_background_conversion_waits_until_the_result_is_painted(qtbot, lazy_wor
     """Converting takes the interpreter lock in bursts: not while the GUI paints the result."""
     import explorer.engine.worker as worker_module
 
-    monkeypatch.setattr(worker_module, "QUIET_AFTER_RESULT_S", 60.0)  # only the GUI's "idle" ends it
+    monkeypatch.setattr(worker_module, "QUIET_AFTER_RESULT_MS", 60_000)  # only the GUI's "idle" ends it
     worker, arrived = lazy_worker, lazy_worker.arrived
     with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
         worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")

@@ -16,12 +16,11 @@ from models.runspec import RunSpec
 
 
 def test_a_model_is_read_only_once_the_gui_has_finished_its_turn(qtbot, monkeypatch):
-    monkeypatch.setattr(worker_module, "WAIT_FOR_GUI_S", 30.0)  # never the timeout here
+    monkeypatch.setattr(worker_module, "WAIT_FOR_GUI_MS", 30_000)  # never the timeout here
     started = []
     load_model = pretrained_runner.load_model
     monkeypatch.setattr(pretrained_runner, "load_model", lambda *a, **k: started.append(1) or load_model(*a, **k))
     worker = ComputeWorker()
-    worker.start()
     try:
         request = RunSpec(model="minilm", layer=0, sentence="The cat sat.")
         worker.set_gui_busy(True)  # the submitting turn's repaints to come

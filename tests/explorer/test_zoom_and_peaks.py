@@ -133,15 +133,54 @@ def test_a_region_for_the_outgoing_picture_is_not_painted(qtbot, make_window, se
 
 
 def test_the_regions_of_all_plots_come_in_one_answer_and_one_repaint(qtbot, make_window, settle):
-    """After each result at 512+ tokens every plot asks for its region at device pixels. They came
-    one or two at a time, each a repaint of the whole canvas, between the focus panel's paints: a
-    40-53 ms chain after the result. Asked together, they are answered together."""
+    """Every plot zoomed at 512+ tokens asks for its region at device pixels. They came one or two at a
+    time, each a repaint of the whole canvas, between the focus panel's paints: a 40-53 ms chain. Asked
+    together, they are answered together."""
     window = make_window(Inputs(sentence=" ".join(f"w{i}" for i in range(600)), heads=4, d_model=16),
                          stage="weights")  # fmt: skip
     settle(window)
     answers = []
     window.worker.regions_ready.connect(lambda generation, images: answers.append(sorted(h for h, _ in images)))
-    window.state.update_inputs(seed=3)
+    for plot in window.matrix_view.plots:
+        plot.plot.getViewBox().setRange(xRange=(10, 300), yRange=(20, 310), padding=0)
     settle(window)
     assert answers == [[0, 1, 2, 3]]
-    assert all(plot.region is not None for plot in window.matrix_view.plots)  # each painted at its pixels
+    assert all(plot.region == (20, 310, 10, 300) for plot in window.matrix_view.plots)  # each at its pixels
+
+
+def test_a_stage_larger_than_its_plot_is_reduced_and_painted_once_per_change(qtbot, make_window, settle,
+                                                                              monkeypatch):  # fmt: skip
+    """Issue 32 (napari's slicer): the view asks for its stage at its plots' device pixels, with the
+    request; the worker reduces each head once, to them, and each plot paints it once. Each stage was
+    reduced to 1024 pixels and painted, then asked again at the plot's pixels, reduced and painted again."""
+    import explorer.engine.stage_render as stage_render
+    from explorer.widgets.zoom_regions import device_pixels
+
+    window = make_window(Inputs(sentence=" ".join(f"w{i}" for i in range(600)), heads=4, d_model=16),
+                         stage="weights")  # fmt: skip
+    window.resize(1400, 900)
+    settle(window)
+    view = window.matrix_view
+    reduced, painted, answers = [], [], []
+    real = stage_render.reduce_head
+    monkeypatch.setattr(stage_render, "reduce_head",
+                        lambda stage, head, *a, **k: reduced.append((stage.name, head)) or real(stage, head, *a, **k))
+
+    def counted(name, paint):
+        return lambda *a, **k: painted.append(name) or paint(*a, **k)
+
+    for plot in view.plots:
+        for name in ("set_matrix", "set_region"):
+            monkeypatch.setattr(plot, name, counted(name, getattr(plot, name)))
+    window.worker.regions_ready.connect(lambda generation, images: answers.append(len(images)))
+    for change in ({"seed": 3}, {"temperature": 2.0}):
+        del reduced[:], painted[:], answers[:]
+        window.state.update_inputs(**change)
+        settle(window)
+        assert sorted(h for name, h in reduced if name == "weights") == [0, 1, 2, 3]  # once each
+        assert painted == ["set_matrix"] * 4 and answers == []  # once each, no region asked again
+        image = window.state.display.images["weights"]
+        for plot in view.plots:
+            rows, cols = device_pixels(plot, view.canvas.devicePixelRatioF())
+            assert image.pixels == (rows, cols) and plot.rows > rows  # larger than its plot, made at its pixels
+            assert image.indices.shape[1] <= rows and image.indices.shape[2] <= cols

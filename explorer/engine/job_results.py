@@ -1,0 +1,79 @@
+"""What the compute worker (explorer/engine/worker.py) makes of a computed trace beside its images: the
+layer's weights for the inspector, the order of its background conversions, and a failure's one line."""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+import numpy as np
+import torch
+
+from models.config import AttentionRequest, Cancelled, InputError
+from models.engine.trace import AttentionTrace
+from models.memory import OUT_OF_MEMORY, is_out_of_memory
+from models.reads.params import pretrained_params, toy_params
+from models.runspec import RunSpec
+
+
+def leave_a_core_to_the_gui() -> None:
+    """torch on every core but one, so that painting never queues behind a computation
+    (torch's thread count is the process's: every job that computes calls this)."""
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+
+
+def layer_params(models, request: object, trace: AttentionTrace):
+    """The layer's weights in one form for both engines, for explaining a cell; None if unknown
+    (an edited run: its weights are the unedited ones)."""
+    try:
+        if isinstance(request, AttentionRequest):
+            return toy_params(request)
+        if not isinstance(request, RunSpec) or request.edits or request.difference:
+            return None
+        if not request.uses_model:
+            return toy_params(request.toy_request())
+        model = models.model(request.model, request.device)
+        c = trace.config
+        if c.get("encoder_decoder"):  # one block of an encoder-decoder model
+            from models.reads.encdec_params import encdec_params
+
+            return encdec_params(model, trace)
+        return pretrained_params(model, c["layer"], len(trace.query_tokens), c["mask"], c["pad_positions"])
+    except Exception:  # noqa: BLE001 - the inspector then says it cannot explain; the trace still shows
+        return None
+
+
+def small_values(trace: AttentionTrace, focus: str) -> dict[str, list[np.ndarray]]:
+    """The exact values of the focused stage of a small trace (and, for the weights, the masked scores),
+    each of at most PREFETCH_CELLS cells, as the numbers in the cells read them (explorer.widgets.stage_rows):
+    read here, with the result (the other stages are read when shown, as the read-ahead reads them)."""
+    from explorer.widgets import stage_rows
+
+    limit = stage_rows.PREFETCH_CELLS  # read when asked: a test may change it
+    cells = {s.name: int(np.prod(s.shape)) for s in trace.stages}
+    names = [n for n in ([focus, "masked"] if focus == "weights" else [focus]) if n in cells and cells[n] <= limit]
+    return {n: [np.array(trace[n].rows(h, 0, trace[n].shape[-2]), np.float32) for h in range(trace[n].heads)]
+            for n in names}  # fmt: skip
+
+
+def background_order(todo: list[str], names: list[str], focus: str) -> list[str]:
+    """Stages nearest the focused one first: those are the ones a user steps to next."""
+    at = names.index(focus)
+    return sorted(todo, key=lambda n: (abs(names.index(n) - at), names.index(n) < at))
+
+
+def failure_kind(exc: BaseException) -> str:
+    if isinstance(exc, InputError):
+        return getattr(exc, "kind", "input")
+    return "input" if isinstance(exc, Cancelled) or is_out_of_memory(exc) else "error"
+
+
+def failure_message(exc: BaseException) -> str:
+    if isinstance(exc, InputError):
+        return str(exc)
+    if is_out_of_memory(exc):  # torch raises RuntimeError, not MemoryError: the command line's one line
+        return OUT_OF_MEMORY
+    if isinstance(exc, Cancelled):
+        return "computation cancelled"
+    traceback.print_exception(exc)  # an engine bug: keep the traceback for whoever debugs it
+    return f"engine error ({type(exc).__name__}): {exc}"
