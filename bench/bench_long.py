@@ -6,9 +6,10 @@ table; asserts nothing.
     .venv/bin/python bench/bench_long.py --window [n ...]   also the whole window's peak RSS (a
                                                             screenshot of the weights, /usr/bin/time -v)
 
-Per size: Q, K, V (``pipeline.run``); every head's weights on screen (the overview, reduced to 1024²
-keeping every peak); the first rows of the first head (the first block of rows streamed, from the
-start of the overview); PyTorch's fused attention forward over the same 8 heads (SDPA, same thread);
+Per size: the run (``pipeline.run``: inputs, and Q, K, V, projected head by head when first read
+since issue 34); every head's weights on screen (the overview, reduced to 1024² keeping every peak,
+from the end of the run); the first rows of the first head (the first block of rows streamed, from
+the request, as after an edit: the run, then the overview; the cold tiles between them left out); PyTorch's fused attention forward over the same 8 heads (SDPA, same thread);
 a 256 × 256 tile of every head near the last row, before the overview (its rows' statistics computed
 then) and after; ``explain`` of a weight at row n − 72 against a float64 softmax of its row.
 """
@@ -32,7 +33,10 @@ sys.path.insert(0, sys.argv[1])
 import torch
 torch.set_num_threads(1)  # as the window's worker on 2 cores
 import torch.nn.functional as F
-from models import pipeline
+try:
+    from models.engine import pipeline
+except ImportError:  # the layout before models/engine
+    from models import pipeline
 from models.config import AttentionConfig, AttentionRequest
 from models.reads.explain import explain
 from models.reads.params import toy_params
@@ -62,7 +66,7 @@ t1 = time.perf_counter()
 if new and store.long is not None:  # streamed: the first block of rows is on its way to the screen
     from explorer.engine.long_render import Overviews
     image = Overviews().stream(trace, weights, False, None, lambda image: None,
-                               lambda: first or first.append(time.perf_counter() - t1))
+                               lambda: first or first.append(out["run_s"] + time.perf_counter() - t1))
     out["first_rows_s"] = first[0]
 else:
     image = stage_image(weights)               # every head's weights reduced to the screen
@@ -116,7 +120,7 @@ def main(argv: list[str]) -> None:
     sizes = [int(a) for a in argv if a != "--window"] or SIZES
     print(f"code: {root}")
     print("h = 8, d_model = 512, causal, 1 torch thread")
-    print(f"{'n':>7}  {'Q,K,V':>6}  {'overview':>8}  {'SDPA':>7}  {'ratio':>5}  {'1st rows':>8}  {'tile cold':>9}  "
+    print(f"{'n':>7}  {'run':>6}  {'overview':>8}  {'SDPA':>7}  {'ratio':>5}  {'1st rows':>8}  {'tile cold':>9}  "
           f"{'tile':>6}  {'explain':>7}  {'rel.err':>7}  {'peak':>8}  {'window':>15}")  # fmt: skip
     for n in sizes:
         t = time.perf_counter()

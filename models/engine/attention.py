@@ -77,6 +77,12 @@ def apply_mask(scores: torch.Tensor, hidden: torch.Tensor | None) -> torch.Tenso
     return scores.masked_fill(hidden, float("-inf"))  # (h, n_q, n_k)
 
 
+def temper(z: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``z / T`` for scores less their row maximum (``z ≤ 0``, exactly 0 at the maximum): the
+    maximum is subtracted *before* dividing, and 0 / T stays 0 even when T underflows float32."""
+    return z if temperature == 1.0 else torch.where(z == 0, z, z / temperature)
+
+
 def softmax(scores: torch.Tensor, temperature: float = 1.0, eager: bool = False) -> torch.Tensor:
     """Row-wise, numerically stable softmax of ``scores / T``, exact for any finite scores and
     any positive temperature: the row maximum is subtracted *before* dividing by T, so a tiny T
@@ -89,8 +95,7 @@ def softmax(scores: torch.Tensor, temperature: float = 1.0, eager: bool = False)
     row_max = scores.amax(dim=-1, keepdim=True)  # (h, n_q, 1)
     dead = torch.isneginf(row_max)  # every key hidden
     if temperature != 1.0:
-        x = scores - torch.where(dead, torch.zeros_like(row_max), row_max)  # ≤ 0, exactly 0 at the max
-        x = torch.where(x == 0, x, x / temperature)  # 0 / T stays 0 even when T underflows float32
+        x = temper(scores - torch.where(dead, torch.zeros_like(row_max), row_max), temperature)  # ≤ 0
     else:
         x = scores
     a = torch.softmax(x, dim=-1)  # subtracts the row max itself; an all −∞ row gives NaN ...
