@@ -36,21 +36,24 @@ class HeadProjections:
         """Project ``head``'s q and k (and v, if ``values``: the scores and weights need none) now,
         unless done (thread-safe: the GUI may read a cell meanwhile)."""
         for name in ("q", "k", "v") if values else ("q", "k"):
+            self._project(name, head)
+
+    def _project(self, name: str, head: int) -> None:
+        if (name, head) in self._done:
+            return
+        with self._lock, torch.no_grad():
             if (name, head) in self._done:
-                continue
-            with self._lock, torch.no_grad():
-                if (name, head) in self._done:
-                    continue
-                w, b = self._w[name]
-                out = att.project(self._x[name], w[head : head + 1], None if b is None else b[head : head + 1])
-                if not all_finite(out):
-                    raise InputError(f"stage '{name}' overflows float32 (head {head}): the inputs or weights are "
-                                     f"too large (largest |input| {self._largest:.3g}); scale them down")  # fmt: skip
-                self.tensors[name][head] = out[0]  # (n, d)
-                self._done.add((name, head))
+                return
+            w, b = self._w[name]
+            out = att.project(self._x[name], w[head : head + 1], None if b is None else b[head : head + 1])
+            if not all_finite(out):
+                raise InputError(f"stage '{name}' overflows float32 (head {head}): the inputs or weights are "
+                                 f"too large (largest |input| {self._largest:.3g}); scale them down")  # fmt: skip
+            self.tensors[name][head] = out[0]  # (n, d)
+            self._done.add((name, head))
 
     def whole(self, name: str) -> torch.Tensor:
         """Stage ``name`` (``q``, ``k`` or ``v``) of every head."""
         for head in range(self.tensors[name].shape[0]):
-            self.ready(head)
+            self._project(name, head)
         return self.tensors[name]
