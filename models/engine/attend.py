@@ -143,14 +143,16 @@ def after_scores(
 # a row, so that any weight is computed from its score alone (models/engine/long_rows.py).
 
 
-def row_statistics(masked: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:
+def row_statistics(masked: Tensor, temperature: float = 1.0, scratch: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``(m, l)`` of the rows of ``masked (..., c)`` (a block of keys of them): ``(..., )`` each.
-    A row with every key hidden: ``m = l = −∞`` (its weights 0)."""
+    A row with every key hidden: ``m = l = −∞`` (its weights 0). ``scratch``: a buffer shaped as
+    ``masked`` for the pass's output (a streamed pass reuses one)."""
     m = masked.amax(dim=-1)  # (...,)
     dead = torch.isneginf(m)
     x = masked if temperature == 1.0 else att.temper(masked - m.masked_fill(dead, 0.0)[..., None], temperature)
     # max_j log_softmax(x)_j = −log Σ_j exp(x_j − max x): torch's fused pass, no temporary but its output
-    lse = torch.log_softmax(x, dim=-1).amax(dim=-1).neg_()
+    lse = torch.log_softmax(x, dim=-1, out=scratch if scratch is not None and x.dtype == scratch.dtype else None)
+    lse = lse.amax(dim=-1).neg_()
     return m, lse.masked_fill_(dead, float("-inf"))
 
 

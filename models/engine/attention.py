@@ -35,9 +35,9 @@ def project(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.T
     return out if b is None else out + b[:, None, :]
 
 
-def dot_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """``S = Q Kᵀ``: (h, n_q, d_k) x (h, n_k, d_k) -> (h, n_q, n_k)."""
-    return torch.matmul(q, k.transpose(-1, -2))
+def dot_scores(q: torch.Tensor, k: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``S = Q Kᵀ``: (h, n_q, d_k) x (h, n_k, d_k) -> (h, n_q, n_k) (into ``out`` when given)."""
+    return torch.matmul(q, k.transpose(-1, -2), out=out)
 
 
 def general_scores(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor) -> torch.Tensor:

@@ -51,10 +51,19 @@ class LongRows:
         self.lse = torch.full((h, n), float("nan"))  # log Σ exp(temper(masked − m))
         self.known = torch.zeros((h, n), dtype=torch.bool)
         self._lock = threading.Lock()
+        self._buffers = threading.local()
 
     # --- the statistics -------------------------------------------------------------------------
     def _sink(self, head: int, rows: int) -> torch.Tensor:
         return self.store.spec.sinks[head].to(torch.float32).expand(rows)  # (rows,): a sink's logit
+
+    def _scratch(self, rows: int, keys: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two float32 buffers of ``rows × keys`` cells, this thread's own (the GUI's hover may ask
+        for rows while the worker streams), reused block after block."""
+        have = getattr(self._buffers, "cells", None)
+        if have is None or have.numel() < 2 * rows * keys:
+            have = self._buffers.cells = torch.empty(2 * rows * keys, dtype=torch.float32)
+        return have[: rows * keys], have[rows * keys : 2 * rows * keys]
 
     def _pass(self, head: int, s: int, e: int, kc: int = 1, width: int = 0) -> torch.Tensor | None:
         """Whole rows ``s:e`` over blocks of keys: learns their statistics; with ``width`` returns
@@ -65,12 +74,15 @@ class LongRows:
         out = torch.full((e - s, width), NEG_INF) if width else None
         size = max(1, TILE_KEYS // kc) * kc  # blocks of keys at multiples of whole pixel columns
         ms, ls = [], []
+        scores, scratch = self._scratch(e - s, size)
         for a in range(v0 // size * size, v1, size):
             a, b = max(v0, a), min(v1, a + size)
-            x = store._chain("masked", head, s, e, a, b, sink=False).to("cpu", torch.float32)  # (r, b − a)
+            cells = (e - s) * (b - a)  # the scores in one reused buffer, the softmax's output in another
+            x = store._chain("masked", head, s, e, a, b, sink=False, out=scores[:cells].view(e - s, b - a))
+            x = x.to("cpu", torch.float32)  # (r, b − a)
             if width:
                 _column_peaks(out, x, a, kc)
-            m, lse = row_statistics(x, t)  # (r,), (r,)
+            m, lse = row_statistics(x, t, scratch[:cells].view(e - s, b - a))  # (r,), (r,)
             ms.append(m)
             ls.append(lse)
         if store.n_k > store.n_keys:  # the sink's logit: a block of one key, in its own column
