@@ -5,12 +5,17 @@ table; asserts nothing.
     .venv/bin/python bench/bench_long.py [n ...]            the engine (default 1024 4096 16384)
     .venv/bin/python bench/bench_long.py --window [n ...]   also the whole window's peak RSS (a
                                                             screenshot of the weights, /usr/bin/time -v)
+    ... [--root DIR] [--against DIR]                        the code of checkout DIR; --against: a second
+                                                            checkout's, each size side by side in one run
 
-Per size: Q, K, V (``pipeline.run``); every head's weights on screen (the overview, reduced to 1024²
-keeping every peak); the first rows of the first head (the first block of rows streamed, from the
-start of the overview); PyTorch's fused attention forward over the same 8 heads (SDPA, same thread);
-a 256 × 256 tile of every head near the last row, before the overview (its rows' statistics computed
-then) and after; ``explain`` of a weight at row n − 72 against a float64 softmax of its row.
+Per size: the run (``pipeline.run``: inputs, and Q, K, V, projected head by head when first read
+since issue 34); every head's weights on screen (the overview, reduced to 1024² keeping every peak,
+from the end of the run); the first rows of the first head (the first block of rows streamed, from
+the request, as after an edit: the run, then the overview; the cold tiles between them left out);
+PyTorch's fused attention forward over the same 8 heads (SDPA, same thread); a 256 × 256 tile of
+every head near the last row, before the overview (its rows' statistics computed then, and since
+issue 34 the heads' Q and K projected) and after; ``explain`` of a weight at row n − 72 against a
+float64 softmax of its row.
 """
 
 from __future__ import annotations
@@ -32,7 +37,10 @@ sys.path.insert(0, sys.argv[1])
 import torch
 torch.set_num_threads(1)  # as the window's worker on 2 cores
 import torch.nn.functional as F
-from models import pipeline
+try:
+    from models.engine import pipeline
+except ImportError:  # the layout before models/engine
+    from models import pipeline
 from models.config import AttentionConfig, AttentionRequest
 from models.reads.explain import explain
 from models.reads.params import toy_params
@@ -62,7 +70,7 @@ t1 = time.perf_counter()
 if new and store.long is not None:  # streamed: the first block of rows is on its way to the screen
     from explorer.engine.long_render import Overviews
     image = Overviews().stream(trace, weights, False, None, lambda image: None,
-                               lambda: first or first.append(time.perf_counter() - t1))
+                               lambda: first or first.append(out["run_s"] + time.perf_counter() - t1))
     out["first_rows_s"] = first[0]
 else:
     image = stage_image(weights)               # every head's weights reduced to the screen
@@ -94,7 +102,7 @@ def window_peak(n: int, root: Path) -> tuple[float, float] | None:
     with tempfile.TemporaryDirectory() as tmp:
         text, shot = Path(tmp) / "text.txt", Path(tmp) / "shot.png"
         text.write_text(" ".join(f"w{i % 5000}" for i in range(n)))
-        given = ["--text-file", str(text)] if (root / "models" / "text_file.py").exists() else \
+        given = ["--text-file", str(text)] if any((root / "models").glob("**/text_file.py")) else \
             ["--sentence", text.read_text()]  # the code before issue 34 (16,384 tokens fit in one argument)
         cmd = ["/usr/bin/time", "-v", sys.executable, str(root / "main.py"), *given, "--heads", "8",
                "--d-model", "512", "--mask", "causal", "--stage", "weights", "--screenshot", str(shot)]
@@ -107,35 +115,47 @@ def window_peak(n: int, root: Path) -> tuple[float, float] | None:
         return kib / 2**20, wall
 
 
+def _option(argv: list[str], name: str) -> tuple[Path | None, list[str]]:
+    if name not in argv:
+        return None, argv
+    at = argv.index(name)
+    return Path(argv[at + 1]).resolve(), argv[:at] + argv[at + 2 :]
+
+
 def main(argv: list[str]) -> None:
     window = "--window" in argv
-    root = ROOT
-    if "--root" in argv:  # another checkout's code (the code before, side by side)
-        at = argv.index("--root")
-        root, argv = Path(argv[at + 1]).resolve(), argv[:at] + argv[at + 2 :]
+    root, argv = _option(argv, "--root")  # another checkout's code (the code before)
+    against, argv = _option(argv, "--against")  # and a second checkout, each size side by side in one run
+    roots = [root or ROOT] + ([against] if against else [])
     sizes = [int(a) for a in argv if a != "--window"] or SIZES
-    print(f"code: {root}")
+    for i, r in enumerate(roots):
+        print(f"code {'ab'[i]}: {r}")
     print("h = 8, d_model = 512, causal, 1 torch thread")
-    print(f"{'n':>7}  {'Q,K,V':>6}  {'overview':>8}  {'SDPA':>7}  {'ratio':>5}  {'1st rows':>8}  {'tile cold':>9}  "
+    print(f"{'n':>9}  {'run':>6}  {'overview':>8}  {'SDPA':>7}  {'ratio':>5}  {'1st rows':>8}  {'tile cold':>9}  "
           f"{'tile':>6}  {'explain':>7}  {'rel.err':>7}  {'peak':>8}  {'window':>15}")  # fmt: skip
     for n in sizes:
-        t = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", CHILD, str(root), str(n)], capture_output=True, text=True)
-        if done.returncode:
-            print(f"{n:>7}  failed: {done.stderr.strip().splitlines()[-1] if done.stderr else done.returncode}")
-            continue
-        r = json.loads(done.stdout.strip().splitlines()[-1])
-        first = f"{r['first_rows_s']:.2f}s" if "first_rows_s" in r else "—"
-        cold = f"{r['tile_cold_s'] * 1e3:.0f}ms" if "tile_s" in r else "—"
-        tile = f"{r['tile_s'] * 1e3:.0f}ms" if "tile_s" in r else "—"
-        expl = (f"{r['explain_s']:.2f}s", f"{r['explain_err']:.1e}") if "explain_s" in r else ("—", "—")
-        win = ""
-        if window:
-            got = window_peak(n, root)
-            win = f"{got[0]:.2f} GiB {got[1]:.0f}s" if got else "failed"
-        print(f"{n:>7}  {r['run_s']:>5.2f}s  {r['display_s']:>7.2f}s  {r['sdpa_s']:>6.2f}s  "
-              f"{r['display_s'] / r['sdpa_s']:>5.2f}  {first:>8}  {cold:>9}  {tile:>6}  {expl[0]:>7}  {expl[1]:>7}  "
-              f"{r['peak_rss_gib']:>4.2f} GiB  {win:>15}   ({time.perf_counter() - t:.0f} s)")  # fmt: skip
+        for i, code in enumerate(roots):
+            _row(n, code, window, f"{n} {'ab'[i]}" if against else str(n))
+
+
+def _row(n: int, root: Path, window: bool, label: str) -> None:
+    t = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", CHILD, str(root), str(n)], capture_output=True, text=True)
+    if done.returncode:
+        print(f"{label:>9}  failed: {done.stderr.strip().splitlines()[-1] if done.stderr else done.returncode}")
+        return
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    first = f"{r['first_rows_s']:.2f}s" if "first_rows_s" in r else "—"
+    cold = f"{r['tile_cold_s'] * 1e3:.0f}ms" if "tile_s" in r else "—"
+    tile = f"{r['tile_s'] * 1e3:.0f}ms" if "tile_s" in r else "—"
+    expl = (f"{r['explain_s']:.2f}s", f"{r['explain_err']:.1e}") if "explain_s" in r else ("—", "—")
+    win = ""
+    if window:
+        got = window_peak(n, root)
+        win = f"{got[0]:.2f} GiB {got[1]:.0f}s" if got else "failed"
+    print(f"{label:>9}  {r['run_s']:>5.2f}s  {r['display_s']:>7.2f}s  {r['sdpa_s']:>6.2f}s  "
+          f"{r['display_s'] / r['sdpa_s']:>5.2f}  {first:>8}  {cold:>9}  {tile:>6}  {expl[0]:>7}  {expl[1]:>7}  "
+          f"{r['peak_rss_gib']:>4.2f} GiB  {win:>15}   ({time.perf_counter() - t:.0f} s)", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ bias, T5) → ``softcapped`` (c·tanh(x/c)) → ``masked`` (−∞ where hidden)
 
 Without weights wanted (the layers below the traced one) the same step runs in torch's fused
 ``scaled_dot_product_attention`` where it can express the variant. Long inputs keep each row's
-log-sum-exp of the ``masked`` stage this module computes (models/engine/long_rows.py), so that any
-weight is ``exp(masked_ij − lse_i)`` without the map ever being stored.
+softmax statistics of the ``masked`` stage this module computes (:func:`row_statistics`, merged over
+blocks of keys by :func:`merge_statistics`; models/engine/long_rows.py), so that any weight is
+``exp(log_weights)`` without the map ever being stored.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def after_scores(
     record: dict[str, Tensor] | None = None,
     eager: bool = True,
     hidden_from: int = 0,
+    own: bool = False,
 ) -> Tensor:
     """The steps from the scores ``(h, n_q, n_k)`` to stage ``upto`` (one of :data:`STEPS`), for
     queries at positions ``q0..`` and keys at ``k0..``: the one place they are written, read by
@@ -110,9 +112,14 @@ def after_scores(
     the result (and every recorded stage) has the sink's logit as one more, last, column.
     ``hidden`` may cover only the columns ``hidden_from : hidden_from + hidden.shape[-1]`` (nothing
     hidden outside them: a causal block's diagonal square, the lazy store's); it is then applied in
-    place there, on this function's own copy of the scores."""
+    place there, on this function's own copy of the scores. ``own``: the caller hands the scores over
+    (a block of a streamed pass): the scale is applied in place, no copy made."""
     h, n_q, n_k = scores.shape
-    x = scores / variant.scale if variant.divide else scores * variant.scale
+    if own and record is None:
+        x = scores.div_(variant.scale) if variant.divide else scores.mul_(variant.scale)
+        scores = None  # nothing of the caller's to keep: the mask goes in place too
+    else:
+        x = scores / variant.scale if variant.divide else scores * variant.scale
     stages = {"scaled": x}
     if bias is not None and upto != "scaled":
         x = stages["biased"] = x + bias
@@ -120,13 +127,13 @@ def after_scores(
         x = stages["softcapped"] = variant.softcap * torch.tanh(x / variant.softcap)
     if upto in ("masked", "weights"):
         if hidden is not None and (hidden_from or hidden.shape[-1] != n_k):  # a narrow mask, in place
-            assert variant.hidden(q0, n_q, k0, n_k, scores.device) is None, "a narrow mask is the only one"
+            assert variant.hidden(q0, n_q, k0, n_k, x.device) is None, "a narrow mask is the only one"
             if record is not None or x is scores:  # the recorded stage (or the caller's scores) stays
                 x = x.clone()
             x[..., hidden_from : hidden_from + hidden.shape[-1]].masked_fill_(hidden, float("-inf"))
             stages["masked"] = x
         else:
-            x = stages["masked"] = att.apply_mask(x, _hidden(variant, q0, k0, n_q, n_k, scores.device, hidden))
+            x = stages["masked"] = att.apply_mask(x, _hidden(variant, q0, k0, n_q, n_k, x.device, hidden))
     if variant.sinks is not None:  # the sink column: one more logit per row, with no value
         x = with_sink(x, variant.sinks)
         stages = {name: with_sink(t, variant.sinks) for name, t in stages.items()}
@@ -135,6 +142,42 @@ def after_scores(
     if record is not None:
         record.update(stages)
     return x
+
+
+# --- long inputs: each row's softmax statistics instead of its weights ---------------------------
+# softmax(masked / T)_j = exp(temper(masked_j − m) − l) with m the row's largest masked score and
+# l = log Σ_j exp(temper(masked_j − m)): the softmax's own rule (the maximum first), kept as two numbers
+# a row, so that any weight is computed from its score alone (models/engine/long_rows.py).
+
+
+def row_statistics(masked: Tensor, temperature: float = 1.0, scratch: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """``(m, l)`` of the rows of ``masked (..., c)`` (a block of keys of them): ``(..., )`` each.
+    A row with every key hidden: ``m = l = −∞`` (its weights 0). ``scratch``: a buffer shaped as
+    ``masked`` for the pass's output (a streamed pass reuses one)."""
+    m = masked.amax(dim=-1)  # (...,)
+    dead = torch.isneginf(m)
+    x = masked if temperature == 1.0 else att.temper(masked - m.masked_fill(dead, 0.0)[..., None], temperature)
+    # max_j log_softmax(x)_j = −log Σ_j exp(x_j − max x): torch's fused pass, no temporary but its output
+    lse = torch.log_softmax(x, dim=-1, out=scratch if scratch is not None and x.dtype == scratch.dtype else None)
+    lse = lse.amax(dim=-1).neg_()
+    return m, lse.masked_fill_(dead, float("-inf"))
+
+
+def merge_statistics(m: Tensor, lse: Tensor, temperature: float = 1.0) -> tuple[Tensor, Tensor]:
+    """The statistics of whole rows from those of their blocks of keys, ``m, l (..., blocks)``:
+    ``M = max m``, ``L = log Σ_b exp(l_b + temper(m_b − M))``."""
+    top = m.amax(dim=-1)  # (...,)
+    dead = torch.isneginf(top)
+    shift = att.temper(m - top.masked_fill(dead, 0.0)[..., None], temperature)  # ≤ 0; −∞ for a dead block
+    total = torch.logsumexp(lse + shift, dim=-1)
+    return top, total.masked_fill_(dead, float("-inf"))
+
+
+def log_weights(masked: Tensor, m: Tensor, lse: Tensor, temperature: float = 1.0) -> Tensor:
+    """``temper(masked − m) − l``: each weight's log for ``masked (r, c)`` and the rows' ``m, l (r,)``
+    (−∞ where hidden; a dead row: −∞ everywhere, its weights 0)."""
+    z = att.temper(masked - m.masked_fill(torch.isneginf(m), 0.0)[:, None], temperature) - lse[:, None]
+    return torch.nan_to_num_(z, nan=float("-inf"), neginf=float("-inf"))  # a dead row: −∞ − (−∞)
 
 
 def attend(

@@ -35,9 +35,9 @@ def project(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.T
     return out if b is None else out + b[:, None, :]
 
 
-def dot_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """``S = Q Kᵀ``: (h, n_q, d_k) x (h, n_k, d_k) -> (h, n_q, n_k)."""
-    return torch.matmul(q, k.transpose(-1, -2))
+def dot_scores(q: torch.Tensor, k: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``S = Q Kᵀ``: (h, n_q, d_k) x (h, n_k, d_k) -> (h, n_q, n_k) (into ``out`` when given)."""
+    return torch.matmul(q, k.transpose(-1, -2), out=out)
 
 
 def general_scores(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -77,6 +77,12 @@ def apply_mask(scores: torch.Tensor, hidden: torch.Tensor | None) -> torch.Tenso
     return scores.masked_fill(hidden, float("-inf"))  # (h, n_q, n_k)
 
 
+def temper(z: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``z / T`` for scores less their row maximum (``z ≤ 0``, exactly 0 at the maximum): the
+    maximum is subtracted *before* dividing, and 0 / T stays 0 even when T underflows float32."""
+    return z if temperature == 1.0 else torch.where(z == 0, z, z / temperature)
+
+
 def softmax(scores: torch.Tensor, temperature: float = 1.0, eager: bool = False) -> torch.Tensor:
     """Row-wise, numerically stable softmax of ``scores / T``, exact for any finite scores and
     any positive temperature: the row maximum is subtracted *before* dividing by T, so a tiny T
@@ -89,8 +95,7 @@ def softmax(scores: torch.Tensor, temperature: float = 1.0, eager: bool = False)
     row_max = scores.amax(dim=-1, keepdim=True)  # (h, n_q, 1)
     dead = torch.isneginf(row_max)  # every key hidden
     if temperature != 1.0:
-        x = scores - torch.where(dead, torch.zeros_like(row_max), row_max)  # ≤ 0, exactly 0 at the max
-        x = torch.where(x == 0, x, x / temperature)  # 0 / T stays 0 even when T underflows float32
+        x = temper(scores - torch.where(dead, torch.zeros_like(row_max), row_max), temperature)  # ≤ 0
     else:
         x = scores
     a = torch.softmax(x, dim=-1)  # subtracts the row max itself; an all −∞ row gives NaN ...

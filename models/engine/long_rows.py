@@ -1,20 +1,24 @@
 """Long inputs: keep Q, K, V and each row's softmax statistics, never the map (issue 34).
 
 At 131,072 tokens one head's float32 map is 64 GiB. What is kept instead, per head and query row,
-is ``m_i`` and ``l_i = log Σ_j exp((masked_ij − m_i) / T)`` (with a learned sink's logit in the sum;
-``m_i`` the row's largest masked score, or 0 when T = 1: then ``l_i`` is the row's log-sum-exp, from
-torch's fused kernel). Then any weight is
+is ``m_i``, the row's largest masked score, and ``l_i = log Σ_j exp(temper(masked_ij − m_i))``
+(with a learned sink's logit in the sum; ``temper`` is the softmax's division by T, the maximum
+first). Then any weight is
 
-    a_ij = exp((masked_ij − m_i) / T − l_i)
+    a_ij = exp(temper(masked_ij − m_i) − l_i)
 
 exactly (float32, as the softmax itself: the same steps up to ``masked``, those of the one
-attention function, :func:`models.engine.attend.after_scores`), for a tile, a row, a hovered cell, the
-inspector and ``explain``, at any zoom, computed from Q and K alone.
+attention function, and the statistics by its :func:`models.engine.attend.row_statistics`), for a
+tile, a row, a hovered cell, the inspector and ``explain``, at any zoom, computed from Q and K alone.
 
 The statistics of a row need its whole row of scores. The overview of a head (the peak of each
 pixel's block of cells, as :mod:`models.engine.reduce`) goes over every row anyway: it computes them on
-the way, in row blocks, top to bottom, reporting each band of pixel rows as it is done. Rows asked
-for before the overview has reached them (a zoomed tile) get theirs computed at once.
+the way, in blocks of ``TILE_ROWS`` rows × ``TILE_KEYS`` keys (a block of scores that stays in the
+cache: one matrix product, then the pixel peaks and the block's statistics read from it, merged
+over the row's blocks), top to bottom, reporting each band of pixel rows as it is done. Under a
+causal mask a block of rows computes only the keys its rows see (the masked ones are −∞ by
+definition), the mask built for the diagonal block alone. Rows asked for before the overview has
+reached them (a zoomed tile) get theirs computed at once.
 """
 
 from __future__ import annotations
@@ -27,22 +31,14 @@ import torch
 import torch.nn.functional as F
 
 from models.config import Cancelled
+from models.engine.attend import log_weights, merge_statistics, row_statistics
 
-CHUNK_CELLS = 1 << 21  # cells of one block of scores in a streamed pass (8 MiB of float32)
-# Past TILE_KEYS keys a row, the overview goes over blocks of TILE_ROWS rows × TILE_KEYS keys (the
-# log-sum-exp combined over them): 16 rows × 131,072 keys read all of K for every 16 rows.
-TILE_KEYS, TILE_ROWS = 16384, 128
+# One block of scores: TILE_ROWS rows × TILE_KEYS keys, 2 MiB of float32 (it and the softmax's output
+# stay in the cache; a block of 128 × 16,384 did not: 1.7 × SDPA at 32,768 tokens). Each block of
+# keys of K is read once per TILE_ROWS rows.
+TILE_KEYS, TILE_ROWS = 2048, 256
 OnRows = Callable[[int, np.ndarray], None] | None  # (pixel rows done, the peaks so far)
-
-
-def _log_weights(x: torch.Tensor, m: torch.Tensor, lse: torch.Tensor, temperature: float) -> torch.Tensor:
-    """``(masked − m) / T − l`` for ``x (r, c)`` and the rows' ``m, l (r,)``: each weight's log (−∞
-    where hidden; a row with every key hidden: −∞ everywhere, its weights 0)."""
-    z = x - torch.where(torch.isneginf(m), torch.zeros_like(m), m)[:, None]
-    if temperature != 1.0:
-        z = torch.where(z == 0, z, z / temperature)  # as the softmax: 0 / T stays 0
-    z = z - lse[:, None]
-    return torch.nan_to_num_(z, nan=float("-inf"))  # a dead row: −∞ − (−∞)
+NEG_INF = float("-inf")
 
 
 class LongRows:
@@ -52,35 +48,58 @@ class LongRows:
         self.store = store
         h, n = store.heads, store.n_q
         self.m = torch.full((h, n), float("nan"))  # each row's largest masked score
-        self.lse = torch.full((h, n), float("nan"))  # log Σ exp((masked − m) / T)
+        self.lse = torch.full((h, n), float("nan"))  # log Σ exp(temper(masked − m))
         self.known = torch.zeros((h, n), dtype=torch.bool)
         self._lock = threading.Lock()
-
-    def chunk_rows(self) -> int:
-        return max(8, CHUNK_CELLS // max(1, self.store.n_k) // 8 * 8)
+        self._buffers = threading.local()
 
     # --- the statistics -------------------------------------------------------------------------
-    def _masked(self, head: int, r0: int, r1: int) -> tuple[torch.Tensor, int, int]:
-        """``(x, c0, c1)``: the masked scores of rows ``r0:r1`` over the keys ``c0:c1`` some of them
-        see (then a sink's column): the rest of each row is −∞ by definition."""
-        store = self.store
-        c0, c1 = store.spec.mask.visible_columns(r0, r1, store.n_keys)
-        x = store._chain("masked", head, r0, r1, c0, c1)  # (r, c [+ 1])
-        return x.to("cpu", torch.float32), c0, c1
+    def _sink(self, head: int, rows: int) -> torch.Tensor:
+        return self.store.spec.sinks[head].to(torch.float32).expand(rows)  # (rows,): a sink's logit
 
-    def _learn(self, head: int, r0: int, r1: int, x: torch.Tensor) -> None:
-        t = self.store.spec.temperature
-        if t == 1.0:  # torch's fused log-sum-exp (one pass, no temporary): m = 0, l = lse
-            lse = torch.logsumexp(x, dim=-1)  # (r,): −∞ for a dead row
-            m = torch.zeros_like(lse)
-        else:  # as the softmax: the row maximum subtracted before dividing by T
-            m = x.amax(dim=-1)  # (r,)
-            z = x - torch.where(torch.isneginf(m), torch.zeros_like(m), m)[:, None]  # ≤ 0
-            z = torch.where(z == 0, z, z / t)
-            lse = torch.log(z.exp_().sum(dim=-1))  # (r,): −∞ for a dead row
+    def _scratch(self, rows: int, keys: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two float32 buffers of ``rows × keys`` cells, this thread's own (the GUI's hover may ask
+        for rows while the worker streams), reused block after block."""
+        have = getattr(self._buffers, "cells", None)
+        if have is None or have.numel() < 2 * rows * keys:
+            have = self._buffers.cells = torch.empty(2 * rows * keys, dtype=torch.float32)
+        return have[: rows * keys], have[rows * keys : 2 * rows * keys]
+
+    def _pass(self, head: int, s: int, e: int, kc: int = 1, width: int = 0) -> torch.Tensor | None:
+        """Whole rows ``s:e`` over blocks of keys: learns their statistics; with ``width`` returns
+        each row's largest masked score in each pixel column of ``kc`` keys, ``(r, width)``."""
+        store = self.store
+        t = store.spec.temperature
+        v0, v1 = store.spec.mask.visible_columns(s, e, store.n_keys)
+        out = torch.full((e - s, width), NEG_INF) if width else None
+        size = max(1, TILE_KEYS // kc) * kc  # blocks of keys at multiples of whole pixel columns
+        ms, ls = [], []
+        scores, scratch = self._scratch(e - s, size)
+        for a in range(v0 // size * size, v1, size):
+            a, b = max(v0, a), min(v1, a + size)
+            cells = (e - s) * (b - a)  # the scores in one reused buffer, the softmax's output in another
+            x = store._chain("masked", head, s, e, a, b, sink=False, out=scores[:cells].view(e - s, b - a))
+            x = x.to("cpu", torch.float32)  # (r, b − a)
+            if width:
+                _column_peaks(out, x, a, kc)
+            m, lse = row_statistics(x, t, scratch[:cells].view(e - s, b - a))  # (r,), (r,)
+            ms.append(m)
+            ls.append(lse)
+        if store.n_k > store.n_keys:  # the sink's logit: a block of one key, in its own column
+            sink = self._sink(head, e - s)
+            ms.append(sink)
+            ls.append(torch.zeros(e - s))
+            if width:
+                col = store.n_keys // kc
+                out[:, col] = torch.maximum(out[:, col], sink)
+        if ms:
+            m, lse = merge_statistics(torch.stack(ms, dim=-1), torch.stack(ls, dim=-1), t)
+        else:  # no key seen by any of these rows
+            m, lse = torch.full((e - s,), NEG_INF), torch.full((e - s,), NEG_INF)
         with self._lock:
-            self.m[head, r0:r1], self.lse[head, r0:r1] = m, lse
-            self.known[head, r0:r1] = True
+            self.m[head, s:e], self.lse[head, s:e] = m, lse
+            self.known[head, s:e] = True
+        return out
 
     def stats(self, head: int, r0: int, r1: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``(m, l)`` of rows ``r0:r1``, computing the rows not known yet."""
@@ -88,21 +107,16 @@ class LongRows:
             missing = (~self.known[head, r0:r1]).nonzero().flatten()
         if missing.numel():
             a, b = r0 + int(missing[0]), r0 + int(missing[-1]) + 1
-            tiled = self.store.spec.temperature == 1.0 and self.store.n_keys > TILE_KEYS
-            step = TILE_ROWS if tiled else self.chunk_rows()
-            for s in range(a, b, step):
-                if tiled:  # a zoomed tile's rows at 131,072 keys: 16 rows at a time read all of K each time
-                    self._tiled_band(head, s, min(b, s + step), 0, 1, 1, 0, 0)
-                    continue
-                x, _, _ = self._masked(head, s, min(b, s + step))
-                self._learn(head, s, min(b, s + step), x)
+            with torch.no_grad():
+                for s in range(a, b, TILE_ROWS):
+                    self._pass(head, s, min(b, s + TILE_ROWS))
         with self._lock:
             return self.m[head, r0:r1].clone(), self.lse[head, r0:r1].clone()
 
     # --- exact reads ----------------------------------------------------------------------------
     def weights(self, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
         """Weights of rows ``r0:r1``, columns ``c0:c1`` (a sink's column is the last, ``n_keys``),
-        ``(r, c)`` float32: ``exp((masked − m) / T − l)``; keys no row sees are exactly 0."""
+        ``(r, c)`` float32: ``exp(temper(masked − m) − l)``; keys no row sees are exactly 0."""
         store = self.store
         m, lse = self.stats(head, r0, r1)
         out = torch.zeros((r1 - r0, c1 - c0), dtype=torch.float32)
@@ -110,11 +124,11 @@ class LongRows:
         a, b = max(c0, v0), min(c1, v1)  # the visible keys asked for
         t = store.spec.temperature
         if b > a:
-            x = store._chain("masked", head, r0, r1, a, b).to("cpu", torch.float32)[:, : b - a]
-            out[:, a - c0 : b - c0] = torch.exp(_log_weights(x, m, lse, t))
+            x = store._chain("masked", head, r0, r1, a, b, sink=False).to("cpu", torch.float32)
+            out[:, a - c0 : b - c0] = torch.exp(log_weights(x, m, lse, t))
         if store.n_k > store.n_keys and c1 > store.n_keys:  # the sink's column
-            sink = store.spec.sinks[head].to(torch.float32).expand(r1 - r0, 1)
-            out[:, store.n_keys - c0 :] = torch.exp(_log_weights(sink, m, lse, t))
+            sink = self._sink(head, r1 - r0)[:, None]
+            out[:, store.n_keys - c0 :] = torch.exp(log_weights(sink, m, lse, t))
         return out
 
     # --- the overview ---------------------------------------------------------------------------
@@ -122,7 +136,7 @@ class LongRows:
                  should_stop=None, on_rows: OnRows = None) -> np.ndarray:  # fmt: skip
         """The weights of ``region`` (rows r0:r1, cols c0:c1) reduced to pixels of ``step`` cells,
         each its block's largest weight, row block by row block, top to bottom; the rows' statistics
-        are learned on the way (whole rows are computed where the region holds whole rows)."""
+        are learned on the way (in the same pass where the region holds whole rows)."""
         store = self.store
         r0, r1, c0, c1 = region
         kr, kc = step
@@ -130,76 +144,39 @@ class LongRows:
         peak = np.zeros((height, width), dtype=np.float32)
         whole = (c0, c1) == (0, store.n_k)
         t = store.spec.temperature
-        tiled = whole and t == 1.0 and store.n_keys > TILE_KEYS
-        rows = TILE_ROWS if tiled else self.chunk_rows()
-        for s in range(r0, r1, rows):
+        for s in range(r0, r1, TILE_ROWS):
             if should_stop is not None and should_stop():
                 raise Cancelled("weights")
-            e = min(r1, s + rows)
+            e = min(r1, s + TILE_ROWS)
             with torch.no_grad():
-                if tiled:
-                    band = self._tiled_band(head, s, e, c0, kr, kc, s - r0, width)
-                elif whole:
-                    x, v0, v1 = self._masked(head, s, e)
+                if whole:  # the peaks and the statistics from the same blocks of scores
+                    out = self._pass(head, s, e, kc, width)
                     with self._lock:
-                        fresh = not bool(self.known[head, s:e].all())
-                    if fresh:
-                        self._learn(head, s, e, x)
-                    m, lse = self.stats(head, s, e)
-                    band = self._band(x, m, lse, t, v0, v1, c0, c1, kr, kc, s - r0, width)
+                        m, lse = self.m[head, s:e], self.lse[head, s:e]
                 else:
                     m, lse = self.stats(head, s, e)
-                    v0, v1 = store.spec.mask.visible_columns(s, e, store.n_keys)
-                    a, b = max(c0, v0), min(c1, v1)
-                    x = store._chain("masked", head, s, e, a, b).to("cpu", torch.float32) if b > a else None
-                    if x is not None:
-                        x = torch.cat([x[:, : b - a], x[:, -1:]], dim=1) if store.n_k > store.n_keys else x
-                    band = self._band(x, m, lse, t, a, b, c0, c1, kr, kc, s - r0, width)
+                    out = self._region_peaks(head, s, e, c0, c1, kc, width)
+                band = _pixel_rows(log_weights(out, m, lse, t), s - r0, kr)
             p0 = (s - r0) // kr
             np.maximum(peak[p0 : p0 + band.shape[0]], band, out=peak[p0 : p0 + band.shape[0]])
             if on_rows is not None:
                 on_rows(height if e == r1 else (e - r0) // kr, peak)  # whole pixel rows done
         return peak
 
-    def _band(self, x, m, lse, t, v0, v1, c0, c1, kr, kc, offset, width) -> np.ndarray:
-        """One block of rows as pixel rows: the column blocks' largest score, made a log weight
-        (monotone in the score, row by row), then the row blocks' largest, then exp (monotone too:
-        exp of the largest is the largest weight). No pass over the cells but the block maximum."""
+    def _region_peaks(self, head: int, s: int, e: int, c0: int, c1: int, kc: int, width: int) -> torch.Tensor:
+        """Rows ``s:e`` of a region of keys ``c0:c1``: each row's largest masked score in each pixel
+        column, ``(r, width)`` (−∞ where none is seen): made log weights, monotone in the score row by row."""
         store = self.store
-        out = torch.full((m.shape[0], width), float("-inf"))
-        if x is not None and v1 > v0:
-            _column_peaks(out, x[:, : v1 - v0], v0 - c0, kc)
-        if x is not None and store.n_k > store.n_keys and c1 > store.n_keys:  # the sink's column
-            col = (store.n_keys - c0) // kc
-            out[:, col] = torch.maximum(out[:, col], x[:, -1])
-        return _pixel_rows(_log_weights(out, m, lse, t), offset, kr)
-
-    def _tiled_band(self, head: int, s: int, e: int, c0: int, kr: int, kc: int, offset: int, width: int):
-        """:meth:`_band` of whole rows (T = 1) over tiles of keys: each tile's log-sum-exp combined
-        (``logaddexp``) into the rows' statistics, its column peaks into the pixels (``width`` 0:
-        the statistics alone)."""
-        store = self.store
+        out = torch.full((e - s, width), NEG_INF)
         v0, v1 = store.spec.mask.visible_columns(s, e, store.n_keys)
-        out = torch.full((e - s, width), float("-inf"))
-        lse = torch.full((e - s,), float("-inf"))
-        x = None
-        for a in range(v0, v1, TILE_KEYS):
-            b = min(v1, a + TILE_KEYS)
-            x = store._chain("masked", head, s, e, a, b).to("cpu", torch.float32)  # (r, b − a [+ a sink])
-            lse = torch.logaddexp(lse, torch.logsumexp(x[:, : b - a], dim=-1))
-            if width:
-                _column_peaks(out, x[:, : b - a], a - c0, kc)
-        if store.n_k > store.n_keys:  # the sink's logit: once in the sum, in its own column
-            sink = store.spec.sinks[head].to(torch.float32).expand(e - s)
-            lse = torch.logaddexp(lse, sink)
-            if width:
-                col = (store.n_keys - c0) // kc
-                out[:, col] = torch.maximum(out[:, col], sink)
-        m = torch.zeros_like(lse)
-        with self._lock:
-            self.m[head, s:e], self.lse[head, s:e] = m, lse
-            self.known[head, s:e] = True
-        return _pixel_rows(_log_weights(out, m, lse, 1.0), offset, kr) if width else None
+        a, b = max(c0, v0), min(c1, v1)
+        if b > a:
+            x = store._chain("masked", head, s, e, a, b, sink=False).to("cpu", torch.float32)
+            _column_peaks(out, x, a - c0, kc)
+        if store.n_k > store.n_keys and c1 > store.n_keys:  # the sink's column
+            col = (store.n_keys - c0) // kc
+            out[:, col] = torch.maximum(out[:, col], self._sink(head, e - s))
+        return out
 
 
 def _column_peaks(out: torch.Tensor, keys: torch.Tensor, at: int, kc: int) -> None:

