@@ -233,8 +233,13 @@ def estimate_pretrained_peak(arch, n: int, layer: int) -> int:
     ffn = getattr(arch, "ffn", None) or 4 * d  # never arch.layers[0]: that would read it
     states = F32 * (layer + 2) * n * d
     vectors = F32 * n * (3 * h * dk + 2 * h * dk + 6 * d + 3 * ffn)  # q k v, repeated k v, ffn
-    from models.engine.pairs import BLOCK_BYTES, DEFAULT_BUDGET
+    from models.engine.attend import BLOCK_CELLS
+    from models.engine.pairs import BLOCK_BYTES, DEFAULT_BUDGET, LONG_CELLS
 
+    if n * n > LONG_CELLS:  # a long input: no n×n tensor in any layer (models.engine.attend.attend_blocks);
+        # the traced layer keeps its rows' statistics (3 per head and row) and the pair store's budget
+        blocks = 6 * F32 * BLOCK_CELLS + 8 * BLOCK_BYTES  # one block of rows taken apart, the overview's
+        return states + vectors + 2 * F32 * h * n * dk + 3 * F32 * h * n + DEFAULT_BUDGET + blocks + MARGIN
     # The traced layer's n×n stages are computed per head and block of rows, kept within the pair
     # store's budget; the layers below run fused (SDPA) with the boolean masks (n² bytes each) ...
     pairs = min(DEFAULT_BUDGET, F32 * 5 * h * n * n) + 8 * BLOCK_BYTES + 3 * n * n
