@@ -5,6 +5,8 @@ table; asserts nothing.
     .venv/bin/python bench/bench_long.py [n ...]            the engine (default 1024 4096 16384)
     .venv/bin/python bench/bench_long.py --window [n ...]   also the whole window's peak RSS (a
                                                             screenshot of the weights, /usr/bin/time -v)
+    .venv/bin/python bench/bench_long.py --model [random-llama|FOLDER] [n ...] [--overview]
+                                                            a decoder (bench/bench_long_model.py)
 
 Per size: Q, K, V (``pipeline.run``); every head's weights on screen (the overview, reduced to 1024²
 keeping every peak); the first rows of the first head (the first block of rows streamed, from the
@@ -113,6 +115,11 @@ def main(argv: list[str]) -> None:
     if "--root" in argv:  # another checkout's code (the code before, side by side)
         at = argv.index("--root")
         root, argv = Path(argv[at + 1]).resolve(), argv[:at] + argv[at + 2 :]
+    if "--model" in argv:  # a decoder's long inputs (bench/bench_long_model.py)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_long_model
+
+        return bench_long_model.main(argv[argv.index("--model") + 1 :], root)
     sizes = [int(a) for a in argv if a != "--window"] or SIZES
     print(f"code: {root}")
     print("h = 8, d_model = 512, causal, 1 torch thread")
