@@ -19,6 +19,7 @@ from zoo import build, cases
 
 from models.engine import attend as attend_module
 from models.engine import pairs
+from models.engine.long_structure import long_structure
 from models.pretrained import load_model
 
 transformers = pytest.importorskip("transformers")
@@ -52,10 +53,21 @@ def test_the_long_path_equals_transformers_eager_attention(name, tmp_path, long_
     with torch.no_grad():
         theirs = ref(torch.tensor([ids]), output_attentions=True).attentions
     for layer in range(model.num_layers):
-        weights = model.trace(PROMPT, layer)["weights"]
+        trace = model.trace(PROMPT, layer)
+        weights = trace["weights"]
         assert weights.store.long is not None
         mine = np.stack([weights.head(h) for h in range(model.num_heads)])[..., :n]  # a sink's column left out
         np.testing.assert_allclose(mine, theirs[layer][0].numpy(), atol=1e-5, rtol=0, err_msg=f"{name} L{layer}")
+        # the structure drawn over the map: the model's own window and sinks, each row's weight on key 0
+        drawn = long_structure(weights)
+        window = trace.config["sliding_window"]
+        assert drawn.window == (window if window is not None and window < n else None)
+        np.testing.assert_allclose(drawn.first_key, theirs[layer][0][:, :, 0].numpy(), atol=1e-5, rtol=0)
+        sinks = dict(ref.named_parameters()).get(f"model.layers.{layer}.self_attn.sinks")
+        assert (drawn.sinks is None) == (sinks is None) and (drawn.sink_share is None) == (sinks is None)
+        if sinks is not None:
+            np.testing.assert_array_equal(drawn.sinks, sinks.detach().numpy())
+            np.testing.assert_allclose(drawn.sink_share, 1 - theirs[layer][0].sum(-1).numpy(), atol=1e-5)
     # the layers below took the one function in blocks (or torch's fused kernel whole): never n × n
     assert all(h * n_q * n_k <= max(96, h * n) for h, n_q, n_k in long_path), (name, long_path)
     # pad keys and no mask: the same weights as the short path (held to transformers elsewhere)
