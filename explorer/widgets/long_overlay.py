@@ -59,13 +59,13 @@ class LongOverlay:
         for thing in (self.edges, self.edge_label, self.sink):
             thing.setZValue(8)
             item.addItem(thing)
-        # beside the map: a view whose rows are the map's (linked), its own axis 0..1 below it
+        # beside the map: a view whose rows are the map's (linked), its own log₁₀ axis below it
         self.view = pg.ViewBox(enableMenu=False, invertY=True, defaultPadding=0.0)
         self.view.setMouseEnabled(x=False, y=False)
         self.view.setBackgroundColor((250, 250, 250))
         self.axis = pg.AxisItem("bottom")
         self.axis.linkToView(self.view)
-        self.axis.setTicks([[(float(LOG_FLOOR), "10⁻⁶"), (-3.0, "10⁻³"), (0.0, "1")]])
+        self.axis.setTicks([[(-4.0, "10⁻⁴"), (0.0, "1")], [(float(t), "") for t in (-6, -5, -3, -2, -1)]])
         self.title = pg.LabelItem("", size="8pt")
         self.low_high = pg.FillBetweenItem(pg.PlotDataItem(), pg.PlotDataItem(), brush=(*KEY0_RGB, 90))
         self.key0 = pg.PlotDataItem(pen=pg.mkPen(KEY0_RGB, width=1.5), connect="finite")
