@@ -136,8 +136,14 @@ def _float64_rows(q, k, scale, head, r0, r1):
     return torch.softmax(s.masked_fill(j > i, float("-inf")), dim=-1).numpy()
 
 
-def test_a_llama_beyond_16384_tokens_equals_a_float64_softmax_of_transformers_scores(tmp_path):
-    text = _long_llama(tmp_path)
+@pytest.fixture(scope="module")
+def long_llama(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("long-llama")
+    return folder, _long_llama(folder)
+
+
+def test_a_llama_beyond_16384_tokens_equals_a_float64_softmax_of_transformers_scores(long_llama):
+    tmp_path, text = long_llama
     model = load_model(tmp_path, device="cpu")
     trace = model.trace(text, 1, max_tokens=131072)
     weights = trace["weights"]
@@ -157,11 +163,27 @@ def test_a_llama_beyond_16384_tokens_equals_a_float64_softmax_of_transformers_sc
             assert cell == pytest.approx(float(_float64_rows(q, k, scale, head, i, i + 1)[0, j]), rel=1e-4, abs=1e-9)
 
 
-def test_131072_tokens_of_a_decoder_fit_a_laptop(tmp_path):
+def test_131072_tokens_of_a_decoder_fit_a_laptop(long_llama):
     # The estimate counted three n × n boolean masks (48 GiB at 131,072 tokens) and refused.
     from models.memory import estimate_pretrained_peak
 
-    _long_llama(tmp_path)
-    arch = load_model(tmp_path, device="cpu").arch
+    arch = load_model(long_llama[0], device="cpu").arch
     assert estimate_pretrained_peak(arch, 131072, 1) < 2 << 30  # measured: 0.6 GiB (bench_long.py --model)
     assert estimate_pretrained_peak(arch, 8, 1) < 1 << 30
+
+
+def test_export_of_a_region_of_a_long_decoder_input_from_the_command_line(long_llama, tmp_path, capsys):
+    from main import main
+
+    folder, text = long_llama
+    (tmp_path / "long.txt").write_text(text, encoding="utf-8")
+    code = main(["export", "--model", str(folder), "--text-file", str(tmp_path / "long.txt"), "--layer", "1",
+                 "--stages", "weights", "--rows", f"{LONG - 10}:{LONG}", "--cols", "0:64", "--out", str(tmp_path / "x"),
+                 "--device", "cpu"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    got = np.load(tmp_path / "x" / "weights.npy")  # (heads, 10, 64)
+    weights = load_model(folder, device="cpu").trace(text, 1, max_tokens=LONG)["weights"]
+    assert got.shape == (2, 10, 64)
+    for head in range(2):
+        # the same weights (rows' statistics over other blocks of rows: float32 matmuls of other shapes)
+        np.testing.assert_allclose(got[head], weights.rows(head, LONG - 10, LONG)[:, :64], rtol=1e-5, atol=0)
