@@ -5,9 +5,11 @@ learned sink on the overview, and beside each head's map the weight each row put
 import numpy as np
 import pytest
 import torch
+from pixels import count_colour, device_rect, grab
+from PySide6.QtCore import QPointF, QRectF
 
 from explorer.state import Inputs
-from explorer.widgets.long_overlay import LOG_FLOOR
+from explorer.widgets.long_overlay import EDGE_RGB, KEY0_RGB, LOG_FLOOR
 from models.engine import pairs
 
 transformers = pytest.importorskip("transformers")
@@ -64,6 +66,23 @@ def test_window_edge_sinks_and_sink_share_drawn_over_a_long_inputs_weights(qtbot
         assert np.isnan(x[WINDOW:]).all()
         x, _ = overlay.sink_share.getData()
         np.testing.assert_allclose(x, np.log10(weights[:, n]), rtol=1e-5)
+    # what is painted: the dashed edge on the mask's boundary (x = i − WINDOW + 1 at row i), the line beside
+    view = window.matrix_view
+    pixels, ratio = grab(view.canvas), view.canvas.devicePixelRatioF()
+    plot = view.plots[0]
+    box = plot.plot.getViewBox()
+    x0, y0, x1, y1 = device_rect(view.canvas, box, QRectF(0, 12, n - 6, n - 12 - 12))  # clear of the labels
+    ys, xs = np.nonzero(np.all(np.abs(pixels[y0:y1, x0:x1].astype(int) - EDGE_RGB) <= 12, axis=2))
+    assert len(xs) > 40
+    for x, y in zip(xs, ys, strict=True):
+        at = box.mapSceneToView(view.canvas.mapToScene(int((x + x0) / ratio), int((y + y0) / ratio)))
+        assert abs(at.x() - (at.y() - WINDOW + 1)) < 2.5, (at.x(), at.y())  # within 2 cells of the edge
+    side = plot.long_overlay.view
+    top_left = view.canvas.mapFromScene(side.mapViewToScene(QPointF(LOG_FLOOR, 0)))
+    bottom_right = view.canvas.mapFromScene(side.mapViewToScene(QPointF(0, WINDOW)))
+    line = (int(top_left.x() * ratio), int(top_left.y() * ratio), int(bottom_right.x() * ratio) + 1,
+            int(bottom_right.y() * ratio) + 1)  # fmt: skip
+    assert count_colour(pixels, KEY0_RGB, line, tolerance=40) > 10  # key 0's share over the rows that see it
     window.state.stage_name = "scores"  # a stage without the structure: none of it shown
     window.matrix_view.refresh()
     assert all(not p.long_overlay.view.isVisible() and not p.long_overlay.edges.isVisible()
