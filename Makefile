@@ -111,6 +111,8 @@ screenshots: $(VENV)/.dev
 		--screenshot docs/gpt_oss_sink.png
 	$(SHOT) --model $(SESSIONS)/modernbert --layer 1 --sentence "$(WORDS)" --stage masked \
 		--screenshot docs/modernbert_local.png
+	$(SHOT) --model $(SESSIONS)/gpt-oss-long --layer 0 --text-file $(SESSIONS)/gpt-oss-long/text.txt --stage weights \
+		--screenshot docs/long_structure.png
 	rm -rf $(SESSIONS)
 
 clean:

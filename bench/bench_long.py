@@ -7,6 +7,8 @@ table; asserts nothing.
                                                             screenshot of the weights, /usr/bin/time -v)
     ... [--root DIR] [--against DIR]                        the code of checkout DIR; --against: a second
                                                             checkout's, each size side by side in one run
+    .venv/bin/python bench/bench_long.py --model [random-llama|FOLDER] [n ...] [--overview]
+                                                            a decoder (bench/bench_long_model.py)
 
 Per size: the run (``pipeline.run``: inputs, and Q, K, V, projected head by head when first read
 since issue 34); every head's weights on screen (the overview, reduced to 1024² keeping every peak,
@@ -127,6 +129,11 @@ def main(argv: list[str]) -> None:
     root, argv = _option(argv, "--root")  # another checkout's code (the code before)
     against, argv = _option(argv, "--against")  # and a second checkout, each size side by side in one run
     roots = [root or ROOT] + ([against] if against else [])
+    if "--model" in argv:  # a decoder's long inputs (bench/bench_long_model.py)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_long_model
+
+        return bench_long_model.main(argv[argv.index("--model") + 1 :], roots[0])
     sizes = [int(a) for a in argv if a != "--window"] or SIZES
     for i, r in enumerate(roots):
         print(f"code {'ab'[i]}: {r}")

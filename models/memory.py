@@ -103,13 +103,13 @@ def tokens_that_fit(estimate, free: int, most: int) -> int:
 
 
 def check_memory(needed: int, what: str, fits=None, most: int = 1 << 17,
-                 hint: str = "use fewer tokens or heads") -> None:
+                 hint: str = "free some memory") -> None:
     """Raise a one-line InputError when ``needed`` bytes exceed what is available; ``fits(n)``
     (the estimate for n tokens) makes it say how many tokens would fit; ``hint``, what to do."""
     free = available_bytes()
     if needed > free:
         n = tokens_that_fit(fits, free, most) if fits is not None else 0
-        hint = f"at most {n:,} tokens fit with these settings; use fewer tokens or heads" if n else hint
+        hint = f"at most {n:,} tokens fit with these settings; {hint}" if n else hint
         raise InputError(f"{what} needs about {human(needed)} of memory but only {human(free)} is available; {hint}")
 
 
@@ -240,8 +240,13 @@ def estimate_pretrained_peak(arch, n: int, layer: int) -> int:
     ffn = getattr(arch, "ffn", None) or 4 * d  # never arch.layers[0]: that would read it
     states = F32 * (layer + 2) * n * d
     vectors = F32 * n * (3 * h * dk + 2 * h * dk + 6 * d + 3 * ffn)  # q k v, repeated k v, ffn
-    from models.engine.pairs import BLOCK_BYTES, DEFAULT_BUDGET
+    from models.engine.attend import BLOCK_CELLS
+    from models.engine.pairs import BLOCK_BYTES, DEFAULT_BUDGET, LONG_CELLS
 
+    if n * n > LONG_CELLS:  # a long input: no n×n tensor in any layer (models.engine.attend.attend_blocks);
+        # the traced layer keeps its rows' statistics (3 per head and row) and the pair store's budget
+        blocks = 6 * F32 * BLOCK_CELLS + 8 * BLOCK_BYTES  # one block of rows taken apart, the overview's
+        return states + vectors + 2 * F32 * h * n * dk + 3 * F32 * h * n + DEFAULT_BUDGET + blocks + MARGIN
     # The traced layer's n×n stages are computed per head and block of rows, kept within the pair
     # store's budget; the layers below run fused (SDPA) with the boolean masks (n² bytes each) ...
     pairs = min(DEFAULT_BUDGET, F32 * 5 * h * n * n) + 8 * BLOCK_BYTES + 3 * n * n
@@ -250,3 +255,11 @@ def estimate_pretrained_peak(arch, n: int, layer: int) -> int:
         pairs += F32 * 8 * h * n * n
     return states + vectors + pairs + MARGIN
 
+
+
+def estimate_encdec_peak(arch, n: int, read: int) -> int:
+    """Peak bytes of tracing an encoder-decoder on a source and a target of at most ``n`` tokens each:
+    every layer's states, the explicit attention of one layer and its bias; ``read``, the bytes of the
+    checkpoint's layers not read yet (``LayerStore.bytes_to_read``)."""
+    states = F32 * (arch.num_layers + 4) * n * arch.hidden_size
+    return states + F32 * 6 * arch.num_heads * n * n + read + (64 << 20)

@@ -15,6 +15,7 @@ from explorer.images.stage_image import (
     resolve_scale,
     to_indices,
 )
+from models.engine.long_structure import long_structure
 from models.engine.pixels import enlarge_peaks
 from models.engine.reduce import reduce_head
 from models.engine.trace import Stage
@@ -58,4 +59,5 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
         name=stage.name, indices=indices, levels=levels, data_range=(lo, hi), sequential=sequential,
         masked_cells=masked, fitted=fit, region=region, step=reduced[0].step if reduced else (1, 1), nan_cells=nans,
         scale_used=scale, progress=progress, pixels=tuple(max_side) if isinstance(max_side, tuple) else None,
+        structure=long_structure(stage) if region is None and heads is None else None,  # a long input's band, sinks
     )  # fmt: skip

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.engine.long_structure import LongStructure
 from models.engine.trace import Stage
 
 COLOURS = 127  # indices 0..126 carry the colour map
@@ -51,6 +52,7 @@ class StageImage:
     scale_used: str = ""  # the scale the indices were made with ("auto" resolved); "" = as_scale(fitted)
     progress: float = 1.0  # share of the rows done (a long input's overview streams in, top to bottom)
     pixels: tuple[int, int] | None = None  # the device pixels (rows, cols) it was reduced to (None: MAX_DISPLAY_SIDE)
+    structure: LongStructure | None = None  # a long input's band edges, sinks and sink share (issue 34)
 
     @property
     def scale(self) -> str:

@@ -11,6 +11,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtWidgets import QGraphicsGridLayout, QSizePolicy
 
 from explorer.widgets.labels import rich_safe
+from explorer.widgets.long_overlay import show_structure
 from explorer.widgets.row_outline import RowOutline
 from explorer.widgets.token_axis import TokenAxis
 
@@ -88,6 +89,7 @@ class HeatmapPlot:
         self.title = ""
         self._frame_cells = (0, 0)  # the rows and columns set_frame laid the plot out for
         self._image_cells: tuple = ()  # (rows, cols, image shape) the image's rectangle was set for
+        self.long_overlay = None  # a long input's structure (explorer.widgets.long_overlay), built when shown
 
     def framed(self, rows: tuple[str, ...], cols: tuple[str, ...], title: str,
                axes: tuple[str, str] | None = None) -> bool:  # fmt: skip
@@ -112,10 +114,13 @@ class HeatmapPlot:
 
     def set_matrix(
         self, indices: np.ndarray, lut: np.ndarray, rows: tuple[str, ...], cols: tuple[str, ...], title: str,
-        axes: tuple[str, str] | None = None,
+        axes: tuple[str, str] | None = None, structure=None,
     ) -> None:
-        """Paint ``indices`` (possibly subsampled) over the full ``len(rows) × len(cols)`` cell grid."""
+        """Paint ``indices`` (possibly subsampled) over the full ``len(rows) × len(cols)`` cell grid;
+        ``structure``: a long input's band edges, sinks and sink share drawn with it (or None)."""
         self.set_frame(rows, cols, title, axes)
+        if structure is not None or self.long_overlay is not None:
+            show_structure(self, structure, self.head)
         self.rows, self.cols = len(rows), len(cols)  # the image's cells (hover, numbers): set with it
         self._set_image(indices, lut)
         self.painted_key = None

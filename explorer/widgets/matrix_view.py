@@ -205,7 +205,7 @@ class MatrixView(QWidget):
         lut = lookup_table(image.sequential)
         for plot, head, title in zip(self.plots, heads, titles):
             plot.head = head  # the index into this stage's heads (a key/value head for k, v of GQA)
-            plot.set_matrix(image.indices[head if stage.per_head else 0], lut, *frame, title, axes)
+            plot.set_matrix(image.indices[head if stage.per_head else 0], lut, *frame, title, axes, image.structure)
         self.grid.fit_columns()
         if self.colour_bar.colorMap() is not colour_map(image.sequential):
             self.colour_bar.setColorMap(colour_map(image.sequential))

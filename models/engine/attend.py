@@ -24,13 +24,19 @@ blocks of keys by :func:`merge_statistics`; models/engine/long_rows.py), so that
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from models.engine import attention as att
+from models.engine.masks import MaskSpec
+
+# Cells (heads × rows × visible keys) of one block of rows in :func:`attend_blocks`: 4 MiB of float32 scores
+# where the variant needs them taken apart (soft-cap, sinks). Blocks of 64 MiB took 5–10× longer (a window of
+# 2,048 with sinks, 2 heads, 32,768 tokens: 19.5 s against 2.0 s; 1 and 2 MiB no faster at 16 heads).
+BLOCK_CELLS = 1 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,7 +142,8 @@ def after_scores(
             x = stages["masked"] = att.apply_mask(x, _hidden(variant, q0, k0, n_q, n_k, x.device, hidden))
     if variant.sinks is not None:  # the sink column: one more logit per row, with no value
         x = with_sink(x, variant.sinks)
-        stages = {name: with_sink(t, variant.sinks) for name, t in stages.items()}
+        if record is not None:  # the stages kept (else each a copy of the block for nothing)
+            stages = {name: with_sink(t, variant.sinks) for name, t in stages.items()}
     if upto == "weights":
         x = stages["weights"] = att.softmax(x, variant.temperature, eager=eager)  # dead rows: zeros, never NaN
     if record is not None:
@@ -227,3 +234,42 @@ def attend(
             stages["scores"] = with_sink(scores, variant.sinks)
         record.update(stages, head_output=out)
     return out, a
+
+
+def attend_blocks(q: Tensor, k: Tensor, v: Tensor, variant: Variant, keys: MaskSpec) -> Tensor:
+    """The head outputs ``(h, n, d_v)`` of one sequence at positions ``0..n−1`` without ever holding an
+    ``n × n`` tensor (the layers below the traced one at long inputs, issue 34): no weights.
+
+    ``keys``: what the model's mask hides (causal, pad keys; its window and band are the variant's).
+    Plain causal (or unmasked) attention is one call of torch's fused kernel (``is_causal``); any other
+    variant (a sliding window, a local band, pad keys, a soft-cap, learned sinks) runs :func:`attend`
+    itself, block of rows by block of rows over the keys some row of the block may see (the rest are
+    hidden by definition), its mask built for that block alone by the variant and ``keys``."""
+    h, n, _ = q.shape
+    variant = replace(variant, causal=keys.causal)
+    plain = (variant.window is None and variant.band is None and not keys.pads and keys.custom is None
+             and variant.softcap is None and variant.sinks is None and variant.temperature == 1.0)  # fmt: skip
+    if plain:
+        scale = 1.0 / variant.scale if variant.divide else variant.scale
+        k_all, v_all = repeat_kv(k, h), repeat_kv(v, h)  # (h, n, d): the CPU kernel has no grouped heads
+        out = F.scaled_dot_product_attention(q[None], k_all[None], v_all[None], is_causal=variant.causal, scale=scale)
+        return out[0]  # (h, n, d_v)
+    seen = MaskSpec(causal=variant.causal, window=variant.window, band=variant.band)
+    out = q.new_empty(h, n, v.shape[-1])
+    r0 = 0
+    while r0 < n:
+        rows = max(1, BLOCK_CELLS // (h * n))  # as many rows as fit with every key visible ...
+        while rows < n - r0 and h * 2 * rows * _width(seen, r0, r0 + 2 * rows, n) <= BLOCK_CELLS:
+            rows *= 2  # ... or more, where a band or window leaves fewer keys to each
+        r1 = min(n, r0 + rows)
+        c0, c1 = seen.visible_columns(r0, r1, n)
+        pads = MaskSpec(pads=keys.pads, custom=keys.custom).rows(r0, r1, n, q.device, c0, c1)  # (r, c) or None
+        out[:, r0:r1], _ = attend(q[:, r0:r1], k[:, c0:c1], v[:, c0:c1], variant, q0=r0, k0=c0, hidden=pads,
+                                  weights=False)  # fmt: skip
+        r0 = r1
+    return out
+
+
+def _width(seen: MaskSpec, r0: int, r1: int, n: int) -> int:
+    c0, c1 = seen.visible_columns(r0, min(r1, n), n)
+    return max(1, c1 - c0)

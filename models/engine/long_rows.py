@@ -131,6 +131,24 @@ class LongRows:
             out[:, store.n_keys - c0 :] = torch.exp(log_weights(sink, m, lse, t))
         return out
 
+    def column(self, head: int, col: int) -> np.ndarray:
+        """Each row's weight on key ``col`` (``n_keys``: a learned sink's column), ``(n_q,)`` float32:
+        exact from the rows' statistics where they are known, NaN where not yet (none is computed here:
+        the overview learns them on the way). Key 0's column is the "sink share" (issue 34)."""
+        store = self.store
+        with self._lock:
+            known, m, lse = self.known[head].clone(), self.m[head].clone(), self.lse[head].clone()
+        out = torch.full((store.n_q,), float("nan"))
+        if bool(known.any()):
+            with torch.no_grad():
+                if col >= store.n_keys:  # the sink's logit, the same for every row
+                    x = store.spec.sinks[head].to(torch.float32).expand(store.n_q, 1)
+                else:
+                    x = store._chain("masked", head, 0, store.n_q, col, col + 1).to("cpu", torch.float32)[:, :1]
+                w = torch.exp(log_weights(x, m, lse, store.spec.temperature))[:, 0]
+            out[known] = w[known]
+        return out.numpy()
+
     # --- the overview ---------------------------------------------------------------------------
     def overview(self, head: int, region: tuple[int, int, int, int], step: tuple[int, int],
                  should_stop=None, on_rows: OnRows = None) -> np.ndarray:  # fmt: skip

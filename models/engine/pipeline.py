@@ -106,7 +106,8 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
             f"the {MAX_TRACE_BYTES / 2**30:.0f} GiB limit; use fewer tokens or heads"
         )
     check_memory(estimate_toy_peak(cfg, n_q, n_k, req.is_cross), f"{n_q}×{n_k} tokens with {h} heads",
-                 fits=lambda n: estimate_toy_peak(cfg, n if not req.is_cross else n_q, n, req.is_cross))
+                 fits=lambda n: estimate_toy_peak(cfg, n if not req.is_cross else n_q, n, req.is_cross),
+                 hint="use fewer tokens or heads")
     hidden = _mask(req, n_q, n_k)
 
     # Embeddings: each word's own seeded vector (the word and the seed alone: models.engine.tokenize.word_vector).

@@ -169,7 +169,8 @@ def generate(
     arch = model.arch
     needed = estimate_generation_bytes(model, n_p + max_new)
     needed += arch.layers.bytes_to_read(range(arch.num_layers))
-    check_memory(needed, f"generating {max_new} tokens after {n_p} with {model.name}")
+    check_memory(needed, f"generating {max_new} tokens after {n_p} with {model.name}",
+                 hint="ask for fewer new tokens or use a shorter prompt")
     eos = eos_ids(model)
     run, choose = _Run(model, head, s, n_p + max_new), Chooser(s)
     steps: list[Step] = []

@@ -130,7 +130,7 @@ def batch_layer_weights(model, encs: Sequence[Encoded], on_weights: OnWeights,
     needed = sum(state_bytes(arch, len(enc.ids)) for enc in encs) + MARGIN
     needed += max(len(g) * text_bytes(arch, len(encs[g[0]].ids)) for g in groups)
     needed += arch.layers.bytes_to_read(range(arch.num_layers))
-    check_memory(needed, f"the attention of {len(encs)} texts of {model.name}")
+    check_memory(needed, f"the attention of {len(encs)} texts of {model.name}", hint="use fewer or shorter texts")
     with torch.no_grad():
         states, masks = [], []
         for g in groups:  # each text embedded alone, as layer_weights does

@@ -21,7 +21,8 @@ from torch import Tensor
 from models.checks import short
 from models.config import InputError
 from models.engine import attention as att
-from models.engine.attend import Variant, attend
+from models.engine import pairs
+from models.engine.attend import Variant, attend, attend_blocks
 from models.engine.masks import MaskSpec
 from models.pretrained.batching import folded_linear, in_batch
 from models.pretrained.checkpoint import Weights  # noqa: F401 - the families import it from here
@@ -114,6 +115,16 @@ def hidden_mask(n: int, mode: str, pad_positions: tuple[int, ...], device: torch
     spec = MaskSpec(causal=mode == "causal", pads=tuple(pad_positions) if mode != "none" else ())
     hidden = spec.rows(0, n, n, device)  # the one mask builder, as the traced layer's stages use it
     return torch.zeros(n, n, dtype=torch.bool, device=device) if hidden is None else hidden
+
+
+def layer_mask(n: int, mode: str, pad_positions: tuple[int, ...], device: torch.device) -> Tensor | MaskSpec:
+    """What every layer hides: :func:`hidden_mask`'s ``(n, n)`` bool, or, for a long input (more than
+    :data:`models.engine.pairs.LONG_CELLS` cells, where the traced layer keeps its rows' statistics
+    instead of the map), its description: the layers then run without any n × n tensor
+    (:func:`models.engine.attend.attend_blocks`, issue 34)."""
+    if n * n <= pairs.LONG_CELLS:
+        return hidden_mask(n, mode, pad_positions, device)
+    return MaskSpec(causal=mode == "causal", pads=tuple(pad_positions) if mode != "none" else ())
 
 
 # --- attention ---------------------------------------------------------------------------------
@@ -277,7 +288,7 @@ def project_qkv(
 
 
 def attention(
-    x: Tensor, p: AttentionParams, hidden: Tensor, record: dict[str, Tensor] | None = None,
+    x: Tensor, p: AttentionParams, hidden: Tensor | MaskSpec, record: dict[str, Tensor] | None = None,
     cache=None,
 ) -> Tensor:
     """Multi-head (or grouped-query) self-attention of ``x (n, d_model)``; returns (n, d_model).
@@ -289,13 +300,18 @@ def attention(
     The steps are those listed in :class:`AttentionParams`; the attention itself is the one
     function :func:`models.engine.attend.attend`, with the layer's :meth:`AttentionParams.variant`.
     When ``record`` is a dict, every intermediate tensor is stored in it under its stage name;
-    without it (the layers below the traced one) the fused kernel runs where it can.
+    without it (the layers below the traced one) the fused kernel runs where it can. ``hidden`` a
+    :class:`MaskSpec` (a long input, :func:`layer_mask`): no record, and no n × n tensor anywhere.
     """
     if cache is not None:
         return cache.attend(x, p)
     q, k, v = project_qkv(x, p, record)
-    head_output, _ = attend(q, k, v, p.variant(), hidden=hidden, record=record,
-                            weights=record is not None, eager=not in_batch())  # fmt: skip
+    if isinstance(hidden, MaskSpec):
+        assert record is None, "a long input's layers keep no n × n stage"
+        head_output = attend_blocks(q, k, v, p.variant(), hidden)
+    else:
+        head_output, _ = attend(q, k, v, p.variant(), hidden=hidden, record=record,
+                                weights=record is not None, eager=not in_batch())  # fmt: skip
     concat = att.concat_heads(head_output)  # (n, h*d_k)
     output = linear(concat, p.w_o, p.b_o)  # (n, d_model)
     if record is not None:

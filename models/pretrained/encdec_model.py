@@ -21,14 +21,13 @@ from torch import Tensor
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
 from models.engine.finite import check_recorded
 from models.engine.trace import AttentionTrace
-from models.memory import check_memory
+from models.memory import check_memory, estimate_encdec_peak
 from models.pretrained.common import hidden_mask
 from models.pretrained.encdec import BLOCKS, DEFAULT_BLOCK, EncoderDecoder, block_attention, check_block
 from models.pretrained.encdec_trace import build_block_trace
 from models.pretrained.tokenizer import Encoded, ModelTokenizer
 
 StopCheck = Callable[[], bool]
-F32 = 4
 
 
 class EncoderDecoderModel:
@@ -177,12 +176,11 @@ class EncoderDecoderModel:
         return list(range(a.encoder_layers)) + [a.encoder_layers + i for i in range(layer + 1)]
 
     def _check_memory(self, n_s: int, n_t: int, layers) -> None:
-        a = self.arch
+        read = self.arch.layers.bytes_to_read(layers)
         n = max(n_s, n_t)
-        states = F32 * (a.num_layers + 4) * n * a.hidden_size
-        pairs = F32 * 6 * a.num_heads * n * n  # the explicit attention of one layer, and its bias
-        check_memory(states + pairs + a.layers.bytes_to_read(layers) + (64 << 20),
-                     f"tracing {n_s} + {n_t} tokens of {self.name}")  # fmt: skip
+        check_memory(estimate_encdec_peak(self.arch, n, read), f"tracing {n_s} + {n_t} tokens of {self.name}",
+                     fits=lambda m: estimate_encdec_peak(self.arch, m, read), most=n,
+                     hint="use shorter source and target sentences (each)")  # fmt: skip
 
     def _reading(self, layers, should_stop: StopCheck | None):
         """Progress in bytes while the layers not in memory yet are read (big checkpoints)."""

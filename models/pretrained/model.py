@@ -23,7 +23,7 @@ from models.engine.finite import check_recorded
 from models.engine.trace import AttentionTrace
 from models.memory import check_memory, estimate_pretrained_peak
 from models.pretrained.architecture import Architecture
-from models.pretrained.common import MASK_MODES, attention, hidden_mask, project_qkv
+from models.pretrained.common import MASK_MODES, attention, hidden_mask, layer_mask, project_qkv
 from models.pretrained.edits import LayerEdits, layer_shapes
 from models.pretrained.stages import build_trace
 from models.pretrained.tokenizer import Encoded, ModelTokenizer
@@ -203,11 +203,12 @@ class PretrainedModel:
         enc = self.encode(sentence, max_tokens)
         n = len(enc.ids)
         mode, pads, notices = self._mask(mask, pad_positions, n)
-        needed = estimate_pretrained_peak(self.arch, n, layer)
-        needed += self.arch.layers.bytes_to_read(range(layer + 1))  # a big checkpoint's layers
-        check_memory(needed, f"tracing {n} tokens of {self.name}")
+        read = self.arch.layers.bytes_to_read(range(layer + 1))  # a big checkpoint's layers
+        check_memory(estimate_pretrained_peak(self.arch, n, layer) + read, f"tracing {n} tokens of {self.name}",
+                     fits=lambda m: estimate_pretrained_peak(self.arch, m, layer) + read, most=n,
+                     hint="use fewer tokens (--max-tokens) or a lower layer")  # fmt: skip
         with torch.no_grad():
-            hidden = hidden_mask(n, mode, pads, self.device)
+            hidden = layer_mask(n, mode, pads, self.device)
             key = (enc.ids, enc.type_ids, mode, pads)
             with self._reading(key, layer, should_stop):
                 h = self._states_upto(enc, hidden, key, layer, should_stop)[-1]
@@ -298,7 +299,7 @@ class PretrainedModel:
         n = len(enc.ids)
         mode, pads, _ = self._mask(mask, pad_positions, n)
         with torch.no_grad():
-            hidden = hidden_mask(n, mode, pads, self.device)
+            hidden = layer_mask(n, mode, pads, self.device)
             key = (enc.ids, enc.type_ids, mode, pads)
             with self._reading(key, self.num_layers, None):
                 states = self._states_upto(enc, hidden, key, self.num_layers, None)

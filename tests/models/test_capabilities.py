@@ -113,3 +113,32 @@ def test_atlas_and_generate_work_or_refuse_by_name(family, tmp_path, capsys):
         assert refused_by_name(code, err) and "encoder-decoder" in err and "generate" in err, err
     else:
         assert refused_by_name(code, err), err
+
+
+
+def test_a_trace_too_large_for_memory_says_how_many_tokens_fit(family, tmp_path, capsys, monkeypatch):
+    """Issue 34: memory is checked before starting, and the one line says what fits, for a model too
+    (it said so only for the toy): given the room of half the tokens, the refusal names at least that
+    half and fewer than asked, and that many tokens then do run (``--max-tokens``), one more does not."""
+    import models.memory as memory
+
+    name, folder, _, kind = family
+    model = load_model(folder, device="cpu")
+    long = " ".join(["the cat sat on the mat"] * 30)
+    asked = len(model.encode(long).ids)
+    if kind == "encoder-decoder":  # source and target each of the length asked
+        room = memory.estimate_encdec_peak(model.arch, asked // 2, 0)
+    else:
+        room = memory.estimate_pretrained_peak(model.arch, asked // 2, 0) + model.arch.layers.bytes_to_read([0])
+    room = max(room, memory.estimate_pretrained_load(sorted(folder.glob("*.safetensors"))))  # loading fits
+    monkeypatch.setattr(memory, "available_bytes", lambda: room)
+    args = ["export", "--model", folder, "--sentence", long, "--device", "cpu", "--layer", 0]
+    args += ["--cross-sentence", long] if kind == "encoder-decoder" else []
+    code, _, err = run(capsys, *args, "--out", tmp_path / "all")
+    assert refused_by_name(code, err) and "fit with these settings" in err and not (tmp_path / "all").exists()
+    fit = int(err.split("at most ")[1].split(" ")[0].replace(",", ""))
+    assert asked // 2 <= fit < asked, err
+    code, _, err = run(capsys, *args, "--max-tokens", fit, "--out", tmp_path / "fit")
+    assert code == 0, err
+    code, _, err = run(capsys, *args, "--max-tokens", fit + 1, "--out", tmp_path / "more")
+    assert refused_by_name(code, err) and not (tmp_path / "more").exists()
