@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
 from explorer.heads import array_head, head_title, is_kv_stage, query_heads_of
@@ -25,7 +25,7 @@ from explorer.widgets.frames import Frames
 from explorer.widgets.heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from explorer.widgets.heatmap_plot import HeatmapPlot
 from explorer.widgets.hover_readout import MINUS_INFINITY, HoverReadout, format_value
-from explorer.widgets.range_line import RangeLine
+from explorer.widgets.range_line import READOUT_ONE_LINE, RangeLine
 from explorer.widgets.stage_rows import StageRows
 from explorer.widgets.token_axis import axis_title, set_axis_title
 from explorer.widgets.zoom_regions import ZoomRegions, device_pixels, visible_region
@@ -110,9 +110,8 @@ class MatrixView(QWidget):
             "log10. Signed stages always fit their data, symmetric about 0."
         )
         self.colour_combo.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
-        self.readout = QLabel(READOUT_HINT)
-        self.readout.setObjectName("readout")
-        self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # never widens the view
+        self.readout = RangeLine("readout", Qt.AlignmentFlag.AlignLeft, READOUT_ONE_LINE)  # never widens the view
+        self.readout.setText(READOUT_HINT)
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.range_label = RangeLine()  # its height follows the view's width, never its text (widgets/range_line.py)
         self._range_text = ""

@@ -13,20 +13,27 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
 ONE_LINE = 640  # px: narrower than this, the line has two
+# The hover line under the heatmaps ("Head 11 (kv 3) · row 1234 <token> · col 567 <token> = 0.012345678"):
+# at half a 1920 px screen it was cut at the right, the value lost.
+READOUT_ONE_LINE = 720
 
 
 class RangeLine(QLabel):
-    def __init__(self):
+    """A line of changing text whose height follows its width only: one line at ``one_line`` px and
+    wider, two (wrapped) below."""
+
+    def __init__(self, name: str = "rangeLabel", align=Qt.AlignmentFlag.AlignRight, one_line: int = ONE_LINE):
         super().__init__()
-        self.setObjectName("rangeLabel")
+        self.one_line = one_line
+        self.setObjectName(name)
         self.setWordWrap(True)
-        self.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.setAlignment(align | Qt.AlignmentFlag.AlignVCenter)
         policy = QSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         policy.setHeightForWidth(True)
         self.setSizePolicy(policy)
 
     def lines(self, width: int) -> int:
-        return 1 if width >= ONE_LINE else 2
+        return 1 if width >= self.one_line else 2
 
     def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt API
         margins = self.contentsMargins()

@@ -189,3 +189,27 @@ def _laid_out(line: str, font: QFont):
     layout.createLine().setLineWidth(10_000)
     layout.endLayout()
     return layout
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_hover_line_is_whole_at_half_a_1920_px_screen(styled, make_window, settle, model):
+    """At 960 px the line under the heatmaps was one line, cut at the right: the value, its end, lost."""
+    from mouse import hover
+    from PySide6.QtGui import QTextDocument
+
+    window = make_window(Inputs(model=model, sentence=README))
+    window.state.set_stage("weights")
+    for width, height in SIZES:
+        window.resize(width, height)
+        _settled(window, settle)
+        view = window.matrix_view
+        n = len(window.state.stepper.stage.row_labels)
+        hover(view, len(view.plots) - 1, n - 1, n - 2)  # the last head, a long row and column number
+        readout = view.readout
+        assert "=" in readout.text() and "…" not in readout.text(), readout.text()
+        page = QTextDocument()
+        page.setDocumentMargin(0)
+        page.setDefaultFont(readout.font())
+        page.setHtml(readout.text())
+        page.setTextWidth(readout.contentsRect().width())
+        assert page.size().height() <= readout.contentsRect().height() + 1, (width, readout.text())
