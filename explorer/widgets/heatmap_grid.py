@@ -17,6 +17,10 @@ GRID_SPACING = 6
 COLOUR_BAR_PX = 75  # until the colour bar has been laid out once
 IDLE_BUILD_MS = 5  # spare heatmaps built in idle time: at most one per this many ms
 PLOT_OVERHEAD_PX = 56  # a plot's title, token labels underneath and spacing, heightwise
+TITLE_ROW_PX = 26  # a plot's title and spacing alone
+# Images shorter than this with every plot's key labels: only the bottom plot of each column keeps them
+# (matplotlib's label_outer). 12 heads at 960 × 700 were 3 rows of labels around 1 px tall images.
+MIN_IMAGE_PX = 48
 QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 READY, BUILDING, LAID_OUT = "ready", "building", "laid out"  # HeatmapGrid.ensure
 
@@ -45,6 +49,7 @@ class HeatmapGrid:
         self.plots: list[HeatmapPlot] = []
         self.pool: list[HeatmapPlot] = []
         self.key: tuple = ()  # (plots, columns) of the grid laid out
+        self.outer = False  # key labels under the bottom plot of each column only (a grid short of height)
         self._column_widths: tuple = ()
         self._target = 0
         self.waiting_for = 0  # plots a shown result needs that are still being built (0: none)
@@ -55,12 +60,25 @@ class HeatmapGrid:
 
     def columns_for(self, count: int, rows: int, cols: int) -> int:
         """The best column count for ``count`` plots of ``rows × cols`` cells at the canvas's size."""
+        return self.plan(count, rows, cols)[0]
+
+    def plan(self, count: int, rows: int, cols: int) -> tuple[int, bool]:
+        """(columns, outer): the best column count, and whether only the bottom plot of each column keeps
+        its key labels: when, with every plot's, the images would be shorter than MIN_IMAGE_PX."""
         size = self.canvas.size()
-        return grid_columns(count, size.width() - 90, size.height(), rows, cols, PLOT_OVERHEAD_PX)
+        width, height = size.width() - 90, size.height()
+        columns = grid_columns(count, width, height, rows, cols, PLOT_OVERHEAD_PX)
+        # The labels under a plot as laid out now (upright ones take 60–90 px, not the 30 guessed)
+        axis = max([p.bottom.height() for p in self.plots if p.bottom.isVisible()] + [PLOT_OVERHEAD_PX - TITLE_ROW_PX])
+        grid_rows = math.ceil(count / columns)
+        if grid_rows == 1 or (height - grid_rows * (TITLE_ROW_PX + axis)) / grid_rows >= MIN_IMAGE_PX:
+            return columns, False
+        return grid_columns(count, width, height - axis, rows, cols, TITLE_ROW_PX), True
 
     def shape_changes(self, count: int, rows: int, cols: int) -> bool:
         """True when the grid laid out now is not the best one for the canvas's size."""
-        return (count, self.columns_for(count, rows, cols)) != self.key
+        columns, outer = self.plan(count, rows, cols)
+        return (count, columns) != self.key or outer != self.outer
 
     def ensure(self, count: int, rows: int, cols: int) -> str:
         """READY when ``count`` plots are laid out in the best column count for ``rows × cols``
@@ -71,10 +89,10 @@ class HeatmapGrid:
             self.warm_up(count)
             return BUILDING
         self.waiting_for = 0
-        columns = self.columns_for(count, rows, cols)
-        if (count, columns) == self.key:
+        columns, outer = self.plan(count, rows, cols)
+        if (count, columns) == self.key and outer == self.outer:
             return READY
-        self.key, self._column_widths = (count, columns), ()
+        self.key, self.outer, self._column_widths = (count, columns), outer, ()
         self.plots = self.pool[:count]
         overhang = EDGE_OVERHANG_PX if columns == 1 else GRID_SPACING // 2
         for i, plot in enumerate(self.plots):
@@ -88,6 +106,7 @@ class HeatmapGrid:
             if first and plot.left.width() != plot.left.label_room():
                 plot.left.setWidth(plot.left.label_room())
             # Edge labels may reach into the margin of a single matrix, not into a neighbour's.
+            plot.plot.showAxis("bottom", not (outer and i + columns < count))  # none below it: labelled
             if plot.bottom.style["hideOverlappingLabels"] != overhang:
                 plot.bottom.setStyle(hideOverlappingLabels=overhang)
         for spare in self.pool[count:]:

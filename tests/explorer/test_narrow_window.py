@@ -213,3 +213,23 @@ def test_the_hover_line_is_whole_at_half_a_1920_px_screen(styled, make_window, s
         page.setHtml(readout.text())
         page.setTextWidth(readout.contentsRect().width())
         assert page.size().height() <= readout.contentsRect().height() + 1, (width, readout.text())
+
+
+def test_twelve_heads_are_seen_at_half_a_screen_700_px_tall(styled, make_window, settle):
+    """12 heads at 960 × 700: three rows of upright key labels left the images about 1 px tall (each row
+    of plots its own labels). Short of height, only the bottom plot of each column keeps them."""
+    from explorer.widgets.heatmap_grid import MIN_IMAGE_PX
+
+    window = make_window(Inputs(sentence=README, heads=12, d_model=48))
+    window.state.set_stage("weights")
+    for width, height in ((960, 700), (1400, 900), (960, 700)):
+        window.resize(width, height)
+        _settled(window, settle)
+        view = window.matrix_view
+        images = [plot.plot.vb.height() for plot in view.plots]
+        assert min(images) >= MIN_IMAGE_PX * 0.8, (width, height, images)
+        columns = view.grid.key[1]
+        labelled = [plot.bottom.isVisible() for plot in view.plots]
+        assert all(labelled[-columns:])  # the bottom plot of each column names the keys
+        assert all(labelled) != view.grid.outer, (width, height)  # every plot's, unless short of height
+    assert view.grid.outer and not any(labelled[:-columns])
