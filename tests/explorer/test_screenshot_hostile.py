@@ -137,12 +137,7 @@ def _overflowing(base: Path) -> dict:
     heads.write_text("\n".join(lines) + "\n", encoding="utf-8")
     huge = np.full((2, 3, 4, 4), 0.25)
     huge[0, 0, 0, 0] = 1e300
-    np.save(base / "a.npy", huge)
-    model = _gpt2(base / "bigqk", big_qk)
-    return {"toy": ["--sentence", "The cat sat on the mat.", "--heads", "2", "--weights",
-                    str(_toy_weights(base / "w.npz", toy))], "model": model,
-            "steps": _with_steps(_gpt2(base / "steps", big_qk)), "decoder": model, "atlas": base / "atlas",
-            "attention": base / "a.npy"}  # fmt: skip
+    return _broken(base, "bigqk", toy, big_qk, huge)
 
 
 def _nan(base: Path) -> dict:
@@ -156,11 +151,17 @@ def _nan(base: Path) -> dict:
 
     nan = np.full((2, 3, 4, 4), 0.25)
     nan[0, 0, 0, 0] = np.nan
-    np.save(base / "a.npy", nan)
-    model = _gpt2(base / "nan", one_nan)
+    return _broken(base, "nan", toy, one_nan, nan)
+
+
+def _broken(base: Path, name: str, toy, checkpoint, attention: np.ndarray) -> dict:
+    """The inputs of one hostile case: the toy's weights changed by ``toy``, a GPT-2 checkpoint (and one
+    with training steps) changed by ``checkpoint``, ``attention`` as an attention file."""
+    np.save(base / "a.npy", attention)
+    model = _gpt2(base / name, checkpoint)
     return {"toy": ["--sentence", "The cat sat on the mat.", "--heads", "2", "--weights",
                     str(_toy_weights(base / "w.npz", toy))], "model": model,
-            "steps": _with_steps(_gpt2(base / "steps", one_nan)), "decoder": model, "atlas": base / "atlas",
+            "steps": _with_steps(_gpt2(base / "steps", checkpoint)), "decoder": model, "atlas": base / "atlas",
             "attention": base / "a.npy"}  # fmt: skip
 
 

@@ -82,19 +82,11 @@ def test_the_long_path_equals_transformers_eager_attention(name, tmp_path, long_
 
 def _long_llama(folder):
     """A random LLaMA whose positions reach 131,072 (2 heads sharing one key/value head), with a
-    word-level tokenizer: one token per word."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    word-level tokenizer: one token per word (the one bench/bench_long_model.py measures)."""
+    from bench.bench_long_model import random_llama
 
+    random_llama(folder)
     words = [f"w{i}" for i in range(50)]
-    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(words)}}
-    config = transformers.LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64,
-                                      num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                                      max_position_embeddings=131072, initializer_range=0.2)  # fmt: skip
-    torch.manual_seed(0)
-    transformers.LlamaForCausalLM(config).eval().save_pretrained(folder)
-    tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.save(str(folder / "tokenizer.json"))
     g = torch.Generator().manual_seed(1)
     return " ".join(words[int(i)] for i in torch.randint(0, 50, (LONG,), generator=g))
 
