@@ -40,7 +40,7 @@ from explorer.files.persistence import (
     save_inputs,
 )
 from explorer.jobs import ReadJobs
-from explorer.panels.atlas_window import atlas_corpus
+from explorer.panels.atlas_extras import atlas_corpus
 from explorer.panels.inspector_panel import InspectorPanel
 from explorer.panels.mask_dock import MaskDock
 from explorer.panels.why_dock import WhyDock
