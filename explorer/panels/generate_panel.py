@@ -19,10 +19,9 @@ model, e.g. the window's model cache) and a model name, never the window.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -42,7 +41,7 @@ from explorer.engine.generation_view import GenerationView, StepFrame
 from explorer.jobs import ReadJobs
 from explorer.panels.generate_form import GenerateFormBar, settings_of, spin
 from explorer.panes import GeneratedStep, GeneratePane
-from explorer.widgets.frames import Frames
+from explorer.widgets.frames import Frames, wait_until
 from explorer.widgets.generated_matrix import GeneratedMatrix
 from explorer.widgets.lens_map import LensMap
 from explorer.widgets.model_view import ModelView
@@ -270,11 +269,7 @@ class GeneratePanel(QWidget):
 
     def wait_until_shown(self, timeout: float = 10.0) -> bool:
         """Process events until :meth:`is_settled` (tests, screenshots), as ReadJobs.wait_until_idle."""
-        deadline = time.monotonic() + timeout
-        while not self.is_settled() and time.monotonic() < deadline:
-            QCoreApplication.processEvents()
-            time.sleep(0.001)
-        return self.is_settled()
+        return wait_until(self.is_settled, timeout)
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.worker.stop()

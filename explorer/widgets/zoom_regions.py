@@ -17,13 +17,12 @@ result asks again, and so does a failed request, whose picture stays (:meth:`for
 from __future__ import annotations
 
 import math
-import time
 
 from explorer.widgets.colormaps import lookup_table
-from explorer.widgets.frames import debounced
+from explorer.widgets.frames import debounced, later
 
 PAUSE_MS = 120  # zooming and panning ask the worker once they pause
-PATIENCE_S = 30.0  # an answer that never came stops counting as pending after this
+PATIENCE_MS = 30_000  # an answer that never came stops counting as pending after this (a frames.later)
 
 
 def device_pixels(plot, ratio: float = 1.0) -> tuple[int, int]:
@@ -43,7 +42,7 @@ class ZoomRegions:
     def __init__(self, view) -> None:
         self.view = view  # the MatrixView: its plots, shown stage and regions_wanted signal
         self._zoomed: set[int] = set()  # ids of plots whose range or size changed since the last ask
-        self._asked: dict[int, tuple[tuple, float]] = {}  # head -> (what was asked, when)
+        self._asked: dict[int, tuple] = {}  # head -> what was asked, until it comes (or PATIENCE_MS passed)
         self._soon = debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
         self.superseded = False  # a newer request is on its way: the picture on screen is outgoing
 
@@ -93,8 +92,12 @@ class ZoomRegions:
     @property
     def pending(self) -> bool:
         """True while an ask waits for its pause or its answer (a screenshot waits for it)."""
-        now = time.monotonic()
-        return self._soon.pending or any(now - t < PATIENCE_S for _, t in self._asked.values())
+        return self._soon.pending or bool(self._asked)
+
+    def _give_up(self, head: int, key: tuple) -> None:
+        """``key``'s answer never came (PATIENCE_MS): it stops counting as pending."""
+        if self._asked.get(head) == key:
+            del self._asked[head]
 
     def ratio(self) -> float:
         return self.view.canvas.devicePixelRatioF()
@@ -128,9 +131,10 @@ class ZoomRegions:
                 plot.painted_key = None
                 continue
             key = (display.generation, stage.name, region, pixels if not fits else None, tuple(image.levels))
-            if plot.painted_key == key or self._asked.get(plot.head, ((),))[0] == key:
+            if plot.painted_key == key or self._asked.get(plot.head) == key:
                 continue  # on screen already, or on its way
-            self._asked[plot.head] = (key, time.monotonic())
+            self._asked[plot.head] = key
+            later(PATIENCE_MS, view, lambda head=plot.head, key=key: self._give_up(head, key))
             asks.append((plot.head, region, tuple(image.levels), pixels))
         if asks:  # asked together, answered together: one repaint for all the plots
             view.regions_wanted.emit(display.generation, stage.name, asks)
@@ -163,7 +167,7 @@ class ZoomRegions:
         for plot in view.plots:
             if plot.head == head and image.region is not None:
                 plot.set_region(image.indices[0], lookup_table(image.sequential), image.region)
-                plot.painted_key = asked[0] if asked is not None and asked[0][2] == image.region else None
+                plot.painted_key = asked if asked is not None and asked[2] == image.region else None
                 plot.painted_step = image.step
                 view.numbers.schedule()
         view.update_range_line()
