@@ -20,6 +20,7 @@ import math
 
 from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.frames import debounced, later
+from models.engine.pixels import block_step
 
 PAUSE_MS = 120  # zooming and panning ask the worker once they pause
 PATIENCE_MS = 30_000  # an answer that never came stops counting as pending after this (a frames.later)
@@ -29,6 +30,14 @@ def device_pixels(plot, ratio: float = 1.0) -> tuple[int, int]:
     """(rows, cols) of device pixels the plot's matrix area covers."""
     box = plot.plot.getViewBox()
     return max(1, math.floor(box.height() * ratio)), max(1, math.floor(box.width() * ratio))
+
+
+def step_for(region: tuple[int, int, int, int], pixels: tuple[int, int]) -> tuple[int, int]:
+    """The cells per pixel (rows, cols) that ``region`` is reduced with onto ``pixels``. A picture is a
+    function of its region and this step alone: one made for other pixels with the same step is the
+    same picture (a resize of a few pixels asks for nothing again)."""
+    r0, r1, c0, c1 = region
+    return block_step(r1 - r0, pixels[0]), block_step(c1 - c0, pixels[1])
 
 
 def visible_region(plot) -> tuple[int, int, int, int]:
@@ -72,10 +81,8 @@ class ZoomRegions:
         image = display.images.get(stage.name)
         if image is None or visible_region(plot) != (0, plot.rows, 0, plot.cols):
             return False
-        rows, cols = pixels = device_pixels(plot, self.ratio())
-        if image.pixels == pixels:  # made at this plot's pixels: painted once, nothing to ask
-            return True
-        return image.step == (1, 1) and plot.rows <= rows and plot.cols <= cols
+        # made with the step this plot's pixels need (at its pixels, say): painted once, nothing to ask
+        return image.step == step_for((0, plot.rows, 0, plot.cols), device_pixels(plot, self.ratio()))
 
     def pixels(self) -> tuple[int, int] | None:
         """The device pixels of the plots on screen (rows, cols), None before the first is laid out: a
@@ -123,14 +130,14 @@ class ZoomRegions:
             if r1 <= r0 or c1 <= c0:
                 continue
             pixels = device_pixels(plot, self.ratio())
-            fits = r1 - r0 <= pixels[0] and c1 - c0 <= pixels[1]
-            at_pixels = image.pixels == pixels  # the whole stage made at this plot's pixels: no second reduction
-            if region == (0, plot.rows, 0, plot.cols) and ((image.step == (1, 1) and fits) or at_pixels):
+            step = step_for(region, pixels)  # (1, 1): the cells fit, each one pixel or more
+            # The whole stage made with this step (at this plot's pixels, or exact cells that fit): no second reduction.
+            if region == (0, plot.rows, 0, plot.cols) and image.step == step:
                 if plot.region is not None:  # zoomed out again: the whole matrix's exact image
                     plot.set_region(image.indices[plot.head if stage.per_head else 0], lut, region)
                 plot.painted_key = None
                 continue
-            key = (display.generation, stage.name, region, pixels if not fits else None, tuple(image.levels))
+            key = (display.generation, stage.name, region, step, tuple(image.levels))  # the picture, not the pixels
             if plot.painted_key == key or self._asked.get(plot.head) == key:
                 continue  # on screen already, or on its way
             self._asked[plot.head] = key

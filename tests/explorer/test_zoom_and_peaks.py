@@ -202,3 +202,30 @@ def test_a_region_whose_answer_never_comes_stops_being_pending(qtbot, long_windo
     qtbot.waitUntil(lambda: bool(asked), timeout=5_000)
     assert view.zoom.pending
     qtbot.waitUntil(lambda: not view.zoom.pending, timeout=5_000)
+
+
+def test_a_resize_that_keeps_the_cells_per_pixel_asks_for_no_picture_again(qtbot, long_window):
+    """Issue 32: a picture is a function of its region and its step (cells per pixel) alone. A resize of
+    a few pixels that keeps the step asked every plot's picture again (the same picture, made twice);
+    one that changes the step still asks."""
+    from explorer.widgets.zoom_regions import device_pixels, step_for
+
+    window = long_window
+    view, state = window.matrix_view, window.state
+    window.resize(1400, 900)
+    qtbot.waitUntil(lambda: getattr(state.stepper.stage, "name", None) == "weights" and window.is_settled(),
+                    timeout=60_000)  # fmt: skip
+    plot = view.plots[0]
+    whole = (0, plot.rows, 0, plot.cols)
+    before = step_for(whole, device_pixels(plot))
+    asked = []
+    view.regions_wanted.connect(lambda _g, _s, asks: asked.extend(asks))
+    window.resize(1404, 900)
+    qtbot.wait(300)  # the resize pause
+    qtbot.waitUntil(window.is_settled, timeout=30_000)
+    assert step_for(whole, device_pixels(plot)) == before != (1, 1)  # the same step: the same picture
+    assert asked == []
+    window.resize(1100, 900)
+    qtbot.wait(300)
+    qtbot.waitUntil(window.is_settled, timeout=30_000)
+    assert step_for(whole, device_pixels(plot)) != before and asked  # another step: asked at the new pixels
