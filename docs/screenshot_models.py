@@ -63,7 +63,7 @@ def long_gpt_oss(folder: Path, words: int = 32768) -> None:
 def scatter(atlas: str, png: str) -> int:
     from PySide6.QtWidgets import QApplication
 
-    from explorer.panels.atlas_window import atlas_screenshot
+    from explorer.panels.atlas_extras import atlas_screenshot
 
     _app = QApplication.instance() or QApplication([])
     return atlas_screenshot(atlas, png, scatter=True)

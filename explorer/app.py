@@ -91,7 +91,7 @@ def run_app(argv: Sequence[str], commands: str = "") -> int:
         # shown: as the main window, start-up objects frozen out of collections (no ~90 ms walk while stepping)
         return open_generate_window(app, inputs.model, args.generate, args.max_new_tokens, freeze_startup_objects)
     if args.atlas and args.screenshot:  # issue 22: the atlas window alone
-        from explorer.panels.atlas_window import atlas_screenshot
+        from explorer.panels.atlas_extras import atlas_screenshot
 
         return atlas_screenshot(args.atlas, args.screenshot, args.atlas_compare)
     window = MainWindow(settings, inputs, persist=not args.screenshot, stage=args.stage, head=head, fit_colours=fit)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -98,7 +97,7 @@ class Executor:
         self._threads, self._max_threads = [], threads
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._idle = 0  # threads waiting for a job that no job started since has claimed
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # notified as each job ends (wait_until_idle)
         self._lanes: dict[object, deque] = {}  # lane -> jobs waiting behind its running one
         self._devices: dict[str, DeviceQueue] = {}
         self._running = 0  # jobs submitted and not ended
@@ -151,6 +150,7 @@ class Executor:
             finally:
                 with self._lock:
                     self._running -= 1
+                    self._lock.notify_all()
                     waiting = self._lanes.get(lane) if lane is not None else None
                     if waiting:
                         job = waiting.popleft()
@@ -171,14 +171,11 @@ class Executor:
         finally:
             self.sync = old
 
-    def wait_until_idle(self, timeout: float = 10.0, pump: Callable[[], None] | None = None) -> bool:
-        """Wait until every job has ended (``pump()``, the GUI's event processing, meanwhile)."""
-        deadline = time.monotonic() + timeout
-        while not self.idle and time.monotonic() < deadline:
-            if pump is not None:
-                pump()
-            time.sleep(0.001)
-        return self.idle
+    def wait_until_idle(self, timeout: float = 10.0) -> bool:
+        """Block until every job has ended (or ``timeout`` seconds): tests. A GUI waiting for jobs that
+        need its events processes them with ``frames.wait_until(lambda: EXECUTOR.idle)`` instead."""
+        with self._lock:
+            return self._lock.wait_for(lambda: self._running == 0, timeout)
 
 
 EXECUTOR = Executor()

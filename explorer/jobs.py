@@ -17,15 +17,14 @@ meanwhile: ``wait_until_idle`` waits for it.
 from __future__ import annotations
 
 import threading
-import time
 import traceback
 from collections.abc import Callable
 from contextlib import nullcontext
 
-from PySide6.QtCore import QCoreApplication, QObject, Signal
+from PySide6.QtCore import QObject, Signal
 
 from explorer.executor import EXECUTOR
-from explorer.widgets.frames import later
+from explorer.widgets.frames import later, wait_until
 from models.config import InputError
 
 Deliver = Callable[[object], None]
@@ -40,7 +39,7 @@ class ReadJobs(QObject):
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # notified as each job ends (shutdown waits for it)
         self._running = 0  # jobs started on the executor and not ended
         # The device whose lazy stores these reads compute on (the main window's: its shown run's), or
         # None: reads of plain arrays, beside any job.
@@ -124,11 +123,7 @@ class ReadJobs(QObject):
 
     def wait_until_idle(self, timeout: float = 10.0) -> bool:
         """Process events until every ask has been answered (or ``timeout`` seconds); True when idle."""
-        deadline = time.monotonic() + timeout
-        while not self.idle and time.monotonic() < deadline:
-            QCoreApplication.processEvents()
-            time.sleep(0.001)
-        return self.idle
+        return wait_until(lambda: self.idle, timeout)
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Drop the asks not started and wait for the one running (the window is closing)."""
@@ -137,9 +132,8 @@ class ReadJobs(QObject):
         self._held = []
         for loop in list(self._loops):  # a call waiting: it returns (cancelled)
             loop.quit()
-        deadline = time.monotonic() + timeout
-        while self._running and time.monotonic() < deadline:
-            time.sleep(0.001)
+        with self._lock:
+            self._lock.wait_for(lambda: not self._running, timeout)
 
     # --- on the executor -----------------------------------------------------------------------
     def _run(self, kind: str, ticket: int, compute: Callable[[], object], on_store: bool = True) -> None:
@@ -157,6 +151,7 @@ class ReadJobs(QObject):
         finally:
             with self._lock:
                 self._running -= 1
+                self._lock.notify_all()
 
     # --- back on the GUI thread ----------------------------------------------------------------
     def release(self, *_) -> None:

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from psygnal import Signal
 
+from models.command_fields import NEW_TOKENS
 from models.engine.trace import Stage
 
 
@@ -158,8 +159,43 @@ class GeneratedStep(NamedTuple):
     sink_out: bool
 
 
-class GeneratePane(Shown):
-    """The Generate window's view state: the :class:`GeneratedStep` on screen."""
+class FormPane(Shown):
+    """A pane whose window also has a form: ``form`` (a NamedTuple, one field per control), announced
+    by ``form_changed``. The window's controls follow it and write to it (as the main window's follow
+    ``ExplorerState.inputs``): what a control shows is never held in the control alone."""
+
+    form_changed = Signal(object)
+
+    def __init__(self, form: tuple) -> None:
+        super().__init__()
+        self.form = form
+
+    def update_form(self, **changes: object) -> None:
+        """Change some fields of the form; one event when it changed."""
+        form = self.form._replace(**changes)
+        if form != self.form:
+            self.form = form
+            self.form_changed.emit(form)
+
+
+class GenerateForm(NamedTuple):
+    """The Generate window's form: the decoder (a folder or a cached name), the prompt, how many tokens
+    to generate, the sampling settings (temperature 0: greedy; top-k 0 and top-p 1: off) and the seed."""
+
+    model: str = ""
+    prompt: str = "The cat sat on the"
+    new_tokens: int = NEW_TOKENS.default
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+
+
+class GeneratePane(FormPane):
+    """The Generate window's state: its :class:`GenerateForm` and the :class:`GeneratedStep` on screen."""
+
+    def __init__(self) -> None:
+        super().__init__(GenerateForm())
 
 
 class AtlasShown(NamedTuple):
@@ -173,8 +209,22 @@ class AtlasShown(NamedTuple):
     y: str
 
 
-class AtlasPane(Shown):
-    """The head atlas window's view state: the :class:`AtlasShown` on screen."""
+class AtlasForm(NamedTuple):
+    """The atlas window's form: the corpus last run on ("" for the built-in probes), the map's colour
+    column, the scatter's axes, and whether the scatter (rather than the map) is in front."""
+
+    corpus: str = ""
+    colour: str = "previous_mean"
+    x: str = "entropy_mean"
+    y: str = "induction"
+    scatter: bool = False
+
+
+class AtlasPane(FormPane):
+    """The head atlas window's state: its :class:`AtlasForm` and the :class:`AtlasShown` on screen."""
+
+    def __init__(self) -> None:
+        super().__init__(AtlasForm())
 
 
 class TimelinePane(Shown):

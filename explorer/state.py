@@ -10,7 +10,8 @@ through its methods and subscribe to its events; none of them keeps a fact of it
   ``pinned`` run compared with it, the stage, the head (-1 = all heads), the focused query row and head,
   the colour scale, and the ``notices`` to show with the next summary;
 - each pane's view state (explorer/panes.py): ``stepper`` (the stage whose images are on screen now),
-  ``status``, ``inspector``, ``zoom``, and the other windows': ``generate``, ``atlas``, ``timeline``, ``compare``.
+  ``status``, ``inspector``, ``zoom``, the other windows' (``generate`` and ``atlas`` with their forms, ``timeline``,
+  ``compare``).
 :meth:`snapshot` is what a session file holds; :meth:`apply` sets one whole, or nothing.
 """
 

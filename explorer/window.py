@@ -40,13 +40,13 @@ from explorer.files.persistence import (
     save_inputs,
 )
 from explorer.jobs import ReadJobs
-from explorer.panels.atlas_window import atlas_corpus
+from explorer.panels.atlas_extras import atlas_corpus
 from explorer.panels.inspector_panel import InspectorPanel
 from explorer.panels.mask_dock import MaskDock
 from explorer.panels.why_dock import WhyDock
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
-from explorer.widgets.frames import Frames, debounced
+from explorer.widgets.frames import Frames, debounced, throttled
 from explorer.widgets.left_column import left_column
 from explorer.widgets.matrix_view import MatrixView
 from explorer.widgets.model_chooser import ModelChooser
@@ -64,6 +64,7 @@ from models.pretrained import list_models
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 WARM_PLOTS = 12  # heads of BERT-base, GPT-2, MiniLM: heatmaps made ready while such a model loads
 IDLE_PLOTS = 16  # heatmaps built in idle time after start-up, so that a first model shows at once
+PROGRESS_MS = 50  # a model load's progress reaches the status line and bar at most this often
 
 
 def read_examples() -> list[str]:
@@ -169,7 +170,9 @@ class MainWindow(QMainWindow):
         self.state.settings_error_changed.connect(self._settings_problem)
         self.worker.result_ready.connect(self._on_result)
         self.worker.failed.connect(self._on_failed)
-        self.worker.load_progress.connect(self._on_load_progress)
+        # A load reports each tensor: the bar and status line follow at most every PROGRESS_MS (Frames' time).
+        self._progress_soon = throttled(self._on_load_progress, PROGRESS_MS, self)
+        self.worker.load_progress.connect(self._load_progress)
         self.model_chooser.open_folder_requested.connect(self.open_model_folder)
         # Building a model's dozen heatmaps takes ~100 ms: do it while the user picks, not after.
         self.model_chooser.about_to_choose.connect(lambda: self.matrix_view.warm_up(WARM_PLOTS))
@@ -283,6 +286,12 @@ class MainWindow(QMainWindow):
         names = self.model_chooser.models()  # read here, parsed on the executor
         EXECUTOR.start(lambda: read_tokenizers_ahead(names))
 
+    def _load_progress(self, fraction: float, message: str) -> None:
+        """A load's report: the first at once, then at most one every PROGRESS_MS, the end at once."""
+        if fraction >= 1.0:
+            self._progress_soon.cancel()
+        (self._on_load_progress if fraction >= 1.0 else self._progress_soon)(fraction, message)
+
     def _on_load_progress(self, fraction: float, message: str) -> None:
         self.matrix_view.warm_up(WARM_PLOTS)  # build heatmaps for its heads while it loads
         self.load_bar.setVisible(fraction < 1.0)
@@ -305,6 +314,7 @@ class MainWindow(QMainWindow):
         self.frames.after_this_turn("result")
         if display.generation != self.worker.latest_generation:
             return  # stale: a newer request is on its way, never paint an old answer
+        self._progress_soon.cancel()  # a load's report still waiting never overwrites the result's summary
         # A load that failed and sent the chooser back stays the latest news (and the error).
         self._answered, self.last_error, self._load_error = display.generation, self._load_error, ""
         self.load_bar.hide()
@@ -329,6 +339,7 @@ class MainWindow(QMainWindow):
     def _on_failed(self, generation: int, message: str, kind: str = "input") -> None:
         if generation != self.worker.latest_generation:
             return
+        self._progress_soon.cancel()  # nor the error
         self.load_bar.hide()
         self.matrix_view.zoom.forget()  # the picture on screen stays: its regions are asked again
         self.matrix_view.zoom.now(*self.matrix_view.plots)

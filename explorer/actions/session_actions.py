@@ -20,7 +20,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog
 
 from explorer.files.session_io import WindowSession, open_window_session, session_of
-from explorer.panels.atlas_window import corpus_notice
+from explorer.panels.atlas_extras import corpus_notice
 from explorer.snapshot import Snapshot
 from explorer.state import NO_QUERY
 from models.config import InputError

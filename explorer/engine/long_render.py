@@ -3,11 +3,14 @@
 At 131,072 tokens a head's overview takes minutes (models.engine.long_rows computes each row's statistics
 on the way, never the map). So the worker does not wait for it before showing the result: the
 overview of every head is streamed in row blocks, top to bottom, head after head, and sent to the
-GUI as it grows (a :class:`StageImage` with its ``progress`` below 1), at most every few seconds;
-any newer request cancels it (``should_stop``). Between two blocks of rows the zoomed regions the
-GUI asked for are answered (``serve``): a region of a few hundred rows and keys is computed from Q
-and K (and its rows' statistics) at once, and the whole matrix at the plot's own pixels is made
-from the overview itself (each pixel the peak of whole overview pixels: no second pass).
+GUI as it grows (a :class:`StageImage` with its ``progress`` below 1) when the GUI asks for the next
+picture (:meth:`Overviews.want`: the first at once, each next one a ``frames.later`` after the last
+came, at most one a second and at most 5 % of the time spent making them: this module keeps no
+clock, it only measures what a picture cost); any newer request cancels it (``should_stop``).
+Between two blocks of rows the zoomed regions the GUI asked for are answered (``serve``): a region
+of a few hundred rows and keys is computed from Q and K (and its rows' statistics) at once, and the
+whole matrix at the plot's own pixels is made from the overview itself (each pixel the peak of whole
+overview pixels: no second pass).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from models.engine.pixels import block_step
 from models.engine.reduce import Reduced, reduce_head
 from models.engine.trace import AttentionTrace, Stage
 
-STREAM_EVERY_S = 1.0  # at most one picture a second while the overview grows (each costs ~10-25 ms a head),
+STREAM_EVERY_MS = 1000  # at most one picture a second while the overview grows (each costs ~10-25 ms a head),
 SHARE = 0.05  # and at most this share of the time spent making them
 
 
@@ -47,6 +50,17 @@ class Overviews:
         self.peaks: list[np.ndarray] = []
         self.rows_done: list[int] = []
         self.step = (1, 1)
+        self.wanted = True  # the GUI asks for the next picture (want(), on its thread): sent after the next block
+        self.cost_s = 0.0  # how long the last picture took to make (measured here, read by the GUI's next ask)
+
+    def want(self) -> None:
+        """The GUI wants the overview as it is now (a ``frames.later`` after the last picture came)."""
+        self.wanted = True
+
+    def next_ask_ms(self) -> int:
+        """How long after a picture came the GUI asks for the next: a second, or longer when making one
+        took more than SHARE of that."""
+        return max(STREAM_EVERY_MS, round(self.cost_s / SHARE * 1000))
 
     def _start(self, trace: AttentionTrace, stage: Stage) -> None:
         n_rows, n_cols = stage.shape[-2:]
@@ -71,16 +85,16 @@ class Overviews:
         ``serve`` is called between blocks of rows (the regions asked meanwhile)."""
         self._start(trace, stage)
         heads = list(range(stage.heads))
-        last, every = [0.0], [STREAM_EVERY_S]  # the first block of rows is sent at once
+        self.wanted = True  # the first block of rows is sent at once
 
         def grew(head: int, rows: int, peak: np.ndarray) -> None:
             self.peaks[head], self.rows_done[head] = peak, rows
             serve()
-            if time.monotonic() - last[0] >= every[0]:
-                t = time.monotonic()
+            if self.wanted:
+                self.wanted = False
+                t0 = time.perf_counter()  # measured only: the GUI decides when the next is asked for
                 emit(stage_image(stage, fit, reduced=self._reduced(heads), progress=self.progress()))
-                last[0] = time.monotonic()
-                every[0] = max(STREAM_EVERY_S, (last[0] - t) / SHARE)
+                self.cost_s = time.perf_counter() - t0
 
         for head in heads:
             reduce_head(stage, head, MAX_DISPLAY_SIDE, signed=False, should_stop=should_stop,

@@ -7,7 +7,8 @@ stage on screen to uint8 colour indices (explorer.images.stage_image) and emits 
 submit bumps the generation; the running computation sees that at its next stage boundary
 (``should_stop``) and is abandoned. With nothing to do no job runs: an ask, or the GUI going idle,
 starts one. The worker has no clock: its two waits for the GUI end when the GUI is idle
-(:meth:`set_gui_busy`, from the window's ``Frames``) or, at the latest, at a ``frames.later``.
+(:meth:`set_gui_busy`, from the window's ``Frames``) or, at the latest, at a ``frames.later``; a long
+overview's next picture is asked for by a ``frames.later``; a load's progress is thinned by the window.
 
 Runners are looked up by request type: a :class:`~models.runspec.RunSpec` goes to a real model (loaded
 once, then cached here) or to the toy engine (with its edits: explorer.engine.edited_runner); another kind
@@ -62,7 +63,6 @@ CONVERT_ALL_BELOW = 4_000_000
 #   Handing over a result makes the GUI busy until it says otherwise (it has painted the result).
 WAIT_FOR_GUI_MS = 100
 QUIET_AFTER_RESULT_MS = 250
-PROGRESS_EVERY_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,6 @@ class ComputeWorker(QObject):
         super().__init__(parent)
         # Called on the executor while a model loads; the signal carries it to the GUI thread.
         self.models = PretrainedRunner(progress=self.report_load, before_load=self._wait_for_gui)
-        self._last_report = 0.0
         self._runners: dict[type, Runner] = {AttentionRequest: pipeline.run, RunSpec: self._run_spec}
         self._runners.update(runners or {})
         self._cond = threading.Condition()
@@ -115,6 +114,7 @@ class ComputeWorker(QObject):
         self._current: DisplayTrace | None = None
         self._todo, self._fit, self._pixels = [], False, None
         self._long = Overviews()  # a long input's overview, streamed
+        self.stage_ready.connect(self._streamed)  # its next picture is asked for on the GUI thread
         self._handed_over.connect(self._limit_quiet)
         self._load_waits.connect(self._limit_load_wait)
 
@@ -181,13 +181,14 @@ class ComputeWorker(QObject):
         self._wake()
 
     def report_load(self, fraction: float, message: str) -> None:
-        """Called on the executor while a model loads: progress to the GUI (load_progress) at most
-        every PROGRESS_EVERY_S (a model reports each tensor: a hundred repaints of the status line for
-        a small one), the end always."""
-        now = time.monotonic()
-        if fraction >= 1.0 or now - self._last_report >= PROGRESS_EVERY_S:
-            self._last_report = now
-            self.load_progress.emit(fraction, message)
+        """Called on the executor while a model loads: each report to the GUI (load_progress). A model
+        reports each tensor: the window thins them to a few a second (a ``frames.throttled``), the
+        worker keeps no clock."""
+        self.load_progress.emit(fraction, message)
+
+    def _streamed(self, generation: int, image) -> None:  # GUI thread: a long overview's picture came
+        if image.progress < 1.0:  # the next one is asked for by Frames, when making it costs little enough
+            later(self._long.next_ask_ms(), self, self._long.want)
 
     def discard(self, old: object) -> None:
         """Let a job drop ``old``: freeing a trace of hundreds of MB takes milliseconds."""
@@ -220,7 +221,6 @@ class ComputeWorker(QObject):
         EXECUTOR.start(self._work, lane=self)
 
     def _wait_for_gui(self) -> None:
-        self._last_report = 0.0  # a new load's first report always goes
         with self._cond:
             if not self._gui_busy or self._stopping:
                 return

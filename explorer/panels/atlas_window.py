@@ -8,8 +8,6 @@ scores highest on the chosen metric in the stepper (``head_chosen``).
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -28,9 +26,10 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import signals_blocked
 
 from explorer.engine.atlas_worker import AtlasWorker
-from explorer.panes import AtlasPane, AtlasShown
+from explorer.panes import AtlasForm, AtlasPane, AtlasShown
 from explorer.widgets.atlas_table import AtlasTableModel, head_label
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.window_size import bring_forward, open_sized
@@ -71,10 +70,10 @@ class AtlasPanel(QWidget):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
             choose.addWidget(QLabel(label))
             choose.addWidget(combo)
-        # recolouring repaints the map only; the scatter's labels are rebuilt when x or y change
-        self.colour_combo.currentTextChanged.connect(lambda _t: self._redraw(scatter=False))
-        self.x_combo.currentTextChanged.connect(lambda _t: self._redraw_scatter())
-        self.y_combo.currentTextChanged.connect(lambda _t: self._redraw_scatter())
+        # The combos write the pane's form (explorer/panes.py: AtlasForm) and follow it (_follow_form).
+        self.colour_combo.currentTextChanged.connect(lambda t: t and self.pane.update_form(colour=t))
+        self.x_combo.currentTextChanged.connect(lambda t: t and self.pane.update_form(x=t))
+        self.y_combo.currentTextChanged.connect(lambda t: t and self.pane.update_form(y=t))
         choose.addStretch(1)
         self.table_model = AtlasTableModel(self)
         self.table = QTableView()
@@ -104,6 +103,7 @@ class AtlasPanel(QWidget):
         views.addTab(self.map_plot, "Layers × heads")
         views.addTab(self.scatter_plot, "Scatter")
         self.views = views
+        views.currentChanged.connect(lambda i: self.pane.update_form(scatter=i == 1))
         for plot in (self.map_plot, self.scatter_plot):  # "layer (x0.001)" from −500 to 500 before a run:
             for side in ("left", "bottom"):  # layers, heads and scores are read as they are, never scaled
                 plot.getAxis(side).enableAutoSIPrefix(False)
@@ -120,6 +120,37 @@ class AtlasPanel(QWidget):
         self.worker.progress.connect(self._on_progress)
         self.worker.finished.connect(self._on_finished)
         self.worker.failed.connect(lambda g, m: g == self.worker.generation and self.status.setText(f"error: {m}"))
+        self._follow_form(self.pane.form)
+        self.pane.form_changed.connect(self._follow_form)
+
+    def _follow_form(self, form: AtlasForm) -> None:
+        """Show the pane's form: the combos (a column this atlas lacks is not offered: the form takes
+        the one shown instead) and the tab in front; the map or the scatter drawn again if they changed."""
+        for combo, name in ((self.colour_combo, form.colour), (self.x_combo, form.x), (self.y_combo, form.y)):
+            if combo.currentText() != name and combo.findText(name) >= 0:
+                with signals_blocked(combo):
+                    combo.setCurrentText(name)
+        if self.views.currentIndex() != int(form.scatter):
+            with signals_blocked(self.views):
+                self.views.setCurrentIndex(int(form.scatter))
+        shown = self.pane.shown
+        if shown is not None:
+            if form.colour != shown.colour:
+                self._redraw(scatter=False)  # recolouring repaints the map only
+            if (form.x, form.y) != (shown.x, shown.y):
+                self._redraw_scatter()  # the scatter's labels are rebuilt
+        self._take_shown()
+
+    def _take_shown(self) -> None:
+        """The form takes the columns the combos show (once an atlas fills them)."""
+        texts = {"colour": self.colour_combo.currentText(), "x": self.x_combo.currentText(),
+                 "y": self.y_combo.currentText()}  # fmt: skip
+        if all(texts.values()):
+            self.pane.update_form(**texts)
+
+    def disconnect_pane(self) -> None:
+        """Stop following the pane (the window is closing; the pane lives on in the state)."""
+        self.pane.form_changed.disconnect(self._follow_form)
 
     # --- running and opening ------------------------------------------------------------------
     def ask_corpus(self) -> None:
@@ -131,6 +162,7 @@ class AtlasPanel(QWidget):
         if self.model_loader is None:
             self.status.setText("error: the atlas needs a pretrained model: choose one in the main window first")
             return None
+        self.pane.update_form(corpus=str(corpus or ""))
         self.status.setText(f"Computing the atlas on {corpus or 'the built-in probes'}…")
         return self.worker.submit(self.model_loader, corpus, limit)
 
@@ -195,14 +227,14 @@ class AtlasPanel(QWidget):
                     f"{self._corpus(self.other)} (the map is signed: red higher in the first, blue in the second)")
         self.status.setText(what)
         names = [c for c in shown.columns if c != "texts"]
-        for combo, default in ((self.colour_combo, "previous_mean"), (self.x_combo, "entropy_mean"),
-                               (self.y_combo, "induction")):  # fmt: skip
-            keep = combo.currentText()
-            combo.blockSignals(True)
-            combo.clear()
-            combo.addItems(names)
-            combo.setCurrentText(keep if keep in names else default if default in names else names[0])
-            combo.blockSignals(False)
+        form, default = self.pane.form, AtlasForm()
+        for combo, want, fallback in ((self.colour_combo, form.colour, default.colour),
+                                      (self.x_combo, form.x, default.x),
+                                      (self.y_combo, form.y, default.y)):  # fmt: skip
+            with signals_blocked(combo):
+                combo.clear()
+                combo.addItems(names)
+                combo.setCurrentText(want if want in names else fallback if fallback in names else names[0])
         self.table_model.set_atlas(shown)
         metrics = self.table.fontMetrics()  # widths from the headers (resizeColumnsToContents reads every cell)
         for c in range(self.table_model.columnCount()):
@@ -210,6 +242,7 @@ class AtlasPanel(QWidget):
             width = max(metrics.horizontalAdvance(name), metrics.horizontalAdvance("-0.00000"))
             self.table.setColumnWidth(c, width + 24)
         self._redraw()
+        self._take_shown()  # the form takes a column this atlas lacks as the one shown
 
     @staticmethod
     def _corpus(atlas: Atlas) -> str:
@@ -317,6 +350,7 @@ class AtlasWindow(QMainWindow):
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.panel.worker.stop()
+        self.panel.disconnect_pane()
         super().closeEvent(event)
 
 
@@ -337,51 +371,3 @@ def open_atlas_window(parent, models, state) -> AtlasWindow:
     window.panel.head_chosen.connect(open_head)
     window.show()
     return window
-
-
-def atlas_screenshot(folder, out, compare=None, colour: str | None = None, scatter: bool = False) -> int:
-    """``main.py --atlas DIR [--atlas-compare DIR2] --screenshot OUT.png``: the atlas window alone."""
-    from PySide6.QtWidgets import QApplication
-
-    window = AtlasWindow(None)
-    ok = window.panel.open_folder(folder) and (compare is None or window.panel.compare_folder(compare))
-    if colour:
-        window.panel.colour_combo.setCurrentText(colour)
-    if scatter:
-        window.panel.views.setCurrentIndex(1)
-    window.show()
-    QApplication.processEvents()
-    from explorer.files.image_export import save_screenshot
-
-    if ok:
-        code = save_screenshot(window, out)  # atomic: a failed write never touches the old PNG
-    else:
-        code = 2
-        print(f"error: {window.panel.status.text().removeprefix('error: ')}", file=sys.stderr)
-    window.close()
-    window.deleteLater()
-    QApplication.processEvents()
-    return code
-
-
-def atlas_corpus(atlas_window: AtlasWindow | None) -> dict | None:
-    """``{"corpus", "sha256"}`` of the atlas open in ``atlas_window`` (a session remembers it), or None."""
-    atlas = atlas_window.panel.atlas if atlas_window is not None else None
-    corpus = (atlas.manifest.get("corpus") or {}) if atlas is not None else {}
-    if not corpus.get("path") or not corpus.get("sha256"):
-        return None
-    return {"corpus": str(corpus["path"]), "sha256": str(corpus["sha256"])}
-
-
-def corpus_notice(atlas: dict) -> str:
-    """What reopening a session says about its atlas's corpus: the same file, changed, or gone."""
-    from pathlib import Path
-
-    from models.reads.atlas import file_sha256
-
-    path = Path(atlas["corpus"])
-    if not path.is_file():
-        return f"the session's atlas corpus {path} is not there any more"
-    same = file_sha256(path) == atlas["sha256"]
-    return f"the session's atlas corpus {path} " + ("is unchanged (sha256 matches)" if same else
-                                                      "has changed since (sha256 differs): rerun the atlas")

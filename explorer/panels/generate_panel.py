@@ -19,22 +19,18 @@ model, e.g. the window's model cache) and a model name, never the window.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
-    QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QMainWindow,
     QPushButton,
     QSizePolicy,
     QSlider,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -43,29 +39,19 @@ from PySide6.QtWidgets import (
 from explorer.engine.generate_worker import GenerateWorker
 from explorer.engine.generation_view import GenerationView, StepFrame
 from explorer.jobs import ReadJobs
+from explorer.panels.generate_form import GenerateFormBar, settings_of, spin
 from explorer.panes import GeneratedStep, GeneratePane
-from explorer.widgets.frames import Frames
+from explorer.widgets.frames import Frames, wait_until
 from explorer.widgets.generated_matrix import GeneratedMatrix
 from explorer.widgets.lens_map import LensMap
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.topk_bars import TopKBars
 from explorer.widgets.window_size import open_sized
-from models.command_fields import NEW_TOKENS
 from models.config import InputError
 from models.generate import GenerateSettings
 from models.step_names import checkpoint_note
 
 ModelSource = Callable[[str], object]
-
-
-def _spin(lo: int, hi: int, value: int, tip: str, special: str | None = None) -> QSpinBox:
-    box = QSpinBox()
-    box.setRange(lo, hi)
-    box.setValue(value)
-    box.setToolTip(tip)
-    if special:
-        box.setSpecialValueText(special)
-    return box
 
 
 class GeneratePanel(QWidget):
@@ -77,6 +63,8 @@ class GeneratePanel(QWidget):
         super().__init__(parent)
         self.model_source = model_source
         self.pane = pane if pane is not None else GeneratePane()  # the state's, opened from the main window
+        if model_name:
+            self.pane.update_form(model=model_name)  # else the model asked last (the pane outlives the window)
         self.worker = GenerateWorker(self)
         self.jobs = ReadJobs(self)  # each step's frame, computed off the GUI thread
         self.frame: StepFrame | None = None  # the step painted last
@@ -86,25 +74,13 @@ class GeneratePanel(QWidget):
         self.paint_rest = self.frames.turn("rest", self._paint_rest)
         self.view: GenerationView | None = None
         self.step = 0
-        self.asked = model_name  # the model the last generation was asked of
-        self.model_edit = QLineEdit(model_name)
-        self.model_edit.setToolTip("A decoder: a folder, a cached name")
-        self.prompt_edit = QLineEdit("The cat sat on the")
-        self.new_tokens = _spin(NEW_TOKENS.low, NEW_TOKENS.high, NEW_TOKENS.default, "How many tokens to generate "
-                                "(fewer if an end token comes)")  # generate's --max-new-tokens row  # fmt: skip
-        self.temperature = QDoubleSpinBox()
-        self.temperature.setRange(0.0, 10.0)
-        self.temperature.setSingleStep(0.1)
-        self.temperature.setSpecialValueText("greedy")
-        self.temperature.setToolTip("0: greedy (the most likely token); above 0: sample")
-        self.top_k = _spin(0, 100000, 0, "Sampling: keep the k most likely tokens", "off")
-        self.top_p = QDoubleSpinBox()
-        self.top_p.setRange(0.0, 1.0)
-        self.top_p.setSingleStep(0.05)
-        self.top_p.setValue(1.0)
-        self.top_p.setToolTip("Sampling: keep the most likely tokens up to this probability mass (1: off)")
-        self.seed = _spin(0, 2**31 - 1, 0, "Sampling: the seed (same seed, same tokens)")
-        self.go = QPushButton("Generate")
+        self.asked = self.pane.form.model  # the model the last generation was asked of
+        # The form follows the pane and writes to it (explorer/panels/generate_form.py).
+        self.form = GenerateFormBar(self.pane)
+        self.model_edit, self.prompt_edit, self.new_tokens = self.form.model_edit, self.form.prompt_edit, \
+            self.form.new_tokens  # fmt: skip
+        self.temperature, self.top_k, self.top_p = self.form.temperature, self.form.top_k, self.form.top_p
+        self.seed, self.go = self.form.seed, self.form.go
         self.open_button = QPushButton("Open in the explorer")
         self.open_button.setToolTip("Trace the whole generated sequence in the main window at the layer shown")
         self.open_button.setEnabled(False)
@@ -116,8 +92,8 @@ class GeneratePanel(QWidget):
         self.step_label = QLabel(" ")
         self.step_label.setTextFormat(Qt.TextFormat.PlainText)
         self.step_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # no relayout
-        self.layer_box = _spin(0, 0, 0, "The layer of the head shown in full")
-        self.head_box = _spin(0, 0, 0, "The head shown in full")
+        self.layer_box = spin(0, 0, 0, "The layer of the head shown in full")
+        self.head_box = spin(0, 0, 0, "The head shown in full")
         self.sink_box = QCheckBox("Scale without token 0")
         self.sink_box.setToolTip("Leave the first key out of the colour scale (heads that park weight on the "
                                  "first token stop flattening the maps); hover still reads exact values")  # fmt: skip
@@ -129,7 +105,7 @@ class GeneratePanel(QWidget):
         self.go.clicked.connect(self.generate)
         self.prompt_edit.returnPressed.connect(self.generate)
         self.open_button.clicked.connect(
-            lambda: self.view and self.open_in_window.emit(self.view.gen.sequence_text or self.prompt_edit.text(),
+            lambda: self.view and self.open_in_window.emit(self.view.gen.sequence_text or self.pane.form.prompt,
                                                            self.layer_box.value())  # fmt: skip
         )
         self.slider.valueChanged.connect(self.show_step)
@@ -147,15 +123,6 @@ class GeneratePanel(QWidget):
             shortcut.activated.connect(lambda d=delta: self.slider.setValue(self.slider.value() + d))
 
     def _lay_out(self) -> None:
-        settings = QHBoxLayout()
-        for label, widget in (("Model", self.model_edit), ("Prompt", self.prompt_edit)):
-            settings.addWidget(QLabel(label))
-            settings.addWidget(widget, 2 if widget is self.prompt_edit else 1)
-        for label, widget in (("New tokens", self.new_tokens), ("Temperature", self.temperature),
-                              ("Top-k", self.top_k), ("Top-p", self.top_p), ("Seed", self.seed)):  # fmt: skip
-            settings.addWidget(QLabel(label))
-            settings.addWidget(widget)
-        settings.addWidget(self.go)
         stepper = QHBoxLayout()
         stepper.addWidget(QLabel("Step (← →)"))
         stepper.addWidget(self.slider, 2)
@@ -178,28 +145,24 @@ class GeneratePanel(QWidget):
         body.setStretchFactor(0, 3)
         body.setStretchFactor(1, 2)
         layout = QVBoxLayout(self)
-        layout.addLayout(settings)
+        layout.addWidget(self.form)
         layout.addWidget(self.status)
         layout.addLayout(stepper)
         layout.addWidget(body, 1)
 
     # --- running ---------------------------------------------------------------------------
     def settings(self) -> GenerateSettings:
-        sampling = self.temperature.value() > 0
-        return GenerateSettings(
-            max_new_tokens=self.new_tokens.value(), temperature=float(self.temperature.value()),
-            top_k=(self.top_k.value() or None) if sampling else None,
-            top_p=(self.top_p.value() if self.top_p.value() < 1 else None) if sampling else None,
-            seed=self.seed.value(),
-        )  # fmt: skip
+        """The generation settings of the pane's form."""
+        return settings_of(self.pane.form)
 
     def _request(self):
-        name = self.model_edit.text().strip()
+        form = self.pane.form
+        name = form.model.strip()
         if not name:
             raise InputError("choose a decoder model first")
         settings = self.settings().validate()
         source = self.model_source
-        return (lambda: source(name)), self.prompt_edit.text(), settings
+        return (lambda: source(name)), form.prompt, settings
 
     def generate(self, now: bool = False) -> int | None:
         """Start generating (on the worker; ``now``: on this thread, for tests and screenshots)."""
@@ -208,7 +171,7 @@ class GeneratePanel(QWidget):
         except InputError as exc:
             self._on_failed(self.worker.request, str(exc))
             return None
-        self.asked = self.model_edit.text().strip()
+        self.asked = self.pane.form.model.strip()
         note = checkpoint_note(self.asked)  # e.g. a step the training timeline chose, remembered since
         self.status.setText(f"Generating ({settings.describe()})…" + (f"  ⚠ {note}" if note else ""))
         self.worker.view_pixels = self.model_view.view_pixels()  # its thumbnails fit them
@@ -306,16 +269,13 @@ class GeneratePanel(QWidget):
 
     def wait_until_shown(self, timeout: float = 10.0) -> bool:
         """Process events until :meth:`is_settled` (tests, screenshots), as ReadJobs.wait_until_idle."""
-        deadline = time.monotonic() + timeout
-        while not self.is_settled() and time.monotonic() < deadline:
-            QCoreApplication.processEvents()
-            time.sleep(0.001)
-        return self.is_settled()
+        return wait_until(self.is_settled, timeout)
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.worker.stop()
         self.jobs.shutdown()
         self.paint_rest.cancel()
+        self.form.disconnect_pane()
         super().closeEvent(event)
 
 
@@ -332,6 +292,7 @@ class GenerateWindow(QMainWindow):
         self.panel.worker.stop()
         self.panel.jobs.shutdown()
         self.panel.frames.drop(self.panel.paint_rest)  # the main window's scheduler forgets its phase
+        self.panel.form.disconnect_pane()  # the state's pane outlives this window
         super().closeEvent(event)
 
 
@@ -342,8 +303,7 @@ def generate_screenshot(model: str, prompt: str, new_tokens: int, out, step: int
     from models.pretrained import load_model
 
     window = GenerateWindow(lambda name: load_model(name), model)
-    window.panel.prompt_edit.setText(prompt)
-    window.panel.new_tokens.setValue(new_tokens)
+    window.panel.pane.update_form(prompt=prompt, new_tokens=new_tokens)
     window.show()
     window.panel.generate(now=True)
     QApplication.processEvents()
@@ -371,8 +331,7 @@ def open_generate_window(app, model: str, prompt: str, new_tokens: int, shown: C
     from models.pretrained import load_model
 
     window = GenerateWindow(lambda name: load_model(name), model)
-    window.panel.prompt_edit.setText(prompt)
-    window.panel.new_tokens.setValue(new_tokens)
+    window.panel.pane.update_form(prompt=prompt, new_tokens=new_tokens)
     window.show()
     shown()
     window.panel.generate()
@@ -390,7 +349,7 @@ def open_generate_for(parent: QWidget, models, state) -> GenerateWindow:
                             frames=getattr(parent, "frames", None), pane=state.generate)  # the main window's
 
     def open_sequence(text: str, layer: int) -> None:
-        state.update_inputs(model=window.panel.model_edit.text().strip(), sentence=text, layer=layer)
+        state.update_inputs(model=state.generate.form.model.strip(), sentence=text, layer=layer)
 
     window.panel.open_in_window.connect(open_sequence)
     window.show()

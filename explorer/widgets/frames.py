@@ -14,10 +14,15 @@ own with :meth:`Frames.watch` (heatmaps still being built, zoom regions on their
 It is also the one owner of time (issue 32): every other wait of the window is made here, by name,
 never with a QTimer or a debouncer of its own (tests/explorer/test_one_owner_of_time.py greps for them):
 :func:`debounced` (a pause in typing, zooming, resizing: superqt's ``qdebounced`` under it),
-:func:`later` (a deferred turn, a held answer's time limit, the compute worker's two waits for the GUI:
-explorer/engine/worker.py keeps no clock), :class:`Ticker` (a timer its owner starts
-and stops: spare heatmaps built in idle turns) and :func:`run_until` (an event loop until a condition,
-for screenshots). A window has one :class:`Frames`; the windows it opens (Generate) share it.
+:func:`throttled` (at most one call a period, the last one kept: a model load's progress, which the
+worker reports for every tensor, reaches the status line so; superqt's ``qthrottled`` under it),
+:func:`later` (a deferred turn, a held answer's time limit, a region's answer given up on, the compute
+worker's two waits for the GUI and the next picture of a long overview asked for: explorer/engine/ keeps
+no clock), :class:`Ticker` (a timer its owner starts and stops: spare heatmaps built in idle turns),
+:func:`run_until` (an event loop until a condition, for screenshots) and :func:`wait_until` (events
+processed until a condition, for tests and screenshots). A window has one :class:`Frames`; the windows
+it opens (Generate) share it. Reading a clock only to measure (``perf_counter`` around a paint, the
+worker's ``worker_ms``) decides nothing and is left where it measures.
 
 While any phase is pending the GUI is *busy*: :attr:`Frames.busy`, and :attr:`Frames.busy_changed`
 when that flips. It is the one signal the compute worker consults (it reads a model, and converts
@@ -32,6 +37,7 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
+from superqt.utils import qthrottled
 
 from explorer.widgets.debounce import Debounced
 
@@ -179,18 +185,31 @@ class Frames(QObject):
 
     def wait_until_idle(self, timeout: float = 10.0) -> bool:
         """Process events until no phase is pending (or ``timeout`` seconds); True when idle."""
-        deadline = time.monotonic() + timeout
-        while self.busy and time.monotonic() < deadline:
-            QCoreApplication.processEvents()
-            time.sleep(0.001)
+        wait_until(lambda: not self.busy, timeout)
         self.check()
         return not self.busy
+
+
+def wait_until(done: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Process events until ``done()`` (or ``timeout`` seconds): tests and screenshots waiting for
+    an answer (the read jobs', a Generate step's); True when done."""
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline:
+        QCoreApplication.processEvents()
+        time.sleep(0.001)
+    return done()
 
 
 def debounced(func: Callable[..., object], ms: int, parent: QObject) -> Debounced:
     """``func(*args)`` once, ``ms`` milliseconds after the last of a burst of calls (``pending``,
     ``flush()``, ``cancel()``): typing, a zoom or a resize that pauses."""
     return Debounced(func, ms, parent)
+
+
+def throttled(func: Callable[..., object], ms: int, parent: QObject):
+    """``func(*args)`` at once, then at most once every ``ms`` milliseconds with the latest arguments
+    of the calls meanwhile (``cancel()`` forgets a waiting call, ``flush()`` makes it now)."""
+    return qthrottled(func, timeout=ms, parent=parent)
 
 
 def later(ms: int, parent: QObject, slot: Callable[[], None]) -> None:

@@ -17,19 +17,27 @@ result asks again, and so does a failed request, whose picture stays (:meth:`for
 from __future__ import annotations
 
 import math
-import time
 
 from explorer.widgets.colormaps import lookup_table
-from explorer.widgets.frames import debounced
+from explorer.widgets.frames import debounced, later
+from models.engine.pixels import block_step
 
 PAUSE_MS = 120  # zooming and panning ask the worker once they pause
-PATIENCE_S = 30.0  # an answer that never came stops counting as pending after this
+PATIENCE_MS = 30_000  # an answer that never came stops counting as pending after this (a frames.later)
 
 
 def device_pixels(plot, ratio: float = 1.0) -> tuple[int, int]:
     """(rows, cols) of device pixels the plot's matrix area covers."""
     box = plot.plot.getViewBox()
     return max(1, math.floor(box.height() * ratio)), max(1, math.floor(box.width() * ratio))
+
+
+def step_for(region: tuple[int, int, int, int], pixels: tuple[int, int]) -> tuple[int, int]:
+    """The cells per pixel (rows, cols) that ``region`` is reduced with onto ``pixels``. A picture is a
+    function of its region and this step alone: one made for other pixels with the same step is the
+    same picture (a resize of a few pixels asks for nothing again)."""
+    r0, r1, c0, c1 = region
+    return block_step(r1 - r0, pixels[0]), block_step(c1 - c0, pixels[1])
 
 
 def visible_region(plot) -> tuple[int, int, int, int]:
@@ -43,7 +51,7 @@ class ZoomRegions:
     def __init__(self, view) -> None:
         self.view = view  # the MatrixView: its plots, shown stage and regions_wanted signal
         self._zoomed: set[int] = set()  # ids of plots whose range or size changed since the last ask
-        self._asked: dict[int, tuple[tuple, float]] = {}  # head -> (what was asked, when)
+        self._asked: dict[int, tuple] = {}  # head -> what was asked, until it comes (or PATIENCE_MS passed)
         self._soon = debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
         self.superseded = False  # a newer request is on its way: the picture on screen is outgoing
 
@@ -73,10 +81,8 @@ class ZoomRegions:
         image = display.images.get(stage.name)
         if image is None or visible_region(plot) != (0, plot.rows, 0, plot.cols):
             return False
-        rows, cols = pixels = device_pixels(plot, self.ratio())
-        if image.pixels == pixels:  # made at this plot's pixels: painted once, nothing to ask
-            return True
-        return image.step == (1, 1) and plot.rows <= rows and plot.cols <= cols
+        # made with the step this plot's pixels need (at its pixels, say): painted once, nothing to ask
+        return image.step == step_for((0, plot.rows, 0, plot.cols), device_pixels(plot, self.ratio()))
 
     def pixels(self) -> tuple[int, int] | None:
         """The device pixels of the plots on screen (rows, cols), None before the first is laid out: a
@@ -93,8 +99,12 @@ class ZoomRegions:
     @property
     def pending(self) -> bool:
         """True while an ask waits for its pause or its answer (a screenshot waits for it)."""
-        now = time.monotonic()
-        return self._soon.pending or any(now - t < PATIENCE_S for _, t in self._asked.values())
+        return self._soon.pending or bool(self._asked)
+
+    def _give_up(self, head: int, key: tuple) -> None:
+        """``key``'s answer never came (PATIENCE_MS): it stops counting as pending."""
+        if self._asked.get(head) == key:
+            del self._asked[head]
 
     def ratio(self) -> float:
         return self.view.canvas.devicePixelRatioF()
@@ -120,17 +130,18 @@ class ZoomRegions:
             if r1 <= r0 or c1 <= c0:
                 continue
             pixels = device_pixels(plot, self.ratio())
-            fits = r1 - r0 <= pixels[0] and c1 - c0 <= pixels[1]
-            at_pixels = image.pixels == pixels  # the whole stage made at this plot's pixels: no second reduction
-            if region == (0, plot.rows, 0, plot.cols) and ((image.step == (1, 1) and fits) or at_pixels):
+            step = step_for(region, pixels)  # (1, 1): the cells fit, each one pixel or more
+            # The whole stage made with this step (at this plot's pixels, or exact cells that fit): no second reduction.
+            if region == (0, plot.rows, 0, plot.cols) and image.step == step:
                 if plot.region is not None:  # zoomed out again: the whole matrix's exact image
                     plot.set_region(image.indices[plot.head if stage.per_head else 0], lut, region)
                 plot.painted_key = None
                 continue
-            key = (display.generation, stage.name, region, pixels if not fits else None, tuple(image.levels))
-            if plot.painted_key == key or self._asked.get(plot.head, ((),))[0] == key:
+            key = (display.generation, stage.name, region, step, tuple(image.levels))  # the picture, not the pixels
+            if plot.painted_key == key or self._asked.get(plot.head) == key:
                 continue  # on screen already, or on its way
-            self._asked[plot.head] = (key, time.monotonic())
+            self._asked[plot.head] = key
+            later(PATIENCE_MS, view, lambda head=plot.head, key=key: self._give_up(head, key))
             asks.append((plot.head, region, tuple(image.levels), pixels))
         if asks:  # asked together, answered together: one repaint for all the plots
             view.regions_wanted.emit(display.generation, stage.name, asks)
@@ -163,7 +174,7 @@ class ZoomRegions:
         for plot in view.plots:
             if plot.head == head and image.region is not None:
                 plot.set_region(image.indices[0], lookup_table(image.sequential), image.region)
-                plot.painted_key = asked[0] if asked is not None and asked[0][2] == image.region else None
+                plot.painted_key = asked if asked is not None and asked[2] == image.region else None
                 plot.painted_step = image.step
                 view.numbers.schedule()
         view.update_range_line()

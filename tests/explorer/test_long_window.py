@@ -64,3 +64,27 @@ def test_two_strong_weights_among_65536_tokens_are_seen_where_they_are(qtbot, se
         x_px, y_px = cell_centre(view.canvas, box, r, c)
         assert square_of(pixels, x_px, y_px, TOP, size=3), (r, c)
     assert view.state.display.trace["weights"].cell(0, 60000, 1234) > 0.999
+
+
+def test_a_long_overview_sends_a_picture_only_when_the_gui_asks(monkeypatch):
+    """Issue 32: the stream keeps no clock. The first block's picture goes at once; the next only
+    once the GUI asked (``want``: a frames.later after the last came), after the block then done."""
+    from explorer.engine.long_render import STREAM_EVERY_MS, Overviews
+    from explorer.images.stage_image import MAX_DISPLAY_SIDE
+    from models.engine import pairs, pipeline
+    from models.runspec import RunSpec
+
+    monkeypatch.setattr(pairs, "LONG_CELLS", 0)  # the long path: an overview streamed, 2 × 2 cells a pixel
+    sentence = " ".join(f"w{i % 50}" for i in range(2 * MAX_DISPLAY_SIDE))
+    trace = pipeline.run(RunSpec(sentence=sentence, heads=3, d_model=12, mask="causal").toy_request())
+    stage, overviews = trace["weights"], Overviews()
+    blocks, sent = [0], []
+
+    def serve() -> None:  # between two blocks of rows: the GUI asks once, before the third block's picture
+        blocks[0] += 1
+        if blocks[0] == 3:
+            overviews.want()
+
+    final = overviews.stream(trace, stage, False, lambda: False, lambda image: sent.append(blocks[0]), serve)
+    assert sent == [1, 3] and blocks[0] > 3 and final.progress == 1.0
+    assert overviews.next_ask_ms() >= STREAM_EVERY_MS

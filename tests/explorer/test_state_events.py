@@ -11,6 +11,7 @@ from psygnal import Signal
 from PySide6.QtCore import Qt
 from test_atlas_window import fake_atlas
 
+from explorer.panes import GenerateForm
 from tests.explorer.conftest import SMALL
 
 # The event of each field whose name does not say it (``<field>_changed`` otherwise).
@@ -114,13 +115,30 @@ def test_a_whole_interaction_announces_every_change(qtbot, make_window, settle):
     qtbot.addWidget(atlas)
     step("an atlas", lambda: atlas.panel.set_atlas(fake_atlas(1)))
     step("the atlas's colour", lambda: atlas.panel.colour_combo.setCurrentText("entropy_mean"))
-    assert state.atlas.shown.colour == "entropy_mean"
+    assert state.atlas.shown.colour == "entropy_mean" and state.atlas.form.colour == "entropy_mean"
+    step("the atlas's scatter in front", lambda: atlas.panel.views.setCurrentIndex(1))
+    assert state.atlas.form.scatter
+    # The atlas's form changed in code shows in its window: the combo, the scatter drawn, the tab.
+    step("the atlas's x axis, in code", lambda: state.atlas.update_form(x="induction"))
+    assert atlas.panel.x_combo.currentText() == "induction" and state.atlas.shown.x == "induction"
+    step("a column the atlas lacks, in code", lambda: state.atlas.update_form(y="no such column"))
+    assert state.atlas.form.y == atlas.panel.y_combo.currentText() != "no such column"
+    step("the map in front, in code", lambda: state.atlas.update_form(scatter=False))
+    assert atlas.panel.views.currentIndex() == 0
+
+    # The Generate window's form: typed in its controls, each change is the pane's; set in code, shown.
     generate = window.windows.open_generate()
     qtbot.addWidget(generate)
     panel = generate.panel
-    panel.model_edit.setText("induction")
-    panel.prompt_edit.setText("abcab")
-    panel.new_tokens.setValue(3)
+    step("a model typed", lambda: qtbot.keyClicks(panel.model_edit, "induction"))
+    step("a prompt typed", lambda: (panel.prompt_edit.clear(), qtbot.keyClicks(panel.prompt_edit, "abcab")))
+    step("new tokens", lambda: panel.new_tokens.setValue(3))
+    assert state.generate.form == GenerateForm(model="induction", prompt="abcab", new_tokens=3)
+    step("sampling, in code", lambda: state.generate.update_form(temperature=0.7, top_k=5, top_p=0.9, seed=4))
+    assert (panel.temperature.value(), panel.top_k.value(), panel.top_p.value(), panel.seed.value()) == (0.7, 5, 0.9, 4)
+    assert (panel.settings().temperature, panel.settings().top_k, panel.settings().seed) == (0.7, 5, 4)
+    step("greedy again, typed", lambda: panel.temperature.setValue(0.0))
+    assert state.generate.form.temperature == 0.0 and panel.settings().top_k is None
 
     def generated():
         panel.generate()
@@ -157,3 +175,28 @@ def test_the_layer_a_model_really_traced_is_announced_and_not_traced_again(qtbot
     assert window.state.display.trace.meta["layer"] == 5 and window.state.inputs.layer == 5
     assert heard == [5]
     assert window.worker.latest_generation == 1  # the one request: the trace on screen is not asked again
+
+
+def test_the_other_windows_forms_outlive_their_windows(qtbot, make_window):
+    """The Generate and atlas windows' forms are the state's: closed and opened again, a window shows
+    what was typed in it; a change made while it is closed shows when it opens; the corpus run on is
+    the atlas pane's."""
+    window = make_window()
+    state = window.state
+    generate = window.windows.open_generate()
+    qtbot.addWidget(generate)
+    qtbot.keyClicks(generate.panel.prompt_edit, " mat")
+    generate.close()
+    state.generate.update_form(seed=9)  # heard by no closed window
+    again = window.windows.open_generate()
+    qtbot.addWidget(again)
+    assert (again.panel.prompt_edit.text(), again.panel.seed.value()) == ("The cat sat on the mat", 9)
+    atlas = window.windows.open_atlas()
+    qtbot.addWidget(atlas)
+    atlas.panel.model_loader = lambda: None  # a model that is no model: the worker fails, in one line
+    with qtbot.waitSignal(atlas.panel.worker.failed, timeout=30_000):
+        atlas.panel.run("corpus.txt")
+    assert state.atlas.form.corpus == "corpus.txt" and atlas.panel.status.text().startswith("error:")
+    atlas.close()
+    state.atlas.update_form(scatter=True)
+    assert window.windows.open_atlas().panel.views.currentIndex() == 1

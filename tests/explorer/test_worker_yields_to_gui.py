@@ -2,14 +2,14 @@
 
 Reading a tokenizer holds the interpreter lock for ~40 ms (tokenizers, in Rust): the worker reads
 a model only once the GUI has finished the turn that asked for it, and its progress reports are
-thinned to a few per second (a small model reports each of its hundred tensors)."""
+thinned by the window's Frames to a few per second (a small model reports each of its hundred tensors)."""
 
-import time
 
 from PySide6.QtCore import Qt
 
 import explorer.engine.pretrained_runner as pretrained_runner
 import explorer.engine.worker as worker_module
+import explorer.window as window_module
 import models.pretrained.loader as loader
 from explorer.engine.worker import ComputeWorker
 from models.runspec import RunSpec
@@ -50,17 +50,34 @@ def test_the_window_tells_the_worker_once_its_turn_is_done(qtbot, make_window, s
     assert {"submitted", "result", "images", "paint"} <= set(ran) and not window.worker.gui_busy
 
 
-def test_load_progress_is_thinned_and_its_end_always_reported(qtbot):
+def test_the_worker_reports_each_load_step_and_keeps_no_clock(qtbot):
+    """Issue 32: the worker hands on every report (Frames, in the window, decides how often it shows)."""
     worker = ComputeWorker()
     seen = []
     worker.load_progress.connect(lambda f, m: seen.append(f), type=Qt.ConnectionType.DirectConnection)
     for i in range(100):
         worker.report_load(i / 100, f"tensor {i}")
     worker.report_load(1.0, "Loaded")
-    assert seen[0] == 0.0 and seen[-1] == 1.0 and len(seen) <= 4  # within a few ms: the first and the end
-    time.sleep(worker_module.PROGRESS_EVERY_S)
-    worker.report_load(0.5, "later")
-    assert seen[-1] == 0.5
+    assert seen == [i / 100 for i in range(100)] + [1.0]
+
+
+def test_the_window_thins_load_progress_and_shows_its_end_at_once(qtbot, make_window, settle):
+    """A hundred reports in one turn: the status line shows the first and the end, nothing after the
+    end (a report still waiting never overwrites it)."""
+    window = make_window()
+    settle(window)
+    said = []
+    window.state.status.changed.connect(lambda status: said.append(status.text))
+    for i in range(100):
+        window.worker.load_progress.emit(i / 100, f"tensor {i}")
+    assert len(said) == 1 and "tensor 0" in said[0]  # the first at once, the rest held
+    window.worker.load_progress.emit(1.0, "Loaded")
+    assert len(said) == 2 and said[-1].startswith("Loaded")
+    qtbot.wait(3 * window_module.PROGRESS_MS)
+    assert len(said) == 2 and not window.load_bar.isVisible()
+    window.worker.load_progress.emit(0.5, "a later load")
+    qtbot.wait(3 * window_module.PROGRESS_MS)
+    assert "a later load" in said[-1]
 
 
 def test_no_progress_is_reported_before_the_tokenizer_is_read(monkeypatch):

@@ -184,3 +184,48 @@ def test_a_stage_larger_than_its_plot_is_reduced_and_painted_once_per_change(qtb
             rows, cols = device_pixels(plot, view.canvas.devicePixelRatioF())
             assert image.pixels == (rows, cols) and plot.rows > rows  # larger than its plot, made at its pixels
             assert image.indices.shape[1] <= rows and image.indices.shape[2] <= cols
+
+
+def test_a_region_whose_answer_never_comes_stops_being_pending(qtbot, long_window, monkeypatch):
+    """Issue 32: the zoom keeps no clock: a frames.later gives up on an answer after PATIENCE_MS."""
+    import explorer.widgets.zoom_regions as zoom_regions
+
+    monkeypatch.setattr(zoom_regions, "PATIENCE_MS", 300)
+    window = long_window
+    view, state = window.matrix_view, window.state
+    qtbot.waitUntil(lambda: getattr(state.stepper.stage, "name", None) == "weights" and window.is_settled(),
+                    timeout=60_000)  # fmt: skip
+    view.regions_wanted.disconnect(window.worker.prepare_regions)  # the worker never answers
+    asked = []
+    view.regions_wanted.connect(lambda *args: asked.append(args))
+    view.plots[1].plot.getViewBox().setRange(xRange=(100, 140), yRange=(1000, 1030), padding=0)
+    qtbot.waitUntil(lambda: bool(asked), timeout=5_000)
+    assert view.zoom.pending
+    qtbot.waitUntil(lambda: not view.zoom.pending, timeout=5_000)
+
+
+def test_a_resize_that_keeps_the_cells_per_pixel_asks_for_no_picture_again(qtbot, long_window):
+    """Issue 32: a picture is a function of its region and its step (cells per pixel) alone. A resize of
+    a few pixels that keeps the step asked every plot's picture again (the same picture, made twice);
+    one that changes the step still asks."""
+    from explorer.widgets.zoom_regions import device_pixels, step_for
+
+    window = long_window
+    view, state = window.matrix_view, window.state
+    window.resize(1400, 900)
+    qtbot.waitUntil(lambda: getattr(state.stepper.stage, "name", None) == "weights" and window.is_settled(),
+                    timeout=60_000)  # fmt: skip
+    plot = view.plots[0]
+    whole = (0, plot.rows, 0, plot.cols)
+    before = step_for(whole, device_pixels(plot))
+    asked = []
+    view.regions_wanted.connect(lambda _g, _s, asks: asked.extend(asks))
+    window.resize(1404, 900)
+    qtbot.wait(300)  # the resize pause
+    qtbot.waitUntil(window.is_settled, timeout=30_000)
+    assert step_for(whole, device_pixels(plot)) == before != (1, 1)  # the same step: the same picture
+    assert asked == []
+    window.resize(1100, 900)
+    qtbot.wait(300)
+    qtbot.waitUntil(window.is_settled, timeout=30_000)
+    assert step_for(whole, device_pixels(plot)) != before and asked  # another step: asked at the new pixels
