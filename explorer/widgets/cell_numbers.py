@@ -29,6 +29,7 @@ MAX_CELLS = 400  # visible cells per plot above which nothing is written
 MAX_FONT_PX = 12.0
 MIN_FONT_PX = 7.0
 READABLE_PX = 10.0  # digits are dropped before the font goes below this
+CANDIDATE_PX = 3.0  # texts this much narrower than the widest at one size may be the widest at a smaller one
 CHOICES = [(READABLE_PX, d) for d in DIGITS] + [(MIN_FONT_PX, d) for d in DIGITS]  # (smallest font, digits)
 DEBOUNCE_MS = 40
 LIGHT_LUMA = 140.0  # above this the cell is light: black text, else white
@@ -258,12 +259,21 @@ class CellNumbers:
     @staticmethod
     def _font_px(unique: set[str], cell_w: float, cell_h: float, smallest: float = MIN_FONT_PX) -> float:
         """The largest whole pixel size (up to MAX_FONT_PX) at which the widest of the texts ``unique``,
-        measured in that font, fits its cell with 2 px either side; 0 when none from MIN_FONT_PX up does."""
+        measured in that font, fits its cell with 2 px either side; 0 when none from MIN_FONT_PX up does.
+
+        Every text is measured at the first size only; a smaller font keeps their order but for rounding,
+        so at the next sizes only those within CANDIDATE_PX of the widest can be the widest."""
         size = math.floor(min(MAX_FONT_PX, cell_h * 0.75))
+        if size < smallest or not unique:
+            return 0.0
+        widths = {t: text_advance(size, t) for t in unique}
+        widest = max(widths.values())
+        candidates = [t for t, w in widths.items() if w >= widest - CANDIDATE_PX]
         while size >= smallest:
-            if max(text_advance(size, t) for t in unique) <= cell_w - 4:
+            if widest <= cell_w - 4:
                 return float(size)
             size -= 1
+            widest = max(text_advance(size, t) for t in candidates)
         return 0.0
 
 
