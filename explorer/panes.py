@@ -162,13 +162,23 @@ class GeneratedStep(NamedTuple):
 class FormPane(Shown):
     """A pane whose window also has a form: ``form`` (a NamedTuple, one field per control), announced
     by ``form_changed``. The window's controls follow it and write to it (as the main window's follow
-    ``ExplorerState.inputs``): what a control shows is never held in the control alone."""
+    ``ExplorerState.inputs``): what a control shows is never held in the control alone. ``status``: the
+    window's status line (what it is doing, its last error), announced by ``status_changed``."""
 
     form_changed = Signal(object)
+    status_changed = Signal(str)
+
+    idle_status = ""  # what the status line says with nothing done yet (and once its window closed)
 
     def __init__(self, form: tuple) -> None:
         super().__init__()
         self.form = form
+        self.status = self.idle_status
+
+    def set_status(self, text: str) -> None:
+        if text != self.status:
+            self.status = text
+            self.status_changed.emit(text)
 
     def update_form(self, **changes: object) -> None:
         """Change some fields of the form; one event when it changed."""
@@ -192,7 +202,9 @@ class GenerateForm(NamedTuple):
 
 
 class GeneratePane(FormPane):
-    """The Generate window's state: its :class:`GenerateForm` and the :class:`GeneratedStep` on screen."""
+    """The Generate window's state: its :class:`GenerateForm`, status and the :class:`GeneratedStep` on screen."""
+
+    idle_status = "Type a prompt and press Generate."
 
     def __init__(self) -> None:
         super().__init__(GenerateForm())
@@ -221,7 +233,9 @@ class AtlasForm(NamedTuple):
 
 
 class AtlasPane(FormPane):
-    """The head atlas window's state: its :class:`AtlasForm` and the :class:`AtlasShown` on screen."""
+    """The head atlas window's state: its :class:`AtlasForm`, status and the :class:`AtlasShown` on screen."""
+
+    idle_status = "No atlas yet: run one on a corpus file or the built-in probes, or open a folder."
 
     def __init__(self) -> None:
         super().__init__(AtlasForm())

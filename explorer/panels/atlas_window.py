@@ -52,7 +52,7 @@ class AtlasPanel(QWidget):
         self.worker = AtlasWorker(self)
         self.atlas: Atlas | None = None  # the atlas computed or opened
         self.other: Atlas | None = None  # compared with (shown: atlas − other)
-        self.status = QLabel("No atlas yet: run one on a corpus file or the built-in probes, or open a folder.")
+        self.status = QLabel(self.pane.status)  # follows the pane's status (set_status)
         self.status.setWordWrap(True)
         buttons = QHBoxLayout()
         for text, slot in (("Run on a file…", self.ask_corpus), ("Run on the probes", lambda: self.run(None)),
@@ -119,9 +119,10 @@ class AtlasPanel(QWidget):
         layout.addWidget(splitter, 1)
         self.worker.progress.connect(self._on_progress)
         self.worker.finished.connect(self._on_finished)
-        self.worker.failed.connect(lambda g, m: g == self.worker.generation and self.status.setText(f"error: {m}"))
+        self.worker.failed.connect(lambda g, m: g == self.worker.generation and self.pane.set_status(f"error: {m}"))
         self._follow_form(self.pane.form)
         self.pane.form_changed.connect(self._follow_form)
+        self.pane.status_changed.connect(self._show_status)
 
     def _follow_form(self, form: AtlasForm) -> None:
         """Show the pane's form: the combos (a column this atlas lacks is not offered: the form takes
@@ -148,9 +149,15 @@ class AtlasPanel(QWidget):
         if all(texts.values()):
             self.pane.update_form(**texts)
 
+    def _show_status(self, text: str) -> None:
+        self.status.setText(text)
+
     def disconnect_pane(self) -> None:
-        """Stop following the pane (the window is closing; the pane lives on in the state)."""
+        """Stop following the pane (the window is closing; the pane lives on in the state, its status
+        back to idle: the work this window did is stopped)."""
         self.pane.form_changed.disconnect(self._follow_form)
+        self.pane.status_changed.disconnect(self._show_status)
+        self.pane.set_status(self.pane.idle_status)
 
     # --- running and opening ------------------------------------------------------------------
     def ask_corpus(self) -> None:
@@ -160,10 +167,10 @@ class AtlasPanel(QWidget):
 
     def run(self, corpus: str | None, limit: int | None = None) -> int | None:
         if self.model_loader is None:
-            self.status.setText("error: the atlas needs a pretrained model: choose one in the main window first")
+            self.pane.set_status("error: the atlas needs a pretrained model: choose one in the main window first")
             return None
         self.pane.update_form(corpus=str(corpus or ""))
-        self.status.setText(f"Computing the atlas on {corpus or 'the built-in probes'}…")
+        self.pane.set_status(f"Computing the atlas on {corpus or 'the built-in probes'}…")
         return self.worker.submit(self.model_loader, corpus, limit)
 
     def ask_open(self) -> None:
@@ -180,19 +187,19 @@ class AtlasPanel(QWidget):
         try:
             self.set_atlas(read_atlas(folder))
         except InputError as exc:
-            self.status.setText(f"error: {exc}")
+            self.pane.set_status(f"error: {exc}")
             return False
         return True
 
     def compare_folder(self, folder) -> bool:
         if self.atlas is None:
-            self.status.setText("error: open or compute an atlas first, then compare another with it")
+            self.pane.set_status("error: open or compute an atlas first, then compare another with it")
             return False
         try:
             other = read_atlas(folder)
             self.atlas.difference(other)  # refuses different shapes in one line
         except InputError as exc:
-            self.status.setText(f"error: {exc}")
+            self.pane.set_status(f"error: {exc}")
             return False
         self.other = other
         self._show()
@@ -200,7 +207,7 @@ class AtlasPanel(QWidget):
 
     def _on_progress(self, generation: int, done: int, total: int) -> None:
         if generation == self.worker.generation:
-            self.status.setText(f"Computing the atlas: {done}/{total} texts…")
+            self.pane.set_status(f"Computing the atlas: {done}/{total} texts…")
 
     def _on_finished(self, generation: int, atlas: Atlas) -> None:
         if generation == self.worker.generation:
@@ -225,7 +232,7 @@ class AtlasPanel(QWidget):
         if self.other is not None:
             what = (f"Difference: {self.atlas.model} over {self._corpus(self.atlas)} − {self.other.model} over "
                     f"{self._corpus(self.other)} (the map is signed: red higher in the first, blue in the second)")
-        self.status.setText(what)
+        self.pane.set_status(what)
         names = [c for c in shown.columns if c != "texts"]
         form, default = self.pane.form, AtlasForm()
         for combo, want, fallback in ((self.colour_combo, form.colour, default.colour),
@@ -335,7 +342,7 @@ class AtlasPanel(QWidget):
 
     def choose(self, layer: int, head: int) -> None:
         text = self.best_text(int(layer), int(head))
-        self.status.setText(f"{head_label(layer, head)}: " + (f"opened its highest-scoring text: {text}" if text
+        self.pane.set_status(f"{head_label(layer, head)}: " + (f"opened its highest-scoring text: {text}" if text
                             else "no text for this column (a detector column: its probes are generated)"))
         self.head_chosen.emit(int(layer), int(head), text)
 

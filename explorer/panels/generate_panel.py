@@ -84,7 +84,7 @@ class GeneratePanel(QWidget):
         self.open_button = QPushButton("Open in the explorer")
         self.open_button.setToolTip("Trace the whole generated sequence in the main window at the layer shown")
         self.open_button.setEnabled(False)
-        self.status = QLabel("Type a prompt and press Generate.")
+        self.status = QLabel(self.pane.status)  # follows the pane's status (set_status)
         self.status.setWordWrap(True)
         self.status.setTextFormat(Qt.TextFormat.PlainText)  # tokens like <s> are text, not markup
         self.slider = QSlider(Qt.Orientation.Horizontal)
@@ -115,6 +115,7 @@ class GeneratePanel(QWidget):
         self.model_view.fit_box.toggled.connect(lambda _on: self.show_step(self.step))
         self.model_view.head_chosen.connect(self.choose_head)
         self.model_view.side_changed.connect(lambda _side: self.show_step(self.step))  # made at the new side
+        self.pane.status_changed.connect(self._show_status)
         self.worker.progress.connect(self._on_progress)
         self.worker.finished.connect(self._on_finished)
         self.worker.failed.connect(self._on_failed)
@@ -173,17 +174,17 @@ class GeneratePanel(QWidget):
             return None
         self.asked = self.pane.form.model.strip()
         note = checkpoint_note(self.asked)  # e.g. a step the training timeline chose, remembered since
-        self.status.setText(f"Generating ({settings.describe()})…" + (f"  ⚠ {note}" if note else ""))
+        self.pane.set_status(f"Generating ({settings.describe()})…" + (f"  ⚠ {note}" if note else ""))
         self.worker.view_pixels = self.model_view.view_pixels()  # its thumbnails fit them
         return (self.worker.run_now if now else self.worker.submit)(model, prompt, settings)
 
     def _on_progress(self, request: int, done: int, total: int) -> None:
         if request == self.worker.request:
-            self.status.setText(f"Generating: {done} / {total} tokens…")
+            self.pane.set_status(f"Generating: {done} / {total} tokens…")
 
     def _on_failed(self, request: int, message: str) -> None:
         if request == self.worker.request:
-            self.status.setText(f"error: {message}")
+            self.pane.set_status(f"error: {message}")
 
     def _on_finished(self, request: int, view: GenerationView) -> None:
         if request != self.worker.request:
@@ -196,11 +197,11 @@ class GeneratePanel(QWidget):
         notes = "".join(f"  ⚠ {n}" for n in (checkpoint_note(self.asked), *g.notices) if n)
         ms = sorted(g.step_ms)[len(g.step_ms) // 2] if g.step_ms else 0.0
         if view.causal:
-            self.status.setText(f"{g.model}: {g.prompt_length} prompt tokens + {g.generated} generated "
+            self.pane.set_status(f"{g.model}: {g.prompt_length} prompt tokens + {g.generated} generated "
                                 f"(stopped: {g.stopped}; {ms:.0f} ms per token): {g.text!r}{notes}")  # fmt: skip
         else:
             best = ", ".join(f"{s.position}: {s.top_tokens[0]!r}" for s in g.steps)
-            self.status.setText(f"{g.model} (encoder): {g.n} tokens, {view.steps} mask tokens predicted: "
+            self.pane.set_status(f"{g.model} (encoder): {g.n} tokens, {view.steps} mask tokens predicted: "
                                 f"{best}{notes}")  # fmt: skip
         self.lens.describe = view.lens_hover
         self.model_view.set_shape(L, h, g.n, g.n)
@@ -271,11 +272,21 @@ class GeneratePanel(QWidget):
         """Process events until :meth:`is_settled` (tests, screenshots), as ReadJobs.wait_until_idle."""
         return wait_until(self.is_settled, timeout)
 
+    def _show_status(self, text: str) -> None:
+        self.status.setText(text)
+
+    def disconnect_pane(self) -> None:
+        """Stop following the pane (the window is closing; the pane lives on in the state, its status
+        back to idle: the work this window did is stopped)."""
+        self.form.disconnect_pane()
+        self.pane.status_changed.disconnect(self._show_status)
+        self.pane.set_status(self.pane.idle_status)
+
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.worker.stop()
         self.jobs.shutdown()
         self.paint_rest.cancel()
-        self.form.disconnect_pane()
+        self.disconnect_pane()
         super().closeEvent(event)
 
 
@@ -292,7 +303,7 @@ class GenerateWindow(QMainWindow):
         self.panel.worker.stop()
         self.panel.jobs.shutdown()
         self.panel.frames.drop(self.panel.paint_rest)  # the main window's scheduler forgets its phase
-        self.panel.form.disconnect_pane()  # the state's pane outlives this window
+        self.panel.disconnect_pane()  # the state's pane outlives this window
         super().closeEvent(event)
 
 

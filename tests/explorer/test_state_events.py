@@ -197,6 +197,11 @@ def test_the_other_windows_forms_outlive_their_windows(qtbot, make_window):
     with qtbot.waitSignal(atlas.panel.worker.failed, timeout=30_000):
         atlas.panel.run("corpus.txt")
     assert state.atlas.form.corpus == "corpus.txt" and atlas.panel.status.text().startswith("error:")
+    assert state.atlas.status == atlas.panel.status.text()  # the status line is the pane's too
+    state.generate.set_status("said in code")  # an open window's status line follows its pane
+    assert again.panel.status.text() == "said in code"
+    again.close()  # its work stopped with it: the pane's status is idle again
+    assert state.generate.status == state.generate.idle_status
     atlas.close()
     state.atlas.update_form(scatter=True)
     assert window.windows.open_atlas().panel.views.currentIndex() == 1
