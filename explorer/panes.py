@@ -205,9 +205,20 @@ class GeneratePane(FormPane):
     """The Generate window's state: its :class:`GenerateForm`, status and the :class:`GeneratedStep` on screen."""
 
     idle_status = "Type a prompt and press Generate."
+    view_changed = Signal(object)  # GeneratedStep: the step, head and colours asked for (``view``)
 
     def __init__(self) -> None:
         super().__init__(GenerateForm())
+        self.view = GeneratedStep(0, 0, 0, True, False)  # what the slider, boxes and checkboxes ask for
+
+    def update_view(self, **changes: object) -> bool:
+        """Ask for another step, head or colour option; one event when it changed (True)."""
+        view = self.view._replace(**changes)
+        if view == self.view:
+            return False
+        self.view = view
+        self.view_changed.emit(view)
+        return True
 
 
 class AtlasShown(NamedTuple):

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import signals_blocked
 
 from explorer.engine.generate_worker import GenerateWorker
 from explorer.engine.generation_view import GenerationView, StepFrame
@@ -106,15 +107,19 @@ class GeneratePanel(QWidget):
         self.prompt_edit.returnPressed.connect(self.generate)
         self.open_button.clicked.connect(
             lambda: self.view and self.open_in_window.emit(self.view.gen.sequence_text or self.pane.form.prompt,
-                                                           self.layer_box.value())  # fmt: skip
+                                                           self.pane.view.layer)  # fmt: skip
         )
-        self.slider.valueChanged.connect(self.show_step)
-        for box in (self.layer_box, self.head_box):
-            box.valueChanged.connect(lambda _v: self.show_step(self.step))
-        self.sink_box.toggled.connect(lambda _on: self.show_step(self.step))
-        self.model_view.fit_box.toggled.connect(lambda _on: self.show_step(self.step))
+        # The slider, boxes and checkboxes ask through the pane (its view) and follow it.
+        update = self.pane.update_view
+        self.slider.valueChanged.connect(lambda v: update(step=v))
+        self.layer_box.valueChanged.connect(lambda v: update(layer=v))
+        self.head_box.valueChanged.connect(lambda v: update(head=v))
+        self.sink_box.toggled.connect(lambda on: update(sink_out=on))
+        self.model_view.fit_box.toggled.connect(lambda on: update(fit_each=on))
+        self.pane.view_changed.connect(self._follow_view)
+        self._sync_view(self.pane.view)
         self.model_view.head_chosen.connect(self.choose_head)
-        self.model_view.side_changed.connect(lambda _side: self.show_step(self.step))  # made at the new side
+        self.model_view.side_changed.connect(lambda _side: self._ask_frame())  # made at the new side
         self.pane.status_changed.connect(self._show_status)
         self.worker.progress.connect(self._on_progress)
         self.worker.finished.connect(self._on_finished)
@@ -192,8 +197,10 @@ class GeneratePanel(QWidget):
         self.view = view
         g = view.gen
         L, h = g.num_layers, g.num_heads
-        self.layer_box.setRange(0, L - 1)
-        self.head_box.setRange(0, h - 1)
+        with signals_blocked(self.layer_box), signals_blocked(self.head_box), signals_blocked(self.slider):
+            self.layer_box.setRange(0, L - 1)
+            self.head_box.setRange(0, h - 1)
+            self.slider.setRange(0, view.steps - 1)
         notes = "".join(f"  ⚠ {n}" for n in (checkpoint_note(self.asked), *g.notices) if n)
         ms = sorted(g.step_ms)[len(g.step_ms) // 2] if g.step_ms else 0.0
         if view.causal:
@@ -209,28 +216,43 @@ class GeneratePanel(QWidget):
         self.lens.set_lens(g.lens_prob, view.lens_labels(), view.tokens, g.prompt_length,
                            "the next token" if view.causal else "the last layer's top token")  # fmt: skip
         self.matrix.set_sequence(view.tokens, g.prompt_length, view.causal)
-        self.slider.blockSignals(True)
-        self.slider.setRange(0, view.steps - 1)
-        self.slider.setValue(view.steps - 1)
-        self.slider.blockSignals(False)
         self.slider.setEnabled(True)
         self.open_button.setEnabled(True)
-        self.show_step(view.steps - 1)
+        if not self.pane.update_view(step=view.steps - 1, layer=min(self.pane.view.layer, L - 1),
+                                     head=min(self.pane.view.head, h - 1)):  # fmt: skip
+            self._follow_view(self.pane.view)  # the same view asked: its frame of this generation
 
     # --- showing a step --------------------------------------------------------------------
     def choose_head(self, layer: int, head: int) -> None:
-        self.layer_box.setValue(layer)
-        self.head_box.setValue(head)
+        self.pane.update_view(layer=layer, head=head)
 
     def show_step(self, step: int) -> None:
-        """Show ``step``: its frame is computed on the read thread (explorer.jobs, the latest ask
-        wins, so a held arrow key never queues up paints) and painted here when it comes."""
-        view = self.view
+        """Show ``step`` (asked through the pane, as the slider does)."""
+        if self.view is not None:
+            self.pane.update_view(step=max(0, min(step, self.view.steps - 1)))
+
+    def _follow_view(self, asked: GeneratedStep) -> None:
+        self._sync_view(asked)
+        self._ask_frame()
+
+    def _sync_view(self, asked: GeneratedStep) -> None:
+        """The slider, boxes and checkboxes show the pane's view (signals blocked: they do not ask again)."""
+        for widget, value in ((self.slider, asked.step), (self.layer_box, asked.layer), (self.head_box, asked.head)):
+            with signals_blocked(widget):
+                widget.setValue(value)
+        for box, on in ((self.sink_box, asked.sink_out), (self.model_view.fit_box, asked.fit_each)):
+            with signals_blocked(box):
+                box.setChecked(on)
+
+    def _ask_frame(self) -> None:
+        """The pane's view of this generation: its frame is computed on the read thread (explorer.jobs, the
+        latest ask wins, so a held arrow key never queues up paints) and painted here when it comes."""
+        view, asked = self.view, self.pane.view
         if view is None:
             return
-        self.step = step = max(0, min(step, view.steps - 1))
-        fit, sink = self.model_view.fit_box.isChecked(), self.sink_box.isChecked()
-        layer, head = self.layer_box.value(), self.head_box.value()
+        self.step = step = max(0, min(asked.step, view.steps - 1))
+        fit, sink = asked.fit_each, asked.sink_out
+        layer, head = min(asked.layer, view.gen.num_layers - 1), min(asked.head, view.gen.num_heads - 1)
         side = self.model_view.wanted_side()  # the view's device pixels now
         self.jobs.ask("step", lambda: view.frame(step, fit, sink, layer, head, side),
                       lambda frame: frame is not None and view is self.view and self.paint_step(frame))  # fmt: skip
@@ -240,8 +262,7 @@ class GeneratePanel(QWidget):
         in two turns of the event loop, each with its own paint, so input is handled in between:
         the model view and the chosen head now, the bars and the lens in the next turn."""
         self.frame = frame
-        self.pane.set_shown(GeneratedStep(frame.step, frame.layer, frame.head, self.model_view.fit_box.isChecked(),
-                                          frame.sink_out))  # fmt: skip
+        self.pane.set_shown(GeneratedStep(frame.step, frame.layer, frame.head, self.pane.view.fit_each, frame.sink_out))
         self.step_label.setText(frame.text)
         view = self.model_view
         if view.side != frame.side:  # resized: the mosaic laid out again for the new side (its metrics kept)
@@ -280,6 +301,7 @@ class GeneratePanel(QWidget):
         back to idle: the work this window did is stopped)."""
         self.form.disconnect_pane()
         self.pane.status_changed.disconnect(self._show_status)
+        self.pane.view_changed.disconnect(self._follow_view)
         self.pane.set_status(self.pane.idle_status)
 
     def closeEvent(self, event):  # noqa: N802 - Qt API

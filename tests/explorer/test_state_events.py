@@ -147,7 +147,14 @@ def test_a_whole_interaction_announces_every_change(qtbot, make_window, settle):
     step("generate", generated)
     assert state.generate.shown.step == 3
     step("a step back", lambda: (panel.slider.setValue(1), qtbot.waitUntil(panel.is_settled, timeout=10_000)))
-    assert state.generate.shown.step == 1
+    assert state.generate.shown.step == 1 and state.generate.view.step == 1
+    # The head shown in full and the colours are asked through the pane: set in code, the boxes show it.
+    step("a head, in code", lambda: (state.generate.update_view(layer=1, head=1, sink_out=True),
+                                     qtbot.waitUntil(panel.is_settled, timeout=10_000)))  # fmt: skip
+    assert (panel.layer_box.value(), panel.head_box.value(), panel.sink_box.isChecked()) == (1, 1, True)
+    assert state.generate.shown[1:3] == (1, 1)
+    step("a head, typed", lambda: (panel.head_box.setValue(0), qtbot.waitUntil(panel.is_settled, timeout=10_000)))
+    assert state.generate.view.head == 0 == state.generate.shown.head
     timeline = window.windows.open_timeline()
     qtbot.addWidget(timeline)
     step("the timeline's first step", lambda: timeline.slider.setValue(0))
