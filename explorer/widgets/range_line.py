@@ -13,9 +13,9 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
 ONE_LINE = 640  # px: narrower than this, the line has two
-# The hover line under the heatmaps ("Head 11 (kv 3) · row 1234 <token> · col 567 <token> = 0.012345678"):
-# at half a 1920 px screen it was cut at the right, the value lost.
-READOUT_ONE_LINE = 720
+# The hover line under the heatmaps ("Head 11 (kv 3) · row 1234 <token> · col 567 <token> = 0.012345678", ~450 px):
+# at half a 1920 px screen it was cut at the right, the value lost. (720 px took a line from the heatmaps at 1400.)
+READOUT_ONE_LINE = 640
 
 
 class RangeLine(QLabel):
