@@ -227,7 +227,7 @@ class MainWindow(QMainWindow):
         inspector_scroll.setWidget(self.inspector)
         inspector_scroll.setWidgetResizable(True)
         inspector_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        inspector_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        inspector_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)  # a wide formula: never cut
         right.addWidget(inspector_scroll)
         right.setChildrenCollapsible(False)
         self.right_splitter = right

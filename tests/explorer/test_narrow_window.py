@@ -233,3 +233,22 @@ def test_twelve_heads_are_seen_at_half_a_screen_700_px_tall(styled, make_window,
         assert all(labelled[-columns:])  # the bottom plot of each column names the keys
         assert all(labelled) != view.grid.outer, (width, height)  # every plot's, unless short of height
     assert view.grid.outer and not any(labelled[:-columns])
+
+
+def test_a_clicked_cell_s_derivation_is_never_cut_at_the_right(styled, make_window, settle, qtbot):
+    """At 960 px the inspector's side pane is narrower than a derivation's widest formula line: the
+    derivation was cut at the right with no way to see it. What does not fit scrolls sideways."""
+    from mouse import cell_point
+
+    window = make_window(Inputs(sentence="The cat sat on the mat."))
+    window.state.set_stage("weighted_norms")
+    window.resize(960, 1050)
+    _settled(window, settle)
+    view = window.matrix_view
+    qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 0, 2, 3))
+    window.jobs.wait_until_idle()
+    _settled(window, settle)
+    scroll = window.inspector_scroll
+    assert window.inspector.findChildren(QLabel) and scroll.widget() is window.inspector
+    wider = window.inspector.width() > scroll.viewport().width()
+    assert not wider or scroll.horizontalScrollBar().isVisible(), (window.inspector.width(), scroll.viewport().width())
