@@ -256,10 +256,9 @@ def estimate_pretrained_peak(arch, n: int, layer: int) -> int:
     return states + vectors + pairs + MARGIN
 
 
-
 def estimate_encdec_peak(arch, n: int, read: int) -> int:
     """Peak bytes of tracing an encoder-decoder on a source and a target of at most ``n`` tokens each:
     every layer's states, the explicit attention of one layer and its bias; ``read``, the bytes of the
     checkpoint's layers not read yet (``LayerStore.bytes_to_read``)."""
     states = F32 * (arch.num_layers + 4) * n * arch.hidden_size
-    return states + F32 * 6 * arch.num_heads * n * n + read + (64 << 20)
+    return states + F32 * 6 * arch.num_heads * n * n + read + MARGIN

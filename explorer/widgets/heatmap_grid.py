@@ -58,12 +58,9 @@ class HeatmapGrid:
         # collector destroys outside any scene can crash PySide6 (e.g. when no trace ever came).
         self._lay_out([(colour_bar, 0, 1, 1)])
 
-    def columns_for(self, count: int, rows: int, cols: int) -> int:
-        """The best column count for ``count`` plots of ``rows × cols`` cells at the canvas's size."""
-        return self.plan(count, rows, cols)[0]
-
     def plan(self, count: int, rows: int, cols: int) -> tuple[int, bool]:
-        """(columns, outer): the best column count, and whether only the bottom plot of each column keeps
+        """(columns, outer): the best column count for ``count`` plots of ``rows × cols`` cells at the
+        canvas's size, and whether only the bottom plot of each column keeps
         its key labels: when, with every plot's, the images would be shorter than MIN_IMAGE_PX."""
         size = self.canvas.size()
         width, height = size.width() - 90, size.height()
