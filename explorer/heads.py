@@ -11,6 +11,19 @@ from __future__ import annotations
 
 from models.engine.trace import Stage
 
+ALL_HEADS = -1  # the head choice that shows every head
+
+
+def heads_shown(stage: Stage, head: int) -> list[int]:
+    """The array indices of ``stage`` a view shows for the head choice ``head`` (a query head, or
+    ALL_HEADS): one plot each. A stage without heads is one plot."""
+    if not stage.per_head:
+        return [0]
+    if head == ALL_HEADS:
+        return list(range(stage.heads))
+    index = array_head(stage, head)  # the chosen query head's key/value head, for GQA
+    return [index] if index < stage.heads else list(range(stage.heads))
+
 
 def is_kv_stage(stage: Stage) -> bool:
     """True for a per-head stage indexed by key/value head (fewer heads than query heads)."""
@@ -29,6 +42,15 @@ def query_heads_of(stage: Stage, kv_head: int) -> list[int]:
     if not is_kv_stage(stage):
         return [kv_head]
     return [q for q, g in enumerate(stage.head_groups) if g == kv_head]
+
+
+def clicked_query_head(stage: Stage | None, head: int, focus: int) -> int:
+    """The query head a click on plot head ``head`` means: for a key/value head of a GQA model,
+    ``focus`` (the focused query head) when it reads that one, else the first that does."""
+    if stage is None or not is_kv_stage(stage):
+        return head
+    readers = query_heads_of(stage, head)
+    return focus if focus in readers else readers[0]
 
 
 def _span(heads: list[int]) -> str:

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from explorer.heads import ALL_HEADS
 from explorer.inputs import Inputs
 from explorer.run import DisplayTrace
 from models.engine.trace import STAGE_ORDER
@@ -19,7 +20,6 @@ from models.engine.trace import STAGE_ORDER
 if TYPE_CHECKING:  # models.engine.edits imports torch: the state stays free of it
     from models.engine.edits import Edit
 
-ALL_HEADS = -1
 NO_QUERY = -1
 
 

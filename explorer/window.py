@@ -253,7 +253,7 @@ class MainWindow(QMainWindow):
         self.matrix_view.zoom.supersede()  # the picture on screen is outgoing: no more regions for it
         self.frames.after_this_turn("submitted")  # the worker reads a model after this turn's repaints
         generation = self.worker.submit(request, focus_stage=self.state.stage_name, fit_colours=self.state.fit_colours,
-                                        pixels=self.matrix_view.zoom.pixels())  # reduced once, to the plots' pixels
+                                        plots=self.matrix_view.zoom.plots_on_screen())  # reduced once, to their pixels
         self._submitted_at = {generation: time.perf_counter()}  # only the latest one matters
         return generation
 
@@ -341,8 +341,7 @@ class MainWindow(QMainWindow):
             return
         self._progress_soon.cancel()  # nor the error
         self.load_bar.hide()
-        self.matrix_view.zoom.forget()  # the picture on screen stays: its regions are asked again
-        self.matrix_view.zoom.now(*self.matrix_view.plots)
+        self.matrix_view.request_failed()  # the picture on screen stays
         self._answered, self.last_error = generation, message
         self.state.status.show_error(message)
         failed_model = getattr(self.state.requested, "model", None) or ""

@@ -39,6 +39,7 @@ from explorer.engine.long_render import Overviews, is_long, streams
 from explorer.engine.pretrained_runner import PretrainedRunner
 from explorer.engine.stage_render import stage_image
 from explorer.executor import EXECUTOR
+from explorer.images.plot_pixels import PlotsOnScreen, pixels_for
 from explorer.images.stage_image import MAX_DISPLAY_SIDE
 from explorer.run import DisplayTrace
 from explorer.widgets.frames import later
@@ -71,7 +72,7 @@ class _Job:
     request: object
     focus_stage: str | None
     fit_colours: bool | str = False  # the colour scale its images are made for (the state's, handed over)
-    pixels: tuple[int, int] | None = None  # the device pixels of the view's plots: its images reduced to them
+    plots: PlotsOnScreen | None = None  # the view's plots now: its images reduced to their pixels (pixels_for)
 
 
 class ComputeWorker(QObject):
@@ -98,7 +99,7 @@ class ComputeWorker(QObject):
         self._runners.update(runners or {})
         self._cond = threading.Condition()
         self._job: _Job | None = None
-        self._wanted: list[tuple] = []  # (generation, stage, colour scale, pixels or None) the GUI waits for
+        self._wanted: list[tuple] = []  # (generation, stage, colour scale, PlotsOnScreen or None) the GUI waits for
         self._regions: dict[int, tuple] = {}  # head -> (generation, stage, region): the latest zoom per plot
         self._trash: list[object] = []  # old traces to free off the GUI thread
         self._stopping = False
@@ -112,7 +113,7 @@ class ComputeWorker(QObject):
         # Kept between jobs (one at a time: the lane): the trace on screen (after a failed request too),
         # its stages not converted yet, and the colour scale last handed over for it.
         self._current: DisplayTrace | None = None
-        self._todo, self._fit, self._pixels = [], False, None
+        self._todo, self._fit, self._plots = [], False, None
         self._long = Overviews()  # a long input's overview, streamed
         self.stage_ready.connect(self._streamed)  # its next picture is asked for on the GUI thread
         self._handed_over.connect(self._limit_quiet)
@@ -124,25 +125,26 @@ class ComputeWorker(QObject):
         return self._latest
 
     def submit(self, request: object, focus_stage: str | None = None, fit_colours: bool | str = False,
-               pixels: tuple[int, int] | None = None) -> int:
+               plots: PlotsOnScreen | None = None) -> int:
         """Queue ``request`` (replacing any queued one), its images made for the colour scale
-        ``fit_colours`` (the state's: the worker keeps no copy of its own) at the view's device ``pixels``
-        (None: MAX_DISPLAY_SIDE), and return its generation."""
+        ``fit_colours`` (the state's: the worker keeps no copy of its own) at the device pixels of the
+        view's ``plots`` where the new stages are laid out alike (explorer.images.plot_pixels; None: no
+        plot yet), and return its generation."""
         with self._cond:
             self._latest += 1
-            self._job = _Job(self._latest, request, focus_stage, fit_colours, tuple(pixels) if pixels else None)
+            self._job = _Job(self._latest, request, focus_stage, fit_colours, plots)
             self._cond.notify_all()
             generation = self._latest
         self._wake()
         return generation
 
     def prepare(self, generation: int, stage_name: str, fit_colours: bool | str | None = None,
-                pixels: tuple[int, int] | None = None) -> None:
+                plots: PlotsOnScreen | None = None) -> None:
         """Ask for a stage's image ahead of the background order (lazy conversion), or again for another
-        colour scale or at other device pixels (``fit_colours``, ``pixels``: they then apply to that run's
-        later conversions and regions too; None: as it has)."""
+        colour scale, at the device pixels of the view's ``plots`` laid out for it (``fit_colours``,
+        ``plots``: they then apply to that run's later conversions too; None: as it has)."""
         with self._cond:
-            self._wanted.append((generation, stage_name, fit_colours, tuple(pixels) if pixels else None))
+            self._wanted.append((generation, stage_name, fit_colours, plots))
         self._wake()
 
     def prepare_regions(self, generation: int, stage_name: str, asks: list) -> None:
@@ -264,7 +266,7 @@ class ComputeWorker(QObject):
         if job is not None:
             computed = self._compute(job)
             if computed is not None:
-                (self._current, self._todo), self._fit, self._pixels = computed, job.fit_colours, job.pixels
+                (self._current, self._todo), self._fit, self._plots = computed, job.fit_colours, job.plots
             return
         current = self._current
         if current is None:
@@ -273,10 +275,10 @@ class ComputeWorker(QObject):
         stale = lambda: self._job is not None or self._stopping  # noqa: E731
         # The shown run's stores are the read jobs' too: one job on them at a time (the device queue).
         device = EXECUTOR.device(current.trace.device)
-        for g, _n, scale, pixels in wanted:  # asked for another colour scale or pixels: its run's now
+        for g, _n, scale, plots in wanted:  # asked for another colour scale or laid out anew: its run's now
             if g == current.generation:
                 self._fit = scale if scale is not None else self._fit
-                self._pixels = pixels if pixels is not None else self._pixels
+                self._plots = plots if plots is not None else self._plots
         try:
             with device.turn():
                 self._convert(current, regions, wanted, self._todo, self._fit, stale, device)
@@ -289,6 +291,7 @@ class ComputeWorker(QObject):
         self._serve_regions(current, regions, stale, fit)
         # A converted stage may be asked for again: the colour scale changed since.
         names = [n for g, n, *_ in wanted if g == current.generation and n in current.trace]
+        asked_at = {n: p.pixels for g, n, _s, p in wanted if g == current.generation and p is not None}
         with self._cond:
             background = not names and not regions and self._background_allowed()
         if background:
@@ -312,7 +315,7 @@ class ComputeWorker(QObject):
                 return background and bool(self._wanted or self._regions)
 
             try:
-                image = self._stage_image(current, stage, asked, fit)
+                image = self._stage_image(current, stage, asked, fit, asked_at.get(name))
             except Cancelled:
                 if background or long:
                     todo.insert(0, name)
@@ -334,11 +337,13 @@ class ComputeWorker(QObject):
         if ready:
             self.regions_ready.emit(current.generation, ready)
 
-    def _stage_image(self, current: DisplayTrace, stage, should_stop, fit):
-        """A stage's picture; a long input's weights streamed (explorer.engine.long_render), the
-        regions asked meanwhile answered between its blocks of rows."""
+    def _stage_image(self, current: DisplayTrace, stage, should_stop, fit, pixels=None):
+        """A stage's picture at the view's ``pixels`` (the ones it asked at; else its plots', where the
+        stage is laid out alike; else, ahead of being shown, MAX_DISPLAY_SIDE); a long input's weights
+        streamed (explorer.engine.long_render), the regions asked meanwhile answered between its blocks."""
         if not streams(stage):
-            return stage_image(stage, fit, should_stop=should_stop, max_side=self._pixels or MAX_DISPLAY_SIDE)
+            side = pixels or pixels_for(self._plots, stage) or MAX_DISPLAY_SIDE
+            return stage_image(stage, fit, should_stop=should_stop, max_side=side)
 
         def serve() -> None:
             with self._cond:
@@ -365,8 +370,11 @@ class ComputeWorker(QObject):
             focus = job.focus_stage if job.focus_stage in names else names[-1]
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [] if is_long(trace) else [focus]
-            side = job.pixels or MAX_DISPLAY_SIDE  # each stage reduced once, to the view's pixels (not long ones)
-            images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale, max_side=side) for n in first}
+            # Each stage reduced once, to the pixels of the plots it will be drawn on; one that may not be
+            # laid out as the plots now are is asked for by the view once it is (not long ones: streamed).
+            sides = {n: pixels_for(job.plots, trace[n]) for n in first}
+            images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale, max_side=side)
+                      for n, side in sides.items() if side is not None}  # fmt: skip
             shown = job.request.as_traced(trace) if isinstance(job.request, RunSpec) else job.request
             display = DisplayTrace(job.generation, trace, images, shown)
             display.values = small_values(trace, focus) if total <= CONVERT_ALL_BELOW else {}

@@ -12,6 +12,8 @@ from PySide6.QtCore import QEvent, QObject, QRectF, Qt
 from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QGraphicsRectItem
 
+from explorer.heads import clicked_query_head
+
 MOVES = {Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1), Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0)}
 ENTER = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
 
@@ -98,7 +100,9 @@ class CellSelection(QObject):
         if self.cell is None or not self.view.plots:
             return
         p, row, col = self.cell
-        self.view.cell_clicked.emit(self.view._query_head(self.view.plots[p].head), row, col)
+        view = self.view
+        head = clicked_query_head(view.state.stepper.stage, view.plots[p].head, view.state.focus_head)
+        view.cell_clicked.emit(head, row, col)
 
     def edit(self) -> None:
         if self.cell is None or not self.view.plots:

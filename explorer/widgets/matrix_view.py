@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
-from explorer.heads import array_head, head_title, is_kv_stage, query_heads_of
+from explorer.heads import clicked_query_head, head_title, heads_shown
 from explorer.images.stage_image import SEQUENTIAL_STAGES
 from explorer.widgets.cell_numbers import CellNumbers
 from explorer.widgets.cell_selection import CellSelection
@@ -33,7 +33,6 @@ from models.engine.pixels import ENLARGE, block_step
 from models.engine.trace import Stage
 
 __all__ = ["MINUS_INFINITY", "MatrixView", "format_value"]
-ALL_HEADS = -1
 READOUT_HINT = "Hover: a cell's exact value · click a row: focus on it"
 PREPARING = "Preparing"  # the readout while a stage's image or its heatmaps are on their way
 COLOUR_SCALES = ("auto", "0 to 1", "fit to data", "log")  # state.fit_colours: "auto", False, True, "log"
@@ -68,9 +67,8 @@ class MatrixView(QWidget):
     cell_clicked = Signal(int, int, int)  # head, row, col
     cell_double_clicked = Signal(int, int, int)  # plot head (the stage's own head index), row, col
     key_toggled = Signal(int, int, bool)  # Alt+click on a query × key cell: row, col, whole token (Shift)
-    image_missing = Signal(int, str, object, object)  # generation, stage, colour scale, device pixels: make it
-    # generation, stage, head, (r0, r1, c0, c1), levels, (rows, cols) device pixels: a region to reduce
-    # again from exact cells at the pixels it is drawn on
+    image_missing = Signal(int, str, object, object)  # generation, stage, colour scale, PlotsOnScreen: make it
+    # regions to reduce again from exact cells at the pixels they are drawn on (r0, r1, c0, c1; rows, cols)
     regions_wanted = Signal(int, str, object)  # generation, stage, [(head, region, levels, device pixels)]
     painted = Signal(int)  # generation on screen after a paint
     shown = Signal()  # the shown stage's images, titles and grid are all set (state.stepper is current)
@@ -87,7 +85,7 @@ class MatrixView(QWidget):
         # in between: the change and the other panels; a new grid's layout; its labels and titles; its
         # images; the paint of the canvas alone (held until then).
         self._refresh_soon = self.frames.turn("images", lambda: self.refresh(in_turns=True))
-        self._paint_soon = self.frames.turn("paint", self._paint_now)
+        self.paint_soon = self.frames.turn("paint", self._paint_now)
         self.zoom = ZoomRegions(self)  # zooming and panning redraw the visible region from exact cells
         # The GUI is also busy while heatmaps are being built or the paint is held. Zoomed regions on
         # their way are not the GUI's work but the worker's (it would wait for itself): settled() has them.
@@ -171,15 +169,12 @@ class MatrixView(QWidget):
         image = display.images.get(stage.name)
         self._sync_colour_combo(stage, image)
         # Converted for the other colour scale: ask again (what is on screen stays until it comes).
-        stale = image is not None and image.sequential and image.fitted != self.state.fit_colours
-        if image is None or stale:  # a big trace converts lazily: ask, and paint when it arrives
-            if image is None:
-                self.readout.setText(f"{PREPARING} {stage.title.lower()}…")
-            self.image_missing.emit(display.generation, stage.name, self.state.fit_colours, self.zoom.pixels())
+        if image is not None and image.sequential and image.fitted != self.state.fit_colours:
+            self.zoom.ask_stage(display, stage)
             if self.paint_held:  # a grid left half-set: never frozen until the image comes
-                self._paint_soon.request()
+                self.paint_soon.request()
             return
-        heads = self._heads_to_show(stage)
+        heads = heads_shown(stage, self.state.head)
         self.hold_paint()  # the canvas paints once all is set, in a turn of its own
         grid = self.grid.ensure(len(heads), len(stage.row_labels), len(stage.col_labels))
         if grid != READY:  # heatmaps still being built, or a new grid laid out: filled in a later turn
@@ -190,6 +185,14 @@ class MatrixView(QWidget):
         cross, frame = bool(display.trace.config.get("cross")), (stage.row_labels, stage.col_labels)
         axes = (axis_title(stage.row_axis, cross), axis_title(stage.col_axis, cross))
         titles = [head_title(stage, head) if stage.per_head else stage.title for head in heads]
+        if image is None:  # not made with its run (a big trace's stage, a new grid): laid out, then asked
+            for plot, title in zip(self.plots, titles):  # its labels take their room first
+                plot.set_frame(*frame, title, axes)
+            self.grid.fit_columns()
+            self.grid.settle_layout()
+            self.readout.setText(f"{PREPARING} {stage.title.lower()}…")
+            self.zoom.ask_stage(display, stage, (len(stage.row_labels), len(stage.col_labels)))
+            return  # the paint waits for it a little (a failed request asks again: request_failed)
         if in_turns and not all(plot.framed(*frame, title, axes) for plot, title in zip(self.plots, titles)):
             # New labels or titles lay the grid out again (labels measured, upright or not): in a
             # turn of their own, the images in the next, so that neither turn is long.
@@ -224,8 +227,16 @@ class MatrixView(QWidget):
         self.update_range_line()
         self.numbers.update()
         self.selection.sync()
-        self._paint_soon.request()
+        self.paint_soon.request()
         self.shown.emit()
+
+    def request_failed(self) -> None:
+        """A newer request failed: the picture on screen stays, its regions are asked again, and so is its
+        image if one was on its way (the worker dropped that ask for the request that failed)."""
+        self.zoom.forget()
+        self.zoom.now(*self.plots)
+        if self.paint_held:
+            self.refresh()
 
     def _read_ahead_now(self) -> None:
         if self._read_ahead is not None:
@@ -251,14 +262,6 @@ class MatrixView(QWidget):
         """Background conversions arrive for every stage; only the one on screen matters here."""
         if name == self.state.stage_name:
             self.refresh()
-
-    def _heads_to_show(self, stage: Stage) -> list[int]:
-        if not stage.per_head:
-            return [0]
-        if self.state.head == ALL_HEADS:
-            return list(range(stage.heads))
-        head = array_head(stage, self.state.head)  # the chosen query head's key/value head, for GQA
-        return [head] if head < stage.heads else list(range(stage.heads))
 
     def _wire_plot(self, plot: HeatmapPlot) -> None:
         box = plot.plot.getViewBox()
@@ -288,13 +291,13 @@ class MatrixView(QWidget):
             self._refresh_soon.request()
         for _ in range(3):  # a new grid laid out, then its labels and titles, then its images
             self._refresh_soon.flush()
-        self._paint_soon.flush()
+        self.paint_soon.flush()
         self.frames.end("painted")  # a flush paints by grab or render, not by a paint event
 
     def hold_paint(self) -> None:
-        """No canvas paint until the change is all set (_paint_soon): one paint per change,
+        """No canvas paint until the change is all set (paint_soon): one paint per change,
         never one of a half-set grid, and not in the turn that set it."""
-        self._paint_soon.cancel()
+        self.paint_soon.cancel()
         self.canvas.viewport().setUpdatesEnabled(False)
         self.frames.check()
 
@@ -364,20 +367,12 @@ class MatrixView(QWidget):
                     and self.state.stepper.stage.col_axis == "key":  # fmt: skip
                 self.key_toggled.emit(row, col, bool(modifiers & Qt.KeyboardModifier.ShiftModifier))
                 return
-            self.cell_clicked.emit(self._query_head(plot.head), row, col)
+            query_head = clicked_query_head(self.state.stepper.stage, plot.head, self.state.focus_head)
+            self.cell_clicked.emit(query_head, row, col)
 
     def add_control(self, widget: QWidget) -> None:
         """Put ``widget`` in the row of controls, after Show and Colours."""
         self.controls.addWidget(widget)
-
-    def _query_head(self, head: int) -> int:
-        """The query head a click on plot head ``head`` means: for a key/value head of a GQA
-        model, the focused query head when it reads that one, else the first that does."""
-        stage = self.state.stepper.stage
-        if stage is None or not is_kv_stage(stage):
-            return head
-        readers = query_heads_of(stage, head)
-        return self.state.focus_head if self.state.focus_head in readers else readers[0]
 
     # --- for tests and export -------------------------------------------------------------
     def shown_values(self) -> np.ndarray:

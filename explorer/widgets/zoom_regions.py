@@ -1,9 +1,9 @@
 """Every heatmap reduced to the device pixels it is drawn on: the visible region, from the exact values.
 
-A view asks for each stage at the device pixels of its plots (:meth:`ZoomRegions.pixels`, handed with
+A view asks for each stage at the device pixels of its plots (:meth:`ZoomRegions.plots_on_screen`, handed with
 each submit and each stage asked for, as napari's slicer asks at the canvas's size): the worker reduces
 the stage once, to those pixels, and it is painted once. Only when a plot's pixels differ from the ones
-its image was made for (the first result, a resize, another grid) or the plot is zoomed or panned (after
+its image was made for (a resize that changes the cells per pixel) or the plot is zoomed or panned (after
 a pause) is the region in view asked of the worker again at the plot's own device pixels: each pixel
 then holds its block's peak (enlarged to 3 × 3 pixels when cells are smaller than a pixel), and a
 region small enough gets one pixel or more per cell, sharp down to single cells.
@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 
+from explorer.images.plot_pixels import PlotsOnScreen
 from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.frames import debounced, later
 from models.engine.pixels import block_step
 
 PAUSE_MS = 120  # zooming and panning ask the worker once they pause
 PATIENCE_MS = 30_000  # an answer that never came stops counting as pending after this (a frames.later)
+HOLD_FOR_IMAGE_MS = 250  # a paint held for a stage's picture is released after this if it has not come
 
 
 def device_pixels(plot, ratio: float = 1.0) -> tuple[int, int]:
@@ -54,6 +56,7 @@ class ZoomRegions:
         self._asked: dict[int, tuple] = {}  # head -> what was asked, until it comes (or PATIENCE_MS passed)
         self._soon = debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
         self.superseded = False  # a newer request is on its way: the picture on screen is outgoing
+        self._stage_asked: tuple | None = None  # the last whole stage asked for (ask_stage)
 
     def record(self) -> None:
         """The state's zoom pane (explorer/panes.py) follows the plots: each zoomed plot's cells in view."""
@@ -84,11 +87,32 @@ class ZoomRegions:
         # made with the step this plot's pixels need (at its pixels, say): painted once, nothing to ask
         return image.step == step_for((0, plot.rows, 0, plot.cols), device_pixels(plot, self.ratio()))
 
-    def pixels(self) -> tuple[int, int] | None:
-        """The device pixels of the plots on screen (rows, cols), None before the first is laid out: a
-        view asks for each stage at its pixels (submit, prepare), reduced once and painted once."""
-        plots = [p for p in self.view.plots if p.rows]
-        return device_pixels(plots[0], self.ratio()) if plots else None
+    def plots_on_screen(self, cells: tuple[int, int] | None = None) -> PlotsOnScreen | None:
+        """The plots laid out now (their device pixels, count, head choice, and the ``cells`` they are
+        laid out for: by default those they show), None before the first: a view asks for each stage at
+        its plots' pixels (submit, prepare), reduced once and painted once (explorer.images.plot_pixels)."""
+        plots = self.view.plots if cells is not None else [p for p in self.view.plots if p.rows]
+        if not plots:
+            return None
+        cells = cells or (plots[0].rows, plots[0].cols)
+        return PlotsOnScreen(device_pixels(plots[0], self.ratio()), len(self.view.plots), cells, self.view.state.head)
+
+    def ask_stage(self, display, stage, cells: tuple[int, int] | None = None) -> None:
+        """Ask the worker for ``stage``'s whole picture at the plots' device pixels (laid out for its
+        ``cells``; by default the ones on screen), once: not again while it is on its way. A paint held
+        for it is released after HOLD_FOR_IMAGE_MS if it has not come: the canvas is never frozen."""
+        view = self.view
+        asked = (display.generation, stage.name, view.state.fit_colours, self.plots_on_screen(cells))
+        if asked != self._stage_asked:
+            self._stage_asked = asked
+            view.image_missing.emit(*asked)
+            later(HOLD_FOR_IMAGE_MS, view, lambda: self._stage_late(asked))
+
+    def _stage_late(self, asked: tuple) -> None:
+        display = self.view.state.display
+        waiting = display is not None and display.generation == asked[0] and asked[1] not in display.images
+        if waiting and self._stage_asked == asked and self.view.paint_held:
+            self.view.paint_soon.request()
 
     def now(self, *plots) -> None:
         """Ask for ``plots`` at once (a new image just laid out), not after the pause."""
@@ -150,6 +174,7 @@ class ZoomRegions:
         """A new stage or result (or a request failed, its picture stays): what was asked for the old
         one will not be painted, and the regions are asked again."""
         self._asked.clear()
+        self._stage_asked = None
         self.superseded = False
 
     def supersede(self) -> None:

@@ -25,9 +25,11 @@ def test_zooming_redraws_single_cells_from_the_exact_values(qtbot, long_window):
     window = long_window
     view, state = window.matrix_view, window.state
     qtbot.waitUntil(lambda: getattr(state.stepper.stage, "name", None) == "weights", timeout=60_000)
-    image = state.display.images["weights"]
-    assert image.step == (2, 2)  # 2048 cells drawn on 1024 pixels, each pixel its block's peak
-    plot = view.plots[1]
+    from explorer.widgets.zoom_regions import device_pixels, step_for
+
+    image, plot = state.display.images["weights"], view.plots[1]
+    # 2048 cells drawn on the plot's own pixels, each pixel its block's peak
+    assert image.step == step_for((0, N, 0, N), device_pixels(plot, view.canvas.devicePixelRatioF())) != (1, 1)
     plot.plot.getViewBox().setRange(xRange=(100, 140), yRange=(1000, 1030), padding=0)
     # (the whole matrix is painted as a region too: at the plot's own pixels; wait for the zoomed one)
     qtbot.waitUntil(lambda: plot.region is not None and plot.region[1] - plot.region[0] < 100, timeout=30_000)
@@ -197,6 +199,46 @@ def test_a_stage_larger_than_its_plot_is_reduced_and_painted_once_per_change(qtb
             rows, cols = device_pixels(plot, view.canvas.devicePixelRatioF())
             assert image.pixels == (rows, cols) and plot.rows > rows  # larger than its plot, made at its pixels
             assert image.indices.shape[1] <= rows and image.indices.shape[2] <= cols
+
+
+def test_the_first_result_and_a_new_grid_are_reduced_and_painted_once(qtbot, settings, settle, monkeypatch):
+    """Issue 32: the first request goes before any plot exists, and a new head count lays out another
+    grid: such a stage was reduced to up to 1,024 pixels and painted, then asked again at its plots'
+    pixels, reduced and painted again. Now it is laid out first and asked for once, at its plots' pixels."""
+    import explorer.engine.stage_render as stage_render
+    from explorer.widgets.heatmap_plot import HeatmapPlot
+    from explorer.widgets.zoom_regions import device_pixels
+    from explorer.window import MainWindow
+
+    reduced, painted, answers = [], [], []
+    real = stage_render.reduce_head
+    monkeypatch.setattr(stage_render, "reduce_head",
+                        lambda stage, head, *a, **k: reduced.append((stage.name, head)) or real(stage, head, *a, **k))
+    for name in ("set_matrix", "set_region"):
+        paint = getattr(HeatmapPlot, name)
+        monkeypatch.setattr(HeatmapPlot, name,
+                            lambda self, *a, _n=name, _p=paint, **k: painted.append(_n) or _p(self, *a, **k))
+    window = MainWindow(settings, Inputs(sentence=" ".join(f"w{i}" for i in range(600)), heads=4, d_model=16),
+                        stage="weights")  # fmt: skip
+    qtbot.addWidget(window)
+    window.worker.regions_ready.connect(lambda generation, images: answers.append(len(images)))
+    window.resize(1400, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    view = window.matrix_view
+    for change in (None, {"heads": 2}, {"heads": 8}):
+        if change is not None:
+            del reduced[:], painted[:], answers[:]
+            window.state.update_inputs(**change)
+        qtbot.waitUntil(lambda: window.state.display is not None and "weights" in window.state.display.images
+                        and window.is_settled(), timeout=30_000)  # fmt: skip
+        heads = window.state.inputs.heads
+        assert sorted(h for name, h in reduced if name == "weights") == list(range(heads)), change  # once each
+        assert painted == ["set_matrix"] * heads and answers == [], change  # once each, nothing asked again
+        image = window.state.display.images["weights"]
+        for plot in view.plots:
+            rows, cols = device_pixels(plot, view.canvas.devicePixelRatioF())
+            assert image.pixels == (rows, cols) and plot.rows > rows  # larger than its plot, made at its pixels
 
 
 def test_a_region_whose_answer_never_comes_stops_being_pending(qtbot, long_window, monkeypatch):
