@@ -245,6 +245,12 @@ def test_the_mask_painter_and_the_whole_model_window_announce_every_change(qtbot
     assert panel.source_label.text() == "said in code"
     step("closed", survey.close)
     assert state.survey.status == state.survey.idle_status and state.survey.message == ""
+    again = window.windows.open_survey(path=tmp_path / "a.npz")  # the options outlive their window
+    qtbot.addWidget(again)
+    again.panel.wait_until_shown()
+    options = again.panel.measure_combo.currentText(), again.panel.model_view.metric_box.currentText()
+    assert options == ("weighted norms", metric) and state.survey.shown is again.panel.survey
+    assert state.survey.form.rollout_layer == 2  # another survey: its rollout starts again at the last layer
 
 
 def test_the_layer_a_model_really_traced_is_announced_and_not_traced_again(qtbot, settings, settle):
