@@ -79,7 +79,8 @@ def run_app(argv: Sequence[str], commands: str = "") -> int:
     head = ALL_HEADS if args.head is None else args.head
     fit = None if args.colours is None else colours_from_choice(args.colours)
     if args.attention:  # issue 10: a file refused before any window opens; --screenshot shows just it
-        from explorer.panels.survey_panel import attention_screenshot, check_attention_arg
+        from explorer.files.view_shots import attention_screenshot
+        from explorer.panels.survey_panel import check_attention_arg
 
         if (problem := check_attention_arg(args.attention)) or args.screenshot:
             return attention_screenshot(args.attention, args.screenshot, args.view) if not problem else _fail(problem)

@@ -159,26 +159,43 @@ class GeneratedStep(NamedTuple):
     sink_out: bool
 
 
-class FormPane(Shown):
-    """A pane whose window also has a form: ``form`` (a NamedTuple, one field per control), announced
-    by ``form_changed``. The window's controls follow it and write to it (as the main window's follow
-    ``ExplorerState.inputs``): what a control shows is never held in the control alone. ``status``: the
-    window's status line (what it is doing, its last error), announced by ``status_changed``."""
+class StatusText:
+    """A window's status line as one value (``status``: what it is doing, its last error), announced by
+    ``status_changed``; ``idle_status`` is what it says with nothing done yet (and once its window closed)."""
 
-    form_changed = Signal(object)
     status_changed = Signal(str)
 
-    idle_status = ""  # what the status line says with nothing done yet (and once its window closed)
+    idle_status = ""
 
-    def __init__(self, form: tuple) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.form = form
         self.status = self.idle_status
 
     def set_status(self, text: str) -> None:
         if text != self.status:
             self.status = text
             self.status_changed.emit(text)
+
+
+class MaskPane(StatusText):
+    """The mask painter's view state (explorer/widgets/mask_painter.py): its status line (the pairs
+    hidden, the file saved, why a file could not be opened or saved). The mask it paints is the state's
+    ``inputs.painted_mask``."""
+
+    idle_status = "Click a cell to hide or show that key for that query; drag to paint."
+
+
+class FormPane(StatusText, Shown):
+    """A pane whose window also has a form: ``form`` (a NamedTuple, one field per control), announced
+    by ``form_changed``. The window's controls follow it and write to it (as the main window's follow
+    ``ExplorerState.inputs``): what a control shows is never held in the control alone. ``status``: the
+    window's status line, announced by ``status_changed`` (:class:`StatusText`)."""
+
+    form_changed = Signal(object)
+
+    def __init__(self, form: tuple) -> None:
+        super().__init__()
+        self.form = form
 
     def update_form(self, **changes: object) -> None:
         """Change some fields of the form; one event when it changed."""
@@ -259,3 +276,38 @@ class TimelinePane(Shown):
 class ComparePane(Shown):
     """The compare window's view state: the Comparison (explorer/engine/compare.py) it shows, or None
     (nothing pinned)."""
+
+
+class SurveyForm(NamedTuple):
+    """The whole-model (survey) window's options: what every thumbnail and metric reads (``measure``:
+    "weights" or "weighted norms"), special tokens left out, token 0 left out of each thumbnail's scale,
+    each thumbnail fitted to its own maximum, the metric colouring the heat table ("" until a survey
+    fills it), the tab in front ("metrics" or "rollout"), and the rollout's layer and token (-1: none
+    chosen, the last layer and the first token once a rollout is shown)."""
+
+    measure: str = "weights"
+    special_out: bool = False
+    sink_out: bool = False
+    fit_each: bool = True
+    metric: str = ""
+    tab: str = "metrics"
+    rollout_layer: int = -1
+    rollout_token: int = -1
+
+
+class SurveyPane(FormPane):
+    """The whole-model window's state: its :class:`SurveyForm`, status (what it shows: the source and its
+    shape, or that it computes or failed), ``message`` (a file's warnings, an error: "" when none) and the
+    Survey (models/reads/survey.py) complete on screen (``shown``, None while one computes)."""
+
+    idle_status = "No model or attention file yet"
+    message_changed = Signal(str)
+
+    def __init__(self) -> None:
+        super().__init__(SurveyForm())
+        self.message = ""
+
+    def set_message(self, text: str) -> None:
+        if text != self.message:
+            self.message = text
+            self.message_changed.emit(text)

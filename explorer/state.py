@@ -9,9 +9,9 @@ through its methods and subscribe to its events; none of them keeps a fact of it
 - what is shown: the latest run (``display``, a DisplayTrace carrying the RunSpec that made it), the
   ``pinned`` run compared with it, the stage, the head (-1 = all heads), the focused query row and head,
   the colour scale, and the ``notices`` to show with the next summary;
-- each pane's view state (explorer/panes.py): ``stepper`` (the stage whose images are on screen now),
-  ``status``, ``inspector``, ``zoom``, the other windows' (``generate`` and ``atlas`` with their forms, ``timeline``,
-  ``compare``).
+- each pane's view state (explorer/panes.py): ``stepper`` (the stage whose images are on screen now), ``status``,
+  ``inspector``, ``zoom``, ``mask_painter``, the other windows' (``generate``, ``atlas`` and ``survey`` with their
+  forms, ``timeline``, ``compare``).
 :meth:`snapshot` is what a session file holds; :meth:`apply` sets one whole, or nothing.
 """
 
@@ -105,11 +105,11 @@ class ExplorerState:
         self.fit_colours = False
         self.notices: tuple[str, ...] = ()
         self.restore_point: Snapshot | None = None  # what a session being opened goes back to if it fails
-        # The panes' view state: the stepper's stage on screen (a step behind stage_name while drawn),
-        # what the status line says, the cell the inspector explains, the zoom, the other windows'.
+        # The panes' view state (above; the stepper's stage on screen is a step behind stage_name while drawn).
         self.stepper, self.status, self.inspector = StepperPane(), StatusPane(), InspectorPane()
         self.zoom, self.generate, self.atlas = panes.ZoomPane(), panes.GeneratePane(), panes.AtlasPane()
-        self.timeline, self.compare = panes.TimelinePane(), panes.ComparePane()
+        self.timeline, self.compare, self.survey = panes.TimelinePane(), panes.ComparePane(), panes.SurveyPane()
+        self.mask_painter = panes.MaskPane()  # the painted mask's status line (the mask: inputs.painted_mask)
 
     # --- inputs ----------------------------------------------------------------------------
     @property

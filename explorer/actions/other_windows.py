@@ -63,7 +63,7 @@ class OtherWindows:
         if model:
             survey = open_model_survey(self.parent, self.models, self.state, self.error)
         else:
-            survey = open_attention_window(self.parent, path)
+            survey = open_attention_window(self.parent, path, self.state.survey)
         self.survey = self._kept(survey) or self.survey
         return survey
 

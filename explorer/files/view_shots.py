@@ -191,3 +191,26 @@ def survey_tab(panel, view: str | None) -> None:
         panel.tabs.setCurrentWidget(panel.table)
     elif view == "rollout":
         panel.tabs.setCurrentWidget(panel.rollout_view)
+
+
+def attention_screenshot(path, out, view: str | None = None) -> int:
+    """``main.py --attention FILE --screenshot OUT.png``: the survey window alone, saved as PNG
+    (``view``: metrics or rollout picks that tab)."""
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.files.image_export import save_screenshot
+    from explorer.panels.survey_panel import open_attention_window
+
+    window = open_attention_window(None, path)
+    survey_tab(window.panel, view)
+    QApplication.processEvents()
+    window.panel.wait_until_shown()  # the thumbnails, made on the read thread
+    QApplication.processEvents()
+    if not window.panel.model_view.settled():  # laid out again: thumbnails at the view's pixels now
+        window.panel.wait_until_shown()
+        QApplication.processEvents()
+    code = save_screenshot(window, out)  # atomic: a failed write never touches the old PNG
+    window.close()
+    window.deleteLater()
+    QApplication.processEvents()
+    return code

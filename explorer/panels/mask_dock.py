@@ -25,7 +25,8 @@ class MaskDock(QDockWidget):
         self.setObjectName("maskDock")
         self.state = state
         off_gui = off_gui or (lambda compute: compute())
-        self.painter = MaskPainter(lambda path: off_gui(lambda: load_matrix(path, "mask")), write_array)
+        load = lambda path: off_gui(lambda: load_matrix(path, "mask"))  # noqa: E731
+        self.painter = MaskPainter(load, write_array, pane=state.mask_painter)  # its status line: the state's
         self.painter.setMinimumHeight(240)
         self.setWidget(self.painter)
         self.painter.mask_changed.connect(self._painted)

@@ -22,7 +22,7 @@ def open_model_survey(parent: QWidget | None, models, state, show_error) -> Surv
         from explorer.panels.encdec_survey_window import open_encdec_survey
 
         return open_encdec_survey(parent, models, state)
-    window = SurveyWindow(parent)
+    window = SurveyWindow(parent, state.survey)  # its options and status lines: the state's survey pane
 
     def open_head(layer: int, head: int) -> None:
         state.update_inputs(layer=layer)

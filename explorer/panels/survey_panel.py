@@ -9,6 +9,10 @@ layer as they arrive) or by a file of attention computed anywhere (:meth:`open_a
 The GUI thread never makes a thumbnail: the worker makes each layer's as the panel shows them
 (its side, its toggles), and once the survey is complete, a resize or a toggle asks the read
 thread (explorer.jobs.ReadJobs) for every layer's again; the panel paints what arrives.
+
+What the user chooses (the measure, the toggles, the heat table's metric, the tab, the rollout's layer
+and token) and the status lines are a :class:`~explorer.panes.SurveyPane` (the state's ``survey``
+when opened from the main window): the controls write it and follow it, never hold a choice alone.
 """
 
 from __future__ import annotations
@@ -16,10 +20,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
     QFileDialog,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
     QSplitter,
@@ -31,6 +32,8 @@ from PySide6.QtWidgets import (
 from explorer.engine.survey_worker import SurveyWorker
 from explorer.images.thumbnails import kept_tokens, layer_thumbnails
 from explorer.jobs import ReadJobs
+from explorer.panels.survey_form import TABS, SurveyFormBar
+from explorer.panes import SurveyForm, SurveyPane
 from explorer.widgets.head_metrics_table import HeadMetricsTable
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.rollout_view import RolloutView
@@ -46,30 +49,23 @@ class SurveyPanel(QWidget):
     head_chosen = Signal(int, int)  # layer, head: open it in the stepper
     survey_shown = Signal(object)  # the Survey now complete on screen
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, parent: QWidget | None = None, pane: SurveyPane | None = None):
         super().__init__(parent)
+        self.pane = pane if pane is not None else SurveyPane()  # the state's, opened from the main window
         self.worker = SurveyWorker(self)
         self.jobs = ReadJobs(self)  # a complete survey's thumbnails again (resize, toggles)
         self.survey: Survey | None = None
         self._streamed_view: tuple[bool, bool, bool] | None = None  # the toggles the worker's thumbnails follow
-        self.source_label = QLabel("No model or attention file yet")
-        self.special_box = QCheckBox("Leave out special tokens")
-        self.special_box.setToolTip("Drop [CLS], [SEP], <s>, </s>, <|endoftext|> (and a decoder's first token) "
-                                    "from the thumbnails, the metrics and the rollout")  # fmt: skip
-        self.sink_box = QCheckBox("Scale without token 0")
-        self.sink_box.setToolTip("Leave the first key out of each thumbnail's colour scale: heads that park "
-                                 "weight on the first token (attention sinks) stop flattening the rest")  # fmt: skip
-        self.measure_combo = QComboBox()  # issue 22: what every thumbnail and metric reads
-        self.measure_combo.addItems(["weights", "weighted norms"])
-        self.measure_combo.setToolTip("Weights a, or the weighted norms ‖a_ij f_h(x_j)‖ (Kobayashi et al., 2020): "
-                                      "what each key really moves; rows as shares of their sum for the metrics")
-        self.measure_combo.setEnabled(False)  # a model survey only (an attention file has no values)
+        # The source line, the measure and the toggles (explorer/panels/survey_form.py): they follow the pane.
+        self.bar = SurveyFormBar(self.pane)
+        self.source_label, self.measure_combo = self.bar.source_label, self.bar.measure_combo
+        self.special_box, self.sink_box = self.bar.special_box, self.bar.sink_box
         self._last_compute: tuple | None = None
-        self.message = QLabel("")  # warnings about a file, errors: one line each
+        self.message = QLabel(self.pane.message)  # warnings about a file, errors: one line each
         self.error = ""  # the last survey's one-line failure ("" while it computes or once shown)
         self.message.setWordWrap(True)
         self.message.setStyleSheet("color: #a04000;")
-        self.message.hide()
+        self.message.setVisible(bool(self.pane.message))
         self.model_view = ModelView()
         self.table = HeadMetricsTable()
         self.rollout_view = RolloutView()
@@ -82,14 +78,8 @@ class SurveyPanel(QWidget):
         splitter.addWidget(tabs)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
-        top = QHBoxLayout()
-        top.addWidget(self.source_label, 1)
-        top.addWidget(QLabel("Show:"))
-        top.addWidget(self.measure_combo)
-        top.addWidget(self.special_box)
-        top.addWidget(self.sink_box)
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
+        layout.addWidget(self.bar)
         layout.addWidget(self.message)
         layout.addWidget(splitter, 1)
 
@@ -97,13 +87,76 @@ class SurveyPanel(QWidget):
         self.worker.layer_ready.connect(self._on_layer)
         self.worker.finished.connect(self._on_finished)
         self.worker.failed.connect(self._on_failed)
-        self.special_box.toggled.connect(lambda _on: self._refresh())
-        self.sink_box.toggled.connect(lambda _on: self._refresh())
-        self.measure_combo.currentIndexChanged.connect(lambda _i: self._recompute())
-        self.model_view.fit_box.toggled.connect(lambda _on: self._refresh())
         self.model_view.head_chosen.connect(self.head_chosen)
         self.model_view.side_changed.connect(self._on_side_changed)
         self.table.head_chosen.connect(self.head_chosen)
+        # The controls write the pane's form (explorer/panes.py: SurveyForm) and follow it (_follow_form).
+        update, rollout = self.pane.update_form, self.rollout_view
+        self.model_view.fit_box.toggled.connect(lambda on: update(fit_each=on))
+        self.model_view.metric_box.currentTextChanged.connect(lambda text: text and update(metric=text))
+        self.tabs.currentChanged.connect(lambda i: update(tab=TABS[i]))
+        rollout.slider.valueChanged.connect(lambda v: rollout.rollout is not None and update(rollout_layer=v))
+        rollout.token_box.currentIndexChanged.connect(lambda i: i >= 0 and update(rollout_token=i))
+        self._followed = SurveyForm()  # the form the controls and the survey shown were last made to follow
+        self._follow_form(self.pane.form)
+        self.pane.form_changed.connect(self._follow_form)
+        self.pane.status_changed.connect(self.bar.show_status)
+        self.pane.message_changed.connect(self._show_message_text)
+
+    # --- the pane --------------------------------------------------------------------------
+    def _follow_form(self, form: SurveyForm) -> None:
+        """The controls show the pane's form (a metric or a rollout layer or token this survey lacks is
+        not shown: the form takes the one shown instead); what changed is computed or drawn again."""
+        old, self._followed = self._followed, form
+        self.bar.sync(form)
+        self.model_view.fit_box.setChecked(form.fit_each)  # (its own bars relabel: signals not blocked)
+        if form.metric and self.model_view.metric_box.findText(form.metric) >= 0:
+            self.model_view.choose_metric(form.metric)
+        if form.tab in TABS:
+            self.tabs.setCurrentIndex(TABS.index(form.tab))
+        self._choose_rollout(form)
+        if form.measure != old.measure:
+            self._recompute()
+        elif (form.special_out, form.sink_out, form.fit_each) != (old.special_out, old.sink_out, old.fit_each):
+            self._refresh()
+        self._take_shown(rollout=form.rollout_layer >= 0 or form.rollout_token >= 0)
+
+    def _choose_rollout(self, form: SurveyForm, start: bool = False) -> None:
+        """The rollout's layer and token of ``form``, where the rollout shown has them (``start``: none
+        chosen yet is the last layer and the first token)."""
+        rollout = self.rollout_view.rollout
+        if rollout is None:
+            return
+        layers, n, _ = rollout.shape
+        layer = layers - 1 if start and form.rollout_layer < 0 else form.rollout_layer
+        token = 0 if start and form.rollout_token < 0 else form.rollout_token
+        if 0 <= layer < layers:
+            self.rollout_view.slider.setValue(layer)
+        if 0 <= token < n:
+            self.rollout_view.token_box.setCurrentIndex(token)
+
+    def _take_shown(self, rollout: bool = True) -> None:
+        """The form takes the metric (and the rollout's layer and token) the controls show."""
+        changes: dict[str, object] = {}
+        if self.model_view.metric_box.currentText():
+            changes["metric"] = self.model_view.metric_box.currentText()
+        if rollout and self.rollout_view.rollout is not None and self.rollout_view.token_box.currentIndex() >= 0:
+            changes.update(rollout_layer=self.rollout_view.slider.value(),
+                           rollout_token=self.rollout_view.token_box.currentIndex())  # fmt: skip
+        self.pane.update_form(**changes)
+
+    def _show_message_text(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+
+    def disconnect_pane(self) -> None:
+        """Stop following the pane (the window is closing; the pane lives on in the state, its status
+        back to idle: the work this window did is stopped)."""
+        self.pane.form_changed.disconnect(self._follow_form)
+        self.pane.status_changed.disconnect(self.bar.show_status)
+        self.pane.message_changed.disconnect(self._show_message_text)
+        self.pane.set_status(self.pane.idle_status)
+        self.pane.set_message("")
 
     # --- sources ---------------------------------------------------------------------------
     @property
@@ -124,7 +177,9 @@ class SurveyPanel(QWidget):
         """Survey a model (a PretrainedModel or a callable returning one) on the worker."""
         self._show_message([])
         self.error = ""
-        self.source_label.setText("Computing every layer…")
+        self.pane.set_status("Computing every layer…")
+        if (model, sentence, mask, max_tokens) != self._last_compute:  # another survey: no rollout chosen yet
+            self.pane.update_form(rollout_layer=-1, rollout_token=-1)
         self._last_compute = (model, sentence, mask, max_tokens)
         self.measure_combo.setEnabled(True)
         self.worker.view_pixels = self.model_view.view_pixels()  # the worker's thumbnails fit them
@@ -134,7 +189,7 @@ class SurveyPanel(QWidget):
 
     @property
     def weighted(self) -> bool:
-        return self.measure_combo.currentText() == "weighted norms"
+        return self.pane.form.measure == "weighted norms"
 
     def _recompute(self) -> None:
         if self._last_compute is not None:
@@ -150,6 +205,7 @@ class SurveyPanel(QWidget):
         except InputError as exc:
             self._show_message([f"error: {exc}"])
             return False
+        self.pane.update_form(rollout_layer=-1, rollout_token=-1)  # another survey: no rollout chosen yet
         survey = Survey(opened.weights, opened.query_tokens, opened.key_tokens, opened.source,
                         decoder=opened.decoder, warnings=list(opened.warnings))  # fmt: skip
         self.show_survey(complete(survey))
@@ -164,10 +220,11 @@ class SurveyPanel(QWidget):
         self.survey = survey
         L, h, n_q, n_k = survey.weights.shape
         kind = "" if survey.square else f" (cross attention: {n_q} queries × {n_k} keys)"
-        self.source_label.setText(f"{survey.source}: {L} layers × {h} heads, {n_q} tokens{kind}")
+        self.pane.set_status(f"{survey.source}: {L} layers × {h} heads, {n_q} tokens{kind}")
         self.special_box.setEnabled(survey.square)
         self._show_message(survey.warnings)
         self._refresh(thumbnails=not painted)  # thumbnails: asked of the read thread, painted when they come
+        self.pane.set_shown(survey)
         self.survey_shown.emit(survey)
 
     # --- worker results --------------------------------------------------------------------
@@ -175,6 +232,7 @@ class SurveyPanel(QWidget):
         if generation != self.worker.generation:
             return
         self.survey = None
+        self.pane.set_shown(None)
         if keys is not None and tuple(keys) != tuple(tokens):  # cross attention: no token is left out
             self.model_view.set_shape(layers, heads, len(tokens), len(keys))
             return
@@ -201,16 +259,17 @@ class SurveyPanel(QWidget):
     def _on_failed(self, generation: int, message: str) -> None:
         if generation == self.worker.generation:
             self.error = message
-            self.source_label.setText("The survey failed")
+            self.pane.set_status("The survey failed")
             self._show_message([f"error: {message}"])
 
     # --- what is shown ---------------------------------------------------------------------
     def _view_options(self) -> tuple[bool, bool, bool]:
-        return self.special_box.isChecked(), self.model_view.fit_box.isChecked(), self.sink_box.isChecked()
+        form = self.pane.form
+        return form.special_out, form.fit_each, form.sink_out
 
     def _keep(self, tokens, decoder: bool) -> np.ndarray | None:
         """The tokens kept, or None to keep all (toggle off, nothing special, or nothing left)."""
-        return kept_tokens(tokens, decoder) if self.special_box.isChecked() else None
+        return kept_tokens(tokens, decoder) if self.pane.form.special_out else None
 
     def keep_mask(self) -> np.ndarray | None:
         if self.survey is None or not self.survey.square:
@@ -244,6 +303,11 @@ class SurveyPanel(QWidget):
             self.rollout_view.set_rollout(None, (), "No rollout: it needs square self-attention (n_q = n_k).")
         else:
             self.rollout_view.set_rollout(rollout, q_tokens)
+        form = self.pane.form
+        if form.metric and form.metric in metrics:
+            self.model_view.choose_metric(form.metric)
+        self._choose_rollout(form, start=True)
+        self._take_shown()
 
     def _ask_thumbnails(self) -> None:
         """Every layer's thumbnails of the survey shown, at the view's side and toggles now: made
@@ -280,8 +344,7 @@ class SurveyPanel(QWidget):
             self._ask_thumbnails()
 
     def _show_message(self, lines: list[str]) -> None:
-        self.message.setText("\n".join(f"⚠ {line}" if not line.startswith("error:") else line for line in lines))
-        self.message.setVisible(bool(lines))
+        self.pane.set_message("\n".join(f"⚠ {line}" if not line.startswith("error:") else line for line in lines))
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.stop()
@@ -291,23 +354,25 @@ class SurveyPanel(QWidget):
 class SurveyWindow(QMainWindow):
     """The panel in its own top-level window (File → Open attention…, ``main.py --attention``)."""
 
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, parent: QWidget | None = None, pane: SurveyPane | None = None):
         super().__init__(parent)
         self.setWindowTitle("Attention Explorer: the whole model")
-        self.panel = SurveyPanel()
+        self.panel = SurveyPanel(pane=pane)
         self.setCentralWidget(self.panel)
         open_sized(self, 1300, 800)
 
     def closeEvent(self, event):  # noqa: N802 - Qt API
         self.panel.stop()
+        self.panel.disconnect_pane()  # the state's pane outlives this window
         super().closeEvent(event)
 
 
-def open_attention_window(parent: QWidget | None, path=None) -> SurveyWindow | None:
+def open_attention_window(parent: QWidget | None, path=None, pane: SurveyPane | None = None) -> SurveyWindow | None:
     """Open (or ask for) an attention file in a new survey window; None when nothing was chosen."""
-    window = SurveyWindow(parent)
+    window = SurveyWindow(parent, pane)
     opened = window.panel.open_attention(path) if path else window.panel.ask_and_open_attention()
     if not opened and not path:
+        window.panel.disconnect_pane()
         window.deleteLater()
         return None
     window.show()  # also on failure with a path: the error is shown in the panel
@@ -321,27 +386,3 @@ def check_attention_arg(path) -> str:
     except InputError as exc:
         return str(exc)
     return ""
-
-
-def attention_screenshot(path, out, view: str | None = None) -> int:
-    """``main.py --attention FILE --screenshot OUT.png``: the survey window alone, saved as PNG
-    (``view``: metrics or rollout picks that tab)."""
-    from PySide6.QtWidgets import QApplication
-
-    from explorer.files.view_shots import survey_tab
-
-    window = open_attention_window(None, path)
-    survey_tab(window.panel, view)
-    QApplication.processEvents()
-    window.panel.wait_until_shown()  # the thumbnails, made on the read thread
-    QApplication.processEvents()
-    if not window.panel.model_view.settled():  # laid out again: thumbnails at the view's pixels now
-        window.panel.wait_until_shown()
-        QApplication.processEvents()
-    from explorer.files.image_export import save_screenshot
-
-    code = save_screenshot(window, out)  # atomic: a failed write never touches the old PNG
-    window.close()
-    window.deleteLater()
-    QApplication.processEvents()
-    return code

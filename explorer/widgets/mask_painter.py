@@ -4,7 +4,8 @@ True = hidden, as ``--mask custom --mask-file M.npy`` takes it. Start from none,
 padding (the pad positions given with :meth:`MaskPainter.set_tokens`). Open and Save read and
 write a boolean ``.npy`` through callables the window hands in (``models.cli.export.load_matrix`` and
 ``models.files.export.write_array``): widgets do not import the maths, and so get the same checks and
-the same atomic save as the command line.
+the same atomic save as the command line. Its status line follows a :class:`~explorer.panes.MaskPane`
+(the state's ``mask_painter``, handed in by the dock): the widget only draws it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainterPath, QPen
 from PySide6.QtWidgets import QFileDialog, QGraphicsPathItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from explorer.panes import MaskPane
 from explorer.widgets.colormaps import CELL_BORDER_RGB, mask_cell_colours
 from explorer.widgets.frames import Ticker
 from explorer.widgets.token_axis import TokenAxis, axis_title
@@ -83,8 +85,9 @@ class MaskPainter(QWidget):
 
     def __init__(self, load_array: Callable[[str], np.ndarray] | None = None,
                  save_array: Callable[[np.ndarray, str], object] | None = None,
-                 parent: QWidget | None = None) -> None:  # fmt: skip
+                 parent: QWidget | None = None, pane: MaskPane | None = None) -> None:  # fmt: skip
         super().__init__(parent)
+        self.pane = pane if pane is not None else MaskPane()  # the state's, from the main window's dock
         self._load, self._save = load_array, save_array
         self._mask = np.zeros((0, 0), bool)
         self._pads: tuple[int, ...] = ()
@@ -126,14 +129,18 @@ class MaskPainter(QWidget):
             row.addWidget(b)
         self.buttons["Open…"].setEnabled(load_array is not None)
         self.buttons["Save…"].setEnabled(save_array is not None)
-        self.status = QLabel("Click a cell to hide or show that key for that query; drag to paint.")
+        self.status = QLabel(self.pane.status)  # follows the pane's status (set_status)
         self.status.setWordWrap(True)
+        self.pane.status_changed.connect(self._show_status)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
         # Left-aligned: a grid narrower than the dock keeps its plot (axis line, "key j") to its width.
         layout.addWidget(self.view, 1, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.status)
+
+    def _show_status(self, text: str) -> None:
+        self.status.setText(text)
 
     # --- the mask ------------------------------------------------------------------------------
     @property
@@ -196,7 +203,7 @@ class MaskPainter(QWidget):
                 path.lineTo(n_k, row)
             self.borders.setPath(path)
             self._fit_cells()
-        self.status.setText(f"{int(mask.sum())} of {mask.size} pairs hidden (grey cells, as in every heatmap)")
+        self.pane.set_status(f"{int(mask.sum())} of {mask.size} pairs hidden (grey cells, as in every heatmap)")
         self.mask_changed.emit(mask.copy())
 
     def _fit_cells(self) -> None:
@@ -242,11 +249,11 @@ class MaskPainter(QWidget):
             self._save(self.mask(), path)
         except Exception as exc:
             return self._fail(str(exc))
-        self.status.setText(f"saved {path}")
+        self.pane.set_status(f"saved {path}")
         return True
 
     def _fail(self, message: str) -> bool:
-        self.status.setText(message)
+        self.pane.set_status(message)
         self.error.emit(message)
         return False
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 from mouse import cell_point
 from psygnal import Signal
 from PySide6.QtCore import Qt
@@ -19,7 +20,8 @@ EVENT_OF = {"_inputs": "inputs_changed", "_key_tokens": "key_tokens_changed", "_
             "_history": "edits_changed", "display": "trace_changed", "stage_name": "stage_changed",
             "fit_colours": "colours_changed", "stepper._shown": "stepper.shown_changed",
             "status.status": "status.changed", "inspector.cell": "inspector.cell_changed"}  # fmt: skip
-PANES = ("stepper", "status", "inspector", "zoom", "generate", "atlas", "timeline", "compare")
+PANES = ("stepper", "status", "inspector", "zoom", "mask_painter", "generate", "atlas", "survey", "timeline",
+         "compare")  # fmt: skip
 
 
 def signals_of(obj) -> list[str]:
@@ -29,6 +31,7 @@ def signals_of(obj) -> list[str]:
 
 def fields(state) -> dict[str, object]:
     """Every field of the state and of its panes, by name (``pane.field``)."""
+
     def own(obj) -> dict[str, object]:  # psygnal keeps each signal's instance in the object too
         return {n: v for n, v in vars(obj).items() if n not in signals_of(obj) and n not in PANES}
 
@@ -51,17 +54,10 @@ def same(a, b) -> bool:
         return False
 
 
-def test_every_field_of_the_state_has_an_event(make_window):
-    state = make_window().state
-    events = set(signals_of(state)) | {f"{p}.{s}" for p in PANES for s in signals_of(getattr(state, p))}
-    assert {name: event_of(name) for name in fields(state) if event_of(name) not in events} == {}
-
-
-def test_a_whole_interaction_announces_every_change(qtbot, make_window, settle):
-    window = make_window(dataclasses.replace(SMALL, mask="causal"))
-    window.resize(1400, 900)
-    settle(window)
-    state, view = window.state, window.matrix_view
+def steps(window, settle):
+    """``step(what, action)``: do ``action``, wait for the window, and check that every field of the state
+    that changed came with its event (every event of the state and its panes is listened to)."""
+    state = window.state
     heard: list[str] = []
     for name in signals_of(state):
         getattr(state, name).connect(lambda *_a, _n=name: heard.append(_n))
@@ -77,6 +73,22 @@ def test_a_whole_interaction_announces_every_change(qtbot, make_window, settle):
         after = fields(state)
         silent = [n for n in after if not same(before.get(n), after[n]) and event_of(n) not in heard]
         assert silent == [], f"{what}: changed without an event"
+
+    return step
+
+
+def test_every_field_of_the_state_has_an_event(make_window):
+    state = make_window().state
+    events = set(signals_of(state)) | {f"{p}.{s}" for p in PANES for s in signals_of(getattr(state, p))}
+    assert {name: event_of(name) for name in fields(state) if event_of(name) not in events} == {}
+
+
+def test_a_whole_interaction_announces_every_change(qtbot, make_window, settle):
+    window = make_window(dataclasses.replace(SMALL, mask="causal"))
+    window.resize(1400, 900)
+    settle(window)
+    state, view = window.state, window.matrix_view
+    step = steps(window, settle)
 
     def click(row, col):
         qtbot.mouseClick(view.canvas.viewport(), Qt.MouseButton.LeftButton, pos=cell_point(view, 0, row, col))
@@ -159,6 +171,86 @@ def test_a_whole_interaction_announces_every_change(qtbot, make_window, settle):
     qtbot.addWidget(timeline)
     step("the timeline's first step", lambda: timeline.slider.setValue(0))
     assert state.timeline.shown == timeline.timeline.steps[0]
+
+
+def test_the_mask_painter_and_the_whole_model_window_announce_every_change(qtbot, make_window, settle, tmp_path):
+    """The mask painter's status line and the whole-model window's options and status lines are the
+    state's (``mask_painter``, ``survey``): each change made in the windows comes with its event, one made
+    in code shows in them, and the window's own status line hears the painter's errors as before."""
+    window = make_window(dataclasses.replace(SMALL, mask="custom"))
+    state, painter = window.state, window.mask_dock.painter
+    step = steps(window, settle)
+    n = painter.shape[0]
+    assert window.mask_dock.isVisible() and n > 4
+    step("a cell painted", lambda: painter.toggle(4, 0))
+    assert state.mask_painter.status.startswith(f"1 of {n * n} pairs hidden") and state.inputs.painted_mask[4][0]
+    step("causal", lambda: painter.buttons["causal"].click())
+    assert state.mask_painter.status.startswith(f"{n * (n - 1) // 2} of")
+    step("saved", lambda: painter.save_file(str(tmp_path / "painted.npy")))
+    assert state.mask_painter.status == f"saved {tmp_path / 'painted.npy'}"
+    np.save(tmp_path / "small.npy", np.zeros((2, 2), bool))
+    step("a file of another shape", lambda: painter.open_file(str(tmp_path / "small.npy")))
+    assert "shape" in state.mask_painter.status and window.status_line.is_error
+    step("the status, in code", lambda: state.mask_painter.set_status("said in code"))
+    assert painter.status.text() == "said in code"
+
+    # The whole-model window of an attention file: its options, its tab, the rollout's layer and token.
+    weights = np.random.default_rng(0).dirichlet(np.ones(5), size=(3, 2, 5)).astype(np.float32)
+    np.savez(tmp_path / "a.npz", attention=weights, tokens=np.array(["<s>", "a", "b", "c", "</s>"]))
+    survey = None
+
+    def opened():
+        nonlocal survey
+        survey = window.windows.open_survey(path=tmp_path / "a.npz")
+        qtbot.addWidget(survey)
+        survey.panel.wait_until_shown()
+
+    step("an attention file", opened)
+    panel = survey.panel
+    assert state.survey.shown is panel.survey and state.survey.status == panel.source_label.text()
+    assert state.survey.status.endswith("a.npz: 3 layers × 2 heads, 5 tokens")
+    assert state.survey.form.metric == panel.model_view.metric_box.currentText() != ""
+    assert (state.survey.form.rollout_layer, state.survey.form.rollout_token) == (2, 0)
+    step("special tokens left out", lambda: (panel.special_box.setChecked(True), panel.wait_until_shown()))
+    assert state.survey.form.special_out and panel.rollout_view.token_box.count() == 3
+    step("token 0 out of the scale", lambda: (panel.sink_box.setChecked(True), panel.wait_until_shown()))
+    step("each head to 0..1", lambda: (panel.model_view.fit_box.setChecked(False), panel.wait_until_shown()))
+    assert state.survey.form[1:4] == (True, True, False)
+    step("another metric", lambda: panel.model_view.metric_box.setCurrentIndex(1))
+    assert state.survey.form.metric == panel.model_view.metric_box.itemText(1)
+    step("the rollout tab", lambda: panel.tabs.setCurrentIndex(1))
+    step("the rollout's layer", lambda: panel.rollout_view.slider.setValue(0))
+    step("the rollout's token", lambda: panel.rollout_view.token_box.setCurrentIndex(2))
+    assert state.survey.form[5:] == ("rollout", 0, 2)
+    # The pane set in code: the controls follow it, and what it asks for is drawn.
+    metric = panel.model_view.metric_box.itemText(2)
+
+    def in_code():
+        state.survey.update_form(special_out=False, fit_each=True, metric=metric, tab="metrics", rollout_layer=1,
+                                 rollout_token=4)  # fmt: skip
+        panel.wait_until_shown()
+
+    step("the options, in code", in_code)
+    assert (panel.special_box.isChecked(), panel.model_view.fit_box.isChecked()) == (False, True)
+    assert panel.model_view.metric_box.currentText() == metric and panel.tabs.currentIndex() == 0
+    assert panel.rollout_view.token_box.count() == 5 and panel.keep_mask() is None
+    assert (panel.rollout_view.slider.value(), panel.rollout_view.token_box.currentIndex()) == (1, 4)
+    step("a measure, in code", lambda: state.survey.update_form(measure="weighted norms"))
+    assert panel.measure_combo.currentText() == "weighted norms"
+    step("a layer the survey lacks, in code", lambda: state.survey.update_form(rollout_layer=7))
+    assert state.survey.form.rollout_layer == panel.rollout_view.slider.value() == 1
+    step("a bad file", lambda: panel.open_attention(tmp_path / "small.npy"))
+    assert state.survey.message.startswith("error:") and panel.message.text() == state.survey.message
+    step("the status, in code", lambda: state.survey.set_status("said in code"))
+    assert panel.source_label.text() == "said in code"
+    step("closed", survey.close)
+    assert state.survey.status == state.survey.idle_status and state.survey.message == ""
+    again = window.windows.open_survey(path=tmp_path / "a.npz")  # the options outlive their window
+    qtbot.addWidget(again)
+    again.panel.wait_until_shown()
+    options = again.panel.measure_combo.currentText(), again.panel.model_view.metric_box.currentText()
+    assert options == ("weighted norms", metric) and state.survey.shown is again.panel.survey
+    assert state.survey.form.rollout_layer == 2  # another survey: its rollout starts again at the last layer
 
 
 def test_the_layer_a_model_really_traced_is_announced_and_not_traced_again(qtbot, settings, settle):
