@@ -283,7 +283,7 @@ class SurveyForm(NamedTuple):
     "weights" or "weighted norms"), special tokens left out, token 0 left out of each thumbnail's scale,
     each thumbnail fitted to its own maximum, the metric colouring the heat table ("" until a survey
     fills it), the tab in front ("metrics" or "rollout"), and the rollout's layer and token (-1: none
-    chosen, the last layer and the first token once a rollout is shown)."""
+    chosen, the last layer and the first token once a rollout is shown), and the metrics table's order."""
 
     measure: str = "weights"
     special_out: bool = False
@@ -293,6 +293,7 @@ class SurveyForm(NamedTuple):
     tab: str = "metrics"
     rollout_layer: int = -1
     rollout_token: int = -1
+    sort: tuple[str, bool] = ("", False)  # the heat table's column sorted by ("": layer, head order), descending
 
 
 class SurveyPane(FormPane):

@@ -97,6 +97,7 @@ class SurveyPanel(QWidget):
         self.tabs.currentChanged.connect(lambda i: update(tab=TABS[i]))
         rollout.slider.valueChanged.connect(lambda v: rollout.rollout is not None and update(rollout_layer=v))
         rollout.token_box.currentIndexChanged.connect(lambda i: i >= 0 and update(rollout_token=i))
+        self.table.sorted_by.connect(lambda name, descending: update(sort=(name, descending)))
         self._followed = SurveyForm()  # the form the controls and the survey shown were last made to follow
         self._follow_form(self.pane.form)
         self.pane.form_changed.connect(self._follow_form)
@@ -114,6 +115,8 @@ class SurveyPanel(QWidget):
             self.model_view.choose_metric(form.metric)
         if form.tab in TABS:
             self.tabs.setCurrentIndex(TABS.index(form.tab))
+        if form.sort != self.table.sorting():
+            self.table.sort_by(*form.sort)
         self._choose_rollout(form)
         if form.measure != old.measure:
             self._recompute()
@@ -299,6 +302,8 @@ class SurveyPanel(QWidget):
         metrics, rollout = answer
         self.model_view.set_metrics(metrics)
         self.table.set_metrics(metrics)
+        self.table.sort_by(*self.pane.form.sort)  # the form's order, where this survey has that column
+        self.pane.update_form(sort=self.table.sorting())
         if rollout is None:
             self.rollout_view.set_rollout(None, (), "No rollout: it needs square self-attention (n_q = n_k).")
         else:

@@ -68,6 +68,7 @@ def metric_text(value: float) -> str:
 
 class HeadMetricsTable(QWidget):
     head_chosen = Signal(int, int)  # layer, head of the row clicked
+    sorted_by = Signal(str, bool)  # the column now sorted by ("": layer, head order), descending
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -87,6 +88,7 @@ class HeadMetricsTable(QWidget):
         header.setStretchLastSection(True)  # the last column takes what is left
         header.setMinimumSectionSize(header.fontMetrics().horizontalAdvance("0.0000") + 12)
         self.view.clicked.connect(self._clicked)
+        header.sortIndicatorChanged.connect(self._sorted)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.view)
@@ -108,9 +110,22 @@ class HeadMetricsTable(QWidget):
             header.resizeSection(column, max(number, metrics_.horizontalAdvance(name)) + 14)
 
     def sort_by(self, name: str, descending: bool = True) -> None:
-        column = (["layer", "head"] + self.model.names).index(name)
+        """Sort by the column ``name`` ("": the layer, head order); a name this table lacks changes nothing."""
+        names = ["layer", "head"] + self.model.names
+        if name and name not in names:
+            return
         order = Qt.SortOrder.DescendingOrder if descending else Qt.SortOrder.AscendingOrder
-        self.view.sortByColumn(column, order)
+        self.view.sortByColumn(names.index(name) if name else -1, order)
+
+    def sorting(self) -> tuple[str, bool]:
+        """(the column sorted by, "" for the layer, head order; descending)."""
+        header = self.view.horizontalHeader()
+        column, names = header.sortIndicatorSection(), ["layer", "head"] + self.model.names
+        name = names[column] if 0 <= column < len(names) else ""
+        return name, name != "" and header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+
+    def _sorted(self, *_) -> None:
+        self.sorted_by.emit(*self.sorting())
 
     def shown_rows(self) -> list[tuple[int, int]]:
         """(layer, head) of each row in the order shown."""

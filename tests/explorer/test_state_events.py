@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 from mouse import cell_point
 from psygnal import Signal
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from test_atlas_window import fake_atlas
 
 from explorer.panes import GenerateForm
@@ -218,10 +218,14 @@ def test_the_mask_painter_and_the_whole_model_window_announce_every_change(qtbot
     assert state.survey.form[1:4] == (True, True, False)
     step("another metric", lambda: panel.model_view.metric_box.setCurrentIndex(1))
     assert state.survey.form.metric == panel.model_view.metric_box.itemText(1)
+    header = panel.table.view.horizontalHeader()
+    spot = QPoint(header.sectionViewportPosition(3) + 5, header.height() // 2)
+    step("the table sorted", lambda: qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, pos=spot))
+    assert state.survey.form.sort == panel.table.sorting() and state.survey.form.sort[0] == panel.table.model.names[1]
     step("the rollout tab", lambda: panel.tabs.setCurrentIndex(1))
     step("the rollout's layer", lambda: panel.rollout_view.slider.setValue(0))
     step("the rollout's token", lambda: panel.rollout_view.token_box.setCurrentIndex(2))
-    assert state.survey.form[5:] == ("rollout", 0, 2)
+    assert state.survey.form[5:8] == ("rollout", 0, 2)
     # The pane set in code: the controls follow it, and what it asks for is drawn.
     metric = panel.model_view.metric_box.itemText(2)
 
@@ -235,6 +239,12 @@ def test_the_mask_painter_and_the_whole_model_window_announce_every_change(qtbot
     assert panel.model_view.metric_box.currentText() == metric and panel.tabs.currentIndex() == 0
     assert panel.rollout_view.token_box.count() == 5 and panel.keep_mask() is None
     assert (panel.rollout_view.slider.value(), panel.rollout_view.token_box.currentIndex()) == (1, 4)
+    by = panel.table.model.names[0]
+    step("the table's order, in code", lambda: state.survey.update_form(sort=(by, True)))
+    table = panel.table.model
+    value = {tuple(key): v for key, v in zip(table.keys.tolist(), table.values[:, 0].tolist(), strict=True)}
+    shown = [value[row] for row in panel.table.shown_rows()]
+    assert shown == sorted(shown, reverse=True) != sorted(shown)  # largest first
     step("a measure, in code", lambda: state.survey.update_form(measure="weighted norms"))
     assert panel.measure_combo.currentText() == "weighted norms"
     step("a layer the survey lacks, in code", lambda: state.survey.update_form(rollout_layer=7))
@@ -251,6 +261,7 @@ def test_the_mask_painter_and_the_whole_model_window_announce_every_change(qtbot
     options = again.panel.measure_combo.currentText(), again.panel.model_view.metric_box.currentText()
     assert options == ("weighted norms", metric) and state.survey.shown is again.panel.survey
     assert state.survey.form.rollout_layer == 2  # another survey: its rollout starts again at the last layer
+    assert again.panel.table.sorting() == (by, True)
 
 
 def test_the_layer_a_model_really_traced_is_announced_and_not_traced_again(qtbot, settings, settle):
