@@ -62,7 +62,6 @@ class SurveyPanel(QWidget):
         self.special_box, self.sink_box = self.bar.special_box, self.bar.sink_box
         self._last_compute: tuple | None = None
         self.message = QLabel(self.pane.message)  # warnings about a file, errors: one line each
-        self.error = ""  # the last survey's one-line failure ("" while it computes or once shown)
         self.message.setWordWrap(True)
         self.message.setStyleSheet("color: #a04000;")
         self.message.setVisible(bool(self.pane.message))
@@ -179,7 +178,6 @@ class SurveyPanel(QWidget):
     def compute(self, model, sentence: str, mask: str | None = None, max_tokens: int | None = None) -> int:
         """Survey a model (a PretrainedModel or a callable returning one) on the worker."""
         self._show_message([])
-        self.error = ""
         self.pane.set_status("Computing every layer…")
         if (model, sentence, mask, max_tokens) != self._last_compute:  # another survey: no rollout chosen yet
             self.pane.update_form(rollout_layer=-1, rollout_token=-1)
@@ -261,7 +259,6 @@ class SurveyPanel(QWidget):
 
     def _on_failed(self, generation: int, message: str) -> None:
         if generation == self.worker.generation:
-            self.error = message
             self.pane.set_status("The survey failed")
             self._show_message([f"error: {message}"])
 
@@ -347,6 +344,11 @@ class SurveyPanel(QWidget):
         self.worker.view_pixels = self.model_view.view_pixels()
         if self.survey is not None:
             self._ask_thumbnails()
+
+    @property
+    def error(self) -> str:
+        """The last failure, as the pane's message says it ("" while a survey computes or once shown)."""
+        return self.pane.message.removeprefix("error: ") if self.pane.message.startswith("error: ") else ""
 
     def _show_message(self, lines: list[str]) -> None:
         self.pane.set_message("\n".join(f"⚠ {line}" if not line.startswith("error:") else line for line in lines))
