@@ -370,9 +370,10 @@ class ComputeWorker(QObject):
             focus = job.focus_stage if job.focus_stage in names else names[-1]
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [] if is_long(trace) else [focus]
-            # Each stage reduced once, to the pixels of the plots it will be drawn on; one that may not be
-            # laid out as the plots now are is asked for by the view once it is (not long ones: streamed).
-            sides = {n: pixels_for(job.plots, trace[n]) for n in first}
+            # The stage shown reduced once, to the pixels of the plots it will be drawn on; if it may not be
+            # laid out as the plots now are, the view asks for it once it is. The others, made ahead for
+            # stepping, at those pixels or whole up to MAX_DISPLAY_SIDE (asked again if they do not fit).
+            sides = {n: pixels_for(job.plots, trace[n]) or (None if n == focus else MAX_DISPLAY_SIDE) for n in first}
             images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale, max_side=side)
                       for n, side in sides.items() if side is not None}  # fmt: skip
             shown = job.request.as_traced(trace) if isinstance(job.request, RunSpec) else job.request
