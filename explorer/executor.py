@@ -110,7 +110,9 @@ class Executor:
         self._threads, self._max_threads = [], threads
         self._free: list[_Slot] = []  # threads waiting for a job, the one freed last at the end
         self._backlog: deque = deque()  # (job, lane) waiting for a thread: every one is busy
-        self._homes: dict[int, _Slot] = {}  # id(lane) -> the thread that ran its last job (the last HOMES lanes)
+        # hash(lane) -> the thread that ran its last job (the last HOMES lanes): a lane by its value (ReadJobs name
+        # theirs by id(self), a new int each time), never a reference that would keep its owner alive
+        self._homes: dict[int, _Slot] = {}
         self._lock = threading.Condition()  # notified as each job ends (wait_until_idle)
         self._lanes: dict[object, deque] = {}  # lane -> jobs waiting behind its running one
         self._devices: dict[str, DeviceQueue] = {}
@@ -149,7 +151,7 @@ class Executor:
     def _thread_for(self, lane: object | None) -> _Slot | None:  # the lock held
         """The lane's home if free; else a free thread that is no lane's home (freed last first), a new
         thread, any free thread; None when every thread is busy."""
-        home = self._homes.get(id(lane)) if lane is not None else None
+        home = self._homes.get(hash(lane)) if lane is not None else None
         if home is not None and home in self._free:
             self._free.remove(home)
             return home
@@ -199,8 +201,8 @@ class Executor:
 
     def _home(self, lane: object, slot: _Slot) -> None:
         with self._lock:
-            self._homes.pop(id(lane), None)
-            self._homes[id(lane)] = slot  # the most recent last
+            self._homes.pop(hash(lane), None)
+            self._homes[hash(lane)] = slot  # the most recent last
             while len(self._homes) > HOMES:
                 del self._homes[next(iter(self._homes))]
 

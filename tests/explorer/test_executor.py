@@ -192,12 +192,15 @@ def test_a_lane_keeps_to_one_thread_while_that_thread_is_free():
         executor.start(lambda: release.wait(5))
     release.set()
     assert executor.wait_until_idle()
-    compute = []
+    compute, window = [], object()
     for _ in range(16):
         executor.start(lambda: compute.append(threading.current_thread().name), lane="compute")
         assert executor.wait_until_idle()
-        for _ in range(2):  # the panels' reads after a result, still running at the next change
-            executor.start(lambda: threading.Event().wait(0.005), lane="reads")
+        for _ in range(5):  # the panels' reads after a result (hover, focus, numbers, ...)
+            executor.start(lambda: None, lane=id(window))
+            assert executor.wait_until_idle()
+        for _ in range(2):  # and some still running at the next change
+            executor.start(lambda: threading.Event().wait(0.005), lane=id(window))  # as ReadJobs names its lane
         executor.start(lambda: threading.Event().wait(0.005))
     assert executor.wait_until_idle()
     assert len(compute) == 16 and len(set(compute)) == 1, compute
