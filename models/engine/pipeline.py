@@ -17,7 +17,7 @@ from models.engine.projections import HeadProjections
 from models.engine.stages import WORD_VECTORS
 from models.engine.tokenize import check_embeddings, embed_words, tokens_or_error
 from models.engine.trace import AttentionTrace, Stage
-from models.engine.weights import complete_weights, random_weights
+from models.engine.weights import complete_weights, seeded_weights
 from models.memory import check_memory, estimate_toy_peak, trace_bytes
 
 StopCheck = Callable[[], bool] | None
@@ -123,7 +123,7 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
         x_q = x_k
 
     w = req.weights
-    w = complete_weights(cfg, w) if w is not None else random_weights(cfg)
+    w = complete_weights(cfg, w) if w is not None else seeded_weights(cfg)
     if w.W_q.shape[1] != cfg.d_model:
         raise InputError(f"weights expect d_model={w.W_q.shape[1]} but the input has {cfg.d_model}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import torch
@@ -55,6 +56,24 @@ def random_weights(cfg: AttentionConfig) -> AttentionWeights:
     return AttentionWeights(**w, extra=extra)
 
 
+_drawn: dict[tuple, AttentionWeights] = {}  # the last configuration's draw (seeded_weights)
+_drawn_lock = threading.Lock()
+
+
+def seeded_weights(cfg: AttentionConfig) -> AttentionWeights:
+    """:func:`random_weights` for ``cfg``, drawn once for the last configuration asked: a toy change's
+    run (models.engine.pipeline) and its layer's parameters for the inspector (models.reads.params.toy_params)
+    share one draw (~5 ms at 8 heads × 512, drawn twice per change before). The arrays are shared: read them."""
+    key = (cfg.heads, cfg.d_model, cfg.head_dim_k, cfg.head_dim_v, cfg.out_dim, cfg.bias, cfg.score, cfg.seed)
+    with _drawn_lock:
+        weights = _drawn.get(key)
+        if weights is None:
+            weights = random_weights(cfg)
+            _drawn.clear()  # one configuration kept: the trace on screen holds its arrays anyway
+            _drawn[key] = weights
+        return weights
+
+
 def score_weight_names(score: str) -> tuple[str, ...]:
     """The score parameters a score function reads."""
     return {"additive": ("W_1", "W_2", "w"), "general": ("W_g",)}.get(score, ())
@@ -62,7 +81,7 @@ def score_weight_names(score: str) -> tuple[str, ...]:
 
 def complete_weights(cfg: AttentionConfig, given: AttentionWeights) -> AttentionWeights:
     """Fill in what a weights file left out (W_o, score parameters) from the seeded defaults."""
-    base = random_weights(cfg.replace(bias=False))
+    base = seeded_weights(cfg.replace(bias=False))
     return AttentionWeights(
         W_q=given.W_q,
         W_k=given.W_k,

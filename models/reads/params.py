@@ -107,10 +107,10 @@ def toy_params(req: AttentionRequest) -> LayerParams:
     """The parameters :func:`models.engine.pipeline.run` uses for ``req`` (same seeded weights)."""
     from models.engine.pipeline import sequence_of
     from models.engine.tokenize import check_embeddings, embed_words
-    from models.engine.weights import complete_weights, random_weights
+    from models.engine.weights import complete_weights, seeded_weights
 
     cfg = req.config.validate()
-    w = complete_weights(cfg, req.weights) if req.weights is not None else random_weights(cfg)
+    w = complete_weights(cfg, req.weights) if req.weights is not None else seeded_weights(cfg)
     key_tokens, key_matrix = sequence_of(req, cross=False)
     query_tokens, query_matrix = sequence_of(req, cross=True) if req.is_cross else (key_tokens, key_matrix)
     scale = 1.0 / np.sqrt(cfg.head_dim_k) if cfg.score == "scaled" else None

@@ -220,3 +220,24 @@ def test_a_stage_asked_for_interrupts_a_background_conversion(qtbot, lazy_worker
     qtbot.waitUntil(lambda: len(arrived) == len(display.trace.names) - 1, timeout=10_000)
     assert interrupted == ["scaled"]
     assert arrived[:2] == ["input", "scaled"]  # the asked stage first, then the interrupted one resumed
+
+
+def test_a_toy_change_draws_its_random_weights_once(qtbot, worker, monkeypatch):
+    """The run drew the seeded weights and the layer's parameters (the inspector's) drew them again,
+    ~5 ms of a 64-token change; one draw now serves both."""
+    from models.engine import pipeline, weights
+
+    draws, draw = [], weights.random_weights
+
+    def counted(cfg):
+        draws.append(cfg.seed)
+        return draw(cfg)
+
+    monkeypatch.setattr(weights, "random_weights", counted)
+    monkeypatch.setattr(pipeline, "random_weights", counted, raising=False)  # the run's own name for it, before
+    for seed in (8_100_001, 8_100_002):  # seeds no other test draws: each change's first draw
+        with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
+            worker.submit(_request("the cat sat", heads=2, d_model=8, seed=seed), focus_stage="weights")
+        params = blocker.args[0].params
+        assert params is not None and params.W_q.shape == (2, 8, 4)
+    assert draws == [8_100_001, 8_100_002]

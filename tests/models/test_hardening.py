@@ -261,9 +261,9 @@ def test_an_out_of_memory_runtime_error_is_one_line(tmp_path, capsys, monkeypatc
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate "
                            "memory: you tried to allocate 17179869184 bytes. Error code 12")  # fmt: skip
 
-    monkeypatch.setattr(pipeline, "random_weights", oom)
+    monkeypatch.setattr(pipeline, "seeded_weights", oom)  # the run's draw of its weights
     _refused(capsys, ["--sentence", "a b"], "not enough memory for this input", tmp_path / "run")
-    monkeypatch.setattr(pipeline, "random_weights", lambda cfg: 1 / 0)
+    monkeypatch.setattr(pipeline, "seeded_weights", lambda cfg: 1 / 0)
     with pytest.raises(ZeroDivisionError):  # an engine bug is not dressed up as a user error
         export_main(["--sentence", "a b", "--out", str(tmp_path / "run")])
 
@@ -311,7 +311,7 @@ def test_a_huge_d_k_with_scaled_scores_costs_only_its_projections(tmp_path):
 def test_a_request_too_big_for_the_available_memory_is_refused_before_allocating(monkeypatch):
     cfg = AttentionConfig(heads=2, d_model=16)
     needed = memory.estimate_toy_peak(cfg, 3, 3, False)
-    monkeypatch.setattr(pipeline, "random_weights", lambda cfg: pytest.fail("allocated before checking"))
+    monkeypatch.setattr(pipeline, "seeded_weights", lambda cfg: pytest.fail("allocated before checking"))
     monkeypatch.setattr(memory, "available_bytes", lambda: needed - 1)
     with pytest.raises(InputError, match=r"3×3 tokens with 2 heads needs about .* of memory but only"):
         run(AttentionRequest(config=cfg, sentence="a b c"))
