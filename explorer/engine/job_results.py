@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import os
 import traceback
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from explorer.engine.stage_render import stage_image
+from explorer.images.plot_pixels import PlotsOnScreen, pixels_for
+from explorer.images.stage_image import MAX_DISPLAY_SIDE, StageImage
 from models.config import AttentionRequest, Cancelled, InputError
 from models.engine.trace import AttentionTrace
 from models.memory import OUT_OF_MEMORY, is_out_of_memory
@@ -54,6 +58,28 @@ def small_values(trace: AttentionTrace, focus: str) -> dict[str, list[np.ndarray
     names = [n for n in ([focus, "masked"] if focus == "weights" else [focus]) if n in cells and cells[n] <= limit]
     return {n: [np.array(trace[n].rows(h, 0, trace[n].shape[-2]), np.float32) for h in range(trace[n].heads)]
             for n in names}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Job:
+    """A request handed to the compute worker (explorer.engine.worker), with what its pictures are for."""
+
+    generation: int
+    request: object
+    focus_stage: str | None
+    fit_colours: bool | str = False  # the colour scale its images are made for (the state's, handed over)
+    plots: PlotsOnScreen | None = None  # the view's plots now: its images reduced to their pixels (pixels_for)
+
+
+def first_images(trace: AttentionTrace, first: list[str], focus: str, plots: PlotsOnScreen | None, fit,
+                 should_stop) -> dict[str, StageImage]:  # fmt: skip
+    """The pictures made with a run: of the stages ``first``, the one shown (``focus``) reduced once, to the
+    pixels of the plots it will be drawn on, left out where it may not be laid out as the ``plots`` now are
+    (the view asks for it once it is); the others, made ahead for stepping, at those pixels or whole up to
+    MAX_DISPLAY_SIDE (asked again if they do not fit)."""
+    sides = {n: pixels_for(plots, trace[n]) or (None if n == focus else MAX_DISPLAY_SIDE) for n in first}
+    return {n: stage_image(trace[n], fit, should_stop=should_stop, max_side=side)
+            for n, side in sides.items() if side is not None}  # fmt: skip
 
 
 def background_order(todo: list[str], names: list[str], focus: str) -> list[str]:

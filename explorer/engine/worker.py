@@ -22,15 +22,16 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal
 
 from explorer.engine.edited_runner import run_edited
 from explorer.engine.job_results import (
+    Job,
     background_order,
     failure_kind,
     failure_message,
+    first_images,
     layer_params,
     leave_a_core_to_the_gui,
     small_values,
@@ -66,15 +67,6 @@ WAIT_FOR_GUI_MS = 100
 QUIET_AFTER_RESULT_MS = 250
 
 
-@dataclass(frozen=True)
-class _Job:
-    generation: int
-    request: object
-    focus_stage: str | None
-    fit_colours: bool | str = False  # the colour scale its images are made for (the state's, handed over)
-    plots: PlotsOnScreen | None = None  # the view's plots now: its images reduced to their pixels (pixels_for)
-
-
 class ComputeWorker(QObject):
     """Owns torch. Its jobs run on the executor; signals emitted there are delivered queued to the GUI
     thread (where this object lives)."""
@@ -98,7 +90,7 @@ class ComputeWorker(QObject):
         self._runners: dict[type, Runner] = {AttentionRequest: pipeline.run, RunSpec: self._run_spec}
         self._runners.update(runners or {})
         self._cond = threading.Condition()
-        self._job: _Job | None = None
+        self._job: Job | None = None
         self._wanted: list[tuple] = []  # (generation, stage, colour scale, PlotsOnScreen or None) the GUI waits for
         self._regions: dict[int, tuple] = {}  # head -> (generation, stage, region): the latest zoom per plot
         self._trash: list[object] = []  # old traces to free off the GUI thread
@@ -132,7 +124,7 @@ class ComputeWorker(QObject):
         plot yet), and return its generation."""
         with self._cond:
             self._latest += 1
-            self._job = _Job(self._latest, request, focus_stage, fit_colours, plots)
+            self._job = Job(self._latest, request, focus_stage, fit_colours, plots)
             self._cond.notify_all()
             generation = self._latest
         self._wake()
@@ -262,7 +254,7 @@ class ComputeWorker(QObject):
                 self._idle.set()
             raise
 
-    def _step(self, job: _Job | None, wanted: list, regions: dict) -> None:
+    def _step(self, job: Job | None, wanted: list, regions: dict) -> None:
         if job is not None:
             computed = self._compute(job)
             if computed is not None:
@@ -355,7 +347,7 @@ class ComputeWorker(QObject):
 
         return self._long.stream(current.trace, stage, fit, should_stop, emit, serve)
 
-    def _compute(self, job: _Job) -> tuple[DisplayTrace, list[str]] | None:
+    def _compute(self, job: Job) -> tuple[DisplayTrace, list[str]] | None:
         """Run, convert and emit one job; None when it failed or went stale."""
         t0 = time.perf_counter()
         is_stale = lambda: job.generation != self._latest
@@ -370,12 +362,7 @@ class ComputeWorker(QObject):
             focus = job.focus_stage if job.focus_stage in names else names[-1]
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [] if is_long(trace) else [focus]
-            # The stage shown reduced once, to the pixels of the plots it will be drawn on; if it may not be
-            # laid out as the plots now are, the view asks for it once it is. The others, made ahead for
-            # stepping, at those pixels or whole up to MAX_DISPLAY_SIDE (asked again if they do not fit).
-            sides = {n: pixels_for(job.plots, trace[n]) or (None if n == focus else MAX_DISPLAY_SIDE) for n in first}
-            images = {n: stage_image(trace[n], job.fit_colours, should_stop=is_stale, max_side=side)
-                      for n, side in sides.items() if side is not None}  # fmt: skip
+            images = first_images(trace, first, focus, job.plots, job.fit_colours, is_stale)
             shown = job.request.as_traced(trace) if isinstance(job.request, RunSpec) else job.request
             display = DisplayTrace(job.generation, trace, images, shown)
             display.values = small_values(trace, focus) if total <= CONVERT_ALL_BELOW else {}
