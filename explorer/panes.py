@@ -312,3 +312,13 @@ class SurveyPane(FormPane):
         if text != self.message:
             self.message = text
             self.message_changed.emit(text)
+
+
+class SurveyRows:
+    """The encoder-decoder whole-model window's rows, each a :class:`SurveyPane` of its own (a row's
+    metric, rollout and order are not the others'): ``encoder``, ``decoder`` and ``cross``."""
+
+    BLOCKS = ("encoder", "decoder", "cross")
+
+    def __init__(self) -> None:
+        self.encoder, self.decoder, self.cross = SurveyPane(), SurveyPane(), SurveyPane()

@@ -110,6 +110,7 @@ class ExplorerState:
         self.zoom, self.generate, self.atlas = panes.ZoomPane(), panes.GeneratePane(), panes.AtlasPane()
         self.timeline, self.compare, self.survey = panes.TimelinePane(), panes.ComparePane(), panes.SurveyPane()
         self.mask_painter = panes.MaskPane()  # the painted mask's status line (the mask: inputs.painted_mask)
+        self.survey_rows = panes.SurveyRows()  # the encoder-decoder whole-model window's three rows
 
     # --- inputs ----------------------------------------------------------------------------
     @property

@@ -1,7 +1,8 @@
 """The whole encoder-decoder model at once: three rows of blocks (encoder, decoder, cross).
 
 Each row is a :class:`SurveyPanel` of its own (layers × heads thumbnails, head metrics, and the
-rollout of the square encoder and decoder blocks), fed by
+rollout of the square encoder and decoder blocks; its options and status the state's
+``survey_rows``: explorer.panes.SurveyRows), fed by
 :class:`models.files.encdec_survey.BlockSurvey`; the model loads once, on the first row's thread. A click
 on a head opens that block, layer and head in the main window.
 """
@@ -14,6 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from explorer.panels.survey_panel import SurveyPanel
+from explorer.panes import SurveyRows
 from explorer.widgets.window_size import bring_forward, open_sized
 from models.files.encdec_survey import BlockSurvey
 
@@ -24,7 +26,8 @@ ROWS = (("encoder", "Encoder self-attention: the source's tokens attend to each 
 
 
 class EncoderDecoderSurveyWindow(QMainWindow):
-    def __init__(self, parent: QWidget | None = None):
+    def __init__(self, parent: QWidget | None = None, rows: SurveyRows | None = None):
+        """``rows``: the state's panes of the three rows (explorer.panes.SurveyRows); their own when None."""
         super().__init__(parent)
         self.setWindowTitle("Attention Explorer: the whole encoder-decoder model")
         self.panels: dict[str, SurveyPanel] = {}
@@ -36,7 +39,7 @@ class EncoderDecoderSurveyWindow(QMainWindow):
             header = QLabel(f"<b>{block}</b> · {title}")
             header.setObjectName(f"{block}Header")
             layout.addWidget(header)
-            panel = self.panels[block] = SurveyPanel()
+            panel = self.panels[block] = SurveyPanel(pane=getattr(rows, block) if rows is not None else None)
             layout.addWidget(panel, 1)
             row.setMinimumHeight(ROW_HEIGHT)
             splitter.addWidget(row)
@@ -56,13 +59,14 @@ class EncoderDecoderSurveyWindow(QMainWindow):
     def closeEvent(self, event):  # noqa: N802 - Qt API
         for panel in self.panels.values():
             panel.stop()
+            panel.disconnect_pane()  # the state's panes outlive this window
         super().closeEvent(event)
 
 
 def open_encdec_survey(parent: QWidget | None, models, state) -> EncoderDecoderSurveyWindow:
     """Every layer of every block of the window's model, source and target sentences."""
     inputs = state.inputs
-    window = EncoderDecoderSurveyWindow(parent)
+    window = EncoderDecoderSurveyWindow(parent, state.survey_rows)
     lock = threading.Lock()
 
     def load():

@@ -146,3 +146,31 @@ def test_a_saved_runspec_keeps_the_target_and_block_of_an_encoder_decoder_only(t
     assert (run.cross_sentence, run.block) == (TARGET, "encoder")
     run = spec_to_save(RunSpec(model="minilm", layer=1, sentence="a b", cross_sentence="c d", block="cross"))
     assert (run.cross_sentence, run.block) == (None, None) and run.validate() is run
+
+
+def test_each_row_of_the_whole_model_window_is_a_pane_of_the_state(qtbot, make_window, settle, t5_folder):
+    """Issue 32: the encoder-decoder whole-model window's three rows kept their options and status lines
+    in panes of their own, outside the state; they are the state's ``survey_rows``, each change announced."""
+    from test_state_events import steps
+
+    window = make_window(encdec_inputs(t5_folder), persist=False)
+    rows, step, survey = window.state.survey_rows, steps(window, settle), None
+
+    def opened():
+        nonlocal survey
+        survey = window.windows.open_survey(model=True)
+        qtbot.addWidget(survey)
+        qtbot.waitUntil(lambda: all(p.survey is not None and not p.busy for p in survey.panels.values()),
+                        timeout=60_000)  # fmt: skip
+
+    step("opened", opened)
+    for block, panel in survey.panels.items():
+        pane = getattr(rows, block)
+        assert panel.pane is pane and pane.status == panel.source_label.text() != pane.idle_status
+    cross, encoder = survey.panels["cross"], survey.panels["encoder"]
+    step("a metric in the cross row", lambda: cross.model_view.metric_box.setCurrentIndex(1))
+    assert rows.cross.form.metric == cross.model_view.metric_box.itemText(1) != rows.encoder.form.metric
+    step("the encoder's scale, in code", lambda: (rows.encoder.update_form(fit_each=False), encoder.wait_until_shown()))
+    assert not encoder.model_view.fit_box.isChecked() and cross.model_view.fit_box.isChecked()
+    step("closed", survey.close)
+    assert all(getattr(rows, block).status == getattr(rows, block).idle_status for block in rows.BLOCKS)

@@ -5,6 +5,7 @@ each step that every field that changed came with its event (and that no field l
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 from mouse import cell_point
@@ -12,7 +13,7 @@ from psygnal import Signal
 from PySide6.QtCore import QPoint, Qt
 from test_atlas_window import fake_atlas
 
-from explorer.panes import GenerateForm
+from explorer.panes import GenerateForm, SurveyRows
 from tests.explorer.conftest import SMALL
 
 # The event of each field whose name does not say it (``<field>_changed`` otherwise).
@@ -21,7 +22,12 @@ EVENT_OF = {"_inputs": "inputs_changed", "_key_tokens": "key_tokens_changed", "_
             "fit_colours": "colours_changed", "stepper._shown": "stepper.shown_changed",
             "status.status": "status.changed", "inspector.cell": "inspector.cell_changed"}  # fmt: skip
 PANES = ("stepper", "status", "inspector", "zoom", "mask_painter", "generate", "atlas", "survey", "timeline",
-         "compare")  # fmt: skip
+         "compare", *(f"survey_rows.{block}" for block in SurveyRows.BLOCKS))  # fmt: skip
+HOLDERS = {pane.split(".")[0] for pane in PANES}  # the state's attributes that hold panes
+
+
+def pane_of(state, name: str):
+    return functools.reduce(getattr, name.split("."), state)
 
 
 def signals_of(obj) -> list[str]:
@@ -33,11 +39,11 @@ def fields(state) -> dict[str, object]:
     """Every field of the state and of its panes, by name (``pane.field``)."""
 
     def own(obj) -> dict[str, object]:  # psygnal keeps each signal's instance in the object too
-        return {n: v for n, v in vars(obj).items() if n not in signals_of(obj) and n not in PANES}
+        return {n: v for n, v in vars(obj).items() if n not in signals_of(obj) and n not in HOLDERS}
 
     found = own(state)
     for pane in PANES:
-        found |= {f"{pane}.{name}": value for name, value in own(getattr(state, pane)).items()}
+        found |= {f"{pane}.{name}": value for name, value in own(pane_of(state, pane)).items()}
     return found
 
 
@@ -62,8 +68,8 @@ def steps(window, settle):
     for name in signals_of(state):
         getattr(state, name).connect(lambda *_a, _n=name: heard.append(_n))
     for pane in PANES:
-        for name in signals_of(getattr(state, pane)):
-            getattr(getattr(state, pane), name).connect(lambda *_a, _n=f"{pane}.{name}": heard.append(_n))
+        for name in signals_of(pane_of(state, pane)):
+            getattr(pane_of(state, pane), name).connect(lambda *_a, _n=f"{pane}.{name}": heard.append(_n))
 
     def step(what, action):
         before = fields(state)
@@ -79,7 +85,7 @@ def steps(window, settle):
 
 def test_every_field_of_the_state_has_an_event(make_window):
     state = make_window().state
-    events = set(signals_of(state)) | {f"{p}.{s}" for p in PANES for s in signals_of(getattr(state, p))}
+    events = set(signals_of(state)) | {f"{p}.{s}" for p in PANES for s in signals_of(pane_of(state, p))}
     assert {name: event_of(name) for name in fields(state) if event_of(name) not in events} == {}
 
 
