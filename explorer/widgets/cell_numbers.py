@@ -39,9 +39,9 @@ BLACK, WHITE = QColor(0, 0, 0), QColor(255, 255, 255)
 def cell_text(value: float, digits: int = 3) -> str:
     """A cell's value in ``digits`` significant digits, with a real minus sign and a short exponent
     (``9.82e−5``); −∞ for masked scores."""
-    if np.isnan(value):
+    if value != value:  # math, not numpy: a cell of a MiniLM sentence's 1,200 is written per update
         return "NaN"
-    if np.isinf(value):
+    if math.isinf(value):
         return "−∞" if value < 0 else "∞"
     text = f"{value:.{digits}g}"
     if "e" in text:
@@ -63,6 +63,26 @@ def is_light(lut: np.ndarray, index: int) -> bool:
 def text_colour(lut: np.ndarray, index: int) -> QColor:
     """Black on a light cell, white on a dark one."""
     return BLACK if is_light(lut, index) else WHITE
+
+
+def text_colours(lut: np.ndarray, indices: np.ndarray) -> list[QColor]:
+    """:func:`text_colour` of each index (flattened), the table's lightness computed once."""
+    r, g, b = (lut[:, c].astype(float) for c in range(3))
+    light = 0.299 * r + 0.587 * g + 0.114 * b > LIGHT_LUMA  # as is_light, in its order
+    return [BLACK if lit else WHITE for lit in light[np.asarray(indices).ravel()].tolist()]
+
+
+def likely_widest(values: np.ndarray) -> list[float]:
+    """A few of ``values`` whose texts are likely among the widest (the smallest magnitude: most
+    leading zeros or an exponent; the most negative; the largest magnitude): no text of all can
+    be narrower than the widest of these, so where these do not fit, nothing does."""
+    flat = np.asarray(values, dtype=float).ravel()
+    if flat.size == 0:
+        return []
+    size = np.abs(np.where(np.isfinite(flat), flat, 0.0))
+    nonzero = np.where(size > 0, size, np.inf)
+    picks = {int(np.argmin(nonzero)), int(np.argmin(np.where(np.isnan(flat), np.inf, flat))), int(np.argmax(size))}
+    return [float(flat[k]) for k in sorted(picks)]
 
 
 class NumbersItem(QGraphicsItem):
@@ -180,7 +200,7 @@ class CellNumbers:
         # One choice of digits and font for every plot whose numbers fit at all: two heads side by side
         # never read 3 digits in a 7 px font beside 1 digit in 12 px, and a head whose cells are too
         # narrow for any number (not zoomed in as far) does not hide the others' numbers.
-        sizes = self._sizes([found for *_, found in visible])  # each choice's font for each plot, once
+        sizes, texts = self._sizes([found for *_, found in visible])  # each choice's font for each plot, once
         visible = [(*v[:3], v[3] if any(row[k] for row in sizes) else None) for k, v in enumerate(visible)]
         if any(found is None for *_, found in visible):
             reasons.append("the numbers are wider than the cells")
@@ -188,14 +208,13 @@ class CellNumbers:
         choice = next(((digits, min(row[k] for k in fits)) for (_, digits), row in zip(CHOICES, sizes)
                        if fits and all(row[k] for k in fits)), None)  # fmt: skip
         lut = lookup_table(image.sequential) if image is not None else None
-        for plot, item, shows, found in visible:
+        for k, (plot, item, shows, found) in enumerate(visible):
             cells: list = []
             if choice is not None and found is not None:
                 digits, font_px = choice
-                r0, r1, c0, c1, values, _, _ = found
-                indices = self._indices(plot, r0, r1, c0, c1)
-                cells = [(r0 + i, c0 + j, cell_text(float(values[i, j]), digits), text_colour(lut, int(indices[i, j])))
-                         for i in range(r1 - r0) for j in range(c1 - c0)]  # fmt: skip
+                r0, r1, c0, c1, *_ = found
+                written = iter(zip(texts[k, digits], text_colours(lut, self._indices(plot, r0, r1, c0, c1))))
+                cells = [(r, c, *next(written)) for r in range(r0, r1) for c in range(c0, c1)]  # as measured
             item.set_cells(cells, font_px if cells else MAX_FONT_PX)
             item.shows = shows
         self._say_why(next((r for r in reasons if r), ""))
@@ -225,25 +244,34 @@ class CellNumbers:
         return (r0, r1, c0, c1, rows[:, c0:c1], cell_w, cell_h), ""
 
     @classmethod
-    def _sizes(cls, found: list[tuple]) -> list[list[float]]:
+    def _sizes(cls, found: list[tuple]) -> tuple[list[list[float]], dict[tuple[int, int], list[str]]]:
         """For each choice of CHOICES in turn (fewer digits rather than a tiny font, fewer digits before hiding:
         first from READABLE_PX up), the font size (px) at which each plot's visible numbers fit their
-        cells, 0 where they do not. The digits and font shown are those of the first choice at which
+        cells, 0 where they do not; and the texts written (plot, digits) → each visible cell's text, row
+        by row, for the plots that fit. The digits and font shown are those of the first choice at which
         every plot whose numbers fit at all fits, at the smallest size any of them needs (update); each
-        plot's texts and sizes are measured once, not once for it and once for all (a 12-head first
-        fill took 20 ms in one turn). It stops at the first choice where every plot fits."""
-        texts: dict[tuple[int, int], set[str]] = {}
+        plot's texts are written and measured once, not once for it and once for all (a 12-head first
+        fill took 20 ms in one turn), and only where a few of its likely widest fit (likely_widest:
+        a MiniLM sentence's cells, wide enough to try and too narrow for any number, wrote every value
+        three times for nothing). It stops at the first choice where every plot fits."""
+        texts: dict[tuple[int, int], list[str]] = {}
+        unique: dict[tuple[int, int], set[str]] = {}
         table = []
         for smallest, digits in CHOICES:
             row = []
             for k, (*_, values, cell_w, cell_h) in enumerate(found):
-                if (k, digits) not in texts:
-                    texts[k, digits] = {cell_text(float(v), digits) for v in values.ravel().tolist()}
-                row.append(cls._font_px(texts[k, digits], cell_w, cell_h, smallest))
+                if (k, digits) not in unique:
+                    tried = {cell_text(v, digits) for v in likely_widest(values)}
+                    if not cls._font_px(tried, cell_w, cell_h, MIN_FONT_PX):  # not even at the smallest font
+                        unique[k, digits] = set()
+                    else:
+                        texts[k, digits] = [cell_text(v, digits) for v in values.ravel().tolist()]
+                        unique[k, digits] = set(texts[k, digits])
+                row.append(cls._font_px(unique[k, digits], cell_w, cell_h, smallest))
             table.append(row)
             if all(row):  # every plot fits here: no later choice is shown
                 break
-        return table
+        return table, texts
 
     @staticmethod
     def _indices(plot, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
