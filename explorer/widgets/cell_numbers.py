@@ -256,12 +256,15 @@ class CellNumbers:
         three times for nothing). It stops at the first choice where every plot fits."""
         texts: dict[tuple[int, int], list[str]] = {}
         unique: dict[tuple[int, int], set[str]] = {}
+        widest: dict[int, list[float]] = {}  # each plot's likely_widest, for every number of digits
         table = []
         for smallest, digits in CHOICES:
             row = []
             for k, (*_, values, cell_w, cell_h) in enumerate(found):
                 if (k, digits) not in unique:
-                    tried = {cell_text(v, digits) for v in likely_widest(values)}
+                    if k not in widest:
+                        widest[k] = likely_widest(values)
+                    tried = {cell_text(v, digits) for v in widest[k]}
                     if not cls._font_px(tried, cell_w, cell_h, MIN_FONT_PX):  # not even at the smallest font
                         unique[k, digits] = set()
                     else:
