@@ -206,6 +206,12 @@ class Executor:
             while len(self._homes) > HOMES:
                 del self._homes[next(iter(self._homes))]
 
+    def forget(self, lane: object) -> None:
+        """``lane`` runs no more jobs (its worker stopped): its thread is no one's home, and the next lane
+        that needs a thread takes it, with the memory the stopped lane freed in its arena."""
+        with self._lock:
+            self._homes.pop(hash(lane), None)
+
     @property
     def idle(self) -> bool:
         return self._running == 0

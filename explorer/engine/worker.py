@@ -203,6 +203,7 @@ class ComputeWorker(QObject):
             self._latest += 1  # makes should_stop() true for a running computation
             self._cond.notify_all()
         self._idle.wait(timeout)
+        EXECUTOR.forget(self)  # its thread goes to the next window's worker
 
     # --- on the executor -------------------------------------------------------------------
     def _wake(self) -> None:
