@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QComboBox, QVBoxLayout, QWidget
 from superqt.utils import signals_blocked
 
 from explorer.heads import clicked_query_head, head_title, heads_shown
+from explorer.images.plot_pixels import cells
 from explorer.images.stage_image import SEQUENTIAL_STAGES
 from explorer.widgets.cell_numbers import CellNumbers
 from explorer.widgets.cell_selection import CellSelection
@@ -176,7 +177,7 @@ class MatrixView(QWidget):
             return
         heads = heads_shown(stage, self.state.head)
         self.hold_paint()  # the canvas paints once all is set, in a turn of its own
-        grid = self.grid.ensure(len(heads), len(stage.row_labels), len(stage.col_labels))
+        grid = self.grid.ensure(len(heads), *cells(stage))
         if grid != READY:  # heatmaps still being built, or a new grid laid out: filled in a later turn
             if grid == LAID_OUT:
                 self._refresh_soon.request()
@@ -186,20 +187,14 @@ class MatrixView(QWidget):
         axes = (axis_title(stage.row_axis, cross), axis_title(stage.col_axis, cross))
         titles = [head_title(stage, head) if stage.per_head else stage.title for head in heads]
         if image is None:  # not made with its run (a big trace's stage, a new grid): laid out, then asked
-            for plot, title in zip(self.plots, titles):  # its labels take their room first
-                plot.set_frame(*frame, title, axes)
-            self.grid.fit_columns()
-            self.grid.settle_layout()
+            self._set_frames(frame, titles, axes)  # its labels take their room first
             self.readout.setText(f"{PREPARING} {stage.title.lower()}…")
-            self.zoom.ask_stage(display, stage, (len(stage.row_labels), len(stage.col_labels)))
+            self.zoom.ask_stage(display, stage, cells(stage))
             return  # the paint waits for it a little (a failed request asks again: request_failed)
         if in_turns and not all(plot.framed(*frame, title, axes) for plot, title in zip(self.plots, titles)):
             # New labels or titles lay the grid out again (labels measured, upright or not): in a
             # turn of their own, the images in the next, so that neither turn is long.
-            for plot, title in zip(self.plots, titles):
-                plot.set_frame(*frame, title, axes)
-            self.grid.fit_columns()
-            self.grid.settle_layout()
+            self._set_frames(frame, titles, axes)
             self._refresh_soon.request()
             return
         if self.readout.text().startswith(PREPARING):  # it came: the hint again, not a stale "Preparing…"
@@ -229,6 +224,13 @@ class MatrixView(QWidget):
         self.selection.sync()
         self.paint_soon.request()
         self.shown.emit()
+
+    def _set_frames(self, frame: tuple, titles: list[str], axes: tuple[str, str]) -> None:
+        """Every plot's labels and title, the grid laid out for them now."""
+        for plot, title in zip(self.plots, titles):
+            plot.set_frame(*frame, title, axes)
+        self.grid.fit_columns()
+        self.grid.settle_layout()
 
     def request_failed(self) -> None:
         """A newer request failed: the picture on screen stays, its regions are asked again, and so is its
