@@ -44,7 +44,7 @@ def test_every_window_fits_the_screen(tmp_path, screen):
            "ATTENTION_EXPLORER_SETTINGS": str(tmp_path / "settings.ini")}  # fmt: skip
     done = subprocess.run([sys.executable, str(CHILD)], env=env, capture_output=True, text=True, timeout=400)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    assert lines, done.stdout[-2000:] + done.stderr[-2000:]
+    assert lines and done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     report = json.loads(lines[-1])
     assert report["screen"] == [width, height]
     assert set(report["windows"]) == KINDS

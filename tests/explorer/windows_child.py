@@ -40,8 +40,10 @@ def main() -> None:
     settings = open_settings(tmp / "settings.ini")
     area = app.primaryScreen().availableGeometry()
     sizes: dict[str, list[int]] = {}
+    opened = []
 
     def measure(name: str, window) -> None:
+        opened.append(window)
         window.show()
         pump(0.5)
         hint = window.minimumSizeHint()
@@ -61,13 +63,17 @@ def main() -> None:
     folder.mkdir()
     build(folder, "t5")
     encdec = MainWindow(settings, Inputs(sentence=SOURCE, cross_sentence=TARGET, model=str(folder)), persist=False)
+    opened.append(encdec)
     pump(2)
     measure("encdec-model", encdec.windows.open_survey(model=True))
     induction = MainWindow(settings, Inputs(sentence="abcabc", model="induction"), persist=False)
+    opened.append(induction)
     pump(1)
     measure("timeline", induction.windows.open_timeline())
     print(json.dumps({"screen": [area.width(), area.height()], "windows": sizes}), flush=True)
-    for window in QApplication.topLevelWidgets():  # their workers stop as they close
+    # Only the windows it opened (their workers stop as they close). Every top-level widget would
+    # include pyqtgraph's context menus, which their plots own and delete: deleting them first crashed.
+    for window in opened:
         window.close()
         window.deleteLater()
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
