@@ -30,12 +30,6 @@ STREAM_EVERY_MS = 1000  # at most one picture a second while the overview grows 
 SHARE = 0.05  # and at most this share of the time spent making them
 
 
-def streams(stage: Stage) -> bool:
-    """True for a stage whose overview is streamed: a long store's weights (models.engine.long_rows)."""
-    store = stage.store
-    return store is not None and getattr(store, "long", None) is not None and stage.name == "weights"
-
-
 def is_long(trace: AttentionTrace) -> bool:
     """True when some stage of ``trace`` is a long store's: its pictures are made only when asked."""
     return any(s.store is not None and getattr(s.store, "long", None) is not None for s in trace.stages)

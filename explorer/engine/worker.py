@@ -36,11 +36,11 @@ from explorer.engine.job_results import (
     leave_a_core_to_the_gui,
     small_values,
 )
-from explorer.engine.long_render import Overviews, is_long, streams
+from explorer.engine.long_render import Overviews, is_long
 from explorer.engine.pretrained_runner import PretrainedRunner
 from explorer.engine.stage_render import stage_image
 from explorer.executor import EXECUTOR
-from explorer.images.plot_pixels import PlotsOnScreen, pixels_for
+from explorer.images.plot_pixels import PlotsOnScreen, pixels_for, streams
 from explorer.images.stage_image import MAX_DISPLAY_SIDE
 from explorer.run import DisplayTrace
 from explorer.widgets.frames import later

@@ -25,15 +25,17 @@ QWIDGETSIZE_MAX = (1 << 24) - 1  # Qt's "no maximum"
 READY, BUILDING, LAID_OUT = "ready", "building", "laid out"  # HeatmapGrid.ensure
 
 
-def grid_columns(count: int, width: float, height: float, rows: int, cols: int, row_overhead: float = 0.0) -> int:
+def grid_columns(count: int, width: float, height: float, rows: int, cols: int, row_overhead: float = 0.0,
+                 column_overhead: float = 0.0) -> int:  # fmt: skip
     """The number of grid columns that gives each matrix cell the most pixels.
 
     ``row_overhead``: the pixels each grid row spends besides its matrices (title, token labels
-    underneath, spacing); with 12 heads that decides between 3 × 4 squashed plots and 4 × 3."""
+    underneath, spacing); with 12 heads that decides between 3 × 4 squashed plots and 4 × 3.
+    ``column_overhead``: the same for each grid column (a long input's sink-share plot beside each map)."""
     best, best_cell = 1, -1.0
     for c in range(1, count + 1):
         r = math.ceil(count / c)
-        cell = min(width / c / max(cols, 1), (height - r * row_overhead) / r / max(rows, 1))
+        cell = min((width / c - column_overhead) / max(cols, 1), (height - r * row_overhead) / r / max(rows, 1))
         if cell > best_cell:
             best, best_cell = c, cell
     return best
@@ -58,26 +60,29 @@ class HeatmapGrid:
         # collector destroys outside any scene can crash PySide6 (e.g. when no trace ever came).
         self._lay_out([(colour_bar, 0, 1, 1)])
 
-    def plan(self, count: int, rows: int, cols: int) -> tuple[int, bool]:
-        """(columns, outer): the best column count for ``count`` plots of ``rows × cols`` cells at the
-        canvas's size, and whether only the bottom plot of each column keeps
-        its key labels: when, with every plot's, the images would be shorter than MIN_IMAGE_PX."""
+    def plan(self, count: int, rows: int, cols: int, side: int = 0) -> tuple[int, bool]:
+        """(columns, outer): the best column count for ``count`` plots of ``rows × cols`` cells (each with
+        a plot ``side`` px wide beside it) at the canvas's size, and whether only the bottom plot of each
+        column keeps its key labels (matplotlib's label_outer): when, with every plot's, the images would
+        be shorter than MIN_IMAGE_PX, or than the labels under them."""
         size = self.canvas.size()
         width, height = size.width() - 90, size.height()
-        columns = grid_columns(count, width, height, rows, cols, PLOT_OVERHEAD_PX)
-        # The labels under a plot as laid out now (upright ones take 60–90 px, not the 30 guessed)
+        if side and self.plots:  # beside side plots the row labels' room (first column) decides too
+            width -= self.plots[0].left.label_room()  # (only there: the labels change with the stage)
+        columns = grid_columns(count, width, height, rows, cols, PLOT_OVERHEAD_PX, side)
+        # The labels under a plot as laid out now (upright ones take 60–140 px, not the 30 guessed)
         axis = max([p.bottom.height() for p in self.plots if p.bottom.isVisible()] + [PLOT_OVERHEAD_PX - TITLE_ROW_PX])
         grid_rows = math.ceil(count / columns)
-        if grid_rows == 1 or (height - grid_rows * (TITLE_ROW_PX + axis)) / grid_rows >= MIN_IMAGE_PX:
+        if grid_rows == 1 or (height - grid_rows * (TITLE_ROW_PX + axis)) / grid_rows >= max(MIN_IMAGE_PX, axis):
             return columns, False
-        return grid_columns(count, width, height - axis, rows, cols, TITLE_ROW_PX), True
+        return grid_columns(count, width, height - axis, rows, cols, TITLE_ROW_PX, side), True
 
-    def shape_changes(self, count: int, rows: int, cols: int) -> bool:
+    def shape_changes(self, count: int, rows: int, cols: int, side: int = 0) -> bool:
         """True when the grid laid out now is not the best one for the canvas's size."""
-        columns, outer = self.plan(count, rows, cols)
+        columns, outer = self.plan(count, rows, cols, side)
         return (count, columns) != self.key or outer != self.outer
 
-    def ensure(self, count: int, rows: int, cols: int) -> str:
+    def ensure(self, count: int, rows: int, cols: int, side: int = 0) -> str:
         """READY when ``count`` plots are laid out in the best column count for ``rows × cols``
         cells; LAID_OUT when a new grid was laid out just now (fill it in a later turn); BUILDING
         while the pool is short of plots: they are built one per turn, then on_pool_ready()."""
@@ -86,7 +91,7 @@ class HeatmapGrid:
             self.warm_up(count)
             return BUILDING
         self.waiting_for = 0
-        columns, outer = self.plan(count, rows, cols)
+        columns, outer = self.plan(count, rows, cols, side)
         if (count, columns) == self.key and outer == self.outer:
             return READY
         self.key, self.outer, self._column_widths = (count, columns), outer, ()

@@ -16,6 +16,7 @@ from explorer.widgets.row_outline import RowOutline
 from explorer.widgets.token_axis import TokenAxis
 
 FULL_INDEX_RANGE = (0, 255)  # uint8 indices map straight onto the 256-entry lookup table
+AXIS_CELLS = {"left": (1, 0), "bottom": (2, 1)}  # (row, column) of each token axis in a plot's layout
 
 
 class MatrixPlotItem(pg.GraphicsWidget):
@@ -37,8 +38,10 @@ class MatrixPlotItem(pg.GraphicsWidget):
         self.axes = {"left": left, "bottom": bottom}
         self.titleLabel = pg.LabelItem("", size="9pt", parent=self)
         _keep_title_hint_on_resize(self.titleLabel)
-        for item, row, col in ((self.titleLabel, 0, 1), (left, 1, 0), (self.vb, 1, 1), (bottom, 2, 1)):
+        for item, row, col in ((self.titleLabel, 0, 1), (self.vb, 1, 1), (left, *AXIS_CELLS["left"]),
+                               (bottom, *AXIS_CELLS["bottom"])):  # fmt: skip
             self.layout.addItem(item, row, col)
+        self._laid_out = {"left": True, "bottom": True}  # the axes in the layout (the shown ones)
         for axis in (left, bottom):
             axis.linkToView(self.vb)
             axis.setZValue(-1000)  # under the view, as in a PlotItem
@@ -56,7 +59,18 @@ class MatrixPlotItem(pg.GraphicsWidget):
         return self.vb
 
     def showAxis(self, name: str, show: bool = True) -> None:  # noqa: N802 - pyqtgraph's name
-        self.axes[name].setVisible(show)
+        """Show or hide a token axis, and put it in the layout or take it out: hidden, it still counted
+        in the plot's minimum height (a 16,384-token grid labelled under its bottom plots only: 174 px
+        with the key labels hidden, 56 px with them taken out), and the grid, short of height, gave
+        each plot its minimum: no room was left for the map (tests/explorer/test_long_window.py)."""
+        axis = self.axes[name]
+        axis.setVisible(show)
+        if show != self._laid_out[name]:
+            self._laid_out[name] = show
+            if show:
+                self.layout.addItem(axis, *AXIS_CELLS[name])
+            else:
+                self.layout.removeItem(axis)
 
     def addItem(self, item) -> None:  # noqa: N802 - pyqtgraph's name
         self.vb.addItem(item)

@@ -26,6 +26,7 @@ from explorer.widgets.frames import Frames
 from explorer.widgets.heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from explorer.widgets.heatmap_plot import HeatmapPlot
 from explorer.widgets.hover_readout import MINUS_INFINITY, HoverReadout, format_value
+from explorer.widgets.long_overlay import side_plot
 from explorer.widgets.range_line import READOUT_ONE_LINE, RangeLine
 from explorer.widgets.stage_rows import StageRows
 from explorer.widgets.token_axis import axis_title, set_axis_title
@@ -177,7 +178,7 @@ class MatrixView(QWidget):
             return
         heads = heads_shown(stage, self.state.head)
         self.hold_paint()  # the canvas paints once all is set, in a turn of its own
-        grid = self.grid.ensure(len(heads), *cells(stage))
+        grid = self.grid.ensure(len(heads), *cells(stage), side_plot(stage))
         if grid != READY:  # heatmaps still being built, or a new grid laid out: filled in a later turn
             if grid == LAID_OUT:
                 self._refresh_soon.request()
@@ -342,7 +343,7 @@ class MatrixView(QWidget):
         # The best grid shape depends on the aspect ratio: lay it out again only when it changes
         # (a refresh on every resize fed a loop: paint, the range line's new text, a resize, ...).
         if stage is not None and len(self.plots) > 1 and self.grid.shape_changes(
-                len(self.plots), len(stage.row_labels), len(stage.col_labels)):  # fmt: skip
+                len(self.plots), *cells(stage), side_plot(stage)):  # fmt: skip
             self._refresh_soon.request()
         else:  # the same grid: its columns' fixed widths follow the new width (they were set for the
             self.grid.fit_columns()  # widest it had been: shrunk, heads and the colour bar were cut off)

@@ -88,3 +88,27 @@ def test_a_long_overview_sends_a_picture_only_when_the_gui_asks(monkeypatch):
     final = overviews.stream(trace, stage, False, lambda: False, lambda image: sent.append(blocks[0]), serve)
     assert sent == [1, 3] and blocks[0] > 3 and final.progress == 1.0
     assert overviews.next_ask_ms() >= STREAM_EVERY_MS
+
+
+def test_eight_heads_of_16384_tokens_fill_the_window_with_their_sink_share_plots(qtbot, settings):
+    """At 16,384 tokens each map has its sink-share plot beside it (92 px) and upright key labels
+    137 px tall under it. The grid's plan counted neither: three columns of 60 × 40 px maps in a
+    1400 × 900 window, most of it empty. Counted, and the labels kept under the bottom plots only,
+    the maps are several times larger, and every side plot is inside the canvas."""
+    from explorer.widgets.long_overlay import SIDE_PX
+    from explorer.window import MainWindow
+
+    sentence = " ".join(f"w{i}" for i in range(16384))
+    window = MainWindow(settings, Inputs(sentence=sentence, heads=8, d_model=512, mask="causal"), stage="weights")
+    qtbot.addWidget(window)
+    window.resize(1400, 900)
+    window.show()
+    view = window.matrix_view
+    qtbot.waitUntil(lambda: view.state.stepper.stage is not None and window.is_settled(), timeout=120_000)
+    canvas = view.canvas.viewport().width()
+    for plot in view.plots:
+        overlay = plot.long_overlay
+        assert overlay is not None and overlay.shown
+        assert plot.plot.vb.width() >= 120 and plot.plot.vb.height() >= 60, (plot.head, plot.plot.vb.size())
+        right = overlay.view.mapRectToScene(overlay.view.boundingRect()).right()
+        assert right <= canvas and overlay.view.width() >= SIDE_PX - 2
