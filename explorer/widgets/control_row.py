@@ -33,6 +33,11 @@ class ControlRow(QLayout):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self._items: list[QLayoutItem] = []
+        self._height_for: tuple[int, int] | None = None  # (width, height) until the layout is invalidated
+
+    def invalidate(self) -> None:  # Qt calls it when a control's size hint, text or visibility changes
+        self._height_for = None
+        super().invalidate()
 
     def addItem(self, item: QLayoutItem) -> None:  # noqa: N802 - Qt API
         self._items.append(item)
@@ -53,7 +58,9 @@ class ControlRow(QLayout):
         return True
 
     def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt API
-        return self._place(QRect(0, 0, width, 0), move=False)
+        if self._height_for is None or self._height_for[0] != width:  # asked many times per layout pass
+            self._height_for = (width, self._place(QRect(0, 0, width, 0), move=False))
+        return self._height_for[1]
 
     def minimumSize(self) -> QSize:  # noqa: N802 - Qt API
         size = QSize(0, 0)

@@ -58,19 +58,30 @@ class ZoomRegions:
         self.superseded = False  # a newer request is on its way: the picture on screen is outgoing
         self._stage_asked: tuple | None = None  # the last whole stage asked for (ask_stage)
 
-    def record(self) -> None:
-        """The state's zoom pane (explorer/panes.py) follows the plots: each zoomed plot's cells in view."""
-        regions = {}
-        for plot in self.view.plots:
-            region = visible_region(plot) if plot.rows else None
-            if region is not None and region != (0, plot.rows, 0, plot.cols):
+    def record(self, plots=None) -> None:
+        """The state's zoom pane (explorer/panes.py) follows the plots: each zoomed plot's cells in view.
+        ``plots``: only these changed (each plot's range and size signal: a grid laid out again sends
+        two per plot, so reading every plot each time was quadratic); None: read them all."""
+        shown = self.view.plots
+        heads = {plot.head for plot in shown if plot.rows}
+        if plots is None:
+            regions, plots = {}, shown
+        else:
+            regions = {head: r for head, r in self.view.state.zoom.regions.items() if head in heads}
+        for plot in plots:
+            if not plot.rows or plot.head not in heads:
+                continue
+            region = visible_region(plot)
+            if region != (0, plot.rows, 0, plot.cols):
                 regions[plot.head] = region
+            else:
+                regions.pop(plot.head, None)
         self.view.state.zoom.set_regions(regions)
 
     def changed(self, *plots) -> None:
         """A plot's range or size changed: ask for its region after a pause, unless it shows its
         whole matrix at one pixel or more per cell already (nothing to ask: no wait)."""
-        self.record()
+        self.record(plots)
         plots = [p for p in plots if not self._whole_and_exact(p)]
         if plots:
             self._zoomed.update(id(p) for p in plots)

@@ -284,3 +284,23 @@ def test_a_resize_that_keeps_the_cells_per_pixel_asks_for_no_picture_again(qtbot
     qtbot.wait(300)
     qtbot.waitUntil(window.is_settled, timeout=30_000)
     assert step_for(whole, device_pixels(plot)) != before and asked  # another step: asked at the new pixels
+
+
+def test_a_new_grid_reads_each_plots_region_a_few_times(make_window, settle, monkeypatch):
+    """Each plot's range and size signals record that plot's region in the state's zoom pane; a grid
+    laid out again sends two per plot, and reading every plot at each one was quadratic (12 heads:
+    ~390 reads per change). Counted, not timed: a bounded number per plot and change (the range and
+    size signals of a few layout passes, each read by the pane and by the check for an ask)."""
+    import explorer.widgets.zoom_regions as zoom_regions
+
+    window = make_window(Inputs(sentence="the cat sat on the mat", heads=12, d_model=48), stage="weights")
+    reads = []
+    real = zoom_regions.visible_region
+    monkeypatch.setattr(zoom_regions, "visible_region", lambda plot: reads.append(plot) or real(plot))
+    window.state.update_inputs(heads=6)  # a grid of 6 plots, laid out again
+    settle(window)
+    window.state.update_inputs(heads=12)
+    settle(window)
+    assert len(window.matrix_view.plots) == 12
+    assert 0 < len(reads) <= 12 * (6 + 12)  # 708 when each signal read every plot
+    assert window.state.zoom.regions == {}  # every plot shows its whole matrix
