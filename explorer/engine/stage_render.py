@@ -17,7 +17,7 @@ from explorer.images.stage_image import (
 )
 from models.engine.long_structure import long_structure
 from models.engine.pixels import enlarge_peaks
-from models.engine.reduce import reduce_head
+from models.engine.reduce import reduce_heads
 from models.engine.trace import Stage
 
 
@@ -30,8 +30,7 @@ def stage_image(stage: Stage, fit: bool | str = False, region: tuple[int, int, i
     sequential = stage.name in SEQUENTIAL_STAGES and not getattr(stage, "difference", False)
     wanted = heads if heads is not None else list(range(stage.heads))
     if reduced is None:
-        reduced = [reduce_head(stage, h, max_side, region, signed=not sequential, should_stop=should_stop)
-                   for h in wanted]  # fmt: skip
+        reduced = reduce_heads(stage, wanted, max_side, region, signed=not sequential, should_stop=should_stop)
     lows = [r.finite_range[0] for r in reduced if np.isfinite(r.finite_range[0])]
     highs = [r.finite_range[1] for r in reduced if np.isfinite(r.finite_range[1])]
     lo = min(lows) if lows and len(lows) == len(reduced) else np.nan  # nan: not read (large weights)

@@ -17,7 +17,12 @@ MARGIN = 6  # px around the column's panels
 
 class PanelScroll(QScrollArea):
     """Scrolls its panels up and down, never sideways: its minimum width is theirs (with the scroll
-    bar's), followed as they change (a model's longer texts), so no panel is ever cut at the right."""
+    bar's), followed when they grow (a model's longer texts), so no panel is ever cut at the right.
+
+    A minimum that shrinks is taken at the next layout the window makes anyway (a resize), not at
+    once: a model's texts go and come back with each model switched to ("Loading…", then its facts),
+    and following them both ways re-laid the whole window out twice per change, heatmaps included
+    (a step of the training timeline: 35 -> 60 ms, at a window's least width)."""
 
     def __init__(self, inner: QWidget):
         super().__init__()
@@ -25,15 +30,19 @@ class PanelScroll(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QScrollArea.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.told = 0  # the least width last given to the layouts
         inner.installEventFilter(self)
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
         inner = self.widget().minimumSizeHint()
-        return QSize(inner.width() + self.verticalScrollBar().sizeHint().width(), min(inner.height(), 120))
+        self.told = inner.width() + self.verticalScrollBar().sizeHint().width()
+        return QSize(self.told, min(inner.height(), 120))
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.LayoutRequest:
-            self.updateGeometry()  # the panels' minimum may have changed: the splitter asks again
+        if event.type() == QEvent.Type.LayoutRequest:  # the panels' minimum may have changed
+            needed = self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+            if needed > self.told:  # wider than the layouts know: they ask again (the splitter too)
+                self.updateGeometry()
         return super().eventFilter(watched, event)
 
 

@@ -136,14 +136,23 @@ class ModelChooser(QGroupBox):
             self.combo.setCurrentIndex(index)
         self.combo.setToolTip(inputs.model if inputs.uses_model else TOY_TEXT)
         info = self.state.model_info
+        # Until the chosen model's first trace its facts are unknown: "Loading…" in the room the last ones
+        # took, the layer's range kept (unless the layer asked is beyond it). A step of the training
+        # timeline switches models in ~40 ms: the column's texts grew and shrank with each, and every
+        # panel below them was laid out and painted again, twice a step.
+        hold = inputs.uses_model and info is None
+        self.info.setMinimumHeight(self.info.height() if hold and self.info.isVisible() else 0)
+        self.layer_range.setMinimumWidth(self.layer_range.width() if hold and self.layer_range.isVisible() else 0)
         with signals_blocked(self.layer):
             if not inputs.uses_model:
                 self.info.setText(TOY_INFO)
             else:
-                last = info.num_layers - 1 if info is not None else MAX_LAYER_UNKNOWN
-                self.layer.setRange(0, last)
+                if info is not None:
+                    self.layer.setRange(0, info.num_layers - 1)
+                elif inputs.layer > self.layer.maximum():
+                    self.layer.setRange(0, MAX_LAYER_UNKNOWN)
                 self.layer.setValue(inputs.layer)
-                self.layer_range.setText(f"of 0–{last}" if info is not None else "")
+                self.layer_range.setText(f"of 0–{info.num_layers - 1}" if info is not None else "")
                 self.info.setText(_describe(info) if info is not None else "Loading…")
         self._form.setRowVisible(1, inputs.uses_model)
         encdec = inputs.uses_model and info is not None and info.encoder_decoder

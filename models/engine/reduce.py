@@ -40,24 +40,46 @@ def _sides(max_side: int | tuple[int, int]) -> tuple[int, int]:
 
 
 def _block_max(t: torch.Tensor, kr: int, kc: int) -> torch.Tensor:
-    """Max over blocks of ``kr × kc`` cells of ``t (1, 1, r, c)``; partial blocks at the edges."""
+    """Max over blocks of ``kr × kc`` cells of ``t (B, 1, r, c)``; partial blocks at the edges."""
     if kr == kc == 1:
         return t
-    r, c = t.shape[-2:]
+    b, r, c = t.shape[0], t.shape[-2], t.shape[-1]
     if r % kr == 0 and c % kc == 0:  # reshapes, much faster than max_pool2d: columns (contiguous) first
-        cols = t.reshape(r, c // kc, kc).amax(dim=2) if kc > 1 else t.reshape(r, c)  # (r, W)
-        return (cols.reshape(r // kr, kr, c // kc).amax(dim=1) if kr > 1 else cols)[None, None]
+        cols = t.reshape(b, r, c // kc, kc).amax(dim=3) if kc > 1 else t.reshape(b, r, c)  # (B, r, W)
+        return (cols.reshape(b, r // kr, kr, c // kc).amax(dim=2) if kr > 1 else cols)[:, None]
     return F.max_pool2d(t, (kr, kc), ceil_mode=True)
 
 
-def _finite_extreme(x: torch.Tensor, largest: bool) -> float:
-    """The largest (or smallest) finite value of ``x``, ∓inf when there is none: by ``where``,
+def _finite_extremes(x: torch.Tensor, largest: bool) -> np.ndarray:
+    """The largest (or smallest) finite value of each ``x[b]``, ∓inf where there is none: by ``where``,
     not boolean indexing (which gathers, ~20× slower on a band's pixels)."""
-    if x.numel() == 0:
-        return -np.inf if largest else np.inf
     bound = float("-inf") if largest else float("inf")
-    kept = torch.where(torch.isfinite(x), x, bound)
-    return float(kept.amax() if largest else kept.amin())
+    if x[0].numel() == 0:
+        return np.full(x.shape[0], bound)
+    kept = torch.where(torch.isfinite(x), x, bound).flatten(1)
+    return (kept.amax(dim=1) if largest else kept.amin(dim=1)).double().numpy()
+
+
+def _band_peaks(t: torch.Tensor, kr: int, kc: int, signed: bool, want_low: bool, top: torch.Tensor | None = None):
+    """The blocks of a band of ``B`` heads, ``t (B, 1, r, c)``: ``(peaks, masked share or None, highest finite
+    value (B,), lowest (B,) or None)``, each pixel its block's max (sequential) or the value of largest
+    magnitude (signed, masked cells not counted). ``top``: the block maxima, made already."""
+    # Weights (the unsigned stage) are never −∞: a masked key's weight is 0; skip that pass.
+    neg_inf = torch.isneginf(t) if signed else None
+    has_masked = neg_inf is not None and bool(neg_inf.any())
+    if top is None:
+        top = _block_max(t, kr, kc)  # block max (−∞: all masked; NaN spreads)
+    hi, lo = _finite_extremes(top, largest=True), None
+    if want_low:
+        # block min of the visible cells: masked cells must not count as a large magnitude
+        low = -_block_max(-(t.masked_fill(neg_inf, float("inf")) if has_masked else t), kr, kc)
+        lo = _finite_extremes(low, largest=False)
+    if signed:
+        top = torch.where(torch.isneginf(top), top, torch.where(low.abs() > top.abs(), low, top))
+    share = None
+    if has_masked:
+        share = F.avg_pool2d(neg_inf.float(), (kr, kc), ceil_mode=True, count_include_pad=False)
+    return top, share, hi, lo
 
 
 def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int, visible: bool = False):
@@ -150,12 +172,9 @@ def reduce_head(
         t = torch.from_numpy(band)[None, None, :, c0:c1]  # (1, 1, r, c), a view
         if (c0 or c1 != band.shape[1]) and not visible:
             t = t.contiguous()
-        # Weights (the unsigned stage) are never −∞: a masked key's weight is 0; skip that pass.
-        neg_inf = torch.isneginf(t) if signed else None
-        has_masked = neg_inf is not None and bool(neg_inf.any())
-        any_masked |= has_masked
         with torch.no_grad():
             width = _seen_width(stage, start, band.shape[0], c0, c1, kc) if not want_low else c1 - c0
+            top = None
             if visible and band.shape[1] < c1:  # keys 0:w only; the pixels past them are 0
                 top = torch.zeros((1, 1, -(-band.shape[0] // kr), -(-c1 // kc)), dtype=t.dtype)
                 top[..., : -(-band.shape[1] // kc)] = _block_max(t, kr, kc)
@@ -163,21 +182,13 @@ def reduce_head(
                 # Weights of keys no query of the band sees are exactly 0: their pixels are 0 too.
                 top = torch.zeros((1, 1, -(-band.shape[0] // kr), -(-(c1 - c0) // kc)), dtype=t.dtype)
                 top[..., : width // kc] = _block_max(t[..., :width], kr, kc)  # a strided view: no copy
-            else:
-                top = _block_max(t, kr, kc)  # block max (−∞: all masked; NaN spreads)
-            hi = max(hi, _finite_extreme(top, largest=True))
+            top, share, band_hi, band_lo = _band_peaks(t, kr, kc, signed, want_low, top)
+            hi = max(hi, float(band_hi[0]))
             if want_low:
-                # block min of the visible cells: masked cells must not count as a large magnitude
-                low = -_block_max(-(t.masked_fill(neg_inf, float("inf")) if has_masked else t), kr, kc)
-                lo = min(lo, _finite_extreme(low, largest=False))
-            if signed:
-                top = torch.where(torch.isneginf(top), top, torch.where(low.abs() > top.abs(), low, top))
+                lo = min(lo, float(band_lo[0]))
             peaks.append(top[0, 0].numpy())
-            if has_masked:
-                share = F.avg_pool2d(neg_inf.float(), (kr, kc), ceil_mode=True, count_include_pad=False)
-                masks.append(share[0, 0].numpy())
-            else:
-                masks.append(None)
+            masks.append(None if share is None else share[0, 0].numpy())
+            any_masked |= share is not None
     peak = np.concatenate(peaks) if peaks else np.zeros((0, 0), np.float32)
     masked = None
     if any_masked:
@@ -188,3 +199,34 @@ def reduce_head(
         return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), (float("nan"), top))
     finite_range = (lo, hi) if lo <= hi else (float("nan"), float("nan"))
     return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), finite_range)
+
+
+SMALL_CELLS = 1 << 18  # a stage whose heads hold at most this many cells is reduced in one pass
+
+
+def reduce_heads(stage: Stage, heads: list[int], max_side: int | tuple[int, int] = 1024,
+                 region: tuple[int, int, int, int] | None = None, signed: bool = True,
+                 should_stop=None) -> list[Reduced]:  # fmt: skip
+    """:func:`reduce_head` of each of ``heads``, the same numbers. A small stage's heads are reduced
+    together, in one pass: there each torch call costs more than its cells (4 heads of 61 × 61 onto
+    53 px: 0.9 ms one head at a time)."""
+    shape = stage.shape[-2:]
+    r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
+    rows_px, cols_px = _sides(max_side)
+    kr, kc = block_step(r1 - r0, rows_px), block_step(c1 - c0, cols_px)
+    store = stage.store
+    streamed = store is not None and store.long is not None and stage.name == "weights"
+    if len(heads) < 2 or (kr, kc) == (1, 1) or streamed or len(heads) * (r1 - r0) * (c1 - c0) > SMALL_CELLS:
+        return [reduce_head(stage, h, max_side, region, signed, should_stop) for h in heads]
+    _stop_if_asked(should_stop, stage)
+    cells = [stage.rows(h, r0, r1)[:, c0:c1] if store is None else store.region(stage.name, h, r0, r1, c0, c1)
+             for h in heads]  # fmt: skip
+    with torch.no_grad():
+        top, share, hi, lo = _band_peaks(torch.from_numpy(np.stack(cells))[:, None], kr, kc, signed, True)
+    out = []
+    for i in range(len(heads)):
+        masked = share[i, 0].numpy() if share is not None and bool(share[i].any()) else None
+        finite_range = (float(lo[i]), float(hi[i])) if lo[i] <= hi[i] else (float("nan"), float("nan"))
+        out.append(Reduced(top[i, 0].numpy().astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc),
+                           finite_range))  # fmt: skip
+    return out

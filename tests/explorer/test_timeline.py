@@ -109,3 +109,35 @@ def test_one_colour_per_head_and_the_plots_x_axes_line_up(qtbot, run):
     qtbot.wait(50)
     lefts = {round(window.plots.getItem(row, 0).getViewBox().sceneBoundingRect().left()) for row in range(3)}
     assert len(lefts) == 1, lefts
+
+
+def test_a_step_of_the_slider_lays_nothing_out_again(qtbot, make_window, settle, run):
+    """Each step switches models: their facts go ("Loading…") and come back. The model's box grew and
+    shrank with them, the left column followed its minimum both ways, and at the window's least width
+    the heatmaps were resized and painted again twice per step (a step: 35 -> 60 ms)."""
+    from PySide6.QtCore import QEvent, QObject
+
+    window = make_window(dataclasses.replace(SMALL, model=str(run), sentence="abcdabcd" * 4))
+    window.resize(window.minimumSizeHint().width(), 800)  # least width: every column at its minimum
+    timeline = window.windows.open_timeline()
+    qtbot.addWidget(timeline)
+    settle(window)
+    timeline.slider.setValue(1)
+    settle(window)
+    resized = []
+
+    class Resizes(QObject):
+        def eventFilter(self, watched, event):  # noqa: N802 - Qt API
+            if event.type() == QEvent.Type.Resize:
+                resized.append(type(watched).__name__)
+            return False
+
+    counter = Resizes()
+    for widget in (window.matrix_view.canvas, window.model_chooser, window.model_chooser.info):
+        widget.installEventFilter(counter)
+    for step in (2, 3, 0, 1):
+        timeline.slider.setValue(step)
+        settle(window)
+        qtbot.wait(20)
+        assert window.state.inputs.model.endswith(f"step-{timeline.timeline.steps[step]:06d}")
+    assert resized == []

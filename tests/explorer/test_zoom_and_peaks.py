@@ -177,9 +177,9 @@ def test_a_stage_larger_than_its_plot_is_reduced_and_painted_once_per_change(qtb
     settle(window)
     view = window.matrix_view
     reduced, painted, answers = [], [], []
-    real = stage_render.reduce_head
-    monkeypatch.setattr(stage_render, "reduce_head",
-                        lambda stage, head, *a, **k: reduced.append((stage.name, head)) or real(stage, head, *a, **k))
+    real = stage_render.reduce_heads
+    monkeypatch.setattr(stage_render, "reduce_heads", lambda stage, heads, *a, **k: reduced.extend(
+        (stage.name, h) for h in heads) or real(stage, heads, *a, **k))
 
     def counted(name, paint):
         return lambda *a, **k: painted.append(name) or paint(*a, **k)
@@ -211,9 +211,9 @@ def test_the_first_result_and_a_new_grid_are_reduced_and_painted_once(qtbot, set
     from explorer.window import MainWindow
 
     reduced, painted, answers = [], [], []
-    real = stage_render.reduce_head
-    monkeypatch.setattr(stage_render, "reduce_head",
-                        lambda stage, head, *a, **k: reduced.append((stage.name, head)) or real(stage, head, *a, **k))
+    real = stage_render.reduce_heads
+    monkeypatch.setattr(stage_render, "reduce_heads", lambda stage, heads, *a, **k: reduced.extend(
+        (stage.name, h) for h in heads) or real(stage, heads, *a, **k))
     for name in ("set_matrix", "set_region"):
         paint = getattr(HeatmapPlot, name)
         monkeypatch.setattr(HeatmapPlot, name,
