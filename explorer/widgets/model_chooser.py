@@ -61,6 +61,7 @@ class ModelChooser(QGroupBox):
         self.block.setToolTip("Which attention of the encoder-decoder model: the encoder's, the decoder's (causal), "
                               "or the decoder's queries over the encoder's output (cross)")  # fmt: skip
         self.info = QLabel(TOY_INFO)
+        self.described = False  # the box shows a model's facts (its layer row and range laid out)
         self.info.setObjectName("modelInfo")
         self.info.setWordWrap(True)
 
@@ -140,9 +141,11 @@ class ModelChooser(QGroupBox):
         # took, the layer's range kept (unless the layer asked is beyond it). A step of the training
         # timeline switches models in ~40 ms: the column's texts grew and shrank with each, and every
         # panel below them was laid out and painted again, twice a step.
-        hold = inputs.uses_model and info is None
-        self.info.setMinimumHeight(self.info.height() if hold and self.info.isVisible() else 0)
-        self.layer_range.setMinimumWidth(self.layer_range.width() if hold and self.layer_range.isVisible() else 0)
+        # (From the toy, whose box has no layer row, the box changes anyway: nothing is held.)
+        hold = inputs.uses_model and info is None and self.described
+        self.info.setMinimumHeight(self.info.height() if hold else 0)
+        self.layer_range.setMinimumWidth(self.layer_range.width() if hold else 0)
+        self.described = inputs.uses_model and (info is not None or hold)  # a model's facts in the box
         with signals_blocked(self.layer):
             if not inputs.uses_model:
                 self.info.setText(TOY_INFO)
