@@ -12,17 +12,20 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
+from explorer.widgets.frames import debounced
+
 MARGIN = 6  # px around the column's panels
+SHRINK_AFTER_MS = 400  # a narrower minimum is followed once it has held this long
 
 
 class PanelScroll(QScrollArea):
     """Scrolls its panels up and down, never sideways: its minimum width is theirs (with the scroll
-    bar's), followed when they grow (a model's longer texts), so no panel is ever cut at the right.
+    bar's), followed as they change (a model's longer texts), so no panel is ever cut at the right.
 
-    A minimum that shrinks is taken at the next layout the window makes anyway (a resize), not at
-    once: a model's texts go and come back with each model switched to ("Loading…", then its facts),
-    and following them both ways re-laid the whole window out twice per change, heatmaps included
-    (a step of the training timeline: 35 -> 60 ms, at a window's least width)."""
+    A wider minimum is followed at once; a narrower one once it has held for SHRINK_AFTER_MS. A model's
+    texts go and come back as models are switched ("Loading…", then its facts): followed both ways at
+    once, the whole window was laid out again twice per change, heatmaps included (a step of the
+    training timeline: 35 -> 60 ms at the window's least width)."""
 
     def __init__(self, inner: QWidget):
         super().__init__()
@@ -31,18 +34,28 @@ class PanelScroll(QScrollArea):
         self.setFrameShape(QScrollArea.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.told = 0  # the least width last given to the layouts
+        self._shrink = debounced(self._follow, SHRINK_AFTER_MS, self)
         inner.installEventFilter(self)
 
+    def _least(self) -> int:
+        return self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
-        inner = self.widget().minimumSizeHint()
-        self.told = inner.width() + self.verticalScrollBar().sizeHint().width()
-        return QSize(self.told, min(inner.height(), 120))
+        self.told = self._least()
+        return QSize(self.told, min(self.widget().minimumSizeHint().height(), 120))
+
+    def _follow(self) -> None:
+        if self._least() != self.told:
+            self.updateGeometry()  # the splitter asks again
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.Type.LayoutRequest:  # the panels' minimum may have changed
-            needed = self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
-            if needed > self.told:  # wider than the layouts know: they ask again (the splitter too)
+            least = self._least()
+            if least > self.told:
+                self._shrink.cancel()
                 self.updateGeometry()
+            elif least < self.told:
+                self._shrink()
         return super().eventFilter(watched, event)
 
 
