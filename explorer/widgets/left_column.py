@@ -33,7 +33,7 @@ class PanelScroll(QScrollArea):
         self.setWidgetResizable(True)
         self.setFrameShape(QScrollArea.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.told = 0  # the least width last given to the layouts
+        self._told = 0  # the least width last given to the layouts
         self._shrink = debounced(self._follow, SHRINK_AFTER_MS, self)
         inner.installEventFilter(self)
 
@@ -41,20 +41,20 @@ class PanelScroll(QScrollArea):
         return self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
-        self.told = self._least()
-        return QSize(self.told, min(self.widget().minimumSizeHint().height(), 120))
+        self._told = self._least()
+        return QSize(self._told, min(self.widget().minimumSizeHint().height(), 120))
 
     def _follow(self) -> None:
-        if self._least() != self.told:
+        if self._least() != self._told:
             self.updateGeometry()  # the splitter asks again
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.Type.LayoutRequest:  # the panels' minimum may have changed
             least = self._least()
-            if least > self.told:
+            if least > self._told:
                 self._shrink.cancel()
                 self.updateGeometry()
-            elif least < self.told:
+            elif least < self._told:
                 self._shrink()
         return super().eventFilter(watched, event)
 
