@@ -137,23 +137,20 @@ class ModelChooser(QGroupBox):
             self.combo.setCurrentIndex(index)
         self.combo.setToolTip(inputs.model if inputs.uses_model else TOY_TEXT)
         info = self.state.model_info
-        # Until the chosen model's first trace its facts are unknown: "Loading…" in the room the last ones
-        # took, the layer's range kept (unless the layer asked is beyond it). A step of the training
-        # timeline switches models in ~40 ms: the column's texts grew and shrank with each, and every
-        # panel below them was laid out and painted again, twice a step.
-        # (From the toy, whose box has no layer row, the box changes anyway: nothing is held.)
+        # Until the chosen model's first trace its facts are unknown: "Loading…" and any layer, in the
+        # room the last model's facts took. A step of the training timeline switches models in ~40 ms:
+        # the column's texts grew and shrank with each, and every panel below them was laid out and
+        # painted again, twice a step. (From the toy, whose box has no layer row, nothing is held.)
         hold = inputs.uses_model and info is None and self.described
         self.info.setMinimumHeight(self.info.height() if hold else 0)
-        self.layer_range.setMinimumWidth(self.layer_range.width() if hold else 0)
+        for widget in (self.layer, self.layer_range):
+            widget.setMinimumWidth(widget.width() if hold else 0)
         self.described = inputs.uses_model and (info is not None or hold)  # a model's facts in the box
         with signals_blocked(self.layer):
             if not inputs.uses_model:
                 self.info.setText(TOY_INFO)
             else:
-                if info is not None:
-                    self.layer.setRange(0, info.num_layers - 1)
-                elif inputs.layer > self.layer.maximum():
-                    self.layer.setRange(0, MAX_LAYER_UNKNOWN)
+                self.layer.setRange(0, info.num_layers - 1 if info is not None else MAX_LAYER_UNKNOWN)
                 self.layer.setValue(inputs.layer)
                 self.layer_range.setText(f"of 0–{info.num_layers - 1}" if info is not None else "")
                 self.info.setText(_describe(info) if info is not None else "Loading…")

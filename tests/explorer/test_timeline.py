@@ -141,3 +141,16 @@ def test_a_step_of_the_slider_lays_nothing_out_again(qtbot, make_window, settle,
         qtbot.wait(20)
         assert window.state.inputs.model.endswith(f"step-{timeline.timeline.steps[step]:06d}")
     assert resized == []
+
+
+def test_a_layer_chosen_while_a_model_loads_is_not_held_to_the_last_model_s_range(make_window, settle, run):
+    """The model's box keeps its room while the next model loads, not the last model's layer range: the
+    trained run has 2 layers, MiniLM 6, and layer 4 may be chosen before MiniLM's first trace."""
+    window = make_window(dataclasses.replace(SMALL, model=str(run), sentence="abcdabcd"))
+    assert window.model_chooser.layer.maximum() == 1
+    window.state.update_inputs(model="minilm")
+    assert window.state.model_info is None  # its facts come with its first trace
+    window.model_chooser.layer.setValue(4)
+    settle(window, timeout=60_000)
+    assert window.state.inputs.layer == 4 and window.state.display.trace.meta["layer"] == 4
+    assert window.model_chooser.layer.maximum() == 5
