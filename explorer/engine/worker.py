@@ -40,7 +40,7 @@ from explorer.engine.long_render import Overviews, is_long
 from explorer.engine.pretrained_runner import PretrainedRunner
 from explorer.engine.stage_render import stage_image
 from explorer.executor import EXECUTOR
-from explorer.images.plot_pixels import PlotsOnScreen, pixels_for, streams
+from explorer.images.plot_pixels import PlotsOnScreen, pixels_for
 from explorer.images.stage_image import MAX_DISPLAY_SIDE
 from explorer.run import DisplayTrace
 from explorer.widgets.frames import later
@@ -297,7 +297,7 @@ class ComputeWorker(QObject):
             # second), another stage a long overview: the interrupted stage goes back to the front of
             # the queue. A long overview serves regions as it goes. A read waiting for the store
             # (hover, focus) has its turn between two bands, then this goes on.
-            long = streams(stage)
+            long = stage.streamed
 
             def asked(stale=stale, background=background, name=name, long=long) -> bool:
                 device.yield_turn()
@@ -334,7 +334,7 @@ class ComputeWorker(QObject):
         """A stage's picture at the view's ``pixels`` (the ones it asked at; else its plots', where the
         stage is laid out alike; else, ahead of being shown, MAX_DISPLAY_SIDE); a long input's weights
         streamed (explorer.engine.long_render), the regions asked meanwhile answered between its blocks."""
-        if not streams(stage):
+        if not stage.streamed:
             side = pixels or pixels_for(self._plots, stage) or MAX_DISPLAY_SIDE
             return stage_image(stage, fit, should_stop=should_stop, max_side=side)
 

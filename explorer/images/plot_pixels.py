@@ -21,13 +21,6 @@ SURE_FIT = 48  # cells a side that no plot is smaller than (the grid keeps image
 SAME_SHAPE = 0.1  # matrices whose rows : cols differ by less than this share are laid out alike
 
 
-def streams(stage: Stage) -> bool:
-    """True for a stage whose overview is streamed (explorer.engine.long_render): a long store's weights
-    (models.engine.long_rows), each map drawn with its sink-share plot beside it (explorer.widgets.long_overlay)."""
-    store = stage.store
-    return store is not None and getattr(store, "long", None) is not None and stage.name == "weights"
-
-
 def cells(stage: Stage) -> tuple[int, int]:
     """(rows, cols) of each of the stage's matrices, as its plots show them."""
     return len(stage.row_labels), len(stage.col_labels)

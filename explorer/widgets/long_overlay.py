@@ -18,8 +18,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
-from explorer.images.plot_pixels import streams
-
 SIDE_PX = 92  # the sink-share plot's width beside the map
 EDGE_RGB = (255, 85, 40)  # red-orange: in neither colour map, readable on viridis and on the masked grey
 KEY0_RGB = (20, 90, 170)  # the first key's share: dark blue on white
@@ -128,7 +126,7 @@ class LongOverlay:
 
 def side_plot(stage) -> int:
     """The pixels beside each map of ``stage`` taken by its sink-share plot (0: none), for the grid's plan."""
-    return SIDE_PX if streams(stage) else 0
+    return SIDE_PX if stage.streamed else 0
 
 
 def show_structure(plot, structure, head: int) -> None:

@@ -39,6 +39,21 @@ def _sides(max_side: int | tuple[int, int]) -> tuple[int, int]:
     return (max_side, max_side) if isinstance(max_side, int) else (int(max_side[0]), int(max_side[1]))
 
 
+def _region_and_step(stage: Stage, max_side: int | tuple[int, int], region: tuple[int, int, int, int] | None):
+    """``(r0, r1, c0, c1), (kr, kc)``: the region (by default the whole matrix) and its cells per pixel."""
+    shape = stage.shape[-2:]
+    r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
+    rows_px, cols_px = _sides(max_side)
+    return (r0, r1, c0, c1), (block_step(r1 - r0, rows_px), block_step(c1 - c0, cols_px))
+
+
+def _cells(stage: Stage, head: int, region: tuple[int, int, int, int]) -> np.ndarray:
+    """Head ``head``'s cells in ``region``, read whole."""
+    r0, r1, c0, c1 = region
+    store = stage.store
+    return stage.rows(head, r0, r1)[:, c0:c1] if store is None else store.region(stage.name, head, r0, r1, c0, c1)
+
+
 def _block_max(t: torch.Tensor, kr: int, kc: int) -> torch.Tensor:
     """Max over blocks of ``kr × kc`` cells of ``t (B, 1, r, c)``; partial blocks at the edges."""
     if kr == kc == 1:
@@ -146,15 +161,12 @@ def reduce_head(
     A long store's weights (models.engine.long_rows) stream: ``on_rows(pixel rows done, peaks so far)``."""
     _stop_if_asked(should_stop, stage)  # before each head: a small one is read whole below
     shape = stage.shape[-2:]
-    r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
-    rows_px, cols_px = _sides(max_side)
-    kr, kc = block_step(r1 - r0, rows_px), block_step(c1 - c0, cols_px)
+    (r0, r1, c0, c1), (kr, kc) = _region_and_step(stage, max_side, region)
     out_rows = -(-(r1 - r0) // kr)
     store = stage.store
     if kr == kc == 1:  # a pixel per cell: nothing to reduce (small matrices, zoomed regions)
-        cells = stage.rows(head, r0, r1)[:, c0:c1] if store is None else store.region(stage.name, head, r0, r1, c0, c1)
-        return _exact(cells, (r0, r1, c0, c1))
-    if store is not None and store.long is not None and stage.name == "weights":  # from Q, K and the rows' stats
+        return _exact(_cells(stage, head, (r0, r1, c0, c1)), (r0, r1, c0, c1))
+    if stage.streamed:  # from Q, K and the rows' stats
         peak = store.long.overview(head, (r0, r1, c0, c1), (kr, kc), should_stop, on_rows)
         top = float(peak.max()) if peak.size else float("nan")
         return Reduced(peak, None, (r0, r1, c0, c1), (kr, kc), (float("nan"), top))
@@ -210,19 +222,13 @@ def reduce_heads(stage: Stage, heads: list[int], max_side: int | tuple[int, int]
     """:func:`reduce_head` of each of ``heads``, the same numbers. A small stage's heads are reduced
     together, in one pass: there each torch call costs more than its cells (4 heads of 61 × 61 onto
     53 px: 0.9 ms one head at a time)."""
-    shape = stage.shape[-2:]
-    r0, r1, c0, c1 = region if region is not None else (0, shape[0], 0, shape[1])
-    rows_px, cols_px = _sides(max_side)
-    kr, kc = block_step(r1 - r0, rows_px), block_step(c1 - c0, cols_px)
-    store = stage.store
-    streamed = store is not None and store.long is not None and stage.name == "weights"
-    if len(heads) < 2 or (kr, kc) == (1, 1) or streamed or len(heads) * (r1 - r0) * (c1 - c0) > SMALL_CELLS:
+    (r0, r1, c0, c1), (kr, kc) = _region_and_step(stage, max_side, region)
+    if len(heads) < 2 or (kr, kc) == (1, 1) or stage.streamed or len(heads) * (r1 - r0) * (c1 - c0) > SMALL_CELLS:
         return [reduce_head(stage, h, max_side, region, signed, should_stop) for h in heads]
     _stop_if_asked(should_stop, stage)
-    cells = [stage.rows(h, r0, r1)[:, c0:c1] if store is None else store.region(stage.name, h, r0, r1, c0, c1)
-             for h in heads]  # fmt: skip
+    cells = np.stack([_cells(stage, h, (r0, r1, c0, c1)) for h in heads])
     with torch.no_grad():
-        top, share, hi, lo = _band_peaks(torch.from_numpy(np.stack(cells))[:, None], kr, kc, signed, True)
+        top, share, hi, lo = _band_peaks(torch.from_numpy(cells)[:, None], kr, kc, signed, True)
     out = []
     for i in range(len(heads)):
         masked = share[i, 0].numpy() if share is not None and bool(share[i].any()) else None

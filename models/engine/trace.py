@@ -100,6 +100,12 @@ class Stage:
         return self._array
 
     @property
+    def streamed(self) -> bool:
+        """A long store's weights (models.engine.long_rows): never held, their overview is made from Q, K
+        and the rows' statistics a band of rows at a time, streamed to the window."""
+        return self.store is not None and getattr(self.store, "long", None) is not None and self.name == "weights"
+
+    @property
     def heads(self) -> int:
         return self.shape[0] if self.per_head else 1
 
