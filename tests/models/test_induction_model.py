@@ -80,13 +80,36 @@ def test_phase_change_the_docs_describe():
     assert final["previous"][0].argmax() == 0 and final["induction"][1].argmax() == 0  # L0 H0, L1 H0
 
 
-def test_first_steps_retrain_exactly(tmp_path):
+def test_first_steps_retrain_on_any_cpu(tmp_path):
+    """Training again reproduces the shipped first checkpoints as far as any CPU can (x86-64 with or
+    without AVX-512, ARM): the data and the schedule are integers, the same on every machine; the
+    floating-point kernels are not. So the claim is: the recorded losses to 5e-6 (losses.csv keeps 6
+    decimals), the initial weights to 1e-6, and after each update all but a vanishing share (1 in 1,000)
+    of each tensor's elements to 1e-6. The rest may differ by up to Adam's own step: an element whose
+    gradient is near zero moves by up to the learning rate either way, and which way depends on the
+    last bits of that gradient (one element of 51,136 differs by 1.6e-6 on an AVX-512 Xeon, by 1.5e-6
+    with ATEN_CPU_CAPABILITY=default)."""
+    from models.training.checkpoints import read_losses
+
     info = json.loads((SHIPPED / "training.json").read_text())
     tc = TrainConfig(steps=info["config"]["steps"], seed=info["config"]["seed"])
     assert info["config"]["lr"] == tc.lr and info["config"]["batch_size"] == tc.batch_size
-    train(tmp_path, tc, stop_after=3)
-    for step, folder in checkpoint_steps(tmp_path).items():
+    rows = train(tmp_path, tc, stop_after=3)
+    shipped_rows = {r["step"]: r for r in read_losses(SHIPPED / "losses.csv")}
+    for row in rows:
+        for key, value in row.items():
+            assert value == pytest.approx(shipped_rows[row["step"]][key], abs=5e-6), (row["step"], key)
+    steps = checkpoint_steps(tmp_path)
+    assert list(steps) == [0, 1, 2, 3]
+    for step, folder in steps.items():
+        adam_bound = 3 * sum(tc.lr * min(1.0, (s + 1) / tc.warmup) for s in range(step))
         shipped = load_file(SHIPPED / "checkpoints" / folder.name / "model.safetensors")
         again = load_file(folder / "model.safetensors")
+        assert again.keys() == shipped.keys()
         for key, value in shipped.items():
-            torch.testing.assert_close(again[key], value, rtol=0, atol=1e-6, msg=f"step {step} {key}")
+            diff = (again[key] - value).abs()
+            if step == 0:
+                assert diff.max() <= 1e-6, (step, key)
+                continue
+            assert (diff > 1e-6).float().mean() <= 1e-3, (step, key, int((diff > 1e-6).sum()))
+            assert diff.max() <= adam_bound, (step, key, diff.max().item())
