@@ -10,6 +10,7 @@ COMMANDS = {
     "why": ("models.cli.why", "why_main", "why a head attends: a score split into query and key sources"),
     "generate": ("models.cli.generate", "generate_main", "generate with a decoder: tokens, attention and logit lens"),
     "atlas": ("models.cli.atlas", "atlas_main", "every head's metrics and detector scores over a corpus"),
+    "timeline": ("models.cli.timeline", "timeline_main", "a training history: hashes, heads over steps, events"),
     "train": ("models.cli.train", "train_main", "train the tiny decoder shipped as --model induction"),
 }  # fmt: skip
 WINDOW = "open the window (no command; its options below)"

@@ -166,12 +166,21 @@ class Trace:
         ``sum_of`` the summands adding up to it, steps)."""
         return self.derivation(stage, cell).to_dict()
 
-    def why(self, head: int, row: int, col: int, with_row: bool = False) -> dict:
+    def why(self, head: int, row: int, col: int, with_row: bool = False, steps: str | None = None) -> dict:
         """Why head ``head`` scores key ``col`` as it does for query ``row``: the score (stage
         ``scaled``) split exactly into query-source × key-source terms, the very dict
         ``main.py why --json`` prints (``score``, ``query_sources``, ``key_sources``, ``table``);
-        ``with_row``: also ``row_split``, the top key's terms against the weighted mean. docs/why.md."""
+        ``with_row``: also ``row_split``, the top key's terms against the weighted mean. docs/why.md.
+        ``steps``: ``"all"`` or ``"first,583,last"``: the same cell at those training checkpoints of
+        the model, as a series (``main.py why --steps ... --json``; docs/time-machine.md)."""
         from models.reads.why import why
+
+        if steps is not None:
+            from models.history.why_steps import why_over_steps
+
+            if with_row:
+                raise InputError("with_row splits one step's row; leave it out with steps=")
+            return why_over_steps(self.spec, head, row, col, steps=str(steps))
 
         return why(self.raw, head, row, col, model=self.engine, params=None if self.engine else self.params,
                    with_row=with_row, source=self.spec.sentence)  # fmt: skip
@@ -271,6 +280,27 @@ class Model:
                              "(for an encoder, main.py generate predicts its mask tokens)")  # fmt: skip
         settings = generation_settings(max_new_tokens, temperature, top_k, top_p, seed, top, max_tokens)
         return Generated(generate(self.engine, prompt, settings))
+
+    def history(self, steps: str = "all", corpus: str | os.PathLike | None = None, limit: int | None = None):
+        """This model's training history (models/history/table.py ``History``): every checkpoint's content
+        hash (``.integrity``; a broken history, steps holding the same weights, also warns), every
+        head's detector scores per step, its match to the previous step and the role ``events``;
+        what ``main.py timeline`` writes."""
+        import warnings
+        from pathlib import Path
+
+        from models.history.table import build_history
+        from models.history.why_steps import chosen_steps, history_of
+
+        root, available = history_of(self._opened["model"])
+        chosen = chosen_steps(steps, list(available), root)
+
+        def warn(integrity) -> None:
+            if integrity.broken:
+                warnings.warn(integrity.message(), stacklevel=3)
+
+        return build_history(Path(root), {s: available[s] for s in chosen}, None if corpus is None else str(corpus),
+                             limit, device=str(self.engine.device), on_integrity=warn)  # fmt: skip
 
     def atlas(self, texts: Iterable[str], *, limit: int | None = None, detectors: bool = True,
               seed: int | None = None) -> list[dict]:  # fmt: skip

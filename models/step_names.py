@@ -7,13 +7,18 @@ import re
 from pathlib import Path
 
 STEP_FOLDER = re.compile(r"^step-?(\d+)$")
+TRAINER_FOLDER = re.compile(r"^checkpoint-(\d+)$")  # Hugging Face Trainer's output_dir/checkpoint-N
 
 
 def step_of_folder(folder: str | Path) -> tuple[Path, int] | None:
-    """``(the run's folder, step)`` for a ``RUN/checkpoints/step-N`` folder, else None."""
+    """``(the run's folder, step)`` for a ``RUN/checkpoints/step-N`` or a Trainer's ``RUN/checkpoint-N``
+    folder, else None."""
     p = Path(folder)
     m = STEP_FOLDER.match(p.name)
-    return (p.parent.parent, int(m.group(1))) if m and p.parent.name == "checkpoints" else None
+    if m and p.parent.name == "checkpoints":
+        return p.parent.parent, int(m.group(1))
+    m = TRAINER_FOLDER.match(p.name)
+    return (p.parent, int(m.group(1))) if m else None
 
 
 def checkpoint_note(model: str | Path) -> str:

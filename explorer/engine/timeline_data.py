@@ -16,8 +16,9 @@ import numpy as np
 from models.config import InputError
 from models.pretrained import load_model
 from models.pretrained.registry import resolve_model
-from models.pretrained.steps import STEP_FOLDER, model_steps
+from models.pretrained.steps import model_steps
 from models.reads.survey import METRIC_NAMES, all_layer_weights
+from models.step_names import step_of_folder
 from models.training.checkpoints import read_losses
 from models.training.scores import head_scores
 
@@ -54,9 +55,8 @@ class Timeline:
 def history_folder(model: str) -> Path:
     """The folder holding the history of ``model`` (a name, a folder, or one of its step folders)."""
     folder = resolve_model(model)
-    if STEP_FOLDER.match(folder.name) and folder.parent.name == "checkpoints":
-        return folder.parent.parent
-    return folder
+    found = step_of_folder(folder)
+    return found[0] if found else folder
 
 
 def build_timeline(model: str, sentence: str, progress: Callable[[int, int], None] | None = None,

@@ -10,6 +10,7 @@ is one ``error:`` line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -43,6 +44,9 @@ def build_why_parser() -> _OneLineParser:
     what.add_argument("--row", action="store_true",
                       help="also split the row: the top key's terms minus the weighted mean over keys")  # fmt: skip
     what.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    what.add_argument("--steps", metavar="STEPS",
+                      help="with --model: the split at every training checkpoint ('all') or at some "
+                           "('first,583,last'), as a series (docs/time-machine.md)")  # fmt: skip
     add_input_arguments(p)
     return p
 
@@ -60,11 +64,21 @@ def why_main(argv: Sequence[str]) -> int:
         check_arguments(args, given)  # the very checks export and explain make
         spec = RunSpec.from_args(args).validate()
         notes = spec.notes()
-        result = why(spec, *args.cell, with_row=args.row)
+        if args.steps is not None:
+            from models.history import why_steps
+
+            if args.row:
+                raise InputError("--row splits one step's row; drop it with --steps")
+            over = why_steps.why_over_steps(spec, *args.cell, steps=args.steps)
+        else:
+            result = why(spec, *args.cell, with_row=args.row)
     except USER_ERRORS as exc:
         if (code := refused(exc)) is None:
             raise
         return code
     print_notes(notes)
+    if args.steps is not None:
+        print(json.dumps(over, indent=1) if args.json else why_steps.text(over), end="\n" if args.json else "")
+        return 0
     print(to_json(result) if args.json else text(result, result.get("row_split")), end="\n" if args.json else "")
     return 0

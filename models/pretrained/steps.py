@@ -1,9 +1,10 @@
 """Training steps of one model: ``checkpoints/step-N/`` subfolders, or a hub cache's step revisions.
 
-Two layouts hold a model's history (docs/induction.md):
+Three layouts hold a model's history (docs/induction.md):
 
 - a model folder with ``checkpoints/step-N/`` subfolders, each a complete model folder (what
   ``python main.py train`` writes, and the shipped ``induction`` model);
+- a Hugging Face Trainer's ``output_dir`` with ``checkpoint-N`` subfolders, each a model folder;
 - a Hugging Face cache repository with several revisions named ``stepN`` (``refs/step1000``, ...,
   as Pythia publishes them), each ref pointing at a snapshot.
 
@@ -16,7 +17,7 @@ import re
 from pathlib import Path
 
 from models.config import InputError
-from models.step_names import STEP_FOLDER
+from models.step_names import STEP_FOLDER, TRAINER_FOLDER
 
 
 def checkpoint_steps(folder: Path) -> dict[int, Path]:
@@ -27,6 +28,17 @@ def checkpoint_steps(folder: Path) -> dict[int, Path]:
     except OSError:
         return {}
     found = {int(m.group(1)): p for p in entries if p.is_dir() and (m := STEP_FOLDER.match(p.name))}
+    return dict(sorted(found.items()))
+
+
+def trainer_steps(folder: Path) -> dict[int, Path]:
+    """``{step: folder}`` of a Trainer's ``folder/checkpoint-N`` subfolders (each with a config.json)."""
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return {}
+    found = {int(m.group(1)): p for p in entries
+             if p.is_dir() and (m := TRAINER_FOLDER.match(p.name)) and (p / "config.json").is_file()}  # fmt: skip
     return dict(sorted(found.items()))
 
 
@@ -56,19 +68,20 @@ def cache_revisions(snapshot: Path) -> dict[int, Path]:
 
 def model_steps(folder: Path) -> dict[int, Path]:
     """Every step of the model at ``folder`` (checkpoint subfolders first, else cache revisions)."""
-    return checkpoint_steps(folder) or cache_revisions(folder)
+    return checkpoint_steps(folder) or trainer_steps(folder) or cache_revisions(folder)
 
 
 def parse_step(text: str | int | None, available: list[int], where: str) -> int:
     """``"first"``, ``"last"`` (also None) or a step number that is in ``available``."""
     if not available:
-        raise InputError(f"{where} has no training steps (no checkpoints/step-N folders, no stepN revisions)")
+        raise InputError(f"{where} has no training steps (no checkpoints/step-N or checkpoint-N folders, "
+                         f"no stepN revisions)")
     spec = "last" if text is None else str(text).strip().lower()
     if spec == "first":
         return available[0]
     if spec == "last":
         return available[-1]
-    m = STEP_FOLDER.match(spec) or re.match(r"^(\d+)$", spec)
+    m = STEP_FOLDER.match(spec) or TRAINER_FOLDER.match(spec) or re.match(r"^(\d+)$", spec)
     if not m:
         raise InputError(f"--step must be a step number, 'first' or 'last', got {text!r}")
     step = int(m.group(1))
@@ -81,8 +94,11 @@ def parse_step(text: str | int | None, available: list[int], where: str) -> int:
 
 def step_folder(folder: Path, step: str | int | None) -> Path:
     """The model folder of ``step`` of the model at ``folder``; ``folder`` itself when no step is
-    asked for. InputError when the model has no such step."""
+    asked for (a Trainer's ``output_dir`` without a model of its own: its last checkpoint).
+    InputError when the model has no such step."""
     if step is None:
-        return folder
+        if (folder / "config.json").exists() or not trainer_steps(folder):
+            return folder
+        step = "last"
     steps = model_steps(folder)
     return steps[parse_step(step, list(steps), str(folder))]
