@@ -47,6 +47,7 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/bench_atlas.py
 	QT_QPA_PLATFORM=offscreen $(BIN)/python bench/bench_timeline.py
 	$(BIN)/python bench/bench_train.py
+	$(BIN)/python bench/bench_time_machine.py
 # bench/bench_big_checkpoint.py writes a 2.2 GB checkpoint to a temporary folder: run it by hand.
 
 # Every image in docs/ (the README's included), each made by the command line and nothing else
@@ -88,6 +89,8 @@ screenshots: $(VENV)/.dev
 		--screenshot docs/why_induction_first.png
 	$(SHOT) --model induction --step last --layer 1 --sentence "$(REPEATED)" --view why --cell 0,40,11 \
 		--screenshot docs/why_induction_last.png
+	$(SHOT) --model induction --layer 1 --sentence "$(REPEATED)" --view time-machine --cell 0,40,11 \
+		--screenshot docs/time_machine.png
 	QT_QPA_PLATFORM=offscreen $(BIN)/python docs/screenshot_models.py weighted docs/model_view_weighted.png \
 		--model minilm --sentence "$(SENTENCE)"
 	$(SHOT) --model induction --sentence "$(BLOCKS)" --layer 0 --stage weights --screenshot docs/induction_layer0.png

@@ -1,5 +1,5 @@
 """The windows the main window opens beside itself (whole model, attention file, positional-encoding
-lens, generation, head atlas, training timeline), each kept so that it can be closed with the app."""
+lens, generation, head atlas, training timeline, time machine), each kept so that it can be closed with the app."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class OtherWindows:
         self.atlas = None
         self.timeline = None
         self.timeline_error = ""  # why the last timeline did not open
+        self.time_machine = None
         self._building = False  # a timeline's checkpoints being read (off the GUI thread)
         self.opened: list[QWidget] = []  # every window opened (two surveys may be open at once)
 
@@ -92,6 +93,25 @@ class OtherWindows:
         finally:
             self._building = False
         return self.timeline
+
+    def open_time_machine(self, cell=None):
+        """File → Time machine…: every head of the model on screen followed through its checkpoints."""
+        from explorer.actions.time_machine_actions import open_time_machine
+
+        if self._building:
+            return self.time_machine
+        if self.time_machine is not None:
+            self.time_machine.close()
+            self.time_machine.deleteLater()
+        self._building = True
+        try:
+            self.time_machine = self._kept(open_time_machine(self.state, self.submit, cell=cell, off_gui=self.off_gui))
+        except InputError as exc:
+            self.time_machine, self.timeline_error = None, f"no time machine: {exc}"
+            self.error(self.timeline_error)
+        finally:
+            self._building = False
+        return self.time_machine
 
     def open_atlas(self, folder=None, compare=None):
         """The head atlas window (explorer/panels/atlas_window.py), of this window's model."""

@@ -74,6 +74,8 @@ def window_actions(w: Commands) -> list[Action]:
                group="3_windows"),
         Action("view.timeline", "Training timeline…", lambda: w.windows.open_timeline(), menu="file",
                group="3_windows"),
+        Action("view.time_machine", "Time machine (heads across checkpoints)…",
+               lambda: w.windows.open_time_machine(), menu="file", group="3_windows"),
         # File: sessions, quit
         Action("file.open_session", "Open session…", lambda: w.sessions.open_session(),
                ("Ctrl+O", StandardKey.OPEN), menu="file", group="4_session"),

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from explorer.widgets.splitter_room import content_height, give_room
 
-VIEWS = ("stepper", "inspector", "why", "compare", "pe-lens", "model", "metrics", "rollout", "mask")
+VIEWS = ("stepper", "inspector", "why", "compare", "pe-lens", "model", "metrics", "rollout", "mask", "time-machine")
 
 
 @dataclass
@@ -107,6 +107,11 @@ def open_view(window, view: str, cell: tuple[int, int, int] | None, query: int |
     if view == "pe-lens":
         lens = window.windows.open_pe_lens()
         return Shot(lens, lambda: True)
+    if view == "time-machine":
+        tm = window.windows.open_time_machine(cell=cell)
+        if tm is None:
+            return window.windows.timeline_error or "the time machine needs a model with training checkpoints"
+        return Shot(tm, lambda: True)
     if view == "mask":
         dock = window.mask_dock
         if not dock.isVisible():
