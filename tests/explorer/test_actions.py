@@ -117,6 +117,7 @@ WINDOW_ACTIONS = {  # id: (title, the shortcuts it had before the registry, menu
     "view.why": ("Why does this head attend here?…", [], "file"),
     "view.atlas": ("Head atlas (many texts)…", [], "file"),
     "view.timeline": ("Training timeline…", [], "file"),
+    "view.time_machine": ("Time machine (heads across checkpoints)…", [], "file"),
     "file.open_session": ("Open session…", ["Ctrl+O"], "file"),
     "file.save_session": ("Save session…", [], "file"),
     "file.quit": ("Quit", [], "file"),
