@@ -152,7 +152,8 @@ def test_every_window_action_keeps_its_title_shortcut_and_menu(make_window):
                              "",
                              "Open attention…", "Whole model (every layer and head)…", "Positional-encoding lens…",
                              "Generate and watch…", "Why does this head attend here?…", "Head atlas (many texts)…",
-                             "Training timeline…", "", "Open session…", "Save session…",
+                             "Training timeline…", "Time machine (heads across checkpoints)…", "", "Open session…",
+                             "Save session…",
                              "", "Quit"]  # fmt: skip
     assert texts("stage") == ["Previous stage", "Next stage", "First stage", "Last stage", "", "Pin this run", "Unpin"]
     assert texts("edit") == ["Undo edit", "Redo edit", "Reset edits"]
