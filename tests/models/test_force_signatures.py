@@ -11,6 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from test_fuzz_readers import FUZZ, values
 from test_pretrained_loader import write_tiny_gpt2
 
 from models.cli.export import export_main
@@ -94,3 +97,30 @@ def test_a_folder_without_a_manifest_is_written_as_it_was(tmp_path):
     with atomic_folder(tmp_path / "plain") as tmp:
         (tmp / "a.txt").write_text("a")
     assert sorted(p.name for p in (tmp_path / "plain").iterdir()) == ["a.txt"]
+
+
+@settings(FUZZ, max_examples=60)
+@given(listed=st.sampled_from(["stages", "files", "both", "neither"]), digest=values | st.text(max_size=70),
+       others=st.dictionaries(st.sampled_from(["weights.npy", "q.npy", "k.npy", "x"]), values, max_size=3))  # fmt: skip
+def test_force_over_a_tampered_manifest_never_removes_the_users_file(tmp_path_factory, listed, digest, others):
+    """A previous export, the user's thesis.tex beside it, its manifest edited at random (the file
+    listed or not, any value as its digest, other digests changed): --force may replace the folder
+    only if nothing in it is the user's; thesis.tex stays byte for byte."""
+    out = tmp_path_factory.mktemp("tampered") / "run"
+    write_trace(_trace(), out)
+    (out / "thesis.tex").write_bytes(THESIS)
+    assume(digest != file_sha256(out / "thesis.tex"))
+
+    def tamper(man):
+        if listed in ("stages", "both"):
+            man["stages"].append({"name": "thesis", "file": "thesis.tex"})
+        if listed in ("files", "both"):
+            man["files"] = {"thesis.tex": {}}
+        man["sha256"].update({"thesis.tex": digest, **others})
+
+    _edit(out, tamper)
+    try:
+        write_trace(_trace("a dog"), out, force=True)
+    except InputError:
+        pass
+    assert (out / "thesis.tex").read_bytes() == THESIS
