@@ -26,7 +26,7 @@ from explorer.files.persistence import (
     open_settings,
     settings_inputs,
 )
-from explorer.files.view_shots import check_view_arguments, parse_cell
+from explorer.files.view_shots import check_view_arguments, check_window_screenshot, parse_cell
 from explorer.state import ALL_HEADS, Inputs
 from explorer.usage import UsageError
 
@@ -40,6 +40,8 @@ def run_app(argv: Sequence[str], commands: str = "") -> int:
     except SystemExit as exc:  # argparse has printed the usage, or the one line of the reason
         return int(exc.code or 0)
     if problem := check_view_arguments(args.view, args.model, args.screenshot, args.attention):
+        return _fail(problem)
+    if problem := check_window_screenshot(args):
         return _fail(problem)
     try:
         cell = parse_cell(args.cell) if args.cell else None
@@ -109,7 +111,7 @@ def run_app(argv: Sequence[str], commands: str = "") -> int:
 
         timeline = window.windows.open_timeline(step=args.step)
         if args.screenshot:
-            return timeline_screenshot(app, window, timeline, args.screenshot, _screenshot)
+            return timeline_screenshot(app, window, timeline, (args.screenshot, args.window_screenshot), _screenshot)
     try:
         if args.screenshot:
             code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer,

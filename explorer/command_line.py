@@ -41,7 +41,9 @@ def build_parser(commands: str = "") -> argparse.ArgumentParser:
                       help="the weights' colour scale: auto (default: log10 once rows hold more than 256 keys, "
                            "else 0 to 1), fixed 0 to 1, fit 0 to their largest value, or log (log10)")
     view.add_argument("--timeline", action="store_true",
-                      help="open the training timeline (with --screenshot: save it, the window as OUT_window.png)")
+                      help="open the training timeline (with --screenshot: save it alone)")
+    view.add_argument("--window-screenshot", metavar="OUT.png",
+                      help="with --timeline --screenshot: also save the main window, at the timeline's step")
     view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
     view.add_argument("--view", choices=VIEWS, help="with --screenshot: the view to save (default: stepper, the "
                       "main window); model, metrics and rollout need --model or --attention")
