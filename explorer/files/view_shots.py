@@ -164,7 +164,12 @@ def _why_view(window, cell) -> Shot | str:
     dock.setMinimumWidth(860)
     dock.panel.show_cell(display, stage, head, row, col, dock.model_of(display))
     panel = dock.panel
-    return Shot(dock, lambda: panel.result is not None or panel.note.text().startswith("why:"))
+
+    def refused() -> str:  # the split refused (a score that is no product, ...): that line, exit 2, no PNG
+        text = panel.note.text()
+        return text if panel.result is None and text.startswith("why:") else ""
+
+    return Shot(dock, lambda: panel.result is not None, refused)
 
 
 class MetricsSheet(QWidget):
