@@ -95,10 +95,9 @@ screenshots: $(VENV)/.dev
 		--model minilm --sentence "$(SENTENCE)"
 	$(SHOT) --model induction --sentence "$(BLOCKS)" --layer 0 --stage weights --screenshot docs/induction_layer0.png
 	$(SHOT) --model induction --sentence "$(BLOCKS)" --layer 1 --timeline \
-		--screenshot docs/induction_timeline.png  # + docs/induction_timeline_window.png
+		--screenshot docs/induction_timeline.png --window-screenshot docs/induction_timeline_window.png
 	$(SHOT) --model induction --step 583 --sentence "$(BLOCKS)" --layer 1 --timeline \
-		--screenshot $(SESSIONS)/induction_before.png
-	mv $(SESSIONS)/induction_before_window.png docs/induction_before_window.png
+		--screenshot $(SESSIONS)/induction_before.png --window-screenshot docs/induction_before_window.png
 	$(BIN)/python main.py atlas --model induction --out $(SESSIONS)/atlas --quiet
 	$(BIN)/python main.py atlas --model $(STEP583) --out $(SESSIONS)/atlas583 --quiet
 	$(SHOT) --atlas $(SESSIONS)/atlas --screenshot docs/atlas.png

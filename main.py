@@ -41,13 +41,19 @@ def entry_point() -> int:
 
 
 def interrupted_main(argv: list[str]) -> int:
-    """``main``, with Ctrl+C as one line (the writers have removed their temporaries by then)."""
-    try:
-        return main(argv)
-    except KeyboardInterrupt as exc:
-        name = str(exc) or "SIGINT"
-        print(f"error: interrupted by {name}; no partly written file was left", file=sys.stderr)
-        return 130
+    """``main``, with Ctrl+C as one line (the writers have removed their temporaries by then), and
+    stdout that cannot be written as one line too, or a quiet exit for a closed pipe (models/io/stdout.py)."""
+    from models.io.stdout import StdoutFailed, guarded_stdout
+
+    with guarded_stdout() as stdout:
+        try:
+            return stdout.finish(main(argv))
+        except StdoutFailed:
+            return stdout.finish(2)
+        except KeyboardInterrupt as exc:
+            name = str(exc) or "SIGINT"
+            print(f"error: interrupted by {name}; no partly written file was left", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ from pathlib import Path
 from explorer.command_line import (  # noqa: F401 - the window's command line, re-exported for its callers
     build_parser,
     generate_arguments,
+    head_name,
+    head_out_of_range,
     inputs_from_args,
     model_from_arg,
 )
@@ -26,7 +28,7 @@ from explorer.files.persistence import (
     open_settings,
     settings_inputs,
 )
-from explorer.files.view_shots import check_view_arguments, parse_cell
+from explorer.files.view_shots import check_view_arguments, check_window_screenshot, parse_cell
 from explorer.state import ALL_HEADS, Inputs
 from explorer.usage import UsageError
 
@@ -40,6 +42,8 @@ def run_app(argv: Sequence[str], commands: str = "") -> int:
     except SystemExit as exc:  # argparse has printed the usage, or the one line of the reason
         return int(exc.code or 0)
     if problem := check_view_arguments(args.view, args.model, args.screenshot, args.attention):
+        return _fail(problem)
+    if problem := check_window_screenshot(args):
         return _fail(problem)
     try:
         cell = parse_cell(args.cell) if args.cell else None
@@ -109,11 +113,11 @@ def run_app(argv: Sequence[str], commands: str = "") -> int:
 
         timeline = window.windows.open_timeline(step=args.step)
         if args.screenshot:
-            return timeline_screenshot(app, window, timeline, args.screenshot, _screenshot)
+            return timeline_screenshot(app, window, timeline, (args.screenshot, args.window_screenshot), _screenshot)
     try:
         if args.screenshot:
             code = _screenshot(app, window, args.screenshot, args.stage, args.head, args.layer,
-                               (args.view, cell, args.query))  # fmt: skip
+                               (args.view, cell, args.query), head_name(args))  # fmt: skip
             if code == 0 and args.save_session:
                 from explorer.files.session_io import save_shown_session
 
@@ -168,7 +172,7 @@ def _streaming_progress(window) -> float | None:
 
 
 def _screenshot(app, window, path: str, stage: str | None, head: int | None = None, layer: int | None = None,
-                shot: tuple = (None, None, None)) -> int:  # fmt: skip
+                shot: tuple = (None, None, None), head_from: str = "--head") -> int:  # fmt: skip
     """Show the window, wait until the result and the shown stage's image are on screen, save a PNG
     (of the view ``shot`` = (--view, --cell, --query) names: explorer/files/view_shots.py)."""
     from explorer.widgets.frames import run_until
@@ -198,7 +202,7 @@ def _screenshot(app, window, path: str, stage: str | None, head: int | None = No
             names = ", ".join(window.state.display.trace.names)
             outcome["error"] = f"this computation has no stage {stage!r}; it has {names}"
         elif head is not None and head >= (heads := max(s.heads for s in window.state.display.trace.stages)):
-            outcome["error"] = f"--head must be between 0 and {heads - 1} ({heads} heads, numbered from 0)"
+            outcome["error"] = head_out_of_range(head_from, heads)
         elif layer is not None and window.state.display.trace.meta.get("layer") != layer:
             # the window showed the last layer instead; a screenshot must show what was asked for
             config = window.state.display.trace.config

@@ -41,7 +41,9 @@ def build_parser(commands: str = "") -> argparse.ArgumentParser:
                       help="the weights' colour scale: auto (default: log10 once rows hold more than 256 keys, "
                            "else 0 to 1), fixed 0 to 1, fit 0 to their largest value, or log (log10)")
     view.add_argument("--timeline", action="store_true",
-                      help="open the training timeline (with --screenshot: save it, the window as OUT_window.png)")
+                      help="open the training timeline (with --screenshot: save it alone)")
+    view.add_argument("--window-screenshot", metavar="OUT.png",
+                      help="with --timeline --screenshot: also save the main window, at the timeline's step")
     view.add_argument("--screenshot", metavar="OUT.png", help="compute, save a PNG of the window and exit")
     view.add_argument("--view", choices=VIEWS, help="with --screenshot: the view to save (default: stepper, the "
                       "main window); model, metrics and rollout need --model or --attention")
@@ -171,11 +173,21 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
         raise UsageError(message)
     check_as_export(inputs, args.pad_positions is not None)
     if args.head is not None and args.head < 0:
-        raise UsageError("--head must be 0 or more (the first head is 0)")
+        raise UsageError(f"{head_name(args)} must be 0 or more (the first head is 0)")
     if args.head is not None and not inputs.uses_model and args.head >= inputs.heads:
         # (a model's head count is known once it has loaded: the screenshot checks it then)
-        raise UsageError(f"--head must be between 0 and {inputs.heads - 1} ({inputs.heads} heads, numbered from 0)")
+        raise UsageError(head_out_of_range(head_name(args), inputs.heads))
     return inputs
+
+
+def head_name(args: argparse.Namespace) -> str:
+    """Where the head shown came from, for a refusal: ``--head``, or the session's field that gave it
+    (``--session``'s head was refused as "--head must be …", an option not given: issue 50)."""
+    return getattr(args, "head_from", None) or "--head"
+
+
+def head_out_of_range(name: str, heads: int) -> str:
+    return f"{name} must be between 0 and {heads - 1} ({heads} heads, numbered from 0)"
 
 
 def check_as_export(inputs: Inputs, pads_given: bool) -> None:

@@ -93,6 +93,27 @@ def _value(f, value: Any) -> Any:
     return f.from_json(value)
 
 
+def _text(value: Any, what: str) -> str:
+    """A text given to the API: a ``str`` that UTF-8 can encode (no surrogates: bytes that were not
+    UTF-8, escaped); one InputError line otherwise (they were tokenizers' TypeErrors)."""
+    if not isinstance(value, str):
+        raise InputError(f"{what} must be a string, got {type(value).__name__} {str(value)[:40]!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{what} is not valid UTF-8 text: {ascii(value)[:80]}") from None
+    return value
+
+
+def _cell(cell: Any) -> tuple[int, ...]:
+    """``(head, row, col)`` or ``(row, col)`` as whole numbers; one InputError line for anything else."""
+    numbers = isinstance(cell, (tuple, list, np.ndarray)) and all(
+        isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in cell)  # fmt: skip
+    if not numbers:
+        raise InputError(f"a cell is a tuple of whole numbers, (head, row, col) or (row, col), got {str(cell)[:60]!r}")
+    return tuple(int(c) for c in cell)
+
+
 def _held(name: str, value: Any) -> dict[str, np.ndarray]:
     if name == "weights":
         if not isinstance(value, dict):
@@ -158,7 +179,7 @@ class Trace:
         """How one cell is computed (a models.reads.derivation.Derivation: ``.text()``, ``.to_dict()``)."""
         from models.reads.explain import explain
 
-        return explain(self.raw, self.params, stage, tuple(cell))
+        return explain(self.raw, self.params, stage, _cell(cell))
 
     def explain(self, stage: str, cell) -> dict:
         """The derivation of ``cell`` of ``stage`` (``(head, row, col)`` for per-head stages, else
@@ -216,6 +237,8 @@ def toy(sentence: str | None = None, **settings: Any) -> Trace:
     of ``FIELDS`` that apply to the toy), as ``main.py export --sentence ...`` computes it."""
     if settings.get("model") is not None:
         raise InputError("toy() is the toy engine; trace a model with load(name).trace(sentence)")
+    if sentence is not None:
+        _text(sentence, "the sentence")
     return trace_spec(runspec(sentence=sentence, **settings))
 
 
@@ -251,6 +274,7 @@ class Model:
 
     def spec(self, sentence: str, **settings: Any) -> RunSpec:
         """The RunSpec of a trace of this model (what ``export --model`` takes)."""
+        _text(sentence, "the sentence")
         wrong = [k for k in settings if k not in TRACE_SETTINGS]
         if wrong:
             raise InputError(f"{wrong[0]!r} is not a setting of a model's trace; those are {', '.join(TRACE_SETTINGS)}")
@@ -269,12 +293,16 @@ class Model:
 
     def generate(self, prompt: str, max_new_tokens: int = 20, temperature: float | None = None,
                  top_k: int | None = None, top_p: float | None = None, seed: int = 0, *, top: int = 10,
-                 max_tokens: int | None = None) -> Generated:  # fmt: skip
+                 max_tokens: int | None = None, **unknown: Any) -> Generated:  # fmt: skip
         """Continue ``prompt`` with a decoder through its own KV cache, greedily (``temperature``
         None or 0) or sampled (``temperature`` above 0, then ``top_k``, ``top_p``, drawn with
         ``seed``), keeping ``top`` next tokens per step: as ``main.py generate``."""
         from models.generate import generate
 
+        if unknown:
+            raise InputError(f"generate() has no setting {next(iter(unknown))!r}; its settings are max_new_tokens, "
+                             "temperature, top_k, top_p, seed, top, max_tokens")  # fmt: skip
+        _text(prompt, "the prompt")
         if not self.is_decoder:
             raise InputError(f"{self.name} is not a decoder ({self.model_type}): only decoders generate "
                              "(for an encoder, main.py generate predicts its mask tokens)")  # fmt: skip
@@ -307,12 +335,20 @@ class Model:
         """Every head's metrics over ``texts`` (mean and sample sd, each text alone at its own
         length) and its detector scores: the rows of ``main.py atlas``'s heads.csv, one dict per
         (layer, head) with its columns (models.reads.atlas.COLUMNS). Blank texts are skipped."""
+        from models.command_fields import ATLAS_ROWS
         from models.reads.atlas import MAX_TEXT_CHARS, compute_atlas, head_rows
         from models.reads.detectors import PROBE_SEED
 
-        lines = ((i, t.strip()[:MAX_TEXT_CHARS]) for i, t in enumerate(texts, start=1) if t.strip())
-        found = compute_atlas(self.engine, lines, limit=limit, detectors=detectors,
-                              seed=PROBE_SEED if seed is None else seed)  # fmt: skip
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+            raise InputError(f"texts must be a list (or any iterable) of strings, one text each, got "
+                             f"{type(texts).__name__}")  # fmt: skip
+        options = {f.dest: f for f in ATLAS_ROWS}  # main.py atlas's checks of --limit and --seed
+        limit = None if limit is None else options["limit"].from_json(limit)
+        seed = PROBE_SEED if seed is None else options["seed"].from_json(seed)
+        if not isinstance(detectors, bool):
+            raise InputError(f"detectors must be True or False, got {str(detectors)[:40]!r}")
+        lines = ((i, t.strip()[:MAX_TEXT_CHARS]) for i, t in enumerate(texts, start=1) if _text(t, f"text {i}").strip())
+        found = compute_atlas(self.engine, lines, limit=limit, detectors=detectors, seed=seed)
         return list(head_rows(found))
 
 

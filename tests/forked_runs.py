@@ -16,7 +16,9 @@ CASE, set up in the fork before ``main.py`` runs:
 - ``"memory"``: RLIMIT_AS of the address space in use plus N bytes (``prlimit --as``, after the
   imports: Python, torch and Qt have started, the job has not);
 - ``"signal"``: SIGTERM sent to itself inside the first write of a ``.png``, just before the data
-  is synced (as tests/models/writer_child.py pauses for the parent's signal).
+  is synced (as tests/models/writer_child.py pauses for the parent's signal);
+- ``"stdout full"``: stdout is ``/dev/full`` (every write fails with ENOSPC);
+- ``"stdout closed"``: stdout is a pipe whose reader has gone (``| true``: EPIPE).
 """
 
 import hashlib
@@ -71,6 +73,14 @@ def _set_up(case: str, limit: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (_address_space() + limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
     elif case == "signal":
         _signal_inside_png_writes()
+    elif case in ("stdout full", "stdout closed"):
+        if case == "stdout full":
+            fd = os.open("/dev/full", os.O_WRONLY)
+        else:
+            reader, fd = os.pipe()
+            os.close(reader)
+        os.dup2(fd, 1)
+        os.close(fd)
 
 
 def _run(argv: list[str], case: str, limit: int) -> dict:

@@ -52,20 +52,22 @@ def open_timeline(state, submit, error, sentence: str | None = None, step: str |
     return timeline_window
 
 
-def timeline_screenshot(app, window, timeline, path: str, window_screenshot) -> int:
-    """Save the timeline as ``path`` and the main window (tracing the slider's step) beside it."""
+def timeline_screenshot(app, window, timeline, paths: tuple[str, str | None], window_screenshot) -> int:
+    """Save the timeline as ``paths[0]`` and, when ``paths[1]`` names a file (``--window-screenshot``),
+    the main window (tracing the slider's step) there: never a file the user did not name."""
+    path, window_path = paths
     try:
         if timeline is None:
             print(f"error: {window.windows.timeline_error}", file=sys.stderr)
             return 2
-        out = Path(path)
-        code = window_screenshot(app, window, str(out.with_name(out.stem + "_window.png")), None)
-        app.processEvents()
-        if code != 0:
-            return code
+        if window_path is not None:
+            code = window_screenshot(app, window, window_path, None)
+            app.processEvents()
+            if code != 0:
+                return code
         from explorer.files.image_export import save_screenshot
 
-        return save_screenshot(timeline, out)  # atomic: a failed write never touches the old PNG
+        return save_screenshot(timeline, Path(path))  # atomic: a failed write never touches the old PNG
     finally:
         if timeline is not None:
             timeline.close()

@@ -220,6 +220,7 @@ def session_arguments(args, base: Inputs) -> Inputs:
         args.stage = shown.stage
     if args.head is None and shown.head != ALL_HEADS:
         args.head = shown.head  # --head counts from 0, as the session
+        args.head_from = f"session {args.session}'s view head {shown.head}"  # named so in a refusal
     if shown.not_applied:
         print(f"note: the window does not show: {', '.join(shown.not_applied)}", file=sys.stderr)
     args.window_session = shown

@@ -9,6 +9,7 @@ stays with the window (explorer.app's screenshot).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -74,6 +75,19 @@ def check_view_arguments(view: str | None, model: str | None, screenshot: str | 
         return "--view needs --screenshot (it says which view the PNG shows)"
     if view in ("model", "metrics", "rollout") and not (model or attention):
         return f"--view {view} needs --model (or --attention FILE): it shows every layer of a pretrained model"
+    return ""
+
+
+def check_window_screenshot(args) -> str:
+    """'' when ``--window-screenshot`` can be honoured (or is not given), else the one-line reason:
+    a second PNG is written only where the user named it, never beside the first (issue 50)."""
+    second = getattr(args, "window_screenshot", None)
+    if second is None:
+        return ""
+    if not (args.timeline and args.screenshot):
+        return "--window-screenshot saves the main window beside --timeline's --screenshot; give both"
+    if os.path.abspath(second) == os.path.abspath(args.screenshot):
+        return f"--window-screenshot and --screenshot both name {second}; give two files"
     return ""
 
 
@@ -155,7 +169,12 @@ def _why_view(window, cell) -> Shot | str:
     dock.setMinimumWidth(860)
     dock.panel.show_cell(display, stage, head, row, col, dock.model_of(display))
     panel = dock.panel
-    return Shot(dock, lambda: panel.result is not None or panel.note.text().startswith("why:"))
+
+    def refused() -> str:  # the split refused (a score that is no product, ...): that line, exit 2, no PNG
+        text = panel.note.text()
+        return text if panel.result is None and text.startswith("why:") else ""
+
+    return Shot(dock, lambda: panel.result is not None, refused)
 
 
 class MetricsSheet(QWidget):

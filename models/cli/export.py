@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from models.api import trace_spec
 from models.config import InputError
-from models.fields import check_applicable, check_text, given_options
+from models.fields import OneLineParser, check_applicable, check_text, given_options
 from models.files.export import check_target, write_trace
 from models.memory import OUT_OF_MEMORY, is_out_of_memory
 from models.runspec import (  # noqa: F401 - the input options' code, re-exported for callers of models.cli.export
@@ -25,7 +25,7 @@ from models.runspec import (  # noqa: F401 - the input options' code, re-exporte
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="main.py export",
         description="Compute every stage of attention and write <stage>.npy files + manifest.json.",
     )
@@ -40,20 +40,38 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write only these stages (default: all)")  # fmt: skip
     out.add_argument("--only-heads", type=positions, metavar="0,2",
                      help="write only these heads of per-head stages, numbered from 0 (default: all)")  # fmt: skip
-    out.add_argument("--rows", type=span, metavar="A:B", help="write only rows A..B-1 of every stage (exact)")
+    out.add_argument("--rows", type=span, metavar="A:B",
+                     help="write only rows A..B-1 of every stage (exact; as a slice: -3: the last three)")  # fmt: skip
     out.add_argument("--cols", type=span, metavar="C:D", help="write only keys C..D-1 of the n×n stages (exact)")
     return p
 
 
-def span(text: str) -> tuple[int, int]:
-    """``A:B`` (0 ≤ A < B) as a pair: the rows or keys of a region to export."""
+def span(text: str) -> tuple[int | None, int | None]:
+    """``A:B`` as a pair, read as a slice: either end may be left out (``5:``, ``:3``), a negative
+    number counts from the end (``-3:``: the last three); the stage's size is checked when it is known."""
+    parts = text.split(":")
     try:
-        a, b = (int(x) for x in text.split(":"))
+        if len(parts) != 2:
+            raise ValueError
+        a, b = (int(x) if x.strip() else None for x in parts)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected A:B (two whole numbers), got {text!r}") from None
-    if not 0 <= a < b:
-        raise argparse.ArgumentTypeError(f"expected 0 ≤ A < B, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected A:B (whole numbers, either may be omitted), got {text!r}") from None
+    if a is not None and b is not None and (a < 0) == (b < 0) and a >= b:
+        raise argparse.ArgumentTypeError(f"expected A < B, got {text!r}")
     return a, b
+
+
+SPANS = ("--rows", "--cols")
+
+
+def joined_spans(argv: Sequence[str]) -> list[str]:
+    """``--rows -3:`` as ``--rows=-3:`` (argparse takes a value starting with a minus sign and not
+    a plain number for an option, and says "expected one argument")."""
+    out = list(argv)
+    for i in range(len(out) - 1, 0, -1):
+        if out[i - 1] in SPANS and out[i][:1] == "-" and out[i][1:2].isdigit():
+            out[i - 1 : i + 1] = [f"{out[i - 1]}={out[i]}"]
+    return out
 
 
 def check_arguments(args: argparse.Namespace, given: dict[str, str]) -> None:
@@ -110,7 +128,15 @@ def printable(text: str) -> str:
     return line.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def _refuse_ignored(given: dict[str, str], dests: Sequence[str], mode: str, what: str) -> None:
+    """Options written on the command line that ``mode`` would ignore, refused (never dropped)."""
+    ignored = [given[d] for d in dests if d in given]
+    if ignored:
+        raise InputError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply with {mode} ({what})")
+
+
 def export_main(argv: Sequence[str]) -> int:
+    argv = joined_spans(argv)
     args = build_parser().parse_args(argv)
     try:
         given = given_options(build_parser(), argv)
@@ -119,15 +145,14 @@ def export_main(argv: Sequence[str]) -> int:
         if getattr(args, "all_steps", False):
             from models.files.steps_export import export_all_steps
 
+            _refuse_ignored(given, ("stages", "only_heads", "rows", "cols"), "--all-steps",
+                            "it writes steps.csv and losses.csv over every step")  # fmt: skip
             return export_all_steps(args)
         if args.all_layers:
             from models.cli.survey import export_all_layers
 
-            ignored = [given[d] for d in ("stages", "only_heads", "layer") if d in given]  # --layer: issue 36
-            if ignored:
-                raise InputError(f"{', '.join(ignored)} {'does' if len(ignored) == 1 else 'do'} not apply with "
-                                 f"--all-layers (it writes every layer's weights, rollout and heads.csv)")  # fmt: skip
-
+            _refuse_ignored(given, ("stages", "only_heads", "layer", "rows", "cols"), "--all-layers",
+                            "it writes every layer's weights, rollout and heads.csv")  # issue 36, 50; fmt: skip
             return export_all_layers(args)
         spec = spec_from_args(args)
         notes = spec.notes()

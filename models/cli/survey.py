@@ -9,23 +9,22 @@ from models.files.survey_export import write_all_layers
 
 def export_all_layers(args) -> int:
     """``main.py export --all-layers`` (from models.cli.export): InputError propagates to its one-line message."""
-    from models.config import InputError
+    from models.io.text_file import whole_model_text
     from models.pretrained import load_model
 
-    if not args.model or not args.sentence:
-        raise InputError("--all-layers needs --model and --sentence")
+    sentence = whole_model_text(args, "--all-layers")
     model = load_model(args.model, device=args.device, step=getattr(args, "step", None))
     from models.encdec_options import encdec_options
 
     if options := encdec_options(model, args):  # an encoder-decoder: one block's layers
         from models.files.encdec_survey import write_block_layers
 
-        out, man = write_block_layers(model, args.sentence, args.out, force=args.force, mask=args.mask,
+        out, man = write_block_layers(model, sentence, args.out, force=args.force, mask=args.mask,
                                       pad_positions=args.pad_positions, max_tokens=args.max_tokens,
                                       **options)  # fmt: skip
     else:
         out, man = write_all_layers(
-            model, args.sentence, args.out, force=args.force, mask=args.mask,
+            model, sentence, args.out, force=args.force, mask=args.mask,
             pad_positions=args.pad_positions, max_tokens=args.max_tokens,
         )  # fmt: skip
     for notice in man["notices"]:

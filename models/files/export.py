@@ -72,18 +72,33 @@ def _stage_heads(stage: Stage, heads: Sequence[int] | None) -> list[int]:
     return list(heads)
 
 
-Span = tuple[int, int] | None  # rows (or keys) A:B of a region, clipped to the stage
+Span = tuple[int | None, int | None] | None  # rows (or keys) A:B of a region: None an open end, negative from the end
 
 
 def _cut(stage: Stage, rows: Span, cols: Span) -> tuple[int, int, int, int]:
     """Rows r0:r1 and columns c0:c1 of ``stage`` to write: ``rows`` cut the rows of every stage
-    whose rows are tokens, ``cols`` the columns of those whose columns are the keys (n×n stages)."""
+    whose rows are tokens, ``cols`` the columns of those whose columns are the keys (n×n stages).
+    A span outside the stage is refused, naming the valid range (it was clipped: ``--rows 9:10`` of
+    9 tokens wrote empty arrays)."""
     n_rows, n_cols = stage.shape[-2:]
     tokens = rows is not None and stage.row_axis != "head"
-    r0, r1 = (min(rows[0], n_rows), min(rows[1], n_rows)) if tokens else (0, n_rows)
+    r0, r1 = _within(rows, n_rows, "--rows", stage, "rows") if tokens else (0, n_rows)
     keyed = stage.col_axis == "key" and cols is not None
-    c0, c1 = (min(cols[0], n_cols), min(cols[1], n_cols)) if keyed else (0, n_cols)
+    c0, c1 = _within(cols, n_cols, "--cols", stage, "keys") if keyed else (0, n_cols)
     return r0, r1, c0, c1
+
+
+def _within(span: tuple[int | None, int | None], n: int, option: str, stage: Stage, what: str) -> tuple[int, int]:
+    """``span`` as rows (or keys) a:b of the ``n`` a stage has, as a slice reads it (an open end
+    is 0 or n, a negative number counts from the end), refused when it is not inside them."""
+    a, b = span
+    a = 0 if a is None else a + n if a < 0 else a
+    b = n if b is None else b + n if b < 0 else b
+    if not 0 <= a < b <= n:
+        given = ":".join("" if x is None else str(x) for x in span)
+        raise InputError(f"{option} {given} is outside the {n} {what} of stage {stage.name!r}: A:B needs "
+                         f"0 ≤ A < B ≤ {n} (a negative A or B counts from the end)")  # fmt: skip
+    return a, b
 
 
 def _written_shape(stage: Stage, heads: Sequence[int] | None, rows: Span = None, cols: Span = None) -> tuple[int, ...]:

@@ -62,13 +62,13 @@ def _write_csv(path: Path, columns, rows) -> None:
 
 def export_all_steps(args) -> int:
     """The command (from models.cli.export); InputError propagates to its one-line message."""
+    from models.io.text_file import whole_model_text
     from models.pretrained import load_model
     from models.pretrained.registry import resolve_model
     from models.pretrained.steps import model_steps
     from models.training.checkpoints import read_losses
 
-    if not args.model or not args.sentence:
-        raise InputError("--all-steps needs --model and --sentence")
+    sentence = whole_model_text(args, "--all-steps")
     if getattr(args, "step", None) is not None:
         raise InputError("--all-steps writes every step; leave out --step")
     folder = resolve_model(args.model)
@@ -81,7 +81,7 @@ def export_all_steps(args) -> int:
         rows, tokens = [], []
         for i, (step, path) in enumerate(steps.items()):
             model = load_model(path, device=args.device)
-            tokens, more = step_rows(model, args.sentence, step, args.max_tokens)
+            tokens, more = step_rows(model, sentence, step, args.max_tokens)
             rows += more
             _progress(i + 1, len(steps), start)
         _write_csv(tmp / "steps.csv", STEP_COLUMNS, rows)

@@ -9,8 +9,9 @@ leaves either the old folder or the new one, whole, whatever happens:
   place, and the old one put back if the second rename fails; Ctrl+C and SIGTERM are held back
   (in the main thread) until both renames are done.
 
-``--force`` replaces only a folder that holds a previous export of this tool and nothing else
-(see :func:`is_previous_export`): a user's own files are never deleted.
+``--force`` replaces only a folder that holds a previous export of this tool and nothing else,
+each file with the sha256 its manifest signed when it was written (see :func:`is_previous_export`
+and :mod:`models.io.signatures`): a user's own files are never deleted.
 
 The one writer discipline (issue 19), for every output (exports, ``--all-layers``, sessions,
 screenshots, images from the window): write to a temporary sibling, flush and ``fsync`` it, check
@@ -36,8 +37,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from models.config import InputError
+from models.io.signatures import MANIFEST, sign_folder, unsigned
 
-MANIFEST = "manifest.json"
 TOOL = "attention-explorer"
 # Keys every manifest ever written by this tool has (the ones before the "tool" marker included).
 LEGACY_KEYS = frozenset({"format", "query_tokens", "key_tokens", "config", "device", "stages"})
@@ -87,9 +88,17 @@ def _why_not_previous_export(folder: Path) -> str | None:
         return f"it cannot be listed ({exc.strerror or exc})"
     foreign = sorted(p.name for p in entries if p.name not in listed or not p.is_file() or p.is_symlink())
     if foreign:
-        shown = ", ".join(foreign[:3]) + (" …" if len(foreign) > 3 else "")
-        return f"it also holds files this tool did not write ({shown})"
+        return f"it also holds files this tool did not write ({_shown(foreign)})"
+    changed = unsigned(man, [p for p in entries if p.name != MANIFEST])
+    if changed is None:
+        return f"its {MANIFEST} signs no file (sha256), so what it lists cannot be proved to be this tool's"
+    if changed:
+        return f"its {MANIFEST} lists {_shown(changed)}, whose content this tool did not write"
     return None
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
 
 
 def is_previous_export(folder: str | os.PathLike) -> bool:
@@ -245,6 +254,7 @@ def atomic_folder(out: str | os.PathLike, force: bool = False) -> Iterator[Path]
             raise InputError(f"cannot write to {out}: {exc.strerror or exc}") from None
         try:
             yield tmp
+            sign_folder(tmp)  # what a later --force may remove: these bytes, no other
             sync_folder(tmp)
             check_target(out, force)  # it may have changed while we were writing
             publish(tmp, out)

@@ -22,3 +22,16 @@ def read_text_file(path: str | os.PathLike) -> str:
     if not text:
         raise InputError(f"text file {os.fspath(path)} holds no words")
     return text
+
+
+def whole_model_text(args, mode: str) -> str:
+    """The text a whole-model export (``mode``: ``--all-layers``, ``--all-steps``) runs on: ``--sentence``,
+    or ``--text-file``'s text; one line saying what is missing (it said "needs --model and --sentence"
+    with --model given and the text in a file)."""
+    if not getattr(args, "model", None):
+        raise InputError(f"{mode} needs --model")
+    if getattr(args, "sentence", None):
+        return args.sentence
+    if getattr(args, "text_file", None):
+        return read_text_file(args.text_file)
+    raise InputError(f"{mode} needs --sentence or --text-file: the text the model reads")

@@ -84,13 +84,15 @@ def test_the_model_list_names_the_step_and_keeps_one_item_per_run(qtbot, make_wi
 
 
 def test_the_timeline_screenshot_from_the_command_line(tmp_path, capsys, isolated_settings):
-    """``main.py --timeline --screenshot``: the timeline and the main window beside it; a model with
-    no training history says so (exit 2) and writes nothing."""
+    """``main.py --timeline --screenshot T --window-screenshot W``: the timeline and the main window
+    (issue 50: W is named, never made up beside T); a model with no training history says so (exit 2)
+    and writes nothing."""
     from explorer.app import run_app
 
-    out = tmp_path / "timeline.png"
-    assert run_app(["--model", "induction", "--sentence", "abcdabcd", "--timeline", "--screenshot", str(out)]) == 0
-    assert QImage(str(out)).width() > 400 and QImage(str(tmp_path / "timeline_window.png")).width() > 400
+    out, main = tmp_path / "timeline.png", tmp_path / "main.png"
+    assert run_app(["--model", "induction", "--sentence", "abcdabcd", "--timeline", "--screenshot", str(out),
+                    "--window-screenshot", str(main)]) == 0  # fmt: skip
+    assert QImage(str(out)).width() > 400 and QImage(str(main)).width() > 400
     none = tmp_path / "none.png"
     assert run_app(["--model", "minilm", "--timeline", "--screenshot", str(none)]) == 2
     assert "no training timeline" in capsys.readouterr().err and not none.exists()

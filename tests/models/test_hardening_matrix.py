@@ -21,6 +21,7 @@ sys.path.insert(0, str(HERE.parent / "explorer"))  # the screenshots' list and t
 import test_command_hostile as command_hostile  # noqa: E402
 import test_full_disk as full_disk  # noqa: E402
 import test_screenshot_hostile as screenshot_hostile  # noqa: E402
+import test_stdout_fails as stdout_fails  # noqa: E402
 import test_writer_signals as writer_signals  # noqa: E402
 from command_outputs import COMMAND_OUTPUTS, PRINTS  # noqa: E402
 from screenshot_outputs import SCREENSHOT_OUTPUTS  # noqa: E402
@@ -28,7 +29,8 @@ from screenshot_outputs import SCREENSHOT_OUTPUTS  # noqa: E402
 DOC = ROOT / "docs" / "hardening.md"
 BEGIN = "<!-- the matrix: written by tests/models/test_hardening_matrix.py -->"
 END = "<!-- end of the matrix -->"
-COLUMNS = ("full disk", "signals", "overflowing weights", "NaN checkpoint", "memory cap", "FIFO")
+COLUMNS = ("full disk", "signals", "overflowing weights", "NaN checkpoint", "memory cap", "FIFO", "stdout full",
+           "stdout closed")  # fmt: skip
 ROWS = (*COMMAND_OUTPUTS, *SCREENSHOT_OUTPUTS)
 LABELS = {"export": "`export` (one layer)", "all-layers": "`export --all-layers`",
           "encdec-all-layers": "encoder-decoder `--all-layers`", "explain": "`explain` (prints)",
@@ -49,6 +51,8 @@ TESTS = {
     "V": ("tests/explorer/test_screenshot_hostile.py (forks of one process: a full tmpfs, SIGTERM inside the "
           "write, `--as`, FIFOs, q and k × 1e20, one NaN in a checkpoint)",
           {(o, {"signal": "signals"}.get(c, c)) for o, c in screenshot_hostile.RUNS}),
+    "O": ("tests/models/test_stdout_fails.py (forks of one process: stdout `/dev/full`, one line, exit 2; a "
+          "pipe whose reader has gone, a quiet exit 141)", set(stdout_fails.RUNS)),
 }  # fmt: skip
 NOT_APPLICABLE = {
     **{(o, c): "print and write no file (nothing to fill a disk or interrupt)" for o in PRINTS
