@@ -147,7 +147,8 @@ class _InputsMethods:
         for field, role in FILE_ROLES.items():
             path = getattr(self, field)
             if path and (role not in {n.split("/")[0] for n in held} if names is None else field in names):
-                held = HeldArrays({**held.without(role), **read_file(role, path)})
+                width = None if self.uses_model else self.d_model  # an embeddings file's, checked from its header
+                held = HeldArrays({**held.without(role), **read_file(role, path, width)})
         return dataclasses.replace(self, held=held)
 
     def to_runspec(self) -> RunSpec:
@@ -188,13 +189,14 @@ FILE_ROLES = {"embeddings_file": "embeddings", "cross_embeddings_file": "cross_e
               "weights_file": "weights", "mask_file": "mask"}  # a file field: the array(s) it holds  # fmt: skip
 
 
-def read_file(role: str, path: str) -> dict[str, np.ndarray]:
-    """The arrays of the file at ``path`` holding ``role``'s (``weights``: ``weights/W_q``, …)."""
+def read_file(role: str, path: str, d_model: int | None = None) -> dict[str, np.ndarray]:
+    """The arrays of the file at ``path`` holding ``role``'s (``weights``: ``weights/W_q``, …); ``d_model``:
+    the width an embeddings matrix must have, refused from its header (None: not checked here)."""
     if role == "weights":
         from models.engine.weights import read_weights_file
 
         return {f"weights/{k}": a for k, a in read_weights_file(path).items()}
-    return {role: load_matrix(path, role.replace("_", " "))}
+    return {role: load_matrix(path, role.replace("_", " "), None, d_model)}
 
 
 def passed_rows(form: type, kind: str) -> tuple[Field, ...]:

@@ -54,14 +54,14 @@ VALUES = tuple(f for f in FIELDS if f.stored and f.array is None)  # the RunSpec
 ARRAY_FIELDS = {f.array: f for f in FIELDS if f.array}  # "embeddings", "cross_embeddings", "mask", "weights"
 
 
-def load_matrix(path: str, what: str, max_tokens: int | None = None) -> np.ndarray:
+def load_matrix(path: str, what: str, max_tokens: int | None = None, d_model: int | None = None) -> np.ndarray:
     """Read a ``.npy`` file without ever unpickling, with a clear message on failure
     (models.io: a regular file only, its header checked before its data: models/io/matrix_header.py);
     read-only, so that HeldArrays keeps it without a copy."""
     from models.io import read_npy
     from models.io.matrix_header import matrix_check
 
-    matrix = read_npy(path, f"{what} file", matrix_check(what, path, max_tokens))
+    matrix = read_npy(path, f"{what} file", matrix_check(what, path, max_tokens, d_model))
     matrix.flags.writeable = False
     return matrix
 
@@ -98,8 +98,9 @@ class _RunSpecMethods:
 
                     arrays |= {f"weights/{k}": a for k, a in read_weights_file(path).items()}
                 else:
+                    width = values.get("d_model") if values.get("model") is None else None
                     arrays[name] = load_matrix(path, name.replace("_", " ") if name != "mask" else "mask",
-                                               getattr(args, "max_tokens", None))
+                                               getattr(args, "max_tokens", None), width)
         return cls(**values, arrays=HeldArrays(arrays), origins=tuple(origins.items()))
 
     def replace(self, **changes: object) -> RunSpec:

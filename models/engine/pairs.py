@@ -367,5 +367,29 @@ class PairStore:
             return self._head_output
 
 
+    def head_output_rows(self, r0: int, r1: int, head: int | None = None) -> torch.Tensor:
+        """Rows ``r0:r1`` of ``O = A V``, ``(h, r, d_v)`` (``head``: that head's alone, ``(1, r, d_v)``), from
+        those rows' weights alone, over the keys they see: one query's output needs one row of weights
+        (``explain --stage output`` of one cell at 20,000 tokens computed every row)."""
+        heads = range(self.heads) if head is None else (head,)
+        if self._head_output is not None:
+            return self._head_output[list(heads), r0:r1]
+        s = self.spec
+        v0, v1 = s.mask.visible_columns(r0, r1, self.n_keys)
+        out = torch.zeros(len(heads), r1 - r0, self.d_v, dtype=s.v.dtype, device=s.v.device)
+        with torch.no_grad():
+            for i, h in enumerate(heads):
+                self.ready(h, values=True)
+                if v1 <= v0:
+                    continue
+                if self.long is not None:  # from the rows' statistics
+                    a = self.long.weights(h, r0, r1, v0, v1)
+                else:  # the blocks holding these rows (cached when the stage fits the budget)
+                    a = torch.from_numpy(self.rows("weights", h, r0, r1, keep=self.fits)[:, v0:v1])
+                v = s.v[s.head_groups[h], v0:v1]  # (c, d_v)
+                out[i] = att.weighted_sum(a.to(v.device, v.dtype), v)
+        return out
+
+
 def sqrt_dk(d_k: int) -> tuple[str, float]:
     return ("div", math.sqrt(d_k))

@@ -202,9 +202,27 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
                 c = att.concat_heads(store.head_output())
                 return att.output_projection(c, t(w.W_o), t(w.b_o)).to("cpu", torch.float32).numpy()
 
-        rec.add_lazy("head_output", query_tokens, stages.features(dv), compute=head_output, shape=(h, n_q, dv))
-        rec.add_lazy("concat", query_tokens, stages.features(h * dv), compute=concat, shape=(n_q, h * dv))
-        rec.add_lazy("output", query_tokens, stages.features(cfg.out_dim), compute=output, shape=(n_q, cfg.out_dim))
+        def rows_of(name: str):
+            """A long input's rows of ``name``, from those rows' weights alone (``explain`` of one cell)."""
+            if store.long is None:
+                return None
+
+            def rows(head: int, r0: int, r1: int) -> np.ndarray:
+                with torch.no_grad():
+                    if name == "head_output":
+                        return store.head_output_rows(r0, r1, head)[0].to("cpu", torch.float32).numpy()
+                    c = att.concat_heads(store.head_output_rows(r0, r1))
+                    y = c if name == "concat" else att.output_projection(c, t(w.W_o), t(w.b_o))
+                    return y.to("cpu", torch.float32).numpy()
+
+            return rows
+
+        rec.add_lazy("head_output", query_tokens, stages.features(dv), compute=head_output, shape=(h, n_q, dv),
+                     compute_rows=rows_of("head_output"))  # fmt: skip
+        rec.add_lazy("concat", query_tokens, stages.features(h * dv), compute=concat, shape=(n_q, h * dv),
+                     compute_rows=rows_of("concat"))  # fmt: skip
+        rec.add_lazy("output", query_tokens, stages.features(cfg.out_dim), compute=output, shape=(n_q, cfg.out_dim),
+                     compute_rows=rows_of("output"))  # fmt: skip
 
     check_finite_stages(rec.stages)  # float32 overflow (huge inputs or weights): refuse, never NaN
     meta = {"notices": [notice] if notice else []}

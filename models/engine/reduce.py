@@ -170,6 +170,8 @@ def reduce_head(
         peak = store.long.overview(head, (r0, r1, c0, c1), (kr, kc), should_stop, on_rows)
         top = float(peak.max()) if peak.size else float("nan")
         return Reduced(peak, None, (r0, r1, c0, c1), (kr, kc), (float("nan"), top))
+    if kr * (c1 - c0) > BAND_CELLS:  # a pixel row taller than a band (a strip of 1 × 246 px): folded
+        return _tall(stage, head, (r0, r1, c0, c1), (kr, kc), signed, should_stop)
     band_rows = max(kr, (BAND_CELLS // max(1, c1 - c0)) // kr * kr)
     peaks, masks, lo, hi, any_masked = [], [], np.inf, -np.inf, False
     # The exact minimum costs a second pass: for weights (whose peaks are maxima) only when small.
@@ -211,6 +213,90 @@ def reduce_head(
         return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), (float("nan"), top))
     finite_range = (lo, hi) if lo <= hi else (float("nan"), float("nan"))
     return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), finite_range)
+
+
+def _columns(x: torch.Tensor, kc: int, width: int, fill: float) -> torch.Tensor:
+    """``x (c,)`` as ``(width, kc)``: pixel columns of ``kc`` columns, the last one padded with ``fill``."""
+    pad = width * kc - x.shape[0]
+    return (torch.cat([x, x.new_full((pad,), fill)]) if pad else x).view(width, kc)
+
+
+def _seen_bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int):
+    """``(first row, rows, first column they hold)``: a lazy stage's blocks of the keys some query of them
+    sees (from the mask on: the other columns are −∞, masked, or exactly 0 after it), else whole rows."""
+    store = stage.store
+    if store is not None and r0 % store.block_rows == 0 and stage.name in ("masked", "weights", "weighted_norms"):
+        for b in range(r0 // store.block_rows, -(-r1 // store.block_rows)):
+            start = b * store.block_rows
+            block, k0 = store.visible_block(stage.name, head, b)
+            yield start, block[: min(r1, start + block.shape[0]) - start], k0
+        return
+    for start, band in _bands(stage, head, r0, r1, band_rows, 1):
+        yield start, band, 0
+
+
+def _tall(stage: Stage, head: int, region: tuple[int, int, int, int], step: tuple[int, int], signed: bool,
+          should_stop=None) -> Reduced:  # fmt: skip
+    """:func:`reduce_head` when one pixel row spans more rows than a band holds (a stage drawn as a strip
+    of 1 × 246 pixels beside the one shown: ``kr = n``): bands of about :data:`BAND_CELLS` cells (a lazy
+    stage's own blocks, of the keys their queries see), each cut at the pixel rows' edges and folded into
+    them (the block maximum, the lowest visible value, the masked cells counted): never more than a band
+    read at once, where one band of ``kr`` rows was the whole (n, n) head."""
+    r0, r1, c0, c1 = region
+    kr, kc = step
+    height, width = -(-(r1 - r0) // kr), -(-(c1 - c0) // kc)
+    store = stage.store
+    band_rows = max(1, BAND_CELLS // max(1, stage.shape[-1]))
+    if store is not None:  # whole blocks of the store: none computed twice
+        band_rows = max(store.block_rows, band_rows // store.block_rows * store.block_rows)
+    inf = float("inf")
+    fill = -inf if stage.name == "masked" else 0.0  # a lazy stage's keys no query of a block sees
+    top = torch.full((height, width), -inf)
+    low = torch.full((height, width), inf)
+    hidden = torch.zeros((height, width), dtype=torch.float64)  # −∞ cells per pixel
+    with torch.no_grad():
+        for start, band, k0 in _seen_bands(stage, head, r0, r1, band_rows):
+            _stop_if_asked(should_stop, stage)
+            a0, a1 = max(c0, k0), min(c1, k0 + band.shape[1])  # the region's columns the band holds
+            t = torch.from_numpy(band)[:, max(0, a0 - k0) : max(0, a1 - k0)]
+            a = 0
+            while a < t.shape[0]:  # the band's pieces, one per pixel row it crosses
+                p = (start + a - r0) // kr
+                b = min(t.shape[0], r0 + (p + 1) * kr - start)
+                seg = t[a:b]
+                highest = torch.full((c1 - c0,), fill)  # each column's largest value, lowest, −∞ cells
+                lowest = torch.full((c1 - c0,), inf if fill == -inf else fill)
+                count = torch.full((c1 - c0,), float(b - a) if fill == -inf else 0.0, dtype=torch.float64)
+                if a1 > a0:
+                    highest[a0 - c0 : a1 - c0] = seg.amax(dim=0)
+                    neg_inf = torch.isneginf(seg) if signed else None
+                    if neg_inf is not None and bool(neg_inf.any()):
+                        count[a0 - c0 : a1 - c0] = neg_inf.sum(dim=0).double()
+                        seg = torch.where(neg_inf, inf, seg)  # masked cells are no large magnitude
+                    else:
+                        count[a0 - c0 : a1 - c0] = 0.0
+                    lowest[a0 - c0 : a1 - c0] = seg.amin(dim=0)
+                torch.maximum(top[p], _columns(highest, kc, width, -inf).amax(dim=1), out=top[p])
+                torch.minimum(low[p], _columns(lowest, kc, width, inf).amin(dim=1), out=low[p])
+                if signed:
+                    hidden[p] += _columns(count, kc, width, 0.0).sum(dim=1)
+                a = b
+    hi = float(_finite_extremes(top[None], largest=True)[0])
+    lo = float(_finite_extremes(low[None], largest=False)[0])
+    peak = top
+    if signed:
+        peak = torch.where(torch.isneginf(top), top, torch.where(low.abs() > top.abs(), low, top))
+    masked = None
+    if bool(hidden.any()):
+        rows = torch.full((height,), float(kr), dtype=torch.float64)
+        rows[-1] = (r1 - r0) - (height - 1) * kr
+        cols = torch.full((width,), float(kc), dtype=torch.float64)
+        cols[-1] = (c1 - c0) - (width - 1) * kc
+        masked = (hidden / (rows[:, None] * cols[None, :])).float().numpy()
+    finite_range = (lo, hi) if lo <= hi else (float("nan"), float("nan"))
+    if not signed and (r1 - r0) * (c1 - c0) > 1 << 22:  # as reduce_head: a large weights matrix's maximum only
+        finite_range = (float("nan"), hi if np.isfinite(hi) else float("nan"))
+    return Reduced(peak.numpy().astype(np.float32, copy=False), masked, region, step, finite_range)
 
 
 SMALL_CELLS = 1 << 18  # a stage whose heads hold at most this many cells is reduced in one pass

@@ -48,7 +48,8 @@ class Stage:
                  col_axis: str = "feature", per_head: bool = False, shapes: str = "",
                  head_groups: tuple[int, ...] | None = None, *, store: PairStore | None = None,
                  compute: Callable[[], np.ndarray] | None = None,
-                 shape: tuple[int, ...] | None = None) -> None:  # fmt: skip
+                 shape: tuple[int, ...] | None = None,
+                 compute_rows: Callable[[int, int, int], np.ndarray] | None = None) -> None:  # fmt: skip
         assert sum(x is not None for x in (array, store, compute)) == 1, "one of array, store, compute"
         assert compute is None or shape is not None, "a computed stage states its shape"
         self.name, self.title, self.formula, self.description = name, title, formula, description
@@ -56,6 +57,9 @@ class Stage:
         self.store = store  # n×n stages: computed per head and block of rows
         self._compute = compute  # stages after the weights: computed whole, once, when first read
         self._shape = shape
+        # (head, r0, r1) -> rows r0:r1 of that head's matrix, while the whole is not computed (a long
+        # input's head outputs: one query's needs one row of weights, not all n rows)
+        self._compute_rows = compute_rows
         self._lock = threading.Lock()
         self.row_labels, self.col_labels = tuple(row_labels), tuple(col_labels)
         self.row_axis, self.col_axis = row_axis, col_axis
@@ -119,6 +123,9 @@ class Stage:
         """Rows ``r0:r1`` of head ``i``'s matrix, without computing the others."""
         if self.store is not None:
             return self.store.rows(self.name, i, r0, r1)
+        if self._array is None and self._compute_rows is not None:
+            r0, r1 = max(0, r0), min(self.shape[-2], r1)
+            return self._compute_rows(i, r0, max(r0, r1))
         return self.head(i)[r0:r1]
 
     def cell(self, i: int, row: int, col: int) -> float:

@@ -149,7 +149,9 @@ def read_arrays(zf: SafeZip, spec: RunSpec, names: dict[str, str]) -> RunSpec:
     weights = _weight_shapes(spec) if any(k.startswith("weights/") for k in names) else None
     max_tokens = spec.max_tokens if type(spec.max_tokens) is int and 0 < spec.max_tokens <= 1 << 31 \
         else DEFAULT_MAX_TOKENS  # fmt: skip
-    arrays = {key: zf.array(member, _shape_check(key, member, max_tokens, weights)) for key, member in names.items()}
+    width = spec.d_model if not spec.uses_model and type(spec.d_model) is int else None
+    arrays = {key: zf.array(member, _shape_check(key, member, max_tokens, weights, width))
+              for key, member in names.items()}  # fmt: skip
     for array in arrays.values():  # handed over: HeldArrays keeps them without a copy
         array.flags.writeable = False
     return spec.replace(arrays=HeldArrays(arrays))
@@ -194,9 +196,12 @@ def _weight_shapes(spec: RunSpec) -> dict[str, tuple[int, ...]] | None:
         return None  # refused, with its reason, when the run itself is checked
 
 
-def _shape_check(key: str, member: str, max_tokens: int, weights: dict | None = None):
-    """Refuse, from the ``.npy`` header, a matrix with more rows (or mask columns) than tokens,
-    or a weight of another shape than the run's sizes give: before its data is decompressed."""
+def _shape_check(key: str, member: str, max_tokens: int, weights: dict | None = None, d_model: int | None = None):
+    """Refuse, from the ``.npy`` header, a matrix with more rows (or mask columns) than tokens, embeddings
+    of another width than the run's ``d_model``, one larger than the memory left, or a weight of another
+    shape than the run's sizes give: before its data is decompressed."""
+    from models.io.matrix_header import wide_hint
+    from models.memory import F32, check_memory
 
     def check(shape: tuple[int, ...]) -> None:
         if key.startswith("weights/"):
@@ -209,6 +214,11 @@ def _shape_check(key: str, member: str, max_tokens: int, weights: dict | None = 
         rows = shape if key == "mask" else shape[:1]
         if max(rows) > max_tokens:
             raise InputError(f"member {member} has shape {shape}, more than the limit of {max_tokens} tokens")
+        if key != "mask" and d_model is not None and shape[1] != d_model:
+            name = "query embeddings" if key == "cross_embeddings" else "embeddings"  # the engine's words
+            raise InputError(f"{name} has {shape[1]} columns but d_model is {d_model} (member {member})")
+        # its data, its float32 copy and the embedding lookups (models/io/matrix_header.py)
+        check_memory(shape[0] * shape[1] * (8 + 2 * F32), f"member {member} (shape {shape})", hint=wide_hint(shape))
 
     return check
 

@@ -14,8 +14,10 @@ from models.config import DEFAULT_MAX_TOKENS, InputError
 from models.memory import F32, check_memory
 
 
-def matrix_check(what: str, path: str, max_tokens: int | None = None) -> Callable[[tuple[int, ...]], None]:
-    """``check(shape)`` for :func:`models.io.read_npy`: one InputError line naming the file."""
+def matrix_check(what: str, path: str, max_tokens: int | None = None,
+                 d_model: int | None = None) -> Callable[[tuple[int, ...]], None]:  # fmt: skip
+    """``check(shape)`` for :func:`models.io.read_npy`: one InputError line naming the file. ``d_model``:
+    the run's width, which an embeddings matrix's columns must be (None: not known here)."""
     limit = max_tokens if type(max_tokens) is int and max_tokens > 0 else DEFAULT_MAX_TOKENS
 
     def check(shape: tuple[int, ...]) -> None:
@@ -27,7 +29,18 @@ def matrix_check(what: str, path: str, max_tokens: int | None = None) -> Callabl
             raise InputError(f"{what} file {path} has no rows: supply at least one token")
         if rows > limit or what == "mask" and cols > limit:
             raise InputError(f"{what} file {path} has shape {shape}, more than the limit of {limit} tokens")
-        cells = math.prod(shape)
-        check_memory(cells * (8 + 2 * F32), f"{what} file {path} (shape {shape})")
+        if what != "mask" and type(d_model) is int and cols != d_model:
+            name = "query embeddings" if what == "cross embeddings" else what  # the engine's words
+            raise InputError(f"{name} has {cols} columns but d_model is {d_model} (file {path})")
+        check_memory(math.prod(shape) * (8 + 2 * F32), f"{what} file {path} (shape {shape})", hint=wide_hint(shape))
 
     return check
+
+
+def wide_hint(shape: tuple[int, ...]) -> str:
+    """What to make smaller when a matrix of ``shape`` is too large: its width (d_model) when that is what
+    is large, else its rows (tokens)."""
+    rows, cols = shape
+    if cols > rows:
+        return f"its rows are {cols:,} wide (d_model): use a smaller d_model"
+    return "use fewer tokens (rows)"

@@ -25,6 +25,10 @@ class Context:
         s = self.trace[stage]
         return _Rows(s) if s.store is not None else s.array.astype(F64)
 
+    def row(self, stage: str, i: int) -> np.ndarray:
+        """Row ``i`` of a 2-D stage (``concat``, ``output``) as float64, without computing the others."""
+        return self.trace[stage].rows(0, i, i + 1)[0].astype(F64)
+
     @property
     def value(self) -> float:
         return cell_value(self.trace, self.stage, self.cell)
@@ -76,16 +80,28 @@ class _Rows:
 
     def __getitem__(self, key):
         h, i, *rest = key if isinstance(key, tuple) else (key,)
-        row = self.stage.rows(int(h), int(i), int(i) + 1)[0].astype(F64)  # (n_k,)
+        row = query_row(self.stage, int(h), int(i)).astype(F64)  # (n_k,)
         return row[tuple(rest)] if rest else row
+
+
+def query_row(stage, head: int, i: int) -> np.ndarray:
+    """Row ``i`` of head ``head``'s matrix: a long store's computed for that row alone (its block of
+    rows, a few hundred at 20,000 tokens, is not needed for one query)."""
+    store = stage.store
+    if store is not None and store.long is not None:
+        return store.region(stage.name, head, i, i + 1, 0, store.n_k)[0]
+    return stage.rows(head, i, i + 1)[0]
 
 
 def cell_value(trace: AttentionTrace, stage: str, cell: tuple[int, ...]) -> float:
     """``trace[stage].array[cell]``, reading only the cell's row of an n×n stage."""
     s = trace[stage]
-    if s.store is not None:
+    if s.store is not None or s.per_head and len(cell) == 3:
         h, i, j = cell
-        return float(s.rows(h, i, i + 1)[0, j])
+        return float(query_row(s, h, i)[j])
+    if len(cell) == 2 and not s.per_head:  # one row (a long input's outputs: from its own weights)
+        i, j = cell
+        return float(s.rows(0, i, i + 1)[0, j])
     return float(s.array[cell])
 
 

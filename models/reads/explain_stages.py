@@ -306,7 +306,7 @@ def concat(ctx: Context) -> Derivation:
     i, col = ctx.cell
     d_v = ctx.trace["head_output"].shape[-1]
     h, c = divmod(col, d_v)
-    src = float(ctx.trace["head_output"].array[h, i, c])
+    src = cell_value(ctx.trace, "head_output", (h, i, c))
     steps = [f"Concatenation places the heads side by side: columns {h * d_v}..{(h + 1) * d_v - 1} are head {h}'s "
              f"output, so column {col} is head {h}'s feature {c} — a copy, no arithmetic."]  # fmt: skip
     return Derivation(ctx.stage, ctx.cell, f"Concatenation · token {ctx.qtok(i)} · column {col}",
@@ -319,7 +319,7 @@ def concat(ctx: Context) -> Derivation:
 def output(ctx: Context) -> Derivation:
     i, c = ctx.cell
     p = ctx.params
-    x = ctx.a("concat")[i]  # (h·d_v,)
+    x = ctx.row("concat", i)  # (h·d_v,)
     w = p.W_o.astype(F64)[:, c]
     terms = products([f"C_{i},{m}·W_C[{m},{c}]" for m in range(len(x))], x, w)
     bias = Term(f"b_C[{c}] (bias)", float(p.b_o[c])) if p.b_o is not None else None

@@ -97,6 +97,9 @@ def test_a_header_claiming_ten_billion_floats_is_refused_from_the_header(tmp_pat
     assert "more than the limit of 16384 tokens" in line  # issue 36: an embeddings file's shape first
     monkeypatch.setattr(memory, "available_bytes", lambda: 1 << 30)
     line = _one_line(capsys, ["--embeddings", str(path), "--max-tokens", "100000", "--out", str(tmp_path / "o")])
+    assert "has 100000 columns but d_model is 16" in line  # issue 50: its width against the run's, from the header
+    line = _one_line(capsys, ["--embeddings", str(path), "--max-tokens", "100000", "--d-model", "100000",
+                              "--out", str(tmp_path / "o")])  # fmt: skip
     assert "of memory but only" in line  # then the memory the run would hold for it
     with open(path, "rb") as f:
         with pytest.raises(InputError, match="truncated or its header is wrong.*40,000,000,000 bytes"):
