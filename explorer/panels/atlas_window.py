@@ -104,9 +104,6 @@ class AtlasPanel(QWidget):
         views.addTab(self.scatter_plot, "Scatter")
         self.views = views
         views.currentChanged.connect(lambda i: self.pane.update_form(scatter=i == 1))
-        for plot in (self.map_plot, self.scatter_plot):  # "layer (x0.001)" from −500 to 500 before a run:
-            for side in ("left", "bottom"):  # layers, heads and scores are read as they are, never scaled
-                plot.getAxis(side).enableAutoSIPrefix(False)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.table)
         splitter.addWidget(views)

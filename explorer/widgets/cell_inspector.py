@@ -51,7 +51,6 @@ class CellInspector(QWidget):
         self.plot.hideButtons()
         self.plot.setMouseEnabled(False, False)
         self.plot.showGrid(y=True, alpha=0.25)
-        self.plot.getPlotItem().getAxis("left").enableAutoSIPrefix(False)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
         self.plot.addItem(self.bars)
         self.zero = pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen((90, 90, 90), width=1))

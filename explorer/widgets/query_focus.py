@@ -119,7 +119,6 @@ class QueryFocusPanel(QGroupBox):
         self.chart.setMenuEnabled(False)
         self.chart.setLabel("left", "weight a_ij")
         self.chart.getAxis("left").setTextPen(TEXT_RGB)  # near-black, as the token labels
-        self.chart.getAxis("left").enableAutoSIPrefix(False)  # weights read as 0.1, never "100 (×0.001)"
         self.chart.setMinimumHeight(180)
         # Room above the plot for half a tick label: the top tick's value ("0.35") is never cut in half.
         self.chart.getPlotItem().layout.setContentsMargins(1, TOP_ROOM_PX, 1, 1)
