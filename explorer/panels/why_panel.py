@@ -15,12 +15,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.heads import array_head
 from explorer.widgets.colormaps import colour_map
+from explorer.widgets.labels import display_label
 from models.config import InputError
 from models.reads.why import why, words
 
@@ -56,8 +57,10 @@ class WhyPanel(QWidget):
         self.cols: list[str] = []
         self.note = QLabel(PROMPT)
         self.note.setWordWrap(True)
+        self.note.setTextFormat(Qt.TextFormat.PlainText)  # a refusal may quote a token
         self.title = QLabel()
         self.title.setWordWrap(True)
+        self.title.setTextFormat(Qt.TextFormat.PlainText)  # a token <s> is itself, not a strike-through
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
         self.plot = self.plots.addPlot(row=0, col=0)
@@ -81,7 +84,7 @@ class WhyPanel(QWidget):
         self.plots.scene().sigMouseClicked.connect(self._clicked)
         self.words = QLabel()
         self.words.setWordWrap(True)
-        self.words.setTextFormat(self.words.textFormat().PlainText)
+        self.words.setTextFormat(Qt.TextFormat.PlainText)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.note)
@@ -145,7 +148,8 @@ class WhyPanel(QWidget):
         self.plot.setRange(xRange=(0, table.shape[1]), yRange=(0, table.shape[0]), padding=0)
         where = f"layer {result['layer']} " if result.get("layer") is not None else ""
         self.title.setText(f"{where}head {result['head']}: {result['stage']} at query {result['row']} "
-                           f"{result['query_token']!r}, key {result['col']} {result['key_token']!r} = "
+                           f"'{display_label(result['query_token'])}', key {result['col']} "
+                           f"'{display_label(result['key_token'])}' = "
                            f"{result['score']:.4g}. Right margin: each query source's total; top: each key "
                            "source's total.")  # fmt: skip
         lines = [f"{result['stage']} = {result['score']:.5g} = the sum of these {len(result['query_sources'])} × "

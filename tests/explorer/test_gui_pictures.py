@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyqtgraph as pg
 
@@ -29,3 +31,114 @@ def test_no_axis_reads_its_numbers_through_an_si_prefix(qtbot):
     assert len(axes) >= 6  # the three plots' and the two colour bars'
     assert all(not axis.autoSIPrefix and axis.autoSIPrefixScale == 1.0 for axis in axes)
     assert all("x0.001" not in axis.labelString() for axis in axes)
+
+
+TOKENS = ("<s>", "</s>", "<b>", "&amp;")  # tokens a rich-text label would read as tags or an entity
+AS_MARKUP = ("<s>", "</s>")  # the app writes neither itself: in a rich text's source, a token read as a tag
+
+
+def drawn_ticks(axis: pg.AxisItem) -> list[str]:
+    """The tick texts ``axis`` draws now (pyqtgraph's own draw specs, those it drops left out)."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [text for _rect, _flags, text in specs[2]] if specs else []
+
+
+def rendered(text: str, rich: bool) -> str:
+    from PySide6.QtGui import QTextDocument
+
+    if not rich:
+        return text
+    document = QTextDocument()
+    document.setHtml(text)
+    return document.toPlainText()
+
+
+def shown_texts(widget) -> list[tuple[str, str, bool]]:
+    """(where, source, rich) of every text shown under ``widget``: labels, lists, tables, combo boxes,
+    plot titles, axis titles and ticks."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QComboBox, QLabel, QListWidget, QTableWidget
+
+    out = []
+    for label in widget.findChildren(QLabel):
+        fmt = label.textFormat()
+        rich = fmt == Qt.TextFormat.RichText or (fmt == Qt.TextFormat.AutoText and Qt.mightBeRichText(label.text()))
+        out.append((f"QLabel {label.objectName()}", label.text(), rich))
+    for lst in widget.findChildren(QListWidget):
+        out += [("list", lst.item(i).text(), False) for i in range(lst.count())]
+    for table in widget.findChildren(QTableWidget):
+        out += [("table", table.item(r, c).text(), False) for r in range(table.rowCount())
+                for c in range(table.columnCount()) if table.item(r, c) is not None]  # fmt: skip
+    for box in widget.findChildren(QComboBox):
+        out += [("combo", box.itemText(i), False) for i in range(box.count())]
+    scenes = {view.scene() for view in widget.findChildren(pg.GraphicsView)}
+    for scene in scenes:
+        for item in scene.items():
+            if isinstance(item, pg.LabelItem):  # plot titles: pyqtgraph lays them out as HTML
+                out.append(("title", item.text, True))
+            if isinstance(item, pg.AxisItem):
+                out.append(("axis title", item.labelString() if item.labelText else "", True))
+                out += [("tick", text, False) for text in drawn_ticks(item)]
+            if isinstance(item, pg.TextItem):
+                out.append(("text item", item.toPlainText(), False))
+    return out
+
+
+def assert_tokens_shown(widget, what: str, tokens: tuple[str, ...] = TOKENS) -> None:
+    texts = shown_texts(widget)
+    for where, source, rich in texts:
+        if rich:
+            assert not any(t in source for t in AS_MARKUP), f"{what}: {where} reads a token as markup: {source!r}"
+            bare = re.search(r"&(?!amp;)", rendered(source, rich))  # the token &amp; read as an entity: "&"
+            assert not bare, f"{what}: {where} reads &amp; as an entity: {source!r}"
+    shown = "\n".join(rendered(source, rich) for _where, source, rich in texts)
+    missing = [t for t in tokens if t not in shown]
+    assert not missing, f"{what} never shows {missing} as itself"
+
+
+def test_tokens_that_look_like_html_are_themselves_in_every_view(qtbot, make_window, settle, tmp_path):
+    """Item 2: the Why panel's title read ``'' = 0.0059`` struck through for key ``<s>``. A run whose
+    tokens are ``<s>``, ``</s>``, ``<b>``, ``&amp;``: every text of the main window (axes, focus,
+    inspector, status), the Why panel and the compare window shows them as themselves."""
+    from explorer.state import Inputs
+
+    path = tmp_path / "x.npy"
+    np.save(path, np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32))
+    window = make_window(Inputs(embeddings_file=str(path), labels=TOKENS, heads=2, d_model=8, mask="causal"),
+                         stage="scaled")  # fmt: skip
+    window.resize(1600, 1000)
+    settle(window)
+    window.state.set_query(3)
+    window.select_cell(0, 3, 0)
+    qtbot.waitUntil(lambda: window.inspector.inspector.derivation is not None, timeout=15_000)
+    dock = window.why.open()
+    dock.panel.show_cell(window.state.display, window.state.stepper.stage, 0, 3, 0, None)
+    qtbot.waitUntil(lambda: dock.panel.result is not None, timeout=15_000)
+    qtbot.wait(50)
+    assert "'<s>'" in dock.panel.title.text()
+    assert_tokens_shown(dock.panel, "the Why panel", ("<s>", "&amp;"))  # its query and key
+    assert_tokens_shown(window, "the main window")
+    compare = window.compare
+    compare.pin()
+    qtbot.waitUntil(lambda: compare.comparison is not None, timeout=15_000)
+    assert_tokens_shown(compare.view, "the compare window")
+
+
+def test_the_whole_model_views_show_such_tokens_as_themselves(qtbot):
+    """Item 2, the rollout and the model's per-layer views: titles, ticks and the token box."""
+    from explorer.widgets.rollout_view import RolloutView
+
+    view = RolloutView()
+    qtbot.addWidget(view)
+    view.resize(1000, 700)
+    view.set_rollout(np.tile(np.eye(4, dtype=np.float32), (2, 1, 1)), TOKENS)
+    view.show()
+    qtbot.wait(50)
+    assert_tokens_shown(view, "the rollout")
