@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontMetricsF
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.heads import array_head
@@ -31,6 +31,8 @@ MOST_KEYS = 14  # key sources shown (their names run along the bottom), the rest
 PROMPT = "Click a cell of a score or weight stage: its score is split here into what wrote the query × the key."
 NUMBERED = 64  # cells: up to this many, each term is written in its cell
 HEAD = re.compile(r"^L(\d+) H(\d+)$")
+GAP_PX = 6  # between two column labels on one line
+EDGE_PX = 40  # how far the first and last column's labels may reach past the table
 
 
 def fold(names: list[str], table: np.ndarray, axis: int, most: int = MOST) -> tuple[list[str], np.ndarray]:
@@ -43,6 +45,20 @@ def fold(names: list[str], table: np.ndarray, axis: int, most: int = MOST) -> tu
     take = np.take(table, keep, axis=axis)
     others = np.take(table, rest, axis=axis).sum(axis=axis, keepdims=True)
     return [names[i] for i in keep] + [f"{len(rest)} others"], np.concatenate([take, others], axis=axis)
+
+
+def staggered_lines(widths: list[float], pitch: float, most: int = 4) -> int:
+    """How many lines labels of these widths, one per column ``pitch`` px apart, need so that two on
+    the same line never touch (every ``lines``-th label shares a line); at most ``most``."""
+    for lines in range(1, most):
+        if all((a + b) / 2 + GAP_PX <= lines * pitch for a, b in zip(widths, widths[lines:])):
+            return lines
+    return most
+
+
+def stagger(label: str, line: int, side: str) -> str:
+    """``label`` moved ``line`` lines away from the table (below it for the bottom axis, above for the top)."""
+    return "\n" * line + label if side == "bottom" else label + "\n" * line
 
 
 class WhyPanel(QWidget):
@@ -70,9 +86,14 @@ class WhyPanel(QWidget):
         self.plot.setMenuEnabled(False)
         small = QFont()
         small.setPointSize(8)
+        self.small = QFontMetricsF(small)
         for side in ("top", "right", "bottom"):
             self.plot.showAxis(side)
             self.plot.getAxis(side).setStyle(tickFont=small)
+        for side in ("top", "bottom"):  # the first and last column's label may reach past the table's edge
+            self.plot.getAxis(side).setStyle(hideOverlappingLabels=EDGE_PX)
+        self.column_labels: tuple[list[str], list[str]] = ([], [])  # (names, totals) of the key columns
+        self.plot.vb.sigResized.connect(self._label_columns)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
         self.numbers: list[pg.TextItem] = []  # each term written in its cell, when the table is small
@@ -139,11 +160,12 @@ class WhyPanel(QWidget):
         self.colour_bar.setLevels((-peak, peak))
         left = [(i + 0.5, name) for i, name in enumerate(self.rows)]
         right = [(i + 0.5, f"{t:+.3g}") for i, t in enumerate(table.sum(1))]
-        bottom = [(j + 0.5, ("\n" if j % 2 else "") + name) for j, name in enumerate(self.cols)]  # staggered
-        top = [(j + 0.5, f"{t:+.2g}") for j, t in enumerate(table.sum(0))]
-        self.margins = ([label for _p, label in right], [label for _p, label in top])  # (query totals, key totals)
-        for side, ticks in (("left", left), ("right", right), ("bottom", bottom), ("top", top)):
+        totals = [f"{t:+.2g}" for t in table.sum(0)]
+        self.margins = ([label for _p, label in right], totals)  # (query totals, key totals)
+        for side, ticks in (("left", left), ("right", right)):
             self.plot.getAxis(side).setTicks([ticks])
+        self.column_labels = (list(self.cols), totals)
+        self._label_columns()
         self._write_numbers(table)
         self.plot.setRange(xRange=(0, table.shape[1]), yRange=(0, table.shape[0]), padding=0)
         where = f"layer {result['layer']} " if result.get("layer") is not None else ""
@@ -168,6 +190,24 @@ class WhyPanel(QWidget):
         self.note.hide()
         for widget in (self.title, self.plots, self.words):
             widget.show()
+
+    def _label_columns(self) -> None:
+        """Each key column's name below and total above, on as many staggered lines as they need to
+        stand apart at the columns' width now: 14 columns in 580 px dropped names and overprinted
+        totals ("+0.081+0.0054+0.055")."""
+        names, totals = self.column_labels
+        if not names:
+            return
+        pitch = self.plot.vb.width() / len(names)
+        for side, labels in (("bottom", names), ("top", totals)):
+            lines = staggered_lines([self.small.horizontalAdvance(t) for t in labels], pitch)
+            ticks = [(j + 0.5, stagger(label, j % lines, side)) for j, label in enumerate(labels)]
+            axis = self.plot.getAxis(side)
+            axis.setTicks([ticks])
+            # The room the lines need (pyqtgraph measures a label of several lines at 0.8 of its height):
+            room = int(np.ceil(lines * self.small.lineSpacing())) + 2
+            if axis.style["tickTextHeight"] != room or axis.style["autoExpandTextSpace"]:
+                axis.setStyle(tickTextHeight=room, autoExpandTextSpace=False, autoReduceTextSpace=False)
 
     def _write_numbers(self, table: np.ndarray) -> None:
         for item in self.numbers:

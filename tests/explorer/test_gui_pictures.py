@@ -37,8 +37,9 @@ TOKENS = ("<s>", "</s>", "<b>", "&amp;")  # tokens a rich-text label would read 
 AS_MARKUP = ("<s>", "</s>")  # the app writes neither itself: in a rich text's source, a token read as a tag
 
 
-def drawn_ticks(axis: pg.AxisItem) -> list[str]:
-    """The tick texts ``axis`` draws now (pyqtgraph's own draw specs, those it drops left out)."""
+def drawn_specs(axis: pg.AxisItem) -> list:
+    """(rectangle, flags, text) of each tick text ``axis`` draws now (pyqtgraph's own draw specs: those
+    it drops left out)."""
     from PySide6.QtGui import QImage, QPainter
 
     image = QImage(8, 8, QImage.Format.Format_ARGB32)
@@ -47,7 +48,11 @@ def drawn_ticks(axis: pg.AxisItem) -> list[str]:
         specs = axis.generateDrawSpecs(painter)
     finally:
         painter.end()
-    return [text for _rect, _flags, text in specs[2]] if specs else []
+    return list(specs[2]) if specs else []
+
+
+def drawn_ticks(axis: pg.AxisItem) -> list[str]:
+    return [text for _rect, _flags, text in drawn_specs(axis)]
 
 
 def rendered(text: str, rich: bool) -> str:
@@ -142,3 +147,44 @@ def test_the_whole_model_views_show_such_tokens_as_themselves(qtbot):
     view.show()
     qtbot.wait(50)
     assert_tokens_shown(view, "the rollout")
+
+
+def _why_result(n: int) -> dict:
+    """A Why answer with MiniLM's sources: ``n`` of them on each side, the table's terms varied."""
+    names = ["embed", "pos", "embed norm bias"] + [f"L{l} H{h}" for l in range(2) for h in range(12)]  # noqa: E741
+    names += ["L0 attn bias", "L0 mlp", "L0 norm bias", "L1 attn bias", "L1 mlp", "L1 norm bias", "bias"]
+    names = names[:n]
+    table = np.random.default_rng(1).standard_normal((n, n)) * np.logspace(-3, 0, n)
+    return {"table": table.tolist(), "query_sources": names, "key_sources": names, "stage": "scaled", "head": 0,
+            "row": 37, "col": 0, "layer": 2, "query_token": ".", "key_token": "[CLS]", "score": float(table.sum()),
+            "relative_error": 0.0}  # fmt: skip
+
+
+def test_every_key_column_of_the_why_table_has_its_name_and_total_apart(qtbot):
+    """Item 3: MiniLM's 14 key columns had 13 names (the folded "21 others" none) and 13 totals (the
+    first column's missing), the totals overprinting ("+0.081+0.0054+0.055")."""
+    from PySide6.QtGui import QFontMetricsF
+
+    from explorer.panels.why_panel import WhyPanel
+
+    panel = WhyPanel()
+    qtbot.addWidget(panel)
+    panel.resize(860, 800)  # the dock's width when the Why view is shown
+    panel.show()
+    panel.show_result(_why_result(34))
+    qtbot.wait(100)
+    columns = len(panel.cols)
+    assert columns == 14 and panel.cols[-1] == "21 others"
+    for side in ("bottom", "top"):
+        axis = panel.plot.getAxis(side)
+        specs = drawn_specs(axis)
+        assert len(specs) == columns, f"{side}: {len(specs)} labels for {columns} columns"
+        metrics = QFontMetricsF(axis.style["tickFont"])
+        spans = {}  # line -> the x extents of the labels drawn on it
+        for rect, _flags, text in specs:
+            line = len(text) - len(text.strip("\n"))
+            half = metrics.horizontalAdvance(text.strip("\n")) / 2
+            spans.setdefault(line, []).append((rect.center().x() - half, rect.center().x() + half))
+        for line, extents in spans.items():
+            extents.sort()
+            assert all(a[1] < b[0] for a, b in zip(extents, extents[1:])), f"{side} line {line} overprints"
