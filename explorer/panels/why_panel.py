@@ -218,8 +218,7 @@ class WhyPanel(QWidget):
         peak = float(np.abs(table).max()) or 1.0
         for (a, b), value in np.ndenumerate(table):
             colour = (255, 255, 255) if abs(value) > 0.6 * peak else (25, 25, 25)  # legible on dark cells
-            item = pg.TextItem(f"{value:+.2g}" if table.shape[1] > 5 else f"{value:+.3g}", color=colour,
-                               anchor=(0.5, 0.5))  # fmt: skip
+            item = pg.TextItem(f"{value:+.3g}", color=colour, anchor=(0.5, 0.5))  # 3 digits, as every cell
             item.setPos(b + 0.5, a + 0.5)
             self.plot.addItem(item)
             self.numbers.append(item)

@@ -188,3 +188,34 @@ def test_every_key_column_of_the_why_table_has_its_name_and_total_apart(qtbot):
         for line, extents in spans.items():
             extents.sort()
             assert all(a[1] < b[0] for a, b in zip(extents, extents[1:])), f"{side} line {line} overprints"
+
+
+def test_numbers_in_cells_are_three_digits_or_none(qtbot, make_window, settle):
+    """Item 6: as the window narrowed, the cells' numbers fell to one significant digit ("0.1 0.2 0.7",
+    "3" for 3.141, "−2") or a 7 px font (digits ~5 px high); docs/window.md promises 3 digits."""
+    from explorer.state import Inputs
+    from explorer.widgets.cell_numbers import CellNumbers, cell_text
+
+    one_digit = np.array([[3.141, -2.345, 0.7123]])
+    widths = {d: max(len(cell_text(v, d)) for v in one_digit.ravel()) for d in (1, 3)}
+    assert widths[1] < widths[3]
+    # Cells wide enough for "−2" in a 12 px font and too narrow for "−2.35": nothing, not "−2".
+    sizes, _texts = CellNumbers._sizes([(0, 1, 0, 3, one_digit, 26.0, 20.0)])
+    assert not any(any(row) for row in sizes)
+    window = make_window(Inputs(sentence="The cat sat on the mat.", heads=2, d_model=16,
+                                mask="causal"), stage="scaled")  # fmt: skip
+    view = window.matrix_view
+    values = [window.state.display.trace["scaled"].head(h) for h in range(2)]
+    written = 0
+    for width in (700, 900, 1100, 1300, 1500, 1700):
+        window.resize(width, 1000)
+        settle(window)
+        view.flush()
+        view.numbers.update()
+        for plot, head_values in zip(view.plots, values):
+            item = view.numbers.item_for(plot)
+            for (row, col), text in item.texts().items():
+                assert text == cell_text(float(head_values[row, col]), 3), (width, row, col, text)
+                written += 1
+            assert not item.cells or item.font.pixelSize() >= 10, (width, item.font.pixelSize())
+    assert written  # the widest windows write them
