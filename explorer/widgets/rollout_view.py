@@ -30,7 +30,10 @@ class RolloutView(QWidget):
                              "it draws on. Right: the chosen token's row after every layer, and as bars "
                              "after the slider's layer.")  # fmt: skip
         self.legend.setWordWrap(True)
-        bar = QHBoxLayout()
+        self.message.setWordWrap(True)
+        self.controls = QWidget()  # the slider and the token box: hidden when there is no rollout
+        bar = QHBoxLayout(self.controls)
+        bar.setContentsMargins(0, 0, 0, 0)
         bar.addWidget(QLabel("Rollout"))
         bar.addWidget(self.slider, 1)
         bar.addWidget(self.layer_label)
@@ -64,7 +67,7 @@ class RolloutView(QWidget):
         self.bars_plot.addItem(self.bars)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(bar)
+        layout.addWidget(self.controls)
         layout.addWidget(self.message)
         layout.addWidget(self.legend)
         layout.addWidget(self.canvas, 1)
@@ -78,6 +81,7 @@ class RolloutView(QWidget):
         self.rollout, self.tokens = rollout, tuple(tokens)
         self.message.setText(why_none if rollout is None else "")
         self.message.setVisible(rollout is None)
+        self.controls.setVisible(rollout is not None)
         self.legend.setVisible(rollout is not None)
         self.canvas.setVisible(rollout is not None)
         if rollout is None:

@@ -219,3 +219,33 @@ def test_numbers_in_cells_are_three_digits_or_none(qtbot, make_window, settle):
                 written += 1
             assert not item.cells or item.font.pixelSize() >= 10, (width, item.font.pixelSize())
     assert written  # the widest windows write them
+
+
+def test_the_cross_row_of_the_whole_model_window_has_no_rollout(qtbot, make_window, tmp_path):
+    """Item 8: a BART whose source and target have one length showed "R after layer 2" for its cross
+    block, columns labelled with the target's tokens."""
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    pytest.importorskip("transformers")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+    from encdec_refs import TARGET, build
+
+    from explorer.state import Inputs
+
+    folder = tmp_path / "tiny-bart"
+    folder.mkdir()
+    build(folder, "bart")
+    window = make_window(Inputs(sentence=TARGET, cross_sentence=TARGET, model=str(folder)), persist=False)
+    survey = window.windows.open_survey(model=True)
+    qtbot.addWidget(survey)
+    qtbot.waitUntil(lambda: all(p.survey is not None for p in survey.panels.values()), timeout=60_000)
+    cross = survey.panels["cross"]
+    assert cross.survey.weights.shape[-1] == cross.survey.weights.shape[-2]  # one length: square
+    assert cross.survey.rollout is None and cross.rollout_view.rollout is None
+    assert "cross-attention" in cross.rollout_view.message.text()
+    assert not cross.rollout_view.controls.isVisibleTo(cross.rollout_view)  # no slider for no rollout
+    assert survey.panels["encoder"].rollout_view.rollout is not None
+    survey.close()
