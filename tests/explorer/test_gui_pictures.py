@@ -249,3 +249,30 @@ def test_the_cross_row_of_the_whole_model_window_has_no_rollout(qtbot, make_wind
     assert not cross.rollout_view.controls.isVisibleTo(cross.rollout_view)  # no slider for no rollout
     assert survey.panels["encoder"].rollout_view.rollout is not None
     survey.close()
+
+
+def _inside_viewport(window, widget) -> bool:
+    area = window.inspector_scroll
+    top_left = widget.mapTo(area.viewport(), widget.rect().topLeft())
+    return widget.isVisible() and 0 <= top_left.y() and top_left.y() + widget.height() <= area.viewport().height()
+
+
+def test_the_inspector_screenshot_shows_the_whole_derivation(qtbot, make_window, settle):
+    """Item 4: ``--view inspector`` on MiniLM's weights cut the derivation, its value line included, at
+    1400 × 1400 (the cap): the bar chart took ~450 px."""
+    from explorer.files.view_shots import open_view
+    from explorer.state import Inputs
+
+    window = make_window(Inputs(model="minilm", sentence="The animal didn't cross the street because it was too "
+                                "tired."), stage="weights")  # fmt: skip
+    window.resize(1400, 900)  # a screenshot's window (explorer.app)
+    settle(window)
+    shot = open_view(window, "inspector", (0, 14, 0), None)
+    qtbot.waitUntil(lambda: window.inspector.inspector.derivation is not None, timeout=15_000)
+    qtbot.waitUntil(lambda: shot.ready() and window.is_settled(), timeout=15_000)  # as explorer.app polls
+    qtbot.wait(50)
+    inspector = window.inspector.inspector
+    assert inspector.plot.height() <= 260
+    for widget in (inspector.title, inspector.plot, inspector.terms, inspector.value, window.inspector.indices):
+        assert _inside_viewport(window, widget), widget.objectName() or widget.text()[:40]
+    assert window.height() <= 1400 and window.inspector_scroll.verticalScrollBar().maximum() == 0
