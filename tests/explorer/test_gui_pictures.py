@@ -276,3 +276,43 @@ def test_the_inspector_screenshot_shows_the_whole_derivation(qtbot, make_window,
     for widget in (inspector.title, inspector.plot, inspector.terms, inspector.value, window.inspector.indices):
         assert _inside_viewport(window, widget), widget.objectName() or widget.text()[:40]
     assert window.height() <= 1400 and window.inspector_scroll.verticalScrollBar().maximum() == 0
+
+
+def test_the_atlas_scatter_labels_stand_apart_inside_the_plot(qtbot):
+    """Item 13: "L1 H1", "L1 H3" and "L1 H0" were one blob, "L0 H1" was cut at the plot's edge. Points
+    crowded in one corner and one far out: no two shown labels touch, each lies inside the plot, the
+    point far from the others is labelled, and a zoom places them again."""
+    from explorer.panels.atlas_window import AtlasPanel
+    from models.reads.atlas import COLUMNS, Atlas
+
+    shape = (4, 4)
+    rng = np.random.default_rng(0)
+    cols = {"texts": np.full(shape, 5.0)} | {c: rng.random(shape) for c in COLUMNS[3:]}
+    cols["entropy_mean"] = 1.0 + rng.random(shape) * 0.01  # 15 points within 1 % of the x range...
+    cols["previous_mean"] = 0.5 + rng.random(shape) * 0.01
+    cols["entropy_mean"][0, 1], cols["previous_mean"][0, 1] = 3.0, 0.9  # ...and L0 H1 at the far corner
+    atlas = Atlas("crowded", 4, 4, 5, cols, best_line={}, best_value={}, best_text={})
+    panel = AtlasPanel()
+    qtbot.addWidget(panel)
+    panel.resize(900, 600)
+    panel.show()
+    panel.set_atlas(atlas)
+    panel.views.setCurrentIndex(1)
+    panel.x_combo.setCurrentText("entropy_mean")
+    panel.y_combo.setCurrentText("previous_mean")
+    qtbot.wait(100)
+
+    def check():
+        labels = panel.labels
+        room = labels.box.sceneBoundingRect()
+        shown = labels.shown()
+        rects = [labels.scene_rect(label) for label in shown]
+        assert 2 <= len(shown) < 16  # the crowd is thinned, not all hidden
+        assert all(room.contains(r) for r in rects)
+        assert not any(a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1:])
+        return {label.text() for label in shown}
+
+    assert "L0 H1" in check()
+    panel.scatter_plot.getPlotItem().getViewBox().setRange(xRange=(0.999, 1.011), yRange=(0.499, 0.511), padding=0)
+    qtbot.wait(50)
+    check()
