@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 from superqt.utils import signals_blocked
 
 from explorer.engine.generate_worker import GenerateWorker
-from explorer.engine.generation_view import GenerationView, StepFrame
+from explorer.engine.generation_view import GenerationView, StepFrame, quoted
 from explorer.jobs import ReadJobs
 from explorer.panels.generate_form import GenerateFormBar, settings_of, spin
 from explorer.panes import GeneratedStep, GeneratePane
@@ -207,7 +207,7 @@ class GeneratePanel(QWidget):
             self.pane.set_status(f"{g.model}: {g.prompt_length} prompt tokens + {g.generated} generated "
                                 f"(stopped: {g.stopped}; {ms:.0f} ms per token): {g.text!r}{notes}")  # fmt: skip
         else:
-            best = ", ".join(f"{s.position}: {s.top_tokens[0]!r}" for s in g.steps)
+            best = ", ".join(f"{s.position}: {quoted(s.top_tokens[0])}" for s in g.steps)
             self.pane.set_status(f"{g.model} (encoder): {g.n} tokens, {view.steps} mask tokens predicted: "
                                 f"{best}{notes}")  # fmt: skip
         self.lens.describe = view.lens_hover

@@ -316,3 +316,46 @@ def test_the_atlas_scatter_labels_stand_apart_inside_the_plot(qtbot):
     panel.scatter_plot.getPlotItem().getViewBox().setRange(xRange=(0.999, 1.011), yRange=(0.499, 0.511), padding=0)
     qtbot.wait(50)
     check()
+
+
+def test_the_generate_step_line_draws_a_space_token(qtbot):
+    """Item 14: the Generate window's step line read ``generated token 3 ' '`` (Python's repr) where
+    every other view draws a space token as ``␣``."""
+    from explorer.panels.generate_panel import GeneratePanel
+    from models.pretrained import load_model
+
+    panel = GeneratePanel(lambda name: load_model(name, device="cpu"), "induction")
+    qtbot.addWidget(panel)
+    panel.resize(1400, 900)
+    panel.prompt_edit.setText("the cat sat on the mat. the cat")
+    panel.new_tokens.setValue(4)
+    panel.show()
+    panel.generate(now=True)
+    assert panel.view is not None, panel.status.text()
+    assert panel.wait_until_shown()
+    tokens = panel.view.tokens
+    steps = [s for s in range(panel.view.steps) if tokens[panel.view.position(s)] == " "]
+    assert steps  # the prompt's last token or a generated one is a space
+    panel.slider.setValue(steps[0])
+    qtbot.waitUntil(lambda: "'␣'" in panel.step_label.text(), timeout=10_000)
+    assert "' '" not in panel.step_label.text()
+    panel.worker.stop()
+    panel.jobs.shutdown()
+
+
+def test_the_colours_box_and_bar_say_the_scale_painted(qtbot, make_window, settle):
+    """Item 14: the Colours box said "auto: 0 to 1" while the bar ran 0–0.15 (Weighted norms), and on
+    Scores (disabled) too; the linear colour bars had no title."""
+    from explorer.state import Inputs
+
+    window = make_window(Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8, mask="causal"),
+                         stage="weighted_norms")  # fmt: skip
+    view = window.matrix_view
+    box, bar = view.colour_combo, view.colour_bar
+    assert bar.levels()[1] < 1.0 and box.currentText() == "auto: 0 to largest" and box.isEnabled()
+    for stage, text, enabled in (("scores", "± largest", False), ("weights", "auto: 0 to 1", True)):
+        window.state.set_stage(stage)
+        settle(window)
+        view.flush()
+        assert (box.currentText(), box.isEnabled()) == (text, enabled), stage
+        assert bar.getAxis("right").labelText, f"{stage}: an untitled colour bar"
