@@ -55,4 +55,7 @@ def fit_label(bar: pg.ColorBarItem, *texts: str) -> str:
     chosen = next((t for t in texts if metrics.horizontalAdvance(t) <= room), "")
     if axis.labelText != chosen or axis.label.isVisible() != bool(chosen):
         axis.setLabel(chosen, color=pg.mkColor(TEXT_RGB)) if chosen else axis.showLabel(False)
+        # pyqtgraph centres a label along its axis only on a resize: a longer text stayed where the
+        # shorter one's middle was, and ran past the bar's end ("weight ÷ each head's large", cut).
+        axis.resizeEvent()
     return chosen

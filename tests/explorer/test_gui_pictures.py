@@ -359,3 +359,26 @@ def test_the_colours_box_and_bar_say_the_scale_painted(qtbot, make_window, settl
         view.flush()
         assert (box.currentText(), box.isEnabled()) == (text, enabled), stage
         assert bar.getAxis("right").labelText, f"{stage}: an untitled colour bar"
+
+
+def test_a_colour_bar_label_made_longer_stays_along_its_bar(qtbot):
+    """Item 14: the Generate window's bar read "weight ÷ each head's large": the label, set longer after
+    a shorter one, kept the shorter one's place (pyqtgraph centres it only on a resize) and ran past
+    the bar's end."""
+    from explorer.widgets.scale_bar import fit_label, scale_bar
+
+    canvas = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(canvas)
+    canvas.resize(500, 260)
+    plot = canvas.addPlot()
+    bar = scale_bar(plot, "")
+    canvas.show()
+    qtbot.wait(50)
+    fit_label(bar, "÷ max")
+    qtbot.wait(50)
+    chosen = fit_label(bar, "weight ÷ each head's largest", "÷ max")
+    qtbot.wait(50)
+    axis = bar.axis
+    span, text = axis.sceneBoundingRect(), axis.label.sceneBoundingRect()
+    assert chosen == "weight ÷ each head's largest"
+    assert span.top() - 1 <= text.top() and text.bottom() <= span.bottom() + 1, (span, text)
