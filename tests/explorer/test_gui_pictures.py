@@ -320,7 +320,7 @@ def test_the_atlas_scatter_labels_stand_apart_inside_the_plot(qtbot):
 
 def test_the_generate_step_line_draws_a_space_token(qtbot):
     """Item 14: the Generate window's step line read ``generated token 3 ' '`` (Python's repr) where
-    every other view draws a space token as ``␣``."""
+    every other view draws a space token as ``␣``; before a run its empty plots read −0.5 … 0.5."""
     from explorer.panels.generate_panel import GeneratePanel
     from models.pretrained import load_model
 
@@ -330,9 +330,12 @@ def test_the_generate_step_line_draws_a_space_token(qtbot):
     panel.prompt_edit.setText("the cat sat on the mat. the cat")
     panel.new_tokens.setValue(4)
     panel.show()
+    qtbot.wait(50)
+    assert not any(drawn_ticks(axis) for axis in axes_of(panel))  # before a run: −0.5 … 0.5 of nothing
     panel.generate(now=True)
     assert panel.view is not None, panel.status.text()
     assert panel.wait_until_shown()
+    assert sum(bool(drawn_ticks(axis)) for axis in axes_of(panel)) >= 6  # then every plot's numbers
     tokens = panel.view.tokens
     steps = [s for s in range(panel.view.steps) if tokens[panel.view.position(s)] == " "]
     assert steps  # the prompt's last token or a generated one is a space
