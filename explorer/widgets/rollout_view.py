@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QVBoxLayo
 
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.labels import display_label, rich_safe
-from explorer.widgets.scale_bar import scale_bar
+from explorer.widgets.scale_bar import fit_label, scale_bar
 from explorer.widgets.token_axis import TokenAxis, shorten
 
 
@@ -63,6 +63,8 @@ class RolloutView(QWidget):
         self.rows_plot.addItem(self.rows_image)
         self.map_bar = scale_bar(self.map_plot, "rollout R (0 to its largest)", image=self.map_image)
         self.rows_bar = scale_bar(self.rows_plot, "share (0 to the row's largest)", image=self.rows_image)
+        for plot in (self.map_plot, self.rows_plot):  # a short bar (an encoder-decoder's rows) keeps a label
+            plot.getViewBox().sigResized.connect(self._label_bars)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush="#3b6ea5")
         self.bars_plot.addItem(self.bars)
         layout = QVBoxLayout(self)
@@ -114,6 +116,12 @@ class RolloutView(QWidget):
     def contributions(self) -> np.ndarray:
         """(L, n): row ``token`` of every ``R_l``, what the lower plots show."""
         return self.rollout[:, self.token_box.currentIndex(), :]
+
+    def _label_bars(self, *_) -> None:
+        """Each colour bar's label, as long as its bar allows: the encoder-decoder window's short rows
+        read "share (0 to the row's lar", cut."""
+        fit_label(self.map_bar, "rollout R (0 to its largest)", "rollout R", "R")
+        fit_label(self.rows_bar, "share (0 to the row's largest)", "share", "")
 
     def _paint(self) -> None:
         if self.rollout is None or self.token_box.currentIndex() < 0:

@@ -385,3 +385,25 @@ def test_a_colour_bar_label_made_longer_stays_along_its_bar(qtbot):
     span, text = axis.sceneBoundingRect(), axis.label.sceneBoundingRect()
     assert chosen == "weight ÷ each head's largest"
     assert span.top() - 1 <= text.top() and text.bottom() <= span.bottom() + 1, (span, text)
+
+
+def test_the_rollout_colour_bar_labels_fit_short_bars(qtbot):
+    """Item 9 (in part): in the encoder-decoder window's short rows the rollout's bar read "share (0 to
+    the row's lar": each bar's label is the longest of its forms that fits along it."""
+    from PySide6.QtGui import QFontMetrics
+
+    from explorer.widgets.rollout_view import RolloutView
+
+    view = RolloutView()
+    qtbot.addWidget(view)
+    view.resize(700, 330)
+    view.set_rollout(np.tile(np.eye(8, dtype=np.float32), (2, 1, 1)), tuple("abcdefgh"))
+    view.show()
+    qtbot.wait(100)
+    for bar in (view.map_bar, view.rows_bar):
+        axis = bar.axis
+        if axis.labelText and axis.label.isVisible():
+            width = QFontMetrics(axis.label.font()).horizontalAdvance(axis.labelText)
+            assert width <= bar.geometry().height(), (axis.labelText, width, bar.geometry().height())
+            span, text = axis.sceneBoundingRect(), axis.label.sceneBoundingRect()
+            assert span.top() - 1 <= text.top() and text.bottom() <= span.bottom() + 1, axis.labelText
