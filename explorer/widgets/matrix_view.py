@@ -327,9 +327,7 @@ class MatrixView(QWidget):
         self.head_combo.setEnabled(stage.per_head)
 
     def _sync_colour_combo(self, stage: Stage, image) -> None:
-        """The box says the scale painted: what "auto" chose for a weight or a norm (Weighted norms read
-        "auto: 0 to 1" beside a bar of 0 to 0.15), and for a signed stage, disabled, its own (Scores read
-        "auto: 0 to 1" too)."""
+        """The box says the scale painted: "auto"'s choice for weights and norms, a signed stage's own."""
         chooses = stage.name in SEQUENTIAL_STAGES
         with signals_blocked(self.colour_combo):
             if image is not None and image.sequential:  # what "auto" chose, said in the box
@@ -337,8 +335,7 @@ class MatrixView(QWidget):
                 self.colour_combo.setItemText(0, NORMS_AUTO if norms else AUTO_TEXT.get(image.scale, "auto"))
             elif image is not None and not chooses:
                 self.colour_combo.setItemText(0, SIGNED_AUTO)
-            # A signed stage shows its own scale; the user's choice stays in the state for the next weights.
-            self.colour_combo.setCurrentIndex(_scale_index(self.state.fit_colours) if chooses else 0)
+            self.colour_combo.setCurrentIndex(_scale_index(self.state.fit_colours) if chooses else 0)  # choice kept
         self.colour_combo.setEnabled(chooses)  # signed stages always fit
 
     def _mark_query(self, *_) -> None:
