@@ -7,13 +7,13 @@ models/pretrained/edits.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from html import escape
 
 from PySide6.QtCore import QObject, QRectF, QSignalBlocker, Qt
 from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QInputDialog, QLabel, QSizePolicy
 
 from explorer.engine.edited_runner import largest_change
+from explorer.widgets.labels import rich_safe
 from models.engine.edits import Edit
 from models.engine.stages import PAIR_STAGES
 
@@ -165,7 +165,7 @@ class Experiment(QObject):
             return
         head, row, col, value = found
         where = f"head {head} · " if stage.per_head else ""
-        self.largest.setText(f"largest Δ: {where}<b>{escape(stage.row_labels[row])}</b> × "
-                             f"<b>{escape(stage.col_labels[col])}</b> = <b>{value:+.4g}</b>")  # fmt: skip
+        self.largest.setText(f"largest Δ: {where}<b>{rich_safe(stage.row_labels[row])}</b> × "
+                             f"<b>{rich_safe(stage.col_labels[col])}</b> = <b>{value:+.4g}</b>")  # fmt: skip
         self.largest.setToolTip(self.largest.text())  # the whole text when the row is too narrow
 

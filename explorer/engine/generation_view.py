@@ -16,6 +16,7 @@ import numpy as np
 from explorer.images.sink_scale import first_key_out_of_scale
 from explorer.images.stage_image import COLOURS, MASKED_INDEX
 from explorer.images.thumbnails import EMPTY_INDEX, THUMB, thumbnail_indices, thumbnail_steps
+from explorer.widgets.labels import visible_whitespace
 from models.generate import Generation
 from models.reads.survey import head_metrics
 
@@ -148,13 +149,13 @@ class GenerationView:
         g = self.gen
         p = self.position(step)
         s = g.steps[step]
-        chosen = "" if s.chosen is None else f" → chose {g.token_names.get(s.chosen, '?')!r}"
+        chosen = "" if s.chosen is None else f" → chose {quoted(g.token_names.get(s.chosen, '?'))}"
         kind = "prompt's last token" if step == 0 else f"generated token {step}"
         if not self.causal:
             kind = f"mask token {step + 1} of {self.steps}:"
         last_row = None if self.causal else g.n - 1
         indices, top = head_indices(self.attention[layer, head], p, sink_out, last_row)
-        text = f"step {step} / {self.steps - 1}: position {p}, {kind} {self.tokens[p]!r}{chosen}"
+        text = f"step {step} / {self.steps - 1}: position {p}, {kind} {quoted(self.tokens[p])}{chosen}"
         return StepFrame(
             step=step, position=p, text=text, side=side,
             thumbs=self.step_thumbnails(step, fit_each, sink_out, side),
@@ -191,12 +192,17 @@ class GenerationView:
 
     def lens_hover(self, layer: int, position: int) -> str:
         g = self.gen
-        top = ", ".join(f"{self.lens_tokens.get(int(i), '?')!r} {p:.3f}"
+        top = ", ".join(f"{quoted(self.lens_tokens.get(int(i), '?'))} {p:.3f}"
                         for i, p in zip(g.lens_top_ids[layer, position], g.lens_top_prob[layer, position]))  # fmt: skip
         after = ""
         if position + 1 < g.n:
-            after = f"; the next token {self.tokens[position + 1]!r} has {g.lens_prob[layer, position]:.3f}"
-        return f"L{layer}, position {position} {self.tokens[position]!r}: top-5 {top}{after}"
+            after = f"; the next token {quoted(self.tokens[position + 1])} has {g.lens_prob[layer, position]:.3f}"
+        return f"L{layer}, position {position} {quoted(self.tokens[position])}: top-5 {top}{after}"
+
+
+def quoted(token: str) -> str:
+    """A token in a line of text, its whitespace drawn: ``'␣'``, never ``' '`` (Python's repr)."""
+    return f"'{visible_whitespace(token)}'"
 
 
 def _token_table(gen: Generation) -> dict[int, str]:

@@ -47,7 +47,7 @@ class SurveyWorker(LatestJob):
                           model.default_mask == "causal", keys)  # fmt: skip
 
         side = tile_side(self.view_pixels, model.num_layers, model.num_heads)  # as the model view's
-        square = keys == tuple(enc.tokens)  # cross attention: no token is left out
+        square = keys == tuple(enc.tokens) and not getattr(model, "cross", False)  # cross: none left out
         keep = kept_tokens(enc.tokens, model.default_mask == "causal") if special_out and square else None
 
         def on_layer(layer: int, weights: np.ndarray) -> None:
@@ -65,7 +65,7 @@ class SurveyWorker(LatestJob):
         tokens = tuple(enc.tokens)
         source = f"{model.name} (weighted norms ‖a f(x)‖, rows as shares)" if weighted else model.name
         survey = Survey(weights, tokens, keys, source, decoder=model.default_mask == "causal",
-                        warnings=list(notices))  # fmt: skip
+                        warnings=list(notices), cross=getattr(model, "cross", False))  # fmt: skip
         complete(survey)
         if self.is_current(generation):
             self.finished.emit(generation, survey)

@@ -14,8 +14,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
-    QGraphicsItem,
-    QGraphicsSimpleTextItem,
     QHBoxLayout,
     QLabel,
     QMainWindow,
@@ -32,6 +30,7 @@ from explorer.engine.atlas_worker import AtlasWorker
 from explorer.panes import AtlasForm, AtlasPane, AtlasShown
 from explorer.widgets.atlas_table import AtlasTableModel, head_label
 from explorer.widgets.colormaps import colour_map
+from explorer.widgets.point_labels import PointLabels
 from explorer.widgets.window_size import bring_forward, open_sized
 from models.config import InputError
 from models.reads.atlas import Atlas, read_atlas
@@ -97,16 +96,12 @@ class AtlasPanel(QWidget):
         self.scatter = pg.ScatterPlotItem(size=8, brush=pg.mkBrush(40, 90, 160, 180), pen=None, hoverable=True)
         self.scatter.sigClicked.connect(lambda _item, points, _ev: points and self.choose(*points[0].data()))
         self.scatter_plot.addItem(self.scatter)
-        self.point_labels: list[QGraphicsSimpleTextItem] = []  # the scatter's "L3 H7" labels, in head order
-        self._label_group: pg.ItemGroup | None = None
+        self.labels = PointLabels(self.scatter_plot)  # the scatter's "L3 H7" labels, placed apart
         views = QTabWidget()
         views.addTab(self.map_plot, "Layers × heads")
         views.addTab(self.scatter_plot, "Scatter")
         self.views = views
         views.currentChanged.connect(lambda i: self.pane.update_form(scatter=i == 1))
-        for plot in (self.map_plot, self.scatter_plot):  # "layer (x0.001)" from −500 to 500 before a run:
-            for side in ("left", "bottom"):  # layers, heads and scores are read as they are, never scaled
-                plot.getAxis(side).enableAutoSIPrefix(False)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.table)
         splitter.addWidget(views)
@@ -304,21 +299,7 @@ class AtlasPanel(QWidget):
         ok = np.isfinite(x) & np.isfinite(y)
         layers, heads = np.divmod(np.arange(x.size), shown.heads)
         self.scatter.setData(x[ok], y[ok], data=list(zip(layers[ok].tolist(), heads[ok].tolist(), strict=True)))
-        # One group of plain Qt text items (not pg.TextItem: 1,024 of those took seconds to add);
-        # each ignores the view's scaling, so a label stays readable at any zoom.
-        if self._label_group is not None:
-            self.scatter_plot.removeItem(self._label_group)
-        group = pg.ItemGroup()
-        self.point_labels = []
-        brush, unscaled = pg.mkBrush(60, 60, 60), QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations
-        for xi, yi, layer, head in zip(x[ok], y[ok], layers[ok], heads[ok], strict=True):
-            label = QGraphicsSimpleTextItem(head_label(layer, head), group)
-            label.setFlag(unscaled)
-            label.setBrush(brush)
-            label.setPos(float(xi), float(yi))
-            self.point_labels.append(label)
-        self.scatter_plot.addItem(group)
-        self._label_group = group
+        self.labels.set_points(x[ok], y[ok], [head_label(a, b) for a, b in zip(layers[ok], heads[ok], strict=True)])
         self.scatter_plot.setLabel("bottom", x_name)
         self.scatter_plot.setLabel("left", y_name)
 

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 from superqt.utils import signals_blocked
 
 from explorer.engine.generate_worker import GenerateWorker
-from explorer.engine.generation_view import GenerationView, StepFrame
+from explorer.engine.generation_view import GenerationView, StepFrame, quoted
 from explorer.jobs import ReadJobs
 from explorer.panels.generate_form import GenerateFormBar, settings_of, spin
 from explorer.panes import GeneratedStep, GeneratePane
@@ -46,6 +46,7 @@ from explorer.widgets.frames import Frames, wait_until
 from explorer.widgets.generated_matrix import GeneratedMatrix
 from explorer.widgets.lens_map import LensMap
 from explorer.widgets.model_view import ModelView
+from explorer.widgets.scale_bar import blank_axes
 from explorer.widgets.topk_bars import TopKBars
 from explorer.widgets.window_size import open_sized
 from models.config import InputError
@@ -155,6 +156,8 @@ class GeneratePanel(QWidget):
         layout.addWidget(self.status)
         layout.addLayout(stepper)
         layout.addWidget(body, 1)
+        self.body = body
+        blank_axes(body, True)  # no numbers on the empty plots before the first generation
 
     # --- running ---------------------------------------------------------------------------
     def settings(self) -> GenerateSettings:
@@ -195,6 +198,7 @@ class GeneratePanel(QWidget):
         if request != self.worker.request:
             return
         self.view = view
+        blank_axes(self.body, False)
         g = view.gen
         L, h = g.num_layers, g.num_heads
         with signals_blocked(self.layer_box), signals_blocked(self.head_box), signals_blocked(self.slider):
@@ -207,7 +211,7 @@ class GeneratePanel(QWidget):
             self.pane.set_status(f"{g.model}: {g.prompt_length} prompt tokens + {g.generated} generated "
                                 f"(stopped: {g.stopped}; {ms:.0f} ms per token): {g.text!r}{notes}")  # fmt: skip
         else:
-            best = ", ".join(f"{s.position}: {s.top_tokens[0]!r}" for s in g.steps)
+            best = ", ".join(f"{s.position}: {quoted(s.top_tokens[0])}" for s in g.steps)
             self.pane.set_status(f"{g.model} (encoder): {g.n} tokens, {view.steps} mask tokens predicted: "
                                 f"{best}{notes}")  # fmt: skip
         self.lens.describe = view.lens_hover

@@ -208,7 +208,7 @@ class SurveyPanel(QWidget):
             return False
         self.pane.update_form(rollout_layer=-1, rollout_token=-1)  # another survey: no rollout chosen yet
         survey = Survey(opened.weights, opened.query_tokens, opened.key_tokens, opened.source,
-                        decoder=opened.decoder, warnings=list(opened.warnings))  # fmt: skip
+                        decoder=opened.decoder, warnings=list(opened.warnings), cross=opened.cross)  # fmt: skip
         self.show_survey(complete(survey))
         return True
 
@@ -302,7 +302,9 @@ class SurveyPanel(QWidget):
         self.table.sort_by(*self.pane.form.sort)  # the form's order, where this survey has that column
         self.pane.update_form(sort=self.table.sorting())
         if rollout is None:
-            self.rollout_view.set_rollout(None, (), "No rollout: it needs square self-attention (n_q = n_k).")
+            why = ("cross-attention: its queries (the target) and keys (the source) are two sequences"
+                   if survey.cross else "it needs square self-attention (n_q = n_k)")
+            self.rollout_view.set_rollout(None, (), f"No rollout: {why}.")
         else:
             self.rollout_view.set_rollout(rollout, q_tokens)
         form = self.pane.form

@@ -15,12 +15,13 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
-from PySide6.QtGui import QFont
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont, QFontMetricsF
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.heads import array_head
 from explorer.widgets.colormaps import colour_map
+from explorer.widgets.labels import display_label
 from models.config import InputError
 from models.reads.why import why, words
 
@@ -30,6 +31,8 @@ MOST_KEYS = 14  # key sources shown (their names run along the bottom), the rest
 PROMPT = "Click a cell of a score or weight stage: its score is split here into what wrote the query × the key."
 NUMBERED = 64  # cells: up to this many, each term is written in its cell
 HEAD = re.compile(r"^L(\d+) H(\d+)$")
+GAP_PX = 6  # between two column labels on one line
+EDGE_PX = 40  # how far the first and last column's labels may reach past the table
 
 
 def fold(names: list[str], table: np.ndarray, axis: int, most: int = MOST) -> tuple[list[str], np.ndarray]:
@@ -44,6 +47,20 @@ def fold(names: list[str], table: np.ndarray, axis: int, most: int = MOST) -> tu
     return [names[i] for i in keep] + [f"{len(rest)} others"], np.concatenate([take, others], axis=axis)
 
 
+def staggered_lines(widths: list[float], pitch: float, most: int = 4) -> int:
+    """How many lines labels of these widths, one per column ``pitch`` px apart, need so that two on
+    the same line never touch (every ``lines``-th label shares a line); at most ``most``."""
+    for lines in range(1, most):
+        if all((a + b) / 2 + GAP_PX <= lines * pitch for a, b in zip(widths, widths[lines:])):
+            return lines
+    return most
+
+
+def stagger(label: str, line: int, side: str) -> str:
+    """``label`` moved ``line`` lines away from the table (below it for the bottom axis, above for the top)."""
+    return "\n" * line + label if side == "bottom" else label + "\n" * line
+
+
 class WhyPanel(QWidget):
     open_head = Signal(int, int, int)  # layer, head, position: open that head's attention row there
 
@@ -56,8 +73,10 @@ class WhyPanel(QWidget):
         self.cols: list[str] = []
         self.note = QLabel(PROMPT)
         self.note.setWordWrap(True)
+        self.note.setTextFormat(Qt.TextFormat.PlainText)  # a refusal may quote a token
         self.title = QLabel()
         self.title.setWordWrap(True)
+        self.title.setTextFormat(Qt.TextFormat.PlainText)  # a token <s> is itself, not a strike-through
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
         self.plot = self.plots.addPlot(row=0, col=0)
@@ -67,9 +86,14 @@ class WhyPanel(QWidget):
         self.plot.setMenuEnabled(False)
         small = QFont()
         small.setPointSize(8)
+        self.small = QFontMetricsF(small)
         for side in ("top", "right", "bottom"):
             self.plot.showAxis(side)
             self.plot.getAxis(side).setStyle(tickFont=small)
+        for side in ("top", "bottom"):  # the first and last column's label may reach past the table's edge
+            self.plot.getAxis(side).setStyle(hideOverlappingLabels=EDGE_PX)
+        self.column_labels: tuple[list[str], list[str]] = ([], [])  # (names, totals) of the key columns
+        self.plot.vb.sigResized.connect(self._label_columns)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
         self.numbers: list[pg.TextItem] = []  # each term written in its cell, when the table is small
@@ -81,7 +105,7 @@ class WhyPanel(QWidget):
         self.plots.scene().sigMouseClicked.connect(self._clicked)
         self.words = QLabel()
         self.words.setWordWrap(True)
-        self.words.setTextFormat(self.words.textFormat().PlainText)
+        self.words.setTextFormat(Qt.TextFormat.PlainText)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.note)
@@ -136,16 +160,18 @@ class WhyPanel(QWidget):
         self.colour_bar.setLevels((-peak, peak))
         left = [(i + 0.5, name) for i, name in enumerate(self.rows)]
         right = [(i + 0.5, f"{t:+.3g}") for i, t in enumerate(table.sum(1))]
-        bottom = [(j + 0.5, ("\n" if j % 2 else "") + name) for j, name in enumerate(self.cols)]  # staggered
-        top = [(j + 0.5, f"{t:+.2g}") for j, t in enumerate(table.sum(0))]
-        self.margins = ([label for _p, label in right], [label for _p, label in top])  # (query totals, key totals)
-        for side, ticks in (("left", left), ("right", right), ("bottom", bottom), ("top", top)):
+        totals = [f"{t:+.2g}" for t in table.sum(0)]
+        self.margins = ([label for _p, label in right], totals)  # (query totals, key totals)
+        for side, ticks in (("left", left), ("right", right)):
             self.plot.getAxis(side).setTicks([ticks])
+        self.column_labels = (list(self.cols), totals)
+        self._label_columns()
         self._write_numbers(table)
         self.plot.setRange(xRange=(0, table.shape[1]), yRange=(0, table.shape[0]), padding=0)
         where = f"layer {result['layer']} " if result.get("layer") is not None else ""
         self.title.setText(f"{where}head {result['head']}: {result['stage']} at query {result['row']} "
-                           f"{result['query_token']!r}, key {result['col']} {result['key_token']!r} = "
+                           f"'{display_label(result['query_token'])}', key {result['col']} "
+                           f"'{display_label(result['key_token'])}' = "
                            f"{result['score']:.4g}. Right margin: each query source's total; top: each key "
                            "source's total.")  # fmt: skip
         lines = [f"{result['stage']} = {result['score']:.5g} = the sum of these {len(result['query_sources'])} × "
@@ -165,6 +191,24 @@ class WhyPanel(QWidget):
         for widget in (self.title, self.plots, self.words):
             widget.show()
 
+    def _label_columns(self) -> None:
+        """Each key column's name below and total above, on as many staggered lines as they need to
+        stand apart at the columns' width now: 14 columns in 580 px dropped names and overprinted
+        totals ("+0.081+0.0054+0.055")."""
+        names, totals = self.column_labels
+        if not names:
+            return
+        pitch = self.plot.vb.width() / len(names)
+        for side, labels in (("bottom", names), ("top", totals)):
+            lines = staggered_lines([self.small.horizontalAdvance(t) for t in labels], pitch)
+            ticks = [(j + 0.5, stagger(label, j % lines, side)) for j, label in enumerate(labels)]
+            axis = self.plot.getAxis(side)
+            axis.setTicks([ticks])
+            # The room the lines need (pyqtgraph measures a label of several lines at 0.8 of its height):
+            room = int(np.ceil(lines * self.small.lineSpacing())) + 2
+            if axis.style["tickTextHeight"] != room or axis.style["autoExpandTextSpace"]:
+                axis.setStyle(tickTextHeight=room, autoExpandTextSpace=False, autoReduceTextSpace=False)
+
     def _write_numbers(self, table: np.ndarray) -> None:
         for item in self.numbers:
             self.plot.removeItem(item)
@@ -174,8 +218,7 @@ class WhyPanel(QWidget):
         peak = float(np.abs(table).max()) or 1.0
         for (a, b), value in np.ndenumerate(table):
             colour = (255, 255, 255) if abs(value) > 0.6 * peak else (25, 25, 25)  # legible on dark cells
-            item = pg.TextItem(f"{value:+.2g}" if table.shape[1] > 5 else f"{value:+.3g}", color=colour,
-                               anchor=(0.5, 0.5))  # fmt: skip
+            item = pg.TextItem(f"{value:+.3g}", color=colour, anchor=(0.5, 0.5))  # 3 digits, as every cell
             item.setPos(b + 0.5, a + 0.5)
             self.plot.addItem(item)
             self.numbers.append(item)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 POSITIVE = (200, 70, 60)  # the diverging map's ends: red for positive terms,
 NEGATIVE = (50, 100, 180)  # blue for negative ones
 FOCUS = (240, 170, 30)  # the bar that is the explained cell itself
+BARS_PX = 200  # the bar chart's height: room for its bars and upright token labels
 
 
 class CellInspector(QWidget):
@@ -47,11 +48,12 @@ class CellInspector(QWidget):
         self.caption = self._label(size_delta=-1)
         self.bar_axis = TokenAxis("bottom")  # every bar's token when they fit, else spaced with positions
         self.plot = pg.PlotWidget(background="w", enableMenu=False, axisItems={"bottom": self.bar_axis})
-        self.plot.setMinimumHeight(170)
+        # A fixed height: growing with the panel, the chart took ~450 px of a 1400 px screenshot and
+        # pushed the terms and the value below the fold (issue 44); the derivation is read, not the chart.
+        self.plot.setFixedHeight(BARS_PX)
         self.plot.hideButtons()
         self.plot.setMouseEnabled(False, False)
         self.plot.showGrid(y=True, alpha=0.25)
-        self.plot.getPlotItem().getAxis("left").enableAutoSIPrefix(False)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
         self.plot.addItem(self.bars)
         self.zero = pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen((90, 90, 90), width=1))

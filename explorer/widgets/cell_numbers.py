@@ -24,13 +24,14 @@ from explorer.widgets.frames import debounced
 
 MIN_CELL_PX = (16.0, 12.0)  # width, height of a cell on screen below which nothing can be written
 ZOOM_IN = "zoom in"  # what the Numbers box says while they are hidden; its tooltip says why
-DIGITS = (3, 2, 1)  # significant digits tried in turn until the widest number fits its cell
+# Three significant digits, or nothing: BART's weights read "0.1 0.2 0.7" and a T5 score "3" for 3.141
+# when digits were dropped to fit, and a 7 px font wrote digits ~5 px high (docs/window.md promises 3).
+DIGITS = (3,)
 MAX_CELLS = 400  # visible cells per plot above which nothing is written
 MAX_FONT_PX = 12.0
-MIN_FONT_PX = 7.0
-READABLE_PX = 10.0  # digits are dropped before the font goes below this
+MIN_FONT_PX = 10.0  # the smallest font the numbers are written in (digits ~7 px high)
 CANDIDATE_PX = 3.0  # texts this much narrower than the widest at one size may be the widest at a smaller one
-CHOICES = [(READABLE_PX, d) for d in DIGITS] + [(MIN_FONT_PX, d) for d in DIGITS]  # (smallest font, digits)
+CHOICES = [(MIN_FONT_PX, d) for d in DIGITS]  # (smallest font, digits), tried in turn
 DEBOUNCE_MS = 40
 LIGHT_LUMA = 140.0  # above this the cell is light: black text, else white
 BLACK, WHITE = QColor(0, 0, 0), QColor(255, 255, 255)
@@ -171,7 +172,7 @@ class CellNumbers:
         self.hidden_because = reason
         self.checkbox.setText(f"Numbers ({ZOOM_IN})" if reason else "Numbers")
         self.checkbox.setToolTip(
-            "Write each cell's value on it (3 significant digits, fewer when the cells are narrow) when "
+            "Write each cell's value on it (3 significant digits) when "
             f"every number fits its cell and at most {MAX_CELLS} cells are visible"
             + (f". Hidden now: {reason}; zoom in." if reason else ""))  # fmt: skip
 
@@ -245,8 +246,7 @@ class CellNumbers:
 
     @classmethod
     def _sizes(cls, found: list[tuple]) -> tuple[list[list[float]], dict[tuple[int, int], list[str]]]:
-        """For each choice of CHOICES in turn (fewer digits rather than a tiny font, fewer digits before hiding:
-        first from READABLE_PX up), the font size (px) at which each plot's visible numbers fit their
+        """For each choice of CHOICES in turn, the font size (px) at which each plot's visible numbers fit their
         cells, 0 where they do not; and the texts written (plot, digits) → each visible cell's text, row
         by row, for the plots that fit. The digits and font shown are those of the first choice at which
         every plot whose numbers fit at all fits, at the smallest size any of them needs (update); each

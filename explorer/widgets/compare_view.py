@@ -6,14 +6,13 @@ never computes. The two runs share one colour scale; the difference has its own,
 
 from __future__ import annotations
 
-from html import escape
-
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.widgets.colormaps import colour_map, lookup_table
 from explorer.widgets.heatmap_plot import HeatmapPlot
+from explorer.widgets.labels import rich_safe
 from explorer.widgets.token_axis import axis_title
 from explorer.widgets.zoom_regions import device_pixels
 
@@ -71,12 +70,12 @@ class CompareView(QWidget):
         """Paint ``comparison`` (pinned, current, difference); ``what_changed`` heads the panel."""
         self.comparison = comparison
         head = f" · head {comparison.head}" if comparison.pinned is not None else ""
-        changed = f"<span style='color:#555'>changed since pinned: {escape(what_changed)}</span>"
-        self.heading.setText(f"<b>{escape(comparison.title)}</b>{head} &nbsp; {changed}")
-        self.message.setText(escape(comparison.message))
+        changed = f"<span style='color:#555'>changed since pinned: {rich_safe(what_changed)}</span>"
+        self.heading.setText(f"<b>{rich_safe(comparison.title)}</b>{head} &nbsp; {changed}")
+        self.message.setText(rich_safe(comparison.message))
         self.message.setStyleSheet("color:#a33" if comparison.message else "")
         self.message.setVisible(bool(comparison.message))
-        self.largest.setText(escape(comparison.largest_text()))
+        self.largest.setText(rich_safe(comparison.largest_text()))
         images = (comparison.pinned, comparison.current, comparison.difference)
         labels = (comparison.pinned_labels, comparison.current_labels, comparison.current_labels)
         kinds = (comparison.pinned_axes, comparison.current_axes, comparison.current_axes)

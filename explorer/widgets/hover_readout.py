@@ -7,13 +7,11 @@ is written again when they come, for the cell hovered *then* (the mouse may have
 
 from __future__ import annotations
 
-from html import escape
-
 import numpy as np
 from PySide6.QtGui import QCursor
 
 from explorer.heads import head_name
-from explorer.widgets.labels import display_label
+from explorer.widgets.labels import display_label, rich_safe
 
 MINUS_INFINITY = "−∞ (masked)"
 WAITING = "…"  # the value while its rows are read
@@ -75,6 +73,6 @@ class HoverReadout:
                 text += " (masked)"
         where = f"{head_name(stage, head)} · " if stage.per_head else ""
         self.view.readout.setText(
-            f"{where}row {row} <b>{escape(display_label(stage.row_labels[row]))}</b> · "
-            f"col {col} <b>{escape(display_label(stage.col_labels[col]))}</b> = <b>{text}</b>"
+            f"{where}row {row} <b>{rich_safe(display_label(stage.row_labels[row]))}</b> · "
+            f"col {col} <b>{rich_safe(display_label(stage.col_labels[col]))}</b> = <b>{text}</b>"
         )

@@ -26,6 +26,7 @@ from explorer.widgets.frames import Frames
 from explorer.widgets.heatmap_grid import GRID_SPACING, LAID_OUT, READY, HeatmapGrid
 from explorer.widgets.heatmap_plot import HeatmapPlot
 from explorer.widgets.hover_readout import MINUS_INFINITY, HoverReadout, format_value
+from explorer.widgets.labels import rich_safe
 from explorer.widgets.long_overlay import side_plot
 from explorer.widgets.range_line import READOUT_ONE_LINE, RangeLine
 from explorer.widgets.stage_rows import StageRows
@@ -40,6 +41,8 @@ PREPARING = "Preparing"  # the readout while a stage's image or its heatmaps are
 COLOUR_SCALES = ("auto", "0 to 1", "fit to data", "log")  # state.fit_colours: "auto", False, True, "log"
 SCALE_VALUES = ("auto", False, True, "log")
 AUTO_TEXT = {"log": "auto: log₁₀", "unit": "auto: 0 to 1", "fit": "auto: fit"}  # the tooltip says why
+NORMS_AUTO = "auto: 0 to largest"  # a norm has no top of 1: "auto" paints 0 to the largest shown
+SIGNED_AUTO = "± largest"  # a signed stage (the box disabled): symmetric about 0, to the largest |value|
 
 
 class _Canvas(pg.GraphicsLayoutWidget):
@@ -103,7 +106,8 @@ class MatrixView(QWidget):
         # As wide as its longest text from the start ("auto: 0 to 1"): never cut, and a text
         # that changes with the data never changes the width (a new width re-lays out the whole view).
         self.colour_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.colour_combo.setMinimumContentsLength(max(len(t) for t in (*COLOUR_SCALES, *AUTO_TEXT.values())))
+        texts = (*COLOUR_SCALES, *AUTO_TEXT.values(), NORMS_AUTO, SIGNED_AUTO)
+        self.colour_combo.setMinimumContentsLength(max(len(t) for t in texts))
         self.colour_combo.setToolTip(
             "Softmax weights: auto (log10 once rows hold more than 256 keys, where every weight is small; "
             "else 0 to 1), 0 to 1 (colours comparable between inputs), 0 to the largest weight shown, or "
@@ -209,7 +213,8 @@ class MatrixView(QWidget):
             self.colour_bar.setColorMap(colour_map(image.sequential))
         self.colour_bar.setLevels(image.levels)
         log = image.sequential and image.scale == "log"
-        set_axis_title(self.colour_bar.getAxis("right"), "log₁₀ weight" if log else "")
+        # Every bar says what its colours are (the linear ones had no title)
+        set_axis_title(self.colour_bar.getAxis("right"), "log₁₀ weight" if log else rich_safe(stage.title))
         self._range_text = range_legend(image)
         if self.state.stepper.set_shown(display.generation, stage):  # the one place it is set
             self.zoom.forget()
@@ -322,11 +327,16 @@ class MatrixView(QWidget):
         self.head_combo.setEnabled(stage.per_head)
 
     def _sync_colour_combo(self, stage: Stage, image) -> None:
+        """The box says the scale painted: "auto"'s choice for weights and norms, a signed stage's own."""
+        chooses = stage.name in SEQUENTIAL_STAGES
         with signals_blocked(self.colour_combo):
             if image is not None and image.sequential:  # what "auto" chose, said in the box
-                self.colour_combo.setItemText(0, AUTO_TEXT.get(image.scale, COLOUR_SCALES[0]))
-            self.colour_combo.setCurrentIndex(_scale_index(self.state.fit_colours))
-        self.colour_combo.setEnabled(stage.name in SEQUENTIAL_STAGES)  # signed stages always fit
+                norms = stage.name != "weights" and image.scale == "unit"  # 0 to their largest (colour_levels)
+                self.colour_combo.setItemText(0, NORMS_AUTO if norms else AUTO_TEXT.get(image.scale, "auto"))
+            elif image is not None and not chooses:
+                self.colour_combo.setItemText(0, SIGNED_AUTO)
+            self.colour_combo.setCurrentIndex(_scale_index(self.state.fit_colours) if chooses else 0)  # choice kept
+        self.colour_combo.setEnabled(chooses)  # signed stages always fit
 
     def _mark_query(self, *_) -> None:
         row = self.state.query if self._rows_are_queries() else -1

@@ -67,8 +67,6 @@ class PeLens(QWidget):
         for plot in (self.curves, self.similar, self.pairs):
             plot.hideButtons()
             plot.setMenuEnabled(False)
-            for side in ("left", "bottom"):
-                plot.getAxis(side).enableAutoSIPrefix(False)
 
     # --- public ----------------------------------------------------------------------------------
     def set_about(self, text: str) -> None:

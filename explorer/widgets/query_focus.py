@@ -10,7 +10,6 @@ panel shows the focus it had until the numbers of the new one come."""
 from __future__ import annotations
 
 from collections import OrderedDict
-from html import escape
 
 import numpy as np
 import pyqtgraph as pg
@@ -19,7 +18,7 @@ from PySide6.QtWidgets import QGroupBox, QLabel, QSizePolicy, QVBoxLayout, QWidg
 
 from explorer.heads import array_head, head_name
 from explorer.widgets.colormaps import sign_colours
-from explorer.widgets.labels import display_label
+from explorer.widgets.labels import display_label, rich_safe
 from explorer.widgets.token_axis import TEXT_RGB, TokenAxis, set_axis_title, shorten
 from models.engine.pixels import enlarge_peaks, reduce_row
 from models.engine.trace import AttentionTrace, query_row
@@ -62,7 +61,7 @@ def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.
         f"<tr><td align=right>{_num(weights[j])}</td>"
         + ("<td>&nbsp;</td>" if difference else
            f"<td>&nbsp;×&nbsp;v<sub>{j}</sub></td>" if j < n_values else "<td>&nbsp;(no value)</td>")
-        + f"<td><b>{escape(shorten(display_label(tokens[j]), 16))}</b></td></tr>"
+        + f"<td><b>{rich_safe(shorten(display_label(tokens[j]), 16))}</b></td></tr>"
         for j in top
     )
     rest = len(weights) - len(top)
@@ -71,7 +70,7 @@ def contributions_html(tokens: tuple[str, ...], weights: np.ndarray, output: np.
         rows += f"<td colspan=2>&nbsp;in the other {rest} keys</td></tr>"
     preview = ", ".join(f"{v:.3f}" for v in output[:VECTOR_PREVIEW])
     more = ", …" if len(output) > VECTOR_PREVIEW else ""
-    source = f" (v<sub>j</sub>: {escape(values)})" if values else ""
+    source = f" (v<sub>j</sub>: {rich_safe(values)})" if values else ""
     total = float(weights.sum())
     total = 0.0 if abs(total) < 5e-5 else total  # never "−0.0000"
     if difference:
@@ -119,7 +118,6 @@ class QueryFocusPanel(QGroupBox):
         self.chart.setMenuEnabled(False)
         self.chart.setLabel("left", "weight a_ij")
         self.chart.getAxis("left").setTextPen(TEXT_RGB)  # near-black, as the token labels
-        self.chart.getAxis("left").enableAutoSIPrefix(False)  # weights read as 0.1, never "100 (×0.001)"
         self.chart.setMinimumHeight(180)
         # Room above the plot for half a tick label: the top tick's value ("0.35") is never cut in half.
         self.chart.getPlotItem().layout.setContentsMargins(1, TOP_ROOM_PX, 1, 1)
@@ -188,7 +186,7 @@ class QueryFocusPanel(QGroupBox):
         groups = trace["weights"].head_groups  # GQA: the key/value head each query head reads
         reads = f" (reads key/value head {groups[head]})" if groups else ""
         self.header.setText(
-            f"Query <b>“{escape(display_label(trace.query_tokens[row]))}”</b> (row {row}), head {head}{reads}: "
+            f"Query <b>“{rich_safe(display_label(trace.query_tokens[row]))}”</b> (row {row}), head {head}{reads}: "
             + ("how its attention to each key changed (edited − original)." if difference
                else "how much it attends to each key.")
         )  # fmt: skip
@@ -226,7 +224,7 @@ class QueryFocusPanel(QGroupBox):
         self.vector, self.weights_row = vector, None
         token = display_label(stage.row_labels[r]) if r < len(stage.row_labels) else str(r)
         where = f", {head_name(stage, h)}" if stage.per_head else ""
-        self.header.setText(f"Row {r} <b>“{escape(token)}”</b> of {escape(stage.title)}{where}: its "
+        self.header.setText(f"Row {r} <b>“{rich_safe(token)}”</b> of {rich_safe(stage.title)}{where}: its "
                             f"{len(vector)} features (indices from 0).")  # fmt: skip
         self.bars.setOpts(x=np.arange(len(vector)) + 0.5, height=vector, width=0.8, brushes=None)
         self.zero_line.setVisible(bool(vector.size) and float(np.nanmin(vector)) < 0)
@@ -282,5 +280,5 @@ class QueryFocusPanel(QGroupBox):
         if 0 <= j < len(self.weights_row) and self.vector is None:
             trace = self.state.display.trace
             token = (trace["weights"].col_labels or trace.key_tokens)[j]
-            self.bar_readout.setText(f"key {j} <b>{escape(token)}</b>: a = <b>{np.float32(self.weights_row[j])}</b>")
+            self.bar_readout.setText(f"key {j} <b>{rich_safe(token)}</b>: a = <b>{np.float32(self.weights_row[j])}</b>")
 

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QVBoxLayo
 
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.labels import display_label, rich_safe
-from explorer.widgets.scale_bar import scale_bar
+from explorer.widgets.scale_bar import fit_label, scale_bar
 from explorer.widgets.token_axis import TokenAxis, shorten
 
 
@@ -30,7 +30,10 @@ class RolloutView(QWidget):
                              "it draws on. Right: the chosen token's row after every layer, and as bars "
                              "after the slider's layer.")  # fmt: skip
         self.legend.setWordWrap(True)
-        bar = QHBoxLayout()
+        self.message.setWordWrap(True)
+        self.controls = QWidget()  # the slider and the token box: hidden when there is no rollout
+        bar = QHBoxLayout(self.controls)
+        bar.setContentsMargins(0, 0, 0, 0)
         bar.addWidget(QLabel("Rollout"))
         bar.addWidget(self.slider, 1)
         bar.addWidget(self.layer_label)
@@ -60,11 +63,13 @@ class RolloutView(QWidget):
         self.rows_plot.addItem(self.rows_image)
         self.map_bar = scale_bar(self.map_plot, "rollout R (0 to its largest)", image=self.map_image)
         self.rows_bar = scale_bar(self.rows_plot, "share (0 to the row's largest)", image=self.rows_image)
+        for plot in (self.map_plot, self.rows_plot):  # a short bar (an encoder-decoder's rows) keeps a label
+            plot.getViewBox().sigResized.connect(self._label_bars)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush="#3b6ea5")
         self.bars_plot.addItem(self.bars)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(bar)
+        layout.addWidget(self.controls)
         layout.addWidget(self.message)
         layout.addWidget(self.legend)
         layout.addWidget(self.canvas, 1)
@@ -78,6 +83,7 @@ class RolloutView(QWidget):
         self.rollout, self.tokens = rollout, tuple(tokens)
         self.message.setText(why_none if rollout is None else "")
         self.message.setVisible(rollout is None)
+        self.controls.setVisible(rollout is not None)
         self.legend.setVisible(rollout is not None)
         self.canvas.setVisible(rollout is not None)
         if rollout is None:
@@ -110,6 +116,12 @@ class RolloutView(QWidget):
     def contributions(self) -> np.ndarray:
         """(L, n): row ``token`` of every ``R_l``, what the lower plots show."""
         return self.rollout[:, self.token_box.currentIndex(), :]
+
+    def _label_bars(self, *_) -> None:
+        """Each colour bar's label, as long as its bar allows: the encoder-decoder window's short rows
+        read "share (0 to the row's lar", cut."""
+        fit_label(self.map_bar, "rollout R (0 to its largest)", "rollout R", "R")
+        fit_label(self.rows_bar, "share (0 to the row's largest)", "share", "")
 
     def _paint(self) -> None:
         if self.rollout is None or self.token_box.currentIndex() < 0:

@@ -55,4 +55,17 @@ def fit_label(bar: pg.ColorBarItem, *texts: str) -> str:
     chosen = next((t for t in texts if metrics.horizontalAdvance(t) <= room), "")
     if axis.labelText != chosen or axis.label.isVisible() != bool(chosen):
         axis.setLabel(chosen, color=pg.mkColor(TEXT_RGB)) if chosen else axis.showLabel(False)
+        # pyqtgraph centres a label along its axis only on a resize: a longer text stayed where the
+        # shorter one's middle was, and ran past the bar's end ("weight ÷ each head's large", cut).
+        axis.resizeEvent()
     return chosen
+
+
+def blank_axes(widget, blank: bool) -> None:
+    """Every axis of the plots under ``widget`` without (``blank``) or with its numbers: an empty plot
+    before a run read −0.5 … 0.5 on both axes, numbers of nothing."""
+    views = widget.findChildren(pg.GraphicsView)
+    for view in views:
+        for item in view.scene().items():
+            if isinstance(item, pg.AxisItem) and item.style["showValues"] == blank:
+                item.setStyle(showValues=not blank)

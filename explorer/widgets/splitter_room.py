@@ -8,8 +8,12 @@ from PySide6.QtWidgets import QSplitter, QWidget
 
 
 def content_height(widget: QWidget, width: int) -> int:
-    """The height ``widget`` asks for at ``width`` (its wrapped labels included)."""
-    return widget.heightForWidth(width) if widget.hasHeightForWidth() else widget.sizeHint().height()
+    """The height ``widget`` asks for at ``width`` (its wrapped labels included), never below its least
+    height: a scroll area gives its widget that much, and a layout's least height (each wrapped label
+    at its narrowest) can exceed its height for the width. Measured at heightForWidth alone, the
+    inspector was given 616 px of the 677 it took: its last 61 px, the value's line, were cut."""
+    wanted = widget.heightForWidth(width) if widget.hasHeightForWidth() else widget.sizeHint().height()
+    return max(wanted, widget.minimumSizeHint().height())
 
 
 def give_room(splitter: QSplitter, wanted: int, share: float = 0.6) -> bool:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from html import escape
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+from explorer.widgets.labels import rich_safe
 
 if TYPE_CHECKING:
     from models.engine.trace import AttentionTrace
@@ -49,8 +50,8 @@ class StatusLine(QLabel):
         self.style().polish(self)
         if notices:
             self.setTextFormat(Qt.TextFormat.RichText)
-            marks = "  ".join(f"<b>Note:</b> {escape(n)}" for n in notices)
-            rest = f"  ·  {escape(text)}" if text else ""
+            marks = "  ".join(f"<b>Note:</b> {rich_safe(n)}" for n in notices)
+            rest = f"  ·  {rich_safe(text)}" if text else ""
             self.setText(f'<span style="color:{NOTICE_COLOUR}">{marks}</span>{rest}')
             self.setToolTip("\n".join([*(f"Note: {n}" for n in notices), *([text] if text else [])]))
         else:

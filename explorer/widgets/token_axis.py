@@ -112,9 +112,8 @@ def clear_shared_pictures() -> None:
 class TokenAxis(pg.AxisItem):
     def __init__(self, orientation: str, **kwargs):
         super().__init__(orientation, **kwargs)
-        # No units, so no SI prefix: otherwise every range change (each layout) re-renders the
-        # axis label's HTML, ~30 times per plot while a grid is laid out.
-        self.enableAutoSIPrefix(False)
+        # No units, so no SI prefix (explorer.widgets turns it off in every axis): otherwise every range
+        # change (each layout) re-renders the axis label's HTML, ~30 times per plot while a grid is laid out.
         if not self.vertical:  # let the first and last token's label reach a little past the matrix
             self.setStyle(hideOverlappingLabels=EDGE_OVERHANG_PX)
         self._labels: tuple[str, ...] = ()

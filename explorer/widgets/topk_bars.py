@@ -42,7 +42,6 @@ class TopKBars(QWidget):
         self.plot.hideButtons()
         self.plot.invertY(True)
         self.plot.setXRange(0, 1, padding=0.02)
-        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.plot.getAxis("bottom").setLabel("probability")
         left = self.plot.getAxis("left")
         self.label_width = int(QFontMetricsF(left.style["tickFont"] or QFont()).horizontalAdvance(TYPICAL_LABEL)) + 12

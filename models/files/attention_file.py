@@ -37,6 +37,7 @@ class AttentionFile:
     source: str
     warnings: list[str] = field(default_factory=list)
     decoder: bool = False  # causal weights (or a decoder's export): the first token is special
+    cross: bool = False  # queries and keys from two sequences (a cross block's export): no rollout
 
 
 def _load(path: Path):
@@ -153,4 +154,7 @@ def open_attention(path: str | os.PathLike) -> AttentionFile:
         decoder = bool(manifest["decoder"])
     else:  # nothing above the diagonal anywhere: causal weights, as a decoder's
         decoder = n_q == n_k > 1 and not np.any(np.triu(np.ones((n_q, n_k), bool), 1) & (weights != 0))
-    return AttentionFile(weights, query, key, str(path), warnings, bool(decoder))
+    # Cross-attention: an encoder-decoder's cross block, or query and key tokens named apart and unequal.
+    cross = manifest.get("block") == "cross" or (
+        "query_tokens" in tokens and "key_tokens" in tokens and tuple(query) != tuple(key))
+    return AttentionFile(weights, query, key, str(path), warnings, bool(decoder), bool(cross))

@@ -82,6 +82,7 @@ class BlockSurvey:
     num_layers = property(lambda self: self.model.block_layers(self.block))
     num_heads = property(lambda self: self.model.num_heads)
     default_mask = property(lambda self: "causal" if self.block == "decoder" else "none")
+    cross = property(lambda self: self.block == "cross")  # Survey.cross: never a rollout, whatever the lengths
 
     def _sides(self, sentence: str, max_tokens: int | None):
         src = self.model.encode(sentence, max_tokens, "encoder")

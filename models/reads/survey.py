@@ -189,11 +189,15 @@ class Survey:
     decoder: bool = False  # the first token counts as special
     warnings: list[str] = field(default_factory=list)
     metrics: dict[str, np.ndarray] = field(default_factory=dict)  # (L, h) each, all tokens
-    rollout: np.ndarray | None = None  # (L, n, n), None unless square
+    rollout: np.ndarray | None = None  # (L, n, n), None unless square self-attention
+    # Queries of one sequence, keys of another (an encoder-decoder's cross block): never square
+    # self-attention, whatever the lengths (a BART source and target of one length had a rollout).
+    cross: bool = False
 
     @property
     def square(self) -> bool:
-        return self.weights.shape[-1] == self.weights.shape[-2]
+        """Self-attention, every query a key: what the rollout and the special-token toggle need."""
+        return not self.cross and self.weights.shape[-1] == self.weights.shape[-2]
 
     @property
     def special(self) -> np.ndarray:
@@ -207,7 +211,7 @@ class Survey:
 
 
 def complete(survey: Survey) -> Survey:
-    """Fill in the metrics (all tokens) and the rollout (when square)."""
+    """Fill in the metrics (all tokens) and the rollout (square self-attention only)."""
     survey.metrics = head_metrics(survey.weights)
     survey.rollout = rollout(survey.weights) if survey.square else None
     return survey

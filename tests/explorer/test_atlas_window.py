@@ -39,7 +39,7 @@ def test_table_map_scatter_and_choosing_a_head(qtbot):
     x, y = panel.scatter.getData()
     np.testing.assert_array_equal(x, atlas.columns["entropy_mean"].ravel())
     np.testing.assert_array_equal(y, atlas.columns["previous_mean"].ravel())
-    assert [t.text() for t in panel.point_labels][:2] == ["L0 H0", "L0 H1"]
+    assert [t.text() for t in panel.labels.labels][:2] == ["L0 H0", "L0 H1"]
     panel.colour_combo.setCurrentText("previous_mean")
     with qtbot.waitSignal(panel.head_chosen) as got:
         panel.choose(2, 3)

@@ -40,7 +40,7 @@ def readout_value(text: str) -> np.float32:
 
 
 def shows_numbers_of(view, values: np.ndarray) -> int:
-    """Every number written on the first plot is its cell's value (in 3, 2 or 1 digits); how many."""
+    """Every number written on the first plot is its cell's value (in 3 significant digits); how many."""
     texts = view.numbers.item_for(view.plots[0]).texts()
     for (row, col), text in texts.items():
         assert text in {cell_text(float(values[row, col]), d) for d in DIGITS}, (row, col, text)

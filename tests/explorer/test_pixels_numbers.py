@@ -1,5 +1,5 @@
-"""Numbers in cells only when they fit at the current zoom, never overlapping; fewer digits before
-hiding; when hidden, the Numbers box says why."""
+"""Numbers in cells only when they fit at the current zoom, never overlapping; 3 significant digits or
+none; when hidden, the Numbers box says why."""
 
 from pixels import overlapping
 from PySide6.QtCore import QRectF
@@ -89,11 +89,13 @@ def _significant(text: str) -> int:
     return len(mantissa)
 
 
-def test_every_head_writes_its_numbers_alike(qtbot, make_window):
+def test_every_head_writes_its_numbers_alike(qtbot, make_window, settle):
     """One choice of digits and font for every plot: on Q of the README sentence head 0 read
     "−0.088" in a 7 px font beside head 1's "−0.09" in 12 px."""
     window = make_window(Inputs(sentence="The animal didn't cross the street because it was too tired.", heads=2,
                                 d_model=16), stage="q")  # fmt: skip
+    window.resize(1800, 1100)  # room for 3 digits in a readable font (fewer are never written)
+    settle(window)
     view = window.matrix_view
     view.flush()
     view.numbers.update()
