@@ -141,7 +141,9 @@ class ModelChooser(QGroupBox):
         # room the last model's facts took. A step of the training timeline switches models in ~40 ms:
         # the column's texts grew and shrank with each, and every panel below them was laid out and
         # painted again, twice a step. (From the toy, whose box has no layer row, nothing is held.)
-        hold = inputs.uses_model and info is None and self.described
+        # Only sizes laid out are held: a box never shown (--timeline's step chosen before the window
+        # opened) is Qt's 640 px default wide, which made the window open 1,945 px wide.
+        hold = inputs.uses_model and info is None and self.described and self.isVisible()
         self.info.setMinimumHeight(self.info.height() if hold else 0)
         for widget in (self.layer, self.layer_range):
             widget.setMinimumWidth(widget.width() if hold else 0)
