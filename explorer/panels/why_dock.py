@@ -8,11 +8,13 @@ worker's loaded models, never the window.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QWidget
+from PySide6.QtWidgets import QDockWidget, QStyle, QWidget
 
 from explorer.panels.why_panel import WhyPanel
+from explorer.widgets.window_size import available_size, keep_on_screen
 
 OPEN_WIDTH = 560  # px: the table of a 2-layer, 4-head model readable at once
+TITLE_BUTTONS = 70  # px: a dock title's float and close buttons and margins
 
 
 class WhyDock(QDockWidget):
@@ -23,29 +25,34 @@ class WhyDock(QDockWidget):
         self.state, self.models = state, models
         self.panel = WhyPanel(jobs=jobs)
         self.setWidget(self.panel)
+        # Narrowed with its window, never below its whole title and buttons (it was ~100 px: "Why doe…").
+        self.setMinimumWidth(self.fontMetrics().horizontalAdvance(self.windowTitle()) + TITLE_BUTTONS)
         self.clicked: tuple | None = None  # the last clicked cell: (display, stage, head, row, col)
         self.visibilityChanged.connect(lambda shown: shown and self.split_clicked())
         state.trace_changed.connect(lambda _display: self.panel.clear())  # its numbers are gone
         self.panel.open_head.connect(self.open_head)
 
     def open(self) -> WhyDock:
-        """Show the dock, splitting the last clicked score, wide enough to read its table. Shown the
-        first time it took the ~130 px left beside the main column (which cannot be narrower): the
-        table was a sliver. The window grows by what the dock lacks when the screen has room, else
-        the dock floats beside it."""
+        """Show the dock, splitting the last clicked score, wide enough to read its table. The window
+        grows by the whole dock (a hidden dock takes no room: grown by only what a hidden dock's 100 px
+        lacked, the window's columns gave up the rest and the inspector narrowed to ~250 px, cut), as
+        far as its screen allows, and stays on it; when even the window's least width and the dock's
+        do not fit beside each other the dock floats beside it."""
         first = not self.isVisible()
         self.show()
         self.raise_()
         window = self.parentWidget()
-        if first and window is not None and not self.isFloating() and self.width() < OPEN_WIDTH:
-            lacking = OPEN_WIDTH - self.width()
-            room = window.screen().availableGeometry().width() if window.screen() is not None else 0
-            if not window.isMaximized() and window.width() + lacking <= room:
-                window.resize(window.width() + lacking, window.height())
-                window.resizeDocks([self], [OPEN_WIDTH], Qt.Orientation.Horizontal)
-            else:
+        if first and window is not None and not self.isFloating():
+            room = available_size(window)[0]
+            if window.minimumSizeHint().width() + OPEN_WIDTH > room:
                 self.setFloating(True)
                 self.resize(OPEN_WIDTH, max(400, window.height() * 4 // 5))
+                return self
+            if not (window.isMaximized() or window.isFullScreen()):
+                grow = OPEN_WIDTH + window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
+                window.resize(min(room, window.width() + grow), window.height())
+                keep_on_screen(window)
+            window.resizeDocks([self], [OPEN_WIDTH], Qt.Orientation.Horizontal)
         return self
 
     def cell_clicked(self, display, stage, head: int, row: int, col: int) -> None:
