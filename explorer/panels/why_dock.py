@@ -73,8 +73,11 @@ class WhyDock(QDockWidget):
             return None
         return lambda: self.models.model(spec.model, spec.device)
 
-    def open_head(self, layer: int, head: int, position: int) -> None:
-        """Show ``head`` of ``layer``: its weights, its row at query ``position`` focused (a click on a head)."""
+    def open_head(self, layer: int, head: int, position: int, side: str = "query") -> None:
+        """Show ``head`` of ``layer``: its weights, its row at ``position`` focused (a click on a head source
+        of the ``side``, query or key, in the table), and say which it was with the next summary."""
+        self.state.add_notice(f"opened L{layer} H{head}, the {side} source clicked in the Why table: its weights "
+                              f"at the {side}'s position {position}")  # fmt: skip
         self.state.update_inputs(layer=layer)
         self.state.set_stage("weights")
         self.state.set_focus_head(head)

@@ -90,3 +90,21 @@ def test_the_why_panel_opens_beside_the_inspector_without_narrowing_it(make_wind
     window.resize(900, window.height())  # narrowed by hand
     qtbot.wait(100)
     assert window.why.width() >= title + 40  # the whole title, not "Why doe…"
+
+
+def test_a_head_opened_from_the_why_table_says_its_side_and_drops_the_other_layers_outline(qtbot, make_window):
+    """Issue 44 point 18: after a click on a head source in the Why table, the cell clicked on layer 1
+    stayed outlined on layer 0; and nothing said whether the query's or the key's head had opened."""
+    window = make_window(dataclasses.replace(INDUCTION, sentence="abcdefgh abcdefgh", layer=1), persist=False)
+    window.state.set_stage("weights")
+    qtbot.waitUntil(lambda: window.matrix_view.plots and window.state.stage_name == "weights")
+    window.matrix_view.selection.select(0, 12, 4)  # a click: outlined, inspected, split
+    window.select_cell(window.matrix_view.plots[0].head, 12, 4)
+    assert window.matrix_view.selection.cell is not None
+    window.why.open()
+    qtbot.waitUntil(lambda: window.why.panel.result is not None, timeout=15_000)
+    window.why.panel.open_source("embed", "L0 H1")
+    qtbot.waitUntil(lambda: window.state.display.trace.meta.get("layer") == 0 and window.is_settled(), timeout=15_000)
+    assert window.state.stage_name == "weights" and window.state.focus_head == 1
+    assert window.matrix_view.selection.cell is None  # layer 1's cell is not outlined on layer 0
+    assert "L0 H1, the key source" in window.state.status.status.text + " ".join(window.state.status.status.notices)
