@@ -108,3 +108,16 @@ def test_a_head_opened_from_the_why_table_says_its_side_and_drops_the_other_laye
     assert window.state.stage_name == "weights" and window.state.focus_head == 1
     assert window.matrix_view.selection.cell is None  # layer 1's cell is not outlined on layer 0
     assert "L0 H1, the key source" in window.state.status.status.text + " ".join(window.state.status.status.notices)
+
+
+def test_a_training_step_is_named_as_its_run_everywhere(make_window, qtbot):
+    """Issue 44 point 22: after ``--step last`` the model box said "induction · step 2500  (folder)" beside
+    "induction  (built-in, llama)", and the status line and headers "step-002500" (the folder's name)."""
+    from models.pretrained.registry import display_name, induction_path
+
+    folder = induction_path() / "checkpoints" / "step-002500"
+    assert display_name(folder) == "induction · step 2500"
+    window = make_window(dataclasses.replace(INDUCTION, model=str(folder)), persist=False)
+    assert window.model_chooser.combo.currentText() == "induction · step 2500  (checkpoint)"
+    assert window.state.status.status.text.startswith("induction · step 2500, layer")
+    assert "step-002500" not in window.state.display.trace.meta["model"]
