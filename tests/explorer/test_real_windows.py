@@ -121,3 +121,23 @@ def test_a_training_step_is_named_as_its_run_everywhere(make_window, qtbot):
     assert window.model_chooser.combo.currentText() == "induction · step 2500  (checkpoint)"
     assert window.state.status.status.text.startswith("induction · step 2500, layer")
     assert "step-002500" not in window.state.display.trace.meta["model"]
+
+
+def test_the_whole_model_window_follows_the_sentence_and_the_timeline(qtbot, make_window, settle):
+    """Issue 44 point 16: after a step of the timeline or a new sentence the whole-model window still
+    showed step 2500 and "61 tokens" (docs/induction.md: every view follows)."""
+    window = make_window(dataclasses.replace(INDUCTION, sentence="abcabc"), persist=False)
+    survey = window.windows.open_survey(model=True)
+    qtbot.waitUntil(lambda: survey.panel.survey is not None, timeout=20_000)
+    assert ", 7 tokens" in survey.panel.pane.status  # <s> and six characters
+    window.state.update_inputs(sentence="abcdabcd")
+    settle(window)
+    qtbot.waitUntil(lambda: ", 9 tokens" in survey.panel.pane.status, timeout=20_000)
+    timeline = window.windows.open_timeline()
+    timeline.set_step(0)
+    settle(window)
+    qtbot.waitUntil(lambda: "step 0" in survey.panel.pane.status and survey.panel.survey is not None, timeout=20_000)
+    survey.close()
+    window.state.update_inputs(sentence="abc")  # a closed window follows nothing
+    settle(window)
+    assert ", 9 tokens" in survey.panel.pane.status or survey.panel.pane.status == survey.panel.pane.idle_status
