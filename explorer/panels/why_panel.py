@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.heads import array_head
@@ -27,6 +27,7 @@ from models.reads.why import why, words
 WHY_STAGES = ("scores", "scaled", "biased", "softcapped", "masked", "weights", "weighted_norms")
 MOST = 24  # query sources shown; the rest are summed into one "others" row (the table still adds up)
 MOST_KEYS = 14  # key sources shown (their names run along the bottom), the rest as one "others" column
+LABEL_GAP = 8  # px: the least room between two key sources' names side by side
 PROMPT = "Click a cell of a score or weight stage: its score is split here into what wrote the query × the key."
 NUMBERED = 64  # cells: up to this many, each term is written in its cell
 HEAD = re.compile(r"^L(\d+) H(\d+)$")
@@ -80,6 +81,7 @@ class WhyPanel(QWidget):
         self.plot.setLabel("left", "query source a")
         self.plot.setLabel("bottom", "key source b")
         self.plots.scene().sigMouseClicked.connect(self._clicked)
+        self.plot.getViewBox().sigResized.connect(self._restagger)
         self.words = QLabel()
         self.words.setWordWrap(True)
         self.words.setTextFormat(self.words.textFormat().PlainText)
@@ -137,7 +139,7 @@ class WhyPanel(QWidget):
         self.colour_bar.setLevels((-peak, peak))
         left = [(i + 0.5, name) for i, name in enumerate(self.rows)]
         right = [(i + 0.5, f"{t:+.3g}") for i, t in enumerate(table.sum(1))]
-        bottom = [(j + 0.5, ("\n" if j % 2 else "") + name) for j, name in enumerate(self.cols)]  # staggered
+        bottom = self._key_labels()
         top = [(j + 0.5, f"{t:+.2g}") for j, t in enumerate(table.sum(0))]
         self.margins = ([label for _p, label in right], [label for _p, label in top])  # (query totals, key totals)
         for side, ticks in (("left", left), ("right", right), ("bottom", bottom), ("top", top)):
@@ -165,6 +167,19 @@ class WhyPanel(QWidget):
         self.note.hide()
         for widget in (self.title, self.plots, self.words):
             widget.show()
+
+    def _key_labels(self) -> list[tuple[float, str]]:
+        """The key sources under their columns, every other one a line lower only when the widest would
+        not fit its column (with two columns, "embed" and "pos" sat at two heights for nothing)."""
+        font = self.plot.getAxis("bottom").style.get("tickFont") or self.font()
+        widest = max((QFontMetrics(font).horizontalAdvance(name) for name in self.cols), default=0)
+        column = self.plot.getViewBox().width() / max(1, len(self.cols))
+        stagger = widest + LABEL_GAP > column
+        return [(j + 0.5, ("\n" if stagger and j % 2 else "") + name) for j, name in enumerate(self.cols)]
+
+    def _restagger(self, *_) -> None:
+        if self.cols:
+            self.plot.getAxis("bottom").setTicks([self._key_labels()])
 
     def _write_numbers(self, table: np.ndarray) -> None:
         for item in self.numbers:

@@ -141,3 +141,31 @@ def test_the_whole_model_window_follows_the_sentence_and_the_timeline(qtbot, mak
     window.state.update_inputs(sentence="abc")  # a closed window follows nothing
     settle(window)
     assert ", 9 tokens" in survey.panel.pane.status or survey.panel.pane.status == survey.panel.pane.idle_status
+
+
+def _result(keys: list[str]) -> dict:
+    import numpy as np
+
+    table = np.arange(2 * len(keys), dtype=float).reshape(2, len(keys)) - len(keys)
+    return {"table": table.tolist(), "query_sources": ["embed", "pos"], "key_sources": keys, "stage": "scaled",
+            "head": 0, "row": 1, "col": 0, "layer": None, "query_token": "a", "key_token": "b", "score": 0.5,
+            "relative_error": 0.0}  # fmt: skip
+
+
+def test_the_why_tables_key_names_are_staggered_only_when_they_would_not_fit(qtbot):
+    """Issue 44 point 22: the toy's two key sources, "embed" and "pos", sat at two heights."""
+    from explorer.panels.why_panel import WhyPanel
+
+    panel = WhyPanel()
+    qtbot.addWidget(panel)
+    panel.resize(560, 700)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.show_result(_result(["embed", "pos"]))
+    qtbot.wait(20)
+    ticks = panel.plot.getAxis("bottom")._tickLevels[0]
+    assert [label for _x, label in ticks] == ["embed", "pos"]
+    panel.show_result(_result([f"L{i // 12} norm bias {i}" for i in range(14)]))  # 14 long names in 560 px
+    qtbot.wait(20)
+    ticks = panel.plot.getAxis("bottom")._tickLevels[0]
+    assert sum(label.startswith("\n") for _x, label in ticks) == 7
