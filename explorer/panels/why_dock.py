@@ -7,7 +7,7 @@ worker's loaded models, never the window.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QStyle, QWidget
 
 from explorer.panels.why_panel import WhyPanel
@@ -31,6 +31,10 @@ class WhyDock(QDockWidget):
         self.visibilityChanged.connect(lambda shown: shown and self.split_clicked())
         state.trace_changed.connect(lambda _display: self.panel.clear())  # its numbers are gone
         self.panel.open_head.connect(self.open_head)
+        # Its width as the window is resized: (the dock's chosen width, the window's columns' width then).
+        self._chosen: tuple[int, int] | None = None
+        if parent is not None:
+            parent.installEventFilter(self)
 
     def open(self) -> WhyDock:
         """Show the dock, splitting the last clicked score, wide enough to read its table. The window
@@ -52,8 +56,41 @@ class WhyDock(QDockWidget):
                 grow = OPEN_WIDTH + window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
                 window.resize(min(room, window.width() + grow), window.height())
                 keep_on_screen(window)
-            window.resizeDocks([self], [OPEN_WIDTH], Qt.Orientation.Horizontal)
+            self._resize_to(OPEN_WIDTH)
+            QTimer.singleShot(0, self._remember)
         return self
+
+    # --- its width as the window narrows and widens ----------------------------------------------
+    def _resize_to(self, width: int) -> None:
+        self.parentWidget().resizeDocks([self], [width], Qt.Orientation.Horizontal)
+
+    def _remember(self) -> None:
+        """The dock's width now, and the window's columns', are the ones to keep (opened, or dragged)."""
+        window = self.parentWidget()
+        if window is not None and self.isVisible() and not self.isFloating():
+            self._chosen = (self.width(), window.centralWidget().width())
+
+    def _fit(self) -> None:
+        """The window resized: the dock gives way first, down to its least width, so that the columns
+        keep the width they had (narrowed back from 1,918 to 1,400 px the dock kept its 560 px and the
+        inspector went down to 200, behind a scroll bar); widened, it gets its width back first."""
+        window = self.parentWidget()
+        if self._chosen is None or window is None or not self.isVisible() or self.isFloating():
+            return
+        dock, columns = self._chosen
+        spare = window.width() - columns - window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
+        width = max(self.minimumWidth(), min(dock, spare))
+        if width != self.width():
+            self._resize_to(width)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if watched is self.parentWidget():
+            if event.type() == QEvent.Type.Resize:
+                QTimer.singleShot(0, self._fit)  # once the window's layout has its new width
+            elif event.type() == QEvent.Type.MouseButtonRelease:  # on the window itself: a separator dragged
+                QTimer.singleShot(0, self._remember)  # the width chosen by hand is the one kept
+        return False
+
 
     def cell_clicked(self, display, stage, head: int, row: int, col: int) -> None:
         self.clicked = (display, stage, head, row, col)

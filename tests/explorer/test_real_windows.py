@@ -86,6 +86,12 @@ def test_the_why_panel_opens_beside_the_inspector_without_narrowing_it(make_wind
     assert not window.inspector_scroll.horizontalScrollBar().isVisible()
     area = window.screen().availableGeometry()
     assert area.contains(window.frameGeometry())
+    opened = window.width()
+    window.resize(1400, window.height())  # narrowed back by hand: the dock gives way first, the inspector is not cut
+    qtbot.waitUntil(lambda: window.why.width() <= window.why.minimumWidth() + 2)
+    assert window.inspector_scroll.width() >= 240 and not window.inspector_scroll.horizontalScrollBar().isVisible()
+    window.resize(opened, window.height())  # widened: the dock gets its width back first
+    qtbot.waitUntil(lambda: window.why.width() >= 550)
     title = window.why.fontMetrics().horizontalAdvance(window.why.windowTitle())
     window.resize(900, window.height())  # narrowed by hand
     qtbot.wait(100)
