@@ -91,7 +91,6 @@ class WhyDock(QDockWidget):
                 QTimer.singleShot(0, self._remember)  # the width chosen by hand is the one kept
         return False
 
-
     def cell_clicked(self, display, stage, head: int, row: int, col: int) -> None:
         self.clicked = (display, stage, head, row, col)
         self.split_clicked()
