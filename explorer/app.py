@@ -109,9 +109,10 @@ def run_app(argv: Sequence[str], commands: str = "") -> int:
 
         window.sessions.restore(on_top(args.window_session, inputs, args.stage, head))
     if args.timeline:  # issue 20
-        from explorer.actions.timeline_actions import timeline_screenshot
+        from explorer.actions.timeline_actions import start_timeline, timeline_screenshot
 
-        timeline = window.windows.open_timeline(step=args.step)
+        shown_first = start_timeline if not args.screenshot else lambda w, step: w.windows.open_timeline(step=step)
+        timeline = shown_first(window, args.step)  # the timeline in front of the window, not behind it
         if args.screenshot:
             return timeline_screenshot(app, window, timeline, (args.screenshot, args.window_screenshot), _screenshot)
     try:

@@ -50,7 +50,8 @@ class OtherWindows:
         lens.setWindowTitle("Positional-encoding lens")
         lens.set_encoding(min(n, 512), d)
         lens.set_about(what_the_lens_shows(config, min(n, 512), d))
-        open_sized(lens, 900, 700)
+        if not lens.isVisible():  # open again: where the user left it
+            open_sized(lens, 900, 700)
         lens.show()
         lens.raise_()
         self.pe_lens = self._kept(lens)

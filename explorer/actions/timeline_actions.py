@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from explorer.widgets.window_size import open_sized
+from explorer.widgets.window_size import bring_forward, open_sized
 from models.config import InputError
 
 
@@ -49,7 +49,15 @@ def open_timeline(state, submit, error, sentence: str | None = None, step: str |
             error(str(exc))
     state.timeline.set_shown(timeline_window.step)
     timeline_window.show()
+    bring_forward(timeline_window)  # opened from the window's menu or at start: in front of it
     return timeline_window
+
+
+def start_timeline(window, step: str | None):
+    """``--timeline`` at start: the main window shown first, then its timeline in front of it (opened
+    before the window was shown, the timeline was hidden behind it as the window came up)."""
+    window.show()
+    return window.windows.open_timeline(step=step)
 
 
 def timeline_screenshot(app, window, timeline, paths: tuple[str, str | None], window_screenshot) -> int:

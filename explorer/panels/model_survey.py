@@ -3,6 +3,8 @@ encoder-decoder model). Kept apart from the panels it opens, so that neither imp
 
 from __future__ import annotations
 
+import shiboken6
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QWidget
 
 from explorer.panels.survey_panel import SurveyWindow
@@ -30,7 +32,43 @@ def open_model_survey(parent: QWidget | None, models, state, show_error) -> Surv
         bring_forward(parent)
 
     window.panel.head_chosen.connect(open_head)
-    mask = None if inputs.model_mask == DEFAULT_MASK else inputs.model_mask
-    window.panel.compute(lambda: models.model(inputs.model), inputs.sentence, mask=mask)
+
+    def survey(inputs) -> None:
+        mask = None if inputs.model_mask == DEFAULT_MASK else inputs.model_mask
+        window.panel.compute(lambda: models.model(inputs.model), inputs.sentence, mask=mask)
+
+    survey(inputs)
+    Following(window, state, survey)
     window.show()
     return window
+
+
+class Following(QObject):
+    """The whole-model window follows the main window: each trace of another model (a step of the
+    training timeline), sentence or mask is surveyed again (docs/induction.md: every view follows).
+    It kept showing step 2500 and "61 tokens" without a word. A closed window follows nothing; one
+    whose model became an encoder-decoder (another kind of window) says it shows the last model."""
+
+    def __init__(self, window, state, survey) -> None:
+        super().__init__(window)  # deleted with the window: the connection goes with it
+        self.window, self.state, self.survey = window, state, survey
+        self.key = self._key(state.inputs)
+        state.trace_changed.connect(self.follow)
+
+    @staticmethod
+    def _key(inputs) -> tuple:
+        return (inputs.model, inputs.sentence, inputs.model_mask)
+
+    def follow(self, _display) -> None:
+        if not shiboken6.isValid(self.window) or not self.window.isVisible():
+            return
+        inputs = self.state.inputs
+        if self._key(inputs) == self.key:
+            return
+        if not inputs.uses_model or getattr(self.state.model_info, "encoder_decoder", False):
+            self.window.panel.pane.set_status(f"{self.window.panel.pane.status} (the model shown before; File → "
+                                              f"Whole model… for this one)")  # fmt: skip
+            self.key = self._key(inputs)
+            return
+        self.key = self._key(inputs)
+        self.survey(inputs)

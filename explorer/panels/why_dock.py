@@ -7,12 +7,14 @@ worker's loaded models, never the window.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QWidget
+from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtWidgets import QDockWidget, QStyle, QWidget
 
 from explorer.panels.why_panel import WhyPanel
+from explorer.widgets.window_size import available_size, keep_on_screen
 
 OPEN_WIDTH = 560  # px: the table of a 2-layer, 4-head model readable at once
+TITLE_BUTTONS = 70  # px: a dock title's float and close buttons and margins
 
 
 class WhyDock(QDockWidget):
@@ -23,30 +25,71 @@ class WhyDock(QDockWidget):
         self.state, self.models = state, models
         self.panel = WhyPanel(jobs=jobs)
         self.setWidget(self.panel)
+        # Narrowed with its window, never below its whole title and buttons (it was ~100 px: "Why doe…").
+        self.setMinimumWidth(self.fontMetrics().horizontalAdvance(self.windowTitle()) + TITLE_BUTTONS)
         self.clicked: tuple | None = None  # the last clicked cell: (display, stage, head, row, col)
         self.visibilityChanged.connect(lambda shown: shown and self.split_clicked())
         state.trace_changed.connect(lambda _display: self.panel.clear())  # its numbers are gone
         self.panel.open_head.connect(self.open_head)
+        # Its width as the window is resized: (the dock's chosen width, the window's columns' width then).
+        self._chosen: tuple[int, int] | None = None
+        if parent is not None:
+            parent.installEventFilter(self)
 
     def open(self) -> WhyDock:
-        """Show the dock, splitting the last clicked score, wide enough to read its table. Shown the
-        first time it took the ~130 px left beside the main column (which cannot be narrower): the
-        table was a sliver. The window grows by what the dock lacks when the screen has room, else
-        the dock floats beside it."""
+        """Show the dock, splitting the last clicked score, wide enough to read its table. The window
+        grows by the whole dock (a hidden dock takes no room: grown by only what a hidden dock's 100 px
+        lacked, the window's columns gave up the rest and the inspector narrowed to ~250 px, cut), as
+        far as its screen allows, and stays on it; when even the window's least width and the dock's
+        do not fit beside each other the dock floats beside it."""
         first = not self.isVisible()
         self.show()
         self.raise_()
         window = self.parentWidget()
-        if first and window is not None and not self.isFloating() and self.width() < OPEN_WIDTH:
-            lacking = OPEN_WIDTH - self.width()
-            room = window.screen().availableGeometry().width() if window.screen() is not None else 0
-            if not window.isMaximized() and window.width() + lacking <= room:
-                window.resize(window.width() + lacking, window.height())
-                window.resizeDocks([self], [OPEN_WIDTH], Qt.Orientation.Horizontal)
-            else:
+        if first and window is not None and not self.isFloating():
+            room = available_size(window)[0]
+            if window.minimumSizeHint().width() + OPEN_WIDTH > room:
                 self.setFloating(True)
                 self.resize(OPEN_WIDTH, max(400, window.height() * 4 // 5))
+                return self
+            if not (window.isMaximized() or window.isFullScreen()):
+                grow = OPEN_WIDTH + window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
+                window.resize(min(room, window.width() + grow), window.height())
+                keep_on_screen(window)
+            self._resize_to(OPEN_WIDTH)
+            QTimer.singleShot(0, self._remember)
         return self
+
+    # --- its width as the window narrows and widens ----------------------------------------------
+    def _resize_to(self, width: int) -> None:
+        self.parentWidget().resizeDocks([self], [width], Qt.Orientation.Horizontal)
+
+    def _remember(self) -> None:
+        """The dock's width now, and the window's columns', are the ones to keep (opened, or dragged)."""
+        window = self.parentWidget()
+        if window is not None and self.isVisible() and not self.isFloating():
+            self._chosen = (self.width(), window.centralWidget().width())
+
+    def _fit(self) -> None:
+        """The window resized: the dock gives way first, down to its least width, so that the columns
+        keep the width they had (narrowed back from 1,918 to 1,400 px the dock kept its 560 px and the
+        inspector went down to 200, behind a scroll bar); widened, it gets its width back first."""
+        window = self.parentWidget()
+        if self._chosen is None or window is None or not self.isVisible() or self.isFloating():
+            return
+        dock, columns = self._chosen
+        spare = window.width() - columns - window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
+        width = max(self.minimumWidth(), min(dock, spare))
+        if width != self.width():
+            self._resize_to(width)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if watched is self.parentWidget():
+            if event.type() == QEvent.Type.Resize:
+                QTimer.singleShot(0, self._fit)  # once the window's layout has its new width
+            elif event.type() == QEvent.Type.MouseButtonRelease:  # on the window itself: a separator dragged
+                QTimer.singleShot(0, self._remember)  # the width chosen by hand is the one kept
+        return False
 
     def cell_clicked(self, display, stage, head: int, row: int, col: int) -> None:
         self.clicked = (display, stage, head, row, col)
@@ -66,8 +109,11 @@ class WhyDock(QDockWidget):
             return None
         return lambda: self.models.model(spec.model, spec.device)
 
-    def open_head(self, layer: int, head: int, position: int) -> None:
-        """Show ``head`` of ``layer``: its weights, its row at query ``position`` focused (a click on a head)."""
+    def open_head(self, layer: int, head: int, position: int, side: str = "query") -> None:
+        """Show ``head`` of ``layer``: its weights, its row at ``position`` focused (a click on a head source
+        of the ``side``, query or key, in the table), and say which it was with the next summary."""
+        self.state.add_notice(f"opened L{layer} H{head}, the {side} source clicked in the Why table: its weights "
+                              f"at the {side}'s position {position}")  # fmt: skip
         self.state.update_inputs(layer=layer)
         self.state.set_stage("weights")
         self.state.set_focus_head(head)

@@ -62,7 +62,8 @@ def stagger(label: str, line: int, side: str) -> str:
 
 
 class WhyPanel(QWidget):
-    open_head = Signal(int, int, int)  # layer, head, position: open that head's attention row there
+    # layer, head, position, side ("query" or "key"): open that head's attention row there
+    open_head = Signal(int, int, int, str)
 
     def __init__(self, parent: QWidget | None = None, jobs=None) -> None:
         super().__init__(parent)
@@ -240,9 +241,10 @@ class WhyPanel(QWidget):
 
     def open_source(self, query_source: str, key_source: str) -> bool:
         """Open the head behind the query source (at the query row), else the key source's (at the key)."""
-        for name, position in ((query_source, self.result["row"]), (key_source, self.result["col"])):
+        sides = (("query", query_source, self.result["row"]), ("key", key_source, self.result["col"]))
+        for side, name, position in sides:
             found = HEAD.match(name)
             if found:
-                self.open_head.emit(int(found.group(1)), int(found.group(2)), int(position))
+                self.open_head.emit(int(found.group(1)), int(found.group(2)), int(position), side)
                 return True
         return False

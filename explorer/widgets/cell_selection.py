@@ -33,15 +33,22 @@ class CellSelection(QObject):
     def select(self, plot_index: int, row: int, col: int) -> None:
         stage = self.view.state.stepper.stage
         if stage is not None and 0 <= plot_index < len(self.view.plots):
-            self.chosen = (stage.name, self.view.plots[plot_index].head, row, col)
+            self.chosen = (self._where(stage), self.view.plots[plot_index].head, row, col)
         self.sync()
+
+    def _where(self, stage) -> tuple:
+        """The stage and the layer (and block) shown: a cell chosen on layer 1 is not layer 0's (a head
+        opened from the Why table kept the clicked cell of the other layer outlined)."""
+        display = self.view.state.display
+        meta = display.trace.meta if display is not None else {}
+        return (stage.name, meta.get("layer"), meta.get("block"))
 
     @property
     def cell(self) -> tuple[int, int, int] | None:
         """(plot index, row, col) of the chosen cell among the plots shown; None when it is not on
         screen (another stage, a head not shown, outside the matrix)."""
         stage = self.view.state.stepper.stage
-        if self.chosen is None or stage is None or self.chosen[0] != stage.name:
+        if self.chosen is None or stage is None or self.chosen[0] != self._where(stage):
             return None
         _, head, row, col = self.chosen
         for i, plot in enumerate(self.view.plots):

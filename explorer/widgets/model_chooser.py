@@ -26,6 +26,7 @@ BLOCKS = (("encoder", "The source sentence attends to itself"),
           ("decoder", "The target sentence attends to itself, each token to those before it (causal)"),
           ("cross", "The target's tokens (queries) attend to the encoder's output for the source (keys, values)"))
 MAX_LAYER_UNKNOWN = 999  # the layer range before the model's first trace tells the real one
+FOLDER_KINDS = ("(folder)", "(checkpoint)")  # the items added for a folder: the ones that may be removed
 
 
 class ModelChooser(QGroupBox):
@@ -96,10 +97,10 @@ class ModelChooser(QGroupBox):
         step = step_of_folder(folder)
         if step is not None:
             run, number = step
-            label = f"{run.name} · step {number}  (folder)"
+            label = f"{run.name} · step {number}  (checkpoint)"  # the run's, as "induction  (built-in, llama)"
             for i in range(self.combo.count() - 1, -1, -1):
                 other = step_of_folder(self.combo.itemData(i)) if isinstance(self.combo.itemData(i), str) else None
-                if other is not None and other[0] == run and self.combo.itemText(i).endswith("(folder)"):
+                if other is not None and other[0] == run and self.combo.itemText(i).endswith(FOLDER_KINDS):
                     with signals_blocked(self.combo):
                         self.combo.removeItem(i)
         index = self.combo.count() - 2  # above the separator and "Open folder…"
@@ -111,7 +112,7 @@ class ModelChooser(QGroupBox):
     def remove_folder(self, folder: str) -> None:
         """Forget a folder that did not open (the built-in and cached models always stay)."""
         index = self.combo.findData(folder)
-        if index > 0 and self.combo.itemText(index).endswith("(folder)"):
+        if index > 0 and self.combo.itemText(index).endswith(FOLDER_KINDS):
             with signals_blocked(self.combo):
                 self.combo.removeItem(index)
 
@@ -141,7 +142,9 @@ class ModelChooser(QGroupBox):
         # room the last model's facts took. A step of the training timeline switches models in ~40 ms:
         # the column's texts grew and shrank with each, and every panel below them was laid out and
         # painted again, twice a step. (From the toy, whose box has no layer row, nothing is held.)
-        hold = inputs.uses_model and info is None and self.described
+        # Only sizes laid out are held: a box never shown (--timeline's step chosen before the window
+        # opened) is Qt's 640 px default wide, which made the window open 1,945 px wide.
+        hold = inputs.uses_model and info is None and self.described and self.isVisible()
         self.info.setMinimumHeight(self.info.height() if hold else 0)
         for widget in (self.layer, self.layer_range):
             widget.setMinimumWidth(widget.width() if hold else 0)

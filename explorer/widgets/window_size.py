@@ -12,9 +12,10 @@ import os
 from pathlib import Path
 
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QApplication, QWidget
 
 LARGEST = (1400, 900)  # the largest size a window opens at, whatever the screen
+CASCADE = 40  # px: a window opened from another opens this much below and right of it
 # The offscreen platform's own screen is 800 × 800; screenshots and tests are taken on this desktop.
 OFFSCREEN_SCREEN = Path(__file__).resolve().parents[2] / "resources" / "offscreen_screen.json"
 
@@ -24,28 +25,84 @@ def fitted_size(width: int, height: int, available: tuple[int, int]) -> tuple[in
     return (max(1, min(width, LARGEST[0], available[0])), max(1, min(height, LARGEST[1], available[1])))
 
 
+def screen_of(window: QWidget):
+    """The screen ``window`` opens on: its parent window's when that is shown, else its own (the
+    primary one before it is shown)."""
+    parent = window.parentWidget()
+    parent = parent.window() if parent is not None else None
+    if parent is not None and parent.isVisible() and parent.screen() is not None:
+        return parent.screen()
+    return window.screen() or QGuiApplication.primaryScreen()
+
+
+def frame_margins(window: QWidget) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) of the frame the window system draws around ``window``: its own once
+    framed, else a shown window's (the main window's title bar, say), else none."""
+    for candidate in (window, *QApplication.topLevelWidgets()):
+        if candidate is window or (candidate.isVisible() and candidate.isWindow()):
+            frame, inner = candidate.frameGeometry(), candidate.geometry()
+            margins = (inner.left() - frame.left(), inner.top() - frame.top(),
+                       frame.right() - inner.right(), frame.bottom() - inner.bottom())  # fmt: skip
+            if any(margins) and min(margins) >= 0:
+                return margins
+    return (0, 0, 0, 0)
+
+
 def available_size(window: QWidget) -> tuple[int, int]:
-    """The free area of the window's screen (the primary one before it is shown), less its frame
-    once the window system has given it one."""
-    screen = window.screen() or QGuiApplication.primaryScreen()
+    """The free area of the window's screen (:func:`screen_of`), less its frame (:func:`frame_margins`)."""
+    screen = screen_of(window)
     if screen is None:
         return LARGEST
     area = screen.availableGeometry()
-    frame = window.frameGeometry()  # as large as the window until the window system frames it
-    frame_w, frame_h = max(0, frame.width() - window.width()), max(0, frame.height() - window.height())
-    return (area.width() - frame_w, area.height() - frame_h)
+    left, top, right, bottom = frame_margins(window)
+    return (area.width() - left - right, area.height() - top - bottom)
+
+
+def place_on_screen(window: QWidget) -> None:
+    """Move ``window`` so that all of it, frame included, is on the free area of the screen it opens on:
+    a little below and right of its parent window when that is shown (both in sight), else centred.
+    The window manager's own placement put windows partly below a 1080 px screen (the whole-model
+    window at y 297, 800 px tall; compare at y 637; the timeline at y 277, 820 px tall)."""
+    screen = screen_of(window)
+    if screen is None:
+        return
+    area = screen.availableGeometry()
+    left, top, right, bottom = frame_margins(window)
+    outer_w, outer_h = window.width() + left + right, window.height() + top + bottom
+    parent = window.parentWidget().window() if window.parentWidget() is not None else None
+    if parent is not None and parent.isVisible():
+        x, y = parent.frameGeometry().x() + CASCADE, parent.frameGeometry().y() + CASCADE
+    else:
+        x, y = area.x() + (area.width() - outer_w) // 2, area.y() + (area.height() - outer_h) // 2
+    x = max(area.left(), min(x, area.x() + area.width() - outer_w))
+    y = max(area.top(), min(y, area.y() + area.height() - outer_h))
+    window.move(x, y)  # a window's position is its frame's
 
 
 def open_sized(window: QWidget, width: int = LARGEST[0], height: int = LARGEST[1]) -> None:
-    """Resize ``window`` to (width, height), or less when the screen (or :data:`LARGEST`) is smaller."""
+    """Resize ``window`` to (width, height), or less when the screen (or :data:`LARGEST`) is smaller,
+    and place it on that screen (:func:`place_on_screen`)."""
     window.resize(*fitted_size(width, height, available_size(window)))
+    place_on_screen(window)
 
 
 def keep_on_screen(window: QWidget) -> None:
-    """Shrink a window (a restored geometry, say) that is larger than its screen's free area."""
+    """Shrink a window (a restored geometry, one grown for a dock) that is larger than its screen's free
+    area, and move it back onto that area when part of its frame is off it."""
     available = available_size(window)
     if window.width() > available[0] or window.height() > available[1]:
         window.resize(min(window.width(), available[0]), min(window.height(), available[1]))
+    screen = screen_of(window)
+    if screen is None:
+        return
+    area = screen.availableGeometry()
+    left, top, right, bottom = frame_margins(window)
+    frame = window.frameGeometry()
+    outer_w, outer_h = window.width() + left + right, window.height() + top + bottom
+    x = max(area.left(), min(frame.x(), area.x() + area.width() - outer_w))
+    y = max(area.top(), min(frame.y(), area.y() + area.height() - outer_h))
+    if (x, y) != (frame.x(), frame.y()):
+        window.move(x, y)
 
 
 def use_desktop_offscreen_screen(environ=os.environ) -> None:

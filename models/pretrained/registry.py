@@ -135,8 +135,14 @@ def is_loadable(folder: Path) -> str | None:
 
 
 def display_name(folder: Path) -> str:
-    """A short name for a folder: ``org/name`` for a hub-cache snapshot, else the folder name."""
+    """A short name for a folder: ``org/name`` for a hub-cache snapshot, "RUN · step N" for a training
+    step's checkpoint (``RUN/checkpoints/step-N``: the status line and headers said "step-002500"),
+    else the folder name."""
+    from models.step_names import step_of_folder
+
     folder = folder.resolve()
+    if (step := step_of_folder(folder)) is not None:
+        return f"{step[0].name} · step {step[1]}"
     repo = folder.parent.parent.name
     if folder.parent.name == "snapshots" and repo.startswith("models--"):
         return repo[len("models--") :].replace("--", "/")

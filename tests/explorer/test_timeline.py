@@ -80,7 +80,7 @@ def test_the_model_list_names_the_step_and_keeps_one_item_per_run(qtbot, make_wi
     settle(window)
     assert len(window.model_chooser.models()) == before
     combo = window.model_chooser.combo
-    assert combo.currentText() == f"{run.name} · step {timeline.timeline.steps[-1]}  (folder)"
+    assert combo.currentText() == f"{run.name} · step {timeline.timeline.steps[-1]}  (checkpoint)"
 
 
 def test_the_timeline_screenshot_from_the_command_line(tmp_path, capsys, isolated_settings):

@@ -46,10 +46,10 @@ def test_the_table_is_drawn_signed_with_totals_in_the_margins(qtbot):
     assert "L0 H1" in panel.words.text() or "embed" in panel.words.text()
     with qtbot.waitSignal(panel.open_head) as signal:
         assert panel.open_source("L0 H1", "embed")  # the query source is a head: its row at the query
-    assert signal.args == [0, 1, 2]
+    assert signal.args == [0, 1, 2, "query"]
     with qtbot.waitSignal(panel.open_head) as signal:
         assert panel.open_source("embed", "L3 H0")  # else the key source's head, at the key
-    assert signal.args == [3, 0, 1]
+    assert signal.args == [3, 0, 1, "key"]
     assert not panel.open_source("embed", "pos")
 
 
