@@ -41,7 +41,12 @@ class ModelEntry:
 
 
 def read_config(folder: Path) -> dict:
-    """config.json as a dict with a supported ``model_type``; InputError otherwise."""
+    """config.json as a dict with a supported ``model_type``; InputError otherwise. For a GGUF file, the
+    config its metadata stands for (gguf_config.py)."""
+    if is_gguf_path(folder):
+        from models.pretrained.gguf_config import open_gguf
+
+        return open_gguf(folder)[1]
     path = folder / "config.json"
     from models.io import is_regular, read_json
 
@@ -57,6 +62,14 @@ def read_config(folder: Path) -> dict:
             f"supported: {', '.join(SUPPORTED_TYPES)}"
         )
     return cfg
+
+
+def is_gguf_path(path: Path) -> bool:
+    """A GGUF model file given in place of a folder (``*.gguf``, or an Ollama blob: GGUF's magic bytes)."""
+    from models.pretrained.gguf_read import is_gguf
+
+    path = Path(path)
+    return not path.is_dir() and is_gguf(path)
 
 
 def is_encoder_decoder(name_or_path: str) -> bool:
@@ -126,6 +139,11 @@ def cache_folders() -> dict[str, Path]:
 
 def is_loadable(folder: Path) -> str | None:
     """The model_type when ``folder`` looks like a complete supported model, else None."""
+    if is_gguf_path(folder):
+        try:
+            return read_config(folder)["model_type"]
+        except InputError:
+            return None
     try:
         cfg = read_config(folder)
     except InputError:
@@ -136,6 +154,8 @@ def is_loadable(folder: Path) -> str | None:
 
 def display_name(folder: Path) -> str:
     """A short name for a folder: ``org/name`` for a hub-cache snapshot, else the folder name."""
+    if is_gguf_path(folder):
+        return Path(folder).name
     folder = folder.resolve()
     repo = folder.parent.parent.name
     if folder.parent.name == "snapshots" and repo.startswith("models--"):
@@ -178,7 +198,7 @@ def resolve_model(name_or_path: str | os.PathLike) -> Path:
             )
         return path
     folder = Path(text).expanduser()
-    if folder.is_dir():
+    if folder.is_dir() or is_gguf_path(folder):
         return folder
     if text.lower() == INDUCTION and induction_path() is not None:
         return induction_path()
@@ -190,7 +210,7 @@ def resolve_model(name_or_path: str | os.PathLike) -> Path:
     if len(by_tail) == 1:
         return by_tail[0]
     if folder.exists():
-        raise InputError(f"{folder} is a file; give the model's folder")
+        raise InputError(f"{folder} is a file; give the model's folder or a .gguf file")
     names = ", ".join(e.name for e in list_models()) or "none"
     raise InputError(
         f"no model {text!r}: not a folder, and not in the Hugging Face cache {hub_cache()} "
