@@ -174,6 +174,7 @@ class MainWindow(QMainWindow):
         self._progress_soon = throttled(self._on_load_progress, PROGRESS_MS, self)
         self.worker.load_progress.connect(self._load_progress)
         self.model_chooser.open_folder_requested.connect(self.open_model_folder)
+        self.model_chooser.open_file_requested.connect(self.open_model_file)
         # Building a model's dozen heatmaps takes ~100 ms: do it while the user picks, not after.
         self.model_chooser.about_to_choose.connect(lambda: self.matrix_view.warm_up(WARM_PLOTS))
         # and parse the listed models' tokenizers (~30 ms holding the interpreter lock each) before one is chosen
@@ -282,6 +283,22 @@ class MainWindow(QMainWindow):
         self.model_chooser.add_folder(folder)
         self.state.update_inputs(model=folder)
 
+    def ask_model_file(self, start: Path) -> str | None:
+        """The file dialog for a GGUF model (tests replace this method)."""
+        chosen, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model file", str(start),
+                                                "GGUF models (*.gguf);;All files (*)")  # fmt: skip
+        return chosen or None
+
+    def open_model_file(self) -> None:
+        """"Open GGUF file…": a llama.cpp / Ollama / LM Studio model file, traced like a folder."""
+        chosen = self.ask_model_file(model_folder(self.settings))
+        if not chosen:
+            return
+        path = str(Path(chosen).resolve())
+        remember_model_folder(self.settings, Path(path).parent)
+        self.model_chooser.add_folder(path)
+        self.state.update_inputs(model=path)
+
     def _read_tokenizers_ahead(self) -> None:
         names = self.model_chooser.models()  # read here, parsed on the executor
         EXECUTOR.start(lambda: read_tokenizers_ahead(names))
@@ -297,7 +314,7 @@ class MainWindow(QMainWindow):
         self.load_bar.setVisible(fraction < 1.0)
         self.load_bar.setValue(round(fraction * 100))
         model = self.state.inputs.model
-        name = Path(model).name if Path(model).is_dir() else model  # a folder by its name, not its path
+        name = Path(model).name if Path(model).exists() else model  # a folder or file by its name, not its path
         if fraction >= 1.0:  # "Loaded minilm"
             self.state.status.show_info(f"{message}; tracing layer {self.state.inputs.layer}…")
         else:

@@ -36,7 +36,7 @@ WEIGHT_FILES = (
 class ModelEntry:
     name: str  # what resolve_model accepts: "minilm", "gpt2", "org/name"
     path: Path
-    source: str  # "built-in" or "cache"
+    source: str  # "built-in", "cache", or where a GGUF file was found ("Ollama", "LM Studio", "GPT4All")
     model_type: str
 
 
@@ -172,11 +172,24 @@ def list_models() -> list[ModelEntry]:
     path = induction_path()
     if path is not None:
         entries.append(ModelEntry(INDUCTION, path, "built-in", "llama"))
-    for name, folder in cache_folders().items():
+    cached = cache_folders()
+    for name, folder in cached.items():
         model_type = is_loadable(folder)
         if model_type is not None:
             entries.append(ModelEntry(name, folder, "cache", model_type))
+    for name, path in gguf_files(cached).items():  # not read: their model_type is known once opened
+        entries.append(ModelEntry(name, path, GGUF_SOURCES.get(name.split("/")[0], "cache"), "gguf"))
     return entries
+
+
+GGUF_SOURCES = {"ollama": "Ollama", "lmstudio": "LM Studio", "gpt4all": "GPT4All"}
+
+
+def gguf_files(cached: dict[str, Path] | None = None) -> dict[str, Path]:
+    """The GGUF files Ollama, LM Studio, GPT4All and the hub cache keep, by name (gguf_places.py)."""
+    from models.pretrained.gguf_places import gguf_models
+
+    return gguf_models(cache_folders() if cached is None else cached)
 
 
 def resolve_model(name_or_path: str | os.PathLike) -> Path:
@@ -198,7 +211,7 @@ def resolve_model(name_or_path: str | os.PathLike) -> Path:
             )
         return path
     folder = Path(text).expanduser()
-    if folder.is_dir() or is_gguf_path(folder):
+    if folder.is_dir() or (folder.is_file() and is_gguf_path(folder)):
         return folder
     if text.lower() == INDUCTION and induction_path() is not None:
         return induction_path()
@@ -209,6 +222,9 @@ def resolve_model(name_or_path: str | os.PathLike) -> Path:
     by_tail = [path for name, path in cached.items() if name.split("/")[-1].lower() == text.lower()]
     if len(by_tail) == 1:
         return by_tail[0]
+    ggufs = {name.lower(): path for name, path in gguf_files(cached).items()}
+    if text.lower() in ggufs:
+        return ggufs[text.lower()]
     if folder.exists():
         raise InputError(f"{folder} is a file; give the model's folder or a .gguf file")
     names = ", ".join(e.name for e in list_models()) or "none"
