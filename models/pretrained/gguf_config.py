@@ -33,7 +33,7 @@ _GEMMA_KEYS = {**_LLAMA_KEYS, "attention.key_length": "head_dim", "attention.sli
 CONFIG_KEYS: dict[str, tuple[str, dict[str, str]]] = {
     "llama": ("llama", {**_LLAMA_KEYS, "rope.dimension_count": "head_dim"}),
     "qwen2": ("qwen2", _LLAMA_KEYS),
-    "qwen3": ("qwen3", _LLAMA_KEYS),
+    "qwen3": ("qwen3", {**_LLAMA_KEYS, "attention.key_length": "head_dim"}),
     "phi3": ("phi3", _LLAMA_KEYS),
     "gemma2": ("gemma2", _GEMMA_KEYS),
     "gemma3": ("gemma3_text", _GEMMA_KEYS),
@@ -52,7 +52,11 @@ CONFIG_KEYS: dict[str, tuple[str, dict[str, str]]] = {
 TOKEN_IDS = {"bos_token_id": "bos_token_id", "eos_token_id": "eos_token_id",
              "unknown_token_id": "unk_token_id", "padding_token_id": "pad_token_id"}  # fmt: skip
 # what the config class supplies when the file does not say (transformers builds its config on them)
-CLASS_DEFAULTS = {"gpt2": {"n_positions": 1024}}
+CLASS_DEFAULTS = {
+    "gpt2": {"n_positions": 1024},
+    "qwen3": {"head_dim": 128},
+    "gemma2": {"attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},
+}
 # the base model's prefix in transformers' state dict (``base_model_prefix``)
 PREFIX = {"gpt2": "transformer."}
 
@@ -70,8 +74,6 @@ def gguf_config(f: GGUFFile) -> dict:
             f"supported: {', '.join(CONFIG_KEYS)}"
         )
     model_type, keys = CONFIG_KEYS[arch]
-    if arch == "llama" and f.metadata.get("general.name") == "mistral":  # as transformers decides it
-        model_type = "mistral"
     cfg: dict = {"model_type": model_type, **CLASS_DEFAULTS.get(model_type, {})}
     for key, name in keys.items():
         value = f.metadata.get(f"{arch}.{key}")
