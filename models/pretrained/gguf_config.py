@@ -43,6 +43,12 @@ CONFIG_KEYS: dict[str, tuple[str, dict[str, str]]] = {
         "attention.head_count": "num_attention_heads", "attention.head_count_kv": "num_key_value_heads",
         "attention.layer_norm_epsilon": "norm_epsilon",
     }),
+    "stablelm": ("stablelm", {
+        "context_length": "max_position_embeddings", "block_count": "num_hidden_layers",
+        "feed_forward_length": "intermediate_size", "embedding_length": "hidden_size",
+        "attention.head_count": "num_attention_heads", "attention.head_count_kv": "num_key_value_heads",
+        "attention.layer_norm_epsilon": "layer_norm_eps", "vocab_size": "vocab_size",
+    }),
     "gpt2": ("gpt2", {
         "block_count": "n_layer", "context_length": "n_ctx", "embedding_length": "n_embd",
         "feed_forward_length": "feed_forward_length", "attention.head_count": "n_head",
@@ -84,6 +90,9 @@ def gguf_config(f: GGUFFile) -> dict:
         if value is not None:
             cfg[name] = value
     cfg["tie_word_embeddings"] = "output.weight" not in f.tensors
+    if arch == "stablelm":  # what transformers reads off the tensors present
+        cfg["use_qkv_bias"] = any(f"attn_{x}.bias" in name for name in f.tensors for x in "qkv")
+        cfg["use_parallel_residual"] = not any("ffn_norm" in name for name in f.tensors)
     if "vocab_size" not in cfg and isinstance(f.metadata.get("tokenizer.ggml.tokens"), list):
         cfg["vocab_size"] = len(f.metadata["tokenizer.ggml.tokens"])
     return cfg

@@ -43,6 +43,8 @@ def _random(model_type: str):
         kwargs.pop("max_position_embeddings")
     if model_type == "qwen3":  # a qwen3 GGUF states no head size: the default one
         kwargs.pop("head_dim", None)
+    if model_type == "stablelm":  # transformers reads no rotary share nor qk-norm from a stablelm GGUF
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("qk_layernorm", "partial_rotary_factor")}
     torch.manual_seed(0)
     tok = make_tokenizer()
     config = getattr(transformers, cls_name)(vocab_size=tok.get_vocab_size(), **kwargs)
