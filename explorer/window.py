@@ -49,7 +49,7 @@ from explorer.state import ALL_HEADS, ExplorerState, Inputs
 from explorer.widgets.frames import Frames, debounced, throttled
 from explorer.widgets.left_column import left_column
 from explorer.widgets.matrix_view import MatrixView
-from explorer.widgets.model_chooser import ModelChooser
+from explorer.widgets.model_chooser import GGUF_FILTER, ModelChooser
 from explorer.widgets.query_focus import QueryFocusPanel
 from explorer.widgets.sentence_panel import SentencePanel
 from explorer.widgets.settings_panel import SettingsPanel
@@ -174,7 +174,6 @@ class MainWindow(QMainWindow):
         self._progress_soon = throttled(self._on_load_progress, PROGRESS_MS, self)
         self.worker.load_progress.connect(self._load_progress)
         self.model_chooser.open_folder_requested.connect(self.open_model_folder)
-        self.model_chooser.open_file_requested.connect(self.open_model_file)
         # Building a model's dozen heatmaps takes ~100 ms: do it while the user picks, not after.
         self.model_chooser.about_to_choose.connect(lambda: self.matrix_view.warm_up(WARM_PLOTS))
         # and parse the listed models' tokenizers (~30 ms holding the interpreter lock each) before one is chosen
@@ -269,35 +268,19 @@ class MainWindow(QMainWindow):
         return self.state.request() == asked
 
     # --- models ----------------------------------------------------------------------------
-    def ask_model_folder(self, start: Path) -> str | None:
-        """The folder dialog (tests replace this method)."""
-        return QFileDialog.getExistingDirectory(self, "Open a model folder", str(start)) or None
+    def ask_model_folder(self, start: Path, gguf: bool = False) -> str | None:  # the dialog (tests replace it)
+        return (QFileDialog.getOpenFileName(self, "Open a GGUF model file", str(start), GGUF_FILTER)[0] if gguf
+                else QFileDialog.getExistingDirectory(self, "Open a model folder", str(start))) or None  # fmt: skip
 
-    def open_model_folder(self) -> None:
-        """"Open folder…": pick a Hugging Face model folder and trace it (it loads on the worker)."""
-        chosen = self.ask_model_folder(model_folder(self.settings))
+    def open_model_folder(self, gguf: bool = False) -> None:
+        """"Open folder…" (``gguf``: "Open GGUF file…"): pick a model folder (file), trace it on the worker."""
+        chosen = self.ask_model_folder(model_folder(self.settings), *([True] if gguf else []))
         if not chosen:
             return
         folder = str(Path(chosen).resolve())
         remember_model_folder(self.settings, Path(folder).parent)
         self.model_chooser.add_folder(folder)
         self.state.update_inputs(model=folder)
-
-    def ask_model_file(self, start: Path) -> str | None:
-        """The file dialog for a GGUF model (tests replace this method)."""
-        chosen, _ = QFileDialog.getOpenFileName(self, "Open a GGUF model file", str(start),
-                                                "GGUF models (*.gguf);;All files (*)")  # fmt: skip
-        return chosen or None
-
-    def open_model_file(self) -> None:
-        """"Open GGUF file…": a llama.cpp / Ollama / LM Studio model file, traced like a folder."""
-        chosen = self.ask_model_file(model_folder(self.settings))
-        if not chosen:
-            return
-        path = str(Path(chosen).resolve())
-        remember_model_folder(self.settings, Path(path).parent)
-        self.model_chooser.add_folder(path)
-        self.state.update_inputs(model=path)
 
     def _read_tokenizers_ahead(self) -> None:
         names = self.model_chooser.models()  # read here, parsed on the executor

@@ -20,6 +20,7 @@ from models.step_names import step_of_folder
 TOY = ""  # the model string of the toy engine
 OPEN_FOLDER = "\x00open-folder"  # the data of the "Open folder…" item (never a model string)
 OPEN_FILE = "\x00open-file"  # the data of the "Open GGUF file…" item
+GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
 TIP = Qt.ItemDataRole.ToolTipRole
 TOY_TEXT = "Toy (random weights)"
 TOY_INFO = "Random weights from the seed: every size below is yours to set."
@@ -32,8 +33,7 @@ MAX_LAYER_UNKNOWN = 999  # the layer range before the model's first trace tells 
 class ModelChooser(QGroupBox):
     """Given the state (duck-typed) and the models found, it writes ``model`` and ``layer``."""
 
-    open_folder_requested = Signal()
-    open_file_requested = Signal()
+    open_folder_requested = Signal(bool)  # True: a GGUF file rather than a folder
     about_to_choose = Signal()  # the list opened: a model may be on its way (the view gets ready)
 
     def __init__(self, state, entries, parent: QWidget | None = None):
@@ -129,10 +129,10 @@ class ModelChooser(QGroupBox):
         data = self.combo.itemData(index)
         if data == OPEN_FOLDER:
             self.sync(self.state.inputs)  # stay on the current model until a folder is chosen
-            self.open_folder_requested.emit()
+            self.open_folder_requested.emit(False)
         elif data == OPEN_FILE:
             self.sync(self.state.inputs)
-            self.open_file_requested.emit()
+            self.open_folder_requested.emit(True)
         elif isinstance(data, str):
             self.state.update_inputs(model=data)
 

@@ -43,6 +43,7 @@ CONFIG_KEYS: dict[str, tuple[str, dict[str, str]]] = {
         "attention.head_count": "num_attention_heads", "attention.head_count_kv": "num_key_value_heads",
         "attention.layer_norm_epsilon": "norm_epsilon",
     }),
+    "falcon": ("falcon", _LLAMA_KEYS),
     "stablelm": ("stablelm", {
         "context_length": "max_position_embeddings", "block_count": "num_hidden_layers",
         "feed_forward_length": "intermediate_size", "embedding_length": "hidden_size",
@@ -64,7 +65,7 @@ CLASS_DEFAULTS = {
     "gemma2": {"attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0},
 }
 # the base model's prefix in transformers' state dict (``base_model_prefix``)
-PREFIX = {"gpt2": "transformer."}
+PREFIX = {"gpt2": "transformer.", "falcon": "transformer."}
 
 
 def supported_architectures() -> tuple[str, ...]:
@@ -89,7 +90,7 @@ def gguf_config(f: GGUFFile) -> dict:
         value = f.metadata.get(f"tokenizer.ggml.{key}")
         if value is not None:
             cfg[name] = value
-    cfg["tie_word_embeddings"] = "output.weight" not in f.tensors
+    cfg["tie_word_embeddings"] = "output.weight" not in f.tensors or arch == "falcon"  # transformers' exception
     if arch == "stablelm":  # what transformers reads off the tensors present
         cfg["use_qkv_bias"] = any(f"attn_{x}.bias" in name for name in f.tensors for x in "qkv")
         cfg["use_parallel_residual"] = not any("ffn_norm" in name for name in f.tensors)

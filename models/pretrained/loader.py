@@ -72,11 +72,11 @@ def gguf_tokenizer_of(path: Path) -> ModelTokenizer:
 
 def gguf_weights(path: Path, cfg: dict, model_type: str, device: torch.device) -> Weights:
     """The base model's tensors of a GGUF file, by the names the family asks for (nothing read yet)."""
-    from models.pretrained.gguf_config import read_gguf
+    from models.pretrained.gguf_config import PREFIX, read_gguf
     from models.pretrained.gguf_model import GGUFCheckpoint
 
     ckpt = GGUFCheckpoint(read_gguf(path), cfg)
-    prefix = "transformer." if model_type == "gpt2" else "model."
+    prefix = PREFIX.get(model_type, "model.")
     names = {k[len(prefix) :]: k for k in ckpt.keys if k.startswith(prefix)}
     return Weights(ckpt, names, model_type, device)
 

@@ -23,7 +23,7 @@ SENTENCE = "The cat sat on the mat because it was tired."
 def test_open_gguf_file_shows_the_previous_token_head(make_window, settle, monkeypatch):
     path = smollm2()
     window = make_window(Inputs(sentence=SENTENCE))
-    monkeypatch.setattr(window, "ask_model_file", lambda start: str(path))
+    monkeypatch.setattr(window, "ask_model_folder", lambda start, gguf=False: str(path) if gguf else None)
     combo = window.model_chooser.combo
     index = combo.findData(OPEN_FILE)
     combo.setCurrentIndex(index)

@@ -16,7 +16,7 @@ import torch
 # our model_type -> the GGUF architecture llama.cpp writes it under (when transformers reads it back)
 GGUF_ARCH = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "phi3": "phi3",
              "gemma2": "gemma2", "gemma3_text": "gemma3", "starcoder2": "starcoder2", "gpt2": "gpt2",
-             "stablelm": "stablelm"}  # fmt: skip
+             "stablelm": "stablelm", "falcon": "falcon"}  # fmt: skip
 # any other family of the registry, written under the GGUF name llama.cpp gives it (or its own)
 OTHER_ARCH = {"gpt_neox": "gptneox", "cohere": "command-r", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe",
               "gpt_oss": "gpt-oss", "phi": "phi2", "xlm-roberta": "bert", "modernbert": "modern-bert"}  # fmt: skip
@@ -66,15 +66,21 @@ def write_gguf(path, ref, model_type: str, tokenizer_json: str, quantize: bool =
     if model_type == "gpt2":
         w.add_feed_forward_length(c.n_inner or 4 * c.hidden_size)
         w.add_layer_norm_eps(c.layer_norm_epsilon)
+    elif model_type == "falcon":
+        w.add_feed_forward_length(c.ffn_hidden_size)
+        w.add_head_count_kv(c.num_kv_heads if c.new_decoder_architecture else 1)
+        w.add_layer_norm_eps(c.layer_norm_epsilon)
     else:
         w.add_feed_forward_length(c.intermediate_size)
         w.add_head_count_kv(kv)
-    if model_type == "starcoder2":
+    if model_type in ("falcon", "gpt2"):
+        pass
+    elif model_type == "starcoder2":
         w.add_layer_norm_eps(c.norm_epsilon)
     elif model_type == "stablelm":
         w.add_layer_norm_eps(c.layer_norm_eps)
         w.add_rope_dimension_count(int(c.rope_parameters["partial_rotary_factor"] * c.hidden_size // heads))
-    elif model_type != "gpt2":
+    else:
         w.add_layer_norm_rms_eps(c.rms_norm_eps)
         theta = (c.rope_parameters or {}).get("rope_theta") if hasattr(c, "rope_parameters") else None
         if theta is None:

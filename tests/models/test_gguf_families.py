@@ -43,6 +43,9 @@ def _random(model_type: str):
         kwargs.pop("max_position_embeddings")
     if model_type == "qwen3":  # a qwen3 GGUF states no head size: the default one
         kwargs.pop("head_dim", None)
+    if model_type == "falcon":  # transformers reads a falcon GGUF as Falcon-7B: multi-query, parallel attention
+        kwargs = {k: v for k, v in kwargs.items() if k in ("hidden_size", "num_hidden_layers", "num_attention_heads",
+                                                             "max_position_embeddings", "initializer_range")}
     if model_type == "stablelm":  # transformers reads no rotary share nor qk-norm from a stablelm GGUF
         kwargs = {k: v for k, v in kwargs.items() if k not in ("qk_layernorm", "partial_rotary_factor")}
     torch.manual_seed(0)
