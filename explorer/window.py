@@ -49,7 +49,7 @@ from explorer.state import ALL_HEADS, ExplorerState, Inputs
 from explorer.widgets.frames import Frames, debounced, throttled
 from explorer.widgets.left_column import left_column
 from explorer.widgets.matrix_view import MatrixView
-from explorer.widgets.model_chooser import ModelChooser
+from explorer.widgets.model_chooser import GGUF_FILTER, ModelChooser
 from explorer.widgets.query_focus import QueryFocusPanel
 from explorer.widgets.sentence_panel import SentencePanel
 from explorer.widgets.settings_panel import SettingsPanel
@@ -268,13 +268,13 @@ class MainWindow(QMainWindow):
         return self.state.request() == asked
 
     # --- models ----------------------------------------------------------------------------
-    def ask_model_folder(self, start: Path) -> str | None:
-        """The folder dialog (tests replace this method)."""
-        return QFileDialog.getExistingDirectory(self, "Open a model folder", str(start)) or None
+    def ask_model_folder(self, start: Path, gguf: bool = False) -> str | None:  # the dialog (tests replace it)
+        return (QFileDialog.getOpenFileName(self, "Open a GGUF model file", str(start), GGUF_FILTER)[0] if gguf
+                else QFileDialog.getExistingDirectory(self, "Open a model folder", str(start))) or None  # fmt: skip
 
-    def open_model_folder(self) -> None:
-        """"Open folder…": pick a Hugging Face model folder and trace it (it loads on the worker)."""
-        chosen = self.ask_model_folder(model_folder(self.settings))
+    def open_model_folder(self, gguf: bool = False) -> None:
+        """"Open folder…" (``gguf``: "Open GGUF file…"): pick a model folder (file), trace it on the worker."""
+        chosen = self.ask_model_folder(model_folder(self.settings), *([True] if gguf else []))
         if not chosen:
             return
         folder = str(Path(chosen).resolve())
@@ -297,7 +297,7 @@ class MainWindow(QMainWindow):
         self.load_bar.setVisible(fraction < 1.0)
         self.load_bar.setValue(round(fraction * 100))
         model = self.state.inputs.model
-        name = Path(model).name if Path(model).is_dir() else model  # a folder by its name, not its path
+        name = Path(model).name if Path(model).exists() else model  # a folder or file by its name, not its path
         if fraction >= 1.0:  # "Loaded minilm"
             self.state.status.show_info(f"{message}; tracing layer {self.state.inputs.layer}…")
         else:

@@ -245,7 +245,7 @@ def toy(sentence: str | None = None, **settings: Any) -> Trace:
 # --- a model -----------------------------------------------------------------------------------------
 def load(name_or_folder: str | os.PathLike, step: str | int | None = None, device: str = "auto") -> Model:
     """Open a model: ``"minilm"`` (built in), ``"induction"`` (trained here, with its checkpoints),
-    a Hugging Face cache name (``"gpt2"``, ``"org/name"``) or a folder. ``step``: a training
+    a Hugging Face cache name (``"gpt2"``, ``"org/name"``), a folder or a GGUF file. ``step``: a training
     checkpoint, ``"first"``, ``"last"`` or a step number, as ``--step`` (models/pretrained/steps.py);
     ``device``: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``."""
     from models.pretrained import load_model

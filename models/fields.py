@@ -154,7 +154,7 @@ FIELDS: tuple[Field, ...] = (
     Field("cross_embeddings", "input", "toy", "a matrix supplying the queries", metavar="XQ.npy",
           array="cross_embeddings"),
     Field("cross_labels", "input", "toy", "labels for --cross-embeddings", type=labels, text=True),
-    Field("model", "input", "both", "a pretrained model folder, a cached model name, or 'minilm' (built in)",
+    Field("model", "input", "both", "a model folder, a .gguf file, a cached model name, or 'minilm' (built in)",
           metavar="PATH_OR_NAME"),
     Field("step", "input", "model", "with --model: a training step ('first', 'last' (default) or a number)",
           metavar="S"),

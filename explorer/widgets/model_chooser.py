@@ -19,6 +19,8 @@ from models.step_names import step_of_folder
 
 TOY = ""  # the model string of the toy engine
 OPEN_FOLDER = "\x00open-folder"  # the data of the "Open folder…" item (never a model string)
+OPEN_FILE = "\x00open-file"  # the data of the "Open GGUF file…" item
+GGUF_FILTER = "GGUF models (*.gguf);;All files (*)"
 TIP = Qt.ItemDataRole.ToolTipRole
 TOY_TEXT = "Toy (random weights)"
 TOY_INFO = "Random weights from the seed: every size below is yours to set."
@@ -26,13 +28,13 @@ BLOCKS = (("encoder", "The source sentence attends to itself"),
           ("decoder", "The target sentence attends to itself, each token to those before it (causal)"),
           ("cross", "The target's tokens (queries) attend to the encoder's output for the source (keys, values)"))
 MAX_LAYER_UNKNOWN = 999  # the layer range before the model's first trace tells the real one
-FOLDER_KINDS = ("(folder)", "(checkpoint)")  # the items added for a folder: the ones that may be removed
+FOLDER_KINDS = ("(folder)", "(checkpoint)", "(file)")  # the items added for a folder: the ones that may be removed
 
 
 class ModelChooser(QGroupBox):
     """Given the state (duck-typed) and the models found, it writes ``model`` and ``layer``."""
 
-    open_folder_requested = Signal()
+    open_folder_requested = Signal(bool)  # True: a GGUF file rather than a folder
     about_to_choose = Signal()  # the list opened: a model may be on its way (the view gets ready)
 
     def __init__(self, state, entries, parent: QWidget | None = None):
@@ -51,6 +53,9 @@ class ModelChooser(QGroupBox):
         self.combo.addItem("Open folder…", OPEN_FOLDER)
         self.combo.setItemData(self.combo.count() - 1, "A Hugging Face model folder: config.json, "
                                "model.safetensors (or pytorch_model.bin) and tokenizer.json", TIP)  # fmt: skip
+        self.combo.addItem("Open GGUF file…", OPEN_FILE)
+        self.combo.setItemData(self.combo.count() - 1, "A model file of llama.cpp, Ollama, LM Studio or GPT4All "
+                               "(.gguf): its config and tokenizer are read from it", TIP)  # fmt: skip
         self.layer = QSpinBox()
         self.layer.setToolTip("The transformer block whose attention is traced; the first is layer 0")
         self.layer_range = QLabel()
@@ -93,7 +98,7 @@ class ModelChooser(QGroupBox):
         index = self.combo.findData(folder)
         if index >= 0:
             return index
-        label = f"{Path(folder).name}  (folder)"
+        label = f"{Path(folder).name}  ({'folder' if not Path(folder).is_file() else 'file'})"
         step = step_of_folder(folder)
         if step is not None:
             run, number = step
@@ -103,7 +108,7 @@ class ModelChooser(QGroupBox):
                 if other is not None and other[0] == run and self.combo.itemText(i).endswith(FOLDER_KINDS):
                     with signals_blocked(self.combo):
                         self.combo.removeItem(i)
-        index = self.combo.count() - 2  # above the separator and "Open folder…"
+        index = self.combo.count() - 3  # above the separator, "Open folder…" and "Open GGUF file…"
         with signals_blocked(self.combo):
             self.combo.insertItem(index, label, folder)
             self.combo.setItemData(index, folder, TIP)
@@ -119,13 +124,16 @@ class ModelChooser(QGroupBox):
     def models(self) -> list[str]:
         """The model strings offered, toy first (for tests)."""
         data = [self.combo.itemData(i) for i in range(self.combo.count())]
-        return [d for d in data if isinstance(d, str) and d != OPEN_FOLDER]
+        return [d for d in data if isinstance(d, str) and d not in (OPEN_FOLDER, OPEN_FILE)]
 
     def _picked(self, index: int) -> None:
         data = self.combo.itemData(index)
         if data == OPEN_FOLDER:
             self.sync(self.state.inputs)  # stay on the current model until a folder is chosen
-            self.open_folder_requested.emit()
+            self.open_folder_requested.emit(False)
+        elif data == OPEN_FILE:
+            self.sync(self.state.inputs)
+            self.open_folder_requested.emit(True)
         elif isinstance(data, str):
             self.state.update_inputs(model=data)
 

@@ -49,6 +49,7 @@ from models.pretrained.registry import (
     SUPPORTED_TYPES,
     WEIGHT_FILES,
     display_name,
+    is_gguf_path,
     read_config,
     resolve_model,
 )
@@ -60,6 +61,24 @@ from models.pretrained.t5 import MT5, T5
 from models.pretrained.tokenizer import ModelTokenizer, first_line
 
 Progress = Callable[[float, str], None]
+
+
+def gguf_tokenizer_of(path: Path) -> ModelTokenizer:
+    from models.pretrained.gguf_config import read_gguf
+    from models.pretrained.gguf_tokenizer import gguf_tokenizer
+
+    return ModelTokenizer.of(gguf_tokenizer(read_gguf(path).metadata, path.name))
+
+
+def gguf_weights(path: Path, cfg: dict, model_type: str, device: torch.device) -> Weights:
+    """The base model's tensors of a GGUF file, by the names the family asks for (nothing read yet)."""
+    from models.pretrained.gguf_config import PREFIX, read_gguf
+    from models.pretrained.gguf_model import GGUFCheckpoint
+
+    ckpt = GGUFCheckpoint(read_gguf(path), cfg)
+    prefix = PREFIX.get(model_type, "model.")
+    names = {k[len(prefix) :]: k for k in ckpt.keys if k.startswith(prefix)}
+    return Weights(ckpt, names, model_type, device)
 
 ARCHITECTURES: dict[str, type[Architecture] | type[EncoderDecoder]] = {
     arch.model_type: arch
@@ -160,16 +179,24 @@ def load_model(
     folder = step_folder(resolve_model(name_or_path), step)
     cfg = read_config(folder)
     model_type = cfg["model_type"]
+    gguf = is_gguf_path(folder)
     # Before the first report: reading tokenizer.json (tokenizers, in Rust) holds the interpreter
     # lock for ~40 ms, which a report's handler on another thread (a window's) would wait out.
-    tokenizer = ModelTokenizer(folder / "tokenizer.json")
+    tokenizer = gguf_tokenizer_of(folder) if gguf else ModelTokenizer(folder / "tokenizer.json")
     report(0.0, "Opening the checkpoint")
     dev, label, notice = resolve_device(device)
-    files, weight_map = weight_files(folder)
-    weights = open_weights(files, weight_map, model_type, dev)  # headers only
-    whole = sum(f.stat().st_size for f in files) <= PRELOAD_FILE_BYTES
+    if gguf:  # one file, its tensors dequantized when read: sized by what they hold in float32
+        weights = gguf_weights(folder, cfg, model_type, dev)
+        files, held = [folder], [t.numel * 4 for t in weights.ckpt.file.tensors.values()]
+        whole = sum(held) <= PRELOAD_FILE_BYTES
+    else:
+        files, weight_map = weight_files(folder)
+        weights = open_weights(files, weight_map, model_type, dev)  # headers only
+        whole = sum(f.stat().st_size for f in files) <= PRELOAD_FILE_BYTES
     what = f"loading {display_name(folder)}"
-    if whole:  # read whole now: every tensor and its float32 copy
+    if whole and gguf:  # every tensor dequantized now, each one's stored bytes paged in
+        check_memory(estimate_tensors_read([folder.stat().st_size], held), what)
+    elif whole:  # read whole now: every tensor and its float32 copy
         check_memory(estimate_pretrained_load(files), what)
     else:  # only what the model reads when built (embeddings, final norm); the layers
         meta = weights.as_meta()  # are checked by each trace (PretrainedModel.trace)
@@ -185,7 +212,7 @@ def load_model(
                 for i in range(arch.num_layers):
                     arch.layers[i]
     name = str(name_or_path).strip()
-    if name.lower() != BUILTIN and Path(name).expanduser().is_dir():
+    if name.lower() != BUILTIN and (Path(name).expanduser().is_dir() or gguf):
         name = display_name(folder)
     if step is not None:
         name = f"{name} @ {folder.name}"

@@ -36,12 +36,17 @@ WEIGHT_FILES = (
 class ModelEntry:
     name: str  # what resolve_model accepts: "minilm", "gpt2", "org/name"
     path: Path
-    source: str  # "built-in" or "cache"
+    source: str  # "built-in", "cache", or where a GGUF file was found ("Ollama", "LM Studio", "GPT4All")
     model_type: str
 
 
 def read_config(folder: Path) -> dict:
-    """config.json as a dict with a supported ``model_type``; InputError otherwise."""
+    """config.json as a dict with a supported ``model_type``; InputError otherwise. For a GGUF file, the
+    config its metadata stands for (gguf_config.py)."""
+    if is_gguf_path(folder):
+        from models.pretrained.gguf_config import open_gguf
+
+        return open_gguf(folder)[1]
     path = folder / "config.json"
     from models.io import is_regular, read_json
 
@@ -57,6 +62,14 @@ def read_config(folder: Path) -> dict:
             f"supported: {', '.join(SUPPORTED_TYPES)}"
         )
     return cfg
+
+
+def is_gguf_path(path: Path) -> bool:
+    """A GGUF model file given in place of a folder (``*.gguf``, or an Ollama blob: GGUF's magic bytes)."""
+    from models.pretrained.gguf_read import is_gguf
+
+    path = Path(path)
+    return not path.is_dir() and is_gguf(path)
 
 
 def is_encoder_decoder(name_or_path: str) -> bool:
@@ -126,6 +139,11 @@ def cache_folders() -> dict[str, Path]:
 
 def is_loadable(folder: Path) -> str | None:
     """The model_type when ``folder`` looks like a complete supported model, else None."""
+    if is_gguf_path(folder):
+        try:
+            return read_config(folder)["model_type"]
+        except InputError:
+            return None
     try:
         cfg = read_config(folder)
     except InputError:
@@ -140,6 +158,8 @@ def display_name(folder: Path) -> str:
     else the folder name."""
     from models.step_names import step_of_folder
 
+    if is_gguf_path(folder):
+        return Path(folder).name
     folder = folder.resolve()
     if (step := step_of_folder(folder)) is not None:
         return f"{step[0].name} · step {step[1]}"
@@ -158,11 +178,24 @@ def list_models() -> list[ModelEntry]:
     path = induction_path()
     if path is not None:
         entries.append(ModelEntry(INDUCTION, path, "built-in", "llama"))
-    for name, folder in cache_folders().items():
+    cached = cache_folders()
+    for name, folder in cached.items():
         model_type = is_loadable(folder)
         if model_type is not None:
             entries.append(ModelEntry(name, folder, "cache", model_type))
+    for name, path in gguf_files(cached).items():  # not read: their model_type is known once opened
+        entries.append(ModelEntry(name, path, GGUF_SOURCES.get(name.split("/")[0], "cache"), "gguf"))
     return entries
+
+
+GGUF_SOURCES = {"ollama": "Ollama", "lmstudio": "LM Studio", "gpt4all": "GPT4All"}
+
+
+def gguf_files(cached: dict[str, Path] | None = None) -> dict[str, Path]:
+    """The GGUF files Ollama, LM Studio, GPT4All and the hub cache keep, by name (gguf_places.py)."""
+    from models.pretrained.gguf_places import gguf_models
+
+    return gguf_models(cache_folders() if cached is None else cached)
 
 
 def resolve_model(name_or_path: str | os.PathLike) -> Path:
@@ -184,7 +217,7 @@ def resolve_model(name_or_path: str | os.PathLike) -> Path:
             )
         return path
     folder = Path(text).expanduser()
-    if folder.is_dir():
+    if folder.is_dir() or (folder.is_file() and is_gguf_path(folder)):
         return folder
     if text.lower() == INDUCTION and induction_path() is not None:
         return induction_path()
@@ -195,8 +228,11 @@ def resolve_model(name_or_path: str | os.PathLike) -> Path:
     by_tail = [path for name, path in cached.items() if name.split("/")[-1].lower() == text.lower()]
     if len(by_tail) == 1:
         return by_tail[0]
+    ggufs = {name.lower(): path for name, path in gguf_files(cached).items()}
+    if text.lower() in ggufs:
+        return ggufs[text.lower()]
     if folder.exists():
-        raise InputError(f"{folder} is a file; give the model's folder")
+        raise InputError(f"{folder} is a file; give the model's folder or a .gguf file")
     names = ", ".join(e.name for e in list_models()) or "none"
     raise InputError(
         f"no model {text!r}: not a folder, and not in the Hugging Face cache {hub_cache()} "

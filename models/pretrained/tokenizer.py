@@ -91,6 +91,16 @@ class ModelTokenizer:
             raise InputError(f"could not read {path}: {first_line(e)}") from e
         self.special = self.tokenizer.num_special_tokens_to_add(is_pair=False)
 
+    @classmethod
+    def of(cls, tokenizer: Tokenizer) -> ModelTokenizer:
+        """One built in memory (a GGUF file's, gguf_tokenizer.py) rather than read from tokenizer.json."""
+        self = cls.__new__(cls)
+        self.tokenizer = tokenizer
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self.special = tokenizer.num_special_tokens_to_add(is_pair=False)
+        return self
+
     def encode(self, sentence: str, limit: int, why: str = "the model's maximum") -> Encoded:
         """Tokenize one sentence, truncating it to ``limit`` tokens (special tokens included)."""
         if not isinstance(sentence, str) or not sentence.strip():

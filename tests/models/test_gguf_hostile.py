@@ -1,0 +1,64 @@
+"""A bad GGUF file is one `error:` line and exit status 2, nothing written: empty, not GGUF, its header or
+its tensor data cut short, a tokenizer the explorer cannot build."""
+
+from __future__ import annotations
+
+import pytest
+from generate_refs import make_tokenizer
+from gguf_refs import write_gguf
+
+from main import main
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    import torch
+
+    torch.manual_seed(0)
+    tok = make_tokenizer()
+    config = transformers.LlamaConfig(vocab_size=tok.get_vocab_size(), hidden_size=32, intermediate_size=64,
+                                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)  # fmt: skip
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    path = tmp_path_factory.mktemp("gguf") / "good.gguf"
+    write_gguf(path, model, "llama", tok.to_str())
+    return path
+
+
+def _refused(capsys, tmp_path, path, message):
+    out = tmp_path / "out"
+    assert main(["export", "--model", str(path), "--sentence", "the cat", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and message in err[0], err
+    assert not out.exists()
+
+
+def test_the_good_file_opens(good, tmp_path, capsys):
+    assert main(["export", "--model", str(good), "--sentence", "the cat", "--out", str(tmp_path / "out")]) == 0
+
+
+def test_bad_gguf_files_are_one_line(good, tmp_path, capsys):
+    data = good.read_bytes()
+    cases = {
+        "empty.gguf": (b"", "could not read empty.gguf"),
+        "text.gguf": (b"hello, not a model at all", "text.gguf is not a GGUF file"),
+        "header.gguf": (data[:200], "truncated or corrupt GGUF file?"),
+        "data.gguf": (data[:-100], "runs past the end of the file"),
+        "version.gguf": (data[:4] + b"\x09\x00\x00\x00" + data[8:], "GGUF version 9"),
+    }
+    for name, (content, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        _refused(capsys, tmp_path, path, message)
+
+
+def test_a_sentencepiece_vocabulary_is_refused_by_name(good, tmp_path, capsys):
+    data = good.read_bytes()
+    key = b"tokenizer.ggml.model"
+    at = data.index(key) + len(key) + 4  # the value's type, then its length and "gpt2"
+    bad = data[:at] + (5).to_bytes(8, "little") + b"llama" + data[at + 8 + 4 :]
+    path = tmp_path / "spm.gguf"
+    path.write_bytes(bad)
+    _refused(capsys, tmp_path, path, "GGUF tokenizer 'llama' is not supported")
