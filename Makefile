@@ -20,7 +20,7 @@ $(VENV)/.app: $(BIN)/activate pyproject.toml
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.app
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,ray]'
 	touch $@
 
 # First the X11 plugin's libraries (ldd): a missing one prints the one `apt install` line that adds it.
