@@ -88,10 +88,12 @@ def atlas_main(argv: Sequence[str]) -> int:
         model = load(args)
         if corpus is None:
             return probes_atlas(args, model)
+        import torch
+
         info = {**model_manifest(model), "model_sha256": model_sha256(model)}
         part, parts = shard or (1, 1)
         key = run_key(model.name, info["model_sha256"], corpus, limit=args.limit, block=args.block, parts=parts,
-                      detectors=not args.no_detectors, seed=args.seed)  # fmt: skip
+                      detectors=not args.no_detectors, seed=args.seed, threads=torch.get_num_threads())  # fmt: skip
         where = Path(args.out) if shard else state_path(args.out)
         state = open_state(where, key, part, info, corpus, args.force, shard is not None)
         if state.complete:
@@ -100,7 +102,7 @@ def atlas_main(argv: Sequence[str]) -> int:
         say_resumed(state, where)
         total = part_texts(count_lines(args.corpus, args.limit), args.block, part, parts)
         bar = ProgressBar(total, enabled=not args.quiet)
-        spec = {"model": args.model, "step": args.step, "device": args.device}
+        spec = {"model": args.model, "step": args.step, "device": args.device, "threads": key["torch_threads"]}
         count_blocks(model, corpus_lines(args.corpus), state, limit=args.limit, block=args.block, parts=parts,
                      ray=args.ray, workers=args.workers, commit=lambda s: write_part(where, s), progress=bar,
                      spec=spec)  # fmt: skip

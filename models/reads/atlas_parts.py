@@ -3,10 +3,11 @@ exactly into the atlas of the whole.
 
 A run's *key* says what it computes: the model (its name and a sha256 of its files), the corpus (its
 sha256), ``--limit``, the block size, the number of parts, the detectors (on or off, their seed) and
-the metrics' version. Block ``b`` (texts ``b·B`` to ``(b+1)·B − 1`` of the corpus, in its order) belongs
-to part ``b mod N + 1``, so the parts are fixed by the line numbers alone, and a block gives the same
-bits in any part (models/reads/atlas.py :func:`~models.reads.atlas.block_sums`). Part 1 also holds the
-detectors' scores (they read the probes, not the corpus).
+the metrics' version, torch's thread count (it changes the kernels' last bits). Block ``b`` (texts
+``b·B`` to ``(b+1)·B − 1`` of the corpus, in its order) belongs to part ``b mod N + 1``, so the
+parts are fixed by the line numbers alone, and a block gives the same bits in any part
+(models/reads/atlas.py :func:`~models.reads.atlas.block_sums`). Part 1 also holds the detectors'
+scores (they read the probes, not the corpus).
 
 A part file is rewritten atomically after each block it finishes (``"complete": false`` until its
 last): the state a killed run resumes from, counting no block twice. :func:`merge_parts` refuses
@@ -56,11 +57,14 @@ def model_sha256(model) -> str:
 
 
 def run_key(model_name: str, model_hash: str, corpus: dict | None, *, limit: int | None, block: int, parts: int,
-            detectors: bool, seed: int) -> dict:  # fmt: skip
-    """What a run computes; two parts merge only when their keys are equal."""
+            detectors: bool, seed: int, threads: int) -> dict:  # fmt: skip
+    """What a run computes; two parts merge only when their keys are equal. ``threads``: torch's
+    intra-op threads, which choose the CPU kernels' order of summation (1 and 2 threads differ in
+    the last bits of a metric), so parts merge to one run's bits only from one thread count."""
     return {"model": model_name, "model_sha256": model_hash,
             "corpus_sha256": None if corpus is None else corpus["sha256"], "limit": limit, "block_texts": block,
-            "parts": parts, "detectors": detectors, "seed": seed, "metrics_version": METRICS_VERSION}  # fmt: skip
+            "parts": parts, "detectors": detectors, "seed": seed, "metrics_version": METRICS_VERSION,
+            "torch_threads": threads}  # fmt: skip
 
 
 def in_part(index: int, part: int, parts: int) -> bool:

@@ -2,12 +2,13 @@
 running cluster's address otherwise.
 
 Each worker is a Ray actor that loads the model once (and checks that its model's files hash as the
-driver's), then takes blocks of texts (:func:`models.reads.atlas.block_sums`): at most two blocks
-wait per worker, so the driver streams the corpus and never holds it. A worker that dies is started
-again and its block run again (``max_restarts``, ``max_task_retries``); a block gives the same bits
-in any worker, and the exact sums merge in any order, so the atlas is the same bits as one process.
-The driver commits each finished block to the run's state (models/cli/atlas_run.py), so a killed
-driver resumes too.
+driver's), sets torch's threads to the driver's (the thread count chooses the kernels' order of
+summation, so it is part of a run), then takes blocks of texts
+(:func:`models.reads.atlas.block_sums`): at most two blocks wait per worker, so the driver streams
+the corpus and never holds it. A worker that dies is started again and its block run again
+(``max_restarts``, ``max_task_retries``); a block gives the same bits in any worker, and the exact
+sums merge in any order, so the atlas is the same bits as one process. The driver commits each
+finished block to the run's state (models/cli/atlas_run.py), so a killed driver resumes too.
 
 Ray is optional (``pip install '.[ray]'``): imported only here, only when asked for.
 """
@@ -24,6 +25,7 @@ INSTALL = "pip install 'attention-explorer[ray]' (from a clone: pip install '.[r
 ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding models/, for the workers' imports
 RETRIES = 3
 WAITING_PER_WORKER = 2
+LAST_WORKER_PEAKS: list[int] = []  # each worker's peak resident bytes in the last run (bench/bench_atlas.py)
 
 
 def require_ray() -> None:
@@ -86,7 +88,7 @@ def workers(spec: dict, count: int | None, model_hash: str | None = None) -> lis
         num_cpus=1, num_gpus=1 if spec.get("device") == "cuda" else 0, max_restarts=RETRIES,
         max_task_retries=RETRIES,
         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
-                                  "OMP_NUM_THREADS": "1"}})  # fmt: skip
+                                  "OMP_NUM_THREADS": str(spec.get("threads", 1))}})  # fmt: skip
     actors = [remote.remote(spec) for _ in range(count)]
     try:
         hashes = ray.get([a.model_hash.remote() for a in actors])
@@ -146,5 +148,7 @@ def ray_blocks(spec: dict, texts, address: str, count: int | None, sums, *, limi
     finally:
         for ref in waiting:
             ray.cancel(ref, force=True)
+        if not waiting:
+            LAST_WORKER_PEAKS[:] = ray.get([a.peak_bytes.remote() for a in actors])
         for actor in actors:
             ray.kill(actor)
