@@ -3,7 +3,7 @@ with ``--big``, a 1.1 B-parameter bf16 checkpoint over 100 texts of ~64 tokens.
 
     python bench/bench_atlas.py [--texts 1000] [--threads 1] [--gui]
     python bench/bench_atlas.py --big [--texts 100] [--threads 1] [--dir DIR] [--keep]
-    python bench/bench_atlas.py --ray [--texts 10000] [--workers 2]
+    python bench/bench_atlas.py --ray [--texts 10000] [--workers 2] [--block 256]
 
 ``--ray``: MiniLM without the detectors, one process (one torch thread) against a local Ray cluster of
 ``--workers`` workers (one thread each), each run in a fresh process: wall and CPU time, the speed-up
@@ -147,7 +147,8 @@ sys.path.insert(0, {root!r})
 import torch
 torch.set_num_threads(1)
 from main import main
-argv = ["atlas", "--model", "minilm", "--corpus", {corpus!r}, "--out", {out!r}, "--quiet", "--no-detectors"]
+argv = ["atlas", "--model", "minilm", "--corpus", {corpus!r}, "--out", {out!r}, "--quiet", "--no-detectors",
+        "--block", "{block}"]
 peaks = []
 if {ray}:
     import ray
@@ -179,7 +180,8 @@ def ray_bench(args) -> int:
         results = {}
         for ray in (False, True):
             out = Path(tmp) / ("ray" if ray else "one")
-            code = RAY_CHILD.format(root=str(ROOT), corpus=str(corpus), out=str(out), ray=ray, workers=args.workers)
+            code = RAY_CHILD.format(root=str(ROOT), corpus=str(corpus), out=str(out), ray=ray, workers=args.workers,
+                                   block=args.block)  # fmt: skip
             run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
             if run.returncode != 0 or not run.stdout.strip():
                 print(run.stderr[-3000:], file=sys.stderr)
@@ -188,7 +190,8 @@ def ray_bench(args) -> int:
         same = (Path(tmp) / "one" / "heads.csv").read_bytes() == (Path(tmp) / "ray" / "heads.csv").read_bytes()
     one, ray = results[False], results[True]
     gib = 2**30
-    print(f"MiniLM atlas, {args.texts} texts (~20 tokens), no detectors, 1 torch thread a process, load "
+    print(f"MiniLM atlas, {args.texts} texts (~20 tokens), blocks of {args.block}, no detectors, 1 torch thread a "
+          f"process, load "
           f"{os.getloadavg()[0]:.1f}:")
     print(f"  one process:       {one['wall']:.1f} s wall, {one['cpu']:.1f} s CPU, "
           f"peak RSS {one['peak'] / gib:.2f} GiB")
@@ -209,6 +212,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="--big: keep the temporary checkpoint")
     ap.add_argument("--ray", action="store_true", help="one process against Ray workers (default 10,000 texts)")
     ap.add_argument("--workers", type=int, default=2, help="--ray: Ray workers on a local cluster (default 2)")
+    ap.add_argument("--block", type=int, default=256, help="--ray: texts a block (default 256)")
     args = ap.parse_args()
     if args.ray:
         args.texts = args.texts or 10_000
