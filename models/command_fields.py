@@ -42,13 +42,22 @@ GENERATE_ROWS: tuple[Field, ...] = (
 
 ATLAS_ROWS: tuple[Field, ...] = (
     *rows("model", "step", "device"),
-    Field("corpus", "atlas", "model", "one text per line; without it, the detectors' probes", metavar="FILE.txt"),
+    Field("corpus", "atlas", "model", "a text a line (.txt), JSONL with a \"text\" field (.jsonl), or a folder of .txt "
+          "files (a file a text); without it, the detectors' probes", metavar="PATH"),
     Field("limit", "atlas", "model", "read at most N texts (default: all)", type=int, low=1, metavar="N"),
+    Field("shard", "scale", "model", "compute only the I-th of N parts of the corpus (its blocks I, I+N, ...) and "
+          "write its exact sums to OUT, a file; 'main.py atlas merge' joins the parts", metavar="I/N"),
+    Field("block", "scale", "model", "texts a block holds (the unit of parts, resuming and Ray tasks)", type=int,
+          default=256, low=1, high=1_000_000, metavar="N"),
+    Field("ray", "scale", "model", "run the blocks as Ray tasks: on a local cluster, or the running cluster at "
+          "ADDRESS (pip install '.[ray]')", const="local", metavar="ADDRESS"),
+    Field("workers", "scale", "model", "Ray workers, each loading the model once (default: the cluster's CPUs)",
+          type=int, low=1, high=100_000, metavar="N"),
     Field("seed", "atlas", "model", "the detectors' probes", type=int, default=0, low=0, high=MAX_SEED),
     Field("no_detectors", "atlas", "model", "leave the detector columns empty (NaN)", type=None, flag=True,
           default=False),
     Field("quiet", "output", "both", "no progress bar", type=None, flag=True, default=False),
-    OUT,
+    Field("out", "output", "both", "folder to create (with --shard: the part's file)", metavar="DIR"),
     Field("force", "output", "both", "replace a previous atlas (never other files)", type=None, flag=True,
           default=False),
 )  # fmt: skip

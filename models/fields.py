@@ -65,6 +65,7 @@ class Field:
     high: float | None = None
     shown: tuple[float, float] | None = None  # the window's boxes offer only this (None: low to high)
     aliases: tuple[str, ...] = ()  # older option names still accepted ("--new-tokens")
+    const: Any = None  # not None: the value may be left out (``--ray`` alone is ``--ray local``)
 
     @property
     def option(self) -> str:
@@ -253,6 +254,8 @@ def add_arguments(p: argparse.ArgumentParser, fields: Iterable[Field], unset: bo
             kwargs["type"] = f.type
         if f.metavar:
             kwargs["metavar"] = f.metavar
+        if f.const is not None:
+            kwargs |= {"nargs": "?", "const": f.const}
         section.add_argument(f.option, **kwargs)
         for alias in f.aliases:  # accepted, not shown: the option has one name
             section.add_argument(alias, **kwargs | {"help": argparse.SUPPRESS})

@@ -4,17 +4,17 @@ detectors' scores, written as ``heads.csv``, ``top_texts.csv`` and ``manifest.js
 numpy (plus the model's own forward pass); no Qt. Each text runs alone, at its own length, with the
 model's own special tokens, so no padding can change a number; the metrics are models.reads.survey's
 :func:`~models.reads.survey.head_metrics`, the detectors models.reads.detectors'. Memory is bounded however
-large the corpus: lines are read one at a time, at most a chunk of them (:data:`CHUNK_TEXTS`) is held
-while it runs, the texts of one length as one batch (no padding, the same numbers as text by text),
-and only running sums are kept (Welford's update, fed in the corpus's order), plus, per head and
-metric, the line where the head scores highest (the texts themselves are read again at the end,
-only for those lines).
+large the corpus: texts are read one at a time (models/reads/corpora.py), a block of them
+(:data:`CHUNK_TEXTS`) is held while it runs, the texts of one length as one batch (no padding, the
+same numbers as text by text), and only exact sums are kept (models/reads/atlas_sums.py: per head
+and metric the count, sum and sum of squares as integers, so that any split of the corpus merges to
+the same bits), plus, per head and metric, the line where the head scores highest (the texts
+themselves are read again at the end, only for those lines).
 """
 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
@@ -31,6 +31,9 @@ from models.engine.finite import csv_float, csv_number
 from models.io import check_regular, read_bytes, read_json
 from models.io.atomic import MANIFEST, TOOL, atomic_folder
 from models.memory import check_memory
+from models.reads.atlas_sums import HeadSums
+from models.reads.corpora import MAX_TEXT_CHARS as MAX_TEXT_CHARS  # models.api's
+from models.reads.corpora import corpus_identity, corpus_lines, count_texts
 from models.reads.detectors import DEFINITIONS as DETECTOR_DEFINITIONS
 from models.reads.detectors import DETECTORS, PROBE_SEED, PROBES_PER_KIND
 from models.reads.survey import DEFINITIONS, METRIC_NAMES, METRICS_VERSION, head_metrics
@@ -40,31 +43,6 @@ HEADS_FILE = "heads.csv"
 TOP_FILE = "top_texts.csv"
 STAT_COLUMNS = tuple(f"{m}_{s}" for m in METRIC_NAMES for s in ("mean", "sd"))
 COLUMNS = ("layer", "head", "texts", *STAT_COLUMNS, *DETECTORS)
-MAX_TEXT_CHARS = 100_000  # a longer line is cut here before tokenizing (the model truncates anyway)
-
-
-class RunningStats:
-    """Mean and sample variance of ``(L, h)`` arrays, NaNs left out per cell (Welford, float64)."""
-
-    def __init__(self, shape: tuple[int, ...]) -> None:
-        self.count = np.zeros(shape)
-        self.mean = np.zeros(shape)
-        self.m2 = np.zeros(shape)
-
-    def add(self, x: np.ndarray) -> None:
-        x = np.asarray(x, dtype=np.float64)
-        ok = np.isfinite(x)
-        self.count += ok
-        delta = np.where(ok, x - self.mean, 0.0)
-        self.mean += np.where(ok, delta / np.maximum(self.count, 1), 0.0)
-        self.m2 += np.where(ok, delta * (x - self.mean), 0.0)
-
-    def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """(mean, sample sd): NaN where no text gave a number, sd NaN below two texts."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(self.count > 0, self.mean, np.nan)
-            sd = np.where(self.count > 1, np.sqrt(self.m2 / (self.count - 1)), np.nan)
-        return mean, sd
 
 
 @dataclass
@@ -89,67 +67,20 @@ class Atlas:
         return Atlas(f"{self.model} − {other.model}", self.layers, self.heads, self.texts, cols)
 
 
-# --- the corpus ---------------------------------------------------------------------------------------
-def corpus_lines(path: str | os.PathLike, hasher=None) -> Iterator[tuple[int, str]]:
-    """``(line number from 1, text)`` for every non-blank line, read one at a time; ``hasher``
-    (a hashlib object) sees every byte of the file, also those after the caller stops reading
-    once the generator is closed (:func:`finish_hash`)."""
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed in finally, the generator may stop early
-    except OSError as exc:
-        raise InputError(f"cannot read corpus {path}: {exc.strerror or exc}") from None
-    try:
-        for number, raw in enumerate(f, start=1):
-            if hasher is not None:
-                hasher.update(raw)
-            try:
-                text = raw.decode("utf-8").strip()
-            except UnicodeDecodeError:
-                raise InputError(f"corpus {path}, line {number}: not UTF-8 text") from None
-            if text:
-                yield number, text[:MAX_TEXT_CHARS]
-    finally:
-        f.close()
-
-
+# --- the corpus (models/reads/corpora.py) --------------------------------------------------------------
 def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """The sha256 of a corpus: of its bytes (a file), of its files' names and bytes (a folder)."""
+    return corpus_identity(path)["sha256"]
 
 
 def count_lines(path: str | os.PathLike, limit: int | None = None) -> int:
-    """Non-blank lines (for a progress bar), at most ``limit``, reading in blocks."""
-    n = 0
-    for _ in corpus_lines(path):
-        n += 1
-        if limit is not None and n >= limit:
-            break
-    return n
+    """The corpus's texts (for a progress bar), at most ``limit``."""
+    return count_texts(path, limit)
 
 
 # --- computing -----------------------------------------------------------------------------------------
-CHUNK_TEXTS = 256  # texts read ahead and grouped by length; each chunk runs layer by layer
-CHUNK_STATE_BYTES = 128 << 20  # ... and fewer when their hidden states would hold more than this
-
-
-class _Heads:
-    """The running statistics of every head and where each head peaks, fed text by text in the
-    corpus's order (so the batches change no sum's order, nor which line wins a tie)."""
-
-    def __init__(self, shape: tuple[int, int]) -> None:
-        self.stats = {m: RunningStats(shape) for m in METRIC_NAMES}
-        self.best_value = {m: np.full(shape, -np.inf) for m in METRIC_NAMES}
-        self.best_line = {m: np.full(shape, -1, dtype=np.int64) for m in METRIC_NAMES}
-
-    def add(self, line: int, metrics: dict[str, np.ndarray]) -> None:
-        for m in METRIC_NAMES:
-            self.stats[m].add(metrics[m])
-            better = np.isfinite(metrics[m]) & (metrics[m] > self.best_value[m])
-            self.best_value[m][better] = metrics[m][better]
-            self.best_line[m][better] = line
+CHUNK_TEXTS = 256  # texts a block holds (read ahead, grouped by length); each block runs layer by layer
+CHUNK_STATE_BYTES = 128 << 20  # ... in fewer texts at a time when their hidden states would hold more
 
 
 def chunk_metrics(model, encs, should_stop=None, on_layer: Callable[[int], None] | None = None
@@ -169,72 +100,137 @@ def chunk_metrics(model, encs, should_stop=None, on_layer: Callable[[int], None]
     return out, batch_layer_weights(model, encs, add, should_stop, on_layer)
 
 
-def compute_atlas(model, texts, *, limit: int | None = None, detectors: bool = True, seed: int = PROBE_SEED,
-                  should_stop: Callable[[], bool] | None = None,
-                  progress: Callable[[int], None] | None = None) -> Atlas:  # fmt: skip
-    """The atlas of ``model`` (a PretrainedModel) over ``texts``, an iterable of ``(line, text)``
-    (:func:`corpus_lines`, or the detectors' probes), read lazily: up to :data:`CHUNK_TEXTS` texts
-    at a time are encoded, grouped by their number of tokens and run layer by layer, the texts of
-    one length as one batch. ``progress(texts done)`` after each layer of a chunk (a chunk's
-    texts count as done in proportion to its layers)."""
+def blocks(texts, size: int | None = None, limit: int | None = None) -> Iterator[tuple[int, list]]:
+    """``(block index from 0, [(line, text), ...])``: the first ``limit`` texts of ``texts`` in
+    consecutive blocks of ``size`` (:data:`CHUNK_TEXTS`); only the block being read is held."""
+    size = size or CHUNK_TEXTS
+    block: list = []
+    index = read = 0
+    for item in texts:
+        if limit is not None and read >= limit:
+            break
+        block.append(item)
+        read += 1
+        if len(block) == size:
+            yield index, block
+            index, block = index + 1, []
+    if block:
+        yield index, block
+
+
+def block_sums(model, items, should_stop: Callable[[], bool] | None = None,
+               progress: Callable[[int], None] | None = None) -> HeadSums:  # fmt: skip
+    """The exact sums of one block of ``(line, text or Encoded)``: its texts encoded, then run
+    layer by layer, the texts of one length as one batch (fewer texts at a time when their hidden
+    states would hold more than :data:`CHUNK_STATE_BYTES`). Which texts run together depends on the
+    block alone, so a block gives the same bits in any run, shard or worker. ``progress(texts of
+    the block done)`` after each layer (a chunk's texts count in proportion to its layers)."""
     from models.pretrained.batch_weights import state_bytes
 
-    start = time.perf_counter()
-    shape = (model.num_layers, model.num_heads)
-    heads = _Heads(shape)
-    done = truncated = skipped = tokens = batches = 0
+    sums = HeadSums(METRIC_NAMES, (model.num_layers, model.num_heads))
+    counters = sums.counters
     pending: list[tuple[int, object]] = []  # (line, Encoded), in the corpus's order
     held = 0
 
     def run_chunk() -> None:
-        nonlocal done, batches, held
+        nonlocal held
         if not pending:
             return
-        count, layers = len(pending), model.num_layers
+        count, layers, done = len(pending), model.num_layers, counters["texts"]
         report = None if progress is None else (lambda layer: progress(done + count * (layer + 1) // layers))
         metrics, ran = chunk_metrics(model, [e for _, e in pending], should_stop, report)
-        for k, (line, _) in enumerate(pending):
-            heads.add(line, {m: metrics[m][k] for m in METRIC_NAMES})
-        done, batches, held = done + count, batches + ran, 0
+        sums.add([line for line, _ in pending], metrics)
+        counters["texts"] += count
+        counters["batches"] += ran
+        held = 0
         pending.clear()
 
-    for line, text in texts:
-        if limit is not None and done + len(pending) >= limit:
-            break
+    for line, text in items:
         if should_stop is not None and should_stop():
-            raise Cancelled(f"stopped after {done} texts")
+            raise Cancelled(f"stopped after {counters['texts']} texts of a block")
         try:
             enc = text if not isinstance(text, str) else model.encode(text, model.max_positions)  # or Encoded
         except InputError:  # a line the tokenizer makes nothing of
-            skipped += 1
+            counters["skipped_texts"] += 1
             continue
-        truncated += bool(enc.notices)
-        tokens += len(enc.ids)
+        counters["truncated_texts"] += bool(enc.notices)
+        counters["tokens"] += len(enc.ids)
         pending.append((line, enc))
         held += state_bytes(model.arch, len(enc.ids)) if hasattr(model, "arch") else 0
-        if len(pending) >= CHUNK_TEXTS or held >= CHUNK_STATE_BYTES:
+        if held >= CHUNK_STATE_BYTES:
             run_chunk()
     run_chunk()
+    return sums
+
+
+def run_blocks(model, texts, *, limit: int | None = None, block: int | None = None,
+               wanted: Callable[[int], bool] | None = None, sums: HeadSums | None = None,
+               on_block: Callable[[int, HeadSums], None] | None = None,
+               should_stop: Callable[[], bool] | None = None,
+               progress: Callable[[int], None] | None = None) -> HeadSums:  # fmt: skip
+    """The exact sums of the blocks of ``texts`` that ``wanted(index)`` keeps (all by default),
+    added to ``sums`` (a resumed run's); ``on_block(index, sums so far)`` after each block (to
+    commit it); ``progress(texts done)``."""
+    total = sums if sums is not None else HeadSums(METRIC_NAMES, (model.num_layers, model.num_heads))
+    for index, items in blocks(texts, block, limit):
+        if wanted is not None and not wanted(index):
+            continue
+        before = total.counters["texts"] + total.counters["skipped_texts"]
+        report = None if progress is None else (lambda n, before=before: progress(before + n))
+        total.merge(block_sums(model, items, should_stop, report))
+        if progress is not None:
+            progress(total.counters["texts"] + total.counters["skipped_texts"])
+        if on_block is not None:
+            on_block(index, total)
+    return total
+
+
+def compute_atlas(model, texts, *, limit: int | None = None, detectors: bool = True, seed: int = PROBE_SEED,
+                  should_stop: Callable[[], bool] | None = None,
+                  progress: Callable[[int], None] | None = None, block: int | None = None) -> Atlas:  # fmt: skip
+    """The atlas of ``model`` (a PretrainedModel) over ``texts``, an iterable of ``(line, text)``
+    (:func:`corpus_lines`, or the detectors' probes), read lazily, a block of :data:`CHUNK_TEXTS`
+    texts at a time (:func:`block_sums`). ``progress(texts done)`` after each layer of a block."""
+    start = time.perf_counter()
+    sums = run_blocks(model, texts, limit=limit, block=block, should_stop=should_stop, progress=progress)
+    found = detect_all(model, seed, should_stop) if detectors else None
+    return finish_atlas(model, sums, found, seed, time.perf_counter() - start)
+
+
+def finish_atlas(model, sums: HeadSums, found: dict[str, np.ndarray] | None, seed: int = PROBE_SEED,
+                 elapsed: float = 0.0, model_info: dict | None = None) -> Atlas:  # fmt: skip
+    """The atlas from the merged sums and the detectors' scores (None: ``--no-detectors``);
+    ``model`` is a PretrainedModel or ``model_info`` its manifest keys (a merge loads no model)."""
+    info = model_info or model_manifest(model)
+    shape = (info["num_layers"], info["num_heads"])
+    done = sums.counters["texts"]
     if done == 0:
         raise InputError("the corpus has no text to read (every line is blank)")
     columns: dict[str, np.ndarray] = {"texts": np.full(shape, float(done))}
     for m in METRIC_NAMES:
-        columns[f"{m}_mean"], columns[f"{m}_sd"] = heads.stats[m].result()
-    found = detect_all(model, seed, should_stop) if detectors else {d: np.full(shape, np.nan) for d in DETECTORS}
-    columns.update(found)
+        columns[f"{m}_mean"], columns[f"{m}_sd"] = sums.stats[m].result()
+    columns.update(found if found is not None else {d: np.full(shape, np.nan) for d in DETECTORS})
     manifest = {
-        "model": model.name, "model_type": model.model_type, "num_layers": shape[0], "num_heads": shape[1],
-        "decoder": model.default_mask == "causal", "texts": done, "tokens": tokens, "truncated_texts": truncated,
-        "skipped_texts": skipped, "batches": batches, "metrics_version": METRICS_VERSION,
+        **info, "texts": done, "tokens": sums.counters["tokens"], "truncated_texts": sums.counters["truncated_texts"],
+        "skipped_texts": sums.counters["skipped_texts"], "batches": sums.counters["batches"],
+        "metrics_version": METRICS_VERSION,
         "definitions": {**{m: DEFINITIONS[m] for m in METRIC_NAMES},
                         "mean_sd": "over the texts, each run alone at its own length with the model's own special "
-                                   "tokens (texts of one length as one batch, no padding); sd is the sample "
-                                   "standard deviation (n - 1)"},
+                                   "tokens (texts of one length as one batch, no padding); the count, sum and sum "
+                                   "of squares kept exactly, mean and sd rounded once from them; sd is the "
+                                   "sample standard deviation (n - 1)"},
         "detectors": {"seed": seed, "probes_per_kind": PROBES_PER_KIND, "definitions": DETECTOR_DEFINITIONS}
-        if detectors else None,
-        "device": model.device_label, "elapsed_s": round(time.perf_counter() - start, 3),
+        if found is not None else None,
+        "elapsed_s": round(elapsed, 3),
     }  # fmt: skip
-    return Atlas(model.name, shape[0], shape[1], done, columns, heads.best_line, heads.best_value, manifest=manifest)
+    return Atlas(info["model"], shape[0], shape[1], done, columns, sums.best_line, sums.best_value, manifest=manifest)
+
+
+def model_manifest(model) -> dict:
+    """What an atlas's manifest says of its model."""
+    return {"model": model.name, "model_type": model.model_type, "num_layers": model.num_layers,
+            "num_heads": model.num_heads, "decoder": model.default_mask == "causal",
+            "device": model.device_label}  # fmt: skip
 
 
 def probe_texts(model, seed: int = PROBE_SEED) -> Iterator[tuple[int, object]]:
