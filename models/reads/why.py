@@ -152,12 +152,25 @@ def top_entries(result: dict, count: int = 8) -> list[tuple[str, str, float]]:
     return [(result["query_sources"][i], result["key_sources"][j], float(table[i, j])) for i, j in zip(a, b)]
 
 
-def words(result: dict, count: int = 5) -> list[str]:
-    """The top entries in words: "what L0 H3 wrote at 'cat' meets what embed wrote at 'the': +2.41"."""
+def for_and_against(row_result: dict, count: int = 8) -> tuple[list, list]:
+    """The row split's largest terms, ``(for, against)``: those of the margin's sign (they make the top
+    key win) and those of the other sign (they work against it), each largest first."""
+    sign = 1.0 if row_result["margin"] >= 0 else -1.0
+    table = np.asarray(row_result["table"])
+    floor = 1e-9 * float(np.abs(table).max(initial=0.0))  # a term that cancels to rounding is neither
+    entries = top_entries(row_result, table.size)
+    pro = [e for e in entries if e[2] * sign > floor][:count]
+    con = [e for e in entries if e[2] * sign < -floor][:count]
+    return pro, con
+
+
+def words(result: dict, count: int = 5, entries=None) -> list[str]:
+    """The top entries in words: "what L0 H3 wrote at 'cat' meets what embed wrote at 'the': +2.41"
+    (``entries``: these ``(query source, key source, value)`` instead of the largest ``count``)."""
     qt, kt = result.get("query_token", ""), result.get("key_token", result.get("top_token", ""))
     return [f"the {qs} from {qt!r} to {kt!r}: {v:+.4g}" if qs == ks == "position bias" else
             f"what {qs} wrote at {qt!r} meets what {ks} wrote at {kt!r}: {v:+.4g}"
-            for qs, ks, v in top_entries(result, count)]  # fmt: skip
+            for qs, ks, v in (top_entries(result, count) if entries is None else entries)]  # fmt: skip
 
 
 def text(result: dict, row_result: dict | None = None, count: int = 8) -> str:
@@ -176,7 +189,10 @@ def text(result: dict, row_result: dict | None = None, count: int = 8) -> str:
     if row_result is not None:
         lines += ["", f"why key {row_result['top_key']} {row_result['top_token']!r} and not the others "
                       f"(its score minus the weighted mean: {row_result['margin']:+.6g}):"]  # fmt: skip
-        lines += [f"  {qs:>16} × {ks:<16} {v:+.6g}" for qs, ks, v in top_entries(row_result, count)]
+        pro, con = for_and_against(row_result, (count + 1) // 2)
+        for heading, entries in (("for it (the margin's sign):", pro), ("against it (the other sign):", con)):
+            lines += [f"  {heading}"] + [f"  {qs:>16} × {ks:<16} {v:+.6g}" for qs, ks, v in entries]
+            lines += [] if entries else ["    none"]
     return "\n".join(lines) + "\n"
 
 

@@ -73,3 +73,24 @@ def test_the_reported_cell_and_an_inexact_split_is_still_refused():
     table[worst] = 0.0
     with pytest.raises(InputError, match="refusing an inexact split"):
         check_sum(table, score, "x", sides.size(np.ones(1)))
+
+
+def test_the_row_split_lists_the_terms_for_and_against_the_top_key(capsys):
+    """Issue 44, item 11: the row split's terms under "for it" share the margin's sign, those under
+    "against it" the other; together they are every term that is not rounding."""
+    from models.cli.why import why_main
+    from models.reads.why import for_and_against
+
+    argv = ["--cell", "1,4,2", "--sentence", "The cat sat on the mat.", "--pe", "sinusoidal", "--bias", "--row"]
+    assert why_main([*argv, "--json"]) == 0
+    import json
+
+    split = json.loads(capsys.readouterr().out)["row_split"]
+    pro, con = for_and_against(split, 16)
+    assert pro and con and all(v > 0 for _, _, v in pro) and all(v < 0 for _, _, v in con) and split["margin"] > 0
+    assert why_main(argv) == 0
+    out = capsys.readouterr().out
+    tail = out[out.index("and not the others"):]
+    head, against = tail.split("against it")
+    assert "for it" in head and "-" not in "".join(line.split()[-1] for line in head.splitlines()[2:] if line.strip())
+    assert all(line.split()[-1].startswith("-") for line in against.splitlines()[1:] if line.strip())
