@@ -57,5 +57,5 @@ def test_overflowing_queries_and_keys_of_layer_one_are_refused(tmp_path, capsys,
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and ("overflows float32" in err or "overflow float32" in err), err
     if qk_norm:
-        assert "qk-norm" in err, err
+        assert "qk-norm" in err and "layer 1" in err, err
     assert not out.exists()
