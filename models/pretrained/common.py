@@ -186,8 +186,10 @@ FLOAT32_MAX = 3.4028234663852886e38
 def check_norm_input(x: Tensor, norm: HeadNorm | HeadLayerNorm, side: str) -> None:
     """Refuse q or k ``(heads, n, d_k)`` whose qk-norm's mean square leaves float32: the norm would
     divide by ∞ and make them 0 (a head's weights uniform, as transformers computes it), although the
-    norm of a large vector is well defined. One reduction when no square can overflow (the rule)."""
-    if x.numel() == 0:
+    norm of a large vector is well defined. One reduction when no square can overflow (the rule).
+    Under vmap (a batch of texts) nothing is read here: the batch's recorded q and k are checked after
+    it (:func:`check_recorded_norms`)."""
+    if x.numel() == 0 or in_batch():
         return
     lo, hi = (float(v) for v in torch.aminmax(x))
     big = max(abs(lo), abs(hi))
@@ -204,6 +206,15 @@ def check_norm_input(x: Tensor, norm: HeadNorm | HeadLayerNorm, side: str) -> No
     raise InputError(f"the {what} overflow float32 in their qk-norm (largest |{side}| {big:.3g}: the mean of their "
                      f"squares is beyond float32, which would make them 0 and every weight uniform); scale the "
                      f"inputs or weights down")  # fmt: skip
+
+
+def check_recorded_norms(record: dict[str, Tensor], p: AttentionParams) -> None:
+    """:func:`check_norm_input` for the q and k a layer recorded, ``(heads, n, d_k)`` or a batch of them."""
+    for side, norm in (("q", p.q_norm), ("k", p.k_norm)):
+        if norm is not None and side in record:
+            x = record[side]
+            for one in x if x.dim() == 4 else [x]:
+                check_norm_input(one, norm, side)
 
 
 @dataclass

@@ -17,14 +17,19 @@ from safetensors.torch import load_file, save_file
 from zoo import ZOO, build, first_case_of_each_family
 
 from main import main
+from models.config import InputError
 from models.pretrained import load_model
-from models.pretrained.loader import family_kind
+from models.pretrained.batch_weights import batch_layer_weights, runs_batched
+from models.pretrained.loader import ARCHITECTURES, family_kind
 
 transformers = pytest.importorskip("transformers")
 
 TURNED_ON = {name for name, (_, _, kwargs) in ZOO.items() if kwargs.get("qk_layernorm") or kwargs.get("use_qk_norm")}
 CASES = sorted(name for name, (model_type, _, _) in ZOO.items() if family_kind(model_type) != "encoder-decoder"
                and (name in first_case_of_each_family() or name in TURNED_ON))  # fmt: skip
+# Every case with a qk-norm: turned on by its config, or always (the family's class says so).
+QK_CASES = sorted(TURNED_ON | {n for n, (t, _, _) in ZOO.items() if getattr(ARCHITECTURES[t], "qk_norm", False)
+                               and n in first_case_of_each_family()})  # fmt: skip
 PROJECTIONS = ("q_proj", "k_proj", "query", "key", "q_lin", "k_lin", "c_attn", "qkv", "qkv_proj", "Wqkv",
                "query_key_value")  # fmt: skip
 SENTENCE = "the cat sat on the mat"
@@ -59,3 +64,24 @@ def test_overflowing_queries_and_keys_of_layer_one_are_refused(tmp_path, capsys,
     if qk_norm:
         assert "qk-norm" in err and "layer 1" in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("case", QK_CASES)
+def test_a_batch_of_texts_is_checked_too_and_still_runs_under_vmap(tmp_path, case):
+    """The atlas' batched pass (vmap) reads nothing inside the step; the recorded q and k of the batch
+    are checked after it. A model that does not overflow still runs under vmap (the check made vmap fall
+    back to one text at a time while it read a number inside the step)."""
+    folder = tmp_path / case
+    folder.mkdir()
+    build(folder, case)
+    model = load_model(folder, device="cpu")
+    encs = [model.encode(t) for t in ("the cat sat", "a dog sat", "the mat")]
+    assert batch_layer_weights(model, encs, lambda *_: None) >= 1
+    assert runs_batched(model.arch) or "moe" in ZOO[case][0]  # a mixture of experts never runs under vmap
+    tensors = load_file(str(folder / "model.safetensors"))
+    for n in [n for n in tensors if layer_one_projections(n)]:
+        tensors[n] = tensors[n] * 1e30
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    model = load_model(folder, device="cpu")
+    with pytest.raises(InputError, match="layer 1: the (queries|keys) overflow float32 in their qk-norm"):
+        batch_layer_weights(model, encs, lambda *_: None)
