@@ -88,7 +88,7 @@ class PairStore:
             check_pair_block(self.spec, name, head, r0, array)
             if name not in _SCORE_STAGES:  # a score overflowing to −∞ looks hidden from the mask on
                 pre = [n for n in self.names if n in _SCORE_STAGES][-1]
-                self.rows(pre, head, r0, r0 + array.shape[0], keep=False)  # checked by block()
+                self.rows(pre, head, r0, r0 + array.shape[0], keep=self.fits)  # checked by block()
         return array
 
     @property
