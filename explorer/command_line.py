@@ -18,7 +18,7 @@ from models.command_fields import NEW_TOKENS
 from models.config import InputError
 from models.engine.trace import STAGE_ORDER
 from models.fields import Field, OneLineParser, add_arguments, check_text
-from models.runspec import FIELDS, check_applicable, check_ranges, given_values
+from models.runspec import FIELDS, check_applicable, check_command, check_ranges, given_values
 
 PROMPT = Field("generate", "generate", "model", "with --model: open the Generate window on this prompt (with "
                "--screenshot: save it)", metavar="PROMPT", text=True)  # fmt: skip
@@ -32,7 +32,7 @@ def build_parser(commands: str = "") -> argparse.ArgumentParser:
                       "commands below.", epilog=commands or None,
                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     # Not given = None: the window then keeps what was saved last time (or the defaults).
-    add_arguments(p, FIELDS, unset=True)
+    add_arguments(p, FIELDS, unset=True, command="window")
     view = p.add_argument_group("window")
     view.add_argument("--stage", choices=STAGE_ORDER, help="the stage to show first (default: weights)")
     view.add_argument("--head", type=int, metavar="N",
@@ -149,9 +149,10 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
             changes[field] = str(Path(getattr(args, option)).expanduser().resolve())
     if args.cross_embeddings is not None:
         changes["cross_enabled"] = True
-    for option in ("device", "max_tokens", "all_layers"):
-        if getattr(args, option) not in (None, False, "auto"):
-            raise UsageError(f"--{option.replace('_', '-')} applies to 'main.py export' only")
+    try:  # --device, --max-tokens, --all-layers: the headless commands' only
+        check_command(args, "window")
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     if args.pad_positions is not None:
         changes["pad_positions"] = args.pad_positions
     for name in ("d_k", "d_v"):  # 0 would mean "auto" in the window; on the command line it is an error

@@ -66,6 +66,10 @@ class Field:
     shown: tuple[float, float] | None = None  # the window's boxes offer only this (None: low to high)
     aliases: tuple[str, ...] = ()  # older option names still accepted ("--new-tokens")
     const: Any = None  # not None: the value may be left out (``--ray`` alone is ``--ray local``)
+    # The commands that take it ("export", "explain", "why", "window"); None: every one reading this table.
+    # Elsewhere it is not in --help, and given, refused by name (check_command).
+    commands: tuple[str, ...] | None = None
+    toy_choices: tuple[str, ...] = ()  # choices the toy alone takes (said in --help; a model refuses them)
 
     @property
     def option(self) -> str:
@@ -143,6 +147,8 @@ def _number(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)[:60]
 
 
+HEADLESS = ("export", "explain", "why")  # the commands reading FIELDS beside the window
+
 FIELDS: tuple[Field, ...] = (
     Field("sentence", "input", "both", "the sentence whose tokens are the keys and values", text=True),
     Field("text_file", "input", "both", "a long text read as the sentence", metavar="FILE", stored=False),
@@ -164,7 +170,7 @@ FIELDS: tuple[Field, ...] = (
     Field("block", "input", "model", "with an encoder-decoder --model: which attention (default: cross)",
           choices=("encoder", "decoder", "cross")),
     Field("all_layers", "input", "model", "with --model: every layer and head, rollout and head metrics",
-          type=None, flag=True, default=False, stored=False),
+          type=None, flag=True, default=False, stored=False, commands=("export",)),
     Field("heads", "attention", "toy", "number of attention heads h", type=int, default=2, low=1,
           shown=(1, MAX_HEADS)),
     Field("d_model", "attention", "toy", "width of each token's vector (embeddings and output)", type=int,
@@ -175,7 +181,7 @@ FIELDS: tuple[Field, ...] = (
           shown=(1, MAX_HEAD_DIM)),
     Field("d_out", "attention", "toy", "width of the output projection (default d_model)", type=int, low=1),
     Field("mask", "attention", "both", "which keys each query may see (default: none; a model's own with --model)",
-          choices=MASKS),
+          choices=MASKS, toy_choices=("custom",)),
     Field("pad_positions", "attention", "both", "key positions the padding mask hides, from 0", type=positions,
           default=(), metavar="3,4"),
     Field("mask_file", "attention", "toy", "boolean n_q × n_k matrix for --mask custom (True = hidden)",
@@ -193,9 +199,9 @@ FIELDS: tuple[Field, ...] = (
     Field("weights", "attention", "toy", "projection weights (.npz, see docs/formats.md)", metavar="W.npz",
           array="weights"),
     Field("device", "attention", "both", "where torch computes (auto: CUDA when present)", choices=DEVICES,
-          default="auto"),
+          default="auto", commands=HEADLESS),
     Field("max_tokens", "attention", "both", "refuse inputs longer than this", type=int,
-          default=DEFAULT_MAX_TOKENS, low=1),
+          default=DEFAULT_MAX_TOKENS, low=1, commands=HEADLESS),
 )  # fmt: skip
 
 
@@ -232,19 +238,24 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def add_arguments(p: argparse.ArgumentParser, fields: Iterable[Field], unset: bool = False,
-                  required: Iterable[str] = ()) -> argparse.ArgumentParser:  # fmt: skip
+                  required: Iterable[str] = (), command: str | None = None) -> argparse.ArgumentParser:  # fmt: skip
     """Every row of ``fields`` as an option of ``p``, in a --help section per row group: its names
     (aliases too), type or choices, its default said in its help. ``unset``: every default None
-    ("not given": the window keeps what it has); ``required``: dests that must be given."""
+    ("not given": the window keeps what it has); ``required``: dests that must be given; ``command``:
+    the rows of other commands are parsed but not listed (:func:`check_command` refuses them by name)."""
     sections: dict[str, Any] = {}
     required = set(required)
     for f in fields:
         section = sections.get(f.group) or sections.setdefault(f.group, p.add_argument_group(f.group))
         said = not (f.default is None or f.default is False or f.default == ()) and "default" not in f.help
-        kwargs: dict[str, Any] = {"dest": f.dest, "default": None if unset else f.default,
-                                  "help": f"{f.help} (default: {_number(f.default)})" if said else f.help}
+        text = f"{f.help} (default: {_number(f.default)})" if said else f.help
+        if f.toy_choices:
+            text += f"; {', '.join(f.toy_choices)}: the toy only, not with --model"
+        kwargs: dict[str, Any] = {"dest": f.dest, "default": None if unset else f.default, "help": text}
         if f.dest in required:
             kwargs |= {"required": True, "help": f"{f.help} (required)"}
+        if command is not None and f.commands is not None and command not in f.commands:
+            kwargs["help"] = argparse.SUPPRESS  # given, it is refused by name, not "unrecognized"
         if f.flag:
             section.add_argument(f.option, action="store_true", **kwargs)
             continue
@@ -262,10 +273,23 @@ def add_arguments(p: argparse.ArgumentParser, fields: Iterable[Field], unset: bo
     return p
 
 
-def add_input_arguments(p: argparse.ArgumentParser, skip: Iterable[str] = ()) -> argparse.ArgumentParser:
-    """Every option saying what to compute, from :data:`FIELDS` (``skip``: dests left out)."""
+def add_input_arguments(p: argparse.ArgumentParser, skip: Iterable[str] = (),
+                        command: str | None = None) -> argparse.ArgumentParser:  # fmt: skip
+    """Every option saying what to compute, from :data:`FIELDS` (``skip``: dests left out; ``command``:
+    listed in --help only where that command takes them, :func:`add_arguments`)."""
     skip = set(skip)
-    return add_arguments(p, [f for f in FIELDS if f.dest not in skip])
+    return add_arguments(p, [f for f in FIELDS if f.dest not in skip], command=command)
+
+
+def check_command(args: Any, command: str, fields: Iterable[Field] | None = None) -> None:
+    """Refuse a row ``args`` gives (not its default) that ``command`` does not take (:attr:`Field.commands`)."""
+    for f in FIELDS if fields is None else fields:
+        value = getattr(args, f.dest, None)
+        if f.commands is None or command in f.commands or value is None or value is False or value == f.default:
+            continue
+        names = [f"'main.py {c}'" for c in f.commands]
+        said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        raise InputError(f"{f.option} applies to {said} only")
 
 
 def given_values(args: Any, fields: Iterable[Field]) -> dict[str, Any]:

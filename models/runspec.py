@@ -38,6 +38,7 @@ from models.fields import (  # noqa: F401 - the option table's names, re-exporte
     Field,
     add_input_arguments,
     check_applicable,
+    check_command,
     check_ranges,
     check_text,
     given_options,

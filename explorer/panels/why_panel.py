@@ -23,7 +23,7 @@ from explorer.heads import array_head
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.labels import display_label
 from models.config import InputError
-from models.reads.why import why, words
+from models.reads.why import for_and_against, why, words
 
 WHY_STAGES = ("scores", "scaled", "biased", "softcapped", "masked", "weights", "weighted_norms")
 MOST = 24  # query sources shown; the rest are summed into one "others" row (the table still adds up)
@@ -182,9 +182,13 @@ class WhyPanel(QWidget):
         if result.get("row_note"):
             lines.append(f"The row is not split: {result['row_note']}")
         if split is not None:
+            pro, con = for_and_against(split, 2)
             lines.append(f"Why key {split['top_key']} {split['top_token']!r} and not the others: its score is "
-                         f"{split['margin']:+.4g} above the weighted mean, carried most by:")  # fmt: skip
-            lines += [f"• {w}" for w in words(split, 2)]
+                         f"{split['margin']:+.4g} above the weighted mean.")  # fmt: skip
+            for heading, entries in (("For it", pro), ("Against it", con)):
+                if entries:
+                    lines.append(f"{heading}:")
+                    lines += [f"• {w}" for w in words(split, entries=entries)]
         if any(HEAD.match(n) for n in self.rows + self.cols):
             lines.append("Click a cell whose source is a head (L0 H2) to open that head's attention row.")
         self.words.setText("\n".join(lines))

@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from models.cli.export import USER_ERRORS, check_arguments, print_notes, refused
-from models.config import InputError
-from models.runspec import RunSpec, add_input_arguments, given_options
+from models.runspec import RunSpec, add_input_arguments, check_command, given_options
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -41,7 +40,7 @@ def build_explain_parser() -> argparse.ArgumentParser:
     what.add_argument("--cell", required=True, type=_cell, metavar="H,I,J",
                       help="0-based index into <stage>.npy: head,row,col per head, else row,col")  # fmt: skip
     what.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    add_input_arguments(p)
+    add_input_arguments(p, command="explain")
     return p
 
 
@@ -58,8 +57,7 @@ def explain_main(argv: Sequence[str]) -> int:
     args = build_explain_parser().parse_args(argv)
     try:
         given = given_options(build_explain_parser(), argv)
-        if args.all_layers:
-            raise InputError("--all-layers applies to 'main.py export' only; explain one cell of one layer")
+        check_command(args, "explain")  # --all-layers: export's only
         check_arguments(args, given)  # the very checks export makes
         spec = RunSpec.from_args(args).validate()
         notes = spec.notes()

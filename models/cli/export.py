@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="main.py export",
         description="Compute every stage of attention and write <stage>.npy files + manifest.json.",
     )
-    add_input_arguments(p)
+    add_input_arguments(p, command="export")
     p.add_argument("--session", metavar="FILE", help="compute what a saved session shows (not with input options)")
     out = p.add_argument_group("output")
     out.add_argument("--out", required=True, metavar="DIR", help="folder to create")

@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from models.cli.export import USER_ERRORS, check_arguments, print_notes, refused
 from models.config import InputError
-from models.runspec import RunSpec, add_input_arguments, given_options
+from models.runspec import RunSpec, add_input_arguments, check_command, given_options
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -47,7 +47,7 @@ def build_why_parser() -> _OneLineParser:
     what.add_argument("--steps", metavar="STEPS",
                       help="with --model: the split at every training checkpoint ('all') or at some "
                            "('first,583,last'), as a series (docs/time-machine.md)")  # fmt: skip
-    add_input_arguments(p)
+    add_input_arguments(p, command="why")
     return p
 
 
@@ -57,8 +57,7 @@ def why_main(argv: Sequence[str]) -> int:
     args = build_why_parser().parse_args(argv)
     try:
         given = given_options(build_why_parser(), argv)
-        if args.all_layers:
-            raise InputError("--all-layers applies to 'main.py export' only; split one score of one layer")
+        check_command(args, "why")  # --all-layers: export's only
         if len(args.cell) != 3:
             raise InputError(f"--cell takes head,row,col (3 numbers), got {len(args.cell)}")
         check_arguments(args, given)  # the very checks export and explain make

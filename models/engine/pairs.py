@@ -37,6 +37,10 @@ LONG_CELLS = 1 << 27
 StopCheck = Callable[[], bool] | None
 
 
+# The stages before the mask: there −∞ is an overflow, never a hidden key.
+_SCORE_STAGES = ("scores", "scaled", "biased", "softcapped")
+
+
 class PairStore:
     """Answers "stage ``name``, head ``h``, rows ``r0:r1``" for one :class:`PairSpec`.
 
@@ -82,6 +86,9 @@ class PairStore:
                 self.ready()  # the message names the largest |q| and |k| of every head
         if may:
             check_pair_block(self.spec, name, head, r0, array)
+            if name not in _SCORE_STAGES:  # a score overflowing to −∞ looks hidden from the mask on
+                pre = [n for n in self.names if n in _SCORE_STAGES][-1]
+                self.rows(pre, head, r0, r0 + array.shape[0], keep=self.fits)  # checked by block()
         return array
 
     @property
@@ -103,7 +110,7 @@ class PairStore:
         """Rows ``r0:r1`` of a block and the keys ``c0:c1`` computed for them: every key before
         the mask, from the mask on only those some query of the block may see."""
         r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
-        if name in ("scores", "scaled", "biased", "softcapped"):
+        if name in _SCORE_STAGES:
             return r0, r1, 0, self.n_keys
         c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_keys)  # the keys (a sink is always seen)
         return r0, r1, c0, c1

@@ -27,7 +27,7 @@ from models.config import Cancelled, InputError
 from models.engine.finite import check_recorded
 from models.memory import F32, MARGIN, check_memory, is_out_of_memory
 from models.pretrained.batching import batched
-from models.pretrained.common import attention, hidden_mask
+from models.pretrained.common import attention, check_recorded_norms, hidden_mask
 from models.pretrained.tokenizer import Encoded
 
 BATCH_BYTES = 128 << 20  # one batch's temporaries (its n×n stages and the block's vectors)
@@ -82,6 +82,7 @@ def _layer_step(arch, layer: int, hidden: Tensor, last: bool) -> Callable[[Tenso
         attention(x, params, hidden, record=record)
         return x, record, h if last else arch.block(layer, h, hidden)
 
+    step.params = params  # type: ignore[attr-defined]  # the recorded q and k are checked against its norms
     return step
 
 
@@ -144,7 +145,12 @@ def batch_layer_weights(model, encs: Sequence[Encoded], on_weights: OnWeights,
             for b, g in enumerate(groups):
                 if should_stop is not None and should_stop():
                     raise Cancelled(f"stopped at layer {layer}")
-                x, record, states[b] = _run_batch(arch, _layer_step(arch, layer, masks[b], last), states[b])
+                step = _layer_step(arch, layer, masks[b], last)
+                try:  # a qk-norm's mean square beyond float32: inside a step, or after a vmapped one
+                    x, record, states[b] = _run_batch(arch, step, states[b])
+                    check_recorded_norms(record, step.params)
+                except InputError as exc:
+                    raise InputError(f"layer {layer}: {exc}") from None
                 if not bool(torch.isfinite(x).all()):
                     source = f"the output of layer {layer - 1}" if layer else "the embeddings"
                     raise InputError(f"the input of layer {layer} ({source}) overflows float32: the model's "

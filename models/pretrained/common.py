@@ -180,6 +180,43 @@ class HeadLayerNorm:
         return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def check_norm_input(x: Tensor, norm: HeadNorm | HeadLayerNorm, side: str) -> None:
+    """Refuse q or k ``(heads, n, d_k)`` whose qk-norm's mean square leaves float32: the norm would
+    divide by ∞ and make them 0 (a head's weights uniform, as transformers computes it), although the
+    norm of a large vector is well defined. One reduction when no square can overflow (the rule).
+    Under vmap (a batch of texts) nothing is read here: the batch's recorded q and k are checked after
+    it (:func:`check_recorded_norms`)."""
+    if x.numel() == 0 or in_batch():
+        return
+    lo, hi = (float(v) for v in torch.aminmax(x))
+    big = max(abs(lo), abs(hi))
+    whole = getattr(norm, "whole", False)
+    width = x.shape[-1] * (x.shape[0] if whole else 1)
+    if math.isfinite(big) and big * big * width < FLOAT32_MAX / 2:
+        return
+    flat = x.transpose(0, 1).reshape(x.shape[1], -1) if whole else x  # the features the norm averages over
+    if isinstance(norm, HeadLayerNorm) or getattr(norm, "centred", False):
+        flat = flat - flat.mean(-1, keepdim=True)
+    if bool(torch.isfinite(flat.pow(2).mean(-1)).all()):
+        return
+    what = "queries" if side == "q" else "keys"
+    raise InputError(f"the {what} overflow float32 in their qk-norm (largest |{side}| {big:.3g}: the mean of their "
+                     f"squares is beyond float32, which would make them 0 and every weight uniform); scale the "
+                     f"inputs or weights down")  # fmt: skip
+
+
+def check_recorded_norms(record: dict[str, Tensor], p: AttentionParams) -> None:
+    """:func:`check_norm_input` for the q and k a layer recorded, ``(heads, n, d_k)`` or a batch of them."""
+    for side, norm in (("q", p.q_norm), ("k", p.k_norm)):
+        if norm is not None and side in record:
+            x = record[side]
+            for one in x if x.dim() == 4 else [x]:
+                check_norm_input(one, norm, side)
+
+
 @dataclass
 class AttentionParams:
     """One layer's attention, in right-multiplication form.
@@ -270,8 +307,10 @@ def project_qkv(
     if record is not None:
         record.update(q=q, k=k, v=v)
     if p.q_norm is not None:
+        check_norm_input(q, p.q_norm, "q")
         q = p.q_norm(q)
     if p.k_norm is not None:
+        check_norm_input(k, p.k_norm, "k")
         k = p.k_norm(k)
     if p.q_norm is not None or p.k_norm is not None:
         q, k = ed("q_normed", q), ed("k_normed", k)

@@ -68,9 +68,15 @@ def build_block_trace(model: LoadedModel, block: str, layer: int, q_enc: Encoded
         built.append(eager("query_input", x_q, q_tokens))
     built += [eager("q", q, q_tokens), eager("k", k, k_tokens), eager("v", v, k_tokens)]
     spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), mask=pairs.MaskSpec(causal=causal),
-                          scale=("mul", float(p.scale)) if scaled else None, bias=p.bias)  # fmt: skip
+                          scale=("mul", float(p.scale)) if scaled else None, bias=p.bias, w_o=p.w_o)  # fmt: skip
     store = pairs.PairStore(spec)
     built += [Stage(name, row_labels=q_tokens, col_labels=k_tokens, store=store, **text(name)) for name in spec.names]
+
+    def value_norms() -> np.ndarray:
+        return to_numpy(store.value_norms())  # (h, n_k): ‖f_h(x_j)‖, as every other family's
+
+    built.append(Stage("value_norms", row_labels=stages.head_labels(h), col_labels=k_tokens, compute=value_norms,
+                       shape=(h, n_k), **text("value_norms")))  # fmt: skip
 
     def head_output() -> np.ndarray:
         return to_numpy(store.head_output())  # (h, n_q, d_k)

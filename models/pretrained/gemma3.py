@@ -19,7 +19,7 @@ from models.checks import config_bool, config_mapping
 from models.config import InputError
 from models.pretrained.common import AttentionParams, Weights
 from models.pretrained.gemma import Gemma2
-from models.pretrained.rope import Rotary, rope_inv_freq, rotary_dim
+from models.pretrained.rope import Rotary, rope_base, rope_inv_freq, rotary_dim
 
 # config.json (transformers 4) keys of each layer kind's base, and transformers' defaults
 BASES = {"full_attention": ("rope_theta", 1_000_000.0), "sliding_attention": ("rope_local_base_freq", 10_000.0)}
@@ -38,8 +38,7 @@ def layer_type_rope(cfg: dict, layer_type: str) -> dict:
                 scaling.setdefault("rope_type", scaling.pop("type"))
             found.update(scaling)
     key, default = BASES[layer_type]
-    if found.get("rope_theta") is None:
-        found["rope_theta"] = cfg[key] if cfg.get(key) is not None else default
+    found["rope_theta"] = rope_base(default, (found, "rope_theta"), (cfg, key))  # null refused, as transformers
     return found
 
 

@@ -221,7 +221,10 @@ class PretrainedModel:
                 x = edited.override("input", x)
             record: dict[str, Tensor] = {}
             # the n×n stages are computed when looked at (models.engine.pairs)
-            project_qkv(x, params, record, edited.override if edited is not None else None)
+            try:
+                project_qkv(x, params, record, edited.override if edited is not None else None)
+            except InputError as exc:  # a qk-norm's refusal (check_norm_input): name the layer
+                raise InputError(f"layer {layer}: {exc}") from None
         return build_trace(
             self,
             enc,

@@ -27,7 +27,7 @@ from models.pretrained.common import (
     linear,
 )
 from models.pretrained.llama import lin
-from models.pretrained.rope import Rotary, rope_inv_freq
+from models.pretrained.rope import Rotary, rope_base, rope_inv_freq
 
 KINDS = ("full_attention", "sliding_attention")
 BASES = {"full_attention": ("global_rope_theta", 160_000.0), "sliding_attention": ("local_rope_theta", 10_000.0)}
@@ -43,8 +43,7 @@ def kind_rope(cfg: dict, kind: str) -> dict:
             scaling.setdefault("rope_type", scaling.pop("type"))
         found.update(scaling)
     key, default = BASES[kind]
-    if found.get("rope_theta") is None:
-        found["rope_theta"] = cfg[key] if cfg.get(key) is not None else default
+    found["rope_theta"] = rope_base(default, (found, "rope_theta"), (cfg, key))  # null refused, as transformers
     return found
 
 

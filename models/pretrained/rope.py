@@ -42,6 +42,19 @@ def _first_float(default: float | None, *places: tuple[dict, str]) -> float:
     return default
 
 
+def rope_base(default: float, *places: tuple[dict, str]) -> float:
+    """The rope base: the first ``(mapping, name)`` not null, else ``default`` when config.json names
+    none. A base given only as null is refused, as transformers refuses it (its frequencies
+    ``1 / base ** ...`` fail on None), never taken for the default."""
+    if any(where.get(name) is not None for where, name in places):
+        return _first_float(None, *places)
+    for where, name in places:
+        if name in where:
+            raise InputError(f"config.json: {name} is null; the rope base must be a positive number "
+                             "(normally 10,000 or more)")  # fmt: skip
+    return default
+
+
 def rotary_dim(cfg: dict, head_dim: int, default_fraction: float = 1.0) -> int:
     """How many features of each head rotate: ``int(d_k · partial_rotary_factor)``."""
     params = rope_params(cfg)
@@ -71,9 +84,7 @@ def rope_inv_freq(cfg: dict, dim: int, model_type: str, params: dict | None = No
             f"{model_type} model: unsupported rope type {short(kind)} (it cannot be reproduced "
             f"exactly); supported: {', '.join(ROPE_TYPES + also)}"
         )
-    base = _first_float(
-        10000.0, (params, "rope_theta"), (cfg, "rope_theta"), (cfg, "rotary_emb_base")
-    )
+    base = rope_base(10000.0, (params, "rope_theta"), (cfg, "rope_theta"), (cfg, "rotary_emb_base"))
 
     def number(name: str) -> float:  # a required positive number of the rope parameters
         if params.get(name) is None:
@@ -114,7 +125,7 @@ def yarn(cfg: dict, dim: int, params: dict) -> tuple[Tensor, float]:
     ramp between the ``beta_fast`` and ``beta_slow`` rotations, and the factor cos and sin are
     multiplied by (``attention_factor``, else ``0.1 · mscale · ln(factor) + 1``), as transformers'
     ``_compute_yarn_parameters``."""
-    base = _first_float(10000.0, (params, "rope_theta"), (cfg, "rope_theta"))
+    base = rope_base(10000.0, (params, "rope_theta"), (cfg, "rope_theta"))
     if params.get("original_max_position_embeddings") is None:
         raise InputError("config.json: rope type 'yarn' needs 'original_max_position_embeddings' in its "
                          "rope parameters")

@@ -29,13 +29,17 @@ import numpy as np
 from models.config import InputError
 from models.reads.why_sides import Sides, TooManySources
 
-TOLERANCE = 1e-5  # |Σ T − s| ≤ TOLERANCE · max(|s|, Σ |T|): the split must add up to the score
+TOLERANCE = 1e-5  # |Σ T − s| ≤ TOLERANCE · size: the split must add up to the score (check_sum)
 
 
-def check_sum(table: np.ndarray, score: float, what: str) -> float:
-    """The relative error of the split; InputError (one line) when beyond :data:`TOLERANCE`."""
+def check_sum(table: np.ndarray, score: float, what: str, size: float = 0.0) -> float:
+    """The relative error of the split, ``|Σ T − s| / max(|s|, Σ |T|, size)``; InputError (one line)
+    when beyond :data:`TOLERANCE`. ``size``: :meth:`Sides.size`, the magnitude of the products float32
+    added to make the score: its rounding error is a multiple of float32's ε (6e-8) of that, so a
+    small score made of large cancelling products (0.0017 from terms of ~1) is exact to ~1e-5 of
+    the score's own size, not of the score (which the sum of |T|, already cancelled, can be near)."""
     total = float(table.sum())
-    scale = max(abs(score), float(np.abs(table).sum()), 1e-30)
+    scale = max(abs(score), float(np.abs(table).sum()), size, 1e-30)
     error = abs(total - score) / scale
     if not error <= TOLERANCE:
         raise InputError(f"why: {what}: the source terms sum to {total:.7g}, the score is {score:.7g} "
@@ -70,16 +74,21 @@ def toy_sides(trace, params, head: int, row: int, cols) -> Sides:
     wq, wk = params.W_q[head].astype(np.float64), params.W_k[g].astype(np.float64)
     query = [v @ wq for v in parts_q.values()]
     keys = [v @ wk for v in parts_k.values()]  # each (n_keys, d_k)
+    q_size = sum(np.abs(v) for v in parts_q.values()) @ np.abs(wq)  # (d_k,): what float32 rounds q relative to
+    k_size = sum(np.abs(v) for v in parts_k.values()) @ np.abs(wk)  # (n_keys, d_k)
     qn, kn = list(parts_q), list(parts_k)
     if params.b_q is not None:
         query.append(params.b_q[head].astype(np.float64))
         qn.append("bias")
+        q_size = q_size + np.abs(query[-1])
     if params.b_k is not None:
         keys.append(np.broadcast_to(params.b_k[g].astype(np.float64), keys[0].shape))
         kn.append("bias")
+        k_size = k_size + np.abs(keys[-1])
     bilinear = params.extra["W_g"][head].astype(np.float64) if params.score == "general" else None
     scale = params.scale if params.score == "scaled" and params.scale is not None else 1.0
-    return Sides(tuple(qn), tuple(kn), np.stack(query), np.stack(keys, axis=1), tuple(cols), float(scale), bilinear)
+    return Sides(tuple(qn), tuple(kn), np.stack(query), np.stack(keys, axis=1), tuple(cols), float(scale), bilinear,
+                 query_size=q_size, key_size=k_size)  # fmt: skip
 
 
 # --- the answer ------------------------------------------------------------------------------------
@@ -100,10 +109,11 @@ def check_cell(trace, head: int, row: int, col: int) -> None:
 
 def answer(trace, sides: Sides, head: int, row: int, col: int) -> dict:
     """The dict ``--json`` prints: the score, the sources on each side, the table and its totals."""
-    table = sides.table(np.eye(len(sides.cols))[sides.cols.index(col)])
+    one = np.eye(len(sides.cols))[sides.cols.index(col)]
+    table = sides.table(one)
     stage = score_stage(trace)
     score = float(trace[stage].cell(head, row, col))
-    error = check_sum(table, score, f"head {head}, row {row}, column {col}")
+    error = check_sum(table, score, f"head {head}, row {row}, column {col}", sides.size(one))
     return {
         "stage": stage, "head": head, "row": row, "col": col, "layer": trace.config.get("layer"),
         "query_token": trace.query_tokens[row], "key_token": trace.key_tokens[col],
@@ -126,7 +136,7 @@ def row_answer(trace, sides: Sides, head: int, row: int) -> dict:
     table = sides.table(coeffs)
     scores = np.array([float(trace[score_stage(trace)].cell(head, row, j)) for j in sides.cols])
     margin = float(scores[sides.cols.index(top)] - w @ scores)
-    check_sum(table, margin, f"head {head}, row {row}: top key {top} against the mean")
+    check_sum(table, margin, f"head {head}, row {row}: top key {top} against the mean", sides.size(coeffs))
     return {
         "head": head, "row": row, "query_token": trace.query_tokens[row], "top_key": top,
         "top_token": trace.key_tokens[top],
@@ -142,12 +152,25 @@ def top_entries(result: dict, count: int = 8) -> list[tuple[str, str, float]]:
     return [(result["query_sources"][i], result["key_sources"][j], float(table[i, j])) for i, j in zip(a, b)]
 
 
-def words(result: dict, count: int = 5) -> list[str]:
-    """The top entries in words: "what L0 H3 wrote at 'cat' meets what embed wrote at 'the': +2.41"."""
+def for_and_against(row_result: dict, count: int = 8) -> tuple[list, list]:
+    """The row split's largest terms, ``(for, against)``: those of the margin's sign (they make the top
+    key win) and those of the other sign (they work against it), each largest first."""
+    sign = 1.0 if row_result["margin"] >= 0 else -1.0
+    table = np.asarray(row_result["table"])
+    floor = 1e-9 * float(np.abs(table).max(initial=0.0))  # a term that cancels to rounding is neither
+    entries = top_entries(row_result, table.size)
+    pro = [e for e in entries if e[2] * sign > floor][:count]
+    con = [e for e in entries if e[2] * sign < -floor][:count]
+    return pro, con
+
+
+def words(result: dict, count: int = 5, entries=None) -> list[str]:
+    """The top entries in words: "what L0 H3 wrote at 'cat' meets what embed wrote at 'the': +2.41"
+    (``entries``: these ``(query source, key source, value)`` instead of the largest ``count``)."""
     qt, kt = result.get("query_token", ""), result.get("key_token", result.get("top_token", ""))
     return [f"the {qs} from {qt!r} to {kt!r}: {v:+.4g}" if qs == ks == "position bias" else
             f"what {qs} wrote at {qt!r} meets what {ks} wrote at {kt!r}: {v:+.4g}"
-            for qs, ks, v in top_entries(result, count)]  # fmt: skip
+            for qs, ks, v in (top_entries(result, count) if entries is None else entries)]  # fmt: skip
 
 
 def text(result: dict, row_result: dict | None = None, count: int = 8) -> str:
@@ -166,7 +189,10 @@ def text(result: dict, row_result: dict | None = None, count: int = 8) -> str:
     if row_result is not None:
         lines += ["", f"why key {row_result['top_key']} {row_result['top_token']!r} and not the others "
                       f"(its score minus the weighted mean: {row_result['margin']:+.6g}):"]  # fmt: skip
-        lines += [f"  {qs:>16} × {ks:<16} {v:+.6g}" for qs, ks, v in top_entries(row_result, count)]
+        pro, con = for_and_against(row_result, (count + 1) // 2)
+        for heading, entries in (("for it (the margin's sign):", pro), ("against it (the other sign):", con)):
+            lines += [f"  {heading}"] + [f"  {qs:>16} × {ks:<16} {v:+.6g}" for qs, ks, v in entries]
+            lines += [] if entries else ["    none"]
     return "\n".join(lines) + "\n"
 
 
@@ -272,5 +298,6 @@ def _visible(trace, head: int, row: int) -> tuple[int, ...]:
 def _only(sides: Sides, cols) -> Sides:
     index = [sides.cols.index(j) for j in cols]
     additive = None if sides.additive is None else sides.additive[index]
+    key_size = None if sides.key_size is None else sides.key_size[index]
     return Sides(sides.query_names, sides.key_names, sides.query, sides.keys[index], tuple(cols), sides.scale,
-                 sides.bilinear, additive, sides.additive_name)  # fmt: skip
+                 sides.bilinear, additive, sides.additive_name, sides.query_size, key_size)  # fmt: skip

@@ -41,6 +41,11 @@ class Sides:
     bilinear: np.ndarray | None = None
     additive: np.ndarray | None = None  # (n_keys,): a term added to the score (T5's position bias)
     additive_name: str = ""
+    # (d_k,) and (n_keys, d_k) or None: the magnitudes of the float32 products that made each q_i[d] and
+    # k_j[d] (the toy's Σ_a |x^a| @ |W| + |b|), when the sources are known before the projection;
+    # else the head-space sources' own (Σ_a |q_i^a[d]|): what :meth:`size` multiplies.
+    query_size: np.ndarray | None = None
+    key_size: np.ndarray | None = None
 
     @property
     def query_labels(self) -> list[str]:
@@ -49,6 +54,22 @@ class Sides:
     @property
     def key_labels(self) -> list[str]:
         return list(self.key_names) + ([self.additive_name] if self.additive is not None else [])
+
+    def size(self, key_weights: np.ndarray) -> float:
+        """``Σ_j |c_j| · |scale| · Σ_d (Σ_a |q_i^a[d]|) (Σ_b |k_j^b[d]|)`` (through ``|W_g|`` for the general
+        score), plus ``Σ_j |c_j| |additive_j|``: the size of every product float32 adds to make the
+        scores, before any cancellation between sources or dimensions. Float32's rounding of a score
+        is bounded relative to this, not to the score, nor to the sum of the table's |terms|
+        (:func:`models.reads.why.check_sum`)."""
+        c = np.abs(np.asarray(key_weights, dtype=np.float64))  # (n_keys,)
+        q = np.maximum(np.abs(self.query).sum(0), 0 if self.query_size is None else self.query_size)  # (d_k,)
+        if self.bilinear is not None:
+            q = q @ np.abs(self.bilinear)
+        k = np.abs(self.keys).sum(1)  # (n_keys, d_k)
+        if self.key_size is not None:
+            k = np.maximum(k, self.key_size)
+        size = abs(self.scale) * float(c @ (k @ q))
+        return size + (float(c @ np.abs(self.additive)) if self.additive is not None else 0.0)
 
     def table(self, key_weights: np.ndarray) -> np.ndarray:
         """``Σ_j c_j T_j`` for coefficients ``c (n_keys,)`` over the key rows: ``(A, B)`` float64, with

@@ -84,3 +84,22 @@ def test_the_dock_opens_wide_enough_to_read_its_table(qtbot, make_window, settle
     dock = window.why.open()
     qtbot.waitUntil(lambda: dock.width() >= 400, timeout=3000)
     assert dock.width() <= window.width() // 2 + 20
+
+
+def test_the_row_split_says_which_terms_work_for_the_top_key_and_which_against(qtbot):
+    """Issue 44, item 11: "carried most by:" listed the largest terms whatever their sign, so terms
+    working against the margin read as its carriers."""
+    panel = WhyPanel()
+    qtbot.addWidget(panel)
+    split = {"top_key": 1, "top_token": "b", "query_token": "a", "margin": 0.3, "query_sources": ["embed", "pos"],
+             "key_sources": ["embed", "pos"], "table": [[0.5, -0.9], [0.6, 0.1]]}  # fmt: skip
+    panel.show_result({"table": [[1.0, 0.0], [0.0, 0.0]], "query_sources": ["embed", "pos"],
+                       "key_sources": ["embed", "pos"], "stage": "scaled", "head": 0, "row": 2, "col": 1,
+                       "layer": None, "query_token": "a", "key_token": "b", "score": 1.0, "relative_error": 0.0,
+                       "row_split": split})  # fmt: skip
+    text = panel.words.text()
+    assert "carried most by" not in text
+    text = text[text.index("Why key 1 'b' and not the others"):]
+    pro, con = text.index("For it:"), text.index("Against it:")
+    assert pro < text.index("pos wrote at 'a' meets what embed") < con  # +0.6
+    assert con < text.index("embed wrote at 'a' meets what pos") and "-0.9" in text[con:]

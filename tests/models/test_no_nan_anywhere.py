@@ -118,3 +118,45 @@ def test_the_quick_finite_check_agrees_with_its_definition(masked):
                 bad &= t != -float("inf")
             assert all_finite(t, masked=masked) == (not bool(bad.any())), (dtype, trial, t)
     assert all_finite(torch.empty(0, 4)) and all_finite(torch.full((2, 2), -float("inf")), masked=True)
+
+
+@pytest.fixture(scope="module")
+def minus_inf_head(tmp_path_factory) -> Path:
+    """A random BERT (the zoo's) whose layer 1 head 0 has q = 1e30·u and k = −1e30·u for every token
+    (weights 0, biases ±1e30): every score of that head overflows to −∞, none to NaN, so its masked
+    scores look like a row whose every key is hidden (issue 50, item 4)."""
+    import sys
+
+    from safetensors.torch import load_file
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import zoo
+
+    folder = tmp_path_factory.mktemp("bert-inf") / "bert"
+    folder.mkdir()
+    zoo.build(folder, "bert")
+    tensors = load_file(str(folder / "model.safetensors"))
+    d_head = 32 // 4  # the zoo's BERT: hidden 32, 4 heads
+    for name, sign in (("query", 1.0), ("key", -1.0)):
+        tensors[f"encoder.layer.1.attention.self.{name}.weight"][:d_head] = 0.0
+        tensors[f"encoder.layer.1.attention.self.{name}.bias"][:d_head] = sign * 1e30
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return folder
+
+
+def test_scores_overflowing_to_minus_infinity_are_refused_not_read_as_hidden_keys(capsys, minus_inf_head):
+    """Before: ``explain --stage weights`` of such a head exited 0 with "every key of row 2 is hidden
+    … = 0" (and the API's explain the same), and ``why --row`` named a false cause ("sees no key"),
+    while export refused; every read of the head now goes through the one gate."""
+    from models import api
+    from models.cli.why import why_main
+
+    common = ["--model", str(minus_inf_head), "--layer", "1", "--sentence", SENTENCE]
+    for stage in ("weights", "masked", "scaled"):
+        line = _line(capsys, explain_main, [*common, "--stage", stage, "--cell", "0,2,1"])
+        assert "of layer 1 overflows float32" in line and "-inf" in line and "queries and keys" in line, line
+    assert "of layer 1 overflows float32" in _line(capsys, why_main, [*common, "--cell", "0,2,1", "--row"])
+    trace = api.load(minus_inf_head, device="cpu").trace(SENTENCE, 1)
+    with pytest.raises(InputError, match="of layer 1 overflows float32"):
+        trace.explain("weights", (0, 2, 1))
+    assert trace.explain("weights", (1, 2, 1))["value"] >= 0  # the other heads are finite: still explained
