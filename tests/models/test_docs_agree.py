@@ -107,8 +107,14 @@ def commands(page: Path) -> list[list[list[str]]]:
     blocks = []
     for body in re.findall(r"```sh\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
         lines = body.replace("\\\n", " ").splitlines()
-        argvs = []
+        argvs, names = [], {}
         for line in lines:
+            if found := re.match(r"^([A-Z_]+)=(.+)$", line.strip()):  # G=$(...): as a reader runs it
+                names[found.group(1)] = subprocess.run(["bash", "-c", f"{line}\nprintf %s \"${found.group(1)}\""],
+                                                       cwd=ROOT, capture_output=True, text=True, timeout=120).stdout
+                continue
+            for name, value in names.items():
+                line = line.replace(f"${name}", value)
             words = shlex.split(line, comments=True)
             if "main.py" not in [Path(w).name for w in words] or "..." in words:
                 continue
