@@ -79,40 +79,35 @@ class OtherWindows:
         """The training timeline of the model on screen (issue 20: explorer/actions/timeline_actions.py)."""
         from explorer.actions.timeline_actions import open_timeline
 
-        if self._building:  # asked again while its checkpoints are read (the window keeps answering)
-            return self.timeline
-        if self.timeline is not None:  # one timeline at a time
-            self.timeline.close()
-            self.timeline.deleteLater()
-        self._building = True
-        try:
-            self.timeline = self._kept(open_timeline(self.state, self.submit, self.error, step=step,
-                                                   off_gui=self.off_gui))
-        except InputError as exc:
-            self.timeline, self.timeline_error = None, f"no training timeline: {exc}"
-            self.error(self.timeline_error)
-        finally:
-            self._building = False
-        return self.timeline
+        return self._history_window("timeline", "no training timeline", lambda: open_timeline(
+            self.state, self.submit, self.error, step=step, off_gui=self.off_gui))  # fmt: skip
 
     def open_time_machine(self, cell=None):
         """File → Time machine…: every head of the model on screen followed through its checkpoints."""
         from explorer.actions.time_machine_actions import open_time_machine
 
+        return self._history_window("time_machine", "no time machine", lambda: open_time_machine(
+            self.state, self.submit, cell=cell, off_gui=self.off_gui))  # fmt: skip
+
+    def _history_window(self, attr: str, refused: str, make: Callable[[], QWidget]):
+        """One window of a model's checkpoints at a time (``self.<attr>``), built by ``make`` while no
+        other is being built (its checkpoints are read off the GUI thread and the window keeps answering);
+        a model without a history is the status line's error (kept in ``timeline_error``)."""
         if self._building:
-            return self.time_machine
-        if self.time_machine is not None:
-            self.time_machine.close()
-            self.time_machine.deleteLater()
+            return getattr(self, attr)
+        if getattr(self, attr) is not None:
+            getattr(self, attr).close()
+            getattr(self, attr).deleteLater()
         self._building = True
         try:
-            self.time_machine = self._kept(open_time_machine(self.state, self.submit, cell=cell, off_gui=self.off_gui))
+            setattr(self, attr, self._kept(make()))
         except InputError as exc:
-            self.time_machine, self.timeline_error = None, f"no time machine: {exc}"
+            setattr(self, attr, None)
+            self.timeline_error = f"{refused}: {exc}"
             self.error(self.timeline_error)
         finally:
             self._building = False
-        return self.time_machine
+        return getattr(self, attr)
 
     def open_atlas(self, folder=None, compare=None):
         """The head atlas window (explorer/panels/atlas_window.py), of this window's model."""
