@@ -128,7 +128,20 @@ def check_size(trace: AttentionTrace, stages: Sequence[str], out: str | os.PathL
         big = sorted(sizes.items(), key=lambda kv: -kv[1])[:3]
         named = ", ".join(f"{n} {human(b)}" for n, b in big)
         raise InputError(f"this export would take {human(total)} ({named}) but {parent} has {human(free)} free; "
-                         f"nothing was written: use --rows A:B --cols C:D for a region, --stages or --only-heads")
+                         f"nothing was written: {_what_fits(trace, big[0][0], heads, rows, cols, total, free)}")
+
+
+def _what_fits(trace, largest: str, heads, rows: Span, cols: Span, total: int, free: int) -> str:
+    """The advice of a refused export: how many rows of the region asked for would fit (issue 50: with
+    --rows given at 131,072 tokens it said "use --rows A:B", not which)."""
+    shape = _written_shape(trace[largest], heads, rows, cols)
+    count = int(shape[-2]) if len(shape) >= 2 else 0
+    r0 = _cut(trace[largest], rows, cols)[0] if count else 0
+    fit = int(count * free // total) if count else 0
+    if fit < 1:
+        return "not even one row of these stages fits: use --stages or --only-heads, or --cols C:D"
+    return (f"{fit:,} of these {count:,} rows would fit (e.g. --rows {r0}:{r0 + fit}); or --cols C:D, --stages "
+            f"or --only-heads")
 
 
 def select(trace: AttentionTrace, stages: Sequence[str] | None, heads: Sequence[int] | None) -> None:

@@ -73,3 +73,25 @@ def test_exports_usage_mistakes_are_one_line(capsys, argv, words):
     with pytest.raises(SystemExit) as done:
         export_main(argv)
     assert words in _one_line(capsys, done.value.code)
+
+
+def test_an_export_too_large_for_the_disk_says_how_many_rows_fit(tmp_path, monkeypatch):
+    """Issue 50, item 11: refused for its size with --rows given, the line said "use --rows A:B", not which."""
+    import shutil
+    from collections import namedtuple
+
+    from models.api import toy
+    from models.config import InputError
+    from models.files.export import check_size
+
+    shown = toy(" ".join(f"w{i}" for i in range(40)), mask="causal")
+    trace, stages = shown.raw, [name for name in shown.stages if name in ("scores", "masked", "weights")]
+    Usage = namedtuple("Usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage(1 << 40, 0, 20_000))
+    with pytest.raises(InputError, match=r"of these 30 rows would fit \(e\.g\. --rows 10:(\d+)\)") as err:
+        check_size(trace, stages, tmp_path / "out", None, rows=(10, 40), cols=None)
+    fit = int(str(err.value).split("--rows 10:")[1].split(")")[0])
+    check_size(trace, stages, tmp_path / "out", None, rows=(10, fit), cols=None)  # the advice holds
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage(1 << 40, 0, 10))
+    with pytest.raises(InputError, match="not even one row"):
+        check_size(trace, stages, tmp_path / "out", None, rows=(10, 40), cols=None)
