@@ -134,7 +134,7 @@ class MainWindow(QMainWindow):
         self._lay_out()
         info, error = self.state.status.show_info, self.state.status.show_error
         self.mask_dock = MaskDock(self.state, error, self, off_gui=self.jobs.call)  # issue 9: the painted mask
-        self.why = WhyDock(self.state, self.jobs, self.worker.models, self)  # issue 33: File → Why…, hidden
+        self.why = WhyDock(self.state, self.jobs, self.worker.models, self.frames, self)  # File → Why…, hidden
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.why)
         self.why.hide()
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.mask_dock)

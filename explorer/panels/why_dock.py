@@ -7,7 +7,7 @@ worker's loaded models, never the window.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, QTimer
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QDockWidget, QStyle, QWidget
 
 from explorer.panels.why_panel import WhyPanel
@@ -18,11 +18,12 @@ TITLE_BUTTONS = 70  # px: a dock title's float and close buttons and margins
 
 
 class WhyDock(QDockWidget):
-    def __init__(self, state, jobs, models, parent: QWidget | None = None) -> None:
-        """``models``: the worker's loaded models (``models.model(name, device)``, explorer.engine)."""
+    def __init__(self, state, jobs, models, frames, parent: QWidget | None = None) -> None:
+        """``models``: the worker's loaded models (``models.model(name, device)``, explorer.engine);
+        ``frames``: the window's scheduler (its width is fitted after the window's layout has run)."""
         super().__init__("Why does this head attend here?", parent)
         self.setObjectName("whyDock")
-        self.state, self.models = state, models
+        self.state, self.models, self.frames = state, models, frames
         self.panel = WhyPanel(jobs=jobs)
         self.setWidget(self.panel)
         # Narrowed with its window, never below its whole title and buttons (it was ~100 px: "Why doe…").
@@ -57,7 +58,7 @@ class WhyDock(QDockWidget):
                 window.resize(min(room, window.width() + grow), window.height())
                 keep_on_screen(window)
             self._resize_to(OPEN_WIDTH)
-            QTimer.singleShot(0, self._remember)
+            self.frames.after_this_turn("why dock remembers", self._remember)
         return self
 
     # --- its width as the window narrows and widens ----------------------------------------------
@@ -86,9 +87,11 @@ class WhyDock(QDockWidget):
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
         if watched is self.parentWidget():
             if event.type() == QEvent.Type.Resize:
-                QTimer.singleShot(0, self._fit)  # once the window's layout has its new width
+                # once the window's layout has its new width
+                self.frames.after_this_turn("why dock fits", self._fit)
             elif event.type() == QEvent.Type.MouseButtonRelease:  # on the window itself: a separator dragged
-                QTimer.singleShot(0, self._remember)  # the width chosen by hand is the one kept
+                # the width chosen by hand is the one kept
+                self.frames.after_this_turn("why dock remembers", self._remember)
         return False
 
     def cell_clicked(self, display, stage, head: int, row: int, col: int) -> None:

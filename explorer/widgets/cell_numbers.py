@@ -201,7 +201,7 @@ class CellNumbers:
         # One choice of digits and font for every plot whose numbers fit at all: two heads side by side
         # never read 3 digits in a 7 px font beside 1 digit in 12 px, and a head whose cells are too
         # narrow for any number (not zoomed in as far) does not hide the others' numbers.
-        sizes, texts = self._sizes([found for *_, found in visible])  # each choice's font for each plot, once
+        sizes, texts = self.fitted_sizes([found for *_, found in visible])  # each choice's font for each plot, once
         visible = [(*v[:3], v[3] if any(row[k] for row in sizes) else None) for k, v in enumerate(visible)]
         if any(found is None for *_, found in visible):
             reasons.append("the numbers are wider than the cells")
@@ -245,7 +245,7 @@ class CellNumbers:
         return (r0, r1, c0, c1, rows[:, c0:c1], cell_w, cell_h), ""
 
     @classmethod
-    def _sizes(cls, found: list[tuple]) -> tuple[list[list[float]], dict[tuple[int, int], list[str]]]:
+    def fitted_sizes(cls, found: list[tuple]) -> tuple[list[list[float]], dict[tuple[int, int], list[str]]]:
         """For each choice of CHOICES in turn, the font size (px) at which each plot's visible numbers fit their
         cells, 0 where they do not; and the texts written (plot, digits) → each visible cell's text, row
         by row, for the plots that fit. The digits and font shown are those of the first choice at which

@@ -200,7 +200,7 @@ def test_numbers_in_cells_are_three_digits_or_none(qtbot, make_window, settle):
     widths = {d: max(len(cell_text(v, d)) for v in one_digit.ravel()) for d in (1, 3)}
     assert widths[1] < widths[3]
     # Cells wide enough for "−2" in a 12 px font and too narrow for "−2.35": nothing, not "−2".
-    sizes, _texts = CellNumbers._sizes([(0, 1, 0, 3, one_digit, 26.0, 20.0)])
+    sizes, _texts = CellNumbers.fitted_sizes([(0, 1, 0, 3, one_digit, 26.0, 20.0)])
     assert not any(any(row) for row in sizes)
     window = make_window(Inputs(sentence="The cat sat on the mat.", heads=2, d_model=16,
                                 mask="causal"), stage="scaled")  # fmt: skip
