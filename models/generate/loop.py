@@ -218,5 +218,5 @@ def generate(
         head_source=head.source, device=model.device_label, notices=notices,
         elapsed_ms=(time.perf_counter() - start_time) * 1000, step_ms=step_ms,
         token_names={i: tok.token(i) for i in sorted(named)},
-        sequence_text=tok.decode(ids, skip_special=True),
+        sequence_text=tok.decode(ids, skip_special=True), weights=arch.layers.residency_text(),
     )  # fmt: skip

@@ -161,6 +161,7 @@ def build_trace(
         "tokens": list(tokens),
         "token_ids": list(enc.ids),
         "notices": list(notices),
+        "weights": arch.layers.residency_text(),  # "weights resident, 4.9 GB" (the status line)
     }
     if edits is not None:
         meta["edits"] = [e.to_json() for e in edits.edits]
