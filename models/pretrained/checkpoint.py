@@ -122,6 +122,11 @@ class Checkpoint:
             raise InputError(f"{path.name} lacks tensor {key!r} although the index lists it there")
         return info[key]
 
+    def headers_read(self) -> bool:
+        """Whether every file's header has been read (a sharded checkpoint opens a shard's only when
+        one of its tensors is first wanted)."""
+        return all(path in self._infos or path in self._bins for path in set(self.keys.values()))
+
     @contextmanager
     def reading(self) -> Iterator[None]:
         """Keep the files opened meanwhile open, and close them all at the end."""

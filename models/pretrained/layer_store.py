@@ -18,8 +18,10 @@ from models.pretrained.checkpoint import Weights, size_text
 
 
 def amount(n: int) -> str:
-    """``"4.9 GB"`` or ``"87 MB"``: decimal units, as a model's size is told."""
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+    """``"4.9 GB"``, ``"87 MB"`` or ``"350 kB"``: decimal units, as a model's size is told."""
+    if n >= 1e9:
+        return f"{n / 1e9:.1f} GB"
+    return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
 
 @dataclass(frozen=True)
@@ -119,8 +121,11 @@ class LayerStore:
         return Residency(self.count, resident, self._sums[resident - 1] if resident else 0)
 
     def residency_text(self) -> str:
-        """:meth:`residency` in words, or "" when a layer cannot be sized (a damaged shard, which
-        the pass that reads it names)."""
+        """:meth:`residency` in words; "" while a shard holding some layer has not been opened yet
+        (tracing layer 0 never touches the shards of later layers) or when a layer cannot be sized
+        (a damaged shard, which the pass that reads it names)."""
+        if not self.weights.ckpt.headers_read():
+            return ""
         try:
             return self.residency().text
         except InputError:
