@@ -71,9 +71,9 @@ def reads_per_token(model, reads) -> tuple[list[int], list[int], list[int]]:
     return [b[0] - a[0] for a, b in steps], [b[1] - a[1] for a, b in steps], gen
 
 
-def test_a_model_that_fits_reads_nothing_per_generated_token(llama, big, reads):
+def test_a_model_that_fits_reads_nothing_per_generated_token(llama, big, reads, device):
     folder, ref = llama
-    model = load_model(folder, device="cpu")
+    model = load_model(folder, device=device)
     assert model.arch.layers.budget > 0  # from the memory the machine has
     tensors, layers, gen = reads_per_token(model, reads)
     assert tensors == [0] * (TOKENS - 1) and layers == [0] * (TOKENS - 1)
@@ -86,12 +86,13 @@ def test_a_model_that_fits_reads_nothing_per_generated_token(llama, big, reads):
 
 
 @pytest.mark.parametrize("resident", [0, 2])
-def test_a_model_beyond_the_budget_reads_only_the_layers_that_do_not_fit(llama, big, reads, monkeypatch, resident):
+def test_a_model_beyond_the_budget_reads_only_the_layers_that_do_not_fit(llama, big, reads, monkeypatch, resident,
+                                                                         device):  # fmt: skip
     folder, _ = llama
-    probe = load_model(folder, device="cpu").arch.layers
+    probe = load_model(folder, device=device).arch.layers
     sizes = [probe.held_bytes(i) for i in range(LAYERS)]
     monkeypatch.setenv(memory.LAYER_BUDGET_ENV, str(sum(sizes[:resident])))  # the first `resident` layers fit
-    model = load_model(folder, device="cpu")
+    model = load_model(folder, device=device)
     store = model.arch.layers
     tensors, layers, gen = reads_per_token(model, reads)
     per_layer = len([k for k in store.weights.ckpt.keys if k.startswith("model.layers.1.")])
@@ -100,7 +101,7 @@ def test_a_model_beyond_the_budget_reads_only_the_layers_that_do_not_fit(llama, 
     assert [store.cached(i) for i in range(resident)] == [True] * resident
     assert store.residency() == Residency(LAYERS, resident, sum(sizes[:resident]))
     assert gen.weights.startswith(f"{LAYERS - resident} of {LAYERS} layers read from disk per token")
-    whole = generate(load_model(folder, device="cpu"), PROMPT, GenerateSettings(max_new_tokens=TOKENS))
+    whole = generate(load_model(folder, device=device), PROMPT, GenerateSettings(max_new_tokens=TOKENS))
     assert gen.ids == whole.ids
 
 
