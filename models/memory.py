@@ -90,6 +90,7 @@ def available_bytes() -> int:
 LAYER_BUDGET_ENV = "EXPLORER_LAYER_BUDGET"  # bytes, to force a budget (tests, a shared machine)
 LAYER_RESERVE = 1 << 30
 LAYER_SHARE = 0.8
+LAYER_FLOOR = 512 << 20  # never less: a checkpoint read whole when opened (up to 512 MB) stays whole
 
 
 def device_available_bytes(device) -> int:
@@ -106,7 +107,8 @@ def device_available_bytes(device) -> int:
 
 def layer_budget(device) -> int:
     """Bytes of read layers a model may keep on ``device``: ``EXPLORER_LAYER_BUDGET`` when set, else
-    LAYER_SHARE of what the device has free beyond LAYER_RESERVE (0 when that is nothing)."""
+    LAYER_SHARE of what the device has free beyond LAYER_RESERVE, and at least LAYER_FLOOR (a small
+    model, read whole when it opened and checked against the memory then, never lets go of its layers)."""
     forced = os.environ.get(LAYER_BUDGET_ENV, "").strip()
     if forced:
         try:
@@ -116,7 +118,7 @@ def layer_budget(device) -> int:
         if value < 0:
             raise InputError(f"{LAYER_BUDGET_ENV} must be a number of bytes (0 or more), got {forced!r}")
         return value
-    return max(0, int((device_available_bytes(device) - LAYER_RESERVE) * LAYER_SHARE))
+    return max(LAYER_FLOOR, int((device_available_bytes(device) - LAYER_RESERVE) * LAYER_SHARE))
 
 
 def human(n: float) -> str:

@@ -125,10 +125,10 @@ def test_a_cyclic_visit_keeps_the_prefix_and_reads_the_rest_each_pass():
 
 def test_the_budget_is_the_devices_free_memory_less_a_margin(monkeypatch):
     monkeypatch.delenv(memory.LAYER_BUDGET_ENV, raising=False)
-    monkeypatch.setattr(memory, "available_bytes", lambda: memory.LAYER_RESERVE + 1000)
-    assert memory.layer_budget(torch.device("cpu")) == int(1000 * memory.LAYER_SHARE)
+    monkeypatch.setattr(memory, "available_bytes", lambda: memory.LAYER_RESERVE + (4 << 30))
+    assert memory.layer_budget(torch.device("cpu")) == int((4 << 30) * memory.LAYER_SHARE)
     monkeypatch.setattr(memory, "available_bytes", lambda: memory.LAYER_RESERVE // 2)
-    assert memory.layer_budget("cpu") == 0  # nothing to spare: every layer streams
+    assert memory.layer_budget("cpu") == memory.LAYER_FLOOR  # little to spare: a small model still stays
     monkeypatch.setenv(memory.LAYER_BUDGET_ENV, "12345")
     assert memory.layer_budget("cpu") == 12345
 
@@ -145,8 +145,8 @@ def test_on_cuda_the_budget_is_the_cards_free_memory(monkeypatch):
     """torch.cuda.mem_get_info's free bytes, not the host's (asked of torch: runs without a card)."""
     monkeypatch.delenv(memory.LAYER_BUDGET_ENV, raising=False)
     asked = []
-    free = memory.LAYER_RESERVE + 1000
+    free = memory.LAYER_RESERVE + (4 << 30)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda d=None: asked.append(d) or (free, 1 << 40))
     monkeypatch.setattr(memory, "available_bytes", lambda: 1 << 40)  # the host's: not what counts
-    assert memory.layer_budget(torch.device("cuda", 0)) == int(1000 * memory.LAYER_SHARE)
+    assert memory.layer_budget(torch.device("cuda", 0)) == int((4 << 30) * memory.LAYER_SHARE)
     assert asked == [torch.device("cuda", 0)]
