@@ -269,6 +269,9 @@ class Model:
     model_type = property(lambda self: self.engine.model_type, doc="config.json's model_type")
     num_layers = property(lambda self: self.engine.num_layers)
     num_heads = property(lambda self: self.engine.num_heads)
+    weights = property(lambda self: self.engine.arch.layers.residency_text(),
+                       doc='how its layers are held: "weights resident, 4.9 GB" or "12 of 32 layers read from disk '
+                           'per token" (those that do not fit the device\'s memory)')  # fmt: skip
     is_decoder = property(lambda self: getattr(self.engine, "default_mask", None) == "causal",
                           doc="whether it generates (a decoder; encoders and encoder-decoders do not)")  # fmt: skip
 
@@ -383,6 +386,7 @@ class Generated:
     prompt_length = property(lambda self: self.raw.prompt_length, doc="how many of them are the prompt")
     text = property(lambda self: self.raw.text, doc="the generated tokens decoded (without the prompt)")
     stopped = property(lambda self: self.raw.stopped, doc='"eos", "length" or "max positions"')
+    weights = property(lambda self: self.raw.weights, doc="how the layers were held (Model.weights)")
     lens_ids = property(lambda self: self.raw.lens_ids, doc="(L, n): the logit lens' top token after each layer")
     lens_prob = property(lambda self: self.raw.lens_prob,
                          doc="(L, n): the lens' probability of the sequence's next token")  # fmt: skip

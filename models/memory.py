@@ -85,6 +85,42 @@ def available_bytes() -> int:
     return max(0, min(found)) if found else 1 << 62
 
 
+# Layers a model keeps in memory (models.pretrained.checkpoint.LayerStore): this share of what the
+# device has free beyond a reserve for the trace's and generation's own arrays, Python and torch.
+LAYER_BUDGET_ENV = "EXPLORER_LAYER_BUDGET"  # bytes, to force a budget (tests, a shared machine)
+LAYER_RESERVE = 1 << 30
+LAYER_SHARE = 0.8
+LAYER_FLOOR = 512 << 20  # never less: a checkpoint read whole when opened (up to 512 MB) stays whole
+
+
+def device_available_bytes(device) -> int:
+    """Memory free where a model's weights live: the card's free memory for a CUDA device
+    (``torch.cuda.mem_get_info``), else :func:`available_bytes` (MemAvailable, cgroup, ulimit)."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        free, _total = torch.cuda.mem_get_info(device)
+        return int(free)
+    return available_bytes()
+
+
+def layer_budget(device) -> int:
+    """Bytes of read layers a model may keep on ``device``: ``EXPLORER_LAYER_BUDGET`` when set, else
+    LAYER_SHARE of what the device has free beyond LAYER_RESERVE, and at least LAYER_FLOOR (a small
+    model, read whole when it opened and checked against the memory then, never lets go of its layers)."""
+    forced = os.environ.get(LAYER_BUDGET_ENV, "").strip()
+    if forced:
+        try:
+            value = int(float(forced))
+        except (ValueError, OverflowError):
+            value = -1
+        if value < 0:
+            raise InputError(f"{LAYER_BUDGET_ENV} must be a number of bytes (0 or more), got {forced!r}")
+        return value
+    return max(LAYER_FLOOR, int((device_available_bytes(device) - LAYER_RESERVE) * LAYER_SHARE))
+
+
 def human(n: float) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":

@@ -206,10 +206,11 @@ class GeneratePanel(QWidget):
             self.head_box.setRange(0, h - 1)
             self.slider.setRange(0, view.steps - 1)
         notes = "".join(f"  ⚠ {n}" for n in (checkpoint_note(self.asked), *g.notices) if n)
+        held = f"; {g.weights}" if g.weights else ""  # how the layers were held
         ms = sorted(g.step_ms)[len(g.step_ms) // 2] if g.step_ms else 0.0
         if view.causal:
             self.pane.set_status(f"{g.model}: {g.prompt_length} prompt tokens + {g.generated} generated "
-                                f"(stopped: {g.stopped}; {ms:.0f} ms per token): {g.text!r}{notes}")  # fmt: skip
+                                f"(stopped: {g.stopped}; {ms:.0f} ms per token{held}): {g.text!r}{notes}")  # fmt: skip
         else:
             best = ", ".join(f"{s.position}: {quoted(s.top_tokens[0])}" for s in g.steps)
             self.pane.set_status(f"{g.model} (encoder): {g.n} tokens, {view.steps} mask tokens predicted: "

@@ -67,5 +67,6 @@ def trace_summary(trace: AttentionTrace, latency_ms: float) -> str:
     heads = trace.config.get("heads", "?")
     block = f"{trace.meta['block']} block " if "block" in trace.meta else ""  # an encoder-decoder's
     source = f"{trace.meta['model']}, {block}layer {trace.meta['layer']} · " if "model" in trace.meta else ""
+    weights = f" · {trace.meta['weights']}" if trace.meta.get("weights") else ""  # how a model's layers are held
     return (f"{source}Computed {len(trace.stages)} stages for {sizes}, {heads} heads on {trace.device} "
-            f"in {trace.elapsed_ms:.1f} ms ({latency_ms:.0f} ms from request to view)")  # fmt: skip
+            f"in {trace.elapsed_ms:.1f} ms ({latency_ms:.0f} ms from request to view){weights}")  # fmt: skip

@@ -84,9 +84,11 @@ def generate_main(argv: Sequence[str]) -> int:
     print_notes(gen.notices)
     if args.json:
         print(json.dumps({"text": gen.text, "ids": gen.ids[gen.prompt_length :], "all_ids": gen.ids,
-                          "prompt_length": gen.prompt_length, "stopped": gen.stopped}, ensure_ascii=False))  # fmt: skip
+                          "prompt_length": gen.prompt_length, "stopped": gen.stopped, "weights": gen.weights},
+                         ensure_ascii=False))  # fmt: skip
     else:
+        held = f"; {gen.weights}" if gen.weights else ""
         ms = sorted(gen.step_ms)[len(gen.step_ms) // 2] if gen.step_ms else 0.0
-        print(printable(f"generated {gen.generated} tokens ({gen.stopped}; {ms:.1f} ms per token) "
+        print(printable(f"generated {gen.generated} tokens ({gen.stopped}; {ms:.1f} ms per token{held}) "
                          f"into {out}: {gen.text!r}"))  # fmt: skip
     return 0

@@ -27,6 +27,7 @@ import torch
 
 from models.config import AttentionRequest, InputError
 from models.engine import pipeline
+from models.engine.host import to_numpy
 from models.engine.trace import AttentionTrace
 
 TENSOR_STAGES = ("embeddings", "input", "query_input", "q", "k", "v")
@@ -90,7 +91,7 @@ def mask_matrix(request: AttentionRequest, n_q: int, n_k: int) -> np.ndarray:
     """The run's mask as an ``(n_q, n_k)`` bool matrix, True = hidden (what the pipeline applies)."""
     spec = pipeline._mask(request, n_q, n_k)
     rows = spec.rows(0, n_q, n_k, torch.device("cpu"))
-    return np.zeros((n_q, n_k), bool) if rows is None else rows.numpy().copy()
+    return np.zeros((n_q, n_k), bool) if rows is None else to_numpy(rows).copy()
 
 
 def edited_request(request: AttentionRequest, edits: Sequence[Edit], n_q: int, n_k: int) -> AttentionRequest:

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import torch
 
+from models.engine.host import to_numpy
 from models.errors import InputError
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -90,7 +91,7 @@ def check_recorded(record: dict, label: str) -> None:
 def refuse_nonfinite(array, what: str, cause: str, axes: tuple[str, ...] = ()) -> None:
     """Refuse ``array`` (numpy or torch) when it holds NaN or ±∞: one InputError line naming
     ``what``, the first bad value and where it is (``axes`` name the indices), and ``cause``."""
-    a = np.asarray(array.detach().cpu() if isinstance(array, torch.Tensor) else array)
+    a = to_numpy(array) if isinstance(array, torch.Tensor) else np.asarray(array)
     if not np.issubdtype(a.dtype, np.floating) or a.size == 0:
         return
     if np.isfinite(a.min()) and np.isfinite(a.max()):  # one pass each, no mask as big as the array

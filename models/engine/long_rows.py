@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from models.config import Cancelled
 from models.engine.attend import log_weights, merge_statistics, row_statistics
+from models.engine.host import to_numpy
 
 # One block of scores: TILE_ROWS rows × TILE_KEYS keys, 2 MiB of float32 (it and the softmax's output
 # stay in the cache; a block of 128 × 16,384 did not: 1.7 × SDPA at 32,768 tokens). Each block of
@@ -147,7 +148,7 @@ class LongRows:
                     x = store._chain("masked", head, 0, store.n_q, col, col + 1).to("cpu", torch.float32)[:, :1]
                 w = torch.exp(log_weights(x, m, lse, store.spec.temperature))[:, 0]
             out[known] = w[known]
-        return out.numpy()
+        return to_numpy(out)
 
     # --- the overview ---------------------------------------------------------------------------
     def overview(self, head: int, region: tuple[int, int, int, int], step: tuple[int, int],
@@ -232,4 +233,4 @@ def _pixel_rows(z: torch.Tensor, offset: int, kr: int) -> np.ndarray:
     height = -(-(lead + rows) // kr)
     padded = torch.full((height * kr, width), float("-inf"))
     padded[lead : lead + rows] = z
-    return torch.exp(padded.view(height, kr, width).amax(dim=1)).numpy()
+    return to_numpy(torch.exp(padded.view(height, kr, width).amax(dim=1)))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.engine.host import to_numpy
 from models.engine.trace import Stage
 
 
@@ -51,7 +52,7 @@ def long_structure(stage: Stage) -> LongStructure | None:
     if stage.name != "weights" or rows is None:
         return None
     spec = store.spec
-    sinks = None if spec.sinks is None else spec.sinks.detach().to("cpu").float().numpy().copy()
+    sinks = None if spec.sinks is None else to_numpy(spec.sinks.float()).copy()
     first = np.stack([rows.column(h, 0) for h in range(store.heads)])
     share = None if sinks is None else np.stack([rows.column(h, store.n_keys) for h in range(store.heads)])
     return LongStructure(store.n_q, store.n_keys, spec.mask.window, spec.mask.band, sinks, first, share)

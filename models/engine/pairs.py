@@ -23,6 +23,7 @@ from models.config import Cancelled
 from models.engine import attention as att
 from models.engine.attend import Variant, after_scores, with_sink
 from models.engine.finite import check_pair_block, may_overflow
+from models.engine.host import to_numpy
 from models.engine.long_rows import LongRows
 from models.engine.masks import MaskSpec  # noqa: F401  (re-exported: pairs.MaskSpec)
 from models.engine.pair_spec import PairSpec  # noqa: F401  (re-exported: pairs.PairSpec)
@@ -205,9 +206,9 @@ class PairStore:
             return None
         norms = self.value_norms()[head].to("cpu", torch.float32)
         if self.n_k == self.n_keys:
-            return (torch.from_numpy(a) * norms).numpy()  # torch: both cores, one pass
+            return to_numpy(torch.from_numpy(a) * norms)  # torch: both cores, one pass
         out = np.zeros_like(a)  # a sink's column: no value, so no norm
-        out[:, : self.n_keys] = (torch.from_numpy(a[:, : self.n_keys]) * norms).numpy()
+        out[:, : self.n_keys] = to_numpy(torch.from_numpy(a[:, : self.n_keys]) * norms)
         return out
 
     def block(self, name: str, head: int, block: int, keep: bool = True) -> np.ndarray:
@@ -225,7 +226,7 @@ class PairStore:
         array = self._weighted_from_cache(head, block) if name == "weighted_norms" else None
         if array is None:
             with torch.no_grad():
-                array = self._compute(name, head, block).to("cpu", torch.float32).numpy()
+                array = to_numpy(self._compute(name, head, block), torch.float32)
         self._checked(name, head, block * self.block_rows, array)
         if keep and array.nbytes <= self.budget:
             with self._lock:
@@ -253,7 +254,7 @@ class PairStore:
         if hit is not None:
             return hit[:, c0:c1], c0
         with torch.no_grad():
-            array = self._chain(name, head, r0, r1, c0, c1).to("cpu", torch.float32).numpy()
+            array = to_numpy(self._chain(name, head, r0, r1, c0, c1), torch.float32)
         return self._checked(name, head, r0, array), c0
 
     def _visible_keys(self, head: int, block: int) -> tuple[np.ndarray, int]:
@@ -269,7 +270,7 @@ class PairStore:
         if hit is not None:
             return hit[:, c0:c1], c0
         with torch.no_grad():
-            return self._chain("weights", head, r0, r1, c0, c1)[:, : c1 - c0].to("cpu", torch.float32).numpy(), c0
+            return to_numpy(self._chain("weights", head, r0, r1, c0, c1)[:, : c1 - c0], torch.float32), c0
 
     # --- public reads ------------------------------------------------------------------------
     def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None,
@@ -322,14 +323,14 @@ class PairStore:
             raise KeyError(f"no stage {name!r}; this layer has {', '.join(self.names)}")
         with torch.no_grad():
             if name == "weights":
-                return self.long.weights(head, r0, r1, c0, c1).numpy()
+                return to_numpy(self.long.weights(head, r0, r1, c0, c1))
             k1 = max(c0, min(c1, self.n_keys))
             x = self._chain(name, head, r0, r1, c0, k1)  # (r, k1 − c0 [+ a sink's column])
             if c1 > self.n_keys:
                 x = torch.cat([x[:, : k1 - c0], x[:, -1:]], dim=1)
             else:
                 x = x[:, : k1 - c0]
-            return self._checked(name, head, r0, x.to("cpu", torch.float32).numpy())
+            return self._checked(name, head, r0, to_numpy(x, torch.float32))
 
     def cell(self, name: str, head: int, i: int, j: int) -> float:
         return float(self.rows(name, head, i, i + 1)[0, j])

@@ -13,6 +13,7 @@ from models.config import AttentionRequest, Cancelled, InputError
 from models.engine import attention as att
 from models.engine import pairs, stages
 from models.engine.device import pick_device
+from models.engine.host import to_numpy
 from models.engine.projections import HeadProjections
 from models.engine.stages import WORD_VECTORS
 from models.engine.tokenize import check_embeddings, embed_words, tokens_or_error
@@ -48,7 +49,7 @@ class _Recorder:
 
     def add(self, name: str, tensor: torch.Tensor, rows, cols) -> None:
         self._check(name)
-        array = tensor.detach().to("cpu", torch.float32).numpy()
+        array = to_numpy(tensor, torch.float32)
         self.stages.append(Stage(name, array=array, row_labels=rows, col_labels=cols, **self._text(name)))
 
     def add_lazy(self, name: str, rows, cols, **source) -> None:
@@ -166,7 +167,7 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
             q, k, v = (projections.tensors[name] for name in ("q", "k", "v"))  # the first rows need head 0's
             for name, rows, d in (("q", query_tokens, dk), ("k", key_tokens, dk), ("v", key_tokens, dv)):
                 rec.add_lazy(name, rows, stages.features(d), shape=tuple(projections.tensors[name].shape),
-                             compute=lambda name=name: projections.whole(name).numpy())  # fmt: skip
+                             compute=lambda name=name: to_numpy(projections.whole(name)))  # fmt: skip
         else:
             q = edited("q", att.project(x_q, t(w.W_q), t(w.b_q)))  # (h, n_q, d_k)
             rec.add("q", q, query_tokens, stages.features(dk))
@@ -187,20 +188,20 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
             rec.add_lazy(name, query_tokens, key_tokens, store=store)
 
         def value_norms() -> np.ndarray:
-            return store.value_norms().to("cpu", torch.float32).numpy()  # (h, n_k)
+            return to_numpy(store.value_norms(), torch.float32)  # (h, n_k)
 
         rec.add_lazy("value_norms", stages.head_labels(h), key_tokens, compute=value_norms, shape=(h, n_k))
 
         def head_output() -> np.ndarray:
-            return store.head_output().to("cpu", torch.float32).numpy()  # (h, n_q, d_v)
+            return to_numpy(store.head_output(), torch.float32)  # (h, n_q, d_v)
 
         def concat() -> np.ndarray:
-            return att.concat_heads(store.head_output()).to("cpu", torch.float32).numpy()  # (n_q, h·d_v)
+            return to_numpy(att.concat_heads(store.head_output()), torch.float32)  # (n_q, h·d_v)
 
         def output() -> np.ndarray:
             with torch.no_grad():
                 c = att.concat_heads(store.head_output())
-                return att.output_projection(c, t(w.W_o), t(w.b_o)).to("cpu", torch.float32).numpy()
+                return to_numpy(att.output_projection(c, t(w.W_o), t(w.b_o)), torch.float32)
 
         def rows_of(name: str):
             """A long input's rows of ``name``, from those rows' weights alone (``explain`` of one cell)."""

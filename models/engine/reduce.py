@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from models.engine.host import to_numpy
 from models.engine.pixels import block_step
 from models.engine.trace import Stage
 
@@ -72,7 +73,7 @@ def _finite_extremes(x: torch.Tensor, largest: bool) -> np.ndarray:
     if x[0].numel() == 0:
         return np.full(x.shape[0], bound)
     kept = torch.where(torch.isfinite(x), x, bound).flatten(1)
-    return (kept.amax(dim=1) if largest else kept.amin(dim=1)).double().numpy()
+    return to_numpy((kept.amax(dim=1) if largest else kept.amin(dim=1)).double())
 
 
 def _band_peaks(t: torch.Tensor, kr: int, kc: int, signed: bool, want_low: bool, top: torch.Tensor | None = None):
@@ -200,8 +201,8 @@ def reduce_head(
             hi = max(hi, float(band_hi[0]))
             if want_low:
                 lo = min(lo, float(band_lo[0]))
-            peaks.append(top[0, 0].numpy())
-            masks.append(None if share is None else share[0, 0].numpy())
+            peaks.append(to_numpy(top[0, 0]))
+            masks.append(None if share is None else to_numpy(share[0, 0]))
             any_masked |= share is not None
     peak = np.concatenate(peaks) if peaks else np.zeros((0, 0), np.float32)
     masked = None
@@ -317,8 +318,8 @@ def reduce_heads(stage: Stage, heads: list[int], max_side: int | tuple[int, int]
         top, share, hi, lo = _band_peaks(torch.from_numpy(cells)[:, None], kr, kc, signed, True)
     out = []
     for i in range(len(heads)):
-        masked = share[i, 0].numpy() if share is not None and bool(share[i].any()) else None
+        masked = to_numpy(share[i, 0]) if share is not None and bool(share[i].any()) else None
         finite_range = (float(lo[i]), float(hi[i])) if lo[i] <= hi[i] else (float("nan"), float("nan"))
-        out.append(Reduced(top[i, 0].numpy().astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc),
+        out.append(Reduced(to_numpy(top[i, 0]).astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc),
                            finite_range))  # fmt: skip
     return out

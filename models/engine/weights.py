@@ -10,6 +10,7 @@ import torch
 
 from models.checks import finite_float32
 from models.config import AttentionConfig, AttentionWeights, InputError
+from models.engine.host import to_numpy
 
 REQUIRED = ("W_q", "W_k", "W_v")
 OPTIONAL = ("W_o", "b_q", "b_k", "b_v", "b_o", "W_1", "W_2", "w", "W_g")
@@ -18,7 +19,7 @@ OPTIONAL = ("W_o", "b_q", "b_k", "b_v", "b_o", "W_1", "W_2", "w", "W_g")
 def _uniform(gen: torch.Generator, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
     # Same bound as torch.nn.Linear's default init: U(-1/√fan_in, 1/√fan_in).
     bound = 1.0 / np.sqrt(fan_in)
-    return ((torch.rand(shape, generator=gen, dtype=torch.float32) * 2 - 1) * bound).numpy()
+    return to_numpy((torch.rand(shape, generator=gen, dtype=torch.float32) * 2 - 1) * bound)
 
 
 def random_weights(cfg: AttentionConfig) -> AttentionWeights:

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from models.config import Cancelled, InputError
+from models.engine.host import to_numpy
 from models.generate.head import OutputHead, load_head
 from models.generate.result import LENS_TOP, Generation, Step
 from models.generate.sampling import Chooser, GenerateSettings
@@ -92,7 +93,7 @@ class _Run:
         for i, kv in enumerate(self.cache):
             x = self.arch.block(i, x, None, cache=kv)  # (m, d)
             states.append(x)
-        weights = np.stack([kv.weights.cpu().numpy() for kv in self.cache])  # (L, h, m, t)
+        weights = np.stack([to_numpy(kv.weights) for kv in self.cache])  # (L, h, m, t)
         for a in range(len(ids)):
             self.rows.append(weights[:, :, a, : start + a + 1])
         return states
@@ -114,11 +115,11 @@ class _Run:
             logits = self.head.logits(x[r])  # (rows, vocab)
             probs = torch.softmax(logits, dim=-1)
             top = torch.topk(probs, min(LENS_TOP, probs.shape[-1]), dim=-1)
-            layer, pos = (r // m).cpu().numpy(), (r % m).cpu().numpy()
+            layer, pos = to_numpy(r // m), to_numpy(r % m)
             k = top.indices.shape[1]
-            self.lens_top_ids[layer, start + pos, :k] = top.indices.cpu().numpy()
-            self.lens_top_prob[layer, start + pos, :k] = top.values.cpu().numpy()
-            self.lens_prob[layer, start + pos] = probs.gather(1, known[r % m, None])[:, 0].cpu().numpy()
+            self.lens_top_ids[layer, start + pos, :k] = to_numpy(top.indices)
+            self.lens_top_prob[layer, start + pos, :k] = to_numpy(top.values)
+            self.lens_prob[layer, start + pos] = to_numpy(probs.gather(1, known[r % m, None])[:, 0])
             ends = (r % m) == m - 1
             last[r[ends] // m] = logits[ends]
         self.lens_ids[:, start : start + m] = self.lens_top_ids[:, start : start + m, 0]
@@ -128,7 +129,7 @@ class _Run:
         """The lens probability of the token that follows ``position`` (known only now)."""
         if not self.settings.lens:
             return
-        self.lens_prob[:, position] = torch.softmax(last, dim=-1)[:, nxt].cpu().numpy()
+        self.lens_prob[:, position] = to_numpy(torch.softmax(last, dim=-1)[:, nxt])
 
     def step(self, logits: Tensor, position: int, chosen: int | None) -> Step:
         probs = torch.softmax(logits, dim=-1)
@@ -218,5 +219,5 @@ def generate(
         head_source=head.source, device=model.device_label, notices=notices,
         elapsed_ms=(time.perf_counter() - start_time) * 1000, step_ms=step_ms,
         token_names={i: tok.token(i) for i in sorted(named)},
-        sequence_text=tok.decode(ids, skip_special=True),
+        sequence_text=tok.decode(ids, skip_special=True), weights=arch.layers.residency_text(),
     )  # fmt: skip

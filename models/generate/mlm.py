@@ -21,6 +21,7 @@ from torch import Tensor
 
 from models.checks import config_bool
 from models.config import InputError
+from models.engine.host import to_numpy
 from models.generate.result import LENS_TOP, Generation, Step
 from models.memory import check_memory, estimate_tensors_read
 from models.pretrained.checkpoint import Weights
@@ -154,12 +155,12 @@ def predict_masks(model, sentence: str, shown: int = 10, max_tokens: int | None 
             ids = tuple(int(i) for i in t.indices)
             predictions.append(MaskPrediction(p, ids, tuple(tok.token(i) for i in ids),
                                               tuple(float(x) for x in t.values)))  # fmt: skip
-    top_ids = torch.stack([t.indices for t in top]).cpu().numpy().astype(np.int64)
+    top_ids = to_numpy(torch.stack([t.indices for t in top])).astype(np.int64)
     named = set(np.unique(top_ids).tolist()) | set(enc.ids) | {i for m in predictions for i in m.top_ids}
     return MaskedResult(
         model=model.name, model_type=model.model_type, ids=list(enc.ids), tokens=list(enc.tokens),
         masks=predictions, attention=attention, lens_ids=top_ids[:, :, 0].copy(),
-        lens_prob=lens_prob.cpu().numpy().astype(np.float32), lens_top_ids=top_ids,
-        lens_top_prob=torch.stack([t.values for t in top]).cpu().numpy().astype(np.float32),
+        lens_prob=to_numpy(lens_prob).astype(np.float32), lens_top_ids=top_ids,
+        lens_top_prob=to_numpy(torch.stack([t.values for t in top])).astype(np.float32),
         head_source=head.source, notices=list(notices), token_names={i: tok.token(i) for i in sorted(named)},
     )  # fmt: skip

@@ -51,6 +51,7 @@ class Generation:
     elapsed_ms: float = 0.0
     step_ms: list[float] = field(default_factory=list)  # time of each generated token's step
     token_names: dict[int, str] = field(default_factory=dict)  # id -> token, for every id named here
+    weights: str = ""  # how the layers were held: "weights resident, 4.9 GB" / "12 of 32 layers read ..."
     sequence_text: str = ""  # prompt and generated tokens decoded, special tokens left out
 
     @property

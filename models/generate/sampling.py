@@ -18,6 +18,7 @@ from torch import Tensor
 from models.checks import check_seed
 from models.command_fields import MAX_NEW_TOKENS, MAX_SHOWN  # the rows' ranges
 from models.config import InputError
+from models.engine.host import to_host
 
 
 @dataclass(frozen=True)
@@ -95,5 +96,5 @@ class Chooser:
     def __call__(self, logits: Tensor) -> int:
         if self.settings.greedy:
             return int(torch.argmax(logits))
-        probs = sampling_distribution(logits.double().cpu(), self.settings)
+        probs = sampling_distribution(to_host(logits.double()), self.settings)
         return int(torch.multinomial(probs, 1, generator=self.generator))

@@ -7,8 +7,9 @@ import torch
 from torch import Tensor
 
 from models.config import InputError
-from models.pretrained.checkpoint import LayerStore, Weights
+from models.pretrained.checkpoint import Weights
 from models.pretrained.common import AttentionParams, attention, config_int
+from models.pretrained.layer_store import LayerStore
 
 
 class Architecture:

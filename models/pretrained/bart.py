@@ -17,9 +17,9 @@ from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
-from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import Weights, activation, config_int, layer_norm, linear
 from models.pretrained.encdec import EncDecParams, EncoderDecoder, take_first, take_linear
+from models.pretrained.layer_store import LayerStore
 
 LN_EPS = 1e-5  # torch.nn.LayerNorm's default, which BART's layers use
 

@@ -25,6 +25,7 @@ from torch import Tensor
 
 from models.config import Cancelled, InputError
 from models.engine.finite import check_recorded
+from models.engine.host import to_numpy
 from models.memory import F32, MARGIN, check_memory, is_out_of_memory
 from models.pretrained.batching import batched
 from models.pretrained.common import attention, check_recorded_norms, hidden_mask
@@ -157,7 +158,7 @@ def batch_layer_weights(model, encs: Sequence[Encoded], on_weights: OnWeights,
                                      f"weights are too large")  # fmt: skip
                 check_recorded(record, f"layer {layer}")
                 n = x.shape[1]
-                weights = record["weights"][..., :n].detach().cpu().numpy()  # (b, h, n, n)
+                weights = to_numpy(record["weights"][..., :n])  # (b, h, n, n)
                 del record, x
                 on_weights(layer, g, weights)
             if on_layer is not None:

@@ -15,7 +15,6 @@ from torch import Tensor
 from models.checks import config_float, config_str, short
 from models.config import InputError
 from models.pretrained.architecture import Architecture
-from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
     AttentionParams,
     Weights,
@@ -24,6 +23,7 @@ from models.pretrained.common import (
     layer_norm,
     linear,
 )
+from models.pretrained.layer_store import LayerStore
 
 
 class Bert(Architecture):

@@ -7,15 +7,13 @@ files are memory-mapped while a layer is read and closed afterwards: the pages o
 (bf16/fp16) tensors do not stay resident once converted to float32.
 
 :class:`Weights` hands tensors out as float32 on the model's device, checking names, shapes and
-dtypes first (a "meta" twin checks and sizes a layer without reading it). :class:`LayerStore`
-loads each block's tensors on first use, keeps them under a memory budget (least recently used
-layers are freed first) and reports progress in bytes read.
+dtypes first (a "meta" twin checks and sizes a layer without reading it). Layers are read and
+held by :class:`models.pretrained.layer_store.LayerStore`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -28,7 +26,6 @@ from models.config import Cancelled, InputError
 from models.io import check_regular
 from models.memory import available_bytes, human, is_out_of_memory
 
-LAYER_CACHE_BYTES = 1 << 30  # float32 layers kept in memory; older ones are read again if needed
 FLOAT_DTYPES = {"F16": 2, "BF16": 2, "F32": 4, "F64": 8}
 OTHER_DTYPES = {"I8": 1, "U8": 1, "BOOL": 1, "I16": 2, "I32": 4, "I64": 8}
 
@@ -124,6 +121,11 @@ class Checkpoint:
         if key not in info:
             raise InputError(f"{path.name} lacks tensor {key!r} although the index lists it there")
         return info[key]
+
+    def headers_read(self) -> bool:
+        """Whether every file's header has been read (a sharded checkpoint opens a shard's only when
+        one of its tensors is first wanted)."""
+        return all(path in self._infos or path in self._bins for path in set(self.keys.values()))
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -262,120 +264,3 @@ def finite_tensor(t: Tensor, name: str) -> Tensor:
         f"tensor {name!r} of the checkpoint holds {float(t[index])!r} at {list(index)} "
         f"(NaN, infinite, or beyond float32's range); the weights are corrupt"
     )
-
-
-def _storage_bytes(obj, seen: set[int]) -> int:
-    if isinstance(obj, Tensor):
-        storage = obj.untyped_storage()
-        if storage.data_ptr() in seen:
-            return 0
-        seen.add(storage.data_ptr())
-        return storage.nbytes()
-    if isinstance(obj, dict):
-        obj = obj.values()
-    if isinstance(obj, (list, tuple, type({}.values()))):
-        return sum(_storage_bytes(o, seen) for o in obj)
-    return 0
-
-
-class LayerStore:
-    """``store[i]``: block i's tensors (whatever ``load(i, weights)`` builds), read on first use.
-
-    Loaded layers stay in memory up to ``budget`` bytes; beyond it the least recently used are
-    freed (and read again if needed). :meth:`reading` reports progress in bytes for the layers
-    about to be read and lets ``should_stop`` cancel between tensors.
-    """
-
-    def __init__(
-        self,
-        load: Callable[[int, Weights], dict],
-        count: int,
-        weights: Weights,
-        budget: int | None = None,
-    ) -> None:
-        self.load, self.count, self.weights = load, count, weights
-        self.budget = LAYER_CACHE_BYTES if budget is None else budget
-        self._cache: OrderedDict[int, tuple[dict, int]] = OrderedDict()
-        self._sizes: dict[int, int] = {}
-        self._held: dict[int, int] = {}
-        self._lock = threading.RLock()
-        self.reads = 0  # layers read from disk (tests)
-
-    def __len__(self) -> int:
-        return self.count
-
-    def stored_bytes(self, i: int) -> int:
-        """The bytes layer ``i`` occupies on disk; checks its tensors without reading them."""
-        if i not in self._sizes:
-            meta = self.weights.as_meta()
-            self.load(i, meta)
-            self._sizes[i] = sum(meta.taken)
-            self._held[i] = sum(meta.held)
-        return self._sizes[i]
-
-    def held_bytes(self, i: int) -> int:
-        """The bytes layer ``i`` occupies once read (float32); checks it without reading it."""
-        self.stored_bytes(i)
-        return self._held[i]
-
-    def bytes_to_read(self, layers: Iterable[int]) -> int:
-        """Memory that reading ``layers`` (those not in memory yet) adds at its peak: the
-        float32 layers up to the cache's budget plus the one being read."""
-        todo = [i for i in dict.fromkeys(layers) if i not in self._cache]
-        sizes = [self.held_bytes(i) for i in todo]
-        return min(sum(sizes), self.budget + max(sizes, default=0))
-
-    def cached(self, i: int) -> bool:
-        return i in self._cache
-
-    def __getitem__(self, i: int) -> dict:
-        with self._lock:
-            if i in self._cache:
-                self._cache.move_to_end(i)
-                return self._cache[i][0]
-            self.stored_bytes(i)  # names and shapes checked before reading anything
-            with self.weights.ckpt.reading():
-                layer = self.load(i, self.weights)
-            self.reads += 1
-            self._cache[i] = (layer, _storage_bytes(layer, set()))
-            while len(self._cache) > 1 and sum(s for _, s in self._cache.values()) > self.budget:
-                self._cache.popitem(last=False)
-            return layer
-
-    def clear(self) -> None:
-        with self._lock:
-            self._cache.clear()
-
-    @contextmanager
-    def reading(
-        self,
-        layers: Iterable[int],
-        report: Callable[[float, str], None],
-        should_stop: Callable[[], bool] | None = None,
-        span: tuple[float, float] = (0.0, 1.0),
-    ) -> Iterator[None]:
-        """Report ``report(fraction, "Reading 1.2 / 2.2 GB")`` while ``layers`` are read inside
-        the block; ``should_stop()`` (or the report itself) may raise :class:`Cancelled`."""
-        with self._lock:
-            todo = [i for i in dict.fromkeys(layers) if i not in self._cache]
-            total = sum(self.stored_bytes(i) for i in todo)
-            if not total:
-                yield
-                return
-            done = 0
-            lo, hi = span
-
-            def on_read(nbytes: int) -> None:
-                nonlocal done
-                done += nbytes
-                if should_stop is not None and should_stop():
-                    raise Cancelled("stopped while reading the weights")
-                report(lo + (hi - lo) * min(done / total, 1.0), f"Reading {size_text(done, total)}")
-
-            report(lo, f"Reading {size_text(0, total)}")
-            self.weights.on_read = on_read
-            try:
-                yield
-            finally:
-                self.weights.on_read = None
-            report(hi, f"Read {size_text(done, total).split(' / ')[1]} of weights")

@@ -31,6 +31,7 @@ from torch import Tensor
 from models.config import InputError
 from models.engine import pairs
 from models.engine.edits import Edit, check_edit
+from models.engine.host import to_numpy
 from models.pretrained.common import AttentionParams
 
 EDITABLE = ("input", "q", "k", "v", "q_normed", "k_normed", "q_rotated", "k_rotated", "scores", "mask")
@@ -97,7 +98,7 @@ class LayerEdits:
 def hidden_matrix(spec: pairs.MaskSpec, n: int) -> np.ndarray:
     """``(n, n)`` bool, True where ``spec`` hides key j from query i."""
     rows = spec.rows(0, n, n, torch.device("cpu"))
-    return np.zeros((n, n), bool) if rows is None else rows.numpy().copy()
+    return np.zeros((n, n), bool) if rows is None else to_numpy(rows).copy()
 
 
 def traced_hidden(config: Mapping, n: int, edits: Iterable[Edit] = ()) -> np.ndarray:

@@ -29,8 +29,9 @@ from models.config import InputError
 from models.engine import attention as att
 from models.engine.attend import attend
 from models.pretrained.batching import in_batch
-from models.pretrained.checkpoint import LayerStore, Weights
+from models.pretrained.checkpoint import Weights
 from models.pretrained.common import AttentionParams, linear, split_heads
+from models.pretrained.layer_store import LayerStore
 
 BLOCKS = ("encoder", "decoder", "cross")
 DEFAULT_BLOCK = "cross"

@@ -20,6 +20,7 @@ from torch import Tensor
 
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
 from models.engine.finite import check_recorded
+from models.engine.host import to_numpy
 from models.engine.trace import AttentionTrace
 from models.memory import check_memory, estimate_encdec_peak
 from models.pretrained.common import hidden_mask
@@ -256,7 +257,7 @@ class EncoderDecoderModel:
                 record: dict[str, Tensor] = {}
                 block_attention(x_q, x_kv, a.params(block, layer, x_q.shape[0], x_kv.shape[0]), hidden, record)
                 check_recorded(record, f"{block} layer {layer}")  # never a NaN in a file or on screen (issue 36)
-                out[layer] = record["weights"].detach().cpu().numpy()
+                out[layer] = to_numpy(record["weights"])
                 if on_layer is not None:
                     on_layer(layer, out[layer])
         return q_enc, k_enc, out, self.notices + list(src.notices) + list(tgt.notices)
@@ -272,5 +273,5 @@ class EncoderDecoderModel:
             self._decoder_states(src, tgt, a.decoder_layers, None)
             dec = list(self._dec)
         enc[-1], dec[-1] = a.encoder_final(enc[-1]), a.decoder_final(dec[-1])
-        return {side: [s.detach().cpu().numpy().copy() for s in states]
+        return {side: [to_numpy(s).copy() for s in states]
                 for side, states in (("encoder", enc), ("decoder", dec))}  # fmt: skip

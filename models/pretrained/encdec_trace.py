@@ -108,6 +108,7 @@ def build_block_trace(model: LoadedModel, block: str, layer: int, q_enc: Encoded
     meta = {
         "model": model.name, "block": block, "layer": layer, "tokens": list(k_tokens), "token_ids": list(k_enc.ids),
         "query_tokens": list(q_tokens), "query_token_ids": list(q_enc.ids), "notices": list(notices),
+        "weights": model.arch.layers.residency_text(),
     }  # fmt: skip
     return AttentionTrace(stages=tuple(built), query_tokens=q_tokens, key_tokens=k_tokens, config=config,
                           device=model.device_label, elapsed_ms=elapsed_ms, meta=meta)  # fmt: skip

@@ -23,7 +23,6 @@ from torch import Tensor
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
 from models.pretrained.architecture import Architecture
-from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
     AttentionParams,
     Weights,
@@ -32,6 +31,7 @@ from models.pretrained.common import (
     layer_norm,
     linear,
 )
+from models.pretrained.layer_store import LayerStore
 from models.pretrained.llama import lin
 from models.pretrained.rope import Rotary, rope_inv_freq, rotary_dim
 

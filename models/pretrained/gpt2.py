@@ -13,8 +13,8 @@ from torch import Tensor
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
 from models.pretrained.architecture import Architecture
-from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import AttentionParams, Weights, activation, config_int, layer_norm, linear
+from models.pretrained.layer_store import LayerStore
 
 
 class GPT2(Architecture):

@@ -18,7 +18,6 @@ from torch import Tensor
 from models.checks import config_float, config_str, short
 from models.config import InputError
 from models.pretrained.architecture import Architecture
-from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
     AttentionParams,
     HeadNorm,
@@ -28,6 +27,7 @@ from models.pretrained.common import (
     linear,
     rms_norm,
 )
+from models.pretrained.layer_store import LayerStore
 from models.pretrained.rope import rotary, rotary_dim
 
 

@@ -24,7 +24,7 @@ from models.memory import check_memory, estimate_pretrained_load, estimate_tenso
 from models.pretrained.architecture import Architecture
 from models.pretrained.bart import Bart, Marian
 from models.pretrained.bert import Bert, DistilBert, Roberta, XLMRoberta
-from models.pretrained.checkpoint import LAYER_CACHE_BYTES, Checkpoint, Weights
+from models.pretrained.checkpoint import Checkpoint, Weights
 from models.pretrained.cohere import Cohere
 from models.pretrained.encdec import EncoderDecoder
 from models.pretrained.encdec_model import EncoderDecoderModel
@@ -102,7 +102,7 @@ def family_kind(model_type: str) -> str:
     return "decoder" if arch.default_mask == "causal" else "encoder"
 # A checkpoint whose files are at most this big is read whole when it is opened (every layer
 # checked and converted up front); a bigger one is read layer by layer when traced.
-PRELOAD_FILE_BYTES = LAYER_CACHE_BYTES // 2
+PRELOAD_FILE_BYTES = 512 << 20
 
 
 def resolve_device(device: str) -> tuple[torch.device, str, str | None]:

@@ -20,6 +20,7 @@ from torch import Tensor
 from models.config import DEFAULT_MAX_TOKENS, Cancelled, InputError
 from models.engine import attention as att
 from models.engine.finite import check_recorded
+from models.engine.host import to_numpy
 from models.engine.trace import AttentionTrace
 from models.memory import check_memory, estimate_pretrained_peak
 from models.pretrained.architecture import Architecture
@@ -287,7 +288,7 @@ class PretrainedModel:
                 a = record["weights"][..., :n]  # (h, n, n): the real keys' (a learned sink's column left out)
                 if weighted:
                     a = att.weighted_norms(a, att.value_norms(record["v"], params.w_o, params.head_groups))
-                out[layer] = a.detach().cpu().numpy()
+                out[layer] = to_numpy(a)
                 if on_layer is not None:
                     on_layer(layer, out[layer])
         return enc, out, self.notices + list(enc.notices) + notices
@@ -307,4 +308,4 @@ class PretrainedModel:
             with self._reading(key, self.num_layers, None):
                 states = self._states_upto(enc, hidden, key, self.num_layers, None)
             states[-1] = self.arch.final(states[-1])
-            return [s.detach().cpu().numpy().copy() for s in states]
+            return [to_numpy(s).copy() for s in states]

@@ -17,7 +17,6 @@ from torch import Tensor
 from models.checks import config_float, config_mapping, config_str
 from models.config import InputError
 from models.pretrained.architecture import Architecture
-from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
     AttentionParams,
     Weights,
@@ -26,6 +25,7 @@ from models.pretrained.common import (
     layer_norm,
     linear,
 )
+from models.pretrained.layer_store import LayerStore
 from models.pretrained.llama import lin
 from models.pretrained.rope import Rotary, rope_base, rope_inv_freq
 

@@ -15,7 +15,6 @@ from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
 from models.pretrained.architecture import Architecture
-from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import (
     AttentionParams,
     HeadLayerNorm,
@@ -25,6 +24,7 @@ from models.pretrained.common import (
     layer_norm,
     linear,
 )
+from models.pretrained.layer_store import LayerStore
 from models.pretrained.llama import lin
 from models.pretrained.rope import Rotary, rope_inv_freq, rotary_dim
 

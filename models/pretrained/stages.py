@@ -12,6 +12,7 @@ from torch import Tensor
 from models.checks import check_finite_stages
 from models.engine import attention as att
 from models.engine import pairs, stages
+from models.engine.host import to_numpy as host_numpy
 from models.engine.trace import AttentionTrace, Stage
 from models.pretrained.common import AttentionParams, linear
 from models.pretrained.edits import LayerEdits
@@ -24,7 +25,7 @@ SINK = "sink"  # the label of the learned attention sink's key column (gpt-oss)
 
 def to_numpy(t: Tensor) -> np.ndarray:
     """A float32 copy: traces must not share memory with the cached hidden states."""
-    return np.array(t.detach().cpu().numpy(), dtype=np.float32, copy=True)
+    return np.array(host_numpy(t), dtype=np.float32, copy=True)
 
 
 def build_trace(
@@ -161,6 +162,7 @@ def build_trace(
         "tokens": list(tokens),
         "token_ids": list(enc.ids),
         "notices": list(notices),
+        "weights": arch.layers.residency_text(),  # "weights resident, 4.9 GB" (the status line)
     }
     if edits is not None:
         meta["edits"] = [e.to_json() for e in edits.edits]

@@ -17,9 +17,9 @@ from torch import Tensor
 
 from models.checks import config_float, config_str, short
 from models.config import InputError
-from models.pretrained.checkpoint import LayerStore
 from models.pretrained.common import Weights, activation, config_int, linear, rms_norm
 from models.pretrained.encdec import EncDecParams, EncoderDecoder, take_first, take_linear
+from models.pretrained.layer_store import LayerStore
 
 NO_POSITION_LIMIT = 1 << 20  # relative buckets: no table of positions to run out of
 

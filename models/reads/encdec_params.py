@@ -7,6 +7,7 @@ bias and each pair's bucket in ``extra`` (``position_bias`` (h, n_q, n_k), ``buc
 
 from __future__ import annotations
 
+from models.engine.host import to_numpy
 from models.reads.params import LayerParams, as_f32, bias_per_head, per_head
 
 
@@ -26,7 +27,7 @@ def encdec_params(model, trace) -> LayerParams:
         j = torch.arange(n_k)[None, :]
         from models.pretrained.t5 import relative_bucket
 
-        extra["bucket"] = relative_bucket(j - i, block == "encoder", arch.buckets, arch.max_distance).numpy()
+        extra["bucket"] = to_numpy(relative_bucket(j - i, block == "encoder", arch.buckets, arch.max_distance))
     return LayerParams(
         W_q=per_head(p.w_q, h), b_q=bias_per_head(p.b_q, h), W_k=per_head(p.w_k, h), b_k=bias_per_head(p.b_k, h),
         W_v=per_head(p.w_v, h), b_v=bias_per_head(p.b_v, h), W_o=as_f32(p.w_o), b_o=as_f32(p.b_o),

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from models.engine.host import to_numpy
 from models.reads.derivation import Derivation, Term, num
 from models.reads.explain_context import F64, Context, cell_value, sum_terms
 
@@ -23,7 +24,7 @@ def normed(ctx: Context, which: str) -> Derivation:
     before = ctx.a(which)  # (heads, n, d_k) the vectors before the norm
     row = before[:, r, :].reshape(-1) if kind == "rms_all" else before[h, r]  # what the norm reads
     at = h * before.shape[-1] + c if kind == "rms_all" else c  # the feature's place in that row
-    weight = np.asarray(norm.weight.detach().cpu().numpy(), F64) if norm is not None else np.ones_like(row)
+    weight = np.asarray(to_numpy(norm.weight), F64) if norm is not None else np.ones_like(row)
     weight = weight[h] if weight.ndim == 2 else weight  # per-head weights (StableLM, Cohere)
     eps = float(norm.eps) if norm is not None else 0.0
     plus_one = bool(norm.plus_one) if norm is not None else False

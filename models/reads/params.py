@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from models.engine.host import to_numpy
+
 if TYPE_CHECKING:
     from models.config import AttentionRequest
     from models.pretrained.model import PretrainedModel
@@ -99,7 +101,7 @@ def as_f32(a) -> np.ndarray | None:
     if a is None:
         return None
     if hasattr(a, "detach"):  # a torch tensor
-        a = a.detach().cpu().numpy()
+        a = to_numpy(a)
     return np.asarray(a, dtype=np.float32)
 
 
@@ -116,9 +118,9 @@ def toy_params(req: AttentionRequest) -> LayerParams:
     scale = 1.0 / np.sqrt(cfg.head_dim_k) if cfg.score == "scaled" else None
     x_q = None
     if req.is_cross and query_matrix is not None:
-        x_q = check_embeddings(query_matrix.numpy(), cfg.d_model, cfg.max_tokens, "query embeddings")
+        x_q = check_embeddings(to_numpy(query_matrix), cfg.d_model, cfg.max_tokens, "query embeddings")
     elif req.is_cross:  # the same seeded word vectors the pipeline uses
-        x_q = embed_words([list(query_tokens)], cfg.d_model, cfg.seed)[0].numpy()
+        x_q = to_numpy(embed_words([list(query_tokens)], cfg.d_model, cfg.seed)[0])
     return LayerParams(
         W_q=as_f32(w.W_q), b_q=as_f32(w.b_q), W_k=as_f32(w.W_k), b_k=as_f32(w.b_k),
         W_v=as_f32(w.W_v), b_v=as_f32(w.b_v), W_o=as_f32(w.W_o), b_o=as_f32(w.b_o),

@@ -27,6 +27,7 @@ import json
 import numpy as np
 
 from models.config import InputError
+from models.engine.host import to_numpy
 from models.reads.why_sides import Sides, TooManySources
 
 TOLERANCE = 1e-5  # |Σ T − s| ≤ TOLERANCE · size: the split must add up to the score (check_sum)
@@ -68,7 +69,7 @@ def toy_sides(trace, params, head: int, row: int, cols) -> Sides:
     parts_q, parts_k = {"embed": e_q[row]}, {"embed": e_k[list(cols)]}
     if "positional_encoding" in trace:
         p_k = np.asarray(trace["positional_encoding"].array, dtype=np.float64)
-        p_q = att.sinusoidal_encoding(n_q, e_q.shape[1]).double().numpy() if cross else p_k
+        p_q = to_numpy(att.sinusoidal_encoding(n_q, e_q.shape[1]).double()) if cross else p_k
         parts_q["pos"], parts_k["pos"] = p_q[row], p_k[list(cols)]
     g = params.head_groups[head]
     wq, wk = params.W_q[head].astype(np.float64), params.W_k[g].astype(np.float64)

@@ -19,6 +19,7 @@ import torch
 
 from models.config import InputError
 from models.engine import attention as att
+from models.engine.host import to_numpy
 from models.pretrained.common import hidden_mask, linear
 from models.pretrained.encdec import block_attention
 from models.reads.why_sides import Sides, check_size
@@ -131,7 +132,7 @@ def _cross_sides(model, trace, head: int, row: int, cols) -> Sides:
         if not enc.post:  # T5: through the encoder's final norm
             keys = frozen(enc.h, "rms", arch.final["encoder"], None, arch.eps).lin(enc.parts, list(cols))
         check_parts(keys, memory[list(cols)], "the encoder's output")
-        if not np.array_equal(memory.cpu().numpy(), np.asarray(trace["input"].array)):
+        if not np.array_equal(to_numpy(memory), np.asarray(trace["input"].array)):
             raise InputError("why: the encoder does not give this trace's keys' input; refusing")
         dec = _Stream(arch, "decoder", tgt, [row])
         causal = hidden_mask(tgt.shape[0], "causal", (), model.device)
@@ -142,7 +143,7 @@ def _cross_sides(model, trace, head: int, row: int, cols) -> Sides:
             dec.feed_forward(i)
         dec.attention("decoder", layer, causal)  # the cross block reads the state after this self-attention
         x = arch.attention_input("cross", layer, dec.h)
-        if not np.array_equal(x.cpu().numpy(), np.asarray(trace["query_input"].array)):
+        if not np.array_equal(to_numpy(x), np.asarray(trace["query_input"].array)):
             raise InputError(f"why: the decoder below cross layer {layer} does not give this trace's queries")
         xs = dec.parts if dec.post else frozen(dec.h, "rms", arch.layer("cross", layer)["cross_norm"], None,
                                                arch.eps).lin(dec.parts, [row])  # fmt: skip
@@ -150,7 +151,7 @@ def _cross_sides(model, trace, head: int, row: int, cols) -> Sides:
         p = arch.params("cross", layer, tgt.shape[0], src.shape[0])
         q, k = _project(p, xs, head, "q"), _project(p, keys, head, "k")
     return Sides(tuple(dec.names) + ("bias",), tuple(f"enc {n}" for n in enc.names) + ("bias",),
-                 q[:, 0].cpu().numpy(), k.permute(1, 0, 2).cpu().numpy(), tuple(cols), float(p.scale))  # fmt: skip
+                 to_numpy(q[:, 0]), to_numpy(k.permute(1, 0, 2)), tuple(cols), float(p.scale))  # fmt: skip
 
 
 def encdec_sides(model, trace, head: int, row: int, cols, source=None) -> Sides:
@@ -186,7 +187,7 @@ def encdec_sides(model, trace, head: int, row: int, cols, source=None) -> Sides:
                 stream.attention("cross", i, free, memory, " cross")
                 stream.feed_forward(i)
         x = arch.attention_input(block, layer, stream.h)
-        if not np.array_equal(x.cpu().numpy(), np.asarray(trace["input"].array)):
+        if not np.array_equal(to_numpy(x), np.asarray(trace["input"].array)):
             raise InputError(f"why: the {block} layers below {layer} do not give this trace's input; refusing")
         xs = stream.parts  # BART and Marian: the attention reads h itself
         if not stream.post:  # T5: a pre-norm
@@ -195,7 +196,7 @@ def encdec_sides(model, trace, head: int, row: int, cols, source=None) -> Sides:
         p = arch.params(block, layer, n, n)
         q, k = _project(p, xs, head, "q"), _project(p, xs, head, "k")
         at = {j: rows.index(j) for j in rows}
-        position = None if p.bias is None else p.bias[head, row, list(cols)].double().cpu().numpy()  # (n_keys,)
+        position = None if p.bias is None else to_numpy(p.bias[head, row, list(cols)].double())  # (n_keys,)
     names = tuple(stream.names) + ("bias",)
-    return Sides(names, names, q[:, at[row]].cpu().numpy(), k[:, [at[j] for j in cols]].permute(1, 0, 2).cpu().numpy(),
+    return Sides(names, names, to_numpy(q[:, at[row]]), to_numpy(k[:, [at[j] for j in cols]].permute(1, 0, 2)),
                  tuple(cols), float(p.scale), additive=position, additive_name="position bias")  # fmt: skip

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from models.config import InputError
+from models.engine.host import to_numpy
 from models.pretrained.architecture import Architecture
 from models.pretrained.common import attention, hidden_mask, project_qkv
 from models.pretrained.rope import apply_rope
@@ -295,10 +296,10 @@ def _sources_of_this_run(model, trace, ids, hidden, layer: int, rows):
     arch, states = model.arch, model.cached_states
     x = np.asarray(trace["input"].array)
     if len(states) > layer and tuple(states[layer].shape) == (ids.shape[0], arch.hidden_size):
-        if np.array_equal(arch.attention_input(layer, states[layer]).cpu().numpy(), x):
+        if np.array_equal(to_numpy(arch.attention_input(layer, states[layer])), x):
             return residual_sources(arch, ids, hidden, layer, rows, states[: layer + 1])
     found = residual_sources(arch, ids, hidden, layer, rows)
-    if not np.array_equal(arch.attention_input(layer, found[2]).cpu().numpy(), x):
+    if not np.array_equal(to_numpy(arch.attention_input(layer, found[2])), x):
         raise InputError(f"why: the layers below layer {layer} do not give this trace's input; refusing")
     return found
 
@@ -322,6 +323,6 @@ def pretrained_sides(model, trace, head: int, row: int, cols) -> Sides:
         qn, q, p = project_sources(arch, wire, layer, h, hidden, names, parts, rows, head, "q")
         kn, k, _ = project_sources(arch, wire, layer, h, hidden, names, parts, rows, g, "k")
     at = {j: rows.index(j) for j in rows}
-    query = q[:, at[row]].cpu().numpy()  # (A, d_k)
-    keys = k[:, [at[j] for j in cols]].permute(1, 0, 2).cpu().numpy()  # (n_keys, B, d_k)
+    query = to_numpy(q[:, at[row]])  # (A, d_k)
+    keys = to_numpy(k[:, [at[j] for j in cols]].permute(1, 0, 2))  # (n_keys, B, d_k)
     return Sides(tuple(qn), tuple(kn), query, keys, tuple(cols), float(p.scale))

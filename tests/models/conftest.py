@@ -21,3 +21,27 @@ def terminal_signals():
     yield
     for s, handler in before.items():
         signal.signal(s, handler)
+
+
+# --- the device a device-dependent test runs on (issue 45: a GPU is a first-class machine) -----------
+TEST_DEVICE_ENV = "EXPLORER_TEST_DEVICE"
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request):
+    """``"cpu"``, then ``"cuda"`` when CUDA is present (skipped cleanly without it). The one switch,
+    EXPLORER_TEST_DEVICE: ``cuda`` makes a missing CUDA a failure (a GPU session cannot skip its tests
+    unseen), ``cpu`` runs the CPU only."""
+    import os
+
+    import torch
+
+    wanted = os.environ.get(TEST_DEVICE_ENV, "").strip().lower()
+    if request.param == "cuda":
+        if wanted == "cpu":
+            pytest.skip(f"{TEST_DEVICE_ENV}=cpu")
+        if not torch.cuda.is_available():
+            if wanted == "cuda":
+                pytest.fail(f"{TEST_DEVICE_ENV}=cuda but torch sees no CUDA device")
+            pytest.skip(f"no CUDA device (set {TEST_DEVICE_ENV}=cuda on a GPU machine to require it)")
+    return request.param

@@ -142,3 +142,27 @@ def test_a_trace_too_large_for_memory_says_how_many_tokens_fit(family, tmp_path,
     assert code == 0, err
     code, _, err = run(capsys, *args, "--max-tokens", fit + 1, "--out", tmp_path / "more")
     assert refused_by_name(code, err) and not (tmp_path / "more").exists()
+
+
+def test_generation_reads_per_token_only_the_layers_that_do_not_fit(family, monkeypatch):
+    """Issue 45, in every decoder family: with room for every layer nothing is read from the checkpoint
+    per generated token; with none, every layer is, as its residency says (the status line's words)."""
+    import models.memory as memory
+    from models.generate import GenerateSettings, generate
+    from models.pretrained import loader
+
+    name, folder, _, kind = family
+    if kind != "decoder":
+        return
+    monkeypatch.setattr(loader, "PRELOAD_FILE_BYTES", 0)  # read layer by layer, as a big checkpoint is
+    for budget, per_token in (("", 0), ("0", None)):
+        monkeypatch.setenv(memory.LAYER_BUDGET_ENV, budget)
+        model = load_model(folder, device="cpu")
+        store = model.arch.layers
+        marks = []
+        gen = generate(model, "the cat", GenerateSettings(max_new_tokens=4, lens=False),
+                       on_step=lambda done, total, s=store, m=marks: m.append(s.reads))  # fmt: skip
+        expected = store.residency().per_pass if per_token is None else per_token
+        assert [b - a for a, b in zip(marks, marks[1:])] == [expected] * (len(marks) - 1), name
+        assert (expected == 0) == gen.weights.startswith("weights resident"), (name, gen.weights)
+        assert per_token == 0 or expected == store.count > 1, name

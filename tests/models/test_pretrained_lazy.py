@@ -13,7 +13,7 @@ from safetensors.torch import save_file
 
 from models.config import Cancelled, InputError
 from models.pretrained import load_model, loader
-from models.pretrained.checkpoint import LayerStore
+from models.pretrained.layer_store import LayerStore
 
 transformers = pytest.importorskip("transformers")
 from tests.models.test_pretrained_families import build, make_tokenizer  # noqa: E402
