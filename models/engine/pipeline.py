@@ -211,10 +211,10 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
             def rows(head: int, r0: int, r1: int) -> np.ndarray:
                 with torch.no_grad():
                     if name == "head_output":
-                        return store.head_output_rows(r0, r1, head)[0].to("cpu", torch.float32).numpy()
+                        return to_numpy(store.head_output_rows(r0, r1, head)[0], torch.float32)
                     c = att.concat_heads(store.head_output_rows(r0, r1))
                     y = c if name == "concat" else att.output_projection(c, t(w.W_o), t(w.b_o))
-                    return y.to("cpu", torch.float32).numpy()
+                    return to_numpy(y, torch.float32)
 
             return rows
 

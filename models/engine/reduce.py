@@ -293,11 +293,11 @@ def _tall(stage: Stage, head: int, region: tuple[int, int, int, int], step: tupl
         rows[-1] = (r1 - r0) - (height - 1) * kr
         cols = torch.full((width,), float(kc), dtype=torch.float64)
         cols[-1] = (c1 - c0) - (width - 1) * kc
-        masked = (hidden / (rows[:, None] * cols[None, :])).float().numpy()
+        masked = to_numpy(hidden / (rows[:, None] * cols[None, :]), torch.float32)
     finite_range = (lo, hi) if lo <= hi else (float("nan"), float("nan"))
     if not signed and (r1 - r0) * (c1 - c0) > 1 << 22:  # as reduce_head: a large weights matrix's maximum only
         finite_range = (float("nan"), hi if np.isfinite(hi) else float("nan"))
-    return Reduced(peak.numpy().astype(np.float32, copy=False), masked, region, step, finite_range)
+    return Reduced(to_numpy(peak).astype(np.float32, copy=False), masked, region, step, finite_range)
 
 
 SMALL_CELLS = 1 << 18  # a stage whose heads hold at most this many cells is reduced in one pass

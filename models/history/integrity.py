@@ -77,6 +77,8 @@ def _safetensors_digest(path: Path, h) -> None:
 def _torch_digest(path: Path, h) -> None:
     import torch
 
+    from models.engine.host import to_numpy
+
     try:
         tensors = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable pickle is one line
@@ -85,7 +87,7 @@ def _torch_digest(path: Path, h) -> None:
     for name in sorted(tensors):
         t = tensors[name].contiguous()
         h.update(f"{name}|{t.dtype}|{list(t.shape)}|".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(to_numpy(t.view(torch.uint8)).tobytes() if t.numel() else b"")
 
 
 def _gguf_digest(path: Path, h) -> None:
