@@ -96,6 +96,9 @@ def atlas_main(argv: Sequence[str]) -> int:
                       detectors=not args.no_detectors, seed=args.seed, threads=torch.get_num_threads())  # fmt: skip
         where = Path(args.out) if shard else state_path(args.out)
         state = open_state(where, key, part, info, corpus, args.force, shard is not None)
+        if state.key["torch_threads"] != key["torch_threads"]:  # resumed: counted on with the saved blocks' threads
+            torch.set_num_threads(state.key["torch_threads"])
+            key = state.key
         if state.complete:
             print(f"part {part} of {parts} in {where} is already complete ({state.sums.counters['texts']} texts)")
             return 0

@@ -61,12 +61,19 @@ def open_state(path: Path, key: dict, part: int, model_info: dict, corpus: dict 
         if shard and not force:
             raise
         return fresh
-    if state.key == key and state.part == part:
-        return state
+    if state.part == part and _same_run(state.key, key):
+        return state  # its saved torch thread count, when another, is the caller's to take (the same bits)
     if shard and not force:
         raise InputError(f"--out {path} holds part {state.part} of another run ({state.key['model']}, "
                          f"{state.key['parts']} parts); use --force to replace it")  # fmt: skip
     return fresh
+
+
+def _same_run(saved: dict, key: dict) -> bool:
+    """The same run, whatever the torch threads this process has: a run resumed in another process
+    (the GUI's worker takes cores - 1 threads) goes on with the threads its saved blocks were counted with."""
+    return {k: v for k, v in saved.items() if k != "torch_threads"} == {k: v for k, v in key.items()
+                                                                        if k != "torch_threads"}  # fmt: skip
 
 
 def count_blocks(model, texts, state: Part, *, limit, block: int, parts: int, ray: str | None, workers,

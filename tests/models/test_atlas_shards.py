@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from main import main
 from models.reads.atlas_parts import Part, read_part, write_part
@@ -129,6 +130,8 @@ def test_merge_refuses_parts_of_another_run_in_one_line(one_run, capsys, case, w
 KILLER = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
+import torch
+torch.set_num_threads({threads})  # the test's own count (the GUI tests' worker leaves the process at cores - 1)
 import models.cli.atlas as cli
 real, commits = cli.write_part, []
 def write_part(path, state):
@@ -148,7 +151,8 @@ def test_a_killed_run_resumes_where_it_stopped_and_counts_nothing_twice(one_run,
     name = "resumed" if shard is None else "resumed-part.json"
     out = tmp / name
     argv = [*map(str, base), "--out", str(out), "--quiet", *(["--shard", shard] if shard else [])]
-    child = subprocess.run([sys.executable, "-c", KILLER.format(root=str(ROOT), after=2, argv=argv)], cwd=ROOT,
+    killer = KILLER.format(root=str(ROOT), after=2, argv=argv, threads=torch.get_num_threads())
+    child = subprocess.run([sys.executable, "-c", killer], cwd=ROOT,
                            capture_output=True, text=True, timeout=600)  # fmt: skip
     assert child.returncode == -9, child.stderr
     state = out if shard else tmp / f".{name}.atlas-resume.json"
@@ -165,3 +169,23 @@ def test_a_killed_run_resumes_where_it_stopped_and_counts_nothing_twice(one_run,
         again = read_part(out)
         assert again.complete and again.sums.to_json() == read_part(tmp / "p2.json").sums.to_json()
         assert sorted(again.blocks) == [1, 4, 7]
+
+
+def test_a_run_resumed_with_another_thread_count_goes_on_with_the_saved_one(one_run, capsys):
+    """Killed in a process with 2 torch threads, resumed in one with 1 (the GUI tests' worker leaves
+    pytest at cores - 1): it went on from scratch, silently, and a shard was refused as another run's."""
+    tmp, corpus, base = one_run
+    out = tmp / "threads-part.json"
+    argv = [*map(str, base), "--out", str(out), "--quiet", "--shard", "1/3"]
+    killer = KILLER.format(root=str(ROOT), after=1, argv=argv, threads=2)
+    assert subprocess.run([sys.executable, "-c", killer], cwd=ROOT, capture_output=True, timeout=600).returncode == -9
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        capsys.readouterr()
+        assert main(argv) == 0
+        assert "resuming from" in capsys.readouterr().err
+        assert torch.get_num_threads() == 2  # the saved blocks' count, so that their bits and the rest's agree
+    finally:
+        torch.set_num_threads(before)
+    assert read_part(out).complete and read_part(out).key["torch_threads"] == 2
