@@ -11,10 +11,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-COMMAND_OUTPUTS = ("export", "all-layers", "encdec-all-layers", "explain", "why", "generate", "atlas", "train",
-                   "session")  # fmt: skip
+COMMAND_OUTPUTS = ("export", "all-layers", "encdec-all-layers", "explain", "why", "generate", "atlas", "timeline",
+                   "train", "session")  # fmt: skip
 PRINTS = ("explain", "why")  # writes no file: no full disk, file-size limit or signal inside a write to try
 WRITES = tuple(o for o in COMMAND_OUTPUTS if o not in PRINTS)
+
+
+def history_of(model: Path) -> Path:
+    """A training history whose one checkpoint is ``model`` (what ``timeline`` reads), made beside it once."""
+    run = Path(model).parent / f"{Path(model).name}-history"
+    step = run / "checkpoints" / "step-000000"
+    if not step.is_symlink():
+        step.parent.mkdir(parents=True, exist_ok=True)
+        step.symlink_to(Path(model).resolve(), target_is_directory=True)
+    return run
 
 
 def command_argv(name: str, inputs: dict, out: Path) -> list[str]:
@@ -29,6 +39,7 @@ def command_argv(name: str, inputs: dict, out: Path) -> list[str]:
         "why": ["why", "--model", model, "--sentence", "the cat", "--cell", "0,1,0"],
         "generate": ["generate", "--model", model, "--prompt", "the cat", "--max-new-tokens", "2", "--out", str(out)],
         "atlas": ["atlas", "--model", model, "--out", str(out), "--quiet"],
+        "timeline": ["timeline", "--model", str(history_of(inputs["decoder"])), "--out", str(out), "--quiet"],
         "train": ["train", "--steps", "2", "--out", str(out)],
         "session": [*toy, "--screenshot", str(out.with_name("shot.png")), "--save-session", str(out)],
     }[name]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from command_outputs import WRITES
+from command_outputs import WRITES, history_of
 from encdec_refs import SOURCE, TARGET, build
 from test_pretrained_loader import write_tiny_gpt2
 
@@ -68,6 +68,7 @@ def _writers(m: dict[str, Path], out: Path) -> dict[str, list[str]]:
         "generate": ["generate", "--model", str(m["decoder"]), "--prompt", "the cat sat on the mat",
                      "--max-new-tokens", "40", "--out", str(out)],  # fmt: skip
         "atlas": ["atlas", "--model", str(m["gpt2"]), "--out", str(out), "--quiet"],
+        "timeline": ["timeline", "--model", str(history_of(m["gpt2"])), "--out", str(out), "--quiet"],
         "train": ["train", "--steps", "2", "--out", str(out)],  # was a SafetensorError traceback
         # the window's session (its screenshot beside the disk, where there is room)
         "session": ["--embeddings", str(m["embeddings"]), "--d-model", "400", "--heads", "2", "--screenshot",
