@@ -34,7 +34,8 @@ COLUMNS = ("full disk", "signals", "overflowing weights", "NaN checkpoint", "mem
 ROWS = (*COMMAND_OUTPUTS, *SCREENSHOT_OUTPUTS)
 LABELS = {"export": "`export` (one layer)", "all-layers": "`export --all-layers`",
           "encdec-all-layers": "encoder-decoder `--all-layers`", "explain": "`explain` (prints)",
-          "why": "`why` (prints)", "generate": "`generate`", "atlas": "`atlas`", "train": "`train`",
+          "why": "`why` (prints)", "generate": "`generate`", "atlas": "`atlas`", "timeline": "`timeline`",
+          "train": "`train`",
           "session": "session (`--save-session`)", "screenshot": "`--screenshot` (the main window)"}  # fmt: skip
 
 # code: (the test, what it runs: {(row, column)})
