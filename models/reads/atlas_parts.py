@@ -39,13 +39,16 @@ MAX_PART_BYTES = 256 << 20
 
 def model_sha256(model) -> str:
     """A sha256 of the files that make the model's numbers: config.json, tokenizer.json and its
-    weights (every shard), from the folder it was loaded from (a checkpoint's own folder)."""
+    weights (every shard), from the folder it was loaded from (a checkpoint's own folder), or the GGUF file."""
     from models.pretrained.loader import weight_files
 
     folder = Path(model.path)
-    files, _ = weight_files(folder)
+    if folder.is_file():  # a GGUF file: its config, tokenizer and weights in one
+        paths = [folder]
+    else:
+        paths = [folder / "config.json", folder / "tokenizer.json", *weight_files(folder)[0]]
     h = hashlib.sha256()
-    for path in [folder / "config.json", folder / "tokenizer.json", *files]:
+    for path in paths:
         h.update(path.name.encode() + b"\0")
         try:
             with open(path, "rb") as f:
