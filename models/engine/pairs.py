@@ -38,8 +38,7 @@ LONG_CELLS = 1 << 27
 StopCheck = Callable[[], bool] | None
 
 
-# The stages before the mask: there −∞ is an overflow, never a hidden key.
-_SCORE_STAGES = ("scores", "scaled", "biased", "softcapped")
+_SCORE_STAGES = ("scores", "scaled", "biased", "softcapped")  # before the mask: −∞ is an overflow, not a hidden key
 
 
 class PairStore:
@@ -374,7 +373,6 @@ class PairStore:
                 self._head_output = out
             return self._head_output
 
-
     def head_output_rows(self, r0: int, r1: int, head: int | None = None) -> torch.Tensor:
         """Rows ``r0:r1`` of ``O = A V``, ``(h, r, d_v)`` (``head``: that head's alone, ``(1, r, d_v)``), from
         those rows' weights alone, over the keys they see: one query's output needs one row of weights
@@ -382,8 +380,7 @@ class PairStore:
         heads = range(self.heads) if head is None else (head,)
         if self._head_output is not None:
             return self._head_output[list(heads), r0:r1]
-        s = self.spec
-        v0, v1 = s.mask.visible_columns(r0, r1, self.n_keys)
+        s, (v0, v1) = self.spec, self.spec.mask.visible_columns(r0, r1, self.n_keys)
         out = torch.zeros(len(heads), r1 - r0, self.d_v, dtype=s.v.dtype, device=s.v.device)
         with torch.no_grad():
             for i, h in enumerate(heads):
