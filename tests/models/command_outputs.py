@@ -21,7 +21,7 @@ def history_of(model: Path) -> Path:
     """A training history whose one checkpoint is ``model`` (what ``timeline`` reads), made beside it once."""
     run = Path(model).parent / f"{Path(model).name}-history"
     step = run / "checkpoints" / "step-000000"
-    if Path(model).is_dir() and not step.is_symlink():  # (a dry listing of the commands names no model)
+    if (Path(model) / "config.json").is_file() and not step.is_symlink():  # a dry listing names no model
         step.parent.mkdir(parents=True, exist_ok=True)
         step.symlink_to(Path(model).resolve(), target_is_directory=True)
     return run
