@@ -43,8 +43,13 @@ class HeadSignatures:
 
 def head_signatures(model, seed: int = PROBE_SEED) -> HeadSignatures:
     """Run the probes once (texts of one length as one batch) and keep every head's maps."""
+    from models.config import InputError
     from models.pretrained.batch_weights import batch_layer_weights
+    from models.pretrained.registry import ENCODER_DECODER_TYPES
 
+    if model.model_type in ENCODER_DECODER_TYPES:  # was an AttributeError (no encode_ids)
+        raise InputError(f"the time machine follows the heads of encoder or decoder models; {model.name} is an "
+                         f"encoder-decoder model ({', '.join(ENCODER_DECODER_TYPES)})")
     probes = model_probes(model, seed)
     L, h = model.num_layers, model.num_heads
     per_probe: list[list[np.ndarray | None]] = [[None] * L for _ in probes]
