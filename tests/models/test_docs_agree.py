@@ -110,8 +110,9 @@ def commands(page: Path) -> list[list[list[str]]]:
         argvs, names = [], {}
         for line in lines:
             if found := re.match(r"^([A-Z_]+)=(.+)$", line.strip()):  # G=$(...): as a reader runs it
-                names[found.group(1)] = subprocess.run(["bash", "-c", f"{line}\nprintf %s \"${found.group(1)}\""],
-                                                       cwd=ROOT, capture_output=True, text=True, timeout=120).stdout
+                script = f"{line.replace('.venv/bin/python', sys.executable)}\nprintf %s \"${found.group(1)}\""
+                names[found.group(1)] = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True,
+                                                       timeout=120).stdout  # (this Python: a checkout's own .venv)
                 continue
             for name, value in names.items():
                 line = line.replace(f"${name}", value)

@@ -65,7 +65,7 @@ def test_an_export_larger_than_the_disk_is_refused_before_anything_is_written(tm
     assert code == 2 and not out.exists() and list(tmp_path.iterdir()) == [text]
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: this export would take 64.0 GiB (weights 64.0 GiB)") and "\n" not in err
-    assert "--rows A:B --cols C:D" in err
+    assert "of these 131,072 rows would fit (e.g. --rows 0:" in err  # which region fits (issue 50, item 11)
     # a region of it is exact and small
     assert export_main(["--text-file", str(text), "--heads", "1", "--d-model", "4", "--mask", "causal",
                         "--stages", "weights", "--rows", "131000:131010", "--cols", "0:131072",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from command_outputs import WRITES
+from command_outputs import WRITES, history_of
 from test_pretrained_loader import write_tiny_gpt2
 
 HERE = Path(__file__).resolve().parent
@@ -46,6 +46,8 @@ def _writers(tmp: Path, tiny: Path) -> dict[str, tuple[str, list[str], Path]]:
         "generate": ("/", ["generate", "--model", str(tiny), "--prompt", "the cat", "--max-new-tokens", "2",
                            "--out", str(tmp / "out")], tmp / "out"),  # fmt: skip
         "atlas": ("/", ["atlas", "--model", str(tiny), "--out", str(tmp / "out"), "--quiet"], tmp / "out"),
+        "timeline": ("/", ["timeline", "--model", str(history_of(tiny)), "--out", str(tmp / "out"), "--quiet"],
+                     tmp / "out"),  # fmt: skip
         "encdec-all-layers": ("/", ["export", "--model", str(tiny.parent / "t5"), "--sentence", "the cat sat",
                                     "--cross-sentence", "die katze", "--all-layers", "--block", "cross",
                                     "--out", str(tmp / "out")], tmp / "out"),  # fmt: skip
