@@ -217,3 +217,26 @@ def test_why_steps_on_the_command_line(tmp_path):
                           "--sentence", REPEATED, "--cell", "0,40,11", "--steps", "12345"],
                          capture_output=True, text=True, timeout=600)  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and "no step 12345" in bad.stderr
+
+
+def test_a_hub_cache_whose_step_branches_serve_one_blob_is_named(tmp_path):
+    """Pythia's case (EleutherAI/pythia #205): step revisions whose snapshots link to the same weights blob."""
+    repo = tmp_path / "models--org--pythia-tiny"
+    shipped = model_steps(SHIPPED)
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    for i, (step, source) in enumerate(((0, 0), (1000, 583), (143000, 0))):
+        snapshot = repo / "snapshots" / f"rev{i}"
+        shutil.copytree(shipped[source], snapshot)
+        blob = repo / "blobs" / f"weights-of-{source}"
+        if not blob.exists():
+            shutil.move(snapshot / "model.safetensors", blob)
+        else:
+            (snapshot / "model.safetensors").unlink()
+        (snapshot / "model.safetensors").symlink_to(blob)
+        (repo / "refs" / f"step{step}").write_text(f"rev{i}")
+    steps = model_steps(repo / "snapshots" / "rev2")
+    assert list(steps) == [0, 1000, 143000]
+    found = check_history(steps)
+    assert found.groups == [[0, 143000]]
+    assert found.message().startswith("step 0 and step 143000 hold the same weights: this history is broken")
