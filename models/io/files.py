@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from pathlib import Path
 from typing import BinaryIO
 
 from models.config import InputError
@@ -106,3 +107,13 @@ def is_regular(path: str | os.PathLike) -> bool:
 
 
 __all__ = ["check_regular", "is_regular", "open_regular", "read_bytes", "reason"]
+
+
+def file_version(path: str | os.PathLike) -> tuple[str, int, int] | None:
+    """``(resolved path, size, mtime_ns)``: a key that changes when the file does (None: unreadable);
+    what the parsed-file caches (tokenizers, GGUF headers) are keyed by."""
+    try:
+        st = Path(path).stat()
+        return str(Path(path).resolve()), st.st_size, st.st_mtime_ns
+    except OSError:
+        return None

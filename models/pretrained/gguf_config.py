@@ -15,6 +15,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from models.config import InputError
+from models.io.files import file_version
 from models.pretrained.gguf_read import GGUFFile
 
 _LLAMA_KEYS = {
@@ -133,11 +134,7 @@ _OPENED_LOCK = threading.Lock()
 def read_gguf(path: Path) -> GGUFFile:
     """The file's header, parsed once for each version of the file (a few are kept)."""
     path = Path(path)
-    try:
-        st = path.stat()
-        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    except OSError:
-        key = None
+    key = file_version(path)
     with _OPENED_LOCK:
         if key in _OPENED:
             _OPENED.move_to_end(key)

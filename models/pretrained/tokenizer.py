@@ -17,6 +17,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from models.config import InputError
+from models.io.files import file_version
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,7 @@ _PARSED_LOCK = threading.Lock()
 
 
 def _parsed(path: Path, data: bytes) -> Tokenizer:
-    try:
-        st = path.stat()
-        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    except OSError:
-        key = None
+    key = file_version(path)
     with _PARSED_LOCK:
         if key in _PARSED:
             _PARSED.move_to_end(key)
