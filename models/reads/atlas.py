@@ -30,7 +30,7 @@ from models.config import Cancelled, InputError
 from models.engine.finite import csv_float, csv_number
 from models.io import check_regular, read_bytes, read_json
 from models.io.atomic import MANIFEST, TOOL, atomic_folder
-from models.memory import check_memory
+from models.memory import check_memory, return_freed_memory
 from models.reads.atlas_sums import HeadSums
 from models.reads.corpora import MAX_TEXT_CHARS as MAX_TEXT_CHARS  # models.api's
 from models.reads.corpora import corpus_identity, corpus_lines, count_texts
@@ -160,6 +160,7 @@ def block_sums(model, items, should_stop: Callable[[], bool] | None = None,
         if held >= CHUNK_STATE_BYTES:
             run_chunk()
     run_chunk()
+    return_freed_memory()  # a block's batches of many shapes leave the heap fragmented: flat memory over a corpus
     return sums
 
 
