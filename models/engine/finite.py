@@ -33,15 +33,16 @@ def may_overflow(spec) -> bool:  # spec: a models.engine.pairs.PairSpec (pairs i
     return not (math.isfinite(bound) and max(bound, edits) < FLOAT32_MAX / 2)
 
 
-def check_pair_block(spec, name: str, head: int, r0: int, block: np.ndarray) -> None:
+def check_pair_block(spec, name: str, head: int, r0: int, block: torch.Tensor) -> None:
     """Refuse a block of an n×n stage holding NaN or ±∞ (−∞ in "masked" is the mask), naming
-    the stage, the layer and the cause: the queries and keys whose dot products overflow."""
-    bad = ~np.isfinite(block)
+    the stage, the layer and the cause: the queries and keys whose dot products overflow. Looked at
+    where the block is (the trace's device): only the cell named crosses to the host."""
+    bad = ~torch.isfinite(block)
     if name == "masked":
-        bad &= block != -np.inf
-    if not bad.any():
+        bad &= block != float("-inf")
+    if not bool(bad.any()):
         return
-    i, j = (int(x) for x in np.argwhere(bad)[0])
+    i, j = (int(x) for x in bad.nonzero()[0])
     where = f" of {spec.label}" if spec.label else ""
     q = float(spec.q.abs().max()) if spec.q.numel() else 0.0
     k = float(spec.k.abs().max()) if spec.k.numel() else 0.0

@@ -19,6 +19,11 @@ over the row's blocks), top to bottom, reporting each band of pixel rows as it i
 causal mask a block of rows computes only the keys its rows see (the masked ones are −∞ by
 definition), the mask built for the diagonal block alone. Rows asked for before the overview has
 reached them (a zoomed tile) get theirs computed at once.
+
+Everything runs in torch on the trace's device (issue 45): the statistics, the blocks of scores, the
+pixel peaks (:func:`models.engine.pixels.block_max`, the one peak reduction); what crosses to the host
+is each band of finished pixel rows, once (:func:`models.engine.host.to_numpy`), and the cells asked for.
+On a GPU a block of keys is :data:`GPU_KEYS` times wider (a kernel per 2 MiB block would leave it idle).
 """
 
 from __future__ import annotations
@@ -28,16 +33,17 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from models.config import Cancelled
 from models.engine.attend import log_weights, merge_statistics, row_statistics
 from models.engine.host import to_numpy
+from models.engine.pixels import block_max
 
 # One block of scores: TILE_ROWS rows × TILE_KEYS keys, 2 MiB of float32 (it and the softmax's output
 # stay in the cache; a block of 128 × 16,384 did not: 1.7 × SDPA at 32,768 tokens). Each block of
 # keys of K is read once per TILE_ROWS rows.
 TILE_KEYS, TILE_ROWS = 2048, 256
+GPU_KEYS = 8  # on CUDA, blocks of TILE_KEYS × GPU_KEYS keys (16 MiB of scores per kernel)
 OnRows = Callable[[int, np.ndarray], None] | None  # (pixel rows done, the peaks so far)
 NEG_INF = float("-inf")
 
@@ -48,22 +54,26 @@ class LongRows:
     def __init__(self, store) -> None:
         self.store = store
         h, n = store.heads, store.n_q
-        self.m = torch.full((h, n), float("nan"))  # each row's largest masked score
-        self.lse = torch.full((h, n), float("nan"))  # log Σ exp(temper(masked − m))
-        self.known = torch.zeros((h, n), dtype=torch.bool)
+        self.device = store.spec.q.device  # the trace's: every tensor here lives there
+        self.m = torch.full((h, n), float("nan"), device=self.device)  # each row's largest masked score
+        self.lse = torch.full((h, n), float("nan"), device=self.device)  # log Σ exp(temper(masked − m))
+        self.known = torch.zeros((h, n), dtype=torch.bool, device=self.device)
         self._lock = threading.Lock()
         self._buffers = threading.local()
 
     # --- the statistics -------------------------------------------------------------------------
     def _sink(self, head: int, rows: int) -> torch.Tensor:
-        return self.store.spec.sinks[head].to(torch.float32).expand(rows)  # (rows,): a sink's logit
+        return self.store.spec.sinks[head].to(self.device, torch.float32).expand(rows)  # (rows,): a sink's logit
+
+    def _tile_keys(self) -> int:
+        return TILE_KEYS * (GPU_KEYS if self.device.type == "cuda" else 1)
 
     def _scratch(self, rows: int, keys: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Two float32 buffers of ``rows × keys`` cells, this thread's own (the GUI's hover may ask
         for rows while the worker streams), reused block after block."""
         have = getattr(self._buffers, "cells", None)
         if have is None or have.numel() < 2 * rows * keys:
-            have = self._buffers.cells = torch.empty(2 * rows * keys, dtype=torch.float32)
+            have = self._buffers.cells = torch.empty(2 * rows * keys, dtype=torch.float32, device=self.device)
         return have[: rows * keys], have[rows * keys : 2 * rows * keys]
 
     def _pass(self, head: int, s: int, e: int, kc: int = 1, width: int = 0) -> torch.Tensor | None:
@@ -72,15 +82,15 @@ class LongRows:
         store = self.store
         t = store.spec.temperature
         v0, v1 = store.spec.mask.visible_columns(s, e, store.n_keys)
-        out = torch.full((e - s, width), NEG_INF) if width else None
-        size = max(1, TILE_KEYS // kc) * kc  # blocks of keys at multiples of whole pixel columns
+        out = torch.full((e - s, width), NEG_INF, device=self.device) if width else None
+        size = max(1, self._tile_keys() // kc) * kc  # blocks of keys at multiples of whole pixel columns
         ms, ls = [], []
         scores, scratch = self._scratch(e - s, size)
         for a in range(v0 // size * size, v1, size):
             a, b = max(v0, a), min(v1, a + size)
             cells = (e - s) * (b - a)  # the scores in one reused buffer, the softmax's output in another
             x = store._chain("masked", head, s, e, a, b, sink=False, out=scores[:cells].view(e - s, b - a))
-            x = x.to("cpu", torch.float32)  # (r, b − a)
+            x = x.to(torch.float32)  # (r, b − a), on the trace's device
             if width:
                 _column_peaks(out, x, a, kc)
             m, lse = row_statistics(x, t, scratch[:cells].view(e - s, b - a))  # (r,), (r,)
@@ -89,14 +99,14 @@ class LongRows:
         if store.n_k > store.n_keys:  # the sink's logit: a block of one key, in its own column
             sink = self._sink(head, e - s)
             ms.append(sink)
-            ls.append(torch.zeros(e - s))
+            ls.append(torch.zeros(e - s, device=self.device))
             if width:
                 col = store.n_keys // kc
                 out[:, col] = torch.maximum(out[:, col], sink)
         if ms:
             m, lse = merge_statistics(torch.stack(ms, dim=-1), torch.stack(ls, dim=-1), t)
         else:  # no key seen by any of these rows
-            m, lse = torch.full((e - s,), NEG_INF), torch.full((e - s,), NEG_INF)
+            m = lse = torch.full((e - s,), NEG_INF, device=self.device)
         with self._lock:
             self.m[head, s:e], self.lse[head, s:e] = m, lse
             self.known[head, s:e] = True
@@ -120,12 +130,12 @@ class LongRows:
         ``(r, c)`` float32: ``exp(temper(masked − m) − l)``; keys no row sees are exactly 0."""
         store = self.store
         m, lse = self.stats(head, r0, r1)
-        out = torch.zeros((r1 - r0, c1 - c0), dtype=torch.float32)
+        out = torch.zeros((r1 - r0, c1 - c0), dtype=torch.float32, device=self.device)
         v0, v1 = store.spec.mask.visible_columns(r0, r1, store.n_keys)
         a, b = max(c0, v0), min(c1, v1)  # the visible keys asked for
         t = store.spec.temperature
         if b > a:
-            x = store._chain("masked", head, r0, r1, a, b, sink=False).to("cpu", torch.float32)
+            x = store._chain("masked", head, r0, r1, a, b, sink=False).to(torch.float32)
             out[:, a - c0 : b - c0] = torch.exp(log_weights(x, m, lse, t))
         if store.n_k > store.n_keys and c1 > store.n_keys:  # the sink's column
             sink = self._sink(head, r1 - r0)[:, None]
@@ -139,13 +149,13 @@ class LongRows:
         store = self.store
         with self._lock:
             known, m, lse = self.known[head].clone(), self.m[head].clone(), self.lse[head].clone()
-        out = torch.full((store.n_q,), float("nan"))
+        out = torch.full((store.n_q,), float("nan"), device=self.device)
         if bool(known.any()):
             with torch.no_grad():
                 if col >= store.n_keys:  # the sink's logit, the same for every row
-                    x = store.spec.sinks[head].to(torch.float32).expand(store.n_q, 1)
+                    x = self._sink(head, store.n_q)[:, None]
                 else:
-                    x = store._chain("masked", head, 0, store.n_q, col, col + 1).to("cpu", torch.float32)[:, :1]
+                    x = store._chain("masked", head, 0, store.n_q, col, col + 1).to(torch.float32)[:, :1]
                 w = torch.exp(log_weights(x, m, lse, store.spec.temperature))[:, 0]
             out[known] = w[known]
         return to_numpy(out)
@@ -186,11 +196,11 @@ class LongRows:
         """Rows ``s:e`` of a region of keys ``c0:c1``: each row's largest masked score in each pixel
         column, ``(r, width)`` (−∞ where none is seen): made log weights, monotone in the score row by row."""
         store = self.store
-        out = torch.full((e - s, width), NEG_INF)
+        out = torch.full((e - s, width), NEG_INF, device=self.device)
         v0, v1 = store.spec.mask.visible_columns(s, e, store.n_keys)
         a, b = max(c0, v0), min(c1, v1)
         if b > a:
-            x = store._chain("masked", head, s, e, a, b, sink=False).to("cpu", torch.float32)
+            x = store._chain("masked", head, s, e, a, b, sink=False).to(torch.float32)
             _column_peaks(out, x, a - c0, kc)
         if store.n_k > store.n_keys and c1 > store.n_keys:  # the sink's column
             col = (store.n_keys - c0) // kc
@@ -201,36 +211,13 @@ class LongRows:
 def _column_peaks(out: torch.Tensor, keys: torch.Tensor, at: int, kc: int) -> None:
     """Fold ``keys (r, c)``, the columns ``at : at + c`` of the region, into ``out (r, W)``: each
     pixel column the largest of its ``kc`` columns (partial blocks at either end kept as maxima)."""
-    rows, n = keys.shape
-    first, lead = at // kc, at % kc
-    if lead:  # the first, partial block
-        k = min(kc - lead, n)
-        out[:, first] = torch.maximum(out[:, first], keys[:, :k].amax(dim=1))
-        keys, first, n = keys[:, k:], first + 1, n - k
-    whole = n // kc * kc
-    if whole:
-        span = out[:, first : first + whole // kc]
-        torch.maximum(span, _block_max(keys[:, :whole], kc), out=span)
-    if n > whole:  # the last, partial block
-        col = first + whole // kc
-        out[:, col] = torch.maximum(out[:, col], keys[:, whole:].amax(dim=1))
-
-
-def _block_max(keys: torch.Tensor, kc: int) -> torch.Tensor:
-    """``keys (r, W·kc)`` → ``(r, W)``, the largest of each ``kc`` columns: torch's reduction over a
-    short last axis is slow (10 ms for 2 Mi cells at kc = 16; max_pool1d 3.7 ms, amax at kc = 128 0.2 ms)."""
-    rows, n = keys.shape
-    if kc < 64:
-        return F.max_pool1d(keys[None], kc, kc)[0]
-    return keys.reshape(rows, n // kc, kc).amax(dim=2)
+    peaks = block_max(keys, 1, kc, (0, at % kc))  # (r, w)
+    span = out[:, at // kc : at // kc + peaks.shape[1]]
+    torch.maximum(span, peaks, out=span)
 
 
 def _pixel_rows(z: torch.Tensor, offset: int, kr: int) -> np.ndarray:
     """Rows of log weights ``z (r, W)``, the first at ``offset`` rows into the region, as pixel rows
-    (a pixel row may span two blocks of rows: partial ones are maxima too), exp'd."""
-    rows, width = z.shape
-    lead = offset % kr
-    height = -(-(lead + rows) // kr)
-    padded = torch.full((height * kr, width), float("-inf"))
-    padded[lead : lead + rows] = z
-    return to_numpy(torch.exp(padded.view(height, kr, width).amax(dim=1)))
+    (a pixel row may span two blocks of rows: partial ones are maxima too), exp'd, on the host: the
+    one crossing of a band of the overview."""
+    return to_numpy(torch.exp(block_max(z, kr, 1, (offset % kr, 0))))

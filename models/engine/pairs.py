@@ -6,6 +6,9 @@ functions of :mod:`models.engine.attention`, and keeps what it computed within a
 always computed in the same fixed blocks, so a tile, a head and the whole stage agree bit for bit.
 
 Memory: Q, K, V and the head outputs are kept (``O(n·d)``); an n×n matrix never has to exist whole.
+Blocks are computed and cached on the trace's device, and read there by the reductions and the head
+outputs (the ``*_tensor`` reads); the numpy reads (:meth:`PairStore.block`, :meth:`PairStore.rows`, …) are
+the crossing to the host of what was asked for (issue 45).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from models.engine.finite import check_pair_block, may_overflow
 from models.engine.host import to_numpy
 from models.engine.long_rows import LongRows
 from models.engine.masks import MaskSpec  # noqa: F401  (re-exported: pairs.MaskSpec)
+from models.engine.pair_outputs import HeadOutputs
 from models.engine.pair_spec import PairSpec  # noqa: F401  (re-exported: pairs.PairSpec)
 
 # What computed blocks may hold, in bytes; least recently used blocks go first.
@@ -41,7 +45,7 @@ StopCheck = Callable[[], bool] | None
 _SCORE_STAGES = ("scores", "scaled", "biased", "softcapped")  # before the mask: −∞ is an overflow, not a hidden key
 
 
-class PairStore:
+class PairStore(HeadOutputs):
     """Answers "stage ``name``, head ``h``, rows ``r0:r1``" for one :class:`PairSpec`.
 
     Thread-safe: the worker computes while the GUI thread may read one cell under the mouse.
@@ -61,7 +65,7 @@ class PairStore:
         rows = max(8, BLOCK_BYTES // (4 * max(1, self.n_keys)) // 8 * 8)
         self.block_rows = min(rows, max(8, -(-self.n_q // 8) * 8))
         self.blocks = -(-self.n_q // self.block_rows)
-        self._cache: OrderedDict[tuple[str, int, int], np.ndarray] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, int, int], torch.Tensor] = OrderedDict()  # on the device
         self._cached_bytes = 0
         # Called with (name, head, block) for every block computed (tests and benches count them).
         self.on_compute: Callable[[str, int, int], None] | None = None
@@ -73,7 +77,7 @@ class PairStore:
             long = self.n_q * self.n_k > LONG_CELLS
         self.long = LongRows(self) if long else None
 
-    def _checked(self, name: str, head: int, r0: int, array: np.ndarray) -> np.ndarray:
+    def _checked(self, name: str, head: int, r0: int, array: torch.Tensor) -> torch.Tensor:
         """``array`` (rows ``r0:`` of one head), refused when it holds NaN or ±∞ (−∞ is the mask):
         every reader (export, window, explain, survey, comparison) gets the same one line. Only
         looked at when the scores can overflow at all (:func:`may_overflow`): free otherwise."""
@@ -193,26 +197,9 @@ class PairStore:
                 x[0, row - r0, col - c0] = value
         return x
 
-    def _weighted_from_cache(self, head: int, block: int) -> np.ndarray | None:
-        """The weighted norms of a block whose weights are cached: ``a_ij ‖f_h(x_j)‖``, the very
-        float32 product the chain makes, without running the chain from Q and K again (a whole
-        trace asks for the weights, then for the weighted norms)."""
-        if self.spec.q.dtype != torch.float32:
-            return None
-        with self._lock:
-            a = self._cache.get(("weights", head, block))
-        if a is None:
-            return None
-        norms = self.value_norms()[head].to("cpu", torch.float32)
-        if self.n_k == self.n_keys:
-            return to_numpy(torch.from_numpy(a) * norms)  # torch: both cores, one pass
-        out = np.zeros_like(a)  # a sink's column: no value, so no norm
-        out[:, : self.n_keys] = to_numpy(torch.from_numpy(a[:, : self.n_keys]) * norms)
-        return out
-
-    def block(self, name: str, head: int, block: int, keep: bool = True) -> np.ndarray:
-        """One block of rows of a stage, float32 numpy, from the cache when it is there
-        (``keep=False``: not added to the cache, for a pass over everything such as an export)."""
+    def block_tensor(self, name: str, head: int, block: int, keep: bool = True) -> torch.Tensor:
+        """One block of rows of a stage, float32 on the trace's device, from the cache when it is
+        there (``keep=False``: not added to the cache, for a pass over everything such as an export)."""
         if name not in self.names:
             raise KeyError(f"no stage {name!r}; this layer has {', '.join(self.names)}")
         key = (name, head, block)
@@ -222,90 +209,92 @@ class PairStore:
                 self._cache.move_to_end(key)
                 return hit
         # Computed outside the lock: the GUI thread reading one cell never waits for a whole pass.
-        array = self._weighted_from_cache(head, block) if name == "weighted_norms" else None
-        if array is None:
+        x = self._weighted_from_cache(head, block) if name == "weighted_norms" else None
+        if x is None:
             with torch.no_grad():
-                array = to_numpy(self._compute(name, head, block), torch.float32)
-        self._checked(name, head, block * self.block_rows, array)
-        if keep and array.nbytes <= self.budget:
+                x = self._compute(name, head, block).to(torch.float32)
+        self._checked(name, head, block * self.block_rows, x)
+        size = x.numel() * 4
+        if keep and size <= self.budget:
             with self._lock:
                 if key not in self._cache:
-                    self._cache[key] = array
-                    self._cached_bytes += array.nbytes
+                    self._cache[key] = x
+                    self._cached_bytes += size
                 while self._cached_bytes > self.budget:
                     _, old = self._cache.popitem(last=False)
-                    self._cached_bytes -= old.nbytes
-        return array
+                    self._cached_bytes -= old.numel() * 4
+        return x
 
-    def visible_block(self, name: str, head: int, block: int) -> tuple[np.ndarray, int]:
+    def block(self, name: str, head: int, block: int, keep: bool = True) -> np.ndarray:
+        """:meth:`block_tensor` on the host, float32 numpy."""
+        return to_numpy(self.block_tensor(name, head, block, keep))
+
+    def visible_tensor(self, name: str, head: int, block: int) -> tuple[torch.Tensor, int]:
         """``(x, c0)``: keys ``c0:c0 + x.shape[1]`` of one block of rows, those some query of it may
         see (after the mask the others are −∞, or exactly 0 for weights, by definition), for a
-        pass that needs only them (the display's peak reduction). Whole blocks, cached, while the
-        whole stage fits the budget; beyond, computed and not kept: expanding each block to every
-        key (fresh pages of 64 MiB at 16,384 tokens) took half the time of a pass."""
+        pass that needs only them (the display's peak reduction), on the trace's device. Whole
+        blocks, cached, while the whole stage fits the budget; beyond, computed and not kept:
+        expanding each block to every key (fresh pages of 64 MiB at 16,384 tokens) took half the
+        time of a pass."""
         r0, r1, c0, c1 = self._span(name, block)
         if self.spec.sinks is not None:  # the sink's column is not next to the visible keys: all of them
-            return self.block(name, head, block), 0
+            return self.block_tensor(name, head, block), 0
         if self.heads * self.n_q * self.n_k * 4 <= self.budget or (c0, c1) == (0, self.n_k):
-            return self.block(name, head, block)[:, c0:c1], c0
+            return self.block_tensor(name, head, block)[:, c0:c1], c0
         with self._lock:
             hit = self._cache.get((name, head, block))
         if hit is not None:
             return hit[:, c0:c1], c0
         with torch.no_grad():
-            array = to_numpy(self._chain(name, head, r0, r1, c0, c1), torch.float32)
-        return self._checked(name, head, r0, array), c0
+            x = self._chain(name, head, r0, r1, c0, c1).to(torch.float32)
+        return self._checked(name, head, r0, x), c0
 
-    def _visible_keys(self, head: int, block: int) -> tuple[np.ndarray, int]:
-        """The weights of the keys some query of the block sees, ``(x, c0)`` as :meth:`visible_block`,
-        without a learned sink's column (it has no value row to weigh)."""
-        if self.spec.sinks is None:
-            return self.visible_block("weights", head, block)
-        r0, r1, c0, c1 = self._span("weights", block)
-        with self._lock:
-            hit = self._cache.get(("weights", head, block))
-        if hit is None and self.heads * self.n_q * self.n_k * 4 <= self.budget:
-            hit = self.block("weights", head, block)
-        if hit is not None:
-            return hit[:, c0:c1], c0
-        with torch.no_grad():
-            return to_numpy(self._chain("weights", head, r0, r1, c0, c1)[:, : c1 - c0], torch.float32), c0
+    def visible_block(self, name: str, head: int, block: int) -> tuple[np.ndarray, int]:
+        """:meth:`visible_tensor` on the host."""
+        x, c0 = self.visible_tensor(name, head, block)
+        return to_numpy(x), c0
 
-    # --- public reads ------------------------------------------------------------------------
-    def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None,
-                    keep: bool = True) -> Iterator[tuple[int, np.ndarray]]:  # fmt: skip
-        """``(first row, block)`` for every block of one head's stage, in order."""
+    def iter_tensors(self, name: str, head: int, should_stop: StopCheck = None,
+                     keep: bool = True) -> Iterator[tuple[int, torch.Tensor]]:  # fmt: skip
+        """``(first row, block)`` for every block of one head's stage, in order, on the trace's device."""
         for b in range(self.blocks):
             if should_stop is not None and should_stop():
                 raise Cancelled(name)
-            yield b * self.block_rows, self.block(name, head, b, keep)
+            yield b * self.block_rows, self.block_tensor(name, head, b, keep)
+
+    def iter_blocks(self, name: str, head: int, should_stop: StopCheck = None,
+                    keep: bool = True) -> Iterator[tuple[int, np.ndarray]]:  # fmt: skip
+        """:meth:`iter_tensors`, each block on the host."""
+        for start, x in self.iter_tensors(name, head, should_stop, keep):
+            yield start, to_numpy(x)
+
+    def rows_tensor(self, name: str, head: int, r0: int, r1: int, keep: bool = True, own: bool = False) -> torch.Tensor:
+        """Rows ``r0:r1`` of one head, ``(r1 − r0, n_k)`` float32 on the trace's device (``keep=False``:
+        blocks computed for it are not cached, for a pass over a stage larger than the budget; ``own``:
+        never a view of a cached block)."""
+        r0, r1 = max(0, r0), min(self.n_q, r1)
+        if r1 <= r0:
+            return torch.empty((0, self.n_k), dtype=torch.float32, device=self.spec.q.device)
+        first, last = r0 // self.block_rows, (r1 - 1) // self.block_rows
+        parts = [self.block_tensor(name, head, b, keep) for b in range(first, last + 1)]
+        x = torch.cat(parts) if len(parts) > 1 else parts[0].clone() if own else parts[0]
+        return x[r0 - first * self.block_rows : r1 - first * self.block_rows]
 
     def rows(self, name: str, head: int, r0: int, r1: int, keep: bool = True) -> np.ndarray:
-        """Rows ``r0:r1`` of one head: ``(r1 − r0, n_k)`` (``keep=False``: blocks computed for it
-        are not cached, for a pass over a stage larger than the budget)."""
-        r0, r1 = max(0, r0), min(self.n_q, r1)
-        out = np.empty((max(0, r1 - r0), self.n_k), dtype=np.float32)
-        if r1 <= r0:
-            return out
-        for b in range(r0 // self.block_rows, (r1 - 1) // self.block_rows + 1):
-            data, start = self.block(name, head, b, keep), b * self.block_rows
-            lo, hi = max(r0, start), min(r1, start + data.shape[0])
-            out[lo - r0 : hi - r0] = data[lo - start : hi - start]
-        return out
+        """:meth:`rows_tensor` on the host, ``(r1 − r0, n_k)`` float32 numpy of its own."""
+        return to_numpy(self.rows_tensor(name, head, r0, r1, keep, own=True))
 
     def head(self, name: str, head: int, should_stop: StopCheck = None) -> np.ndarray:
-        out = np.empty((self.n_q, self.n_k), dtype=np.float32)
-        for start, data in self.iter_blocks(name, head, should_stop):
-            out[start : start + data.shape[0]] = data
-        return out
+        return self.full(name, should_stop, (head,))[0]
 
-    def full(self, name: str, should_stop: StopCheck = None) -> np.ndarray:
-        """The whole stage, ``(h, n_q, n_k)``: only for inputs small enough to hold it."""
-        out = np.empty((self.heads, self.n_q, self.n_k), dtype=np.float32)
-        for h in range(self.heads):
-            for start, data in self.iter_blocks(name, h, should_stop):
-                out[h, start : start + data.shape[0]] = data
-        return out
+    def full(self, name: str, should_stop: StopCheck = None, heads: tuple[int, ...] | None = None) -> np.ndarray:
+        """The whole stage, ``(h, n_q, n_k)`` (``heads``: those alone): only for inputs small enough to hold it."""
+        heads = range(self.heads) if heads is None else heads
+        out = torch.empty((len(heads), self.n_q, self.n_k), dtype=torch.float32, device=self.spec.q.device)
+        for i, h in enumerate(heads):
+            for start, x in self.iter_tensors(name, h, should_stop):
+                out[i, start : start + x.shape[0]] = x
+        return to_numpy(out)  # one crossing
 
     @property
     def fits(self) -> bool:
@@ -317,7 +306,7 @@ class PairStore:
         those cells alone, from Q and K (the weights from the rows' statistics), never whole rows."""
         r0, r1, c0, c1 = max(0, r0), max(0, min(self.n_q, r1)), max(0, c0), max(0, min(self.n_k, c1))
         if self.long is None:
-            return self.rows(name, head, r0, r1, keep=self.fits)[:, c0:c1]
+            return to_numpy(self.rows_tensor(name, head, r0, r1, keep=self.fits)[:, c0:c1])
         if name not in self.names:
             raise KeyError(f"no stage {name!r}; this layer has {', '.join(self.names)}")
         with torch.no_grad():
@@ -329,71 +318,10 @@ class PairStore:
                 x = torch.cat([x[:, : k1 - c0], x[:, -1:]], dim=1)
             else:
                 x = x[:, : k1 - c0]
-            return self._checked(name, head, r0, to_numpy(x, torch.float32))
+            return to_numpy(self._checked(name, head, r0, x.to(torch.float32)))
 
     def cell(self, name: str, head: int, i: int, j: int) -> float:
-        return float(self.rows(name, head, i, i + 1)[0, j])
-
-    def value_norms(self) -> torch.Tensor:
-        """``‖f_h(x_j)‖`` (h, n_k), computed once (see :func:`models.engine.attention.value_norms`)."""
-        done = self._value_norms
-        if done is not None:
-            return done
-        s = self.spec
-        assert s.w_o is not None, "value norms need the output matrix"
-        self.ready(values=True)
-        with torch.no_grad():
-            norms = att.value_norms(s.v, s.w_o, s.head_groups)  # (h, n_k)
-        with self._lock:
-            if self._value_norms is None:
-                self._value_norms = norms
-            return self._value_norms
-
-    def head_output(self, should_stop: StopCheck = None) -> torch.Tensor:
-        """``O_i = A_i V_g(i)``, (h, n_q, d_v): computed once, block by block, from the weights."""
-        done = self._head_output
-        if done is not None:
-            return done
-        s = self.spec
-        self.ready(values=True)
-        out = torch.empty(self.heads, self.n_q, self.d_v, dtype=s.v.dtype, device=s.v.device)
-        with torch.no_grad():
-            for h in range(self.heads):
-                v = s.v[s.head_groups[h]]  # (n_k, d_v)
-                for b in range(self.blocks):
-                    if should_stop is not None and should_stop():
-                        raise Cancelled("head_output")
-                    # Keys no query of the block sees have weight 0 exactly: left out of the sum.
-                    a, c0 = self._visible_keys(h, b)  # (r, c), keys c0:c0 + c
-                    start = b * self.block_rows
-                    a_t = torch.from_numpy(a).to(v.device)
-                    out[h, start : start + a.shape[0]] = att.weighted_sum(a_t, v[c0 : c0 + a.shape[1]])
-        with self._lock:
-            if self._head_output is None:
-                self._head_output = out
-            return self._head_output
-
-    def head_output_rows(self, r0: int, r1: int, head: int | None = None) -> torch.Tensor:
-        """Rows ``r0:r1`` of ``O = A V``, ``(h, r, d_v)`` (``head``: that head's alone, ``(1, r, d_v)``), from
-        those rows' weights alone, over the keys they see: one query's output needs one row of weights
-        (``explain --stage output`` of one cell at 20,000 tokens computed every row)."""
-        heads = range(self.heads) if head is None else (head,)
-        if self._head_output is not None:
-            return self._head_output[list(heads), r0:r1]
-        s, (v0, v1) = self.spec, self.spec.mask.visible_columns(r0, r1, self.n_keys)
-        out = torch.zeros(len(heads), r1 - r0, self.d_v, dtype=s.v.dtype, device=s.v.device)
-        with torch.no_grad():
-            for i, h in enumerate(heads):
-                self.ready(h, values=True)
-                if v1 <= v0:
-                    continue
-                if self.long is not None:  # from the rows' statistics
-                    a = self.long.weights(h, r0, r1, v0, v1)
-                else:  # the blocks holding these rows (cached when the stage fits the budget)
-                    a = torch.from_numpy(self.rows("weights", h, r0, r1, keep=self.fits)[:, v0:v1])
-                v = s.v[s.head_groups[h], v0:v1]  # (c, d_v)
-                out[i] = att.weighted_sum(a.to(v.device, v.dtype), v)
-        return out
+        return float(self.rows_tensor(name, head, i, i + 1)[0, j])
 
 
 def sqrt_dk(d_k: int) -> tuple[str, float]:

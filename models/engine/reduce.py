@@ -5,9 +5,10 @@ for weights (a previous-token head at 16,384 tokens still shows its diagonal), t
 magnitude for signed stages. Masked (−∞) cells are counted, so that a block mixing masked and
 visible cells can be drawn unlike either alone; a NaN anywhere in a block makes the block NaN.
 Rows are read a band at a time from the stage (lazily computed stages included), so memory stays
-at one band whatever the size. The same block maximum for arrays in memory (thumbnails, a row of
-bars) and the enlargement of peaks smaller than a pixel are in models.engine.pixels (numpy only, so the
-widgets may call it).
+at one band whatever the size. A lazy stage's bands are reduced in torch on the trace's device, and
+only the pixels cross to the host, once per head (issue 45). The block maximum is the one of
+models.engine.pixels (:func:`~models.engine.pixels.block_max`, for numpy arrays and tensors alike),
+with the enlargement of peaks smaller than a pixel.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from models.engine.host import to_numpy
-from models.engine.pixels import block_step
+from models.engine.pixels import block_max, block_step
 from models.engine.trace import Stage
 
 BAND_CELLS = 1 << 23  # cells read per band (32 MiB of float32)
@@ -55,25 +56,14 @@ def _cells(stage: Stage, head: int, region: tuple[int, int, int, int]) -> np.nda
     return stage.rows(head, r0, r1)[:, c0:c1] if store is None else store.region(stage.name, head, r0, r1, c0, c1)
 
 
-def _block_max(t: torch.Tensor, kr: int, kc: int) -> torch.Tensor:
-    """Max over blocks of ``kr × kc`` cells of ``t (B, 1, r, c)``; partial blocks at the edges."""
-    if kr == kc == 1:
-        return t
-    b, r, c = t.shape[0], t.shape[-2], t.shape[-1]
-    if r % kr == 0 and c % kc == 0:  # reshapes, much faster than max_pool2d: columns (contiguous) first
-        cols = t.reshape(b, r, c // kc, kc).amax(dim=3) if kc > 1 else t.reshape(b, r, c)  # (B, r, W)
-        return (cols.reshape(b, r // kr, kr, c // kc).amax(dim=2) if kr > 1 else cols)[:, None]
-    return F.max_pool2d(t, (kr, kc), ceil_mode=True)
-
-
-def _finite_extremes(x: torch.Tensor, largest: bool) -> np.ndarray:
-    """The largest (or smallest) finite value of each ``x[b]``, ∓inf where there is none: by ``where``,
-    not boolean indexing (which gathers, ~20× slower on a band's pixels)."""
+def _finite_extremes(x: torch.Tensor, largest: bool) -> torch.Tensor:
+    """The largest (or smallest) finite value of each ``x[b]``, ∓inf where there is none, ``(B,)`` float64 on
+    ``x``'s device: by ``where``, not boolean indexing (which gathers, ~20× slower on a band's pixels)."""
     bound = float("-inf") if largest else float("inf")
     if x[0].numel() == 0:
-        return np.full(x.shape[0], bound)
+        return torch.full((x.shape[0],), bound, dtype=torch.float64, device=x.device)
     kept = torch.where(torch.isfinite(x), x, bound).flatten(1)
-    return to_numpy((kept.amax(dim=1) if largest else kept.amin(dim=1)).double())
+    return (kept.amax(dim=1) if largest else kept.amin(dim=1)).double()
 
 
 def _band_peaks(t: torch.Tensor, kr: int, kc: int, signed: bool, want_low: bool, top: torch.Tensor | None = None):
@@ -84,11 +74,11 @@ def _band_peaks(t: torch.Tensor, kr: int, kc: int, signed: bool, want_low: bool,
     neg_inf = torch.isneginf(t) if signed else None
     has_masked = neg_inf is not None and bool(neg_inf.any())
     if top is None:
-        top = _block_max(t, kr, kc)  # block max (−∞: all masked; NaN spreads)
+        top = block_max(t, kr, kc)  # block max (−∞: all masked; NaN spreads)
     hi, lo = _finite_extremes(top, largest=True), None
     if want_low:
         # block min of the visible cells: masked cells must not count as a large magnitude
-        low = -_block_max(-(t.masked_fill(neg_inf, float("inf")) if has_masked else t), kr, kc)
+        low = -block_max(-(t.masked_fill(neg_inf, float("inf")) if has_masked else t), kr, kc)
         lo = _finite_extremes(low, largest=False)
     if signed:
         top = torch.where(torch.isneginf(top), top, torch.where(low.abs() > top.abs(), low, top))
@@ -99,23 +89,24 @@ def _band_peaks(t: torch.Tensor, kr: int, kc: int, signed: bool, want_low: bool,
 
 
 def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int, visible: bool = False):
-    """``(first row, rows)`` bands of one head: a lazy stage's own blocks when they line up with
-    the reduction (no copy), else copies of ``band_rows`` rows. ``visible``: a lazy stage's blocks
-    may end at the last key their queries see (keys 0:w of the row; the rest are 0)."""
+    """``(first row, rows)`` bands of one head, tensors (a lazy stage's on the trace's device): a lazy
+    stage's own blocks when they line up with the reduction (no copy), else copies of ``band_rows`` rows.
+    ``visible``: a lazy stage's blocks may end at the last key their queries see (keys 0:w of the row;
+    the rest are 0)."""
     store = stage.store
     if store is not None and store.block_rows % kr == 0 and r0 % store.block_rows == 0:
         for b in range(r0 // store.block_rows, -(-r1 // store.block_rows)):
             start = b * store.block_rows
             # a stage larger than the cache's budget: a pass over it keeps none of it (it would only
             # push out what hover and the focus panel read, and hold the budget's memory)
-            block = store.visible_block(stage.name, head, b)[0] if visible else \
-                store.block(stage.name, head, b, keep=store.fits)  # fmt: skip
+            block = store.visible_tensor(stage.name, head, b)[0] if visible else \
+                store.block_tensor(stage.name, head, b, keep=store.fits)  # fmt: skip
             yield start, block[: min(r1, start + block.shape[0]) - start]
         return
     for start in range(r0, r1, band_rows):  # a stage larger than the cache's budget: none of it kept
         end = min(r1, start + band_rows)
-        yield start, (stage.rows(head, start, end) if store is None else store.rows(stage.name, head, start, end,
-                                                                                  keep=store.fits))  # fmt: skip
+        yield start, (torch.from_numpy(stage.rows(head, start, end)) if store is None else
+                      store.rows_tensor(stage.name, head, start, end, keep=store.fits))  # fmt: skip
 
 
 def _exact(values: np.ndarray, region: tuple[int, int, int, int]) -> Reduced:
@@ -174,7 +165,7 @@ def reduce_head(
     if kr * (c1 - c0) > BAND_CELLS:  # a pixel row taller than a band (a strip of 1 × 246 px): folded
         return _tall(stage, head, (r0, r1, c0, c1), (kr, kc), signed, should_stop)
     band_rows = max(kr, (BAND_CELLS // max(1, c1 - c0)) // kr * kr)
-    peaks, masks, lo, hi, any_masked = [], [], np.inf, -np.inf, False
+    peaks, masks, lows, highs = [], [], [], []
     # The exact minimum costs a second pass: for weights (whose peaks are maxima) only when small.
     want_low = signed or (r1 - r0) * (c1 - c0) <= 1 << 22
     # Weights past the last key a block's queries see are exactly 0 (causal): whole rows of a
@@ -184,31 +175,31 @@ def reduce_head(
                and mask.window is None)  # fmt: skip
     for start, band in _bands(stage, head, r0, r1, band_rows, kr, visible):
         _stop_if_asked(should_stop, stage)
-        t = torch.from_numpy(band)[None, None, :, c0:c1]  # (1, 1, r, c), a view
+        t = band[None, None, :, c0:c1]  # (1, 1, r, c), a view
         if (c0 or c1 != band.shape[1]) and not visible:
             t = t.contiguous()
         with torch.no_grad():
             width = _seen_width(stage, start, band.shape[0], c0, c1, kc) if not want_low else c1 - c0
             top = None
             if visible and band.shape[1] < c1:  # keys 0:w only; the pixels past them are 0
-                top = torch.zeros((1, 1, -(-band.shape[0] // kr), -(-c1 // kc)), dtype=t.dtype)
-                top[..., : -(-band.shape[1] // kc)] = _block_max(t, kr, kc)
+                top = t.new_zeros((1, 1, -(-band.shape[0] // kr), -(-c1 // kc)))
+                top[..., : -(-band.shape[1] // kc)] = block_max(t, kr, kc)
             elif width < c1 - c0:
                 # Weights of keys no query of the band sees are exactly 0: their pixels are 0 too.
-                top = torch.zeros((1, 1, -(-band.shape[0] // kr), -(-(c1 - c0) // kc)), dtype=t.dtype)
-                top[..., : width // kc] = _block_max(t[..., :width], kr, kc)  # a strided view: no copy
+                top = t.new_zeros((1, 1, -(-band.shape[0] // kr), -(-(c1 - c0) // kc)))
+                top[..., : width // kc] = block_max(t[..., :width], kr, kc)  # a strided view: no copy
             top, share, band_hi, band_lo = _band_peaks(t, kr, kc, signed, want_low, top)
-            hi = max(hi, float(band_hi[0]))
-            if want_low:
-                lo = min(lo, float(band_lo[0]))
-            peaks.append(to_numpy(top[0, 0]))
-            masks.append(None if share is None else to_numpy(share[0, 0]))
-            any_masked |= share is not None
-    peak = np.concatenate(peaks) if peaks else np.zeros((0, 0), np.float32)
+            highs.append(band_hi)
+            lows.append(band_lo)
+            peaks.append(top[0, 0])  # kept where they are: the pixels cross to the host once, below
+            masks.append(share)
+    peak = to_numpy(torch.cat(peaks)) if peaks else np.zeros((0, 0), np.float32)
     masked = None
-    if any_masked:
-        masked = np.concatenate([m if m is not None else np.zeros_like(p) for m, p in zip(masks, peaks)])
+    if any(m is not None for m in masks):
+        masked = to_numpy(torch.cat([m[0, 0] if m is not None else p.new_zeros(p.shape) for m, p in zip(masks, peaks)]))
     assert peak.shape[0] == out_rows, (peak.shape, out_rows)
+    hi = float(torch.cat(highs).max()) if highs else -np.inf
+    lo = float(torch.cat(lows).min()) if want_low and lows else np.inf
     if not want_low:  # a large weights matrix: its maximum only (the minimum was not read)
         top = hi if np.isfinite(hi) else float("nan")
         return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), (float("nan"), top))
@@ -229,7 +220,7 @@ def _seen_bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int):
     if store is not None and r0 % store.block_rows == 0 and stage.name in ("masked", "weights", "weighted_norms"):
         for b in range(r0 // store.block_rows, -(-r1 // store.block_rows)):
             start = b * store.block_rows
-            block, k0 = store.visible_block(stage.name, head, b)
+            block, k0 = store.visible_tensor(stage.name, head, b)
             yield start, block[: min(r1, start + block.shape[0]) - start], k0
         return
     for start, band in _bands(stage, head, r0, r1, band_rows, 1):
@@ -252,22 +243,23 @@ def _tall(stage: Stage, head: int, region: tuple[int, int, int, int], step: tupl
         band_rows = max(store.block_rows, band_rows // store.block_rows * store.block_rows)
     inf = float("inf")
     fill = -inf if stage.name == "masked" else 0.0  # a lazy stage's keys no query of a block sees
-    top = torch.full((height, width), -inf)
-    low = torch.full((height, width), inf)
-    hidden = torch.zeros((height, width), dtype=torch.float64)  # −∞ cells per pixel
+    device = store.spec.q.device if store is not None else None
+    top = torch.full((height, width), -inf, device=device)
+    low = torch.full((height, width), inf, device=device)
+    hidden = torch.zeros((height, width), dtype=torch.float64, device=device)  # −∞ cells per pixel
     with torch.no_grad():
         for start, band, k0 in _seen_bands(stage, head, r0, r1, band_rows):
             _stop_if_asked(should_stop, stage)
             a0, a1 = max(c0, k0), min(c1, k0 + band.shape[1])  # the region's columns the band holds
-            t = torch.from_numpy(band)[:, max(0, a0 - k0) : max(0, a1 - k0)]
+            t = band[:, max(0, a0 - k0) : max(0, a1 - k0)]
             a = 0
             while a < t.shape[0]:  # the band's pieces, one per pixel row it crosses
                 p = (start + a - r0) // kr
                 b = min(t.shape[0], r0 + (p + 1) * kr - start)
                 seg = t[a:b]
-                highest = torch.full((c1 - c0,), fill)  # each column's largest value, lowest, −∞ cells
-                lowest = torch.full((c1 - c0,), inf if fill == -inf else fill)
-                count = torch.full((c1 - c0,), float(b - a) if fill == -inf else 0.0, dtype=torch.float64)
+                highest = t.new_full((c1 - c0,), fill)  # each column's largest value, lowest, −∞ cells
+                lowest = t.new_full((c1 - c0,), inf if fill == -inf else fill)
+                count = t.new_full((c1 - c0,), float(b - a) if fill == -inf else 0.0, dtype=torch.float64)
                 if a1 > a0:
                     highest[a0 - c0 : a1 - c0] = seg.amax(dim=0)
                     neg_inf = torch.isneginf(seg) if signed else None
@@ -277,8 +269,8 @@ def _tall(stage: Stage, head: int, region: tuple[int, int, int, int], step: tupl
                     else:
                         count[a0 - c0 : a1 - c0] = 0.0
                     lowest[a0 - c0 : a1 - c0] = seg.amin(dim=0)
-                torch.maximum(top[p], _columns(highest, kc, width, -inf).amax(dim=1), out=top[p])
-                torch.minimum(low[p], _columns(lowest, kc, width, inf).amin(dim=1), out=low[p])
+                torch.maximum(top[p], block_max(highest[None], 1, kc)[0], out=top[p])
+                torch.minimum(low[p], -block_max(-lowest[None], 1, kc)[0], out=low[p])
                 if signed:
                     hidden[p] += _columns(count, kc, width, 0.0).sum(dim=1)
                 a = b
@@ -289,9 +281,9 @@ def _tall(stage: Stage, head: int, region: tuple[int, int, int, int], step: tupl
         peak = torch.where(torch.isneginf(top), top, torch.where(low.abs() > top.abs(), low, top))
     masked = None
     if bool(hidden.any()):
-        rows = torch.full((height,), float(kr), dtype=torch.float64)
+        rows = torch.full((height,), float(kr), dtype=torch.float64, device=device)
         rows[-1] = (r1 - r0) - (height - 1) * kr
-        cols = torch.full((width,), float(kc), dtype=torch.float64)
+        cols = torch.full((width,), float(kc), dtype=torch.float64, device=device)
         cols[-1] = (c1 - c0) - (width - 1) * kc
         masked = to_numpy(hidden / (rows[:, None] * cols[None, :]), torch.float32)
     finite_range = (lo, hi) if lo <= hi else (float("nan"), float("nan"))

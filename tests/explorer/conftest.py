@@ -137,7 +137,7 @@ def no_stage_reads_on_gui_thread():
 
     reads = _ARMED["reads"] = []
     saved = {name: Stage.__dict__[name] for name in ("head", "rows", "cell", "array")}
-    saved_block = PairStore.__dict__["block"]
+    saved_block = PairStore.__dict__["block_tensor"]  # every block computed comes through it
 
     def guard(what):
         on_gui = threading.current_thread() is threading.main_thread()
@@ -164,10 +164,10 @@ def no_stage_reads_on_gui_thread():
         Stage.array = property(lambda self: (guard("Stage.array"), saved["array"].fget(self))[1])
 
         def block(self, *args, **kwargs):
-            guard("PairStore.block")
+            guard("PairStore.block_tensor")
             return saved_block(self, *args, **kwargs)
 
-        PairStore.block = block
+        PairStore.block_tensor = block
         _ARMED["guard"] = guard  # array, model and loss files opened (the audit hook below)
         if not modes:
             modes.append(NoTorchHere())
@@ -177,7 +177,7 @@ def no_stage_reads_on_gui_thread():
     def disarm():
         for name, original in saved.items():
             setattr(Stage, name, original)
-        PairStore.block = saved_block
+        PairStore.block_tensor = saved_block
         _ARMED["guard"] = None
         while modes:
             modes.pop().__exit__(None, None, None)

@@ -110,7 +110,7 @@ def test_the_worker_and_the_reads_never_compute_on_one_store_at_once(qtbot, make
     inside: dict[int, int] = {}
     most, threads = [0], set()
     guard = threading.Lock()
-    block = PairStore.block
+    block = PairStore.block_tensor  # every block computed comes through it
 
     def counted(self, *args, **kwargs):
         with guard:
@@ -126,7 +126,7 @@ def test_the_worker_and_the_reads_never_compute_on_one_store_at_once(qtbot, make
 
     n = 800  # 800² × 4 heads × 3 pair stages: more than CONVERT_ALL_BELOW, converted in the background
     window = make_window(SMALL.__class__(sentence=" ".join(f"w{i}" for i in range(n)), heads=4, d_model=16))
-    monkeypatch.setattr(PairStore, "block", counted)
+    monkeypatch.setattr(PairStore, "block_tensor", counted)
 
     def read_all(display):  # as soon as a run is shown, while the worker converts its other stages
         for name in ("scores", "scaled"):

@@ -129,7 +129,7 @@ def test_a_whole_interaction_reads_every_number_off_the_gui_thread(
     assert readout_value(view.readout.text()) == np.float32(off_gui(lambda: chosen["weights"].cell(1, 1, 2)))
 
     no_stage_reads_on_gui_thread.disarm()  # the window's own turns after the test may read again
-    assert {"Stage.rows", "PairStore.block"} <= {what for what, _gui in reads}  # all read, elsewhere
+    assert {"Stage.rows", "PairStore.block_tensor"} <= {what for what, _gui in reads}  # all read, elsewhere
     assert [what for what, on_gui in reads if on_gui] == []
 
 

@@ -49,18 +49,18 @@ def test_the_neighbour_strips_read_bounded_blocks_of_rows_not_the_whole_head(mon
     n = 4096  # 16.8 M cells a head: twice a band
     trace = trace_of(n)
     asked = []
-    rows, block = pairs.PairStore.rows, pairs.PairStore.block
+    rows, block = pairs.PairStore.rows_tensor, pairs.PairStore.block_tensor  # the reads on the device
 
-    def spy_rows(self, name, head, r0, r1, keep=True):
+    def spy_rows(self, name, head, r0, r1, keep=True, own=False):
         asked.append(min(r1, self.n_q) - r0)
-        return rows(self, name, head, r0, r1, keep)
+        return rows(self, name, head, r0, r1, keep, own)
 
     def spy_block(self, name, head, b, keep=True):
         asked.append(self.block_rows)
         return block(self, name, head, b, keep)
 
-    monkeypatch.setattr(pairs.PairStore, "rows", spy_rows)
-    monkeypatch.setattr(pairs.PairStore, "block", spy_block)
+    monkeypatch.setattr(pairs.PairStore, "rows_tensor", spy_rows)
+    monkeypatch.setattr(pairs.PairStore, "block_tensor", spy_block)
     bound = max(trace["masked"].store.block_rows, R.BAND_CELLS // n)
     for name in ("scores", "masked", "weights", "weighted_norms"):
         if trace[name].streamed:
