@@ -4,11 +4,8 @@ new token per step through the cache (:mod:`models.pretrained.kv_cache`).
 What a family provides is what tracing already needs plus three things, all on the shared pieces:
 ``block(i, h, hidden, cache=...)`` (the attention of :mod:`models.pretrained.common`), ``final``
 (its last norm) and the head (:mod:`models.generate.head`). Per step the loop keeps the new
-token's attention row for every layer × head, the top next tokens, and the residual stream after each
-layer at the new position. The logit lens (those residuals through the final norm and the unembedding,
-every layer × position × 49k vocabulary for SmolLM2) is read once the last token is chosen, all positions
-in one product per chunk of rows: a step computes only the model's own logits (issue 47: the lens read
-a step at a time, 30 rows against the whole head each time, made generation 1.6-1.7× slower).
+token's attention row for every layer × head, the top next tokens, and the logit lens of the new
+position: the residual stream after each layer through the final norm and the unembedding.
 """
 
 from __future__ import annotations
@@ -88,8 +85,6 @@ class _Run:
         self.lens_prob = np.zeros((L, n_max), np.float32)
         self.lens_top_ids = np.zeros((L, n_max, k), np.int64)
         self.lens_top_prob = np.zeros((L, n_max, k), np.float32)
-        self.states: Tensor | None = None  # (L, n_max, d): each layer's residual at every position, for the lens
-        self.last_next = 0  # the token that follows the last position (known when the loop ends)
 
     def feed(self, ids: list[int], start: int) -> list[Tensor]:
         """Run tokens at positions ``start..`` through every layer; the residual after each."""
@@ -104,40 +99,37 @@ class _Run:
         return states
 
     def lens(self, states: list[Tensor], start: int, ids: list[int]) -> Tensor:
-        """Keeps the residuals ``states`` (L × (m, d)) of the new positions ``start..`` for the lens
-        (:meth:`read_lens`); returns the model's own next-token logits at the newest ``(1, vocab)``."""
-        if self.settings.lens:
-            if self.states is None:
-                shape = (len(states), self.lens_ids.shape[1], states[0].shape[-1])
-                self.states = torch.empty(shape, dtype=torch.float32, device=states[0].device)
-            self.states[:, start : start + states[0].shape[0]] = torch.stack(states)
-        return self.head.logits(states[-1][-1:])
+        """The logit lens of the new positions ``start..`` after every layer (all layers in one
+        product with the unembedding, so the head is read once per chunk of rows, not once per
+        layer); ``ids``: the sequence so far. The last position's next token is not known yet:
+        returns its logits at every layer ``(L, vocab)``, and :meth:`lens_next` fills it in."""
+        if not self.settings.lens:  # the model's own output only
+            return self.head.logits(states[-1][-1:])  # (1, vocab)
+        L, m = len(states), states[0].shape[0]
+        x = torch.stack(states).reshape(L * m, -1)  # (L·m, d): layer-major rows
+        last = torch.empty(L, self.head.vocab_size, dtype=torch.float32, device=x.device)
+        known = torch.tensor(ids[start + 1 :] + [0], dtype=torch.long, device=x.device)  # (m,): the next tokens
+        step = max(1, LENS_CHUNK_BYTES // (F32 * self.head.vocab_size))
+        for r0 in range(0, L * m, step):
+            r = torch.arange(r0, min(r0 + step, L * m), device=x.device)
+            logits = self.head.logits(x[r])  # (rows, vocab)
+            probs = torch.softmax(logits, dim=-1)
+            top = torch.topk(probs, min(LENS_TOP, probs.shape[-1]), dim=-1)
+            layer, pos = to_numpy(r // m), to_numpy(r % m)
+            k = top.indices.shape[1]
+            self.lens_top_ids[layer, start + pos, :k] = to_numpy(top.indices)
+            self.lens_top_prob[layer, start + pos, :k] = to_numpy(top.values)
+            self.lens_prob[layer, start + pos] = to_numpy(probs.gather(1, known[r % m, None])[:, 0])
+            ends = (r % m) == m - 1
+            last[r[ends] // m] = logits[ends]
+        self.lens_ids[:, start : start + m] = self.lens_top_ids[:, start : start + m, 0]
+        return last
 
     def lens_next(self, last: Tensor, position: int, nxt: int) -> None:
-        """The token that follows ``position`` (known only now; the lens's last column reads it)."""
-        self.last_next = nxt
-
-    def read_lens(self, ids: list[int]) -> None:
-        """The logit lens of every kept position after every layer (all layers and positions in one
-        product with the unembedding per chunk of rows, so the head is read once per chunk): each
-        layer's top tokens and the probability it gives the token that followed (for the last
-        position, the one :meth:`lens_next` was told)."""
-        if not self.settings.lens or self.states is None:
+        """The lens probability of the token that follows ``position`` (known only now)."""
+        if not self.settings.lens:
             return
-        L, n = self.states.shape[0], len(ids)
-        x = self.states[:, :n].reshape(L * n, -1)  # (L·n, d): layer-major rows
-        known = torch.tensor(ids[1:] + [self.last_next], dtype=torch.long, device=x.device)  # (n,)
-        step = max(1, LENS_CHUNK_BYTES // (F32 * self.head.vocab_size))
-        for r0 in range(0, L * n, step):
-            r = torch.arange(r0, min(r0 + step, L * n), device=x.device)
-            probs = torch.softmax(self.head.logits(x[r]), dim=-1)  # (rows, vocab)
-            top = torch.topk(probs, min(LENS_TOP, probs.shape[-1]), dim=-1)
-            layer, pos = to_numpy(r // n), to_numpy(r % n)
-            k = top.indices.shape[1]
-            self.lens_top_ids[layer, pos, :k] = to_numpy(top.indices)
-            self.lens_top_prob[layer, pos, :k] = to_numpy(top.values)
-            self.lens_prob[layer, pos] = to_numpy(probs.gather(1, known[r % n, None])[:, 0])
-        self.lens_ids[:, :n] = self.lens_top_ids[:, :n, 0]
+        self.lens_prob[:, position] = to_numpy(torch.softmax(last, dim=-1)[:, nxt])
 
     def step(self, logits: Tensor, position: int, chosen: int | None) -> Step:
         probs = torch.softmax(logits, dim=-1)
@@ -191,7 +183,7 @@ def generate(
             t0 = time.perf_counter()
             states = run.feed(new, fed)
             fed = len(ids)
-            last = run.lens(states, fed - len(new), ids)  # (1, vocab): the model's own at the newest
+            last = run.lens(states, fed - len(new), ids)  # (L, vocab) at the newest position
             logits = last[-1]  # the last layer's: the model's own next-token logits
             done = len(ids) - n_p
             if done and ids[-1] in eos:
@@ -213,7 +205,6 @@ def generate(
             new = [chosen]
             if on_step is not None:
                 on_step(done + 1, max_new)
-        run.read_lens(ids)
     n = len(ids)
     tok = model.tokenizer
     named = set(np.unique(run.lens_top_ids[:, :n]).tolist()) | set(ids)
