@@ -29,6 +29,7 @@ from superqt.utils import signals_blocked
 from explorer.engine.atlas_worker import AtlasWorker
 from explorer.panes import AtlasForm, AtlasPane, AtlasShown
 from explorer.widgets.atlas_table import AtlasTableModel, head_label
+from explorer.widgets.cell_axis import CellAxis, head_cells, layer_cells
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.point_labels import PointLabels
 from explorer.widgets.window_size import bring_forward, open_sized
@@ -82,7 +83,7 @@ class AtlasPanel(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(20)
         self.table.verticalHeader().hide()
         self.table.doubleClicked.connect(lambda i: self.choose(*self.table_model.heads[i.row()]))
-        self.map_plot = pg.PlotWidget(background="w")
+        self.map_plot = pg.PlotWidget(background="w", axisItems={s: CellAxis(s) for s in ("left", "bottom")})
         self.map_image = pg.ImageItem(axisOrder="row-major")
         self.map_plot.addItem(self.map_image)
         self.map_plot.invertY(True)
@@ -283,8 +284,8 @@ class AtlasPanel(QWidget):
         self.colour_bar.setColorMap(colour_map(not signed))
         self.map_image.setImage(np.nan_to_num(values, nan=levels[0]), autoLevels=False)
         self.map_image.setRect(-0.5, -0.5, shown.heads, shown.layers)  # integer ticks at cell centres
-        self.map_plot.getAxis("left").setTicks([[(i, f"L{i}") for i in range(shown.layers)]])  # no "0.5 layer"
-        self.map_plot.getAxis("bottom").setTicks([[(i, f"H{i}") for i in range(shown.heads)]])
+        self.map_plot.getAxis("left").set_cells(layer_cells(shown.layers, 0))  # no "0.5 layer"
+        self.map_plot.getAxis("bottom").set_cells(head_cells(shown.heads, 0))
         self.colour_bar.setLevels(levels)
         self.map_plot.setTitle(self.colour_combo.currentText())
         if scatter:

@@ -1,7 +1,8 @@
 """The logit lens as a layers × positions map: each cell coloured by the probability the layer
-gives to the token that comes next, and labelled with the layer's own top token (when the cells
-are wide enough). The current step's column is outlined; hover asks ``describe(layer, position)``
-(the top-5 at that layer) and shows the answer below."""
+gives to the token that comes next, and labelled with the layer's own top token when the cells are
+large enough for it at the size they are drawn (the title says which: SmolLM2's 30 layers make 7 px
+cells, which only hover names). The current step's column is outlined; hover asks
+``describe(layer, position)`` (the top-5 at that layer) and shows the answer below."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from collections.abc import Callable
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFontMetricsF
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from explorer.widgets.cell_axis import CellAxis, layer_cells
 from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.labels import display_label, rich_safe
 from explorer.widgets.scale_bar import scale_bar
@@ -27,7 +29,8 @@ class LensMap(QWidget):
         super().__init__(parent)
         self.describe: Callable[[int, int], str] = lambda layer, pos: ""
         self.bottom = TokenAxis("bottom")
-        self.plot = pg.PlotWidget(background="w", enableMenu=False, axisItems={"bottom": self.bottom})
+        self.plot = pg.PlotWidget(background="w", enableMenu=False, axisItems={"bottom": self.bottom,
+                                                                                 "left": CellAxis("left")})
         self.plot.setMouseEnabled(False, False)
         self.plot.hideButtons()
         self.plot.invertY(True)
@@ -44,6 +47,8 @@ class LensMap(QWidget):
         self.hover_label.setWordWrap(True)
         self.hover_label.setTextFormat(Qt.TextFormat.PlainText)
         self.shape = (0, 0)
+        self.target = "the next token"
+        self.plot.getViewBox().sigResized.connect(lambda *_a: self._fit_texts())
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.plot, 1)
@@ -59,7 +64,7 @@ class LensMap(QWidget):
         self.image.setImage(indices, autoLevels=False, levels=(0, 255), lut=lookup_table(True))
         self.image.setRect(QRectF(0, 0, n, L))
         self.bottom.set_labels(tuple(tokens))
-        self.plot.getAxis("left").setTicks([[(layer + 0.5, f"L{layer}") for layer in range(L)]])
+        self.plot.getAxis("left").set_cells(layer_cells(L))
         self.boundary.setValue(prompt_length)
         for item in self.texts:
             self.plot.removeItem(item)
@@ -74,8 +79,30 @@ class LensMap(QWidget):
                     self.plot.addItem(item)
                     self.texts.append(item)
         self.plot.setRange(xRange=(0, n), yRange=(0, L), padding=0)
-        self.plot.setTitle(f"Logit lens: colour = probability of {rich_safe(target)} after each layer; "
-                           "text = that layer's top token", size="9pt")  # fmt: skip
+        self.target = target
+        self._fit_texts()
+
+    @property
+    def texts_shown(self) -> bool:
+        """True when the cells carry their top token's text (large enough for it as drawn)."""
+        return bool(self.texts) and self.texts[0].isVisible()
+
+    def _fit_texts(self) -> None:
+        """Each cell's text only when every text fits its cell at the size the map is now; the title
+        says what the cells show."""
+        L, n = self.shape
+        box = self.plot.getViewBox()
+        fits = False
+        if self.texts and L and n:
+            metrics = QFontMetricsF(self.texts[0].textItem.font())
+            wide = max(metrics.horizontalAdvance(t.textItem.toPlainText()) for t in self.texts)
+            fits = box.width() / n >= wide + 2 and box.height() / L >= metrics.height()
+        for item in self.texts:
+            item.setVisible(fits)
+        text = "text = that layer's top token" if fits else "hover a cell for that layer's top 5 tokens"
+        title = f"Logit lens: colour = probability of {rich_safe(self.target)} after each layer; {text}"
+        if self.plot.getPlotItem().titleLabel.text != title:
+            self.plot.setTitle(title, size="9pt")
 
     def set_position(self, position: int) -> None:
         L = self.shape[0]

@@ -15,6 +15,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from explorer.images.thumbnails import EMPTY_INDEX, GAP, THUMB, thumbnail_indices, thumbnail_shape, tile_side
+from explorer.widgets.cell_axis import CellAxis, head_cells, layer_cells
 from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.frames import debounced
 from explorer.widgets.head_metrics_table import metric_text
@@ -33,6 +34,10 @@ def _mosaic_lut() -> np.ndarray:
     lut = np.array(lookup_table(True), copy=True)
     lut[EMPTY_INDEX] = EMPTY_RGB
     return lut
+
+
+def _cell_axes() -> dict[str, CellAxis]:
+    return {side: CellAxis(side) for side in ("left", "top")}
 
 
 def metric_colour_map() -> pg.ColorMap:
@@ -63,8 +68,9 @@ class ModelView(QWidget):
         bar.addStretch(1)
         self.canvas = pg.GraphicsLayoutWidget()
         self.canvas.setBackground("w")
-        self.mosaic_plot = self.canvas.addPlot(row=0, col=0, enableMenu=False)
-        self.table_plot = self.canvas.addPlot(row=1, col=0, enableMenu=False)
+        # layer and head labels thinned to what fits (30 layers × 9 heads overprinted)
+        self.mosaic_plot = self.canvas.addPlot(row=0, col=0, enableMenu=False, axisItems=_cell_axes())
+        self.table_plot = self.canvas.addPlot(row=1, col=0, enableMenu=False, axisItems=_cell_axes())
         self.canvas.ci.layout.setRowStretchFactor(0, 3)
         self.canvas.ci.layout.setRowStretchFactor(1, 2)
         for plot, title in ((self.mosaic_plot, "Attention of every layer × head"), (self.table_plot, "")):
@@ -156,10 +162,10 @@ class ModelView(QWidget):
         self.mosaic.setImage(self._pixels, autoLevels=False, levels=(0, 255), lut=self._lut)
         self.mosaic.setRect(QRectF(0, 0, self._pixels.shape[1], self._pixels.shape[0]))
         left, top = self.mosaic_plot.getAxis("left"), self.mosaic_plot.getAxis("top")
-        left.setTicks([[(l * (t_q + GAP) + t_q / 2, f"L{l}") for l in range(layers)]])  # noqa: E741
-        top.setTicks([[(h * (t_k + GAP) + t_k / 2, f"H{h}") for h in range(heads)]])
-        self.table_plot.getAxis("left").setTicks([[(l + 0.5, f"L{l}") for l in range(layers)]])  # noqa: E741
-        self.table_plot.getAxis("top").setTicks([[(h + 0.5, f"H{h}") for h in range(heads)]])
+        left.set_cells([(l * (t_q + GAP) + t_q / 2, f"L{l}") for l in range(layers)])  # noqa: E741
+        top.set_cells([(h * (t_k + GAP) + t_k / 2, f"H{h}") for h in range(heads)])
+        self.table_plot.getAxis("left").set_cells(layer_cells(layers))
+        self.table_plot.getAxis("top").set_cells(head_cells(heads))
         self.mosaic_plot.setRange(xRange=(0, self._pixels.shape[1]), yRange=(0, self._pixels.shape[0]), padding=0)
         self.metrics = {}
         self.table.clear()

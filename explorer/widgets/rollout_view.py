@@ -9,6 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
 
+from explorer.widgets.cell_axis import CellAxis, layer_cells
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.labels import display_label, rich_safe
 from explorer.widgets.scale_bar import fit_label, scale_bar
@@ -43,7 +44,7 @@ class RolloutView(QWidget):
         self.canvas.setBackground("w")
         self.axes = {side: TokenAxis(side) for side in ("left", "bottom")}
         self.map_plot = self.canvas.addPlot(row=0, col=0, rowspan=2, axisItems=dict(self.axes), enableMenu=False)
-        self.rows_axes = {"left": pg.AxisItem("left"), "bottom": TokenAxis("bottom")}
+        self.rows_axes = {"left": CellAxis("left"), "bottom": TokenAxis("bottom")}
         self.rows_plot = self.canvas.addPlot(row=0, col=1, axisItems=dict(self.rows_axes), enableMenu=False)
         self.bars_axis = TokenAxis("bottom")
         self.bars_plot = self.canvas.addPlot(row=1, col=1, axisItems={"bottom": self.bars_axis}, enableMenu=False)
@@ -103,7 +104,7 @@ class RolloutView(QWidget):
         self.axes["left"].set_labels(self.tokens)
         self.axes["bottom"].set_labels(self.tokens)
         self.rows_axes["bottom"].set_labels(self.tokens)
-        self.rows_axes["left"].setTicks([[(l + 0.5, f"L{l}") for l in range(layers)]])  # noqa: E741
+        self.rows_axes["left"].set_cells(layer_cells(layers))
         self.bars_axis.set_labels(self.tokens)
         self.map_plot.setRange(xRange=(0, n), yRange=(0, n), padding=0)
         self.rows_plot.setRange(xRange=(0, n), yRange=(0, layers), padding=0)
