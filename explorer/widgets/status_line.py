@@ -60,6 +60,8 @@ class StatusLine(QLabel):
         bold.setBold(True)  # measured bold throughout: never narrower than what is drawn
         metrics = QFontMetrics(bold)
         width = self.contentsRect().width() - 2 * self.margin() - 4
+        if (bar := self.parentWidget()) is not None:  # never past what the status bar shows (its size grip)
+            width = min(width, bar.contentsRect().right() - self.x() - 2 * self.margin() - 24)
         notes = "  ".join(f"Note: {n}" for n in self.notices)
         rest = f"  ·  {self._text}" if self.notices and self._text else self._text
         whole = notes + rest
