@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from PySide6.QtCore import Qt
+
 from explorer.widgets.frames import Ticker
 from explorer.widgets.heatmap_plot import HeatmapPlot
 from explorer.widgets.token_axis import EDGE_OVERHANG_PX, axis_title
@@ -53,6 +55,7 @@ class HeatmapGrid:
         self.key: tuple = ()  # (plots, columns) of the grid laid out
         self.outer = False  # key labels under the bottom plot of each column only (a grid short of height)
         self._column_widths: tuple = ()
+        self._row_heights: tuple = ()  # (map px, each plot's other px) of an outer grid's fixed rows
         self._target = 0
         self.waiting_for = 0  # plots a shown result needs that are still being built (0: none)
         self.pool_timer = Ticker(canvas, self._grow_pool)  # builds spare plots one per event-loop turn (warm_up)
@@ -94,7 +97,7 @@ class HeatmapGrid:
         columns, outer = self.plan(count, rows, cols, side)
         if (count, columns) == self.key and outer == self.outer:
             return READY
-        self.key, self.outer, self._column_widths = (count, columns), outer, ()
+        self.key, self.outer, self._column_widths, self._row_heights = (count, columns), outer, (), ()
         self.plots = self.pool[:count]
         overhang = EDGE_OVERHANG_PX if columns == 1 else GRID_SPACING // 2
         for i, plot in enumerate(self.plots):
@@ -111,6 +114,7 @@ class HeatmapGrid:
             plot.plot.showAxis("bottom", not (outer and i + columns < count))  # none below it: labelled
             if plot.bottom.style["hideOverlappingLabels"] != overhang:
                 plot.bottom.setStyle(hideOverlappingLabels=overhang)
+            plot.plot.setMaximumHeight(QWIDGETSIZE_MAX)  # (an outer grid's fit_rows sets it again)
         for spare in self.pool[count:]:
             spare.plot.hide()  # kept (hidden) for the next bigger grid: a model switched back to
         cells = [(plot.plot, i // columns, i % columns, 1) for i, plot in enumerate(self.plots)]
@@ -131,6 +135,9 @@ class HeatmapGrid:
         for c in range(layout.columnCount()):  # forget the previous grid's column widths
             layout.setColumnMinimumWidth(c, 0)
             layout.setColumnMaximumWidth(c, QWIDGETSIZE_MAX)
+        for r in range(layout.rowCount()):  # and its rows' heights (an outer grid's: fit_rows)
+            layout.setRowMinimumHeight(r, 0)
+            layout.setRowMaximumHeight(r, QWIDGETSIZE_MAX)
         for item, row, col, rowspan in cells:
             layout.addItem(item, row, col, rowspan, 1)
         # The view's whole width again: the last resize may have been clamped to a narrower grid's maximum.
@@ -144,13 +151,45 @@ class HeatmapGrid:
         pending; handled after the grid is laid out, it invalidates the grid again, so that the
         whole grid would be laid out twice and painted twice (the first time with stale geometry).
         Activated here, the pending requests find nothing left to do."""
-        for plot in self.plots:
-            plot.plot.layout.activate()
-        self.canvas.ci.layout.activate()
+        for _ in range(3):  # again while an outer grid's rows change (key labels upright or not)
+            for plot in self.plots:
+                plot.plot.layout.activate()
+            self.canvas.ci.layout.activate()
+            if not self.fit_rows():
+                break
+
+    def fit_rows(self) -> bool:
+        """Give every map of an outer grid the same height (issue 44, item 5): the plots that keep the
+        key labels get exactly the labels' height more than the others, the rows holding them too (left
+        to the layout, the labelled maps of 16,384 tokens were 125 px tall beside 220 px). True when the
+        rows were set anew (the grid is then laid out again)."""
+        if not self.outer or not self.plots:
+            return False
+        columns = self.key[1]
+        rows = math.ceil(len(self.plots) / columns)
+        # What each plot spends besides its map (title, key labels, a long input's side plot's axis), as
+        # laid out: the same whatever its height. Before a first layout, the title row's guess.
+        spent = [math.ceil(p.plot.geometry().height() - p.plot.getViewBox().height()) for p in self.plots]
+        spent = [s if s >= TITLE_ROW_PX else TITLE_ROW_PX for s in spent]
+        row_spent = [max(spent[r * columns : (r + 1) * columns]) for r in range(rows)]
+        layout = self.canvas.ci.layout
+        _left, top, _right, bottom = layout.getContentsMargins()
+        usable = self.canvas.viewport().height() - top - bottom - layout.verticalSpacing() * (rows - 1) - 4
+        image = math.floor(max(MIN_IMAGE_PX / 2, (usable - sum(row_spent)) / rows))
+        if (image, tuple(spent)) == self._row_heights:
+            return False
+        self._row_heights = (image, tuple(spent))
+        for r in range(rows):
+            layout.setRowFixedHeight(r, image + row_spent[r])
+        for p, s in zip(self.plots, spent):  # a plot in a row with taller ones: at the row's top
+            p.plot.setMaximumHeight(image + s)
+            layout.setAlignment(p.plot, Qt.AlignmentFlag.AlignTop)
+        return True
 
     def fit_columns(self) -> None:
         """Give every matrix of a grid the same width: the first column also holds the row labels,
-        so it gets exactly their width more than the others."""
+        so it gets exactly their width more than the others (and the same height: fit_rows)."""
+        self.fit_rows()
         columns = self.key[1] if self.key else 1
         if columns < 2 or not self.plots:
             return
@@ -159,7 +198,13 @@ class HeatmapGrid:
         left, _top, right, _bottom = self.canvas.ci.layout.getContentsMargins()
         usable = self.canvas.viewport().width() - bar - left - right - GRID_SPACING * columns - 4
         image = round(max(40.0, (usable - room) / columns))
-        if (room, image) == self._column_widths:
+        # A plot narrower than its own minimum (the key labels of a right-hand column, say) would widen its
+        # column alone: every column that much wider instead, so that every map has one width (item 5)
+        least = [p.plot.minimumWidth() - (room if i % columns == 0 else 0) for i, p in enumerate(self.plots)]
+        image = max(image, math.ceil(max(least)))
+        layout = self.canvas.ci.layout
+        widths = [layout.columnMaximumWidth(c) for c in range(columns)]
+        if (room, image) == self._column_widths and widths == [image + room] + [image] * (columns - 1):
             return  # unchanged: setting them again would re-lay out and repaint the whole grid
         self._column_widths = (room, image)
         for plot in self.plots[::columns]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetrics, QTextDocumentFragment
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 from explorer.widgets.labels import rich_safe
@@ -21,6 +22,7 @@ class StatusLine(QLabel):
         self.setObjectName("statusLine")
         self.is_error = False
         self.notices: tuple[str, ...] = ()
+        self._text = self._message = ""
         # Never let a long message widen the window: the status bar clips it, the tooltip has it all.
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
@@ -44,20 +46,54 @@ class StatusLine(QLabel):
         return self.toolTip()
 
     def _show(self, text: str, error: bool, notices: tuple[str, ...] = ()) -> None:
-        self.is_error, self.notices = error, notices
+        self.is_error, self.notices, self._text = error, notices, text
         self.setProperty("error", error)
         self.style().unpolish(self)  # re-apply the style sheet's [error="true"] rule
         self.style().polish(self)
-        if notices:
-            self.setTextFormat(Qt.TextFormat.RichText)
-            marks = "  ".join(f"<b>Note:</b> {rich_safe(n)}" for n in notices)
-            rest = f"  ·  {rich_safe(text)}" if text else ""
-            self.setText(f'<span style="color:{NOTICE_COLOUR}">{marks}</span>{rest}')
-            self.setToolTip("\n".join([*(f"Note: {n}" for n in notices), *([text] if text else [])]))
-        else:
+        self.setToolTip("\n".join([*(f"Note: {n}" for n in notices), *([text] if text else [])]))
+        self._fit()
+
+    def _fit(self) -> None:
+        """The message elided at the right to the line's width ("…", the tooltip has it all), never cut
+        mid-letter by the status bar (MiniLM's "… from request to v"); the notices first, in amber."""
+        bold = QFont(self.font())
+        bold.setBold(True)  # measured bold throughout: never narrower than what is drawn
+        metrics = QFontMetrics(bold)
+        width = self.contentsRect().width() - 2 * self.margin() - 4
+        if (bar := self.parentWidget()) is not None:  # never past what the status bar shows (its size grip)
+            width = min(width, bar.contentsRect().right() - self.x() - 2 * self.margin() - 24)
+        notes = "  ".join(f"Note: {n}" for n in self.notices)
+        rest = f"  ·  {self._text}" if self.notices and self._text else self._text
+        whole = notes + rest
+        fitted = metrics.elidedText(whole, Qt.TextElideMode.ElideRight, width) if width > 0 else whole
+        if not self.notices:
             self.setTextFormat(Qt.TextFormat.PlainText)
-            self.setText(text)
-            self.setToolTip(text)
+            self._message = whole
+            super().setText(fitted)
+            return
+        self.setTextFormat(Qt.TextFormat.RichText)
+        shown_notes = fitted if len(fitted) <= len(notes) else notes
+        shown_rest = "" if len(fitted) <= len(notes) else fitted[len(notes) :]
+        self._message = _marked(notes, rest)
+        super().setText(_marked(shown_notes, shown_rest))
+
+    def text(self) -> str:
+        """The whole message (as set, not elided; markup included when it has notices)."""
+        return self._message
+
+    def shown_text(self) -> str:
+        """The words on screen now, without markup (elided to the line's width)."""
+        shown = super().text()
+        return QTextDocumentFragment.fromHtml(shown).toPlainText() if self.notices else shown
+
+    def resizeEvent(self, event):  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit()
+
+def _marked(notes: str, rest: str) -> str:
+    """Notices in amber, each "Note:" bold, then the rest."""
+    marked = rich_safe(notes).replace("Note:", "<b>Note:</b>")
+    return f'<span style="color:{NOTICE_COLOUR}">{marked}</span>{rich_safe(rest)}'
 
 
 def trace_summary(trace: AttentionTrace, latency_ms: float) -> str:
