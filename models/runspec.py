@@ -225,13 +225,14 @@ class _RunSpecMethods:
 
         return encdec_options(model, self)
 
-    def model_trace(self, model, edits=None, should_stop=None, layer=None, pad_positions=None):
-        """``model``'s trace of this spec's layer (``edits``: these instead of the spec's)."""
+    def model_trace(self, model, edits=None, should_stop=None, layer=None, pad_positions=None, encdec=None):
+        """``model``'s trace of this spec's layer, the one mapping of a spec to ``model.trace`` (``edits``,
+        ``layer``, ``pad_positions``, ``encdec``: these instead of the spec's, the window's adjusted ones)."""
         return model.trace(
             self.sentence, self.layer if layer is None else layer, mask=self.mask,
             pad_positions=self.pad_positions if pad_positions is None else pad_positions,
             max_tokens=self.max_tokens, edits=self.edits if edits is None else edits, should_stop=should_stop,
-            **self.encdec_options(model),
+            **(self.encdec_options(model) if encdec is None else encdec),
         )  # fmt: skip
 
     def trace(self):

@@ -116,9 +116,8 @@ class PretrainedRunner:
             n = len(model.encode(request.sentence).ids)
             pads = tuple(p for p in pads if p < n)
 
-        def trace_with(edits=()) -> AttentionTrace:
-            return model.trace(request.sentence, layer, mask=request.mask, pad_positions=pads, should_stop=should_stop,
-                               edits=edits, **encdec)  # fmt: skip
+        def trace_with(edits=()) -> AttentionTrace:  # export's mapping of a spec to model.trace (max_tokens too)
+            return request.model_trace(model, edits, should_stop, layer, pads, encdec)
 
         if request.edits or request.difference:
             edited = trace_with(request.edits)
