@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from models.config import AttentionConfig, AttentionRequest
+from models.config import DEFAULT_MAX_TOKENS, AttentionConfig, AttentionRequest
 from models.engine.held_arrays import HeldArrays
 from models.errors import InputError
 from models.fields import (  # noqa: F401 - the option table's names, re-exported: callers import them from here
@@ -71,8 +72,46 @@ def array_name_allowed(name: str) -> bool:
     return name in ARRAY_FIELDS and name != "weights" or name.startswith("weights/") and len(name) > 8
 
 
-class _RunSpecMethods:
-    """The methods of :class:`RunSpec` (its fields come from the option table)."""
+@dataclass(frozen=True)
+class RunSpec:
+    """ONE frozen description of what to compute: a field per stored row of the option table
+    (:data:`VALUES`, in table order, written out so that editors and type checkers see them;
+    tests/models/test_runspec_fields.py keeps them equal to ``FIELDS``: names, types, defaults), then
+    ``arrays``, ``edits``, ``difference`` and the policy fields (see the module's docstring)."""
+
+    # --- the rows of FIELDS (models/fields.py), table order: `python -m models.runspec` prints them ---
+    sentence: str | None = None
+    labels: tuple[str, ...] | None = None
+    cross_sentence: str | None = None
+    cross_labels: tuple[str, ...] | None = None
+    model: str | None = None
+    step: str | None = None
+    layer: int = 0
+    block: str | None = None
+    heads: int = 2
+    d_model: int = 16
+    d_k: int | None = None
+    d_v: int | None = None
+    d_out: int | None = None
+    mask: str | None = None
+    pad_positions: tuple[int, ...] = ()
+    score: str = "scaled"
+    pe: str = "none"
+    temperature: float = 1.0
+    seed: int = 0
+    bias: bool = False
+    device: str = "auto"
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    # --- beside the rows ---
+    arrays: HeldArrays = HeldArrays()  # embeddings, cross_embeddings, mask, weights/W_q …
+    edits: tuple[Edit, ...] = ()  # what-if edits (models/engine/edits.py)
+    difference: bool = False  # shown as edited − original
+    # Policy, not part of the result (never stored, not compared): a model's layer and pad positions
+    # used as given (refused when there is no such layer or token). The window's own inputs are
+    # adjusted instead (a layer kept from a deeper model shows the deepest there is).
+    exact: bool = field(default=True, compare=False)
+    # Where arrays came from, for messages: (("weights", "weights file w.npz"), ...)
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     # --- building ----------------------------------------------------------------------------
     @classmethod
@@ -308,24 +347,24 @@ def array_members(doc: dict, what: str = "run") -> dict[str, str]:
     return names
 
 
-def _fields() -> list:
-    rows = [(f.dest, f.annotation, dataclasses.field(default=f.default)) for f in VALUES]
-    return rows + [
-        # embeddings, cross_embeddings, mask, weights/W_q …
-        ("arrays", HeldArrays, dataclasses.field(default=HeldArrays())),
-        ("edits", tuple["Edit", ...], dataclasses.field(default=())),  # what-if edits (models/engine/edits.py)
-        ("difference", bool, dataclasses.field(default=False)),  # shown as edited − original
-        # Policy, not part of the result (never stored, not compared): a model's layer and pad positions
-        # used as given (refused when there is no such layer or token). The window's own inputs are
-        # adjusted instead (a layer kept from a deeper model shows the deepest there is).
-        ("exact", bool, dataclasses.field(default=True, compare=False)),
-        # Where arrays came from, for messages: (("weights", "weights file w.npz"), ...)
-        ("origins", tuple[tuple[str, str], ...], dataclasses.field(default=(), compare=False, repr=False)),
-    ]
+def written_fields(values: tuple[Field, ...] = VALUES) -> str:
+    """The lines of :class:`RunSpec`'s row fields as ``FIELDS`` says they are (``python -m models.runspec``
+    prints them: a new row's field to write into the class)."""
+    def kind(f: Field) -> str:
+        return str(f.annotation).replace("<class '", "").replace("'>", "")
+
+    default = {DEFAULT_MAX_TOKENS: "DEFAULT_MAX_TOKENS"}
+    return "\n".join(f"    {f.dest}: {kind(f)} = {default.get(f.default, repr(f.default))}".replace("'", '"')
+                     for f in values)  # fmt: skip
 
 
-RunSpec = dataclasses.make_dataclass("RunSpec", _fields(), bases=(_RunSpecMethods,), frozen=True)
-RunSpec.__module__ = __name__
-RunSpec.__doc__ = """ONE frozen description of what to compute; its fields are :data:`VALUES` (one per
-row of ``FIELDS``), then ``arrays``, ``edits``, ``difference`` (see the module's docstring)."""
+_UNWRITTEN = [f for f in VALUES if f.dest not in RunSpec.__dataclass_fields__]
+if _UNWRITTEN:  # a row added to FIELDS and not written above yet (a test adds one at run time): a field all the same
+    RunSpec = dataclasses.make_dataclass(  # noqa: F811 - the written class, with the new rows' fields
+        "RunSpec", [(f.dest, f.annotation, field(default=f.default)) for f in _UNWRITTEN], bases=(RunSpec,),
+        frozen=True)  # fmt: skip
+    RunSpec.__module__ = __name__
 
+
+if __name__ == "__main__":
+    print(written_fields())
