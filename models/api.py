@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from models import run_engine
 from models.engine.held_arrays import HeldArrays
 from models.errors import InputError
 from models.fields import BY_DEST, FIELDS, labels, positions
@@ -211,10 +212,10 @@ def trace_spec(spec: RunSpec, model=None) -> Trace:
     """The trace ``spec`` describes (its edits applied), the one way ``export``, ``explain`` and
     this module trace: the toy engine, or ``model`` (loaded from ``spec.model`` when None)."""
     if not spec.uses_model:
-        raw = spec.trace()
+        raw = run_engine.trace(spec)
         return Trace(raw, spec, lambda: layer_params(spec, raw))
-    engine = spec.load_model() if model is None else model
-    raw = spec.model_trace(engine)
+    engine = run_engine.load_model(spec) if model is None else model
+    raw = run_engine.model_trace(spec, engine)
     return Trace(raw, spec, lambda: layer_params(spec, raw, engine), engine)
 
 
@@ -225,7 +226,7 @@ def layer_params(spec: RunSpec, raw, model=None):
     from models.reads.params import pretrained_params, toy_params
 
     if not spec.uses_model:
-        return toy_params(spec.toy_request())
+        return toy_params(run_engine.toy_request(spec))
     c = raw.config
     if c.get("encoder_decoder"):
         from models.reads.encdec_params import encdec_params

@@ -12,8 +12,8 @@ option is one row of ``FIELDS`` and becomes a field here, a command-line option 
 - :meth:`RunSpec.to_json` / :meth:`RunSpec.from_json`: a versioned dict, arrays as separate named
   numpy members (as sessions store them, models/files/session.py);
 - :meth:`RunSpec.validate`: the one validator (what applies to a toy and what to a model);
-- :meth:`RunSpec.toy_request` (the toy engine's internal input, models.config.AttentionRequest),
-  :meth:`RunSpec.load_model` / :meth:`RunSpec.model_trace` (a model's layer), :meth:`RunSpec.trace`.
+- what each engine takes of it is in models/run_engine.py (``toy_request``, ``load_model``, ``model_trace``,
+  ``trace``): a RunSpec is data and checks, it calls no engine.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from models.config import DEFAULT_MAX_TOKENS, AttentionConfig, AttentionRequest
+from models.config import DEFAULT_MAX_TOKENS, AttentionConfig
 from models.engine.held_arrays import HeldArrays
 from models.errors import InputError
 from models.fields import (  # noqa: F401 - the option table's names, re-exported: callers import them from here
@@ -165,9 +165,6 @@ class RunSpec:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(AttentionConfig)}
         return AttentionConfig(**values | {"mask": self.mask or "none", "pad_positions": tuple(self.pad_positions)})
 
-    def _origin(self, name: str, default: str) -> str:
-        return dict(self.origins).get(name, default)
-
     # --- the one validator ---------------------------------------------------------------------
     def validate(self) -> RunSpec:
         """Refuse (InputError, one line) what ``export`` refuses before it computes: text that is
@@ -188,7 +185,9 @@ class RunSpec:
 
                 check_form(self.edits)
             return self
-        request = self.toy_request(complete=False)
+        from models.run_engine import toy_request
+
+        request = toy_request(self, complete=False)
         check_ranges(self)  # after the config's own checks (a NaN temperature is named as such there)
         from models.request_checks import check_toy_request, toy_edit_shapes
 
@@ -217,71 +216,6 @@ class RunSpec:
             shown = ",".join(map(str, self.pad_positions))
             return [f"--pad-positions {shown} ignored: mask '{mask}' does not use them (use --mask padding)"]
         return []
-
-    # --- what each engine takes ----------------------------------------------------------------
-    def toy_request(self, complete: bool = True) -> AttentionRequest:
-        """The toy engine's input (arrays checked as a file's would be); InputError when invalid.
-        ``complete=False``: weights checked, not completed (no torch: :meth:`validate`)."""
-        from models.engine.weights import weights_from_arrays
-
-        if self.uses_model:
-            raise InputError("this run traces a pretrained model, not the toy engine")
-        embeddings, cross, mask = (self.arrays.get(n) for n in ("embeddings", "cross_embeddings", "mask"))
-        if self.sentence is None and embeddings is None:
-            raise InputError("give --sentence or --embeddings")
-        if self.sentence is not None and embeddings is not None:
-            raise InputError("give --sentence or --embeddings, not both")
-        if self.cross_sentence is not None and not self.cross_sentence.strip():
-            raise InputError("the second sentence (--cross-sentence) is empty: type at least one word")
-        if self.cross_sentence is not None and cross is not None:
-            raise InputError("give --cross-sentence or --cross-embeddings, not both")
-        cfg = self.config().validate()
-        if cfg.mask != "custom":
-            mask = None
-        elif mask is None:
-            raise InputError("--mask custom needs --mask-file M.npy (boolean, True = hidden)")
-        elif mask.dtype != bool:
-            raise InputError(f"{self._origin('mask', 'the mask')} must hold booleans, got {mask.dtype}")
-        held = self.arrays.weights()
-        where = self._origin("weights", "the weights")
-        weights = None if held is None else weights_from_arrays(held, cfg, where, complete)
-        return AttentionRequest(
-            config=cfg, sentence=self.sentence, embeddings=embeddings, labels=self.labels,
-            cross_sentence=self.cross_sentence, cross_embeddings=cross, cross_labels=self.cross_labels,
-            weights=weights, custom_mask=mask,
-        )  # fmt: skip
-
-    def load_model(self, progress=None):
-        from models.pretrained import load_model
-
-        if not self.sentence:
-            raise InputError("--model needs --sentence")
-        return load_model(self.model, device=self.device, progress=progress, step=self.step)
-
-    def encdec_options(self, model) -> dict:
-        """What ``model.trace`` takes for the target and block (refused for other models)."""
-        from models.encdec_options import encdec_options
-
-        return encdec_options(model, self)
-
-    def model_trace(self, model, edits=None, should_stop=None, layer=None, pad_positions=None, encdec=None):
-        """``model``'s trace of this spec's layer, the one mapping of a spec to ``model.trace`` (``edits``,
-        ``layer``, ``pad_positions``, ``encdec``: these instead of the spec's, the window's adjusted ones)."""
-        return model.trace(
-            self.sentence, self.layer if layer is None else layer, mask=self.mask,
-            pad_positions=self.pad_positions if pad_positions is None else pad_positions,
-            max_tokens=self.max_tokens, edits=self.edits if edits is None else edits, should_stop=should_stop,
-            **(self.encdec_options(model) if encdec is None else encdec),
-        )  # fmt: skip
-
-    def trace(self):
-        """The trace ``main.py export`` writes: the edits applied (never as a difference)."""
-        if self.uses_model:
-            return self.model_trace(self.load_model())
-        from models.engine.edits import apply_edits
-        from models.engine.pipeline import run
-
-        return apply_edits(self.toy_request(), self.edits) if self.edits else run(self.toy_request())
 
     def as_traced(self, trace) -> RunSpec:
         """This spec as ``trace`` shows it: a model's layer (the runner may show the deepest there is)

@@ -6,6 +6,7 @@ import pytest
 
 from models.cli.export import build_parser
 from models.engine import pipeline
+from models.run_engine import toy_request
 from models.runspec import RunSpec
 
 
@@ -16,7 +17,7 @@ def window(make_window):
 
 def _export_weights(argv):
     spec = RunSpec.from_args(build_parser().parse_args([*argv, "--out", "x"]))
-    return pipeline.run(spec.toy_request())["weights"].array
+    return pipeline.run(toy_request(spec))["weights"].array
 
 
 def _unchanged(window, settle, before, inputs):

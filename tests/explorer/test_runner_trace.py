@@ -1,4 +1,4 @@
-"""The window's runner traces a model's RunSpec with the same mapping as ``export`` (RunSpec.model_trace):
+"""The window's runner traces a model's RunSpec with the same mapping as ``export`` (models.run_engine.model_trace):
 every option of the spec reaches ``model.trace`` (the runner dropped ``max_tokens``: a spec asking for
 4 tokens showed the whole sentence)."""
 

@@ -18,6 +18,7 @@ from models.engine.held_arrays import HeldArrays
 from models.engine.pipeline import materialize, run
 from models.files.export import read_trace_files
 from models.files.session import Session, load_session, save_session
+from models.run_engine import toy_request
 from models.runspec import RunSpec
 
 SENTENCE = "the cat sat on the mat"
@@ -59,8 +60,8 @@ def test_save_then_load_gives_the_same_request_view_and_bit_identical_arrays(tmp
         assert back.run.arrays[key].dtype == array.dtype
         np.testing.assert_array_equal(back.run.arrays[key], array)
     assert back.pinned.heads == 4
-    cli = RunSpec.from_args(_args(argv)).toy_request()
-    _same_trace(materialize(run(back.run.toy_request())), materialize(run(cli)))
+    cli = toy_request(RunSpec.from_args(_args(argv)))
+    _same_trace(materialize(run(toy_request(back.run))), materialize(run(cli)))
     edited = materialize(back.trace())
     assert edited["q"].array[1, 2, 0] == np.float32(2.5) and (edited["weights"].array[:, 4, 0] == 0).all()
     with zipfile.ZipFile(path) as zf:  # readable without this tool
