@@ -34,6 +34,7 @@ from models import run_engine
 from models.engine.held_arrays import HeldArrays
 from models.errors import InputError
 from models.fields import BY_DEST, FIELDS, labels, positions
+from models.files.run_files import spec_from_args
 from models.runspec import RunSpec
 
 __all__ = ["SETTINGS", "TRACE_SETTINGS", "Generated", "Model", "Trace", "generation_settings", "layer_params", "load",
@@ -64,7 +65,7 @@ def runspec(**settings: Any) -> RunSpec:
             held |= _held(f.array, value)
         else:
             setattr(args, dest, _value(f, value))
-    spec = RunSpec.from_args(args)  # the files read as export reads them
+    spec = spec_from_args(args)  # the files read as export reads them
     if held:
         spec = spec.replace(arrays=HeldArrays({**spec.arrays, **held}))
     return spec.validate()

@@ -8,7 +8,8 @@ sentence, device), sentences, labels and pad positions or arrays (embeddings, cr
 mask by name or a custom array, weights; plus the what-if edits and the Difference flag. A new input
 option is one row of ``FIELDS`` and becomes a field here, a command-line option and a JSON key.
 
-- :meth:`RunSpec.from_args`: what ``export`` / ``explain`` parse (their files read into arrays);
+- :meth:`RunSpec.from_args`: what ``export`` / ``explain`` parse (their files read into arrays by
+  models/files/run_files.py: ``spec_from_args``);
 - :meth:`RunSpec.to_json` / :meth:`RunSpec.from_json`: a versioned dict, arrays as separate named
   numpy members (as sessions store them, models/files/session.py);
 - :meth:`RunSpec.validate`: the one validator (what applies to a toy and what to a model);
@@ -54,18 +55,6 @@ if TYPE_CHECKING:  # torch: the window's state imports this module without it
 JSON_VERSION = 1  # of a RunSpec's JSON ("runspec": 1)
 VALUES = tuple(f for f in FIELDS if f.stored and f.array is None)  # the RunSpec's plain fields, table order
 ARRAY_FIELDS = {f.array: f for f in FIELDS if f.array}  # "embeddings", "cross_embeddings", "mask", "weights"
-
-
-def load_matrix(path: str, what: str, max_tokens: int | None = None, d_model: int | None = None) -> np.ndarray:
-    """Read a ``.npy`` file without ever unpickling, with a clear message on failure
-    (models.io: a regular file only, its header checked before its data: models/io/matrix_header.py);
-    read-only, so that HeldArrays keeps it without a copy."""
-    from models.io import read_npy
-    from models.io.matrix_header import matrix_check
-
-    matrix = read_npy(path, f"{what} file", matrix_check(what, path, max_tokens, d_model))
-    matrix.flags.writeable = False
-    return matrix
 
 
 def array_name_allowed(name: str) -> bool:
@@ -115,33 +104,13 @@ class RunSpec:
 
     # --- building ----------------------------------------------------------------------------
     @classmethod
-    def from_args(cls, args: argparse.Namespace, arrays: Mapping[str, np.ndarray] | None = None) -> RunSpec:
-        """The RunSpec of parsed options; their files (``--embeddings``, ``--mask-file``,
-        ``--weights`` …) are read now, unless ``arrays`` gives what they held."""
+    def from_args(cls, args: argparse.Namespace, arrays: Mapping[str, np.ndarray] | None = None,
+                  origins: Mapping[str, str] | None = None) -> RunSpec:  # fmt: skip
+        """The RunSpec of parsed options with ``arrays`` (what their files hold): reads no file. Reading
+        them (``--embeddings``, ``--mask-file``, ``--weights``, ``--text-file``) is models/files/run_files.py's
+        ``spec_from_args``; ``origins``: where each array came from, for messages."""
         values = {f.dest: getattr(args, f.dest, f.default) for f in VALUES}
-        if getattr(args, "text_file", None):  # a long text as the sentence
-            from models.io.text_file import read_text_file
-
-            if values["sentence"] is not None:
-                raise InputError("give --sentence or --text-file, not both")
-            values["sentence"] = read_text_file(args.text_file)
-        origins = {}
-        if arrays is None:
-            arrays = {}
-            for name, f in ARRAY_FIELDS.items():
-                path = getattr(args, f.dest, None)
-                if not path:
-                    continue
-                origins[name] = f"{'weights' if name == 'weights' else name.replace('_', ' ')} file {path}"
-                if name == "weights":
-                    from models.engine.weights import read_weights_file
-
-                    arrays |= {f"weights/{k}": a for k, a in read_weights_file(path).items()}
-                else:
-                    width = values.get("d_model") if values.get("model") is None else None
-                    arrays[name] = load_matrix(path, name.replace("_", " ") if name != "mask" else "mask",
-                                               getattr(args, "max_tokens", None), width)
-        return cls(**values, arrays=HeldArrays(arrays), origins=tuple(origins.items()))
+        return cls(**values, arrays=HeldArrays(arrays or {}), origins=tuple((origins or {}).items()))
 
     def replace(self, **changes: object) -> RunSpec:
         return dataclasses.replace(self, **changes)

@@ -6,8 +6,8 @@ import pytest
 
 from models.cli.export import build_parser
 from models.engine import pipeline
+from models.files.run_files import spec_from_args
 from models.run_engine import toy_request
-from models.runspec import RunSpec
 
 
 @pytest.fixture
@@ -16,7 +16,7 @@ def window(make_window):
 
 
 def _export_weights(argv):
-    spec = RunSpec.from_args(build_parser().parse_args([*argv, "--out", "x"]))
+    spec = spec_from_args(build_parser().parse_args([*argv, "--out", "x"]))
     return pipeline.run(toy_request(spec))["weights"].array
 
 

@@ -15,6 +15,7 @@ from models.config import InputError
 from models.engine.edits import Edit
 from models.engine.held_arrays import HeldArrays
 from models.engine.pipeline import materialize, run
+from models.files.run_files import spec_from_args
 from models.files.session import Session, load_session, save_session
 from models.run_engine import toy_request
 from models.runspec import RunSpec
@@ -98,11 +99,11 @@ def test_arrays_in_memory_make_the_same_request_as_their_files(tmp_path):
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "m.npy", mask)
     np.savez(tmp_path / "w.npz", **w)
-    files = RunSpec.from_args(build_parser().parse_args(
+    files = spec_from_args(build_parser().parse_args(
         ["--embeddings", str(tmp_path / "x.npy"), "--mask", "custom", "--mask-file", str(tmp_path / "m.npy"),
          "--weights", str(tmp_path / "w.npz"), "--heads", "3", "--d-model", "6", "--out", "o"]))  # fmt: skip
     args = build_parser().parse_args(["--heads", "3", "--d-model", "6", "--mask", "custom", "--out", "o"])
-    memory = RunSpec.from_args(args, {"embeddings": x, "mask": mask, **{f"weights/{k}": a for k, a in w.items()}})
+    memory = spec_from_args(args, {"embeddings": x, "mask": mask, **{f"weights/{k}": a for k, a in w.items()}})
     assert files == memory  # by value: where the arrays came from does not count
     a, b = materialize(run(toy_request(files))), materialize(run(toy_request(memory)))
     for name in a.names:
