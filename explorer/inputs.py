@@ -30,7 +30,8 @@ from models.config import AttentionConfig, InputError
 from models.engine.held_arrays import HeldArrays
 from models.engine.tokenize import tokenize
 from models.fields import FIELDS, MODEL_MASKS, Field
-from models.runspec import DEFAULT_MASK, RunSpec, load_matrix
+from models.files.run_files import load_matrix
+from models.runspec import DEFAULT_MASK, RunSpec
 from models.runspec import VALUES as RUNSPEC_ROWS
 
 DEFAULT_SENTENCE = "The animal didn't cross the street because it was too tired."

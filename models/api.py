@@ -30,13 +30,15 @@ from typing import Any
 
 import numpy as np
 
+from models import run_engine
 from models.engine.held_arrays import HeldArrays
 from models.errors import InputError
 from models.fields import BY_DEST, FIELDS, labels, positions
+from models.files.run_files import spec_from_args
 from models.runspec import RunSpec
 
-__all__ = ["SETTINGS", "TRACE_SETTINGS", "Generated", "Model", "Trace", "generation_settings", "load", "runspec",
-           "toy", "trace_spec"]
+__all__ = ["SETTINGS", "TRACE_SETTINGS", "Generated", "Model", "Trace", "generation_settings", "layer_params", "load",
+           "runspec", "toy", "trace_spec"]
 
 SETTINGS = tuple(f.dest for f in FIELDS if f.stored)  # every keyword a RunSpec takes, table order
 # What Model.trace takes beyond the sentence: the rows that apply to a model, except those load() fixes.
@@ -63,7 +65,7 @@ def runspec(**settings: Any) -> RunSpec:
             held |= _held(f.array, value)
         else:
             setattr(args, dest, _value(f, value))
-    spec = RunSpec.from_args(args)  # the files read as export reads them
+    spec = spec_from_args(args)  # the files read as export reads them
     if held:
         spec = spec.replace(arrays=HeldArrays({**spec.arrays, **held}))
     return spec.validate()
@@ -211,23 +213,27 @@ def trace_spec(spec: RunSpec, model=None) -> Trace:
     """The trace ``spec`` describes (its edits applied), the one way ``export``, ``explain`` and
     this module trace: the toy engine, or ``model`` (loaded from ``spec.model`` when None)."""
     if not spec.uses_model:
-        from models.reads.params import toy_params
+        raw = run_engine.trace(spec)
+        return Trace(raw, spec, lambda: layer_params(spec, raw))
+    engine = run_engine.load_model(spec) if model is None else model
+    raw = run_engine.model_trace(spec, engine)
+    return Trace(raw, spec, lambda: layer_params(spec, raw, engine), engine)
 
-        return Trace(spec.trace(), spec, lambda: toy_params(spec.toy_request()))
-    engine = spec.load_model() if model is None else model
-    raw = spec.model_trace(engine)
-    return Trace(raw, spec, lambda: _model_params(engine, spec, raw), engine)
 
+def layer_params(spec: RunSpec, raw, model=None):
+    """The traced layer's parameters (models.reads.params.LayerParams) of ``raw``, the trace of ``spec``
+    (``model``: the loaded model that made it): the one mapping, of :attr:`Trace.params` and the window's
+    inspector (explorer/engine/job_results.py). A model's layer and mask as traced (``raw.config``)."""
+    from models.reads.params import pretrained_params, toy_params
 
-def _model_params(model, spec: RunSpec, raw):
-    if raw.config.get("encoder_decoder"):
+    if not spec.uses_model:
+        return toy_params(run_engine.toy_request(spec))
+    c = raw.config
+    if c.get("encoder_decoder"):
         from models.reads.encdec_params import encdec_params
 
         return encdec_params(model, raw)
-    from models.reads.params import pretrained_params
-
-    return pretrained_params(model, spec.layer, len(raw.query_tokens), mask=raw.config["mask"],
-                             pad_positions=raw.config["pad_positions"])  # fmt: skip
+    return pretrained_params(model, c["layer"], len(raw.query_tokens), c["mask"], c["pad_positions"])
 
 
 def toy(sentence: str | None = None, **settings: Any) -> Trace:
@@ -360,15 +366,11 @@ def generation_settings(max_new_tokens: int = 20, temperature: float | None = No
                         max_tokens: int | None = None):  # fmt: skip
     """The checked models.generate.GenerateSettings of ``generate``'s options, as ``main.py generate``
     builds them from its own (tests/models/test_api.py holds the two equal)."""
-    from models.config import DEFAULT_MAX_TOKENS
     from models.generate import GenerateSettings
 
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
-        raise InputError(f"--max-tokens must be at least 1, got {max_tokens}")
-    return GenerateSettings(
-        max_new_tokens=max_new_tokens, temperature=0.0 if temperature is None else temperature, top_k=top_k,
-        top_p=top_p, seed=seed, shown=top, max_tokens=DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
-    ).validate()  # fmt: skip
+    return GenerateSettings.from_rows(argparse.Namespace(
+        max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, top=top,
+        max_tokens=max_tokens))  # fmt: skip
 
 
 class Generated:

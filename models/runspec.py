@@ -8,12 +8,13 @@ sentence, device), sentences, labels and pad positions or arrays (embeddings, cr
 mask by name or a custom array, weights; plus the what-if edits and the Difference flag. A new input
 option is one row of ``FIELDS`` and becomes a field here, a command-line option and a JSON key.
 
-- :meth:`RunSpec.from_args`: what ``export`` / ``explain`` parse (their files read into arrays);
+- :meth:`RunSpec.from_args`: what ``export`` / ``explain`` parse (their files read into arrays by
+  models/files/run_files.py: ``spec_from_args``);
 - :meth:`RunSpec.to_json` / :meth:`RunSpec.from_json`: a versioned dict, arrays as separate named
   numpy members (as sessions store them, models/files/session.py);
 - :meth:`RunSpec.validate`: the one validator (what applies to a toy and what to a model);
-- :meth:`RunSpec.toy_request` (the toy engine's internal input, models.config.AttentionRequest),
-  :meth:`RunSpec.load_model` / :meth:`RunSpec.model_trace` (a model's layer), :meth:`RunSpec.trace`.
+- what each engine takes of it is in models/run_engine.py (``toy_request``, ``load_model``, ``model_trace``,
+  ``trace``): a RunSpec is data and checks, it calls no engine.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from models.config import AttentionConfig, AttentionRequest
+from models.config import DEFAULT_MAX_TOKENS, AttentionConfig
 from models.engine.held_arrays import HeldArrays
 from models.errors import InputError
 from models.fields import (  # noqa: F401 - the option table's names, re-exported: callers import them from here
@@ -55,54 +57,60 @@ VALUES = tuple(f for f in FIELDS if f.stored and f.array is None)  # the RunSpec
 ARRAY_FIELDS = {f.array: f for f in FIELDS if f.array}  # "embeddings", "cross_embeddings", "mask", "weights"
 
 
-def load_matrix(path: str, what: str, max_tokens: int | None = None, d_model: int | None = None) -> np.ndarray:
-    """Read a ``.npy`` file without ever unpickling, with a clear message on failure
-    (models.io: a regular file only, its header checked before its data: models/io/matrix_header.py);
-    read-only, so that HeldArrays keeps it without a copy."""
-    from models.io import read_npy
-    from models.io.matrix_header import matrix_check
-
-    matrix = read_npy(path, f"{what} file", matrix_check(what, path, max_tokens, d_model))
-    matrix.flags.writeable = False
-    return matrix
-
-
 def array_name_allowed(name: str) -> bool:
     return name in ARRAY_FIELDS and name != "weights" or name.startswith("weights/") and len(name) > 8
 
 
-class _RunSpecMethods:
-    """The methods of :class:`RunSpec` (its fields come from the option table)."""
+@dataclass(frozen=True)
+class RunSpec:
+    """ONE frozen description of what to compute: a field per stored row of the option table
+    (:data:`VALUES`, in table order, written out so that editors and type checkers see them;
+    tests/models/test_runspec_fields.py keeps them equal to ``FIELDS``: names, types, defaults), then
+    ``arrays``, ``edits``, ``difference`` and the policy fields (see the module's docstring)."""
+
+    # --- the rows of FIELDS (models/fields.py), table order: `python -m models.runspec` prints them ---
+    sentence: str | None = None
+    labels: tuple[str, ...] | None = None
+    cross_sentence: str | None = None
+    cross_labels: tuple[str, ...] | None = None
+    model: str | None = None
+    step: str | None = None
+    layer: int = 0
+    block: str | None = None
+    heads: int = 2
+    d_model: int = 16
+    d_k: int | None = None
+    d_v: int | None = None
+    d_out: int | None = None
+    mask: str | None = None
+    pad_positions: tuple[int, ...] = ()
+    score: str = "scaled"
+    pe: str = "none"
+    temperature: float = 1.0
+    seed: int = 0
+    bias: bool = False
+    device: str = "auto"
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    # --- beside the rows ---
+    arrays: HeldArrays = HeldArrays()  # embeddings, cross_embeddings, mask, weights/W_q …
+    edits: tuple[Edit, ...] = ()  # what-if edits (models/engine/edits.py)
+    difference: bool = False  # shown as edited − original
+    # Policy, not part of the result (never stored, not compared): a model's layer and pad positions
+    # used as given (refused when there is no such layer or token). The window's own inputs are
+    # adjusted instead (a layer kept from a deeper model shows the deepest there is).
+    exact: bool = field(default=True, compare=False)
+    # Where arrays came from, for messages: (("weights", "weights file w.npz"), ...)
+    origins: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     # --- building ----------------------------------------------------------------------------
     @classmethod
-    def from_args(cls, args: argparse.Namespace, arrays: Mapping[str, np.ndarray] | None = None) -> RunSpec:
-        """The RunSpec of parsed options; their files (``--embeddings``, ``--mask-file``,
-        ``--weights`` …) are read now, unless ``arrays`` gives what they held."""
+    def from_args(cls, args: argparse.Namespace, arrays: Mapping[str, np.ndarray] | None = None,
+                  origins: Mapping[str, str] | None = None) -> RunSpec:  # fmt: skip
+        """The RunSpec of parsed options with ``arrays`` (what their files hold): reads no file. Reading
+        them (``--embeddings``, ``--mask-file``, ``--weights``, ``--text-file``) is models/files/run_files.py's
+        ``spec_from_args``; ``origins``: where each array came from, for messages."""
         values = {f.dest: getattr(args, f.dest, f.default) for f in VALUES}
-        if getattr(args, "text_file", None):  # a long text as the sentence
-            from models.io.text_file import read_text_file
-
-            if values["sentence"] is not None:
-                raise InputError("give --sentence or --text-file, not both")
-            values["sentence"] = read_text_file(args.text_file)
-        origins = {}
-        if arrays is None:
-            arrays = {}
-            for name, f in ARRAY_FIELDS.items():
-                path = getattr(args, f.dest, None)
-                if not path:
-                    continue
-                origins[name] = f"{'weights' if name == 'weights' else name.replace('_', ' ')} file {path}"
-                if name == "weights":
-                    from models.engine.weights import read_weights_file
-
-                    arrays |= {f"weights/{k}": a for k, a in read_weights_file(path).items()}
-                else:
-                    width = values.get("d_model") if values.get("model") is None else None
-                    arrays[name] = load_matrix(path, name.replace("_", " ") if name != "mask" else "mask",
-                                               getattr(args, "max_tokens", None), width)
-        return cls(**values, arrays=HeldArrays(arrays), origins=tuple(origins.items()))
+        return cls(**values, arrays=HeldArrays(arrays or {}), origins=tuple((origins or {}).items()))
 
     def replace(self, **changes: object) -> RunSpec:
         return dataclasses.replace(self, **changes)
@@ -126,9 +134,6 @@ class _RunSpecMethods:
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(AttentionConfig)}
         return AttentionConfig(**values | {"mask": self.mask or "none", "pad_positions": tuple(self.pad_positions)})
 
-    def _origin(self, name: str, default: str) -> str:
-        return dict(self.origins).get(name, default)
-
     # --- the one validator ---------------------------------------------------------------------
     def validate(self) -> RunSpec:
         """Refuse (InputError, one line) what ``export`` refuses before it computes: text that is
@@ -149,7 +154,9 @@ class _RunSpecMethods:
 
                 check_form(self.edits)
             return self
-        request = self.toy_request(complete=False)
+        from models.run_engine import toy_request
+
+        request = toy_request(self, complete=False)
         check_ranges(self)  # after the config's own checks (a NaN temperature is named as such there)
         from models.request_checks import check_toy_request, toy_edit_shapes
 
@@ -178,70 +185,6 @@ class _RunSpecMethods:
             shown = ",".join(map(str, self.pad_positions))
             return [f"--pad-positions {shown} ignored: mask '{mask}' does not use them (use --mask padding)"]
         return []
-
-    # --- what each engine takes ----------------------------------------------------------------
-    def toy_request(self, complete: bool = True) -> AttentionRequest:
-        """The toy engine's input (arrays checked as a file's would be); InputError when invalid.
-        ``complete=False``: weights checked, not completed (no torch: :meth:`validate`)."""
-        from models.engine.weights import weights_from_arrays
-
-        if self.uses_model:
-            raise InputError("this run traces a pretrained model, not the toy engine")
-        embeddings, cross, mask = (self.arrays.get(n) for n in ("embeddings", "cross_embeddings", "mask"))
-        if self.sentence is None and embeddings is None:
-            raise InputError("give --sentence or --embeddings")
-        if self.sentence is not None and embeddings is not None:
-            raise InputError("give --sentence or --embeddings, not both")
-        if self.cross_sentence is not None and not self.cross_sentence.strip():
-            raise InputError("the second sentence (--cross-sentence) is empty: type at least one word")
-        if self.cross_sentence is not None and cross is not None:
-            raise InputError("give --cross-sentence or --cross-embeddings, not both")
-        cfg = self.config().validate()
-        if cfg.mask != "custom":
-            mask = None
-        elif mask is None:
-            raise InputError("--mask custom needs --mask-file M.npy (boolean, True = hidden)")
-        elif mask.dtype != bool:
-            raise InputError(f"{self._origin('mask', 'the mask')} must hold booleans, got {mask.dtype}")
-        held = self.arrays.weights()
-        where = self._origin("weights", "the weights")
-        weights = None if held is None else weights_from_arrays(held, cfg, where, complete)
-        return AttentionRequest(
-            config=cfg, sentence=self.sentence, embeddings=embeddings, labels=self.labels,
-            cross_sentence=self.cross_sentence, cross_embeddings=cross, cross_labels=self.cross_labels,
-            weights=weights, custom_mask=mask,
-        )  # fmt: skip
-
-    def load_model(self, progress=None):
-        from models.pretrained import load_model
-
-        if not self.sentence:
-            raise InputError("--model needs --sentence")
-        return load_model(self.model, device=self.device, progress=progress, step=self.step)
-
-    def encdec_options(self, model) -> dict:
-        """What ``model.trace`` takes for the target and block (refused for other models)."""
-        from models.encdec_options import encdec_options
-
-        return encdec_options(model, self)
-
-    def model_trace(self, model, edits=None, should_stop=None, layer=None, pad_positions=None):
-        """``model``'s trace of this spec's layer (``edits``: these instead of the spec's)."""
-        return model.trace(
-            self.sentence, self.layer if layer is None else layer, mask=self.mask,
-            pad_positions=self.pad_positions if pad_positions is None else pad_positions,
-            max_tokens=self.max_tokens, edits=self.edits if edits is None else edits, should_stop=should_stop,
-            **self.encdec_options(model),
-        )  # fmt: skip
-
-    def trace(self):
-        """The trace ``main.py export`` writes: the edits applied (never as a difference)."""
-        if self.uses_model:
-            return self.model_trace(self.load_model())
-        from models.engine.edits import apply_edits
-        from models.engine.pipeline import run
-
-        return apply_edits(self.toy_request(), self.edits) if self.edits else run(self.toy_request())
 
     def as_traced(self, trace) -> RunSpec:
         """This spec as ``trace`` shows it: a model's layer (the runner may show the deepest there is)
@@ -307,24 +250,24 @@ def array_members(doc: dict, what: str = "run") -> dict[str, str]:
     return names
 
 
-def _fields() -> list:
-    rows = [(f.dest, f.annotation, dataclasses.field(default=f.default)) for f in VALUES]
-    return rows + [
-        # embeddings, cross_embeddings, mask, weights/W_q …
-        ("arrays", HeldArrays, dataclasses.field(default=HeldArrays())),
-        ("edits", tuple["Edit", ...], dataclasses.field(default=())),  # what-if edits (models/engine/edits.py)
-        ("difference", bool, dataclasses.field(default=False)),  # shown as edited − original
-        # Policy, not part of the result (never stored, not compared): a model's layer and pad positions
-        # used as given (refused when there is no such layer or token). The window's own inputs are
-        # adjusted instead (a layer kept from a deeper model shows the deepest there is).
-        ("exact", bool, dataclasses.field(default=True, compare=False)),
-        # Where arrays came from, for messages: (("weights", "weights file w.npz"), ...)
-        ("origins", tuple[tuple[str, str], ...], dataclasses.field(default=(), compare=False, repr=False)),
-    ]
+def written_fields(values: tuple[Field, ...] = VALUES) -> str:
+    """The lines of :class:`RunSpec`'s row fields as ``FIELDS`` says they are (``python -m models.runspec``
+    prints them: a new row's field to write into the class)."""
+    def kind(f: Field) -> str:
+        return str(f.annotation).replace("<class '", "").replace("'>", "")
+
+    default = {DEFAULT_MAX_TOKENS: "DEFAULT_MAX_TOKENS"}
+    return "\n".join(f"    {f.dest}: {kind(f)} = {default.get(f.default, repr(f.default))}".replace("'", '"')
+                     for f in values)  # fmt: skip
 
 
-RunSpec = dataclasses.make_dataclass("RunSpec", _fields(), bases=(_RunSpecMethods,), frozen=True)
-RunSpec.__module__ = __name__
-RunSpec.__doc__ = """ONE frozen description of what to compute; its fields are :data:`VALUES` (one per
-row of ``FIELDS``), then ``arrays``, ``edits``, ``difference`` (see the module's docstring)."""
+_UNWRITTEN = [f for f in VALUES if f.dest not in RunSpec.__dataclass_fields__]
+if _UNWRITTEN:  # a row added to FIELDS and not written above yet (a test adds one at run time): a field all the same
+    RunSpec = dataclasses.make_dataclass(  # noqa: F811 - the written class, with the new rows' fields
+        "RunSpec", [(f.dest, f.annotation, field(default=f.default)) for f in _UNWRITTEN], bases=(RunSpec,),
+        frozen=True)  # fmt: skip
+    RunSpec.__module__ = __name__
 
+
+if __name__ == "__main__":
+    print(written_fields())

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog
 from explorer.inputs import FILE_ROLES
 from models.config import InputError
 from models.engine.held_arrays import HeldArrays
-from models.runspec import load_matrix
+from models.files.run_files import load_matrix
 
 NPY = "NumPy array (*.npy)"
 NPZ = "Weights archive (*.npz)"

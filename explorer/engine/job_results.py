@@ -13,10 +13,11 @@ import torch
 from explorer.engine.stage_render import stage_image
 from explorer.images.plot_pixels import PlotsOnScreen, pixels_for
 from explorer.images.stage_image import MAX_DISPLAY_SIDE, StageImage
+from models import api
 from models.config import AttentionRequest, Cancelled, InputError
 from models.engine.trace import AttentionTrace
 from models.memory import OUT_OF_MEMORY, is_out_of_memory
-from models.reads.params import pretrained_params, toy_params
+from models.reads.params import toy_params
 from models.runspec import RunSpec
 
 
@@ -27,22 +28,15 @@ def leave_a_core_to_the_gui() -> None:
 
 
 def layer_params(models, request: object, trace: AttentionTrace):
-    """The layer's weights in one form for both engines, for explaining a cell; None if unknown
-    (an edited run: its weights are the unedited ones)."""
+    """The layer's weights in one form for both engines, for explaining a cell (models.api.layer_params,
+    as a notebook's ``Trace.params``); None if unknown (an edited run: its weights are the unedited ones)."""
     try:
         if isinstance(request, AttentionRequest):
             return toy_params(request)
         if not isinstance(request, RunSpec) or request.edits or request.difference:
             return None
-        if not request.uses_model:
-            return toy_params(request.toy_request())
-        model = models.model(request.model, request.device)
-        c = trace.config
-        if c.get("encoder_decoder"):  # one block of an encoder-decoder model
-            from models.reads.encdec_params import encdec_params
-
-            return encdec_params(model, trace)
-        return pretrained_params(model, c["layer"], len(trace.query_tokens), c["mask"], c["pad_positions"])
+        model = models.model(request.model, request.device) if request.uses_model else None
+        return api.layer_params(request, trace, model)
     except Exception:  # noqa: BLE001 - the inspector then says it cannot explain; the trace still shows
         return None
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from explorer.engine.edited_runner import shown_edits
 from models.config import Cancelled, InputError
-from models.encdec_options import is_encoder_decoder
+from models.encdec_options import encdec_options, is_encoder_decoder
 from models.engine.trace import AttentionTrace
 from models.pretrained import PretrainedModel, load_model, resolve_model
+from models.run_engine import model_trace
 from models.runspec import DEFAULT_MASK, RunSpec  # noqa: F401 - re-exported
 
 MODELS_KEPT = 2  # switching back and forth between two models never reloads either
@@ -106,7 +107,7 @@ class PretrainedRunner:
         encoder-decoder model."""
         model = self.model(request.model, request.device)
         layer, notices = request.layer, []
-        encdec = request.encdec_options(model) if is_encoder_decoder(model) else {}  # as export: block or cross
+        encdec = encdec_options(model, request) if is_encoder_decoder(model) else {}  # as export: block or cross
         count = model.block_layers(encdec["block"]) if encdec else model.num_layers
         if not 0 <= layer < count and not request.exact:  # e.g. layer 8 kept from a deeper model
             layer = min(max(layer, 0), count - 1)
@@ -116,9 +117,8 @@ class PretrainedRunner:
             n = len(model.encode(request.sentence).ids)
             pads = tuple(p for p in pads if p < n)
 
-        def trace_with(edits=()) -> AttentionTrace:
-            return model.trace(request.sentence, layer, mask=request.mask, pad_positions=pads, should_stop=should_stop,
-                               edits=edits, **encdec)  # fmt: skip
+        def trace_with(edits=()) -> AttentionTrace:  # export's mapping of a spec to model.trace (max_tokens too)
+            return model_trace(request, model, edits, should_stop, layer, pads, encdec)
 
         if request.edits or request.difference:
             edited = trace_with(request.edits)

@@ -47,6 +47,7 @@ from explorer.widgets.frames import later
 from models.config import AttentionRequest, Cancelled, InputError
 from models.engine import pipeline
 from models.engine.trace import AttentionTrace
+from models.run_engine import toy_request
 from models.runspec import RunSpec
 
 Runner = Callable[[object, Callable[[], bool]], AttentionTrace]
@@ -385,7 +386,7 @@ class ComputeWorker(QObject):
         """A RunSpec: a model's layer, or the toy engine (its request answered by its runner)."""
         if spec.uses_model:
             return self.models(spec, should_stop)
-        request = spec.toy_request()
+        request = toy_request(spec)
         if spec.edits or spec.difference:
             return run_edited(request, spec.edits, spec.difference, should_stop)
         return self._runner_for(request)(request, should_stop)

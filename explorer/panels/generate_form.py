@@ -8,6 +8,8 @@ controls comes with the pane's ``form_changed``, and a generation reads the pane
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSpinBox, QWidget
 from superqt.utils import signals_blocked
 
@@ -27,14 +29,14 @@ def spin(lo: int, hi: int, value: int, tip: str, special: str | None = None) -> 
 
 
 def settings_of(form: GenerateForm) -> GenerateSettings:
-    """The generation settings the form asks for (top-k and top-p only when sampling)."""
+    """The generation settings the form asks for (top-k and top-p only when sampling); InputError when invalid."""
     sampling = form.temperature > 0
-    return GenerateSettings(
+    return GenerateSettings.from_rows(SimpleNamespace(
         max_new_tokens=form.new_tokens, temperature=float(form.temperature),
         top_k=(form.top_k or None) if sampling else None,
         top_p=(form.top_p if form.top_p < 1 else None) if sampling else None,
         seed=form.seed,
-    )  # fmt: skip
+    ))  # generate's rows, checked as main.py generate checks them  # fmt: skip
 
 
 class GenerateFormBar(QWidget):

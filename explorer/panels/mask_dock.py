@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QDockWidget
 from explorer.widgets.frames import later
 from explorer.widgets.mask_painter import STARTS, MaskPainter
 from models.files.export import write_array
-from models.runspec import load_matrix
+from models.files.run_files import load_matrix
 
 
 def as_rows(mask: np.ndarray) -> tuple[tuple[bool, ...], ...]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from models.cli.export import USER_ERRORS, check_arguments, print_notes, refused
+from models.files.run_files import spec_from_args
 from models.runspec import RunSpec, add_input_arguments, check_command, given_options
 
 
@@ -59,7 +60,7 @@ def explain_main(argv: Sequence[str]) -> int:
         given = given_options(build_explain_parser(), argv)
         check_command(args, "explain")  # --all-layers: export's only
         check_arguments(args, given)  # the very checks export makes
-        spec = RunSpec.from_args(args).validate()
+        spec = spec_from_args(args).validate()
         notes = spec.notes()
         trace, derivation = derive(spec, args.stage, args.cell)
     except USER_ERRORS as exc:

@@ -12,14 +12,15 @@ from collections.abc import Sequence
 from models.api import trace_spec
 from models.config import InputError
 from models.fields import OneLineParser, check_applicable, check_text, given_options
+from models.files import run_files
 from models.files.export import check_target, write_trace
+from models.files.run_files import load_matrix  # noqa: F401 - re-exported for callers of models.cli.export
 from models.memory import OUT_OF_MEMORY, is_out_of_memory
 from models.runspec import (  # noqa: F401 - the input options' code, re-exported for callers of models.cli.export
     TOY_ONLY,
     RunSpec,
     add_input_arguments,
     labels,
-    load_matrix,
     positions,
 )
 
@@ -93,7 +94,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         from models.files.session import load_session
 
         return load_session(args.session).run
-    return RunSpec.from_args(args).validate()
+    return run_files.spec_from_args(args).validate()
 
 
 def cli_error(message: str) -> int:

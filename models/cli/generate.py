@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from models.cli.export import USER_ERRORS, print_notes, printable, refused
 from models.command_fields import GENERATE_ROWS
 from models.config import InputError
-from models.fields import OneLineParser, add_arguments, check_ranges, check_text
+from models.fields import OneLineParser, add_arguments, check_text
 from models.generate.sampling import GenerateSettings
 from models.io.atomic import check_target
 
@@ -32,11 +32,7 @@ def settings_from_args(args: argparse.Namespace) -> GenerateSettings:
     """The generation settings of parsed options, checked by their rows (UTF-8, ranges: refused,
     never clamped) and by :meth:`GenerateSettings.validate`; InputError (one line) when not."""
     check_text(args, GENERATE_ROWS)
-    check_ranges(args, fields=GENERATE_ROWS)
-    return GenerateSettings(
-        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
-        top_p=args.top_p, seed=args.seed, shown=args.top, max_tokens=args.max_tokens,
-    ).validate()  # fmt: skip
+    return GenerateSettings.from_rows(args)
 
 
 def _masked(model, args: argparse.Namespace, settings: GenerateSettings) -> int:

@@ -16,7 +16,8 @@ from typing import NoReturn
 
 from models.cli.export import USER_ERRORS, check_arguments, print_notes, refused
 from models.config import InputError
-from models.runspec import RunSpec, add_input_arguments, check_command, given_options
+from models.files.run_files import spec_from_args
+from models.runspec import add_input_arguments, check_command, given_options
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -61,7 +62,7 @@ def why_main(argv: Sequence[str]) -> int:
         if len(args.cell) != 3:
             raise InputError(f"--cell takes head,row,col (3 numbers), got {len(args.cell)}")
         check_arguments(args, given)  # the very checks export and explain make
-        spec = RunSpec.from_args(args).validate()
+        spec = spec_from_args(args).validate()
         notes = spec.notes()
         if args.steps is not None:
             from models.history import why_steps

@@ -19,7 +19,7 @@ ROLES = ("embeddings", "cross_embeddings", "weights")  # what the window's Input
 
 def _frozen(array: np.ndarray) -> np.ndarray:
     """``array``, read-only. One handed over read-only and C-contiguous (what the readers give:
-    models.runspec.load_matrix, a session's members) is kept as it is: copying a 2 GiB matrix
+    models.files.run_files.load_matrix, a session's members) is kept as it is: copying a 2 GiB matrix
     doubled the peak (issue 36); any other is copied first, so no one else can change it."""
     array = np.asarray(array)
     if array.flags.writeable or not array.flags.c_contiguous:

@@ -57,7 +57,9 @@ class Session:
 
     def trace(self):
         """What ``export --session`` writes: the run's trace, its edits applied."""
-        return self.run.trace()
+        from models.run_engine import trace
+
+        return trace(self.run)
 
 
 # --- writing ------------------------------------------------------------------------------------

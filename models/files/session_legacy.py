@@ -57,7 +57,7 @@ def legacy_spec(data, what: str, edits, difference: bool, read_arrays: ReadArray
     names = array_members(data, what)
     parser = add_input_arguments(_Parser(prog="session", add_help=False))
     args = parser.parse_args(_argv(data.get("options") or {}))
-    bare = RunSpec.from_args(args, arrays={}).with_edits(_edits(edits, f"{what}.edits"), difference)
+    bare = RunSpec.from_args(args).with_edits(_edits(edits, f"{what}.edits"), difference)
     return read_arrays(bare, names)
 
 

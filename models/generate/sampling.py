@@ -36,6 +36,28 @@ class GenerateSettings:
     def greedy(self) -> bool:
         return self.temperature == 0
 
+    @classmethod
+    def from_rows(cls, values: object) -> GenerateSettings:
+        """The one mapping of ``generate``'s rows (models/command_fields.py: ``GENERATE_ROWS``) to settings:
+        ``values`` has an attribute per row dest (parsed options, a Namespace of the API's keywords, the
+        window's form); ``--top`` is :attr:`shown`, an unset temperature greedy, an unset ``--max-tokens``
+        the default. Checked by the rows' ranges (the command line's messages; refused, never clamped)
+        where a value is a number, then by :meth:`validate`; InputError (one line) when not."""
+        from models.command_fields import GENERATE_ROWS
+        from models.config import DEFAULT_MAX_TOKENS
+        from models.fields import check_ranges
+
+        def given(dest: str, default=None):
+            value = getattr(values, dest, None)
+            return default if value is None else value
+
+        numbers = [f for f in GENERATE_ROWS if isinstance(getattr(values, f.dest, None), (int, float))
+                   and not isinstance(getattr(values, f.dest), bool)]  # fmt: skip
+        check_ranges(values, fields=numbers)  # a string is named by validate (the API's wrong types)
+        return cls(max_new_tokens=given("max_new_tokens", 20), temperature=given("temperature", 0.0),
+                   top_k=given("top_k"), top_p=given("top_p"), seed=given("seed", 0), shown=given("top", 10),
+                   max_tokens=given("max_tokens", DEFAULT_MAX_TOKENS)).validate()  # fmt: skip
+
     def validate(self) -> GenerateSettings:
         n = self.max_new_tokens
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_NEW_TOKENS:
@@ -52,6 +74,9 @@ class GenerateSettings:
         if p is not None and (isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1):
             raise InputError(f"top-p must be a number in (0, 1], got {p!r}")
         check_seed(self.seed)
+        m = self.max_tokens
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
+            raise InputError(f"--max-tokens must be at least 1, got {m}")
         s = self.shown
         if isinstance(s, bool) or not isinstance(s, int) or not 1 <= s <= MAX_SHOWN:
             raise InputError(f"the top-k shown must be an integer from 1 to {MAX_SHOWN}, got {s!r}")

@@ -275,12 +275,15 @@ def _resolve(trace_or_inputs, params, model, source):
         return trace, params, model, source
     spec = trace_or_inputs
     if spec.uses_model:
-        model = spec.load_model()
-        return spec.model_trace(model), None, model, spec.sentence if source is None else source
+        from models.run_engine import load_model, model_trace
+
+        model = load_model(spec)
+        return model_trace(spec, model), None, model, spec.sentence if source is None else source
     from models.engine.pipeline import run
     from models.reads.params import toy_params
+    from models.run_engine import toy_request
 
-    req = spec.toy_request()
+    req = toy_request(spec)
     return run(req), toy_params(req), None, None
 
 

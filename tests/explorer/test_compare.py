@@ -8,6 +8,7 @@ from explorer.engine.compare import MAX_COMPARE_TOKENS, compare
 from explorer.state import Inputs
 from models.engine import pipeline
 from models.files.export import read_trace_files, write_trace
+from models.run_engine import toy_request
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
 
@@ -105,7 +106,7 @@ def test_unpin_closes_the_panel_and_stops_comparing(make_window, settle):
 
 def test_beyond_the_token_limit_it_says_so():
     long = dataclasses.replace(SMALL, sentence=" ".join(["a"] * (MAX_COMPARE_TOKENS + 1)))
-    trace = pipeline.run(long.to_runspec().toy_request())
+    trace = pipeline.run(toy_request(long.to_runspec()))
     shown = compare(trace, trace, "weights", 0)
     assert shown.delta is None and str(MAX_COMPARE_TOKENS) in shown.message
 

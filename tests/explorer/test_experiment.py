@@ -10,6 +10,7 @@ import numpy as np
 from explorer.state import Inputs
 from models.engine import pipeline
 from models.engine.edits import Edit, apply_edits
+from models.run_engine import toy_request
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
@@ -72,7 +73,7 @@ def test_an_edit_of_q_recomputes_every_later_stage(make_window, settle, monkeypa
     original = _arrays(window.state.display.trace)
     _edit_q(window, monkeypatch)
     settle(window)
-    request = SMALL.to_runspec().toy_request()
+    request = toy_request(SMALL.to_runspec())
     expected = apply_edits(request, [Edit("q", (1, 2, 3), 5.0)])
     shown = window.state.display.trace
     assert shown["q"].array[1, 2, 3] == 5.0
@@ -111,7 +112,7 @@ def test_difference_view_shows_edited_minus_original_and_names_the_largest_chang
     window = make_window()
     _difference_of_weights(window, settle, monkeypatch)
     settle(window)
-    request = SMALL.to_runspec().toy_request()
+    request = toy_request(SMALL.to_runspec())
     a = pipeline.run(request)["weights"].array
     b = apply_edits(request, [Edit("q", (1, 2, 3), 5.0)])["weights"].array
     shown = window.state.display.trace["weights"]

@@ -6,7 +6,8 @@ import pytest
 
 from models.cli.export import build_parser
 from models.engine import pipeline
-from models.runspec import RunSpec
+from models.files.run_files import spec_from_args
+from models.run_engine import toy_request
 
 
 @pytest.fixture
@@ -15,8 +16,8 @@ def window(make_window):
 
 
 def _export_weights(argv):
-    spec = RunSpec.from_args(build_parser().parse_args([*argv, "--out", "x"]))
-    return pipeline.run(spec.toy_request())["weights"].array
+    spec = spec_from_args(build_parser().parse_args([*argv, "--out", "x"]))
+    return pipeline.run(toy_request(spec))["weights"].array
 
 
 def _unchanged(window, settle, before, inputs):

@@ -9,6 +9,7 @@ from explorer.images.stage_image import COLOURS
 from explorer.state import Inputs
 from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.sentence_panel import LONG_TEXT
+from models.run_engine import toy_request
 
 TOP = tuple(int(v) for v in lookup_table(True)[COLOURS - 1])
 
@@ -76,7 +77,7 @@ def test_a_long_overview_sends_a_picture_only_when_the_gui_asks(monkeypatch):
 
     monkeypatch.setattr(pairs, "LONG_CELLS", 0)  # the long path: an overview streamed, 2 × 2 cells a pixel
     sentence = " ".join(f"w{i % 50}" for i in range(2 * MAX_DISPLAY_SIDE))
-    trace = pipeline.run(RunSpec(sentence=sentence, heads=3, d_model=12, mask="causal").toy_request())
+    trace = pipeline.run(toy_request(RunSpec(sentence=sentence, heads=3, d_model=12, mask="causal")))
     stage, overviews = trace["weights"], Overviews()
     blocks, sent = [0], []
 

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from models.files.run_files import spec_from_args
+
 PROJECT = ("models", "explorer")
 
 
@@ -46,7 +48,7 @@ def test_a_new_row_set_to_7_reaches_the_form_the_worker_a_session_the_settings_a
     inputs = inputs_from_args(build_parser().parse_args(["--sentence", "the cat sat", "--new-option", "7"]), Inputs())
     assert inputs.new_option == 7
     # export's command line and RunSpec's JSON.
-    spec = RunSpec.from_args(export_parser().parse_args(["--sentence", "a b", "--new-option", "7", "--out", "x"]))
+    spec = spec_from_args(export_parser().parse_args(["--sentence", "a b", "--new-option", "7", "--out", "x"]))
     assert spec.new_option == 7 and RunSpec.from_json(spec.to_json()).new_option == 7
     # The request the worker is sent.
     settings = open_settings(tmp_path / "settings.ini")

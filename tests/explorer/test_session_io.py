@@ -11,6 +11,7 @@ from models.engine.edits import Edit
 from models.engine.held_arrays import HeldArrays
 from models.engine.pipeline import materialize, run
 from models.files.session import Session, load_session, save_session
+from models.run_engine import toy_request, trace
 from models.runspec import RunSpec
 
 TOY = Inputs(sentence="The cat sat on the mat.", heads=4, d_model=8, d_k=3, mask="padding", pad_positions=(1, 3),
@@ -23,7 +24,7 @@ def test_window_inputs_round_trip_through_a_session_and_compute_the_same_numbers
     shown = inputs_from_session(load_session(path))
     assert shown.inputs == TOY and (shown.stage, shown.head, shown.query) == ("weights", 2, 1)
     assert shown.not_applied == ()
-    window = materialize(run(TOY.to_runspec().toy_request()))
+    window = materialize(run(toy_request(TOY.to_runspec())))
     exported = materialize(load_session(path).trace())  # what export --session computes
     assert window.names == exported.names
     for name in window.names:
@@ -88,10 +89,10 @@ def test_inputs_with_arrays_make_a_runspec_with_the_same_numbers():
     edits = (Edit("v", (1, 0, 2), 9.0),)
     saved = inputs.to_runspec().with_edits(edits)
     assert saved.edits == edits and not saved.difference and saved.labels == tuple("abcd")
-    original = materialize(run(inputs.to_runspec().toy_request()))
-    again = materialize(saved.replace(edits=()).trace())
+    original = materialize(run(toy_request(inputs.to_runspec())))
+    again = materialize(trace(saved.replace(edits=())))
     for name in original.names:
         np.testing.assert_array_equal(original[name].array, again[name].array, err_msg=name)
     shown = inputs_from_session(Session(saved))
     assert shown.edits == edits and shown.inputs.to_runspec() == saved.replace(edits=())
-    assert shown.inputs.to_runspec().toy_request().custom_mask.tolist() == [[True, False, False, False]] * 3
+    assert toy_request(shown.inputs.to_runspec()).custom_mask.tolist() == [[True, False, False, False]] * 3

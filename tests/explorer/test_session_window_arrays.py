@@ -13,8 +13,9 @@ from explorer.state import Inputs
 from models.cli.export import build_parser
 from models.engine import pipeline
 from models.engine.held_arrays import HeldArrays
+from models.files.run_files import spec_from_args
 from models.files.session import load_session
-from models.runspec import RunSpec
+from models.run_engine import toy_request
 
 SMALL = Inputs(sentence="The cat sat on the mat.", heads=2, d_model=8)  # as conftest.SMALL
 LABELS = ("a", "b", "c", "d", "e")
@@ -48,10 +49,9 @@ def test_files_opened_from_the_menu_come_back_from_memory(make_window, settle, t
     window.state.set_stage("weights")
     window.state.set_query(1)
     expected = stage_arrays(window.state.display.trace)
-    assert_same_arrays(pipeline.run(RunSpec.from_args(build_parser().parse_args(
+    assert_same_arrays(pipeline.run(toy_request(spec_from_args(build_parser().parse_args(
         ["--embeddings", str(x), "--labels", ",".join(LABELS), "--weights", str(w), "--mask", "custom",
-         "--mask-file", str(m), "--heads", "2", "--d-model", "12", "--d-out", "5", "--bias", "--out", "o"]))
-        .toy_request()),
+         "--mask-file", str(m), "--heads", "2", "--d-model", "12", "--d-out", "5", "--bias", "--out", "o"])))),
         expected)  # fmt: skip
     path = tmp_path / "s.zip"
     assert window.sessions.save_session(str(path))
@@ -112,8 +112,8 @@ def test_command_line_files_round_trip_through_save_session_and_session(tmp_path
     argv = ["--embeddings", str(x), "--labels", ",".join(LABELS), "--weights", str(w), "--mask", "custom",
             "--mask-file", str(m), "--heads", "2", "--d-model", "12", "--d-out", "5", "--bias", "--stage", "output"]
     assert run_app([*argv, "--screenshot", str(tmp_path / "a.png"), "--save-session", str(first)]) == 0
-    spec = RunSpec.from_args(build_parser().parse_args([*argv[:-2], "--out", "o"]))
-    expected = stage_arrays(pipeline.run(spec.toy_request()))
+    spec = spec_from_args(build_parser().parse_args([*argv[:-2], "--out", "o"]))
+    expected = stage_arrays(pipeline.run(toy_request(spec)))
     _delete(x, w, m)
     capsys.readouterr()
     argv = ["--session", str(first), "--screenshot", str(tmp_path / "b.png"), "--save-session", str(second)]

@@ -11,6 +11,7 @@ from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, EditHistory, ExplorerState, Inputs, Snapshot
 from models.engine.edits import Edit, hide_key
 from models.engine.pipeline import run
+from models.run_engine import toy_request
 
 SIGNALS = ("inputs_changed", "edits_changed", "difference_changed", "pinned_changed", "stage_changed",
            "head_changed", "focus_head_changed", "query_changed", "notices_changed", "requested_changed",
@@ -33,7 +34,7 @@ def _listen(state):
 def _shown(state, generation=1):
     """Compute the state's request as the worker would and show it."""
     request = state.request()
-    display = DisplayTrace(generation, run(request.toy_request()), request=request)
+    display = DisplayTrace(generation, run(toy_request(request)), request=request)
     state.show_trace(display)
     return display
 

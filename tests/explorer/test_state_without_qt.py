@@ -12,6 +12,7 @@ sys.path.insert(0, sys.argv[1])
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
 from models.engine.pipeline import run
+from models.run_engine import toy_request
 
 state = ExplorerState(Inputs(sentence="one two three", heads=2, d_model=8))
 events = []
@@ -20,7 +21,7 @@ state.stage_changed.connect(lambda name: events.append(("stage", name)))
 state.trace_changed.connect(lambda display: events.append(("trace", display.generation)))
 state.update_inputs(mask="causal")
 request = state.request()
-state.show_trace(DisplayTrace(1, run(request.toy_request()), request=request))
+state.show_trace(DisplayTrace(1, run(toy_request(request)), request=request))
 state.step(-1)
 state.set_head(1)
 assert events == [("inputs", "causal"), ("trace", 1), ("stage", "masked")], events
@@ -90,13 +91,14 @@ sys.path.insert(0, sys.argv[1])
 from explorer.run import DisplayTrace
 from explorer.state import ExplorerState, Inputs
 from models.engine.pipeline import run
+from models.run_engine import toy_request
 
 state = ExplorerState(Inputs(sentence="one two three", heads=2, d_model=8))
 events = []
 state.stepper.shown_changed.connect(events.append)
 assert state.stepper.shown is None and state.stepper.stage is None and state.stepper.generation == 0
 request = state.request()
-state.show_trace(DisplayTrace(1, run(request.toy_request()), request=request))
+state.show_trace(DisplayTrace(1, run(toy_request(request)), request=request))
 state.set_stage("q")  # asked for, not yet drawn: the shown stage lags until the view has set its images
 assert events == [] and state.stepper.stage is None
 q = state.display.trace["q"]

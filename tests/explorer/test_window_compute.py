@@ -8,12 +8,13 @@ from PySide6.QtCore import Qt
 from explorer.engine.stage_render import stage_image
 from explorer.state import ALL_HEADS
 from models.engine.pipeline import run
+from models.run_engine import toy_request
 
 
 def assert_view_matches_engine(window):
     """The matrices on screen are the engine's for the current inputs, values and colours."""
     state, view = window.state, window.matrix_view
-    expected = run(state.inputs.to_runspec().toy_request())
+    expected = run(toy_request(state.inputs.to_runspec()))
     stage = expected[state.stage_name]
     heads = range(stage.heads) if state.head == ALL_HEADS else [state.head]
     view.flush()  # a new grid's images come a turn later

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from main import main
+from models.files.run_files import spec_from_args
 from models.pretrained import load_model, resolve_model
 from models.reads.atlas import COLUMNS, read_atlas
 from models.reads.detectors import DETECTORS, detect
@@ -155,9 +156,8 @@ def test_session_atlas_key_round_trips_and_is_checked(tmp_path):
     from models.cli.export import build_parser
     from models.config import InputError
     from models.files.session import Session, load_session, save_session
-    from models.runspec import RunSpec
 
-    run = RunSpec.from_args(build_parser().parse_args(["--sentence", "a b", "--out", str(tmp_path / "x")]))
+    run = spec_from_args(build_parser().parse_args(["--sentence", "a b", "--out", str(tmp_path / "x")]))
     good = {"corpus": "/data/texts.txt", "sha256": "ab" * 32}
     save_session(tmp_path / "s.zip", Session(run, atlas=good))
     assert load_session(tmp_path / "s.zip").atlas == good

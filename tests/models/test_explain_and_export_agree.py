@@ -15,8 +15,8 @@ from test_pretrained_loader import write_tiny_gpt2
 from models.cli.explain import explain_main
 from models.cli.export import export_main
 from models.config import InputError
+from models.files.run_files import spec_from_args
 from models.files.session import load_session
-from models.runspec import RunSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 CELL = ["--stage", "weights", "--cell", "0,1,0"]
@@ -83,7 +83,7 @@ def test_an_npz_member_is_treated_alike_by_export_and_the_session(tmp_path, caps
     argv = ["--sentence", "a b c", "--heads", "2", "--d-model", "8", "--weights", str(tmp_path / "w.npz")]
     line = _one_line(capsys, export_main([*argv, "--out", str(tmp_path / "o")]))
     assert "unknown arrays: extra" in line
-    run = RunSpec.from_args(build_parser().parse_args([*argv, "--out", "x"]))
+    run = spec_from_args(build_parser().parse_args([*argv, "--out", "x"]))
     assert "weights/extra" in run.arrays
     from models.files.session import Session, save_session
 

@@ -16,8 +16,9 @@ import models.memory as memory
 from models.cli.export import build_parser
 from models.config import DEFAULT_MAX_TOKENS, InputError
 from models.engine.held_arrays import HeldArrays
+from models.files.run_files import load_matrix, spec_from_args
 from models.files.session import Session, load_session, save_session
-from models.runspec import RunSpec, load_matrix
+from models.runspec import RunSpec
 
 MIB = 1 << 20
 ROWS, D = 2048, 2048  # 16 MiB of float32
@@ -57,7 +58,7 @@ def test_an_embeddings_file_is_read_once(tmp_path):
     np.save(tmp_path / "x.npy", _big())
     args = build_parser().parse_args(["--embeddings", str(tmp_path / "x.npy"), "--d-model", str(D),
                                       "--out", str(tmp_path / "o")])  # fmt: skip
-    spec, peak = _peak(lambda: RunSpec.from_args(args))
+    spec, peak = _peak(lambda: spec_from_args(args))
     nbytes = ROWS * D * 4
     assert peak < 1.2 * nbytes, f"{peak:,} bytes allocated to read {nbytes:,}"
     assert spec.arrays["embeddings"].shape == (ROWS, D)

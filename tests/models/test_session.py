@@ -17,7 +17,9 @@ from models.engine.edits import Edit, hide_key
 from models.engine.held_arrays import HeldArrays
 from models.engine.pipeline import materialize, run
 from models.files.export import read_trace_files
+from models.files.run_files import spec_from_args
 from models.files.session import Session, load_session, save_session
+from models.run_engine import toy_request
 from models.runspec import RunSpec
 
 SENTENCE = "the cat sat on the mat"
@@ -49,7 +51,7 @@ def _same_trace(a, b):
 
 def test_save_then_load_gives_the_same_request_view_and_bit_identical_arrays(tmp_path):
     argv = _files(tmp_path)
-    run_ = RunSpec.from_args(_args(argv)).with_edits((Edit("q", (1, 2, 0), 2.5), hide_key(4, 0)))
+    run_ = spec_from_args(_args(argv)).with_edits((Edit("q", (1, 2, 0), 2.5), hide_key(4, 0)))
     session = Session(run_, stage="masked", head=1, query=3, pinned=RunSpec(sentence=SENTENCE, heads=4, mask="causal"))
     path = save_session(tmp_path / "s.zip", session)
     back = load_session(path)
@@ -59,8 +61,8 @@ def test_save_then_load_gives_the_same_request_view_and_bit_identical_arrays(tmp
         assert back.run.arrays[key].dtype == array.dtype
         np.testing.assert_array_equal(back.run.arrays[key], array)
     assert back.pinned.heads == 4
-    cli = RunSpec.from_args(_args(argv)).toy_request()
-    _same_trace(materialize(run(back.run.toy_request())), materialize(run(cli)))
+    cli = toy_request(spec_from_args(_args(argv)))
+    _same_trace(materialize(run(toy_request(back.run))), materialize(run(cli)))
     edited = materialize(back.trace())
     assert edited["q"].array[1, 2, 0] == np.float32(2.5) and (edited["weights"].array[:, 4, 0] == 0).all()
     with zipfile.ZipFile(path) as zf:  # readable without this tool
@@ -105,7 +107,7 @@ def test_saving_is_atomic_follows_the_umask_and_replaces_the_old_file_whole(tmp_
 
 def test_export_session_writes_the_same_files_as_export_with_the_same_arguments(tmp_path, capsys):
     argv = _files(tmp_path)
-    session = save_session(tmp_path / "s.zip", Session(RunSpec.from_args(_args(argv))))
+    session = save_session(tmp_path / "s.zip", Session(spec_from_args(_args(argv))))
     assert main(["export", *argv, "--out", str(tmp_path / "a")]) == 0
     assert main(["export", "--session", str(session), "--out", str(tmp_path / "b")]) == 0
     man_a, arrays_a = read_trace_files(tmp_path / "a")
@@ -164,7 +166,7 @@ def _rewrite(path, change, raw: bytes | None = None):
 )
 def test_every_bad_session_is_refused_with_one_line(tmp_path, damage, words):
     argv = _files(tmp_path)
-    path = save_session(tmp_path / "s.zip", Session(RunSpec.from_args(_args(argv))))
+    path = save_session(tmp_path / "s.zip", Session(spec_from_args(_args(argv))))
     rng = np.random.default_rng(1)
     if damage == "newer":
         _rewrite(path, lambda d, m: d.update(version=4))

@@ -15,7 +15,9 @@ from models.config import InputError
 from models.engine.edits import Edit
 from models.engine.held_arrays import HeldArrays
 from models.engine.pipeline import materialize, run
+from models.files.run_files import spec_from_args
 from models.files.session import Session, load_session, save_session
+from models.run_engine import toy_request
 from models.runspec import RunSpec
 
 
@@ -97,17 +99,17 @@ def test_arrays_in_memory_make_the_same_request_as_their_files(tmp_path):
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "m.npy", mask)
     np.savez(tmp_path / "w.npz", **w)
-    files = RunSpec.from_args(build_parser().parse_args(
+    files = spec_from_args(build_parser().parse_args(
         ["--embeddings", str(tmp_path / "x.npy"), "--mask", "custom", "--mask-file", str(tmp_path / "m.npy"),
          "--weights", str(tmp_path / "w.npz"), "--heads", "3", "--d-model", "6", "--out", "o"]))  # fmt: skip
     args = build_parser().parse_args(["--heads", "3", "--d-model", "6", "--mask", "custom", "--out", "o"])
-    memory = RunSpec.from_args(args, {"embeddings": x, "mask": mask, **{f"weights/{k}": a for k, a in w.items()}})
+    memory = spec_from_args(args, {"embeddings": x, "mask": mask, **{f"weights/{k}": a for k, a in w.items()}})
     assert files == memory  # by value: where the arrays came from does not count
-    a, b = materialize(run(files.toy_request())), materialize(run(memory.toy_request()))
+    a, b = materialize(run(toy_request(files))), materialize(run(toy_request(memory)))
     for name in a.names:
         np.testing.assert_array_equal(a[name].array, b[name].array, err_msg=name)
     bad = memory.replace(arrays=HeldArrays({**memory.arrays, "weights/W_q": w["W_q"][:, :5]}))
     with pytest.raises(InputError, match=r"^the weights: W_q has shape \(3, 5, 2\)"):
         bad.validate()
     with pytest.raises(InputError, match=r"^weights file .*w.npz: W_q has shape \(3, 5, 2\)"):
-        files.replace(arrays=bad.arrays).toy_request()  # a file's arrays are named by their file
+        toy_request(files.replace(arrays=bad.arrays))  # a file's arrays are named by their file

@@ -18,6 +18,7 @@ from models.engine.edits import Edit, edit_shapes
 from models.engine.held_arrays import HeldArrays
 from models.engine.pipeline import run
 from models.request_checks import toy_edit_shapes
+from models.run_engine import toy_request
 from models.runspec import RunSpec
 
 RNG = np.random.default_rng(0)
@@ -93,7 +94,7 @@ def test_the_run_refuses_what_needs_the_model_on_disk():
 
 @pytest.mark.parametrize("name", ["sentence", "padding", "cross", "arrays", "edits"])
 def test_the_toys_edit_shapes_from_its_sizes_are_its_traces(name):
-    request = SPECS[name].toy_request()
+    request = toy_request(SPECS[name])
     trace = run(request)
     shapes = toy_edit_shapes(request.config, len(trace.query_tokens), len(trace.key_tokens), request.is_cross)
     assert shapes == edit_shapes(trace)

@@ -19,6 +19,7 @@ from engine_refs import make_mha, mha_to_weights
 
 from models.config import AttentionConfig, AttentionRequest, InputError
 from models.engine.pipeline import run
+from models.files.run_files import spec_from_args
 from models.reads.params import toy_params
 from models.reads.why import why, why_row
 
@@ -211,12 +212,11 @@ def test_cli_json_sums_and_errors(capsys):
 def test_api_from_a_spec_or_a_trace_gives_the_same_dict():
     from models.cli.why import build_why_parser
     from models.pretrained import load_model
-    from models.runspec import RunSpec
 
     sentence = "The cat sat on the mat."
     args = build_why_parser().parse_args(["--cell", "3,4,2", "--model", "minilm", "--layer", "2", "--sentence", "x"])
     args.sentence = sentence
-    from_spec = why(RunSpec.from_args(args).validate(), 3, 4, 2)
+    from_spec = why(spec_from_args(args).validate(), 3, 4, 2)
     trace = load_model("minilm", device="cpu").trace(sentence, 2)
     from_trace = why(trace, 3, 4, 2)  # the model read again from the trace's folder
     assert from_spec == from_trace and from_spec["layer"] == 2
