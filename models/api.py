@@ -243,16 +243,17 @@ def toy(sentence: str | None = None, **settings: Any) -> Trace:
 
 
 # --- a model -----------------------------------------------------------------------------------------
-def load(name_or_folder: str | os.PathLike, step: str | int | None = None, device: str = "auto") -> Model:
+def load(name_or_folder: str | os.PathLike, step: str | int | None = None, device: str = "auto",
+         dtype: str = "float32") -> Model:  # fmt: skip
     """Open a model: ``"minilm"`` (built in), ``"induction"`` (trained here, with its checkpoints),
     a Hugging Face cache name (``"gpt2"``, ``"org/name"``), a folder or a GGUF file. ``step``: a training
     checkpoint, ``"first"``, ``"last"`` or a step number, as ``--step`` (models/pretrained/steps.py);
-    ``device``: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``."""
+    ``device``: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``; ``dtype``: as ``--dtype``."""
     from models.pretrained import load_model
 
-    model = _value(BY_DEST["model"], name_or_folder)
-    step, device = _value(BY_DEST["step"], step), _value(BY_DEST["device"], device)
-    return Model(load_model(model, device=device, step=step), {"model": model, "step": step, "device": device})
+    given = {"model": name_or_folder, "step": step, "device": device, "dtype": dtype}
+    opened = {k: _value(BY_DEST[k], v) for k, v in given.items()}
+    return Model(load_model(opened["model"], opened["device"], step=opened["step"], dtype=opened["dtype"]), opened)
 
 
 class Model:
@@ -260,7 +261,7 @@ class Model:
     EncoderDecoderModel."""
 
     def __init__(self, engine, opened: dict[str, Any]) -> None:
-        self.engine, self._opened = engine, dict(opened)  # model, step, device: as load() was asked
+        self.engine, self._opened = engine, dict(opened)  # model, step, device, dtype: as load() was asked
 
     def __repr__(self) -> str:
         return f"Model({self.name!r}, {self.model_type}, layers={self.num_layers}, heads={self.num_heads})"
@@ -269,6 +270,7 @@ class Model:
     model_type = property(lambda self: self.engine.model_type, doc="config.json's model_type")
     num_layers = property(lambda self: self.engine.num_layers)
     num_heads = property(lambda self: self.engine.num_heads)
+    dtype = property(lambda self: self._opened["dtype"], doc='"float32", "bfloat16" or "float16" (load())')
     weights = property(lambda self: self.engine.arch.layers.residency_text(),
                        doc='how its layers are held: "weights resident, 4.9 GB" or "12 of 32 layers read from disk '
                            'per token" (those that do not fit the device\'s memory)')  # fmt: skip

@@ -217,7 +217,7 @@ class _RunSpecMethods:
 
         if not self.sentence:
             raise InputError("--model needs --sentence")
-        return load_model(self.model, device=self.device, progress=progress, step=self.step)
+        return load_model(self.model, device=self.device, progress=progress, step=self.step, dtype=self.dtype)
 
     def encdec_options(self, model) -> dict:
         """What ``model.trace`` takes for the target and block (refused for other models)."""

@@ -36,7 +36,7 @@ def layer_params(models, request: object, trace: AttentionTrace):
             return None
         if not request.uses_model:
             return toy_params(request.toy_request())
-        model = models.model(request.model, request.device)
+        model = models.model(request.model, request.device, request.dtype)
         c = trace.config
         if c.get("encoder_decoder"):  # one block of an encoder-decoder model
             from models.reads.encdec_params import encdec_params
