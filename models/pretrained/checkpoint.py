@@ -245,15 +245,20 @@ class Weights:
         key = self._check(name, shape)
         if self.meta:
             stored = self.ckpt.info(key)[0]
-            self.held.append(_numel(stored) * self.dtype.itemsize)
+            self.held.append(_numel(stored) * self.held_dtype(len(stored)).itemsize)
             return torch.empty(stored, device="meta")
         t = self.ckpt.read(key)
-        out = t.to(device=self.device, dtype=self.dtype)
+        out = t.to(device=self.device, dtype=self.held_dtype(t.dim()))
         if out.data_ptr() == t.data_ptr():  # never keep the file's memory map
             out = out.clone()
         if self.on_read is not None:
             self.on_read(t.nbytes)
         return finite_tensor(out, name)
+
+    def held_dtype(self, dims: int) -> torch.dtype:
+        """A matrix's dtype once read: :attr:`dtype`; a vector's (norms, biases, sinks) float32 always:
+        a few bytes, and ops outside torch.autocast's casts (layer_norm) take them with float32 inputs."""
+        return self.dtype if dims >= 2 else torch.float32
 
     def optional(self, name: str, *shape: int) -> Tensor | None:
         return self.take(name, *shape) if name in self.names else None

@@ -76,7 +76,7 @@ class LayerStore:
         budget: int | None = None,
     ) -> None:
         self.load, self.count, self.weights = load, count, weights
-        self.dtype: torch.dtype = weights.layer_dtype
+        self.dtype: torch.dtype = getattr(weights, "layer_dtype", torch.float32)
         self._local = threading.local()  # .computing: inside computing() on this thread
         self._float32: tuple[int, dict] | None = None  # the last layer handed out in float32
         self._budget = layer_budget(weights.device) if budget is None else budget
@@ -106,11 +106,15 @@ class LayerStore:
     def stored_bytes(self, i: int) -> int:
         """The bytes layer ``i`` occupies on disk; checks its tensors without reading them."""
         if i not in self._sizes:
-            meta = self.weights.converting(self.dtype).as_meta()
+            meta = self._held_weights().as_meta()
             self.load(i, meta)
             self._sizes[i] = sum(meta.taken)
             self._held[i] = sum(meta.held)
         return self._sizes[i]
+
+    def _held_weights(self) -> Weights:
+        """The checkpoint's weights as this store holds them (its dtype)."""
+        return self.weights if self.dtype == torch.float32 else self.weights.converting(self.dtype)
 
     def held_bytes(self, i: int) -> int:
         """The bytes layer ``i`` occupies once read (in its dtype); checks it without reading it."""
@@ -189,7 +193,7 @@ class LayerStore:
             if not keep:
                 self._slot = None  # the slot's layer freed before the next one is read
             with self.weights.ckpt.reading():
-                layer = self.load(i, self.weights)
+                layer = self.load(i, self._held_weights())
             self.reads += 1
             if keep:
                 self._cache[i] = layer

@@ -50,7 +50,7 @@ class ShapeWeights(Weights):
         return torch.empty(shape, device="meta")
 
     def take(self, name: str, *shape: int) -> torch.Tensor:
-        return self._sized(name, shape, self.dtype.itemsize)
+        return self._sized(name, shape, self.held_dtype(len(shape)).itemsize)
 
     def stored(self, name: str, *shape: int) -> torch.Tensor:
         return self._sized(name, shape, self.dtype.itemsize)
