@@ -1,6 +1,7 @@
 """Generation at a real model's scale, side by side with ``transformers`` in one run (issue 45).
 
     python bench/bench_generate_scale.py [--layers 24] [--d 1024] [--ffn 3072] [--tokens 8] [--prompt 32]
+                                         [--dtype bfloat16]
 
 A random LLaMA built with ``transformers``' ``LlamaForCausalLM(config)`` (default: 24 layers, d_model
 1024, 16 heads, MLP 3072, vocabulary 32,000, untied head: 393 M parameters, 1.46 GiB in float32) is saved
@@ -17,6 +18,8 @@ table with per-token medians and ranges, ours ÷ ``transformers`` (the median of
 their range), whether the tokens are the same, the most checkpoint reads of a token and how the weights
 are held. Target: ours (without the lens) ≤ 1.2× ``transformers``; 0 reads
 per token for a model that fits. ``EXPLORER_ROOT=/path/to/checkout`` times another checkout's code.
+``--dtype bfloat16`` (or float16) adds, in the same rounds, ``transformers`` and ours in that dtype
+(without the lens), each ÷ ``transformers`` in that dtype, and whether their tokens are the same.
 """
 
 from __future__ import annotations
@@ -64,11 +67,12 @@ def spread(values: list[float]) -> str:
 class Transformers:
     """transformers' model of the folder; :meth:`run` times each generated token with a logits processor."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, dtype: str = "float32") -> None:
         import torch
         from transformers import LlamaForCausalLM
 
-        self.model = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="sdpa").eval()
+        self.model = LlamaForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype),
+                                                      attn_implementation="sdpa").eval()  # fmt: skip
 
     def run(self, ids: list[int], tokens: int) -> tuple[list[float], list[int]]:
         """ms of each generated token after the first (which includes the prompt) and the ids generated."""
@@ -91,7 +95,7 @@ class Transformers:
 class Ours:
     """Our model of the folder, tensors read from the file counted (``Checkpoint.read``)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, dtype: str = "float32") -> None:
         from models.pretrained import load_model
         from models.pretrained.checkpoint import Checkpoint
 
@@ -102,9 +106,9 @@ class Ours:
             self.reads += 1
             return read(ckpt, key)
 
-        Checkpoint.read = counted  # this process times nothing else
+        Checkpoint.read = counted  # this process times nothing else (a second Ours counts its own reads)
         start = time.perf_counter()
-        self.model = load_model(folder, device="cpu")
+        self.model = load_model(folder, device="cpu", **({} if dtype == "float32" else {"dtype": dtype}))
         self.load_s = time.perf_counter() - start
 
     def held(self) -> str:
@@ -138,6 +142,8 @@ def main() -> None:
     parser.add_argument("--prompt", type=int, default=32, help="prompt tokens")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the three, alternated")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                        help="also time transformers and ours in this dtype")
     args = parser.parse_args()
     import torch
     from transformers.utils import logging
@@ -153,12 +159,19 @@ def main() -> None:
               f"{size / 2**30:.2f} GiB float32; prompt {args.prompt} tokens, {args.tokens} generated")  # fmt: skip
         ids = [(7 * i + 3) % (args.vocab - 1) for i in range(args.prompt)]
         theirs, ours = Transformers(folder), Ours(folder)
+        low = args.dtype != "float32"
+        if low:
+            theirs_low, ours_low = Transformers(folder, args.dtype), Ours(folder, args.dtype)
+            theirs_low.run(ids, 2)
         theirs.run(ids, 2)  # warm up
-        runs: dict[object, list] = {"ref": [], False: [], True: []}
+        runs: dict[object, list] = {"ref": [], False: [], True: [], "ref_low": [], "low": []}
         for _ in range(args.rounds):  # alternated, so that a busy machine slows each alike
             runs["ref"].append(theirs.run(ids, args.tokens))
             for lens in (False, True):
                 runs[lens].append(ours.run(ids, args.tokens, lens))
+            if low:
+                runs["ref_low"].append(theirs_low.run(ids, args.tokens))
+                runs["low"].append(ours_low.run(ids, args.tokens, False))
     ref_ids = runs["ref"][0][1]
     ref_ms = [ms for r in runs["ref"] for ms in r[0]]
     ref_round = [statistics.median(r[0]) for r in runs["ref"]]
@@ -176,6 +189,18 @@ def main() -> None:
         layers = [n for r in runs[lens] for n in r[3]]
         print(f"| {label} | {spread(ms)} | {statistics.median(ratios[lens]):.2f} ({min(ratios[lens]):.2f}–"
               f"{max(ratios[lens]):.2f}) | {'yes' if same else 'NO'} | {max(tensors)} | {max(layers)} |")  # fmt: skip
+    if low:
+        low_round = [statistics.median(r[0]) for r in runs["ref_low"]]
+        for key, label in (("ref_low", f"transformers generate (sdpa), {args.dtype}"),
+                           ("low", f"ours, {args.dtype}, without the lens")):  # fmt: skip
+            ms = [m for r in runs[key] for m in r[0]]
+            per = [statistics.median(r[0]) / t for r, t in zip(runs[key], low_round)]
+            f32 = [statistics.median(r[0]) / t for r, t in zip(runs[key], ref_round)]
+            same = all(r[1] == runs["ref_low"][0][1] for r in runs[key])
+            print(f"| {label} | {spread(ms)} | {statistics.median(f32):.2f}; ÷ transformers {args.dtype}: "
+                  f"{statistics.median(per):.2f} ({min(per):.2f}–{max(per):.2f}) | "
+                  f"{'yes' if same else 'NO'} (as transformers {args.dtype}) | – | – |")  # fmt: skip
+        print(f"\nours {args.dtype}: {ours_low.held()}")
     ratio = statistics.median(ratios[False])
     verdict = "ok" if ratio <= TARGET else "SLOW"
     print(f"\nours without the lens ÷ transformers: {ratio:.2f} [target ≤ {TARGET}: {verdict}]")

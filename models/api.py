@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from models import run_engine
+from models.api_generated import Generated, generation_settings
 from models.engine.held_arrays import HeldArrays
 from models.errors import InputError
 from models.fields import BY_DEST, FIELDS, labels, positions
@@ -249,16 +250,17 @@ def toy(sentence: str | None = None, **settings: Any) -> Trace:
 
 
 # --- a model -----------------------------------------------------------------------------------------
-def load(name_or_folder: str | os.PathLike, step: str | int | None = None, device: str = "auto") -> Model:
+def load(name_or_folder: str | os.PathLike, step: str | int | None = None, device: str = "auto",
+         dtype: str = "float32") -> Model:  # fmt: skip
     """Open a model: ``"minilm"`` (built in), ``"induction"`` (trained here, with its checkpoints),
     a Hugging Face cache name (``"gpt2"``, ``"org/name"``), a folder or a GGUF file. ``step``: a training
     checkpoint, ``"first"``, ``"last"`` or a step number, as ``--step`` (models/pretrained/steps.py);
-    ``device``: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``."""
+    ``device``: ``"auto"`` (CUDA when present), ``"cpu"`` or ``"cuda"``; ``dtype``: as ``--dtype``."""
     from models.pretrained import load_model
 
-    model = _value(BY_DEST["model"], name_or_folder)
-    step, device = _value(BY_DEST["step"], step), _value(BY_DEST["device"], device)
-    return Model(load_model(model, device=device, step=step), {"model": model, "step": step, "device": device})
+    given = {"model": name_or_folder, "step": step, "device": device, "dtype": dtype}
+    opened = {k: _value(BY_DEST[k], v) for k, v in given.items()}
+    return Model(load_model(opened["model"], opened["device"], step=opened["step"], dtype=opened["dtype"]), opened)
 
 
 class Model:
@@ -266,7 +268,7 @@ class Model:
     EncoderDecoderModel."""
 
     def __init__(self, engine, opened: dict[str, Any]) -> None:
-        self.engine, self._opened = engine, dict(opened)  # model, step, device: as load() was asked
+        self.engine, self._opened = engine, dict(opened)  # model, step, device, dtype: as load() was asked
 
     def __repr__(self) -> str:
         return f"Model({self.name!r}, {self.model_type}, layers={self.num_layers}, heads={self.num_heads})"
@@ -275,6 +277,7 @@ class Model:
     model_type = property(lambda self: self.engine.model_type, doc="config.json's model_type")
     num_layers = property(lambda self: self.engine.num_layers)
     num_heads = property(lambda self: self.engine.num_heads)
+    dtype = property(lambda self: self._opened["dtype"], doc='"float32", "bfloat16" or "float16" (load())')
     weights = property(lambda self: self.engine.arch.layers.residency_text(),
                        doc='how its layers are held: "weights resident, 4.9 GB" or "12 of 32 layers read from disk '
                            'per token" (those that do not fit the device\'s memory)')  # fmt: skip
@@ -359,42 +362,3 @@ class Model:
         lines = ((i, t.strip()[:MAX_TEXT_CHARS]) for i, t in enumerate(texts, start=1) if _text(t, f"text {i}").strip())
         found = compute_atlas(self.engine, lines, limit=limit, detectors=detectors, seed=seed)
         return list(head_rows(found))
-
-
-def generation_settings(max_new_tokens: int = 20, temperature: float | None = None, top_k: int | None = None,
-                        top_p: float | None = None, seed: int = 0, top: int = 10,
-                        max_tokens: int | None = None):  # fmt: skip
-    """The checked models.generate.GenerateSettings of ``generate``'s options, as ``main.py generate``
-    builds them from its own (tests/models/test_api.py holds the two equal)."""
-    from models.generate import GenerateSettings
-
-    return GenerateSettings.from_rows(argparse.Namespace(
-        max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, top=top,
-        max_tokens=max_tokens))  # fmt: skip
-
-
-class Generated:
-    """One generation (:meth:`Model.generate`): the prompt's tokens then the generated ones.
-    ``raw`` is models.generate.Generation (each step's next-token choices, the lens' top tokens)."""
-
-    def __init__(self, raw) -> None:
-        self.raw = raw
-
-    def __repr__(self) -> str:
-        return f"Generated({self.raw.model}, {self.prompt_length} + {self.raw.generated} tokens: {self.text!r})"
-
-    ids = property(lambda self: list(self.raw.ids), doc="every token id, prompt first")
-    tokens = property(lambda self: list(self.raw.tokens), doc="every token, prompt first")
-    prompt_length = property(lambda self: self.raw.prompt_length, doc="how many of them are the prompt")
-    text = property(lambda self: self.raw.text, doc="the generated tokens decoded (without the prompt)")
-    stopped = property(lambda self: self.raw.stopped, doc='"eos", "length" or "max positions"')
-    weights = property(lambda self: self.raw.weights, doc="how the layers were held (Model.weights)")
-    lens_ids = property(lambda self: self.raw.lens_ids, doc="(L, n): the logit lens' top token after each layer")
-    lens_prob = property(lambda self: self.raw.lens_prob,
-                         doc="(L, n): the lens' probability of the sequence's next token")  # fmt: skip
-
-    @cached_property
-    def attention(self) -> np.ndarray:
-        """``(layers, heads, n, n)`` float32: every position's attention over the keys before it
-        (zero above the diagonal), as ``attention.npy``."""
-        return self.raw.attention()

@@ -14,6 +14,7 @@ MASKS = ("none", "causal", "padding", "custom")
 SCORES = ("dot", "scaled", "additive", "general")
 POSITIONAL = ("none", "sinusoidal")
 DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float32", "bfloat16", "float16")  # --dtype: a model's layers below the traced one, generation
 DEFAULT_MAX_TOKENS = 131072  # issue 34: the toy and decoders whose positions reach it; memory is checked first
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from models.checks import MAX_SEED
-from models.config import DEFAULT_MAX_TOKENS, DEVICES, MASKS, POSITIONAL, SCORES
+from models.config import DEFAULT_MAX_TOKENS, DEVICES, DTYPES, MASKS, POSITIONAL, SCORES
 from models.errors import InputError
 
 DEFAULT_MASK = "default"  # a model's own mask: padding for encoders, causal for decoders
@@ -200,6 +200,9 @@ FIELDS: tuple[Field, ...] = (
           array="weights"),
     Field("device", "attention", "both", "where torch computes (auto: CUDA when present)", choices=DEVICES,
           default="auto", commands=HEADLESS),
+    Field("dtype", "attention", "model", "what a model's layers are held in, and the layers below the traced one "
+          "and generation compute in (the traced layer is float32 whatever it is)", choices=DTYPES,
+          default="float32"),
     Field("max_tokens", "attention", "both", "refuse inputs longer than this", type=int,
           default=DEFAULT_MAX_TOKENS, low=1, commands=HEADLESS),
 )  # fmt: skip
@@ -218,7 +221,7 @@ BY_DEST: dict[str, Field] = _DERIVED["BY_DEST"]
 TOY_ONLY: tuple[str, ...] = _DERIVED["TOY_ONLY"]
 MODEL_ONLY: tuple[str, ...] = _DERIVED["MODEL_ONLY"]
 TEXT_OPTIONS: tuple[str, ...] = _DERIVED["TEXT_OPTIONS"]
-MODEL_OPTIONS = ("model", "step", "device", "max_tokens")  # what every command taking a model takes
+MODEL_OPTIONS = ("model", "step", "device", "dtype", "max_tokens")  # what every command taking a model takes
 
 
 def rows(*dests: str, group: str = "model") -> tuple[Field, ...]:

@@ -105,10 +105,11 @@ def device_available_bytes(device) -> int:
     return available_bytes()
 
 
-def layer_budget(device) -> int:
+def layer_budget(device, free: int | None = None) -> int:
     """Bytes of read layers a model may keep on ``device``: ``EXPLORER_LAYER_BUDGET`` when set, else
-    LAYER_SHARE of what the device has free beyond LAYER_RESERVE, and at least LAYER_FLOOR (a small
-    model, read whole when it opened and checked against the memory then, never lets go of its layers)."""
+    LAYER_SHARE of what the device has free (``free``: that many bytes, e.g. a 24 GB card's) beyond
+    LAYER_RESERVE, and at least LAYER_FLOOR (a small model, read whole when it opened and checked
+    against the memory then, never lets go of its layers)."""
     forced = os.environ.get(LAYER_BUDGET_ENV, "").strip()
     if forced:
         try:
@@ -118,7 +119,8 @@ def layer_budget(device) -> int:
         if value < 0:
             raise InputError(f"{LAYER_BUDGET_ENV} must be a number of bytes (0 or more), got {forced!r}")
         return value
-    return max(LAYER_FLOOR, int((device_available_bytes(device) - LAYER_RESERVE) * LAYER_SHARE))
+    free = device_available_bytes(device) if free is None else free
+    return max(LAYER_FLOOR, int((free - LAYER_RESERVE) * LAYER_SHARE))
 
 
 def return_freed_memory() -> None:

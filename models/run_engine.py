@@ -52,7 +52,7 @@ def load_model(spec: RunSpec, progress=None):
 
     if not spec.sentence:
         raise InputError("--model needs --sentence")
-    return load(spec.model, device=spec.device, progress=progress, step=spec.step)
+    return load(spec.model, device=spec.device, progress=progress, step=spec.step, dtype=spec.dtype)
 
 
 def model_trace(spec: RunSpec, model, edits=None, should_stop=None, layer=None, pad_positions=None, encdec=None):

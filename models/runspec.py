@@ -90,6 +90,7 @@ class RunSpec:
     seed: int = 0
     bias: bool = False
     device: str = "auto"
+    dtype: str = "float32"
     max_tokens: int = DEFAULT_MAX_TOKENS
     # --- beside the rows ---
     arrays: HeldArrays = HeldArrays()  # embeddings, cross_embeddings, mask, weights/W_q …

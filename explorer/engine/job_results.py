@@ -35,7 +35,7 @@ def layer_params(models, request: object, trace: AttentionTrace):
             return toy_params(request)
         if not isinstance(request, RunSpec) or request.edits or request.difference:
             return None
-        model = models.model(request.model, request.device) if request.uses_model else None
+        model = models.model(request.model, request.device, request.dtype) if request.uses_model else None
         return api.layer_params(request, trace, model)
     except Exception:  # noqa: BLE001 - the inspector then says it cannot explain; the trace still shows
         return None

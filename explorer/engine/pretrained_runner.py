@@ -61,13 +61,13 @@ class PretrainedRunner:
         self._small: set[tuple[str, str]] = set()  # keys of small models (SMALL_MODEL_BYTES)
         self._lock = threading.Lock()
 
-    def model(self, name_or_path: str, device: str = "auto") -> PretrainedModel:
+    def model(self, name_or_path: str, device: str = "auto", dtype: str = "float32") -> PretrainedModel:
         """The loaded model, from the cache when it was opened before."""
         try:
             folder = resolve_model(name_or_path).resolve()
         except InputError as exc:
             raise ModelLoadError(str(exc)) from exc
-        key = (str(folder), device)
+        key = (str(folder), device, dtype)
         with self._lock:
             if key in self._models:
                 self._models.move_to_end(key)
@@ -76,7 +76,7 @@ class PretrainedRunner:
         if not small:
             self.before_load()
         try:
-            model = load_model(name_or_path, device=device, progress=self.progress)
+            model = load_model(name_or_path, device=device, progress=self.progress, dtype=dtype)
         except Cancelled:
             raise
         except InputError as exc:
@@ -105,7 +105,7 @@ class PretrainedRunner:
         shows the last, and pad positions past the sentence are dropped (the window's inputs may
         hold what was picked for another model or sentence). The target and block apply only to an
         encoder-decoder model."""
-        model = self.model(request.model, request.device)
+        model = self.model(request.model, request.device, request.dtype)
         layer, notices = request.layer, []
         encdec = encdec_options(model, request) if is_encoder_decoder(model) else {}  # as export: block or cross
         count = model.block_layers(encdec["block"]) if encdec else model.num_layers

@@ -110,7 +110,7 @@ class WhyDock(QDockWidget):
         spec = getattr(display, "request", None)
         if spec is None or not getattr(spec, "model", None):
             return None
-        return lambda: self.models.model(spec.model, spec.device)
+        return lambda: self.models.model(spec.model, spec.device, getattr(spec, "dtype", "float32"))
 
     def open_head(self, layer: int, head: int, position: int, side: str = "query") -> None:
         """Show ``head`` of ``layer``: its weights, its row at ``position`` focused (a click on a head source

@@ -65,7 +65,7 @@ def generate_main(argv: Sequence[str]) -> int:
         from models.files.generation import write_generation
         from models.generate.loop import generate
 
-        model = api.load(args.model, step=args.step, device=args.device).engine  # the front door's model
+        model = api.load(args.model, step=args.step, device=args.device, dtype=args.dtype).engine  # the front door's
         if getattr(model.arch, "encoder_decoder", False):  # said by name, not as a missing MLM head
             raise InputError(f"generate runs decoders (and masked-language-model encoders); {model.name} is an "
                              f"encoder-decoder model ({model.model_type}), which it cannot generate with")  # fmt: skip

@@ -90,10 +90,11 @@ class _Run:
         """Run tokens at positions ``start..`` through every layer; the residual after each."""
         x = self.arch.embed_at(torch.tensor(ids, dtype=torch.long, device=self.model.device), start)
         states = []
-        for i, kv in enumerate(self.cache):
-            x = self.arch.block(i, x, None, cache=kv)  # (m, d)
-            states.append(x)
-        weights = np.stack([to_numpy(kv.weights) for kv in self.cache])  # (L, h, m, t)
+        with self.arch.layers.computing():  # in the model's --dtype (float32: as ever)
+            for i, kv in enumerate(self.cache):
+                x = self.arch.block(i, x, None, cache=kv)  # (m, d)
+                states.append(x.float())
+        weights = np.stack([to_numpy(kv.weights.float()) for kv in self.cache])  # (L, h, m, t)
         for a in range(len(ids)):
             self.rows.append(weights[:, :, a, : start + a + 1])
         return states

@@ -6,13 +6,14 @@ tracing layer 0 of a sharded model never touches the shards holding later layers
 files are memory-mapped while a layer is read and closed afterwards: the pages of the stored
 (bf16/fp16) tensors do not stay resident once converted to float32.
 
-:class:`Weights` hands tensors out as float32 on the model's device, checking names, shapes and
-dtypes first (a "meta" twin checks and sizes a layer without reading it). Layers are read and
-held by :class:`models.pretrained.layer_store.LayerStore`.
+:class:`Weights` hands tensors out as float32 (a model's layers: its ``--dtype``) on the model's
+device, checking names, shapes and dtypes first (a "meta" twin checks and sizes a layer without
+reading it). Layers are read and held by :class:`models.pretrained.layer_store.LayerStore`.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -181,18 +182,27 @@ class Weights:
         model_type: str,
         device: torch.device,
         meta: bool = False,
+        dtype: torch.dtype = torch.float32,
     ) -> None:
         self.ckpt = ckpt
         self.names = names  # name without the base model's prefix -> stored key
         self.model_type = model_type
         self.device = device
         self.meta = meta
+        self.dtype = dtype  # what take() converts to: float32, or the layers' --dtype (LayerStore)
+        self.layer_dtype = torch.float32  # what the model's LayerStore holds its layers in (--dtype)
         self.taken: list[int] = []  # stored bytes of each tensor taken (meta)
         self.held: list[int] = []  # bytes each tensor taken occupies once read (meta)
         self.on_read: Callable[[int], None] | None = None  # called with each tensor's bytes
 
     def as_meta(self) -> Weights:
-        return Weights(self.ckpt, self.names, self.model_type, self.device, meta=True)
+        return Weights(self.ckpt, self.names, self.model_type, self.device, meta=True, dtype=self.dtype)
+
+    def converting(self, dtype: torch.dtype) -> Weights:
+        """These weights (the same checkpoint, progress callback and device) handed out in ``dtype``."""
+        twin = copy.copy(self)
+        twin.dtype = dtype
+        return twin
 
     def __contains__(self, name: str) -> bool:
         return name in self.names
@@ -235,15 +245,20 @@ class Weights:
         key = self._check(name, shape)
         if self.meta:
             stored = self.ckpt.info(key)[0]
-            self.held.append(_numel(stored) * 4)
+            self.held.append(_numel(stored) * self.held_dtype(len(stored)).itemsize)
             return torch.empty(stored, device="meta")
         t = self.ckpt.read(key)
-        out = t.to(device=self.device, dtype=torch.float32)
+        out = t.to(device=self.device, dtype=self.held_dtype(t.dim()))
         if out.data_ptr() == t.data_ptr():  # never keep the file's memory map
             out = out.clone()
         if self.on_read is not None:
             self.on_read(t.nbytes)
         return finite_tensor(out, name)
+
+    def held_dtype(self, dims: int) -> torch.dtype:
+        """A matrix's dtype once read: :attr:`dtype`; a vector's (norms, biases, sinks) float32 always:
+        a few bytes, and ops outside torch.autocast's casts (layer_norm) take them with float32 inputs."""
+        return self.dtype if dims >= 2 else torch.float32
 
     def optional(self, name: str, *shape: int) -> Tensor | None:
         return self.take(name, *shape) if name in self.names else None

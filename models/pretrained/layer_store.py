@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
+import torch
+
+from models.config import DTYPES as DTYPE_NAMES
 from models.config import Cancelled, InputError
 from models.memory import layer_budget
 from models.pretrained.checkpoint import Weights, size_text
@@ -32,6 +35,7 @@ class Residency:
     layers: int
     resident: int
     resident_bytes: int
+    dtype: str = "float32"  # what the layers are held (and computed) in: --dtype
 
     @property
     def per_pass(self) -> int:
@@ -40,16 +44,22 @@ class Residency:
 
     @property
     def text(self) -> str:
+        held = "" if self.dtype == "float32" else f" in {self.dtype}"
         if not self.per_pass:
-            return f"weights resident, {amount(self.resident_bytes)}"
+            return f"weights resident{held}, {amount(self.resident_bytes)}"
         return (f"{self.per_pass} of {self.layers} layers read from disk per token "
-                f"({self.resident} resident, {amount(self.resident_bytes)})")  # fmt: skip
+                f"({self.resident} resident{held}, {amount(self.resident_bytes)})")  # fmt: skip
 
 
 class LayerStore:
     """``store[i]``: block i's tensors (whatever ``load(i, weights)`` builds), read on first use.
 
-    The layers that fit ``budget`` bytes together (float32 sizes), counted from layer 0, stay once
+    They are held in ``weights.layer_dtype`` (``--dtype``: float32, bfloat16 or float16) and handed out
+    in float32 (a float32 copy of the last layer asked for), except inside :meth:`computing`, where
+    the blocks below a traced layer and generation run in that dtype (``torch.autocast``): the traced
+    layer, the reads and anything else outside it see float32 weights, exactly as before.
+
+    The layers that fit ``budget`` bytes together (their held sizes), counted from layer 0, stay once
     read: the pinned prefix. A layer beyond it is read when needed and kept only until the next such
     layer is (one slot), so a pass over every layer in order (a trace, each generated token) reads
     exactly the layers beyond the prefix and never evicts one it needs next: least-recently-used
@@ -66,6 +76,9 @@ class LayerStore:
         budget: int | None = None,
     ) -> None:
         self.load, self.count, self.weights = load, count, weights
+        self.dtype: torch.dtype = getattr(weights, "layer_dtype", torch.float32)
+        self._local = threading.local()  # .computing: inside computing() on this thread
+        self._float32: tuple[int, dict] | None = None  # the last layer handed out in float32
         self._budget = layer_budget(weights.device) if budget is None else budget
         self._cache: dict[int, dict] = {}  # the pinned layers read so far
         self._slot: tuple[int, dict] | None = None  # the last layer read beyond the prefix
@@ -93,14 +106,18 @@ class LayerStore:
     def stored_bytes(self, i: int) -> int:
         """The bytes layer ``i`` occupies on disk; checks its tensors without reading them."""
         if i not in self._sizes:
-            meta = self.weights.as_meta()
+            meta = self._held_weights().as_meta()
             self.load(i, meta)
             self._sizes[i] = sum(meta.taken)
             self._held[i] = sum(meta.held)
         return self._sizes[i]
 
+    def _held_weights(self) -> Weights:
+        """The checkpoint's weights as this store holds them (its dtype)."""
+        return self.weights if self.dtype == torch.float32 else self.weights.converting(self.dtype)
+
     def held_bytes(self, i: int) -> int:
-        """The bytes layer ``i`` occupies once read (float32); checks it without reading it."""
+        """The bytes layer ``i`` occupies once read (in its dtype); checks it without reading it."""
         self.stored_bytes(i)
         return self._held[i]
 
@@ -118,7 +135,7 @@ class LayerStore:
         resident = 0
         while resident < self.count and self.pinned(resident):
             resident += 1
-        return Residency(self.count, resident, self._sums[resident - 1] if resident else 0)
+        return Residency(self.count, resident, self._sums[resident - 1] if resident else 0, dtype_name(self.dtype))
 
     def residency_text(self) -> str:
         """:meth:`residency` in words; "" while a shard holding some layer has not been opened yet
@@ -141,7 +158,31 @@ class LayerStore:
     def cached(self, i: int) -> bool:
         return i in self._cache or (self._slot is not None and self._slot[0] == i)
 
+    @contextmanager
+    def computing(self) -> Iterator[None]:
+        """Inside, ``store[i]`` is the layer as held and torch computes in the store's dtype
+        (``torch.autocast`` on the weights' device; float32: nothing changes). The blocks below a
+        traced layer and generation's run here; never the traced layer."""
+        low = self.dtype != torch.float32
+        before = getattr(self._local, "computing", False)
+        self._local.computing = low
+        try:
+            with torch.autocast(self.weights.device.type, dtype=self.dtype) if low else nullcontext():
+                yield
+        finally:
+            self._local.computing = before
+
     def __getitem__(self, i: int) -> dict:
+        layer = self._held_layer(i)
+        if self.dtype == torch.float32 or getattr(self._local, "computing", False):
+            return layer
+        with self._lock:  # the traced layer, the reads: float32, whatever the layers are held in
+            if self._float32 is None or self._float32[0] != i:
+                self._float32 = None
+                self._float32 = (i, to_float32(layer))
+            return self._float32[1]
+
+    def _held_layer(self, i: int) -> dict:
         with self._lock:
             if i in self._cache:
                 return self._cache[i]
@@ -152,7 +193,7 @@ class LayerStore:
             if not keep:
                 self._slot = None  # the slot's layer freed before the next one is read
             with self.weights.ckpt.reading():
-                layer = self.load(i, self.weights)
+                layer = self.load(i, self._held_weights())
             self.reads += 1
             if keep:
                 self._cache[i] = layer
@@ -163,7 +204,7 @@ class LayerStore:
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()
-            self._slot = None
+            self._slot = self._float32 = None
 
     @contextmanager
     def reading(
@@ -198,3 +239,21 @@ class LayerStore:
             finally:
                 self.weights.on_read = None
             report(hi, f"Read {size_text(done, total).split(' / ')[1]} of weights")
+
+
+DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}  # --dtype: "float32" -> torch.float32, ...
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def to_float32(value):
+    """``value`` (a layer: dicts, tuples and lists of tensors) with every floating tensor in float32."""
+    if isinstance(value, torch.Tensor):
+        return value.float() if value.is_floating_point() else value
+    if isinstance(value, dict):
+        return {k: to_float32(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_float32(v) for v in value)
+    return value

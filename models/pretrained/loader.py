@@ -35,6 +35,7 @@ from models.pretrained.gpt2 import GPT2
 from models.pretrained.gpt_neox import GPTNeoX
 from models.pretrained.gpt_oss import GptOss
 from models.pretrained.granite import Granite
+from models.pretrained.layer_store import DTYPES
 from models.pretrained.llama import Llama
 from models.pretrained.model import PretrainedModel
 from models.pretrained.modernbert import ModernBert
@@ -167,13 +168,17 @@ def open_weights(
 
 def load_model(
     name_or_path: str | os.PathLike, device: str = "auto", progress: Progress | None = None,
-    step: str | int | None = None,
+    step: str | int | None = None, dtype: str = "float32",
 ) -> PretrainedModel | EncoderDecoderModel:
     """Open a model by name (``"minilm"``, a cached ``"gpt2"`` / ``"org/name"``) or folder.
 
     ``progress(fraction, message)`` is called a few times for a progress bar. ``step``: one of
-    the model's training steps (models/pretrained/steps.py), ``"first"`` or ``"last"``.
+    the model's training steps (models/pretrained/steps.py), ``"first"`` or ``"last"``. ``dtype``:
+    what its layers are held in and the layers below a traced one and generation compute in
+    (``"float32"``, ``"bfloat16"``, ``"float16"``); the traced layer is float32 whatever it is.
     """
+    if dtype not in DTYPES:
+        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
     report = progress or (lambda fraction, message: None)
     start = time.perf_counter()
     folder = step_folder(resolve_model(name_or_path), step)
@@ -193,6 +198,7 @@ def load_model(
         files, weight_map = weight_files(folder)
         weights = open_weights(files, weight_map, model_type, dev)  # headers only
         whole = sum(f.stat().st_size for f in files) <= PRELOAD_FILE_BYTES
+    weights.layer_dtype = DTYPES[dtype]
     what = f"loading {display_name(folder)}"
     if whole and gguf:  # every tensor dequantized now, each one's stored bytes paged in
         check_memory(estimate_tensors_read([folder.stat().st_size], held), what)

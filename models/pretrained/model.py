@@ -1,8 +1,9 @@
 """A loaded pretrained model: tokenize a sentence, run its layers for real, trace one layer.
 
 The hidden states of the last sentence are cached per layer, so stepping from layer to layer
-in the GUI only runs the blocks not computed yet. All work happens under ``torch.no_grad()`` in
-float32 on the model's device; traces hold numpy copies.
+in the GUI only runs the blocks not computed yet. All work happens under ``torch.no_grad()`` on the
+model's device, in float32 (the blocks below the traced layer: in the model's ``--dtype``, the
+traced layer always in float32); traces hold numpy copies.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from models.memory import check_memory, estimate_pretrained_peak
 from models.pretrained.architecture import Architecture
 from models.pretrained.common import MASK_MODES, attention, hidden_mask, layer_mask, project_qkv
 from models.pretrained.edits import LayerEdits, layer_shapes
+from models.pretrained.layer_store import dtype_name
 from models.pretrained.stages import build_trace
 from models.pretrained.tokenizer import Encoded, ModelTokenizer
 from models.pretrained.trained_length import length_notice
@@ -74,6 +76,7 @@ class PretrainedModel:
     hidden_size = property(lambda self: self.arch.hidden_size)
     max_positions = property(lambda self: self.arch.max_positions)
     default_mask = property(lambda self: self.arch.default_mask)  # "padding" or "causal"
+    dtype = property(lambda self: dtype_name(self.arch.layers.dtype))  # --dtype: "float32", "bfloat16", ...
 
     def __repr__(self) -> str:
         return (
@@ -127,7 +130,8 @@ class PretrainedModel:
             while len(states) <= upto:
                 if should_stop is not None and should_stop():
                     raise Cancelled(f"stopped before layer {len(states) - 1}")
-                states.append(self.arch.block(len(states) - 1, states[-1], hidden))
+                with self.arch.layers.computing():  # in --dtype (float32: as ever)
+                    states.append(self.arch.block(len(states) - 1, states[-1], hidden).float())
             return states[: upto + 1]
 
     def _reading(self, key: tuple, upto: int, should_stop: StopCheck | None):

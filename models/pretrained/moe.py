@@ -123,7 +123,7 @@ def moe_mlp(act: Callable[[Tensor], Tensor], layer: dict, x: Tensor, moe: MoeCon
     for e in torch.greater(chosen.sum(dim=(-1, -2)), 0).nonzero()[:, 0].tolist():
         slot, tokens = torch.where(chosen[e])  # which of each token's top_k picks expert e
         y = gated_mlp(act, layer["experts"][e], x[tokens])  # (m, d)
-        out.index_add_(0, tokens, y * top_weights[tokens, slot, None])
+        out.index_add_(0, tokens, (y * top_weights[tokens, slot, None]).to(out.dtype))  # --dtype: y may be bf16
     if "shared" in layer:
         shared = gated_mlp(act, layer["shared"], x)
         out = out + torch.sigmoid(x @ layer["shared_gate"]) * shared

@@ -62,5 +62,5 @@ class GptOssExperts:
             gate = gate_up[..., ::2].clamp(max=self.limit)
             up = gate_up[..., 1::2].clamp(min=-self.limit, max=self.limit)
             y = ((up + 1) * (gate * torch.sigmoid(gate * self.alpha))) @ w_d[e] + b_d[e]  # (t, d)
-            out.index_add_(0, tokens, y * share[tokens, slot, None])
+            out.index_add_(0, tokens, (y * share[tokens, slot, None]).to(out.dtype))  # --dtype: y may be bf16
         return out
