@@ -64,16 +64,12 @@ class Variant:
             and (self.band is None or max(reach, k0 + n_k - 1 - q0) <= self.band)
         ):
             return None  # nothing hidden here (a generated token over its cache): no mask to build
-        i = torch.arange(q0, q0 + n_q, device=device)[:, None]  # (n_q, 1): query positions
-        j = torch.arange(k0, k0 + n_k, device=device)[None, :]  # (1, n_k): key positions
-        hidden = torch.zeros(n_q, n_k, dtype=torch.bool, device=device)
-        if self.causal:
-            hidden |= j > i
-        if self.window is not None:
-            hidden |= (i - j) >= self.window
-        if self.band is not None:
-            hidden |= (i - j).abs() > self.band
-        return hidden
+        return self.mask().rows(q0, q0 + n_q, k0 + n_k, device, k0)
+
+    def mask(self, pads: tuple[int, ...] = (), custom=None) -> MaskSpec:
+        """What this variant hides, with a sequence's pad keys and a custom mask, as the one mask builder's
+        description (:class:`models.engine.masks.MaskSpec`)."""
+        return MaskSpec(causal=self.causal, window=self.window, band=self.band, pads=pads, custom=custom)
 
 
 def repeat_kv(x: Tensor, heads: int) -> Tensor:
