@@ -10,7 +10,6 @@ Memory: Q, K, V and the head outputs are kept (``O(n·d)``); an n×n matrix neve
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -25,7 +24,7 @@ from models.engine.attend import Variant, after_scores, with_sink
 from models.engine.finite import check_pair_block, may_overflow
 from models.engine.host import to_numpy
 from models.engine.long_rows import LongRows
-from models.engine.masks import MaskSpec  # noqa: F401  (re-exported: pairs.MaskSpec)
+from models.engine.masks import MaskSpec  # (re-exported: pairs.MaskSpec)
 from models.engine.pair_spec import PairSpec  # noqa: F401  (re-exported: pairs.PairSpec)
 
 # What computed blocks may hold, in bytes; least recently used blocks go first.
@@ -163,9 +162,8 @@ class PairStore:
         """The one function's description of this head's steps (the mask is the store's own, built
         per block by :class:`MaskSpec` and handed over as ``hidden``)."""
         s = self.spec
-        kind, value = s.scale if s.scale is not None else ("mul", 1.0)
         sinks = None if s.sinks is None or not sink else s.sinks[head : head + 1]
-        return Variant(scale=value, divide=kind == "div", softcap=s.softcap, sinks=sinks, temperature=s.temperature)
+        return replace(s.variant.with_mask(MaskSpec()), sinks=sinks, bias=None)  # the bias: sliced per block
 
     def ready(self, head: int | None = None, values: bool = False) -> None:
         """Q and K (and V, if ``values``) of ``head`` (None: of every head) computed: a long input's are
@@ -395,6 +393,3 @@ class PairStore:
                 out[i] = att.weighted_sum(a.to(v.device, v.dtype), v)
         return out
 
-
-def sqrt_dk(d_k: int) -> tuple[str, float]:
-    return ("div", math.sqrt(d_k))
