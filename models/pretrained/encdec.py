@@ -28,6 +28,7 @@ from models.checks import short
 from models.config import InputError
 from models.engine import attention as att
 from models.engine.attend import Variant, attend
+from models.pretrained.architecture import Wiring
 from models.pretrained.batching import in_batch
 from models.pretrained.checkpoint import Weights
 from models.pretrained.common import AttentionParams, linear, split_heads
@@ -93,6 +94,8 @@ class EncoderDecoder:
                          "decoder": "The decoder's hidden state entering this layer.",
                          "cross": "The decoder's hidden state after this layer's self-attention."}  # fmt: skip
     key_description = "The encoder's final output (the same for every decoder layer)."
+    # the residual stream's wiring (``why``): "add" (pre-norm, T5) or "post" (BART); None: not known
+    wiring: Wiring | None = None
 
     encoder_layers: int
     decoder_layers: int
