@@ -14,6 +14,7 @@ import numpy as np
 
 from explorer.panels.mask_dock import as_rows
 from models.engine.edits import hide_key
+from models.engine.mask_rule import hidden_array
 from models.pretrained.edits import traced_hidden
 
 
@@ -23,12 +24,8 @@ def current_hidden(inputs, n_q: int, n_k: int) -> np.ndarray:
         painted = np.array(inputs.painted_mask, bool)
         if painted.shape == (n_q, n_k):
             return painted.copy()
-    hidden = np.zeros((n_q, n_k), bool)
-    if inputs.mask == "causal":
-        hidden |= np.triu(np.ones((n_q, n_k), bool), 1)
-    if inputs.mask == "padding":
-        hidden[:, [p for p in inputs.pad_positions if p < n_k]] = True
-    return hidden
+    pads = inputs.pad_positions if inputs.mask == "padding" else ()
+    return hidden_array(n_q, n_k, causal=inputs.mask == "causal", pads=pads)
 
 
 class KeyHider:

@@ -17,6 +17,7 @@ from explorer.images.sink_scale import first_key_out_of_scale
 from explorer.images.stage_image import COLOURS, MASKED_INDEX
 from explorer.images.thumbnails import EMPTY_INDEX, THUMB, thumbnail_indices, thumbnail_steps
 from explorer.widgets.labels import visible_whitespace
+from models.engine.mask_rule import hidden_array
 from models.generate import Generation
 from models.reads.survey import head_metrics
 
@@ -62,7 +63,7 @@ def head_indices(a: np.ndarray, position: int, sink_out: bool = False,
     indices = np.full((n, n), MASKED, np.uint8)  # not generated yet at this step
     indices[: last + 1] = np.rint(np.clip(scaled / top, 0, 1) * (COLOURS - 1)).astype(np.uint8)
     if last_row is None:  # a decoder: the future is hidden
-        indices[: last + 1][np.triu(np.ones((last + 1, n), bool), 1)] = MASKED
+        indices[: last + 1][hidden_array(last + 1, n, causal=True)] = MASKED
     return indices, top
 
 

@@ -23,6 +23,7 @@ from explorer.panes import MaskPane
 from explorer.widgets.colormaps import CELL_BORDER_RGB, mask_cell_colours
 from explorer.widgets.frames import Ticker
 from explorer.widgets.token_axis import TokenAxis, axis_title
+from models.engine.mask_rule import hidden_array
 
 STARTS = ("none", "causal", "padding")
 MAX_CELL_ASPECT = 2.0  # a cell at most twice as wide as tall (or tall as wide): a grid, not stripes
@@ -168,12 +169,8 @@ class MaskPainter(QWidget):
 
     def start_from(self, kind: str) -> None:
         n_q, n_k = self._mask.shape
-        mask = np.zeros((n_q, n_k), bool)
-        if kind == "causal":
-            mask = np.triu(np.ones((n_q, n_k), bool), 1)
-        elif kind == "padding":
-            mask[:, list(self._pads)] = True
-        self._set(mask)
+        pads = self._pads if kind == "padding" else ()
+        self._set(hidden_array(n_q, n_k, causal=kind == "causal", pads=pads))
 
     def toggle(self, row: int, col: int) -> None:
         self.paint([(row, col)], not self._mask[row, col])

@@ -25,7 +25,9 @@ blocks of keys by :func:`merge_statistics`; models/engine/long_rows.py), so that
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -41,9 +43,12 @@ BLOCK_CELLS = 1 << 20
 
 @dataclass(frozen=True, eq=False)
 class Variant:
-    """Which attention, as data: what a family (or a layer of it) declares, nothing else."""
+    """Which attention, as data: every fact of a layer's attention between q, k, v and the weights, and
+    nothing else. A family's layer makes it in one place (:meth:`AttentionParams.variant
+    <models.pretrained.common.AttentionParams.variant>`), the toy in :func:`models.engine.pipeline.variant`;
+    the lazy store (:class:`models.engine.pair_spec.PairSpec`) reads its stages' facts from it."""
 
-    scale: float = 1.0  # scaled = scores · scale ...
+    scale: float | None = 1.0  # scaled = scores · scale ... (None: no "scaled" stage, the toy's dot score)
     divide: bool = False  # ... or scores / scale (the notes' S / √d_k, bit for bit)
     softcap: float | None = None  # c in c · tanh(scaled / c)
     causal: bool = False  # key j hidden from query i when j > i (positions, not indices)
@@ -51,29 +56,42 @@ class Variant:
     band: int | None = None  # two-sided local band: hidden when |i − j| > band
     sinks: Tensor | None = None  # (h,) learned sink logits: one more softmax column, no value
     temperature: float = 1.0
+    pads: tuple[int, ...] = ()  # key positions hidden from every query
+    custom: np.ndarray | None = None  # (n_q, n_k) bool, True = hidden (a painted mask, a what-if edit)
+    bias: Tensor | None = None  # (h, n_q, n_k) added after the scale: a position bias (T5), stage "biased"
+    score: str = "dot"  # "dot" (also scaled), "general" (W_g) or "additive" (W_1, W_2, w): the toy's kinds
+    score_params: dict | None = None  # the general or additive score's weights
+
+    @property
+    def factor(self) -> float:
+        """The multiplier of the scores (``1 / scale`` when dividing)."""
+        if self.scale is None:
+            return 1.0
+        return 1.0 / self.scale if self.divide else self.scale
+
+    @cached_property
+    def mask(self) -> MaskSpec:
+        """What this variant hides, as the one mask builder's description (:class:`MaskSpec`)."""
+        return MaskSpec(causal=self.causal, window=self.window, band=self.band, pads=self.pads, custom=self.custom)
+
+    def with_mask(self, mask: MaskSpec) -> Variant:
+        """This variant hiding what ``mask`` hides instead (an edited mask, a block's own)."""
+        return replace(self, causal=mask.causal, window=mask.window, band=mask.band, pads=mask.pads, custom=mask.custom)
 
     def hidden(self, q0: int, n_q: int, k0: int, n_k: int, device: torch.device) -> Tensor | None:
         """``(n_q, n_k)`` bool, True where query ``q0 + a`` may not see key ``k0 + b``; None when
-        this variant hides nothing."""
-        if not (self.causal or self.window is not None or self.band is not None):
+        this variant hides nothing there."""
+        if not self.mask.hides_anything:
             return None
         reach = q0 + n_q - 1 - k0  # the largest i − j; the largest j − i is k0 + n_k − 1 − q0
         if (
-            (not self.causal or k0 + n_k - 1 <= q0)
+            not self.pads and self.custom is None
+            and (not self.causal or k0 + n_k - 1 <= q0)
             and (self.window is None or reach < self.window)
             and (self.band is None or max(reach, k0 + n_k - 1 - q0) <= self.band)
-        ):
+        ):  # fmt: skip
             return None  # nothing hidden here (a generated token over its cache): no mask to build
-        i = torch.arange(q0, q0 + n_q, device=device)[:, None]  # (n_q, 1): query positions
-        j = torch.arange(k0, k0 + n_k, device=device)[None, :]  # (1, n_k): key positions
-        hidden = torch.zeros(n_q, n_k, dtype=torch.bool, device=device)
-        if self.causal:
-            hidden |= j > i
-        if self.window is not None:
-            hidden |= (i - j) >= self.window
-        if self.band is not None:
-            hidden |= (i - j).abs() > self.band
-        return hidden
+        return self.mask.rows(q0, q0 + n_q, k0 + n_k, device, k0)
 
 
 def repeat_kv(x: Tensor, heads: int) -> Tensor:
@@ -122,10 +140,10 @@ def after_scores(
     (a block of a streamed pass): the scale is applied in place, no copy made."""
     h, n_q, n_k = scores.shape
     if own and record is None:
-        x = scores.div_(variant.scale) if variant.divide else scores.mul_(variant.scale)
+        x = scores.div_(variant.scale) if variant.divide else scores.mul_(variant.factor)
         scores = None  # nothing of the caller's to keep: the mask goes in place too
     else:
-        x = scores / variant.scale if variant.divide else scores * variant.scale
+        x = scores / variant.scale if variant.divide else scores * variant.factor
     stages = {"scaled": x}
     if bias is not None and upto != "scaled":
         x = stages["biased"] = x + bias
@@ -205,7 +223,7 @@ def attend(
 
     Query row a sits at position ``q0 + a``, key column b at ``k0 + b`` (the variant's causal mask
     and bands are built from them). ``hidden (n_q, n_k)`` bool: keys hidden besides the variant's
-    own (padding, a custom mask); ``bias (h, n_q, n_k)``: an additive score bias (T5).
+    own (padding, a custom mask); ``bias (h, n_q, n_k)``: an additive score bias (T5), else the variant's.
     Returns ``(head_output (h, n_q, d_v), weights (h, n_q, n_k [+1 sink]) or None)``; ``record``
     gets every stage under its catalogue name (with a sink, its column last in each).
     ``weights=False`` and no record: the fused kernel where it can express the variant.
@@ -213,6 +231,7 @@ def attend(
     """
     h, n_q, _ = q.shape
     n_k = k.shape[1]
+    bias = variant.bias if bias is None else bias
     k_all, v_all = repeat_kv(k, h), repeat_kv(v, h)  # (h, n_k, d), (h, n_k, d_v): head i reads i // rep
     fusable = (
         not weights and record is None and variant.softcap is None and variant.sinks is None
@@ -221,7 +240,7 @@ def attend(
     if fusable:
         mask = _hidden(variant, q0, k0, n_q, n_k, q.device, hidden)
         if mask is None or not bool(mask.all(-1).any()):  # a dead row: the explicit path (zeros, not NaN)
-            scale = 1.0 / variant.scale if variant.divide else variant.scale
+            scale = variant.factor
             keep = None if mask is None or not bool(mask.any()) else ~mask
             out = F.scaled_dot_product_attention(q[None], k_all[None], v_all[None], attn_mask=keep, scale=scale)
             return out[0], None  # (h, n_q, d_v)
@@ -250,7 +269,7 @@ def attend_blocks(q: Tensor, k: Tensor, v: Tensor, variant: Variant, keys: MaskS
     plain = (variant.window is None and variant.band is None and not keys.pads and keys.custom is None
              and variant.softcap is None and variant.sinks is None and variant.temperature == 1.0)  # fmt: skip
     if plain:
-        scale = 1.0 / variant.scale if variant.divide else variant.scale
+        scale = variant.factor
         k_all, v_all = repeat_kv(k, h), repeat_kv(v, h)  # (h, n, d): the CPU kernel has no grouped heads
         out = F.scaled_dot_product_attention(q[None], k_all[None], v_all[None], is_causal=variant.causal, scale=scale)
         return out[0]  # (h, n, d_v)

@@ -89,8 +89,7 @@ def edit_shapes(trace: AttentionTrace) -> dict[str, tuple[int, ...]]:
 
 def mask_matrix(request: AttentionRequest, n_q: int, n_k: int) -> np.ndarray:
     """The run's mask as an ``(n_q, n_k)`` bool matrix, True = hidden (what the pipeline applies)."""
-    spec = pipeline._mask(request, n_q, n_k)
-    rows = spec.rows(0, n_q, n_k, torch.device("cpu"))
+    rows = pipeline.variant(request, n_q, n_k).mask.rows(0, n_q, n_k, torch.device("cpu"))
     return np.zeros((n_q, n_k), bool) if rows is None else to_numpy(rows).copy()
 
 

@@ -1,7 +1,8 @@
 """The one mask builder: which keys each query may not see, built only for the rows asked for.
 
 The toy engine, a model's traced layer (:mod:`models.engine.pairs`) and the layers below it
-(:func:`models.pretrained.common.hidden_mask`) all build their masks here.
+(:func:`models.pretrained.common.hidden_mask`) all build their masks here, by the one rule of
+:mod:`models.engine.mask_rule`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from models.engine.mask_rule import rule
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,13 +60,7 @@ class MaskSpec:
         c1 = n_k if c1 is None else c1
         i = torch.arange(r0, r1, device=device)[:, None]  # (r, 1)
         j = torch.arange(c0, c1, device=device)[None, :]  # (1, c)
-        hidden = torch.zeros(r1 - r0, c1 - c0, dtype=torch.bool, device=device)
-        if self.causal:
-            hidden |= j > i
-        if self.window is not None:
-            hidden |= j <= i - self.window
-        if self.band is not None:
-            hidden |= (i - j).abs() > self.band
+        hidden = rule(i, j, causal=self.causal, window=self.window, band=self.band)  # (r, c), its own tensor
         if self.pads:
             pads = [p - c0 for p in self.pads if c0 <= p < c1]
             hidden[:, pads] = True

@@ -13,7 +13,6 @@ the crossing to the host of what was asked for (issue 45).
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -28,7 +27,7 @@ from models.engine.attend import Variant, after_scores, with_sink
 from models.engine.finite import check_pair_block, may_overflow
 from models.engine.host import to_numpy
 from models.engine.long_rows import LongRows
-from models.engine.masks import MaskSpec  # noqa: F401  (re-exported: pairs.MaskSpec)
+from models.engine.masks import MaskSpec  # (re-exported: pairs.MaskSpec)
 from models.engine.pair_outputs import HeadOutputs
 from models.engine.pair_spec import PairSpec  # noqa: F401  (re-exported: pairs.PairSpec)
 
@@ -167,9 +166,8 @@ class PairStore(HeadOutputs):
         """The one function's description of this head's steps (the mask is the store's own, built
         per block by :class:`MaskSpec` and handed over as ``hidden``)."""
         s = self.spec
-        kind, value = s.scale if s.scale is not None else ("mul", 1.0)
         sinks = None if s.sinks is None or not sink else s.sinks[head : head + 1]
-        return Variant(scale=value, divide=kind == "div", softcap=s.softcap, sinks=sinks, temperature=s.temperature)
+        return replace(s.variant.with_mask(MaskSpec()), sinks=sinks, bias=None)  # the bias: sliced per block
 
     def ready(self, head: int | None = None, values: bool = False) -> None:
         """Q and K (and V, if ``values``) of ``head`` (None: of every head) computed: a long input's are
@@ -322,7 +320,3 @@ class PairStore(HeadOutputs):
 
     def cell(self, name: str, head: int, i: int, j: int) -> float:
         return float(self.rows_tensor(name, head, i, i + 1)[0, j])
-
-
-def sqrt_dk(d_k: int) -> tuple[str, float]:
-    return ("div", math.sqrt(d_k))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -12,6 +13,7 @@ from models.checks import check_finite_stages
 from models.config import AttentionRequest, Cancelled, InputError
 from models.engine import attention as att
 from models.engine import pairs, stages
+from models.engine.attend import Variant
 from models.engine.device import pick_device
 from models.engine.host import to_numpy
 from models.engine.projections import HeadProjections
@@ -109,7 +111,7 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
     check_memory(estimate_toy_peak(cfg, n_q, n_k, req.is_cross), f"{n_q}×{n_k} tokens with {h} heads",
                  fits=lambda n: estimate_toy_peak(cfg, n if not req.is_cross else n_q, n, req.is_cross),
                  hint="use fewer tokens or heads")
-    hidden = _mask(req, n_q, n_k)
+    variant(req, n_q, n_k)  # a refused mask before anything is computed
 
     # Embeddings: each word's own seeded vector (the word and the seed alone: models.engine.tokenize.word_vector).
     sequences = [(key_tokens, key_matrix)] + ([(query_tokens, query_matrix)] if req.is_cross else [])
@@ -176,11 +178,9 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
             v = edited("v", att.project(x_k, t(w.W_v), t(w.b_v)))  # (h, n_k, d_v)
             rec.add("v", v, key_tokens, stages.features(dv))
 
-        score = {"scaled": "dot"}.get(cfg.score, cfg.score)
         params = {name: t(w.extra[name]) for name in ("W_g", "W_1", "W_2", "w") if name in w.extra}
-        spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), mask=hidden, score=score, params=params,
-                              scale=pairs.sqrt_dk(dk) if cfg.score == "scaled" else None,
-                              temperature=cfg.temperature, score_edits=score_edits or None,
+        spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), variant=variant(req, n_q, n_k, params),
+                              score_edits=score_edits or None,
                               largest_input=largest, w_o=t(w.W_o),
                               ready=None if projections is None else projections.ready)  # fmt: skip
         store = pairs.PairStore(spec)
@@ -243,20 +243,25 @@ def materialize(trace: AttentionTrace, should_stop: StopCheck = None) -> Attenti
     return trace
 
 
-def _mask(req: AttentionRequest, n_q: int, n_k: int) -> pairs.MaskSpec:
+def variant(req: AttentionRequest, n_q: int, n_k: int, params: dict | None = None) -> Variant:
+    """The toy's attention as data (its one place): the score kind (``params``: a general or additive
+    score's weights), 1/√d_k for a scaled score, the temperature and the mask (a refused mask named)."""
     cfg = req.config
+    facts = dict(score={"scaled": "dot"}.get(cfg.score, cfg.score), score_params=params or None,
+                 scale=math.sqrt(cfg.head_dim_k) if cfg.score == "scaled" else None, divide=cfg.score == "scaled",
+                 temperature=cfg.temperature)  # fmt: skip
     if cfg.mask == "causal":
-        return pairs.MaskSpec(causal=True)
+        return Variant(causal=True, **facts)
     if cfg.mask == "padding":
         bad = [p for p in cfg.pad_positions if p >= n_k]
         if bad:
             raise InputError(f"pad position(s) {bad} out of range: there are {n_k} keys (0..{n_k - 1})")
-        return pairs.MaskSpec(pads=tuple(sorted(set(cfg.pad_positions))))
+        return Variant(pads=tuple(sorted(set(cfg.pad_positions))), **facts)
     if cfg.mask == "custom":
         if req.custom_mask is None:
             raise InputError("mask 'custom' needs a boolean n_q × n_k matrix")
         m = np.asarray(req.custom_mask)
         if m.shape != (n_q, n_k):
             raise InputError(f"custom mask has shape {m.shape}, expected ({n_q}, {n_k})")
-        return pairs.MaskSpec(custom=m.astype(bool))
-    return pairs.MaskSpec()
+        return Variant(custom=m.astype(bool), **facts)
+    return Variant(**facts)

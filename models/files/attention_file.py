@@ -22,6 +22,7 @@ import numpy as np
 
 from models.checks import finite_float32
 from models.config import InputError
+from models.engine.mask_rule import hidden_array
 from models.io import load_array, read_json, read_npy
 
 ROW_SUM_TOLERANCE = 1e-3
@@ -153,7 +154,7 @@ def open_attention(path: str | os.PathLike) -> AttentionFile:
     if "decoder" in manifest:
         decoder = bool(manifest["decoder"])
     else:  # nothing above the diagonal anywhere: causal weights, as a decoder's
-        decoder = n_q == n_k > 1 and not np.any(np.triu(np.ones((n_q, n_k), bool), 1) & (weights != 0))
+        decoder = n_q == n_k > 1 and not np.any(hidden_array(n_q, n_k, causal=True) & (weights != 0))
     # Cross-attention: an encoder-decoder's cross block, or query and key tokens named apart and unequal.
     cross = manifest.get("block") == "cross" or (
         "query_tokens" in tokens and "key_tokens" in tokens and tuple(query) != tuple(key))

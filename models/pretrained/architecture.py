@@ -3,6 +3,8 @@ its embedding and its language-model head. One subclass per family in models/pre
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor
 
@@ -10,6 +12,21 @@ from models.config import InputError
 from models.pretrained.checkpoint import Weights
 from models.pretrained.common import AttentionParams, attention, config_int
 from models.pretrained.layer_store import LayerStore
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """How a family's block adds to the residual stream (data on the family class; ``why`` reads it).
+
+    ``add``: ``h + f·attn + mlp`` (pre-norm or parallel), f a multiplier (Granite) or the frozen norm
+    after the attention (``post_attn``, Gemma 2/3 and OLMo 2); ``post``: ``LN₂(LN₁(h + attn) + ffn)``
+    (BERT, OPT with do_layer_norm_before false)."""
+
+    kind: str  # "add" | "post"
+    input_norm: tuple[str, str] | None = None  # (kind, layer key) of the attention's input norm
+    post_attn: str | None = None  # layer key of an RMS norm after the attention
+    norms: tuple[str, str] = ("", "")  # post: the two LayerNorms' keys
+    ffn: tuple[str, str] = ("", "")  # post: the MLP's two linear layers' keys
 
 
 class Architecture:
@@ -27,6 +44,8 @@ class Architecture:
     rotary = False
     input_formula = "X = h_L"
     input_description = "The hidden state entering this layer."
+    wiring: Wiring | None = None  # the residual stream's wiring (None: not known, ``why`` refuses by name)
+    embedding = "embed"  # what h₀ is made of for ``why``: "embed" (one source), "gpt2", "opt", "bert"
 
     num_layers: int
     num_heads: int

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
+from models.pretrained.architecture import Wiring
 from models.pretrained.common import Weights, activation, config_int, layer_norm, linear
 from models.pretrained.encdec import EncDecParams, EncoderDecoder, take_first, take_linear
 from models.pretrained.layer_store import LayerStore
@@ -38,6 +39,7 @@ def marian_positions(n: int, d: int) -> Tensor:
 
 class Bart(EncoderDecoder):
     model_type = "bart"
+    wiring = Wiring("post")  # LN(h + attn), LN(h + ffn); word and position embeddings in the stream
     anchor = "shared.weight"
     pe = "learned"
     position_offset = 2

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from models.checks import config_float, config_str, short
 from models.config import InputError
-from models.pretrained.architecture import Architecture
+from models.pretrained.architecture import Architecture, Wiring
 from models.pretrained.common import (
     AttentionParams,
     Weights,
@@ -28,6 +28,8 @@ from models.pretrained.layer_store import LayerStore
 
 class Bert(Architecture):
     model_type = "bert"
+    wiring = Wiring("post", norms=("ln_attn", "ln_out"), ffn=("ffn_in", "ffn_out"))  # the residual stream (why)
+    embedding = "bert"  # h₀ = LN(word + position [+ type])
     anchor = "embeddings.word_embeddings.weight"
     default_mask = "padding"
     input_formula = "X = h_L"

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float
+from models.pretrained.architecture import Wiring
 from models.pretrained.common import AttentionParams, HeadNorm, Weights
 from models.pretrained.llama import Llama
 from models.pretrained.rope import Rotary
@@ -28,6 +29,7 @@ def bias_free_layer_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
 
 class Cohere(Llama):
     model_type = "cohere"
+    wiring = Wiring("add", ("layer", "norm_attn"))  # the residual stream's wiring (models.reads.why_stream)
     input_formula = "X = LN(h_L)"
     input_description = (
         "The true hidden state entering this layer after the block's LayerNorm (input_layernorm, no "

@@ -274,10 +274,16 @@ class AttentionParams:
         rep = self.heads // self.kv_heads
         return tuple(i // rep for i in range(self.heads))
 
-    def variant(self, causal: bool = False) -> Variant:
-        """This layer's attention as data (steps 5–8): the one function reads nothing else."""
-        return Variant(scale=self.scale, softcap=self.softcap, causal=causal, window=self.sliding_window,
-                       band=self.band, sinks=self.sinks)  # fmt: skip
+    def variant(self, causal: bool = False, pads: tuple[int, ...] = (), n: int | None = None) -> Variant:
+        """This layer's attention as data (steps 5–8), made here only: the one function and the lazy store
+        read nothing else. ``causal``, ``pads``: the sequence's mask; ``n``: its length, a sliding window
+        or band that hides nothing in ``n`` tokens left out (no mask built for it)."""
+        window, band = self.sliding_window, self.band
+        if n is not None:
+            window = window if window is not None and window < n else None
+            band = band if band is not None and band < n - 1 else None
+        return Variant(scale=float(self.scale), softcap=self.softcap, causal=causal, window=window, band=band,
+                       pads=tuple(pads), sinks=self.sinks)  # fmt: skip
 
     @property
     def rotary_dim(self) -> int | None:

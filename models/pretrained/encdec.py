@@ -20,14 +20,15 @@ the key rows), ``scaled = scores · scale`` (no such stage when scale is 1, as i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from torch import Tensor
 
 from models.checks import short
 from models.config import InputError
 from models.engine import attention as att
-from models.engine.attend import attend
+from models.engine.attend import Variant, attend
+from models.pretrained.architecture import Wiring
 from models.pretrained.batching import in_batch
 from models.pretrained.checkpoint import Weights
 from models.pretrained.common import AttentionParams, linear, split_heads
@@ -50,6 +51,10 @@ class EncDecParams(AttentionParams):
 
     bias: Tensor | None = None
 
+    def variant(self, causal: bool = False, pads: tuple[int, ...] = (), n: int | None = None) -> Variant:
+        """:meth:`AttentionParams.variant` with the position bias."""
+        return replace(super().variant(causal, pads, n), bias=self.bias)
+
 
 def block_attention(
     x_q: Tensor, x_kv: Tensor, p: EncDecParams, hidden: Tensor, record: dict[str, Tensor] | None = None
@@ -63,7 +68,7 @@ def block_attention(
     if record is not None:
         record.update(q=q, k=k, v=v)
     head_output, weights = attend(q, k, v, p.variant(), hidden=hidden if bool(hidden.any()) else None,
-                                  bias=p.bias, eager=not in_batch())  # (h, n_q, d_k), (h, n_q, n_k)
+                                  eager=not in_batch())  # (h, n_q, d_k), (h, n_q, n_k)
     concat = att.concat_heads(head_output)  # (n_q, h·d_k)
     output = linear(concat, p.w_o, p.b_o)  # (n_q, d)
     if record is not None:
@@ -89,6 +94,8 @@ class EncoderDecoder:
                          "decoder": "The decoder's hidden state entering this layer.",
                          "cross": "The decoder's hidden state after this layer's self-attention."}  # fmt: skip
     key_description = "The encoder's final output (the same for every decoder layer)."
+    # the residual stream's wiring (``why``): "add" (pre-norm, T5) or "post" (BART); None: not known
+    wiring: Wiring | None = None
 
     encoder_layers: int
     decoder_layers: int

@@ -8,6 +8,8 @@ engine's cross-attention names them. The n_q × n_k stages are computed when loo
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -67,8 +69,9 @@ def build_block_trace(model: LoadedModel, block: str, layer: int, q_enc: Encoded
     if cross:
         built.append(eager("query_input", x_q, q_tokens))
     built += [eager("q", q, q_tokens), eager("k", k, k_tokens), eager("v", v, k_tokens)]
-    spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), mask=pairs.MaskSpec(causal=causal),
-                          scale=("mul", float(p.scale)) if scaled else None, bias=p.bias, w_o=p.w_o)  # fmt: skip
+    variant = p.variant(causal=causal)
+    variant = variant if scaled else replace(variant, scale=None)  # T5's unscaled scores: no scaled stage
+    spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), variant=variant, w_o=p.w_o)
     store = pairs.PairStore(spec)
     built += [Stage(name, row_labels=q_tokens, col_labels=k_tokens, store=store, **text(name)) for name in spec.names]
 

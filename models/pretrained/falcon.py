@@ -22,7 +22,7 @@ from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
-from models.pretrained.architecture import Architecture
+from models.pretrained.architecture import Architecture, Wiring
 from models.pretrained.common import (
     AttentionParams,
     Weights,
@@ -38,6 +38,7 @@ from models.pretrained.rope import Rotary, rope_inv_freq, rotary_dim
 
 class Falcon(Architecture):
     model_type = "falcon"
+    wiring = Wiring("add", ("layer", "ln_attn"))  # the residual stream's wiring (models.reads.why_stream)
     anchor = "word_embeddings.weight"
     default_mask = "causal"
     rotary = True

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
+from models.pretrained.architecture import Wiring
 from models.pretrained.common import Weights, config_int
 from models.pretrained.llama import Llama
 
@@ -32,6 +33,7 @@ class Gemma(Llama):
 
 class Gemma2(Gemma):
     model_type = "gemma2"
+    wiring = Wiring("add", ("rms", "norm_attn"), post_attn="norm_post_attn")  # norms after the attention too
     sandwich = True
 
     def __init__(self, cfg: dict, w: Weights) -> None:

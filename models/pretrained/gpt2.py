@@ -12,13 +12,15 @@ from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
-from models.pretrained.architecture import Architecture
+from models.pretrained.architecture import Architecture, Wiring
 from models.pretrained.common import AttentionParams, Weights, activation, config_int, layer_norm, linear
 from models.pretrained.layer_store import LayerStore
 
 
 class GPT2(Architecture):
     model_type = "gpt2"
+    wiring = Wiring("add", ("layer", "ln_1"))  # the residual stream's wiring (models.reads.why_stream)
+    embedding = "gpt2"  # h₀ = wte + wpe
     anchor = "wte.weight"
     default_mask = "causal"
     input_formula = "X = LN₁(h_L)"

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
-from models.pretrained.architecture import Architecture
+from models.pretrained.architecture import Architecture, Wiring
 from models.pretrained.common import AttentionParams, Weights, activation, config_int, layer_norm, linear
 from models.pretrained.layer_store import LayerStore
 from models.pretrained.rope import Rotary, rope_inv_freq, rotary_dim
@@ -21,6 +21,7 @@ from models.pretrained.rope import Rotary, rope_inv_freq, rotary_dim
 
 class GPTNeoX(Architecture):
     model_type = "gpt_neox"
+    wiring = Wiring("add", ("layer", "ln_1"))  # the residual stream's wiring (models.reads.why_stream)
     anchor = "embed_in.weight"
     default_mask = "causal"
     rotary = True

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from models.checks import config_float, config_str, short
 from models.config import InputError
-from models.pretrained.architecture import Architecture
+from models.pretrained.architecture import Architecture, Wiring
 from models.pretrained.common import (
     AttentionParams,
     HeadNorm,
@@ -39,6 +39,7 @@ def lin(w: Weights, name: str, n_in: int, n_out: int) -> tuple[Tensor, Tensor | 
 
 class Llama(Architecture):
     model_type = "llama"
+    wiring = Wiring("add", ("rms", "norm_attn"))  # the residual stream's wiring (models.reads.why_stream)
     anchor = "embed_tokens.weight"
     default_mask = "causal"
     rotary = True

@@ -16,7 +16,7 @@ from torch import Tensor
 
 from models.checks import config_float, config_mapping, config_str
 from models.config import InputError
-from models.pretrained.architecture import Architecture
+from models.pretrained.architecture import Architecture, Wiring
 from models.pretrained.common import (
     AttentionParams,
     Weights,
@@ -49,6 +49,7 @@ def kind_rope(cfg: dict, kind: str) -> dict:
 
 class ModernBert(Architecture):
     model_type = "modernbert"
+    wiring = Wiring("add", ("layer", "ln_attn"))  # the residual stream's wiring (models.reads.why_stream)
     anchor = "embeddings.tok_embeddings.weight"
     default_mask = "padding"
     rotary = True

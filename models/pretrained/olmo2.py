@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from torch import Tensor
 
+from models.pretrained.architecture import Wiring
 from models.pretrained.common import AttentionParams, HeadNorm, Weights
 from models.pretrained.llama import Llama
 
 
 class Olmo2(Llama):
     model_type = "olmo2"
+    wiring = Wiring("add", None, post_attn="norm_post_attn")  # the residual stream's wiring (models.reads.why_stream)
     input_formula = "X = h_L"
     input_description = (
         "The true hidden state entering this layer: OLMo 2 has no norm before its attention (its "

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_str
-from models.pretrained.architecture import Architecture
+from models.pretrained.architecture import Architecture, Wiring
 from models.pretrained.common import AttentionParams, Weights, activation, config_int, layer_norm, linear
 from models.pretrained.layer_store import LayerStore
 from models.pretrained.llama import lin
@@ -25,12 +25,19 @@ OFFSET = 2  # OPT's position table: position i is row i + 2
 
 class OPT(Architecture):
     model_type = "opt"
+    embedding = "opt"  # h₀ = word + position (at offset 2)
     anchor = "embed_tokens.weight"
     default_mask = "causal"
     input_description = (
         "The true hidden state entering this layer, after the block's pre-attention LayerNorm "
         "(self_attn_layer_norm) when the model norms before (do_layer_norm_before)."
     )
+
+    @property
+    def wiring(self) -> Wiring:  # the residual stream's wiring (models.reads.why_stream)
+        if not self.pre_norm:
+            return Wiring("post", norms=("ln_attn", "ln_mlp"), ffn=("fc1", "fc2"))
+        return Wiring("add", ("layer", "ln_attn"))
 
     def __init__(self, cfg: dict, w: Weights) -> None:
         d, h, _ = self.read_sizes(cfg)

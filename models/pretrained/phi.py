@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
-from models.pretrained.architecture import Architecture
+from models.pretrained.architecture import Architecture, Wiring
 from models.pretrained.common import (
     AttentionParams,
     HeadLayerNorm,
@@ -31,6 +31,7 @@ from models.pretrained.rope import Rotary, rope_inv_freq, rotary_dim
 
 class Phi(Architecture):
     model_type = "phi"
+    wiring = Wiring("add", ("layer", "ln"))  # the residual stream's wiring (models.reads.why_stream)
     anchor = "embed_tokens.weight"
     default_mask = "causal"
     rotary = True

@@ -15,12 +15,14 @@ import torch
 from torch import Tensor
 
 from models.checks import config_bool, config_float
+from models.pretrained.architecture import Wiring
 from models.pretrained.common import AttentionParams, HeadNorm, Weights, layer_norm
 from models.pretrained.llama import Llama
 
 
 class StableLm(Llama):
     model_type = "stablelm"
+    wiring = Wiring("add", ("layer", "ln_1"))  # the residual stream's wiring (models.reads.why_stream)
     rotary_fraction = 0.25
     input_formula = "X = LN₁(h_L)"
     input_description = (

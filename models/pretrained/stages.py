@@ -52,10 +52,10 @@ def build_trace(
     n = len(tokens)
     h, kv, dk = p.heads, p.kv_heads, p.d_k
     groups = p.head_groups if kv < h else None
-    window = p.sliding_window if p.sliding_window is not None and p.sliding_window < n else None
+    variant = p.variant(causal=mode == "causal", pads=pads if mode != "none" else (), n=n)
+    window, band = variant.window, variant.band  # None where the layer's hides nothing in n tokens
     norm = p.q_norm or p.k_norm
     pe = "rotary" if p.rope is not None else ("none" if arch.rotary else "learned")
-    band = p.band if p.band is not None and p.band < n - 1 else None
     biases = frozenset(name for name, b in (("q", p.b_q), ("k", p.b_k), ("v", p.b_v), ("o", p.b_o)) if b is not None)
     own = "" if mode == model.default_mask else f"(The model's own mask is {model.default_mask}.)"
     if arch.rotary and p.rope is None:  # SmolLM3's NoPE layers
@@ -91,13 +91,11 @@ def build_trace(
     built = [eager("input", x)] + [eager(name, rec[name]) for name in stages.STAGE_ORDER if name in rec]
     q = rec.get("q_rotated", rec.get("q_normed", rec["q"]))  # (h, n, d_k) as the scores read it
     k = rec.get("k_rotated", rec.get("k_normed", rec["k"]))  # (kv, n, d_k)
-    mask = pairs.MaskSpec(causal=mode == "causal", pads=pads if mode != "none" else (), window=window, band=band)
     if edits is not None:
-        mask = edits.mask(mask, n)
-    spec = pairs.PairSpec(q=q, k=k, v=rec["v"], head_groups=p.head_groups, mask=mask, scale=("mul", float(p.scale)),
-                          softcap=p.softcap, always_masked=True, label=f"layer {layer}",
-                          score_edits=edits.scores or None if edits is not None else None,
-                          sinks=p.sinks, w_o=p.w_o)  # fmt: skip
+        variant = variant.with_mask(edits.mask(variant.mask, n))
+    spec = pairs.PairSpec(q=q, k=k, v=rec["v"], head_groups=p.head_groups, variant=variant, always_masked=True,
+                          label=f"layer {layer}", score_edits=edits.scores or None if edits is not None else None,
+                          w_o=p.w_o)  # fmt: skip
     store = pairs.PairStore(spec)
     keys = tokens + (SINK,) if p.sinks is not None else tokens  # the sink: one more key column, last
     built += [Stage(name, row_labels=tokens, col_labels=keys, store=store, **text(name)) for name in spec.names]

@@ -10,12 +10,14 @@ from __future__ import annotations
 from torch import Tensor
 
 from models.checks import config_float
+from models.pretrained.architecture import Wiring
 from models.pretrained.common import Weights, config_int, layer_norm, linear
 from models.pretrained.llama import Llama, lin
 
 
 class Starcoder2(Llama):
     model_type = "starcoder2"
+    wiring = Wiring("add", ("layer", "ln_1"))  # the residual stream's wiring (models.reads.why_stream)
     default_act = "gelu_pytorch_tanh"
     input_formula = "X = LN₁(h_L)"
     input_description = (

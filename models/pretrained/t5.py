@@ -17,6 +17,7 @@ from torch import Tensor
 
 from models.checks import config_float, config_str, short
 from models.config import InputError
+from models.pretrained.architecture import Wiring
 from models.pretrained.common import Weights, activation, config_int, linear, rms_norm
 from models.pretrained.encdec import EncDecParams, EncoderDecoder, take_first, take_linear
 from models.pretrained.layer_store import LayerStore
@@ -45,6 +46,7 @@ def relative_bucket(relative: Tensor, bidirectional: bool, num_buckets: int, max
 
 class T5(EncoderDecoder):
     model_type = "t5"
+    wiring = Wiring("add")  # pre-norm: h + attn, h + ffn; no positions in the stream
     anchor = "shared.weight"
     pe = "relative"
     input_formula = {"encoder": "X = RMSNorm(h_L)", "decoder": "X = RMSNorm(h_L)", "cross": "X_q = RMSNorm(h'_L)"}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from models.engine.host import to_numpy
+from models.engine.mask_rule import hidden_array
 
 if TYPE_CHECKING:
     from models.config import AttentionRequest
@@ -81,20 +82,11 @@ class LayerParams:
 
     def hidden(self, n_q: int, n_k: int) -> np.ndarray:
         """``(n_q, n_k)`` bool, True where the mask hides key j from query i."""
-        hidden = np.zeros((n_q, n_k), dtype=bool)
-        if self.mask == "custom" and self.custom_mask is not None:
-            hidden |= np.asarray(self.custom_mask, dtype=bool)
-        if self.mask in ("padding", "causal") and self.pad_positions:
-            hidden[:, list(self.pad_positions)] = True
-        if self.mask == "causal":
-            hidden |= np.triu(np.ones((n_q, n_k), dtype=bool), 1)
-        if self.sliding_window:
-            i, j = np.indices((n_q, n_k))
-            hidden |= i - j >= self.sliding_window
-        if self.band is not None:
-            i, j = np.indices((n_q, n_k))
-            hidden |= np.abs(i - j) > self.band
-        return hidden
+        return hidden_array(
+            n_q, n_k, causal=self.mask == "causal", window=self.sliding_window or None, band=self.band,
+            pads=self.pad_positions if self.mask in ("padding", "causal") else (),
+            custom=self.custom_mask if self.mask == "custom" else None,
+        )  # fmt: skip
 
 
 def as_f32(a) -> np.ndarray | None:

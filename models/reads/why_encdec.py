@@ -30,9 +30,7 @@ class _Stream:
     """One stack's residual stream at rows ``r``: the real state ``h (n, d)``, its sources ``parts``."""
 
     def __init__(self, arch, side: str, ids, r) -> None:
-        from models.pretrained.bart import Bart
-
-        self.arch, self.side, self.r, self.post = arch, side, r, isinstance(arch, Bart)
+        self.arch, self.side, self.r, self.post = arch, side, r, arch.wiring.kind == "post"
         self.h = arch.embed(side, ids)
         if not self.post:  # T5: no positions in the stream
             self.names, parts = ["embed"], [self.h[r].double()]
@@ -156,11 +154,8 @@ def _cross_sides(model, trace, head: int, row: int, cols) -> Sides:
 
 def encdec_sides(model, trace, head: int, row: int, cols, source=None) -> Sides:
     """``source``: the source sentence's token ids (the decoder block's cross-attention reads them)."""
-    from models.pretrained.bart import Bart
-    from models.pretrained.t5 import T5
-
     arch, block = model.arch, trace.config.get("block")
-    if not isinstance(arch, (T5, Bart)):
+    if getattr(arch, "wiring", None) is None:
         raise InputError(f"why: {model.model_type} is not an encoder-decoder the split knows")
     if block == "cross":
         return _cross_sides(model, trace, head, row, tuple(cols))

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from models.config import InputError
 from models.engine.host import to_numpy
-from models.pretrained.architecture import Architecture
+from models.pretrained.architecture import Architecture, Wiring
 from models.pretrained.common import attention, hidden_mask, project_qkv
 from models.pretrained.rope import apply_rope
 from models.reads.why_sides import Sides, check_size
@@ -68,57 +68,11 @@ def frozen(z: Tensor, kind: str, weight, bias, eps: float, plus_one: bool = Fals
 # --- the families' residual wiring, as data -------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Wiring:
-    """How a family's block adds to the residual stream.
-
-    ``add``: ``h + f·attn + mlp`` (pre-norm or parallel), f a multiplier (Granite) or the frozen norm
-    after the attention (``post_attn``, Gemma 2/3 and OLMo 2); ``post``: ``LN₂(LN₁(h + attn) + ffn)``
-    (BERT, OPT with do_layer_norm_before false)."""
-
-    kind: str  # "add" | "post"
-    input_norm: tuple[str, str] | None = None  # (kind, layer key) of the attention's input norm
-    post_attn: str | None = None  # layer key of an RMS norm after the attention
-    norms: tuple[str, str] = ("", "")  # post: the two LayerNorms' keys
-    ffn: tuple[str, str] = ("", "")  # post: the MLP's two linear layers' keys
-
-
 def wiring(arch: Architecture) -> Wiring:
-    from models.pretrained import (
-        bert,
-        cohere,
-        falcon,
-        gemma,
-        gpt2,
-        gpt_neox,
-        granite,
-        llama,
-        modernbert,
-        olmo2,
-        opt,
-        phi,
-        stablelm,
-        starcoder2,
-    )
-
-    if isinstance(arch, bert.Bert):
-        return Wiring("post", norms=("ln_attn", "ln_out"), ffn=("ffn_in", "ffn_out"))
-    if isinstance(arch, opt.OPT):
-        if not arch.pre_norm:
-            return Wiring("post", norms=("ln_attn", "ln_mlp"), ffn=("fc1", "fc2"))
-        return Wiring("add", ("layer", "ln_attn"))
-    for family, key in ((gpt2.GPT2, "ln_1"), (gpt_neox.GPTNeoX, "ln_1"), (stablelm.StableLm, "ln_1"),
-                        (starcoder2.Starcoder2, "ln_1"), (phi.Phi, "ln"), (falcon.Falcon, "ln_attn"),
-                        (modernbert.ModernBert, "ln_attn"), (cohere.Cohere, "norm_attn")):  # fmt: skip
-        if isinstance(arch, family):
-            return Wiring("add", ("layer", key))
-    if isinstance(arch, olmo2.Olmo2):
-        return Wiring("add", None, post_attn="norm_post_attn")
-    if isinstance(arch, gemma.Gemma2):  # Gemma 2 and 3: norms after the attention and the MLP too
-        return Wiring("add", ("rms", "norm_attn"), post_attn="norm_post_attn")
-    if isinstance(arch, (granite.Granite, llama.Llama)):
-        return Wiring("add", ("rms", "norm_attn"))
-    raise InputError(f"why: {arch.model_type}: its residual wiring is not known to the split")
+    """The family's residual wiring, data on its class (:class:`models.pretrained.architecture.Wiring`)."""
+    if arch.wiring is None:
+        raise InputError(f"why: {arch.model_type}: its residual wiring is not known to the split")
+    return arch.wiring
 
 
 def input_norm(arch: Architecture, wire: Wiring, i: int, h: Tensor) -> FrozenNorm | None:
@@ -135,27 +89,39 @@ def input_norm(arch: Architecture, wire: Wiring, i: int, h: Tensor) -> FrozenNor
 # --- the embedding -------------------------------------------------------------------------------
 
 
-def embedding_sources(arch: Architecture, ids: Tensor, rows) -> tuple[list[str], list[Tensor], Tensor]:
-    """``embed`` (+ ``pos``, ``embed norm bias``) at ``rows``, each (r, d) float64, and the real h₀."""
-    from models.pretrained import bert, gpt2, opt
+def _bert_sources(arch, ids: Tensor, r: list[int]) -> tuple[list[str], list[Tensor]]:
+    word = arch.word[ids].double()
+    if arch.token_types:
+        word = word + arch.token_type[torch.zeros_like(ids)].double()
+    position = arch.position[arch.position_ids(ids)].double()
+    raw = arch.word[ids] + (arch.token_type[torch.zeros_like(ids)] if arch.token_types else 0)
+    ln = frozen(raw + arch.position[arch.position_ids(ids)], "layer", *arch.emb_ln, arch.eps)
+    return ["embed", "pos", "embed norm bias"], [ln.lin(word[r], r), ln.lin(position[r], r), ln.bias.expand(len(r), -1)]
 
+
+def _gpt2_sources(arch, ids: Tensor, r: list[int]) -> tuple[list[str], list[Tensor]]:
+    pos = torch.arange(ids.shape[0], device=ids.device)
+    return ["embed", "pos"], [arch.wte[ids][r].double(), arch.wpe[pos][r].double()]
+
+
+def _opt_sources(arch, ids: Tensor, r: list[int], h0: Tensor) -> tuple[list[str], list[Tensor]]:
+    from models.pretrained import opt
+
+    p = arch.positions[torch.arange(ids.shape[0], device=ids.device) + opt.OFFSET][r].double()
+    return ["embed", "pos"], [h0[r].double() - p, p]
+
+
+def embedding_sources(arch: Architecture, ids: Tensor, rows) -> tuple[list[str], list[Tensor], Tensor]:
+    """``embed`` (+ ``pos``, ``embed norm bias``) at ``rows``, each (r, d) float64, and the real h₀; what
+    h₀ is made of is data on the family class (``Architecture.embedding``)."""
     h0 = arch.embed(ids, torch.zeros_like(ids))
     r = list(rows)
-    pos = torch.arange(ids.shape[0], device=ids.device)
-    if isinstance(arch, bert.Bert):
-        word = arch.word[ids].double()
-        if arch.token_types:
-            word = word + arch.token_type[torch.zeros_like(ids)].double()
-        position = arch.position[arch.position_ids(ids)].double()
-        raw = arch.word[ids] + (arch.token_type[torch.zeros_like(ids)] if arch.token_types else 0)
-        ln = frozen(raw + arch.position[arch.position_ids(ids)], "layer", *arch.emb_ln, arch.eps)
-        return (["embed", "pos", "embed norm bias"],
-                [ln.lin(word[r], r), ln.lin(position[r], r), ln.bias.expand(len(r), -1)], h0)  # fmt: skip
-    if isinstance(arch, gpt2.GPT2):
-        return ["embed", "pos"], [arch.wte[ids][r].double(), arch.wpe[pos][r].double()], h0
-    if isinstance(arch, opt.OPT):
-        p = arch.positions[pos + opt.OFFSET][r].double()
-        return ["embed", "pos"], [h0[r].double() - p, p], h0
+    if arch.embedding == "bert":
+        return (*_bert_sources(arch, ids, r), h0)
+    if arch.embedding == "gpt2":
+        return (*_gpt2_sources(arch, ids, r), h0)
+    if arch.embedding == "opt":
+        return (*_opt_sources(arch, ids, r, h0), h0)
     return ["embed"], [h0[r].double()], h0
 
 

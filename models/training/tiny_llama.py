@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import Tensor, nn
 
+from models.engine.attend import Variant, attend
+
 
 @dataclass(frozen=True)
 class TinyConfig:
@@ -75,12 +77,13 @@ def rotate_half(x: Tensor) -> Tensor:
 
 
 def causal_attention(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-    """``(output, weights)`` of causal softmax attention; q, k, v (B, h, T, d_k)."""
-    T, dk = q.shape[-2], q.shape[-1]
-    scores = q @ k.transpose(-1, -2) * dk**-0.5  # (B, h, T, T)
-    hidden = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)  # (T, T): True above the diagonal
-    weights = scores.masked_fill(hidden, float("-inf")).softmax(-1)  # (B, h, T, T)
-    return weights @ v, weights  # (B, h, T, d_k)
+    """``(output, weights)`` of causal softmax attention; q, k, v (B, h, T, d_k): the engine's one
+    attention function (:func:`models.engine.attend.attend`) with a causal variant scaled by 1/√d_k, the
+    batch's texts side by side as more heads (each head reads its own k and v)."""
+    B, h, T, dk = q.shape
+    causal = Variant(scale=dk**-0.5, causal=True)
+    out, weights = attend(q.reshape(B * h, T, dk), k.reshape(B * h, T, dk), v.reshape(B * h, T, dk), causal)
+    return out.view(B, h, T, dk), weights.view(B, h, T, T)  # (B, h, T, d_k), (B, h, T, T)
 
 
 class Attention(nn.Module):

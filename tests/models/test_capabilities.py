@@ -4,6 +4,8 @@ one random model per family the registry names, driven through the command lines
 - ``export`` of the last layer: its weights equal transformers' eager attention;
 - ``export --all-layers``: every layer's attention equals transformers';
 - ``explain`` of a weight: the value ``export`` wrote;
+- ``why`` of a score: its sources' table adds up to the score (every block of an encoder-decoder), its
+  residual wiring and embedding sources being data on the family class;
 - ``atlas`` and ``generate``: done (a row per head; a decoder generates, exact in test_generate.py),
   or refused by name with one ``error:`` line and status 2, never a traceback.
 A family added to the registry without a zoo case fails here at once.
@@ -91,6 +93,22 @@ def test_explain_gives_the_exported_value(family, tmp_path, capsys):
                          "--cell", ",".join(map(str, cell)), "--json")  # fmt: skip
     assert code == 0, err
     assert json.loads(out)["value"] == pytest.approx(float(weights[cell]), rel=1e-6, abs=1e-7), name
+
+
+def test_why_splits_a_score_into_sources_that_add_up(family, capsys):
+    name, folder, _, kind = family
+    model = load_model(folder, device="cpu")
+    blocks = ("encoder", "decoder", "cross") if kind == "encoder-decoder" else (None,)
+    layer = 1 if kind == "encoder-decoder" else model.num_layers - 1  # the zoo's encoders have 2 layers
+    for block in blocks:
+        extra = ["--block", block] if block else []
+        code, out, err = run(capsys, "why", *model_args(folder, kind), "--layer", layer,
+                             "--cell", "0,2,1", *extra, "--json")  # fmt: skip
+        assert code == 0, (name, block, err)
+        result = json.loads(out)
+        table = np.asarray(result["table"])
+        assert result["query_sources"][0].endswith("embed"), (name, result["query_sources"])
+        assert abs(table.sum() - result["score"]) <= 1e-5 * max(1.0, np.abs(table).sum()), (name, block)
 
 
 def test_atlas_and_generate_work_or_refuse_by_name(family, tmp_path, capsys):

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from models.engine import host, long_rows, pair_outputs, pairs, reduce
+from models.engine.attend import Variant
 from models.engine.masks import MaskSpec
 from models.engine.pixels import block_max
 from models.engine.reduce import reduce_head
@@ -21,8 +22,8 @@ from models.engine.trace import Stage
 def _store(n: int, device: str, mask: MaskSpec | None = None, h: int = 2, d: int = 8) -> pairs.PairStore:
     g = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(h, n, d, generator=g).to(device) * 2 for _ in range(3))
-    spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), mask=mask or MaskSpec(causal=True),
-                          scale=("div", d ** 0.5))  # fmt: skip
+    variant = Variant(scale=d**0.5, divide=True).with_mask(mask or MaskSpec(causal=True))
+    spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), variant=variant)
     return pairs.PairStore(spec)
 
 

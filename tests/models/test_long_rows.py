@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from models.engine import long_rows, pairs
+from models.engine.attend import Variant
 from models.engine.masks import MaskSpec
 from models.engine.reduce import reduce_head
 from models.engine.trace import Stage
@@ -15,9 +16,10 @@ from models.engine.trace import Stage
 def _spec(n, h=2, d=8, seed=0, mask=None, sinks=False, softcap=None, temperature=1.0, scale=("div", 8 ** 0.5)):
     g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(h, n, d, generator=g) * 2 for _ in range(3))
-    return pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), mask=mask or MaskSpec(causal=True),
-                          scale=scale, softcap=softcap, temperature=temperature,
-                          sinks=torch.tensor([0.5, -1.0][:h]) if sinks else None)  # fmt: skip
+    variant = Variant(scale=scale[1], divide=scale[0] == "div", softcap=softcap, temperature=temperature,
+                      sinks=torch.tensor([0.5, -1.0][:h]) if sinks else None)  # fmt: skip
+    variant = variant.with_mask(mask or MaskSpec(causal=True))
+    return pairs.PairSpec(q=q, k=k, v=v, head_groups=tuple(range(h)), variant=variant)
 
 
 def _reference(spec, head, r0, r1):
@@ -117,7 +119,7 @@ def test_65536_tokens_isolated_peaks_are_where_they_are():
     peaks = [(60000, 123), (40000, 39990)]
     for axis, (r, c) in enumerate(peaks):
         q[0, r, axis], k[0, c, axis] = 40.0, 40.0
-    spec = pairs.PairSpec(q=q, k=k, v=torch.zeros(1, n, 1), head_groups=(0,), mask=MaskSpec(causal=True))
+    spec = pairs.PairSpec(q=q, k=k, v=torch.zeros(1, n, 1), head_groups=(0,), variant=Variant(scale=None, causal=True))
     store = pairs.PairStore(spec)
     got = reduce_head(Stage("weights", "", "", "", store=store), 0, 512, signed=False)
     kr, kc = got.step

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from models.engine import pairs
+from models.engine.attend import Variant
 from models.engine.long_structure import long_structure
 from models.engine.masks import MaskSpec
 from models.engine.trace import Stage
@@ -15,8 +16,8 @@ from models.engine.trace import Stage
 def _store(mask, sinks=False, n=60):
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, n, 8, generator=g) for _ in range(3))
-    spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=(0, 1), mask=mask, scale=("div", 8**0.5),
-                          sinks=torch.tensor([0.5, -1.0]) if sinks else None)  # fmt: skip
+    variant = Variant(scale=8**0.5, divide=True, sinks=torch.tensor([0.5, -1.0]) if sinks else None).with_mask(mask)
+    spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=(0, 1), variant=variant)
     return pairs.PairStore(spec, long=True)
 
 

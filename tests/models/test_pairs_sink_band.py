@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from models.engine import pairs
+from models.engine.attend import Variant
 
 
 def reference(q, k, v, scale, hidden, sinks):
@@ -30,7 +31,8 @@ def test_blocks_match_the_whole(monkeypatch, kind):
     else:
         mask = pairs.MaskSpec(causal=True, window=5)
         hidden = (i[None, :] > i[:, None]) | (i[None, :] <= i[:, None] - 5)
-    spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=(0, 1, 2), mask=mask, scale=("mul", 0.3), sinks=sinks)
+    variant = Variant(scale=0.3, sinks=sinks).with_mask(mask)
+    spec = pairs.PairSpec(q=q, k=k, v=v, head_groups=(0, 1, 2), variant=variant)
     store = pairs.PairStore(spec)
     assert store.blocks > 3 and store.n_k == n + (sinks is not None)
     masked, weights, out = reference(q, k, v, 0.3, hidden, sinks)
