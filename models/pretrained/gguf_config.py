@@ -81,6 +81,12 @@ def gguf_config(f: GGUFFile) -> dict:
             f"{f.path.name}: GGUF architecture {arch!r} is not supported; "
             f"supported: {', '.join(CONFIG_KEYS)}"
         )
+    experts = f.metadata.get(f"{arch}.expert_count")
+    if isinstance(experts, int) and experts > 0:  # Mixtral is stored as "llama" with its experts stacked
+        raise InputError(
+            f"{f.path.name}: a mixture-of-experts GGUF file ({arch}, {experts} experts) is not supported; "
+            "only dense models open from GGUF"
+        )
     model_type, keys = CONFIG_KEYS[arch]
     cfg: dict = {"model_type": model_type, **CLASS_DEFAULTS.get(model_type, {})}
     for key, name in keys.items():
