@@ -10,15 +10,13 @@ front when ``tokenizer.ggml.add_bos_token`` says so.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
 from models.config import InputError
-from models.io.files import file_version
+from models.io.files import VersionCache
 from models.pretrained.gguf_sentencepiece import sentencepiece_tokenizer
 
 CONTROL, USER_DEFINED = 3, 4
@@ -67,8 +65,7 @@ def byte_alphabet() -> dict[int, str]:
 
 # Built tokenizers by file version: Gemma 3's 262,144 tokens take seconds (its merges are recovered from
 # the vocabulary), paid once per file, not at every open
-_BUILT: OrderedDict[tuple, Tokenizer] = OrderedDict()
-_BUILT_LOCK = threading.Lock()
+_BUILT = VersionCache(4)  # Gemma 3's 262,144 tokens take seconds (their merges): once per file
 
 
 def file_tokenizer(path: Path) -> Tokenizer:
@@ -76,18 +73,7 @@ def file_tokenizer(path: Path) -> Tokenizer:
     from models.pretrained.gguf_config import read_gguf
 
     path = Path(path)
-    key = file_version(path)
-    with _BUILT_LOCK:
-        if key in _BUILT:
-            _BUILT.move_to_end(key)
-            return _BUILT[key]
-    tok = gguf_tokenizer(read_gguf(path).metadata, path.name)
-    if key is not None:
-        with _BUILT_LOCK:
-            _BUILT[key] = tok
-            while len(_BUILT) > 4:
-                _BUILT.popitem(last=False)
-    return tok
+    return _BUILT.get(path, lambda: gguf_tokenizer(read_gguf(path).metadata, path.name))
 
 
 def gguf_tokenizer(metadata: dict, name: str) -> Tokenizer:
