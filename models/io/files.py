@@ -117,3 +117,31 @@ def file_version(path: str | os.PathLike) -> tuple[str, int, int] | None:
         return str(Path(path).resolve()), st.st_size, st.st_mtime_ns
     except OSError:
         return None
+
+
+class VersionCache:
+    """What was made from a file (a parsed header, a built tokenizer), kept for each version of the file
+    (:func:`file_version`), the ``kept`` most recently used; thread-safe, made outside the lock."""
+
+    def __init__(self, kept: int) -> None:
+        import threading
+        from collections import OrderedDict
+
+        self.kept = kept
+        self._made: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str | os.PathLike, make):
+        """The value made from ``path``'s current version: ``make()`` called when there is none yet."""
+        key = file_version(path)
+        with self._lock:
+            if key in self._made:
+                self._made.move_to_end(key)
+                return self._made[key]
+        value = make()
+        if key is not None:
+            with self._lock:
+                self._made[key] = value
+                while len(self._made) > self.kept:
+                    self._made.popitem(last=False)
+        return value

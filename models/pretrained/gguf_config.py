@@ -10,12 +10,10 @@ file's path, size and mtime), so that reading a file's config again costs nothin
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from pathlib import Path
 
 from models.config import InputError
-from models.io.files import file_version
+from models.io.files import VersionCache
 from models.pretrained.gguf_read import GGUFFile
 
 _LLAMA_KEYS = {
@@ -81,6 +79,12 @@ def gguf_config(f: GGUFFile) -> dict:
             f"{f.path.name}: GGUF architecture {arch!r} is not supported; "
             f"supported: {', '.join(CONFIG_KEYS)}"
         )
+    experts = f.metadata.get(f"{arch}.expert_count")
+    if isinstance(experts, int) and experts > 0:  # Mixtral is stored as "llama" with its experts stacked
+        raise InputError(
+            f"{f.path.name}: a mixture-of-experts GGUF file ({arch}, {experts} experts) is not supported; "
+            "only dense models open from GGUF"
+        )
     model_type, keys = CONFIG_KEYS[arch]
     cfg: dict = {"model_type": model_type, **CLASS_DEFAULTS.get(model_type, {})}
     for key, name in keys.items():
@@ -127,25 +131,13 @@ def hf_names(f: GGUFFile, cfg: dict) -> dict[str, str]:
     return out
 
 
-_OPENED: OrderedDict[tuple, GGUFFile] = OrderedDict()
-_OPENED_LOCK = threading.Lock()
+_OPENED = VersionCache(4)
 
 
 def read_gguf(path: Path) -> GGUFFile:
     """The file's header, parsed once for each version of the file (a few are kept)."""
     path = Path(path)
-    key = file_version(path)
-    with _OPENED_LOCK:
-        if key in _OPENED:
-            _OPENED.move_to_end(key)
-            return _OPENED[key]
-    f = GGUFFile(path)
-    if key is not None:
-        with _OPENED_LOCK:
-            _OPENED[key] = f
-            while len(_OPENED) > 4:
-                _OPENED.popitem(last=False)
-    return f
+    return _OPENED.get(path, lambda: GGUFFile(path))
 
 
 def open_gguf(path: Path) -> tuple[GGUFFile, dict]:

@@ -201,6 +201,32 @@ class GGUFFile:
         out = np.array(out, dtype=np.float32, copy=True).reshape(info.shape)
         return out
 
+    def read_rows(self, name: str, rows, data: np.ndarray | None = None) -> np.ndarray:
+        """Rows ``rows`` (indices along the first dimension) of 2-D tensor ``name``, dequantized to float32:
+        only those rows' bytes are paged in and dequantized (a row is whole quantization blocks: K-quants'
+        256 values, Q4_0/Q8_0's 32), so a token embedding table is never dequantized whole for a lookup."""
+        from gguf import GGMLQuantizationType
+        from gguf.quants import dequantize
+
+        info = self.tensors[name]
+        if len(info.shape) != 2:
+            raise InputError(f"{self.path.name}: tensor {name!r} is not a matrix of rows")
+        index = np.asarray(rows, dtype=np.int64).reshape(-1)
+        n_rows, width = info.shape
+        if index.size and (index.min() < 0 or index.max() >= n_rows):
+            raise InputError(f"{self.path.name}: a row outside tensor {name!r}'s {n_rows} rows")
+        if data is None:
+            data = self.map()
+        block, block_bytes = _type_sizes()[info.ggml_type]
+        row_bytes = width // block * block_bytes
+        table = data[info.offset : info.offset + info.nbytes].reshape(n_rows, row_bytes)
+        qtype = GGMLQuantizationType(info.ggml_type)
+        try:
+            out = dequantize(np.ascontiguousarray(table[index]), qtype)
+        except NotImplementedError as e:
+            raise InputError(f"{self.path.name}: tensor {name!r} is {qtype.name}, which gguf cannot dequantize") from e
+        return np.array(out, dtype=np.float32, copy=True).reshape(index.size, width)
+
     def map(self) -> np.ndarray:
         try:
             return np.memmap(self.path, mode="r", dtype=np.uint8)

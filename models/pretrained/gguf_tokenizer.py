@@ -11,10 +11,13 @@ front when ``tokenizer.ggml.add_bos_token`` says so.
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
 from models.config import InputError
+from models.io.files import VersionCache
+from models.pretrained.gguf_sentencepiece import sentencepiece_tokenizer
 
 CONTROL, USER_DEFINED = 3, 4
 
@@ -60,15 +63,39 @@ def byte_alphabet() -> dict[int, str]:
     return dict(zip(bs, map(chr, cs)))
 
 
+# Built tokenizers by file version: Gemma 3's 262,144 tokens take seconds (its merges are recovered from
+# the vocabulary), paid once per file, not at every open
+_BUILT = VersionCache(4)  # Gemma 3's 262,144 tokens take seconds (their merges): once per file
+
+
+def file_tokenizer(path: Path) -> Tokenizer:
+    """The tokenizer of the GGUF file at ``path``, built once for each version of the file."""
+    from models.pretrained.gguf_config import read_gguf
+
+    path = Path(path)
+    return _BUILT.get(path, lambda: gguf_tokenizer(read_gguf(path).metadata, path.name))
+
+
 def gguf_tokenizer(metadata: dict, name: str) -> Tokenizer:
     """The file's tokenizer; one :class:`InputError` line when it describes one that cannot be built."""
     kind = metadata.get("tokenizer.ggml.model")
     tokens = metadata.get("tokenizer.ggml.tokens")
     if not isinstance(tokens, list) or not tokens:
         raise InputError(f"{name} has no vocabulary (tokenizer.ggml.tokens) in its metadata")
-    if kind != "gpt2":
-        raise InputError(f"{name}: GGUF tokenizer {kind!r} is not supported; supported: gpt2 (byte-level BPE)")
-    return _byte_level(metadata, tokens, name)
+    if kind == "gpt2":
+        tok = _byte_level(metadata, tokens, name)
+        alphabet = set(byte_alphabet().values())
+    elif kind == "llama":
+        arch = metadata.get("general.architecture")
+        tok = sentencepiece_tokenizer(metadata, tokens, arch if isinstance(arch, str) else "", name)
+        alphabet = None
+    else:
+        raise InputError(
+            f"{name}: GGUF tokenizer {kind!r} is not supported; supported: gpt2 (byte-level BPE), llama (SentencePiece)"
+        )
+    _added_tokens(tok, metadata, tokens, alphabet)
+    _post_processor(tok, metadata, tokens, bos_default=kind == "llama")
+    return tok
 
 
 def _byte_level(metadata: dict, tokens: list[str], name: str) -> Tokenizer:
@@ -101,24 +128,40 @@ def _byte_level(metadata: dict, tokens: list[str], name: str) -> Tokenizer:
              pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]  # fmt: skip
         )
     tok.decoder = decoders.ByteLevel()
-    types = metadata.get("tokenizer.ggml.token_type") or ()
-    control = [AddedToken(t, normalized=False, special=True)
-               for t, k in zip(tokens, types) if k == CONTROL and set(t) <= alphabet]  # fmt: skip
-    if control:
-        tok.add_special_tokens(control)
-    user = [AddedToken(t, normalized=False, special=False) for t, k in zip(tokens, types) if k == USER_DEFINED]
-    if user:
-        tok.add_tokens(user)
-    _post_processor(tok, metadata, tokens)
     return tok
 
 
-def _post_processor(tok: Tokenizer, metadata: dict, tokens: list[str]) -> None:
-    """BOS before the sentence (EOS after it) when the file says so, as transformers' tokenizer adds them."""
+def _added_tokens(tok: Tokenizer, metadata: dict, tokens: list[str], alphabet: set[str] | None) -> None:
+    """The tokens the file marks as control become special tokens (in a byte-level vocabulary only those
+    spelled in its byte alphabet: any other is a mislabel of llama.cpp's), the user-defined ones plain
+    added tokens, and the BOS/EOS/unknown/padding tokens the file names special ones: transformers' order."""
+    types = metadata.get("tokenizer.ggml.token_type") or ()
+    control = [AddedToken(t, normalized=False, special=True)
+               for t, k in zip(tokens, types) if k == CONTROL and (alphabet is None or set(t) <= alphabet)]  # fmt: skip
+    if control:
+        tok.add_special_tokens(control)
+    vocab = tok.get_vocab()
+    user = [AddedToken(t, normalized=False, special=False)
+            for t, k in zip(tokens, types) if k == USER_DEFINED and t in vocab]  # fmt: skip
+    if user:
+        tok.add_tokens(user)
+    named = [metadata.get(f"tokenizer.ggml.{key}") for key in ("bos_token_id", "eos_token_id", "unknown_token_id",
+                                                                 "padding_token_id")]  # fmt: skip
+    named = [tokens[i] for i in named if isinstance(i, int) and 0 <= i < len(tokens)]
+    added = {t.content for t in tok.get_added_tokens_decoder().values()}
+    missing = [AddedToken(t, special=True) for t in dict.fromkeys(named) if t not in added]
+    if missing:
+        tok.add_tokens(missing)
+
+
+def _post_processor(tok: Tokenizer, metadata: dict, tokens: list[str], bos_default: bool) -> None:
+    """BOS before the sentence (EOS after it) when the file says so, as transformers' tokenizer adds them
+    (a SentencePiece file that does not say gets a BOS, as llama.cpp gives it one)."""
     single, special = ["$A"], []
     for flag, key, at in (("add_bos_token", "bos_token_id", 0), ("add_eos_token", "eos_token_id", None)):
         token_id = metadata.get(f"tokenizer.ggml.{key}")
-        if metadata.get(f"tokenizer.ggml.{flag}") is True and isinstance(token_id, int) and 0 <= token_id < len(tokens):
+        wanted = metadata.get(f"tokenizer.ggml.{flag}", bos_default if at == 0 else False)
+        if wanted is True and isinstance(token_id, int) and 0 <= token_id < len(tokens):
             text = tokens[token_id]
             single.insert(0, text) if at == 0 else single.append(text)
             special.append((text, token_id))

@@ -65,10 +65,9 @@ Progress = Callable[[float, str], None]
 
 
 def gguf_tokenizer_of(path: Path) -> ModelTokenizer:
-    from models.pretrained.gguf_config import read_gguf
-    from models.pretrained.gguf_tokenizer import gguf_tokenizer
+    from models.pretrained.gguf_tokenizer import file_tokenizer
 
-    return ModelTokenizer.of(gguf_tokenizer(read_gguf(path).metadata, path.name))
+    return ModelTokenizer.of(file_tokenizer(path))
 
 
 def gguf_weights(path: Path, cfg: dict, model_type: str, device: torch.device) -> Weights:

@@ -1,11 +1,11 @@
 """A bad GGUF file is one `error:` line and exit status 2, nothing written: empty, not GGUF, its header or
-its tensor data cut short, a tokenizer the explorer cannot build."""
+its tensor data cut short, a tokenizer the explorer cannot build, a mixture of experts."""
 
 from __future__ import annotations
 
 import pytest
 from generate_refs import make_tokenizer
-from gguf_refs import write_gguf
+from gguf_refs import _tokenizer_metadata, write_gguf
 
 from main import main
 
@@ -54,11 +54,35 @@ def test_bad_gguf_files_are_one_line(good, tmp_path, capsys):
         _refused(capsys, tmp_path, path, message)
 
 
-def test_a_sentencepiece_vocabulary_is_refused_by_name(good, tmp_path, capsys):
+def test_a_tokenizer_kind_not_built_is_refused_by_name(good, tmp_path, capsys):
     data = good.read_bytes()
     key = b"tokenizer.ggml.model"
-    at = data.index(key) + len(key) + 4  # the value's type, then its length and "gpt2"
-    bad = data[:at] + (5).to_bytes(8, "little") + b"llama" + data[at + 8 + 4 :]
-    path = tmp_path / "spm.gguf"
-    path.write_bytes(bad)
-    _refused(capsys, tmp_path, path, "GGUF tokenizer 'llama' is not supported")
+    at = data.index(key) + len(key) + 4 + 8  # the value's type, then its length, then "gpt2"
+    assert data[at : at + 4] == b"gpt2"
+    path = tmp_path / "rwkv.gguf"
+    path.write_bytes(data[:at] + b"rwkv" + data[at + 4 :])  # RWKV's world tokenizer: as long as "gpt2"
+    _refused(capsys, tmp_path, path, "GGUF tokenizer 'rwkv' is not supported; supported: gpt2 (byte-level BPE), llama")
+
+
+def test_a_mixture_of_experts_file_is_refused_by_name(tmp_path, capsys):
+    """Mixtral is stored under the "llama" architecture, its experts stacked (blk.N.ffn_gate_exps)."""
+    import gguf
+    import numpy as np
+
+    path = tmp_path / "mixtral.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(1)
+    w.add_expert_count(8)
+    w.add_expert_used_count(2)
+    for add, value in (("context_length", 64), ("embedding_length", 8), ("feed_forward_length", 16),
+                       ("head_count", 2), ("head_count_kv", 2)):  # fmt: skip
+        getattr(w, f"add_{add}")(value)
+    w.add_layer_norm_rms_eps(1e-6)
+    _tokenizer_metadata(w, make_tokenizer().to_str(), add_bos=True)
+    w.add_tensor("token_embd.weight", np.zeros((make_tokenizer().get_vocab_size(), 8), dtype=np.float32))
+    w.add_tensor("blk.0.ffn_gate_exps.weight", np.zeros((8, 16, 8), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    _refused(capsys, tmp_path, path, "a mixture-of-experts GGUF file (llama, 8 experts) is not supported")
