@@ -42,3 +42,25 @@ def test_a_long_output_stage_asks_a_block_of_rows_weights_at_a_time(monkeypatch,
     asked.clear()
     reduced = R.reduce_heads(stage, list(range(stage.heads)), (1, 246))
     assert reduced[0].peak.shape[0] == 1 and max(asked) <= store.block_rows
+
+
+@pytest.mark.parametrize("side", [(1024, 1024), (1, 246)], ids=["overview", "strip"])
+def test_a_newer_request_stops_a_long_concat_within_a_few_hundred_rows(monkeypatch, side):
+    from models.config import Cancelled
+
+    n = 1500
+    monkeypatch.setattr(pairs, "LONG_CELLS", 100)
+    trace = run(AttentionRequest(config=AttentionConfig(heads=2, d_model=8, mask="causal"),
+                                 sentence=" ".join(f"w{i}" for i in range(n))))  # fmt: skip
+    stage = trace["concat"]  # (n, 8): one band of the reduction holds every row
+    done = []
+    weights = LongRows.weights
+
+    def spy(self, head, r0, r1, c0, c1):
+        done.append(r1 - r0)
+        return weights(self, head, r0, r1, c0, c1)
+
+    monkeypatch.setattr(LongRows, "weights", spy)
+    with pytest.raises(Cancelled):
+        R.reduce_heads(stage, [0], side, should_stop=lambda: bool(done))  # asked to stop once rows are read
+    assert 0 < sum(done) // trace["weights"].heads <= 256 < n, done  # rows of weights per head before it stopped
