@@ -43,8 +43,10 @@ def entry_point() -> int:
 def interrupted_main(argv: list[str]) -> int:
     """``main``, with Ctrl+C as one line (the writers have removed their temporaries by then), and
     stdout that cannot be written as one line too, or a quiet exit for a closed pipe (models/io/stdout.py)."""
+    from models.io.heap import map_large_blocks
     from models.io.stdout import StdoutFailed, guarded_stdout
 
+    map_large_blocks()  # a long stage's bands are given back to the system when freed (models/io/heap.py)
     with guarded_stdout() as stdout:
         try:
             return stdout.finish(main(argv))

@@ -131,6 +131,24 @@ def run_app(argv: Sequence[str], commands: str = "") -> int:
         window.close()  # stops and joins the worker thread
         window.deleteLater()
         app.processEvents()
+        join_jobs(app)
+
+
+JOIN_AT_EXIT_S = 600  # a job asked to stop hears it within one band (a few seconds at 131,072 tokens)
+
+
+def join_jobs(app, timeout_s: float = JOIN_AT_EXIT_S) -> bool:
+    """Wait (the GUI's events processed) until no job runs on the executor: a worker's stop waits 30 s,
+    and a job still in a torch call when the process ended aborted it after its PNG was written
+    ('terminate called without an active exception', exit 134: a 16,384-token window's 'concat' under
+    load; issue 50, point 1). True when none is left."""
+    from explorer.executor import EXECUTOR
+
+    waited = 0.0
+    while not EXECUTOR.wait_until_idle(0.05) and waited < timeout_s:
+        app.processEvents()
+        waited += 0.05
+    return EXECUTOR.idle
 
 
 def freeze_startup_objects() -> None:

@@ -123,26 +123,6 @@ def layer_budget(device, free: int | None = None) -> int:
     return max(LAYER_FLOOR, int((free - LAYER_RESERVE) * LAYER_SHARE))
 
 
-def return_freed_memory() -> None:
-    """Give the C heap's freed pages back to the system (glibc's ``malloc_trim``; nothing elsewhere).
-    A long run of batches of varying shapes (the atlas's blocks) otherwise fragments the heap and its
-    resident memory creeps up with the corpus (MiniLM's atlas: 0.59 GiB a worker at 10,000 texts,
-    0.71 at 100,000; trimmed after each block, flat at ~0.36)."""
-    global _trim
-    if _trim is None:
-        try:
-            import ctypes
-
-            _trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):  # not glibc (macOS, Windows, musl without it)
-            _trim = False
-    if _trim:
-        _trim(0)
-
-
-_trim = None
-
-
 def human(n: float) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":

@@ -208,13 +208,20 @@ def run(req: AttentionRequest, should_stop: StopCheck = None, override: Override
             if store.long is None:
                 return None
 
-            def rows(head: int, r0: int, r1: int) -> np.ndarray:
+            def piece(head: int, r0: int, r1: int) -> np.ndarray:
                 with torch.no_grad():
                     if name == "head_output":
                         return to_numpy(store.head_output_rows(r0, r1, head)[0], torch.float32)
                     c = att.concat_heads(store.head_output_rows(r0, r1))
                     y = c if name == "concat" else att.output_projection(c, t(w.W_o), t(w.b_o))
                     return to_numpy(y, torch.float32)
+
+            def rows(head: int, r0: int, r1: int) -> np.ndarray:
+                # A few rows' weights at a time (a block's worth): the window's band of 16,384 rows of
+                # 'concat' asked (16,384 × 16,384) weights at once, 1 GiB a head (issue 50, point 1).
+                step = store.block_rows
+                return np.concatenate([piece(head, a, min(r1, a + step)) for a in range(r0, r1, step)]) \
+                    if r1 - r0 > step else piece(head, r0, r1)  # fmt: skip
 
             return rows
 

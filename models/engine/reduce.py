@@ -88,7 +88,24 @@ def _band_peaks(t: torch.Tensor, kr: int, kc: int, signed: bool, want_low: bool,
     return top, share, hi, lo
 
 
-def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int, visible: bool = False):
+READ_ROWS = 256  # rows of a stage without a store read at once: a long input's 'concat' computes each from n keys
+
+
+def _read_rows(stage: Stage, head: int, start: int, end: int, should_stop=None) -> np.ndarray:
+    """Rows ``start:end`` of a stage without a store, :data:`READ_ROWS` at a time, a newer request heard
+    between them: a band of 16,384 rows of a long input's 'concat' took minutes, and a window closed
+    meanwhile left its worker computing when the process ended (issue 50, point 1)."""
+    if end - start <= READ_ROWS:
+        return stage.rows(head, start, end)
+    parts = []
+    for a in range(start, end, READ_ROWS):
+        _stop_if_asked(should_stop, stage)
+        parts.append(stage.rows(head, a, min(end, a + READ_ROWS)))
+    return np.concatenate(parts)
+
+
+def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int, visible: bool = False,
+           should_stop=None):  # fmt: skip
     """``(first row, rows)`` bands of one head, tensors (a lazy stage's on the trace's device): a lazy
     stage's own blocks when they line up with the reduction (no copy), else copies of ``band_rows`` rows.
     ``visible``: a lazy stage's blocks may end at the last key their queries see (keys 0:w of the row;
@@ -105,7 +122,7 @@ def _bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, kr: int, v
         return
     for start in range(r0, r1, band_rows):  # a stage larger than the cache's budget: none of it kept
         end = min(r1, start + band_rows)
-        yield start, (torch.from_numpy(stage.rows(head, start, end)) if store is None else
+        yield start, (torch.from_numpy(_read_rows(stage, head, start, end, should_stop)) if store is None else
                       store.rows_tensor(stage.name, head, start, end, keep=store.fits))  # fmt: skip
 
 
@@ -173,7 +190,7 @@ def reduce_head(
     mask = stage.store.spec.mask if stage.store is not None else None
     visible = (stage.name == "weights" and not want_low and (c0, c1) == (0, shape[1]) and mask is not None
                and mask.window is None)  # fmt: skip
-    for start, band in _bands(stage, head, r0, r1, band_rows, kr, visible):
+    for start, band in _bands(stage, head, r0, r1, band_rows, kr, visible, should_stop):
         _stop_if_asked(should_stop, stage)
         t = band[None, None, :, c0:c1]  # (1, 1, r, c), a view
         if (c0 or c1 != band.shape[1]) and not visible:
@@ -213,7 +230,7 @@ def _columns(x: torch.Tensor, kc: int, width: int, fill: float) -> torch.Tensor:
     return (torch.cat([x, x.new_full((pad,), fill)]) if pad else x).view(width, kc)
 
 
-def _seen_bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int):
+def _seen_bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int, should_stop=None):
     """``(first row, rows, first column they hold)``: a lazy stage's blocks of the keys some query of them
     sees (from the mask on: the other columns are −∞, masked, or exactly 0 after it), else whole rows."""
     store = stage.store
@@ -223,7 +240,7 @@ def _seen_bands(stage: Stage, head: int, r0: int, r1: int, band_rows: int):
             block, k0 = store.visible_tensor(stage.name, head, b)
             yield start, block[: min(r1, start + block.shape[0]) - start], k0
         return
-    for start, band in _bands(stage, head, r0, r1, band_rows, 1):
+    for start, band in _bands(stage, head, r0, r1, band_rows, 1, should_stop=should_stop):
         yield start, band, 0
 
 
@@ -248,7 +265,7 @@ def _tall(stage: Stage, head: int, region: tuple[int, int, int, int], step: tupl
     low = torch.full((height, width), inf, device=device)
     hidden = torch.zeros((height, width), dtype=torch.float64, device=device)  # −∞ cells per pixel
     with torch.no_grad():
-        for start, band, k0 in _seen_bands(stage, head, r0, r1, band_rows):
+        for start, band, k0 in _seen_bands(stage, head, r0, r1, band_rows, should_stop):
             _stop_if_asked(should_stop, stage)
             a0, a1 = max(c0, k0), min(c1, k0 + band.shape[1])  # the region's columns the band holds
             t = band[:, max(0, a0 - k0) : max(0, a1 - k0)]

@@ -30,7 +30,8 @@ from models.config import Cancelled, InputError
 from models.engine.finite import csv_float, csv_number
 from models.io import check_regular, read_bytes, read_json
 from models.io.atomic import MANIFEST, TOOL, atomic_folder
-from models.memory import check_memory, return_freed_memory
+from models.io.heap import return_freed_memory
+from models.memory import check_memory
 from models.reads.atlas_sums import HeadSums
 from models.reads.corpora import MAX_TEXT_CHARS as MAX_TEXT_CHARS  # models.api's
 from models.reads.corpora import corpus_identity, corpus_lines, count_texts

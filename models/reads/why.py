@@ -110,7 +110,8 @@ def check_cell(trace, head: int, row: int, col: int) -> None:
 
 def answer(trace, sides: Sides, head: int, row: int, col: int) -> dict:
     """The dict ``--json`` prints: the score, the sources on each side, the table and its totals."""
-    one = np.eye(len(sides.cols))[sides.cols.index(col)]
+    one = np.zeros(len(sides.cols))  # this key alone (np.eye(n)[j] made an n × n matrix: 5 GiB at 26,000 keys)
+    one[sides.cols.index(col)] = 1.0
     table = sides.table(one)
     stage = score_stage(trace)
     score = float(trace[stage].cell(head, row, col))

@@ -21,8 +21,10 @@ class TooManySources(InputError):
 
 def check_size(sources: int, rows: int, width: int) -> None:
     if sources * rows * width * 8 > MAX_BYTES:
-        raise TooManySources(f"why: {sources} sources × {rows} rows are too many to hold; split one cell, "
-                             "or use fewer tokens")  # fmt: skip
+        fit = MAX_BYTES // (sources * width * 8)
+        raise TooManySources(f"why: {sources} sources × {rows:,} key rows are too many to hold; at most {fit:,} "
+                             f"key rows fit (a query row seeing that many keys: under a causal mask row {fit - 1:,} "
+                             "or an earlier one); split one cell, or use fewer tokens")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,46 @@ NOT_APPLICABLE = {
 }  # fmt: skip
 
 
+# Round 4 (issue 50): the cases beside the outputs, each the test that runs it (file, test function).
+BESIDE = {
+    "every stage × a long length (16,384 tokens) under a memory cap (2 GB)":
+        ("tests/models/test_every_stage_long.py", "test_every_stage_of_16384_tokens_is_drawn_in_2_gb"),
+    "a neighbour strip at 16,384 tokens under a memory cap":
+        ("tests/models/test_reduce_strips.py", "test_a_neighbour_strip_at_16384_tokens_is_drawn_under_a_memory_cap"),
+    "a long stage's bands given back when freed (the window's heap)":
+        ("tests/models/test_heap.py", "test_a_pass_over_64_bands_of_16_mib_grows_by_a_few_bands_not_all_of_them"),
+    "a long output stage's weights a block of rows at a time":
+        ("tests/models/test_long_output_rows.py", "test_a_long_output_stage_asks_a_block_of_rows_weights_at_a_time"),
+    "no job left running when the window's process ends":
+        ("tests/explorer/test_exit_joins_jobs.py",
+         "test_the_exit_waits_for_a_job_still_running_and_processes_events_meanwhile"),
+    "`why --row` of 3,000 keys in O(n · d)":
+        ("tests/models/test_why_memory.py", "test_a_cell_split_with_its_row_of_3000_keys_never_holds_an_n_by_n_matrix"),
+    "a session whose embeddings are too wide, refused from the zip's header":
+        ("tests/models/test_headers_first.py",
+         "test_a_session_whose_embeddings_are_too_wide_is_refused_from_the_header"),
+    "an `.npy` of the wrong width, refused from its header":
+        ("tests/models/test_headers_first.py", "test_export_of_a_wide_embeddings_file_is_refused_from_its_header"),
+    "stdout full (`/dev/full`) or closed (a reader gone), every output":
+        ("tests/models/test_stdout_fails.py", "test_stdout_that_cannot_be_written_is_one_line_or_a_quiet_exit"),
+    "`--force` over a tampered manifest":
+        ("tests/models/test_force_signatures.py", "test_force_over_a_tampered_manifest_never_removes_the_users_file"),
+    "API calls with wrong types":
+        ("tests/models/test_api_wrong_types.py", "test_a_hostile_value_in_any_argument_is_a_result_or_one_line"),
+}  # fmt: skip
+
+
+def beside() -> list[str]:
+    return ["", "| Case beside the outputs (issue 50) | Test |", "| --- | --- |",
+            *(f"| {case} | `{path}::{name}` |" for case, (path, name) in BESIDE.items())]  # fmt: skip
+
+
+def test_each_case_beside_the_outputs_is_a_test_that_exists():
+    missing = [f"{path}::{name}" for path, name in BESIDE.values()
+               if f"def {name}(" not in (ROOT / path).read_text(encoding="utf-8")]  # fmt: skip
+    assert missing == [], missing
+
+
 def cell(row: str, column: str) -> str:
     codes = [code for code, (_, cells) in TESTS.items() if (row, column) in cells]
     return " ".join(codes) or ("—" if (row, column) in NOT_APPLICABLE else "")
@@ -81,7 +121,7 @@ def render() -> str:
     for why in dict.fromkeys(NOT_APPLICABLE.values()):
         names = dict.fromkeys(label(o).split(" (")[0] for (o, _), w in NOT_APPLICABLE.items() if w == why)
         reasons.append(f"- —: {', '.join(names)} {why}")
-    return "\n".join([BEGIN, *head, *rows, "", *legend, *reasons, END])
+    return "\n".join([BEGIN, *head, *rows, "", *legend, *reasons, *beside(), END])
 
 
 def test_every_output_meets_every_hostile_case():

@@ -272,7 +272,7 @@ def test_a_row_too_big_to_hold_still_splits_the_cell(monkeypatch):
     result = why(trace, 3, 4, 2, model=model, with_row=True)
     np.testing.assert_allclose(result["table"], whole["table"], rtol=1e-12, atol=1e-12)  # float64, other batching
     assert "row_split" not in result
-    assert result["row_note"].startswith("why: 34 sources × 9 rows are too many to hold")
+    assert result["row_note"].startswith("why: 34 sources × 9 key rows are too many to hold; at most 2 key rows fit")
     monkeypatch.setattr(why_sides, "MAX_BYTES", 1_000)
     with pytest.raises(InputError, match="too many to hold"):
         why(trace, 3, 4, 2, model=model)
