@@ -67,13 +67,27 @@ ONE_RUN = (
     ("exact", bool, False),
 )
 NOT_SAVED = tuple(name for name, _, _ in ONE_RUN)
-# Rows the form holds in a shape of its own (:meth:`Inputs.to_runspec` and
-# explorer/files/session_io.py: ``inputs_from_spec`` turn them): the sentences (the second one waits
-# while cross-attention is off), labels (they name a file's rows), the mask (a model's own is
-# ``model_mask``; the toy's "none" is not given), pad positions (only where the mask uses them),
-# positions as a checkbox, the model ("" is the toy). Every other row the form has passes to and
-# from a RunSpec as it is: a new row needs nothing here.
-OWN_SHAPE = ("sentence", "cross_sentence", "labels", "cross_labels", "mask", "pad_positions", "pe", "model")
+
+
+def own_shape(fields: tuple[Field, ...]) -> tuple[tuple[str, str], ...]:
+    """``(row dest, Inputs attribute)`` of the rows the form holds in a shape of its own (their
+    ``own_shape`` flag in the option table): the sentences (the second one waits while cross-attention
+    is off), labels (they name a file's rows), the mask (a model's own is the ``model_mask`` attribute;
+    the toy's "none" is not given), pad positions (only where the mask uses them), positions as a
+    checkbox, the model ("" is the toy). :meth:`Inputs.to_runspec`, explorer/files/session_io.py's
+    ``inputs_from_spec`` and ``not_shown`` all read this one mapping; every other row the form has
+    passes to and from a RunSpec as it is: a new row needs nothing here."""
+    return tuple((f.dest, MODEL_ATTRIBUTE.get(f.dest, f.dest)) for f in fields if f.own_shape)
+
+
+MODEL_ATTRIBUTE = {"mask": "model_mask"}  # a row whose value a model's run keeps in another attribute
+OWN_SHAPE = own_shape(FIELDS)
+
+
+def own_values(form: type, values: dict[str, Any], attributes: bool = False) -> dict[str, Any]:
+    """The entries of ``values`` (by row dest) whose row ``form`` holds in a shape of its own, keyed by
+    the row's dest (a RunSpec's field) or, with ``attributes``, by the form's attribute that holds it."""
+    return {attribute if attributes else dest: values[dest] for dest, attribute in form.own_shape if dest in values}
 
 
 def _annotation(row: Field) -> Any:
@@ -125,7 +139,7 @@ class _InputsMethods:
             "pe": "sinusoidal" if self.pe else "none"})  # fmt: skip
 
     def passed(self, kind: str) -> dict[str, Any]:
-        """The rows this form passes to a RunSpec as they are (every row but :data:`OWN_SHAPE`'s and
+        """The rows this form passes to a RunSpec as they are (every row but :func:`own_shape`'s and
         what the form does not offer) for a run of ``kind`` ("toy" or "model")."""
         return {f.dest: getattr(self, f.dest) for f in passed_rows(type(self), kind)}
 
@@ -162,20 +176,22 @@ class _InputsMethods:
             mask = None if self.model_mask == DEFAULT_MASK else self.model_mask
             # An encoder-decoder model reads the second sentence as its target (others ignore it:
             # the shown run's RunSpec has it only for them, RunSpec.as_traced).
-            return RunSpec(**self.passed("model"), model=self.model, sentence=self.sentence, mask=mask,
-                           pad_positions=pads, cross_sentence=self.cross_sentence, exact=self.exact)  # fmt: skip
+            own = dict(model=self.model, sentence=self.sentence, mask=mask, pad_positions=pads,
+                       cross_sentence=self.cross_sentence)
+            return RunSpec(**self.passed("model"), **own_values(type(self), own), exact=self.exact)
         c = self.config()
         arrays = dict(self.with_files_read().held)
         origins = {"weights": f"weights file {self.weights_file}"} if self.weights_file else {}
         files = self.uses_files  # labels name the rows of a matrix (without files they wait, unused)
-        spec = RunSpec(
-            **self.passed("toy"), sentence=None if "embeddings" in arrays else self.sentence,
-            labels=self.labels or None if files else None,
+        own = dict(
+            sentence=None if "embeddings" in arrays else self.sentence, labels=self.labels or None if files else None,
             cross_sentence=self.cross_sentence if self.cross_enabled and "cross_embeddings" not in arrays else None,
             cross_labels=self.cross_labels or None if files else None, mask=None if c.mask == "none" else c.mask,
-            pad_positions=c.pad_positions, pe=c.pe,
-            arrays=HeldArrays({n: a for n, a in arrays.items() if n != "mask"}), origins=tuple(origins.items()),
+            pad_positions=c.pad_positions, pe=c.pe, model=None,
         )  # fmt: skip
+        spec = RunSpec(**self.passed("toy"), **own_values(type(self), own),
+                       arrays=HeldArrays({n: a for n, a in arrays.items() if n != "mask"}),
+                       origins=tuple(origins.items()))  # fmt: skip
         if c.mask != "custom":
             return spec
         if self.mask_file:
@@ -202,10 +218,11 @@ def read_file(role: str, path: str, d_model: int | None = None) -> dict[str, np.
 
 def passed_rows(form: type, kind: str) -> tuple[Field, ...]:
     """The rows of a run of ``kind`` that ``form`` (an :class:`Inputs` class) passes to and from a
-    RunSpec as they are: the RunSpec's rows for that kind, which the form has, not of
-    :data:`OWN_SHAPE` (explorer/files/session_io.py reads them back with this too)."""
+    RunSpec as they are: the RunSpec's rows for that kind, which the form has, not of its
+    :func:`own_shape` (explorer/files/session_io.py reads them back with this too)."""
+    own = {dest for dest, _ in form.own_shape}
     return tuple(row for name, row in form.table.items() if row in RUNSPEC_ROWS and row.applies in (kind, "both")
-                 and name not in OWN_SHAPE)  # fmt: skip
+                 and name not in own)  # fmt: skip
 
 
 def make_inputs(fields: tuple[Field, ...] = FIELDS) -> type:
@@ -218,6 +235,7 @@ def make_inputs(fields: tuple[Field, ...] = FIELDS) -> type:
     made.rows = input_rows(fields)  # each input's row, or None (the settings panel's boxes follow them)
     # The option table's row each input holds the value of (saved or not): what passes to a RunSpec.
     made.table = {f.dest: f for f in fields if f.stored and f.array is None and f.dest not in NOT_OFFERED}
+    made.own_shape = own_shape(fields)  # the rows it turns to and from a RunSpec by hand
     made.__doc__ = """The window's form, flat and JSON-friendly: one field per row of the option table
     the window offers (see the module's docstring); what its rows say is saved between launches."""
     return made

@@ -70,6 +70,9 @@ class Field:
     # Elsewhere it is not in --help, and given, refused by name (check_command).
     commands: tuple[str, ...] | None = None
     toy_choices: tuple[str, ...] = ()  # choices the toy alone takes (said in --help; a model refuses them)
+    # The window's form holds it in a shape of its own (explorer/inputs.py: ``own_shape``), turned to and
+    # from a RunSpec by hand; every other row passes as it is.
+    own_shape: bool = False
 
     @property
     def option(self) -> str:
@@ -150,19 +153,20 @@ def _number(value: Any) -> str:
 HEADLESS = ("export", "explain", "why")  # the commands reading FIELDS beside the window
 
 FIELDS: tuple[Field, ...] = (
-    Field("sentence", "input", "both", "the sentence whose tokens are the keys and values", text=True),
+    Field("sentence", "input", "both", "the sentence whose tokens are the keys and values", text=True, own_shape=True),
     Field("text_file", "input", "both", "a long text read as the sentence", metavar="FILE", stored=False),
     Field("embeddings", "input", "toy", "an n × d_model matrix instead of a sentence", metavar="X.npy",
           array="embeddings"),
-    Field("labels", "input", "toy", "comma-separated token labels for --embeddings", type=labels, text=True),
+    Field("labels", "input", "toy", "comma-separated token labels for --embeddings", type=labels, text=True,
+          own_shape=True),
     # With a model it is an encoder-decoder's target (refused by name for other models once the model is open).
     Field("cross_sentence", "input", "both", "a second sentence: the toy's queries (cross-attention), or an "
-          "encoder-decoder model's target", text=True),
+          "encoder-decoder model's target", text=True, own_shape=True),
     Field("cross_embeddings", "input", "toy", "a matrix supplying the queries", metavar="XQ.npy",
           array="cross_embeddings"),
-    Field("cross_labels", "input", "toy", "labels for --cross-embeddings", type=labels, text=True),
+    Field("cross_labels", "input", "toy", "labels for --cross-embeddings", type=labels, text=True, own_shape=True),
     Field("model", "input", "both", "a model folder, a .gguf file, a cached model name, or 'minilm' (built in)",
-          metavar="PATH_OR_NAME"),
+          metavar="PATH_OR_NAME", own_shape=True),
     Field("step", "input", "model", "with --model: a training step ('first', 'last' (default) or a number)",
           metavar="S"),
     Field("layer", "input", "model", "the model layer to trace, from 0 (with --model)", type=int, default=0,
@@ -181,15 +185,15 @@ FIELDS: tuple[Field, ...] = (
           shown=(1, MAX_HEAD_DIM)),
     Field("d_out", "attention", "toy", "width of the output projection (default d_model)", type=int, low=1),
     Field("mask", "attention", "both", "which keys each query may see (default: none; a model's own with --model)",
-          choices=MASKS, toy_choices=("custom",)),
+          choices=MASKS, toy_choices=("custom",), own_shape=True),
     Field("pad_positions", "attention", "both", "key positions the padding mask hides, from 0", type=positions,
-          default=(), metavar="3,4"),
+          default=(), metavar="3,4", own_shape=True),
     Field("mask_file", "attention", "toy", "boolean n_q × n_k matrix for --mask custom (True = hidden)",
           metavar="M.npy", array="mask"),
     Field("score", "attention", "toy", "how a query meets a key: dot, scaled dot (÷ √d_k), additive or general",
           choices=SCORES, default="scaled"),
     Field("pe", "attention", "toy", "positional encoding added to the embeddings", choices=POSITIONAL,
-          default="none"),
+          default="none", own_shape=True),
     Field("temperature", "attention", "toy", "softmax temperature T: weights = softmax(scores / T)", type=float,
           default=1.0, shown=TEMPERATURES),  # any above 0 (AttentionConfig.validate): 1e-45 gives one-hot weights
     Field("seed", "attention", "toy", "seed of the random embeddings and weights", type=int, default=0, low=0,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from explorer.inputs import OWN_SHAPE, passed_rows
+from explorer.inputs import own_values, passed_rows
 from explorer.run import DisplayTrace
 from explorer.snapshot import EditHistory, Snapshot
 from explorer.state import ALL_HEADS, NO_QUERY, Inputs
@@ -88,9 +88,10 @@ def inputs_from_spec(spec: RunSpec, base: Inputs | None = None) -> tuple[Inputs,
 
             model = str(step_folder(resolve_model(model), spec.step).resolve())
         target = {} if spec.cross_sentence is None else {"cross_sentence": spec.cross_sentence}  # encoder-decoder
-        return dataclasses.replace(base, **passed, model=model, sentence=spec.sentence or "",
-                                   model_mask=spec.mask or DEFAULT_MASK, pad_positions=tuple(spec.pad_positions),
-                                   **target, exact=True, **cleared), left  # fmt: skip
+        own = dict(model=model, sentence=spec.sentence or "", mask=spec.mask or DEFAULT_MASK,
+                   pad_positions=tuple(spec.pad_positions), **target)  # mask: the model's, model_mask
+        return dataclasses.replace(base, **passed, **own_values(type(base), own, attributes=True), exact=True,
+                                   **cleared), left  # fmt: skip
     arrays = dict(spec.arrays)
     mask, painted = spec.mask or "none", ()
     if mask == "custom":
@@ -99,12 +100,13 @@ def inputs_from_spec(spec: RunSpec, base: Inputs | None = None) -> tuple[Inputs,
         painted = tuple(tuple(bool(v) for v in row) for row in np.asarray(arrays.pop("mask"), bool))
     arrays.pop("mask", None)  # a mask array without --mask custom hides nothing
     cross = spec.cross_sentence is not None or "cross_embeddings" in arrays
+    own = dict(model="", sentence=base.sentence if spec.sentence is None else spec.sentence,
+               cross_sentence=spec.cross_sentence or base.cross_sentence, mask=mask,
+               pad_positions=tuple(spec.pad_positions), pe=spec.pe == "sinusoidal", labels=tuple(spec.labels or ()),
+               cross_labels=tuple(spec.cross_labels or ()))  # fmt: skip
     inputs = dataclasses.replace(
-        base, **passed, model="", sentence=base.sentence if spec.sentence is None else spec.sentence,
-        cross_enabled=cross, cross_sentence=spec.cross_sentence or base.cross_sentence, mask=mask,
-        pad_positions=tuple(spec.pad_positions), pe=spec.pe == "sinusoidal", labels=tuple(spec.labels or ()),
-        cross_labels=tuple(spec.cross_labels or ()), painted_mask=painted, held=HeldArrays(arrays),
-        embeddings_file="", cross_embeddings_file="", weights_file="", mask_file="",
+        base, **passed, **own_values(type(base), own), cross_enabled=cross, painted_mask=painted,
+        held=HeldArrays(arrays), embeddings_file="", cross_embeddings_file="", weights_file="", mask_file="",
     )  # fmt: skip
     return inputs, left
 
@@ -117,7 +119,8 @@ def form_default_if_none(value, default):
 def not_shown(form: type) -> tuple:
     """The RunSpec's rows the window neither offers nor turns into something it shows (``--device``,
     ``--max-tokens``; ``--step`` opens the step's folder)."""
-    return tuple(row for row in RUNSPEC_ROWS if row.dest not in form.table and row.dest not in OWN_SHAPE
+    own = {dest for dest, _ in form.own_shape}
+    return tuple(row for row in RUNSPEC_ROWS if row.dest not in form.table and row.dest not in own
                  and row.dest != "step")  # fmt: skip
 
 

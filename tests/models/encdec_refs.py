@@ -9,34 +9,14 @@ from __future__ import annotations
 
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from zoo import table
 
 SOURCE = "the cat sat on the mat while a dog was walking in the park and the bird sang"
 TARGET = "die katze sass auf der matte"
 WORDS = sorted(set((SOURCE + " " + TARGET + " hello world").split()))
 SPECIALS = ["<pad>", "</s>", "<unk>", "<s>"]
 
-SMALL_SEQ = dict(d_model=16, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4,
-                 decoder_attention_heads=4, encoder_ffn_dim=32, decoder_ffn_dim=24, max_position_embeddings=40,
-                 pad_token_id=0, bos_token_id=3, eos_token_id=1, decoder_start_token_id=1, init_std=0.3)  # fmt: skip
-# name: (model_type, config class, kwargs)
-FAMILIES = {
-    # 4 buckets over a max distance of 6: the source's 18 tokens reach past it (the log buckets, clamped)
-    "t5": ("t5", "T5Config", dict(d_model=16, d_kv=8, d_ff=32, num_layers=2, num_decoder_layers=3, num_heads=3,
-                                  relative_attention_num_buckets=8, relative_attention_max_distance=6,
-                                  feed_forward_proj="relu", initializer_factor=1.0)),
-    "t5-v1_1-gated": ("t5", "T5Config", dict(d_model=16, d_kv=4, d_ff=24, num_layers=3, num_decoder_layers=2,
-                                             num_heads=2, relative_attention_num_buckets=6,
-                                             relative_attention_max_distance=5, feed_forward_proj="gated-gelu",
-                                             initializer_factor=1.0)),
-    "mt5": ("mt5", "MT5Config", dict(d_model=16, d_kv=4, d_ff=24, num_layers=2, num_heads=4,
-                                     relative_attention_num_buckets=10, relative_attention_max_distance=8,
-                                     initializer_factor=1.0)),
-    "bart": ("bart", "BartConfig", dict(SMALL_SEQ, activation_function="gelu")),
-    "marian": ("marian", "MarianConfig", dict(SMALL_SEQ, scale_embedding=True, activation_function="swish")),
-    # separate source and target embeddings: no "shared.weight" in the checkpoint
-    "marian-unshared": ("marian", "MarianConfig", dict(SMALL_SEQ, scale_embedding=True,
-                                                       share_encoder_decoder_embeddings=False)),
-}  # fmt: skip
+FAMILIES = table("encdec_refs")  # name: zoo Case (tests/models/zoo.py)
 
 
 def make_tokenizer(t5_style: bool) -> Tokenizer:
@@ -66,7 +46,7 @@ def build(folder, name: str, tok: Tokenizer | None = None):
     """Save family ``name`` to ``folder``; returns (transformers model, tokenizer)."""
     import transformers
 
-    model_type, cls_name, kwargs = FAMILIES[name]
+    model_type, cls_name, kwargs, _ = FAMILIES[name]
     torch.manual_seed(0)
     tok = tok or make_tokenizer(model_type in ("t5", "mt5"))
     config = getattr(transformers, cls_name)(vocab_size=tok.get_vocab_size(), **kwargs)

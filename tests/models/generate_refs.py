@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from zoo import WINDOW, ZOO, table  # noqa: F401  (WINDOW: the generation tests' window)
 
 PROMPT = "the cat sat on the mat while a dog"
 CORPUS = [
@@ -13,35 +14,10 @@ CORPUS = [
     "attention is all you need",
     "hello world, the cats and the dogs",
 ] * 4
-WINDOW = 4  # shorter than the final sequence: the sliding windows bite
+
 NEW_TOKENS = 10
 
-SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
-             max_position_embeddings=40, initializer_range=0.2)  # fmt: skip
-
-# name: (model_type, config class, kwargs)
-FAMILIES = {
-    "gpt2": ("gpt2", "GPT2Config", dict(n_embd=32, n_layer=3, n_head=4, n_positions=40,
-                                        initializer_range=0.3)),
-    "gpt_neox-parallel": ("gpt_neox", "GPTNeoXConfig", dict(SMALL, rotary_pct=0.5)),
-    "gpt_neox-sequential": ("gpt_neox", "GPTNeoXConfig",
-                            dict(SMALL, rotary_pct=0.25, use_parallel_residual=False)),
-    "llama-gqa": ("llama", "LlamaConfig", dict(SMALL, num_key_value_heads=2)),
-    "llama-tied": ("llama", "LlamaConfig", dict(SMALL, num_key_value_heads=1, tie_word_embeddings=True)),
-    "mistral-window": ("mistral", "MistralConfig", dict(SMALL, num_key_value_heads=2, sliding_window=WINDOW)),
-    "qwen2-bias-window": ("qwen2", "Qwen2Config", dict(SMALL, num_key_value_heads=2, use_sliding_window=True,
-                                                       sliding_window=WINDOW, max_window_layers=1)),
-    "qwen3-qknorm": ("qwen3", "Qwen3Config", dict(SMALL, num_key_value_heads=2, head_dim=16)),
-    "gemma": ("gemma", "GemmaConfig", dict(SMALL, num_key_value_heads=1, head_dim=16)),
-    "gemma2-softcaps-window": ("gemma2", "Gemma2Config",
-                               dict(SMALL, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24,
-                                    attn_logit_softcapping=1.5, final_logit_softcapping=2.0,
-                                    sliding_window=WINDOW)),
-    "phi3-partial-window": ("phi3", "Phi3Config",
-                            dict(SMALL, num_key_value_heads=2, sliding_window=WINDOW + 1, pad_token_id=0,
-                                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                                                  "partial_rotary_factor": 0.5})),
-}  # fmt: skip
+FAMILIES = table("generate_refs")  # name: zoo Case (tests/models/zoo.py)
 
 
 def make_tokenizer() -> Tokenizer:
@@ -61,9 +37,7 @@ def make_tokenizer() -> Tokenizer:
 def build(transformers, folder, name, eos: int | None = None):
     """Save a random causal LM of family ``name`` into ``folder``; return transformers' model
     read back from it (eager attention). ``eos``: the end token (default: one never produced)."""
-    from zoo import ZOO
-
-    _, cls_name, kwargs = ZOO[name]
+    _, cls_name, kwargs, _ = ZOO[name]  # any decoder of the zoo, built as a causal LM
     if "max_position_embeddings" in kwargs:  # room for the prompt and every new token
         kwargs = dict(kwargs, max_position_embeddings=max(40, kwargs["max_position_embeddings"]))
     torch.manual_seed(0)

@@ -25,8 +25,8 @@ NEW = 6
 OPENED = sorted({model_type for model_type, _ in CONFIG_KEYS.values()})
 AS_LLAMA = ("mistral",)  # llama.cpp writes Mistral as "llama" (gguf has no "mistral" architecture): opened as llama
 FIRST = {}
-for _case, (_type, _, _) in ZOO.items():
-    FIRST.setdefault(_type, _case)
+for _name, _case in ZOO.items():
+    FIRST.setdefault(_case.family, _name)
 
 
 def test_the_families_opened_are_the_registry_s_that_transformers_reads_from_gguf():
@@ -36,7 +36,7 @@ def test_the_families_opened_are_the_registry_s_that_transformers_reads_from_ggu
 
 
 def _random(model_type: str):
-    _, cls_name, kwargs = ZOO[FIRST[model_type]]
+    _, cls_name, kwargs, _ = ZOO[FIRST[model_type]]
     kwargs = dict(kwargs, max_position_embeddings=max(40, kwargs.get("max_position_embeddings", 40)))
     if model_type == "gpt2":  # transformers' GGUF config leaves n_positions at its default
         kwargs = dict(kwargs, n_positions=1024)

@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-from models.pretrained import SUPPORTED_TYPES, load_model
+from models.pretrained import load_model
+from models.pretrained.loader import family_kind
 
 transformers = pytest.importorskip("transformers")
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
+from zoo import WINDOW, table  # noqa: E402
 
 SENTENCE = "the cat sat on the mat while a dog was walking in the park"
 CORPUS = [
@@ -26,7 +28,7 @@ CORPUS = [
     "attention is all you need",
     "hello world, the cats and the dogs",
 ] * 4
-WINDOW = 4  # shorter than the sentence's tokens
+
 
 
 def make_tokenizer(encoder: bool) -> Tokenizer:
@@ -46,85 +48,13 @@ def make_tokenizer(encoder: bool) -> Tokenizer:
     return tok
 
 
-SMALL = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4)
-DECODER = dict(SMALL, max_position_embeddings=32, initializer_range=0.2)
-ENCODER = dict(SMALL, max_position_embeddings=40, initializer_range=0.3)
-
-# name: (model_type, config class, kwargs, encoder?)
-FAMILIES = {
-    "qwen2-bias-gqa-window": (
-        "qwen2",
-        "Qwen2Config",
-        dict(DECODER, num_key_value_heads=2, use_sliding_window=True, sliding_window=WINDOW,
-             max_window_layers=1),
-        False,
-    ),
-    "qwen3-qknorm": (
-        "qwen3",
-        "Qwen3Config",
-        dict(DECODER, num_key_value_heads=2, head_dim=16, attention_bias=True),
-        False,
-    ),
-    "mistral-window": (
-        "mistral",
-        "MistralConfig",
-        dict(DECODER, num_key_value_heads=2, sliding_window=WINDOW),
-        False,
-    ),
-    "gemma-mqa": (
-        "gemma",
-        "GemmaConfig",
-        dict(DECODER, num_key_value_heads=1, head_dim=16),
-        False,
-    ),
-    "gemma2-softcap-window": (
-        "gemma2",
-        "Gemma2Config",
-        dict(DECODER, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24,
-             attn_logit_softcapping=1.5, sliding_window=WINDOW),
-        False,
-    ),
-    "phi3-fused-partial-window": (
-        "phi3",
-        "Phi3Config",
-        dict(DECODER, num_key_value_heads=2, sliding_window=WINDOW + 1, pad_token_id=0,
-             rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                              "partial_rotary_factor": 0.5}),
-        False,
-    ),
-    "gpt_neox-parallel": (
-        "gpt_neox",
-        "GPTNeoXConfig",
-        dict(DECODER, rotary_pct=0.5),
-        False,
-    ),
-    "gpt_neox-sequential": (
-        "gpt_neox",
-        "GPTNeoXConfig",
-        dict(DECODER, rotary_pct=0.25, use_parallel_residual=False),
-        False,
-    ),
-    "roberta": ("roberta", "RobertaConfig", dict(ENCODER, pad_token_id=1, type_vocab_size=1), True),
-    "xlm-roberta": (
-        "xlm-roberta",
-        "XLMRobertaConfig",
-        dict(ENCODER, pad_token_id=1, type_vocab_size=1),
-        True,
-    ),
-    "distilbert": (
-        "distilbert",
-        "DistilBertConfig",
-        dict(dim=32, hidden_dim=64, n_layers=3, n_heads=4, max_position_embeddings=32,
-             initializer_range=0.3, pad_token_id=1),
-        True,
-    ),
-}  # fmt: skip
+FAMILIES = table("test_pretrained_families")  # name: zoo Case (tests/models/zoo.py)
 
 
 def build(folder, name):
-    model_type, cls_name, kwargs, encoder = FAMILIES[name]
+    model_type, cls_name, kwargs, _ = FAMILIES[name]
     torch.manual_seed(0)
-    tok = make_tokenizer(encoder)
+    tok = make_tokenizer(family_kind(model_type) == "encoder")
     config = getattr(transformers, cls_name)(vocab_size=tok.get_vocab_size(), **kwargs)
     model = transformers.AutoModel.from_config(config, attn_implementation="eager").eval()
     with torch.no_grad():  # biases and norm weights start at 0 or 1: make them bite
@@ -136,15 +66,7 @@ def build(folder, name):
     return transformers.AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
 
 
-def test_every_supported_type_is_tested():
-    from encdec_refs import FAMILIES as ENCODER_DECODERS  # tested in test_pretrained_encdec.py
-    from newer_families import NEWER  # issue 23's families: test_pretrained_newer_families.py
-    from test_pretrained_families_2 import TYPES  # issue 23's families
 
-    tested = {FAMILIES[name][0] for name in FAMILIES} | {"bert", "gpt2", "llama"} | TYPES
-    tested |= {model_type for model_type, _, _ in NEWER.values()}
-    tested |= {ENCODER_DECODERS[name][0] for name in ENCODER_DECODERS}
-    assert tested == set(SUPPORTED_TYPES)
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))

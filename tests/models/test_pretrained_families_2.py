@@ -19,98 +19,18 @@ from models.config import InputError
 from models.pretrained import load_model
 
 transformers = pytest.importorskip("transformers")
-from test_pretrained_families import SENTENCE, WINDOW, make_tokenizer  # noqa: E402
+from test_pretrained_families import SENTENCE, make_tokenizer  # noqa: E402
+from zoo import WINDOW, table  # noqa: E402
 
-SMALL = dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4)
-DECODER = dict(SMALL, intermediate_size=64, max_position_embeddings=32, initializer_range=0.2)
-SLIDING, FULL = "sliding_attention", "full_attention"
-# YaRN whose ramp splits the rotated pairs: the fastest extrapolated, the others interpolated
-YARN = {"rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "original_max_position_embeddings": 16,
-        "beta_fast": 8.0, "beta_slow": 1.0}
+from models.pretrained.loader import family_kind  # noqa: E402
 
-# name: (model_type, config class, kwargs, encoder?)
-FAMILIES = {
-    "gemma3-types-softcap": (
-        "gemma3_text", "Gemma3TextConfig",
-        dict(DECODER, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24, sliding_window=WINDOW,
-             attn_logit_softcapping=2.0, layer_types=[SLIDING, FULL, SLIDING],
-             rope_parameters={SLIDING: {"rope_type": "default", "rope_theta": 10.0},
-                              FULL: {"rope_type": "linear", "rope_theta": 1000.0, "factor": 2.0}}),
-        False,
-    ),
-    "gemma3-pattern": (
-        "gemma3_text", "Gemma3TextConfig",
-        dict(DECODER, num_key_value_heads=1, head_dim=8, sliding_window=WINDOW, sliding_window_pattern=2),
-        False,
-    ),
-    "gpt_oss-sinks-moe": (
-        "gpt_oss", "GptOssConfig",
-        dict(DECODER, num_key_value_heads=2, head_dim=8, sliding_window=WINDOW, num_local_experts=4,
-             num_experts_per_tok=2, swiglu_limit=1.0, rope_parameters=YARN | {"truncate": False}),
-        False,
-    ),
-    "llama-yarn": (  # YaRN, read by every family built on LLaMA's blocks
-        "llama", "LlamaConfig", dict(DECODER, num_key_value_heads=2, rope_parameters=YARN | {"mscale": 2.0,
-                                     "mscale_all_dim": 1.0}),
-        False,
-    ),
-    "phi-qk-layernorm": ("phi", "PhiConfig", dict(DECODER, qk_layernorm=True, num_key_value_heads=2), False),
-    "phi-quarter-rotary": (
-        "phi", "PhiConfig",
-        dict(DECODER, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}),
-        False,
-    ),
-    "opt-prenorm": ("opt", "OPTConfig", dict(SMALL, ffn_dim=64, max_position_embeddings=32, init_std=0.2), False),
-    "opt-postnorm-projected": (
-        "opt", "OPTConfig",
-        dict(SMALL, ffn_dim=64, max_position_embeddings=32, init_std=0.2, do_layer_norm_before=False,
-             word_embed_proj_dim=16),
-        False,
-    ),
-    "opt-no-bias-no-affine": (
-        "opt", "OPTConfig",
-        dict(SMALL, ffn_dim=64, max_position_embeddings=32, init_std=0.2, enable_bias=False,
-             layer_norm_elementwise_affine=False),
-        False,
-    ),
-    "falcon-new-gqa": (
-        "falcon", "FalconConfig",
-        dict(SMALL, new_decoder_architecture=True, num_kv_heads=2, ffn_hidden_size=64, max_position_embeddings=32,
-             bias=True, initializer_range=0.2),
-        False,
-    ),
-    "falcon-new-one-norm": (  # Falcon2-11B's layout: one LayerNorm feeds both branches
-        "falcon", "FalconConfig",
-        dict(SMALL, new_decoder_architecture=True, num_kv_heads=1, num_ln_in_parallel_attn=1, parallel_attn=True,
-             ffn_hidden_size=48, max_position_embeddings=32, initializer_range=0.2),
-        False,
-    ),
-    "falcon-multi-query": (
-        "falcon", "FalconConfig",
-        dict(SMALL, multi_query=True, parallel_attn=True, max_position_embeddings=32, initializer_range=0.2),
-        False,
-    ),
-    "falcon-sequential": (
-        "falcon", "FalconConfig",
-        dict(SMALL, multi_query=False, parallel_attn=False, max_position_embeddings=32, initializer_range=0.2),
-        False,
-    ),
-    "modernbert-local-global": (
-        "modernbert", "ModernBertConfig",
-        dict(SMALL, intermediate_size=64, max_position_embeddings=40, local_attention=4, global_attn_every_n_layers=3,
-             global_rope_theta=1000.0, local_rope_theta=10.0, attention_bias=True, norm_bias=True,
-             initializer_range=0.3, pad_token_id=1, bos_token_id=0, eos_token_id=2, cls_token_id=0,
-             sep_token_id=2),
-        True,
-    ),
-}  # fmt: skip
-TYPES = {family[0] for family in FAMILIES.values()}
+FAMILIES = table("test_pretrained_families_2")  # name: zoo Case (tests/models/zoo.py)
 
 
 def build(folder, name):
-    model_type, cls_name, kwargs, encoder = FAMILIES[name]
+    model_type, cls_name, kwargs, _ = FAMILIES[name]
     torch.manual_seed(0)
-    tok = make_tokenizer(encoder)
+    tok = make_tokenizer(family_kind(model_type) == "encoder")
     config = getattr(transformers, cls_name)(vocab_size=tok.get_vocab_size(), **kwargs)
     model = transformers.AutoModel.from_config(config, attn_implementation="eager").eval()
     with torch.no_grad():  # biases and norm weights start at 0 or 1: make them bite

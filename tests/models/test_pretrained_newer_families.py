@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import torch
 from newer_families import NEWER, build
-from test_pretrained_families import SENTENCE, WINDOW
+from test_pretrained_families import SENTENCE
+from zoo import WINDOW
 
 from models.config import InputError
 from models.pretrained import SUPPORTED_TYPES, load_model
@@ -43,7 +44,7 @@ def built(tmp_path_factory):
 
 
 def test_the_families_are_supported_and_listed():
-    assert {t for t, _, _ in NEWER.values()} <= set(SUPPORTED_TYPES)
+    assert {case.family for case in NEWER.values()} <= set(SUPPORTED_TYPES)
 
 
 @pytest.mark.parametrize("name", list(NEWER))

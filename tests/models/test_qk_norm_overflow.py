@@ -24,11 +24,11 @@ from models.pretrained.loader import ARCHITECTURES, family_kind
 
 transformers = pytest.importorskip("transformers")
 
-TURNED_ON = {name for name, (_, _, kwargs) in ZOO.items() if kwargs.get("qk_layernorm") or kwargs.get("use_qk_norm")}
-CASES = sorted(name for name, (model_type, _, _) in ZOO.items() if family_kind(model_type) != "encoder-decoder"
+TURNED_ON = {name for name, case in ZOO.items() if case.kwargs.get("qk_layernorm") or case.kwargs.get("use_qk_norm")}
+CASES = sorted(name for name, case in ZOO.items() if family_kind(case.family) != "encoder-decoder"
                and (name in first_case_of_each_family() or name in TURNED_ON))  # fmt: skip
 # Every case with a qk-norm: turned on by its config, or always (the family's class says so).
-QK_CASES = sorted(TURNED_ON | {n for n, (t, _, _) in ZOO.items() if getattr(ARCHITECTURES[t], "qk_norm", False)
+QK_CASES = sorted(TURNED_ON | {n for n, case in ZOO.items() if getattr(ARCHITECTURES[case.family], "qk_norm", False)
                                and n in first_case_of_each_family()})  # fmt: skip
 PROJECTIONS = ("q_proj", "k_proj", "query", "key", "q_lin", "k_lin", "c_attn", "qkv", "qkv_proj", "Wqkv",
                "query_key_value")  # fmt: skip

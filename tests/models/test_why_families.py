@@ -3,10 +3,9 @@
 source of the layers below is named; the encoder-decoders' three blocks are split (T5's position bias
 one more term; cross-attention's keys from the encoder's stream).
 
-The matrix comes from ``models.pretrained.registry.SUPPORTED_TYPES``: every variant the existing family
-tests build whose type the registry names (``bert``: the shipped MiniLM; post-norm OPT, sequential
-GPT-NeoX and Falcon, ... each as their own variant), and a type of the registry without a builder fails
-here."""
+The matrix is the zoo's (tests/models/zoo.py, held to ``models.pretrained.registry.SUPPORTED_TYPES``):
+every row of it, each built with its own recipe (post-norm OPT, sequential GPT-NeoX and Falcon, ...
+each as their own variant)."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from zoo import RECIPES, ZOO, build_own
 
 from models.pretrained import load_model
 from models.pretrained.registry import ENCODER_DECODER_TYPES, SUPPORTED_TYPES
@@ -25,41 +25,30 @@ transformers = pytest.importorskip("transformers")
 SENTENCE = "the cat sat on the mat while a dog was walking in the park"
 
 
-def builders() -> dict[str, tuple]:
-    """variant name -> (model_type, build(folder)): every variant the family tests build."""
-    import encdec_refs
-    import generate_refs
-    import newer_families
-    import test_pretrained_families as fam1
-    import test_pretrained_families_2 as fam2
-
-    found: dict[str, tuple] = {"minilm": ("bert", None)}
-    for module, table in ((fam1, fam1.FAMILIES), (fam2, fam2.FAMILIES), (newer_families, newer_families.NEWER)):
-        for name, row in table.items():
-            found.setdefault(name, (row[0], lambda folder, m=module, n=name: m.build(folder, n)))
-    for name, row in generate_refs.FAMILIES.items():  # gpt2, llama
-        found.setdefault(name, (row[0], lambda folder, n=name: generate_refs.build(transformers, folder, n)))
-    for name, row in encdec_refs.FAMILIES.items():
-        found.setdefault(name, (row[0], lambda folder, n=name: encdec_refs.build(folder, n)))
-    return {name: entry for name, entry in found.items() if entry[0] in SUPPORTED_TYPES}
+def variants() -> dict[str, str]:
+    """variant name -> zoo case (tests/models/zoo.py): every row of the zoo, each built with its own
+    recipe, once per name its family tests know it by (a configuration the generation tests also
+    build as a causal LM under the same name runs once, as the base model)."""
+    found: dict[str, str] = {}
+    for name, case in sorted(ZOO.items(), key=lambda item: item[1].recipe == "generate_refs"):
+        found.setdefault(name.removeprefix(RECIPES[case.recipe]), name)
+    return found
 
 
-BUILDERS = builders()
+VARIANTS = variants()
+BUILDERS = {variant: ZOO[name].family for variant, name in VARIANTS.items()}  # variant -> registry family
 
 
-SPLIT = [name for name, (t, _) in BUILDERS.items() if t not in ENCODER_DECODER_TYPES]
-ENCODER_DECODERS = sorted({t for t, _ in BUILDERS.values() if t in ENCODER_DECODER_TYPES})
+SPLIT = [name for name, t in BUILDERS.items() if t not in ENCODER_DECODER_TYPES]
+ENCODER_DECODERS = sorted({t for t in BUILDERS.values() if t in ENCODER_DECODER_TYPES})
 
 
 def test_every_registry_type_has_a_builder():
-    assert {t for t, _ in BUILDERS.values()} == set(SUPPORTED_TYPES)
+    assert set(BUILDERS.values()) == set(SUPPORTED_TYPES)
 
 
 def _model(tmp_path, variant):
-    _, build = BUILDERS[variant]
-    if build is None:
-        return load_model("minilm", device="cpu")
-    build(tmp_path)
+    build_own(tmp_path, VARIANTS[variant])
     return load_model(tmp_path, device="cpu")
 
 
@@ -67,7 +56,7 @@ def _model(tmp_path, variant):
 def test_split_adds_up_in_every_family(tmp_path, variant):
     torch.manual_seed(0)
     model = _model(tmp_path, variant)
-    assert model.model_type == BUILDERS[variant][0]
+    assert model.model_type == BUILDERS[variant]
     layer = model.num_layers - 1  # every layer below is split into its sources
     trace = model.trace(SENTENCE, layer)
     n = len(trace.query_tokens)
@@ -95,7 +84,7 @@ def test_encoder_decoders_split_every_block(tmp_path, model_type, capsys):
     sources) and the cross blocks (queries from the decoder's stream, keys from the encoder's)."""
     from models.cli.why import why_main
 
-    next(build for t, build in BUILDERS.values() if t == model_type)(tmp_path)
+    build_own(tmp_path, next(VARIANTS[v] for v, t in BUILDERS.items() if t == model_type))
     capsys.readouterr()  # the builder's own progress lines
     common = ["--model", str(tmp_path), "--sentence", "the cat sat on the mat", "--cross-sentence",
               "a dog ran in the park", "--layer", "1", "--cell", "1,3,2"]  # fmt: skip
