@@ -7,43 +7,10 @@ the traced layer's parameters are models.api.layer_params.
 
 from __future__ import annotations
 
-from models.config import AttentionRequest
 from models.encdec_options import encdec_options
 from models.errors import InputError
+from models.request_checks import toy_request as toy_request  # the toy's input: checks, below RunSpec
 from models.runspec import RunSpec
-
-
-def toy_request(spec: RunSpec, complete: bool = True) -> AttentionRequest:
-    """The toy engine's input (arrays checked as a file's would be); InputError when invalid.
-    ``complete=False``: weights checked, not completed (no torch: :meth:`RunSpec.validate`)."""
-    from models.engine.weights import weights_from_arrays
-
-    if spec.uses_model:
-        raise InputError("this run traces a pretrained model, not the toy engine")
-    embeddings, cross, mask = (spec.arrays.get(n) for n in ("embeddings", "cross_embeddings", "mask"))
-    if spec.sentence is None and embeddings is None:
-        raise InputError("give --sentence or --embeddings")
-    if spec.sentence is not None and embeddings is not None:
-        raise InputError("give --sentence or --embeddings, not both")
-    if spec.cross_sentence is not None and not spec.cross_sentence.strip():
-        raise InputError("the second sentence (--cross-sentence) is empty: type at least one word")
-    if spec.cross_sentence is not None and cross is not None:
-        raise InputError("give --cross-sentence or --cross-embeddings, not both")
-    cfg = spec.config().validate()
-    origins = dict(spec.origins)
-    if cfg.mask != "custom":
-        mask = None
-    elif mask is None:
-        raise InputError("--mask custom needs --mask-file M.npy (boolean, True = hidden)")
-    elif mask.dtype != bool:
-        raise InputError(f"{origins.get('mask', 'the mask')} must hold booleans, got {mask.dtype}")
-    held = spec.arrays.weights()
-    weights = None if held is None else weights_from_arrays(held, cfg, origins.get("weights", "the weights"), complete)
-    return AttentionRequest(
-        config=cfg, sentence=spec.sentence, embeddings=embeddings, labels=spec.labels,
-        cross_sentence=spec.cross_sentence, cross_embeddings=cross, cross_labels=spec.cross_labels,
-        weights=weights, custom_mask=mask,
-    )  # fmt: skip
 
 
 def load_model(spec: RunSpec, progress=None):

@@ -155,7 +155,7 @@ class RunSpec:
 
                 check_form(self.edits)
             return self
-        from models.run_engine import toy_request
+        from models.request_checks import toy_request
 
         request = toy_request(self, complete=False)
         check_ranges(self)  # after the config's own checks (a NaN temperature is named as such there)

@@ -57,7 +57,11 @@ LOADING = "set by the model (loading…)"
 # Any other input its row saves (a new row of the option table) gets a box made from that row below
 # these (explorer/widgets/row_boxes.py).
 HAND_MADE = ("sentence", "cross_enabled", "cross_sentence", "model", "layer", "block", "model_mask", "heads",
-             "d_model", "d_k", "d_v", "mask", "pad_positions", "score", "pe", "temperature", "seed")  # fmt: skip
+             "d_model", "d_k", "d_v", "mask", "pad_positions", "score", "pe", "temperature", "seed",
+             "dtype")  # fmt: skip
+
+DTYPE_TIP = ("What the model's layers below the traced one (and generation) are held and run in: bfloat16 or "
+             "float16 halve their memory; the traced layer is always float32")  # fmt: skip
 
 
 def _spin(name: str, tip: str, auto: bool = False) -> QSpinBox:
@@ -105,6 +109,10 @@ class SettingsPanel(QGroupBox):
         self.new_seed = QPushButton("New seed")
         self.device = QLabel(device_label)
         self.device.setObjectName("device")
+        self.dtype = QComboBox()  # a model's layers below the traced one, and generation (--dtype)
+        for name in BY_DEST["dtype"].choices:
+            self.dtype.addItem(name, name)
+        self.dtype.setToolTip(DTYPE_TIP)
 
         self._tips = {n: getattr(self, n).toolTip() for n in SIZES}
         self._toy_tips = {n: getattr(self, n).toolTip() for n in ("score", "pe", "seed")}
@@ -131,6 +139,7 @@ class SettingsPanel(QGroupBox):
         for box in self.row_boxes.values():
             form.addRow(box.label, box.widget)
         form.addRow("Device", self.device)
+        form.addRow("Precision", self.dtype)
 
         self.heads.valueChanged.connect(lambda v: state.update_inputs(heads=v))
         self.d_model.valueChanged.connect(lambda v: state.update_inputs(d_model=v))
@@ -142,6 +151,7 @@ class SettingsPanel(QGroupBox):
         self.pe.toggled.connect(lambda on: state.update_inputs(pe=on))
         self.temperature.valueChanged.connect(lambda t: state.update_inputs(temperature=round(t, 2)))
         self.seed.valueChanged.connect(lambda s: state.update_inputs(seed=s))
+        self.dtype.currentIndexChanged.connect(lambda i: state.update_inputs(dtype=self.dtype.itemData(i)))
         self.new_seed.clicked.connect(lambda: self.seed.setValue(random.randint(*BY_DEST["seed"].window_range)))
         state.inputs_changed.connect(self.sync)
         state.key_tokens_changed.connect(lambda _tokens: self.sync(state.inputs))
@@ -165,6 +175,10 @@ class SettingsPanel(QGroupBox):
                 with signals_blocked(box):
                     box.setValue(value)
         mask = inputs.model_mask if inputs.uses_model else inputs.mask
+        with signals_blocked(self.dtype):
+            self.dtype.setCurrentIndex(max(0, self.dtype.findData(inputs.dtype)))
+        self.dtype.setEnabled(inputs.uses_model)
+        self.dtype.setToolTip(DTYPE_TIP if inputs.uses_model else "a model's precision: the toy is float32")
         with signals_blocked(self.mask), signals_blocked(self.score), signals_blocked(self.pe):
             self.mask.setCurrentIndex(max(0, self.mask.findData(mask)))
             own = "dot" if info is not None and info.pe == "relative" else "scaled"  # T5 does not scale

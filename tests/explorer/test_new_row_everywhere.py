@@ -10,8 +10,6 @@ import sys
 
 import pytest
 
-from models.files.run_files import spec_from_args
-
 PROJECT = ("models", "explorer")
 
 
@@ -40,6 +38,7 @@ def test_a_new_row_set_to_7_reaches_the_form_the_worker_a_session_the_settings_a
     from explorer.state import Inputs
     from explorer.window import MainWindow
     from models.cli.export import build_parser as export_parser
+    from models.files.run_files import spec_from_args  # the wider table's, imported afresh
     from models.files.session import load_session, save_session
     from models.runspec import RunSpec
 
