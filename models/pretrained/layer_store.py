@@ -55,7 +55,8 @@ class LayerStore:
     """``store[i]``: block i's tensors (whatever ``load(i, weights)`` builds), read on first use.
 
     They are held in ``weights.layer_dtype`` (``--dtype``: float32, bfloat16 or float16) and handed out
-    in float32 (a float32 copy of the last layer asked for), except inside :meth:`computing`, where
+    in float32 (the last layer asked for, read again from the checkpoint in float32: the held values cast
+    up would be the rounded ones), except inside :meth:`computing`, where
     the blocks below a traced layer and generation run in that dtype (``torch.autocast``): the traced
     layer, the reads and anything else outside it see float32 weights, exactly as before.
 
@@ -173,13 +174,15 @@ class LayerStore:
             self._local.computing = before
 
     def __getitem__(self, i: int) -> dict:
-        layer = self._held_layer(i)
         if self.dtype == torch.float32 or getattr(self._local, "computing", False):
-            return layer
-        with self._lock:  # the traced layer, the reads: float32, whatever the layers are held in
+            return self._held_layer(i)
+        with self._lock:  # the traced layer, the reads: the checkpoint's float32 values, not the held ones cast up
             if self._float32 is None or self._float32[0] != i:
                 self._float32 = None
-                self._float32 = (i, to_float32(layer))
+                self.stored_bytes(i)  # names and shapes checked before reading anything
+                with self.weights.ckpt.reading():
+                    self._float32 = (i, self.load(i, self.weights))
+                self.reads += 1
             return self._float32[1]
 
     def _held_layer(self, i: int) -> dict:
