@@ -10,6 +10,12 @@ GPT-NeoX's ``embed_out.weight``) is read from the checkpoint. A base model witho
 Big checkpoints: the head stays in its stored dtype (bf16 stays bf16, like the embedding matrix)
 and is converted to float32 one block of vocabulary rows at a time while the logits are computed;
 float32 conversion of bf16/fp16 is exact, so the logits equal those of a whole float32 matrix.
+
+A GGUF file's head (its tied token embeddings or its own ``output.weight``) is a ``RowTable``, read by rows.
+It is dequantized once and kept when the model's layers all stay resident and it fits the layer budget
+beside them (as one more layer would: SmolLM2's 113 MB, Gemma 3's 671 MB on most machines); otherwise every
+step dequantizes it a block of rows at a time (:data:`TABLE_BLOCK_BYTES`), multiplies and drops the block,
+so a 7B Q4 file's head is never dequantized whole.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from models.pretrained.registry import read_config
 
 FEW_ROWS = 64  # up to this many rows the logits are computed as W xᵀ (measured faster for a step)
 VOCAB_BLOCK = 8192  # vocabulary rows converted to float32 at a time (a stored bf16/fp16 head)
+TABLE_BLOCK_BYTES = 32 << 20  # float32 bytes of the rows of a GGUF head dequantized at a time
 
 
 class OutputHead:
@@ -33,7 +40,7 @@ class OutputHead:
 
     def __init__(self, arch, weight: Tensor, source: str) -> None:
         self.arch = arch
-        self.weight = weight  # (vocab, d_model), as held (float32, or bf16/fp16 of a big checkpoint)
+        self.weight = weight  # (vocab, d_model), as held (float32, bf16/fp16 of a big checkpoint, or a RowTable)
         self.source = source  # "tied embeddings" or the checkpoint key read
         self.softcap = arch.final_logit_softcap
         self.vocab_size = weight.shape[0]
@@ -42,7 +49,12 @@ class OutputHead:
     def unembed(self, x: Tensor) -> Tensor:
         """Normed residuals ``(r, d)`` -> logits ``(r, vocab)``, soft-capped when the family does."""
         w = self.weight
-        if w.dtype == torch.float32 and x.shape[0] <= FEW_ROWS:
+        if not isinstance(w, Tensor):  # a GGUF file's RowTable: a block of rows dequantized at a time
+            logits = torch.empty(x.shape[0], w.shape[0], dtype=torch.float32, device=x.device)
+            block = max(1, TABLE_BLOCK_BYTES // (4 * w.shape[1]))
+            for a in range(0, w.shape[0], block):
+                logits[:, a : a + block] = F.linear(x, w[a : a + block])
+        elif w.dtype == torch.float32 and x.shape[0] <= FEW_ROWS:
             logits = (w @ x.T).T.contiguous()  # a few rows (a step): 2-3x faster than F.linear here
         elif w.dtype == torch.float32:
             logits = F.linear(x, w)  # exactly nn.Linear(bias=False)
@@ -70,6 +82,23 @@ def is_tied(model) -> bool:
     return config_bool(cfg, "tie_word_embeddings", model.arch.tied_default)
 
 
+def keeps_whole(arch, table) -> bool:
+    """Whether a GGUF head (a RowTable) is dequantized once and kept: every layer stays resident and the
+    table fits the layer budget beside them; otherwise each step reads it by blocks of rows."""
+    layers = arch.layers
+    residency = layers.residency()
+    return residency.resident == residency.layers and residency.resident_bytes + table.nbytes <= layers.budget
+
+
+def held(model, weight):
+    """The head's matrix as the head holds it: a RowTable dequantized whole when :func:`keeps_whole`."""
+    if isinstance(weight, Tensor) or not keeps_whole(model.arch, weight):
+        return weight
+    check_memory(estimate_tensors_read([weight.stored_bytes], [weight.nbytes]), f"reading {model.name}'s head")
+    with torch.no_grad():
+        return weight.whole()
+
+
 def load_head(model) -> OutputHead:
     """The head of a :class:`~models.pretrained.PretrainedModel` (read from disk when untied)."""
     arch = model.arch
@@ -78,7 +107,7 @@ def load_head(model) -> OutputHead:
             f"{model.name} is an encoder ({model.model_type}); generation needs a decoder"
         )
     if is_tied(model):
-        return OutputHead(arch, arch.input_embeddings(), "tied embeddings")
+        return OutputHead(arch, held(model, arch.input_embeddings()), "tied embeddings")
     weights: Weights = arch.layers.weights
     ckpt = weights.ckpt
     name = arch.lm_head_key
@@ -94,10 +123,10 @@ def load_head(model) -> OutputHead:
     meta.stored(name, arch.vocab_size, arch.hidden_size)  # checks the name, shape and dtype
     check_memory(estimate_tensors_read(meta.taken, meta.held), f"reading {model.name}'s head")
     with torch.no_grad(), ckpt.reading():
-        weight = head.stored(name, arch.vocab_size, arch.hidden_size)
-    if weight.dtype == torch.float64:
+        weight = head.table(name, arch.vocab_size, arch.hidden_size)  # a GGUF file's: by rows
+    if isinstance(weight, Tensor) and weight.dtype == torch.float64:
         weight = weight.to(torch.float32)
-    out = OutputHead(arch, weight, key)
+    out = OutputHead(arch, held(model, weight), key)
     if arch.lm_head_bias_key is not None:  # the head's bias, beside its weight
         bias_key = key[: -len("weight")] + "bias"
         if bias_key in ckpt.keys:

@@ -241,6 +241,14 @@ class Weights:
             self.on_read(t.nbytes)
         return finite_tensor(out, name)
 
+    def table(self, name: str, *shape: int, converted: bool = False):
+        """A token embedding (or output) matrix ``(vocab, d)``: a GGUF file's is read by rows when looked up
+        (``models.pretrained.gguf_model.RowTable``: never dequantized whole for a lookup); any other
+        checkpoint's is read whole, as stored (:meth:`stored`) or ``converted`` (:meth:`take`)."""
+        if not self.meta and getattr(self.ckpt, "reads_rows", False):
+            return self.ckpt.table(self._check(name, shape), name, self.device)
+        return self.take(name, *shape) if converted else self.stored(name, *shape)
+
     def take(self, name: str, *shape: int) -> Tensor:
         key = self._check(name, shape)
         if self.meta:

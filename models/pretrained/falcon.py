@@ -79,7 +79,7 @@ class Falcon(Architecture):
         rd = rotary_dim(cfg, dk)
         self.rotary_table = Rotary(rope_inv_freq(cfg, rd, self.model_type).to(w.device))
 
-        self.word_embeddings = w.stored("word_embeddings.weight", self.vocab_size, d)
+        self.word_embeddings = w.table("word_embeddings.weight", self.vocab_size, d)  # GGUF: by rows
         self.ln_f = (w.take("ln_f.weight", d), w.take("ln_f.bias", d))
         self.layers = LayerStore(self.load_layer, self.num_layers, w)
 

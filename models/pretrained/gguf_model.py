@@ -5,6 +5,10 @@ The same transforms as ``transformers``' GGUF loader undo what llama.cpp's conve
 LLaMA's q and k rows are permuted back (llama.cpp interleaves the rotary halves), Gemma 2/3's norms
 lose the 1 llama.cpp added, GPT-2's Conv1D weights are transposed back. A quantized file's weights are
 its dequantized values: what the user runs, not the original release.
+
+The token embedding table (and an untied output matrix) is a :class:`RowTable`: a lookup dequantizes only
+the rows of the ids asked for (Gemma 3's 262,144 × 640 table is 671 MB in float32), and the language-model
+head reads it a block of rows at a time (``models.generate.head``).
 """
 
 from __future__ import annotations
@@ -58,6 +62,18 @@ class GGUFCheckpoint(Checkpoint):
             finally:
                 self._map = None
 
+    reads_rows = True  # Weights.table hands out a RowTable
+
+    def table(self, key: str, name: str, device: torch.device) -> RowTable:
+        return RowTable(self, key, name, self.info(key)[0], device)
+
+    def read_rows(self, key: str, rows) -> Tensor:
+        """Rows ``rows`` of matrix ``key`` as float32, only their bytes dequantized (a table stored as is:
+        neither permuted nor transposed by llama.cpp's converter)."""
+        name = self.stored_names[key]
+        with self._lock:
+            return torch.from_numpy(self.file.read_rows(name, rows, self._map))
+
     def read(self, key: str) -> Tensor:
         name = self.stored_names[key]
         with self._lock:
@@ -81,3 +97,38 @@ def _unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(n_head, dim, 2, *w.shape[1:]).swapaxes(2, 1).reshape(w.shape))
 
 
+class RowTable:
+    """A ``(vocab, d)`` matrix of a GGUF file, read by rows: ``table[ids]`` (any shape of ids) and
+    ``table[a:b]`` dequantize only those rows, to float32 on ``device``, each checked finite; nothing of it
+    is held. :meth:`whole` dequantizes it all (a head that keeps it)."""
+
+    def __init__(self, ckpt: GGUFCheckpoint, key: str, name: str, shape: tuple[int, ...], device) -> None:
+        self.ckpt, self.key, self.name, self.shape, self.device = ckpt, key, name, tuple(shape), device
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def stored_bytes(self) -> int:
+        return self.ckpt.file.tensors[self.ckpt.stored_names[self.key]].nbytes
+
+    @property
+    def nbytes(self) -> int:
+        """Its bytes once dequantized whole (float32)."""
+        return self.shape[0] * self.shape[1] * 4
+
+    def __getitem__(self, index) -> Tensor:
+        from models.pretrained.checkpoint import finite_tensor
+
+        if isinstance(index, slice):
+            rows = np.arange(*index.indices(self.shape[0]))
+            out_shape: tuple[int, ...] = (rows.size, self.shape[1])
+        else:
+            ids = torch.as_tensor(index)
+            rows = ids.reshape(-1).cpu().numpy()
+            out_shape = (*ids.shape, self.shape[1])
+        out = self.ckpt.read_rows(self.key, rows).reshape(out_shape).to(self.device)
+        return finite_tensor(out, self.name)
+
+    def whole(self) -> Tensor:
+        return self[:]

@@ -44,7 +44,7 @@ class GPT2(Architecture):
         self.scale_by_dk = config_bool(cfg, "scale_attn_weights", True)
         self.scale_by_layer = config_bool(cfg, "scale_attn_by_inverse_layer_idx", False)
 
-        self.wte = w.take("wte.weight", self.vocab_size, d)
+        self.wte = w.table("wte.weight", self.vocab_size, d, converted=True)  # GGUF: by rows
         self.wpe = w.take("wpe.weight", self.max_positions, d)
         self.ln_f = (w.take("ln_f.weight", d), w.take("ln_f.bias", d))
         self.layers = LayerStore(self.load_layer, self.num_layers, w)
@@ -76,7 +76,7 @@ class GPT2(Architecture):
 
     def embed_at(self, ids: Tensor, start: int) -> Tensor:
         pos = torch.arange(start, start + ids.shape[0], device=ids.device)
-        return self.wte[ids] + self.wpe[pos]  # (n, d)
+        return self.wte[ids].to(self.wpe.dtype) + self.wpe[pos]  # (n, d)
 
     def attention_input(self, i: int, h: Tensor) -> Tensor:
         return layer_norm(h, *self.layers[i]["ln_1"], self.eps)

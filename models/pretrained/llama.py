@@ -79,7 +79,7 @@ class Llama(Architecture):
         rd = rotary_dim(cfg, dk, self.rotary_fraction)
         self.rotary_table = rotary(cfg, rd, self.model_type).to(w.device)
 
-        self.embed_tokens = w.stored("embed_tokens.weight", self.vocab_size, d)  # as stored
+        self.embed_tokens = w.table("embed_tokens.weight", self.vocab_size, d)  # as stored; GGUF: by rows
         self.norm = w.take("norm.weight", d)
         self.layers = LayerStore(self.load_layer, self.num_layers, w)
 

@@ -4,6 +4,8 @@ and the logit lens. Every other family of the registry, written as a GGUF file, 
 
 from __future__ import annotations
 
+import gguf
+import gguf.quants
 import numpy as np
 import pytest
 import torch
@@ -13,9 +15,10 @@ from zoo import ZOO
 
 from models.api import load
 from models.config import InputError
-from models.generate import GenerateSettings, generate
+from models.generate import GenerateSettings, generate, load_head
 from models.pretrained import load_model
 from models.pretrained.gguf_config import CONFIG_KEYS
+from models.pretrained.gguf_read import GGUFFile
 from models.pretrained.registry import SUPPORTED_TYPES
 
 transformers = pytest.importorskip("transformers")
@@ -109,6 +112,46 @@ def test_a_traced_layer_s_stages_equal_transformers(family):
     with torch.no_grad():
         forward = ref(ids, output_attentions=True)
     np.testing.assert_allclose(trace.stage("weights"), forward.attentions[1][0].numpy(), atol=1e-5, rtol=0)
+
+
+def test_a_trace_dequantizes_only_the_rows_of_its_tokens(family, monkeypatch):
+    """Loading the file and tracing a few tokens dequantizes the token embedding table's rows of those
+    tokens, nothing else of it (nor of an output matrix): counted at gguf's own dequantize."""
+    _, path, _, _, _, gen = family
+    whole_reads, row_reads, dequantized = [], [], []
+    read, read_rows, dequantize = GGUFFile.read, GGUFFile.read_rows, gguf.quants.dequantize
+
+    def counted(data, qtype):
+        dequantized.append(np.asarray(data).nbytes)
+        return dequantize(data, qtype)
+
+    monkeypatch.setattr(gguf.quants, "dequantize", counted)
+    monkeypatch.setattr(GGUFFile, "read", lambda f, name, data=None: whole_reads.append(name) or read(f, name, data))
+    monkeypatch.setattr(GGUFFile, "read_rows", lambda f, name, rows, data=None: row_reads.append(
+        (name, list(np.asarray(rows).tolist()))) or read_rows(f, name, rows, data))  # fmt: skip
+    load(path, device="cpu").trace(PROMPT, layer=0)
+    f = GGUFFile(path)
+    ids = list(gen.ids[: gen.prompt_length])
+    assert row_reads == [("token_embd.weight", ids)]
+    assert not {"token_embd.weight", "output.weight"} & set(whole_reads)
+    table = f.tensors["token_embd.weight"]
+    assert sum(dequantized) == sum(f.tensors[n].nbytes for n in whole_reads) + table.nbytes // table.shape[0] * len(ids)
+
+
+def test_a_head_read_by_blocks_of_rows_equals_the_whole_one(family):
+    """With no layer budget the head is never dequantized whole (blocks of rows each step): the same logits
+    to 1e-6 relative, the same greedy ids and lens."""
+    _, path, _, _, ours, gen = family
+    streamed = load_model(path, device="cpu")
+    streamed.arch.layers.budget = 0
+    kept, blocks = load_head(ours), load_head(streamed)
+    assert isinstance(kept.weight, torch.Tensor) and not isinstance(blocks.weight, torch.Tensor)
+    x = torch.randn(7, ours.hidden_size, generator=torch.Generator().manual_seed(0))
+    want = kept.logits(x)
+    np.testing.assert_allclose(blocks.logits(x), want, rtol=0, atol=1e-6 * float(want.abs().max()))
+    again = generate(streamed, PROMPT, GenerateSettings(max_new_tokens=NEW))
+    assert again.ids == gen.ids
+    np.testing.assert_allclose(again.lens_prob, gen.lens_prob, atol=1e-6)
 
 
 @pytest.mark.parametrize("model_type", [t for t in SUPPORTED_TYPES if t not in OPENED + list(AS_LLAMA)])
