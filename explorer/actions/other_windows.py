@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QWidget
 from explorer.widgets.pe_lens import PeLens
 from explorer.widgets.window_size import open_sized
 from models.config import InputError
+from models.reads.model_positions import ModelPositions, model_positions
 
 
 class OtherWindows:
@@ -38,24 +39,44 @@ class OtherWindows:
         return window
 
     def open_pe_lens(self) -> PeLens:
-        """The encoding's columns, P Pᵀ and the relative-position property, for this sentence's
-        length and d_model (the notes' 60 positions × 32 when a model with learned positions is shown)."""
+        """The positions of the run shown: a pretrained model's own (rotary angles, learned rows, or
+        one sentence when it has none), else the sinusoidal encoding's columns, P Pᵀ and the
+        relative-position property for this sentence's length and d_model."""
         display = self.state.display
         config = display.trace.config if display is not None else {}
         n = len(display.trace.key_tokens) if display is not None else 60
         d = int(config.get("d_model", 32))
-        if config.get("source") == "pretrained" or n < 2:
-            n, d = 60, 32
         lens = self.pe_lens or PeLens()
         lens.setWindowTitle("Positional-encoding lens")
-        lens.set_encoding(min(n, 512), d)
-        lens.set_about(what_the_lens_shows(config, min(n, 512), d))
+        if config.get("source") == "pretrained":
+            self._model_positions(lens, config, max(n, 1))
+        else:
+            n = 60 if n < 2 else min(n, 512)
+            lens.set_encoding(n, d)
+            lens.set_about(what_the_lens_shows(config, n, d))
         if not lens.isVisible():  # open again: where the user left it
             open_sized(lens, 900, 700)
         lens.show()
         lens.raise_()
         self.pe_lens = self._kept(lens)
         return lens
+
+    def _model_positions(self, lens: PeLens, config: dict, n: int) -> None:
+        name = str(config.get("model", "this model"))
+        try:
+            arch = self.models.model(self.state.inputs.model).arch  # loaded for the run shown: cached
+        except Exception as exc:  # noqa: BLE001 - the lens says why rather than failing the window
+            lens.set_model_positions(ModelPositions("none", n), name)
+            lens.set_about(f"{name}: its positions could not be read ({exc}).")
+            return
+        mp = model_positions(arch, min(n, 512))
+        lens.set_model_positions(mp, name)
+        lens.set_about({
+            "rotary": f"{name} uses rotary positions: each pair j of a head's query and key features is turned "
+                      f"by the angle i·θ_j at position i. Shown: those angles for this sentence's {mp.n} positions.",
+            "learned": f"{name} uses learned positions: a trained row per position added to X. Shown: the rows "
+                       f"its {mp.n} positions read and how alike they are.",
+        }.get(mp.kind, f"{name} has no positional encoding of its own to show."))  # fmt: skip
 
     def open_survey(self, path=None, model: bool = False):
         """The whole-model window: an attention file, or every layer of the current model."""
@@ -133,14 +154,6 @@ def what_the_lens_shows(config: dict, n: int, d: int) -> str:
     notes' sinusoids "over 60 positions (d = 32)" for MiniLM (learned positions, d 384) and the
     induction model (rotary) without a word, and for the toy with its positions off."""
     pe = config.get("pe") or "none"
-    if config.get("source") == "pretrained":
-        model, own = config.get("model", "this model"), int(config.get("d_model", 0))
-        kind = {"learned": "learned positions: a trained vector per position added to X",
-                "rotary": "rotary positions: each pair j of a head's query and key features is rotated by the "
-                          "angle i·θ_j at position i, the rotation R(δω_j) this lens checks, on its own frequencies"
-                }.get(pe, f"positions of its own ({pe})")  # fmt: skip
-        return (f"{model} does not add this encoding: it uses {kind} (d_model = {own}). Shown as an illustration: "
-                f"the study notes' sinusoidal encoding over {n} positions (d = {d}).")
     if pe != "sinusoidal":
         return (f"Positions are off in this run (Positions unticked): its attention cannot tell word order. "
                 f"Shown: the sinusoidal encoding ticking it would add, {n} positions × d = {d}.")

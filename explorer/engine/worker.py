@@ -380,7 +380,9 @@ class ComputeWorker(QObject):
             self._gui_busy = True
         self._handed_over.emit(job.generation)  # its quiet period's time limit starts (frames.later)
         self.result_ready.emit(display)
-        return display, background_order([n for n in names if n not in display.images], names, focus)
+        # a shown stage left out (no plots yet) is the view's to ask for, not the background's (issue 44)
+        made = {*display.images, *([focus] if focus in first else [])}
+        return display, background_order([n for n in names if n not in made], names, focus)
 
     def _run_spec(self, spec: RunSpec, should_stop: Callable[[], bool]) -> AttentionTrace:
         """A RunSpec: a model's layer, or the toy engine (its request answered by its runner)."""

@@ -4,6 +4,11 @@ Three panels, as in the study notes: some columns of ``P`` as curves over the po
 columns have longer periods), ``P Pᵀ`` as a heatmap (nearby positions are similar), and for an
 offset δ chosen in a spin box the check ``R(δ ω_j) · P[i] = P[i+δ]`` for every frequency pair j,
 with the largest error printed. The maths is in models/reads/pe_lens.py; this widget only draws.
+
+A loaded model's own positions (models/reads/model_positions.py) replace the notes' illustration:
+``set_model_positions`` draws a rotary model's angle i·θ_j per pair over the sentence's positions,
+or a learned table's rows and the cosine similarity between positions; the legend sits in a column of
+its own, beside the curves rather than on them.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidge
 
 from explorer.widgets.colormaps import colour_map
 from models.reads import pe_lens
+from models.reads.model_positions import ModelPositions, cosine, shown_pairs
 
 LINE_COLOURS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75)]
 
@@ -32,7 +38,8 @@ class PeLens(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         controls = QHBoxLayout()
-        controls.addWidget(QLabel("offset δ"))
+        self.delta_label = QLabel("offset δ")
+        controls.addWidget(self.delta_label)
         self.delta = QSpinBox()
         self.delta.setToolTip("Compare each position i with position i + δ")
         self.delta.valueChanged.connect(self._on_delta)
@@ -48,7 +55,10 @@ class PeLens(QWidget):
         self.plots.setBackground("w")
         layout.addWidget(self.plots, 1)
         self.curves = self.plots.addPlot(row=0, col=0, colspan=2)
-        self.curves.addLegend(offset=(-10, 10), labelTextColor=(30, 30, 30))
+        self.legend = pg.LegendItem(labelTextColor=(30, 30, 30))  # its own column: never on the curves
+        self.plots.addItem(self.legend, row=0, col=2)
+        self.shown: dict[str, np.ndarray] = {}  # what the curves and the heatmap plot (tests compare)
+        self.controls = [self.delta_label, self.delta, self.error]
         self.curves.setLabel("bottom", "position i")
         self.similar = self.plots.addPlot(row=1, col=0)
         self.similar.invertY(True)
@@ -59,7 +69,7 @@ class PeLens(QWidget):
         self.similar.addItem(self.image)
         self.colour_bar = pg.ColorBarItem(colorMap=colour_map(True), interactive=False, width=12)
         self.colour_bar.setImageItem(self.image, insert_in=self.similar)
-        self.pairs = self.plots.addPlot(row=1, col=1)
+        self.pairs = self.plots.addPlot(row=1, col=1, colspan=2)
         self.pairs.setLabel("bottom", "frequency pair j")
         self.pairs.setLabel("left", "max |R(δω_j)·P[i] − P[i+δ]|")
         self.error_bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush=pg.mkBrush(31, 119, 180))
@@ -77,22 +87,42 @@ class PeLens(QWidget):
         """Show the encoding of ``n`` positions with ``d`` columns (the notes: n = 60, d = 32)."""
         self.n, self.d = n, d
         self.p = pe_lens.encoding(n, d)  # (n, d) float32, as the engine stores it
-        self.curves.clear()
-        self.curves.legend.clear()
-        for k, c in enumerate(columns if columns is not None else pe_lens.default_columns(d)):
-            pen = pg.mkPen(LINE_COLOURS[k % len(LINE_COLOURS)], width=2)
-            self.curves.plot(np.arange(n), self.p[:, c], pen=pen, name=f"column {c}")
+        self._show_plots(True, checks=True)
+        chosen = columns if columns is not None else pe_lens.default_columns(d, n)
+        self._draw_curves({f"column {c}": self.p[:, c] for c in chosen})
+        self.curves.setLabel("left", "P[i, column]")
         self.curves.setTitle(f"Columns of P over {n} positions (d = {d})", size="10pt")
-        sim = pe_lens.similarity(self.p)
-        low, high = float(sim.min()), float(sim.max())
-        self.image.setImage(sim.astype(np.float32), autoLevels=False)
-        self.colour_bar.setLevels((low, high if high > low else low + 1.0))
-        self.similar.setTitle("P Pᵀ: nearby positions are similar", size="10pt")
+        self._draw_heatmap(pe_lens.similarity(self.p), "P Pᵀ: nearby positions are similar")
         self.delta.blockSignals(True)
         self.delta.setRange(-(n - 1), n - 1)
         self.delta.setValue(min(max(self.delta.value() or 1, -(n - 1)), n - 1))
         self.delta.blockSignals(False)
         self._on_delta(self.delta.value())
+
+    def set_model_positions(self, mp: ModelPositions, name: str) -> None:
+        """A loaded model's own positions (no δ check: it is the notes' sinusoids' property)."""
+        self.p, self.check, self.n = None, None, mp.n
+        self._show_plots(mp.kind != "none", checks=False)
+        if mp.kind == "rotary":
+            pairs = shown_pairs(len(mp.inv_freq))
+            self._draw_curves({f"pair {j} (θ = {mp.inv_freq[j]:.3g})": mp.angles[:, j] for j in pairs})
+            self.curves.setLabel("left", "angle i·θ_j (rad, wrapped to ±π)")
+            self.curves.setTitle(f"{name}: the rotation of pair j at each of the {mp.n} positions", size="10pt")
+            self._draw_heatmap(np.cos(mp.angles), f"cos(i·θ_j): position i × pair j (of {len(mp.inv_freq)})",
+                               columns="frequency pair j")  # fmt: skip
+            self.pairs.setVisible(True)
+            self.error_bars.setOpts(x=np.arange(len(mp.inv_freq)), height=mp.inv_freq, width=0.8)
+            self.pairs.setLabel("left", "θ_j (rad per position)")
+            self.pairs.setTitle("The model's frequencies θ_j (inv_freq)", size="10pt")
+        elif mp.kind == "learned":
+            d = mp.rows.shape[1]
+            dims = shown_pairs(d, 4)
+            self._draw_curves({f"dim {c}": mp.rows[:, c] for c in dims})
+            self.curves.setLabel("left", "position row value")
+            self.curves.setTitle(f"{name}: learned position rows {mp.first_row}…{mp.first_row + mp.n - 1}, "
+                                 f"a few of {d} dims", size="10pt")  # fmt: skip
+            self._draw_heatmap(cosine(mp.rows), "cosine similarity between positions' rows")
+            self.pairs.setVisible(False)
 
     def set_delta(self, delta: int) -> None:
         """Choose the offset δ (clamped to ±(n − 1)); redraws and emits ``delta_changed``."""
@@ -105,6 +135,32 @@ class PeLens(QWidget):
         return self.check.largest if self.check is not None else 0.0
 
     # --- drawing ---------------------------------------------------------------------------------
+    def _show_plots(self, plots: bool, checks: bool) -> None:
+        self.plots.setVisible(plots)
+        self.pairs.setVisible(checks)
+        for widget in self.controls:
+            widget.setVisible(checks)
+        self.pairs.setLabel("bottom", "frequency pair j")
+        self.pairs.setLabel("left", "max |R(δω_j)·P[i] − P[i+δ]|")
+        self.similar.setLabel("bottom", "position j")
+
+    def _draw_curves(self, lines: dict[str, np.ndarray]) -> None:
+        self.curves.clear()
+        self.legend.clear()
+        self.shown = dict(lines)
+        for k, (name, values) in enumerate(lines.items()):
+            pen = pg.mkPen(LINE_COLOURS[k % len(LINE_COLOURS)], width=2)
+            self.legend.addItem(self.curves.plot(np.arange(len(values)), values, pen=pen), name)
+
+    def _draw_heatmap(self, values: np.ndarray, title: str, columns: str = "position j") -> None:
+        self.shown["heatmap"] = values
+        low, high = float(values.min()), float(values.max())
+        self.image.setImage(values.astype(np.float32), autoLevels=False)
+        self.colour_bar.setLevels((low, high if high > low else low + 1.0))
+        self.similar.setAspectLocked(values.shape[0] == values.shape[1])
+        self.similar.setLabel("bottom", columns)
+        self.similar.setTitle(title, size="10pt")
+
     def _on_delta(self, delta: int) -> None:
         if self.p is None:
             return

@@ -29,9 +29,10 @@ def encoding(n: int, d: int, dtype=np.float32) -> np.ndarray:
     return p.astype(dtype)
 
 
-def default_columns(d: int) -> list[int]:
-    """The notes plot columns 6–9 (of d = 32); fewer columns when d is small."""
-    return list(range(6, 10)) if d >= 10 else list(range(min(d, 4)))
+def default_columns(d: int, n: int = 60) -> list[int]:
+    """The notes plot columns 6–9 (of d = 32, over 60 positions); a shorter sentence or a small d
+    shows the first (fastest) columns, which still turn within its positions."""
+    return list(range(6, 10)) if d >= 10 and n >= 30 else list(range(min(d, 4)))
 
 
 def similarity(p: np.ndarray) -> np.ndarray:

@@ -187,5 +187,5 @@ def test_the_pe_lens_says_whether_the_shown_run_uses_its_encoding(qtbot, make_wi
     for model, kind in (("minilm", "learned positions"), ("induction", "rotary positions")):
         window.state.update_inputs(model=model, sentence="the cat sat on the mat")
         settle(window, timeout=30_000)
-        text = window.windows.open_pe_lens().about.text()
-        assert f"{model} does not add this encoding" in text and kind in text and "illustration" in text
+        text = window.windows.open_pe_lens().about.text()  # issue 44 item 10: its own positions, shown
+        assert f"{model} uses {kind}" in text and "illustration" not in text

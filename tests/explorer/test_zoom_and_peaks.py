@@ -201,11 +201,20 @@ def test_a_stage_larger_than_its_plot_is_reduced_and_painted_once_per_change(qtb
             assert image.indices.shape[1] <= rows and image.indices.shape[2] <= cols
 
 
-def test_the_first_result_and_a_new_grid_are_reduced_and_painted_once(qtbot, settings, settle, monkeypatch):
+@pytest.mark.parametrize("quiet_ms", [None, 0])
+def test_the_first_result_and_a_new_grid_are_reduced_and_painted_once(qtbot, settings, settle, monkeypatch,
+                                                                       quiet_ms):  # fmt: skip
     """Issue 32: the first request goes before any plot exists, and a new head count lays out another
     grid: such a stage was reduced to up to 1,024 pixels and painted, then asked again at its plots'
-    pixels, reduced and painted again. Now it is laid out first and asked for once, at its plots' pixels."""
+    pixels, reduced and painted again. Now it is laid out first and asked for once, at its plots' pixels.
+    Issue 44: under load the GUI laid the grid out after the worker's quiet period (250 ms) had run out,
+    and the worker converted the shown stage in the background, at 1,024 pixels, before the view asked
+    (each head reduced twice): ``quiet_ms=0`` is a GUI slower than any quiet period."""
     import explorer.engine.stage_render as stage_render
+    import explorer.engine.worker as worker
+
+    if quiet_ms is not None:
+        monkeypatch.setattr(worker, "QUIET_AFTER_RESULT_MS", quiet_ms)
     from explorer.widgets.heatmap_plot import HeatmapPlot
     from explorer.widgets.zoom_regions import device_pixels
     from explorer.window import MainWindow
