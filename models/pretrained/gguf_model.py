@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from models.engine.host import to_numpy
 from models.pretrained.checkpoint import Checkpoint
 from models.pretrained.gguf_config import hf_names
 from models.pretrained.gguf_read import GGUFFile
@@ -125,7 +126,7 @@ class RowTable:
             out_shape: tuple[int, ...] = (rows.size, self.shape[1])
         else:
             ids = torch.as_tensor(index)
-            rows = ids.reshape(-1).cpu().numpy()
+            rows = to_numpy(ids.reshape(-1))
             out_shape = (*ids.shape, self.shape[1])
         out = self.ckpt.read_rows(self.key, rows).reshape(out_shape).to(self.device)
         return finite_tensor(out, self.name)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.engine.host import to_numpy
+
 
 @dataclass(frozen=True)
 class ModelPositions:
@@ -32,7 +34,7 @@ def wrapped(angle: np.ndarray) -> np.ndarray:
 
 
 def _numpy(t) -> np.ndarray:
-    return t.detach().to("cpu").double().numpy() if hasattr(t, "detach") else np.asarray(t, dtype=np.float64)
+    return to_numpy(t).astype(np.float64) if hasattr(t, "detach") else np.asarray(t, dtype=np.float64)
 
 
 def _rotary(arch):
