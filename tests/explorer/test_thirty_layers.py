@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QRectF
-from PySide6.QtGui import QImage, QPainter
+from test_gui_pictures import drawn_specs
 
 from explorer.panels.generate_panel import GeneratePanel
 from explorer.widgets.lens_map import LensMap
@@ -37,13 +37,7 @@ def decoder(tmp_path_factory):
 def drawn_labels(axis: pg.AxisItem) -> list[tuple[str, object]]:
     """(text, rectangle) of every label ``axis`` draws side by side at its size now (a token axis's
     upright labels, given as an anchor and a length, are test_token_axis_pictures')."""
-    image = QImage(8, 8, QImage.Format.Format_ARGB32)
-    painter = QPainter(image)
-    try:
-        specs = axis.generateDrawSpecs(painter)
-    finally:
-        painter.end()
-    return [] if specs is None else [(text, rect) for rect, _flags, text in specs[2] if isinstance(rect, QRectF)]
+    return [(text, rect) for rect, _flags, text in drawn_specs(axis) if isinstance(rect, QRectF)]
 
 
 def assert_no_overlap(scene) -> int:
