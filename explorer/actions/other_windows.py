@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QWidget
 from explorer.widgets.pe_lens import PeLens
 from explorer.widgets.window_size import open_sized
 from models.config import InputError
-from models.reads.model_positions import ModelPositions, model_positions
+from models.reads.model_positions import ModelPositions, describe, model_positions
 
 
 class OtherWindows:
@@ -71,12 +71,7 @@ class OtherWindows:
             return
         mp = model_positions(arch, min(n, 512))
         lens.set_model_positions(mp, name)
-        lens.set_about({
-            "rotary": f"{name} uses rotary positions: each pair j of a head's query and key features is turned "
-                      f"by the angle i·θ_j at position i. Shown: those angles for this sentence's {mp.n} positions.",
-            "learned": f"{name} uses learned positions: a trained row per position added to X. Shown: the rows "
-                       f"its {mp.n} positions read and how alike they are.",
-        }.get(mp.kind, f"{name} has no positional encoding of its own to show."))  # fmt: skip
+        lens.set_about(describe(mp, name))
 
     def open_survey(self, path=None, model: bool = False):
         """The whole-model window: an attention file, or every layer of the current model."""

@@ -6,8 +6,9 @@ offset δ chosen in a spin box the check ``R(δ ω_j) · P[i] = P[i+δ]`` for ev
 with the largest error printed. The maths is in models/reads/pe_lens.py; this widget only draws.
 
 A loaded model's own positions (models/reads/model_positions.py) replace the notes' illustration:
-``set_model_positions`` draws a rotary model's angle i·θ_j per pair over the sentence's positions,
-or a learned table's rows and the cosine similarity between positions; the legend sits in a column of
+``set_model_positions`` draws a rotary model's angle i·θ_j per pair over the sentence's positions
+and its θ_j (each kind of layer's, side by side), or a position table's rows (learned, or Marian's
+fixed sinusoids) and the cosine similarity between positions; the legend sits in a column of
 its own, beside the curves rather than on them.
 """
 
@@ -74,6 +75,7 @@ class PeLens(QWidget):
         self.pairs.setLabel("left", "max |R(δω_j)·P[i] − P[i+δ]|")
         self.error_bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush=pg.mkBrush(31, 119, 180))
         self.pairs.addItem(self.error_bars)
+        self.frequency_bars: list[pg.BarGraphItem] = []  # a rotary model's θ_j, one series per kind of layer
         for plot in (self.curves, self.similar, self.pairs):
             plot.hideButtons()
             plot.setMenuEnabled(False)
@@ -102,7 +104,7 @@ class PeLens(QWidget):
     def set_model_positions(self, mp: ModelPositions, name: str) -> None:
         """A loaded model's own positions (no δ check: it is the notes' sinusoids' property)."""
         self.p, self.check, self.n = None, None, mp.n
-        self._show_plots(mp.kind != "none", checks=False)
+        self._show_plots(mp.rows is not None or mp.angles is not None, checks=False)
         if mp.kind == "rotary":
             pairs = shown_pairs(len(mp.inv_freq))
             self._draw_curves({f"pair {j} (θ = {mp.inv_freq[j]:.3g})": mp.angles[:, j] for j in pairs})
@@ -110,16 +112,13 @@ class PeLens(QWidget):
             self.curves.setTitle(f"{name}: the rotation of pair j at each of the {mp.n} positions", size="10pt")
             self._draw_heatmap(np.cos(mp.angles), f"cos(i·θ_j): position i × pair j (of {len(mp.inv_freq)})",
                                columns="frequency pair j")  # fmt: skip
-            self.pairs.setVisible(True)
-            self.error_bars.setOpts(x=np.arange(len(mp.inv_freq)), height=mp.inv_freq, width=0.8)
-            self.pairs.setLabel("left", "θ_j (rad per position)")
-            self.pairs.setTitle("The model's frequencies θ_j (inv_freq)", size="10pt")
-        elif mp.kind == "learned":
+            self._draw_frequencies(mp.tables or {"": mp.inv_freq})
+        elif mp.kind in ("learned", "sinusoidal"):
             d = mp.rows.shape[1]
             dims = shown_pairs(d, 4)
             self._draw_curves({f"dim {c}": mp.rows[:, c] for c in dims})
             self.curves.setLabel("left", "position row value")
-            self.curves.setTitle(f"{name}: learned position rows {mp.first_row}…{mp.first_row + mp.n - 1}, "
+            self.curves.setTitle(f"{name}: {mp.kind} position rows {mp.first_row}…{mp.first_row + mp.n - 1}, "
                                  f"a few of {d} dims", size="10pt")  # fmt: skip
             self._draw_heatmap(cosine(mp.rows), "cosine similarity between positions' rows")
             self.pairs.setVisible(False)
@@ -137,6 +136,9 @@ class PeLens(QWidget):
     # --- drawing ---------------------------------------------------------------------------------
     def _show_plots(self, plots: bool, checks: bool) -> None:
         self.plots.setVisible(plots)
+        for item in self.frequency_bars:
+            self.pairs.removeItem(item)
+        self.frequency_bars = []
         self.pairs.setVisible(checks)
         for widget in self.controls:
             widget.setVisible(checks)
@@ -151,6 +153,24 @@ class PeLens(QWidget):
         for k, (name, values) in enumerate(lines.items()):
             pen = pg.mkPen(LINE_COLOURS[k % len(LINE_COLOURS)], width=2)
             self.legend.addItem(self.curves.plot(np.arange(len(values)), values, pen=pen), name)
+
+    def _draw_frequencies(self, tables: dict[str, np.ndarray]) -> None:
+        """θ_j per pair as bars, side by side for each kind of layer (Gemma 3's sliding and full)."""
+        for item in self.frequency_bars:
+            self.pairs.removeItem(item)
+        width = 0.8 / len(tables)
+        self.frequency_bars = []
+        for k, theta in enumerate(tables.values()):
+            x = np.arange(len(theta)) + (k - (len(tables) - 1) / 2) * width
+            bars = pg.BarGraphItem(x=x, height=theta, width=width, brush=pg.mkBrush(LINE_COLOURS[k % 6]))
+            self.pairs.addItem(bars)
+            self.frequency_bars.append(bars)
+        self.error_bars.setOpts(x=[], height=[])
+        self.pairs.setVisible(True)
+        self.pairs.setLabel("left", "θ_j (rad per position)")
+        named = zip(tables, ("blue", "orange", "green"))  # LINE_COLOURS' first
+        kinds = ": " + ", ".join(f"{kind.replace('_', ' ')} {colour}" for kind, colour in named) if len(tables) > 1 else ""
+        self.pairs.setTitle(f"The model's frequencies θ_j (inv_freq){kinds}", size="10pt")
 
     def _draw_heatmap(self, values: np.ndarray, title: str, columns: str = "position j") -> None:
         self.shown["heatmap"] = values

@@ -26,6 +26,7 @@ OFFSET = 2  # OPT's position table: position i is row i + 2
 class OPT(Architecture):
     model_type = "opt"
     embedding = "opt"  # h₀ = word + position (at offset 2)
+    position_offset = OFFSET  # the row position 0 reads (the positional-encoding lens)
     anchor = "embed_tokens.weight"
     default_mask = "causal"
     input_description = (
@@ -84,7 +85,7 @@ class OPT(Architecture):
         x = self.embed_tokens[ids].to(torch.float32)  # (n, word_dim)
         if self.project_in is not None:
             x = x @ self.project_in  # (n, d)
-        pos = torch.arange(start, start + ids.shape[0], device=ids.device) + OFFSET
+        pos = torch.arange(start, start + ids.shape[0], device=ids.device) + self.position_offset
         return x + self.positions[pos]
 
     tied_default = True  # OPTForCausalLM ties its head to the token embeddings

@@ -4,11 +4,17 @@ config, a learned model's rows from transformers' own position embeddings."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
-from explorer.inputs import Inputs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))  # the family zoo
+from zoo import build, first_case_of_each_family  # noqa: E402
+
+from explorer.inputs import Inputs  # noqa: E402
 
 SENTENCE = "the cat sat on the mat and the cat sat on the mat"
 
@@ -84,3 +90,30 @@ def test_a_model_without_positions_of_its_own_says_so(qtbot):
     qtbot.addWidget(lens)
     lens.set_model_positions(mp, "t5")
     assert not lens.plots.isVisibleTo(lens) and lens.check is None
+
+
+@pytest.mark.parametrize("case", first_case_of_each_family())
+def test_the_lens_draws_every_familys_positions(qtbot, tmp_path, case):
+    """Every family: the lens draws what model_positions read (checked against transformers in
+    tests/models/test_model_positions_families.py) and says it in words; T5's buckets: words only.
+    Before, OPT's table went unseen ("no positional encoding of its own"), Marian's fixed sinusoids were
+    called learned, Gemma 3's sliding layers' frequencies were not shown."""
+    from explorer.widgets.pe_lens import PeLens
+    from models.pretrained.loader import load_model
+    from models.reads.model_positions import cosine, describe, model_positions
+
+    build(tmp_path, case)
+    mp = model_positions(load_model(tmp_path, device="cpu").arch, 11)
+    lens = PeLens()
+    qtbot.addWidget(lens)
+    lens.set_model_positions(mp, case)
+    lens.set_about(describe(mp, case))
+    drawn = mp.kind in ("rotary", "learned", "sinusoidal")
+    assert lens.plots.isVisibleTo(lens) == drawn and mp.kind != "none", case
+    assert lens.about.text().startswith(case) and "no positional encoding" not in lens.about.text()
+    if mp.kind == "rotary":
+        np.testing.assert_allclose(lens.shown["heatmap"], np.cos(mp.angles))
+        assert len(lens.frequency_bars) == max(len(mp.tables), 1)
+    elif drawn:
+        np.testing.assert_allclose(lens.shown["heatmap"], cosine(mp.rows))
+        assert mp.kind in lens.curves.titleLabel.text
