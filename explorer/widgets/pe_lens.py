@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QRectF, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
 from explorer.widgets.colormaps import colour_map
@@ -55,6 +55,7 @@ class PeLens(QWidget):
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
         layout.addWidget(self.plots, 1)
+        layout.addStretch(0)  # with the plots hidden (T5's buckets), the sentence stays at the top
         self.curves = self.plots.addPlot(row=0, col=0, colspan=2)
         self.legend = pg.LegendItem(labelTextColor=(30, 30, 30))  # its own column: never on the curves
         self.plots.addItem(self.legend, row=0, col=2)
@@ -152,7 +153,8 @@ class PeLens(QWidget):
         self.shown = dict(lines)
         for k, (name, values) in enumerate(lines.items()):
             pen = pg.mkPen(LINE_COLOURS[k % len(LINE_COLOURS)], width=2)
-            self.legend.addItem(self.curves.plot(np.arange(len(values)), values, pen=pen), name)
+            joined = np.append(np.abs(np.diff(values)) < np.pi, False)  # a wrapped angle's jump is not drawn
+            self.legend.addItem(self.curves.plot(np.arange(len(values)), values, pen=pen, connect=joined), name)
 
     def _draw_frequencies(self, tables: dict[str, np.ndarray]) -> None:
         """θ_j per pair as bars, side by side for each kind of layer (Gemma 3's sliding and full)."""
@@ -169,13 +171,15 @@ class PeLens(QWidget):
         self.pairs.setVisible(True)
         self.pairs.setLabel("left", "θ_j (rad per position)")
         named = zip(tables, ("blue", "orange", "green"))  # LINE_COLOURS' first
-        kinds = ": " + ", ".join(f"{kind.replace('_', ' ')} {colour}" for kind, colour in named) if len(tables) > 1 else ""
-        self.pairs.setTitle(f"The model's frequencies θ_j (inv_freq){kinds}", size="10pt")
+        kinds = ", ".join(f"{kind.split('_')[0]} {colour}" for kind, colour in named) if len(tables) > 1 else ""
+        self.pairs.setTitle(f"θ_j per pair: {kinds}" if kinds else "The model's frequencies θ_j", size="10pt")
+        self.pairs.enableAutoRange()
 
     def _draw_heatmap(self, values: np.ndarray, title: str, columns: str = "position j") -> None:
         self.shown["heatmap"] = values
         low, high = float(values.min()), float(values.max())
         self.image.setImage(values.astype(np.float32), autoLevels=False)
+        self.image.setRect(QRectF(-0.5, -0.5, values.shape[1], values.shape[0]))  # cell j centred on tick j
         self.colour_bar.setLevels((low, high if high > low else low + 1.0))
         self.similar.setAspectLocked(values.shape[0] == values.shape[1])
         self.similar.setLabel("bottom", columns)
