@@ -95,6 +95,7 @@ class WhyPanel(QWidget):
             self.plot.getAxis(side).setStyle(hideOverlappingLabels=EDGE_PX)
         self.column_labels: tuple[list[str], list[str]] = ([], [])  # (names, totals) of the key columns
         self.plot.vb.sigResized.connect(self._label_columns)
+        self.plot.vb.sigResized.connect(self._fit_numbers)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(self.image)
         self.numbers: list[pg.TextItem] = []  # each term written in its cell, when the table is small
@@ -227,6 +228,20 @@ class WhyPanel(QWidget):
             item.setPos(b + 0.5, a + 0.5)
             self.plot.addItem(item)
             self.numbers.append(item)
+        self._fit_numbers()
+
+    def _fit_numbers(self) -> None:
+        """The terms' numbers only when every one fits its cell at the table's size now, else none (issue 44
+        point 6): a 7 × 7 table in a 560 px dock overprinted "+0.0065-0.00304-0.00765"."""
+        if not self.numbers:
+            return
+        rows, cols = self.image.image.shape if self.image.image is not None else (1, 1)
+        cell_w, cell_h = self.plot.vb.width() / cols, self.plot.vb.height() / rows
+        widest = max(item.textItem.boundingRect().width() for item in self.numbers)
+        tall = max(item.textItem.boundingRect().height() for item in self.numbers)
+        fits = widest + 4 <= cell_w and tall <= cell_h + 4  # a text item's box holds ~4 px of margin
+        for item in self.numbers:
+            item.setVisible(fits)
 
     def _say(self, text: str) -> None:
         for widget in (self.title, self.plots, self.words):

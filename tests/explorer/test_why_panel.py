@@ -103,3 +103,25 @@ def test_the_row_split_says_which_terms_work_for_the_top_key_and_which_against(q
     pro, con = text.index("For it:"), text.index("Against it:")
     assert pro < text.index("pos wrote at 'a' meets what embed") < con  # +0.6
     assert con < text.index("embed wrote at 'a' meets what pos") and "-0.9" in text[con:]
+
+
+def test_the_cells_numbers_are_written_only_where_every_one_fits(qtbot):
+    """Issue 44 point 6, in a real window: a 7 × 7 table in the Why dock at its opening width wrote
+    "+0.0065-0.00304-0.00765" across cells; now three digits when all fit, none when they do not."""
+    panel = WhyPanel()
+    qtbot.addWidget(panel)
+    table = np.random.default_rng(0).normal(scale=0.01, size=(7, 7))
+    names = [f"s{i}" for i in range(7)]
+    panel.show_result({"table": table.tolist(), "query_sources": names, "key_sources": names, "stage": "scaled",
+                       "head": 0, "row": 2, "col": 1, "layer": 1, "query_token": "a", "key_token": "b",
+                       "score": float(table.sum()), "relative_error": 0.0})  # fmt: skip
+    assert len(panel.numbers) == 49
+    for width, fit in ((560, False), (1500, True)):
+        panel.resize(width, 700)
+        panel.show()
+        qtbot.wait(50)
+        cell = panel.plot.vb.width() / 7
+        widest = max(item.textItem.boundingRect().width() for item in panel.numbers)
+        assert all(item.isVisible() == fit for item in panel.numbers), (width, cell, widest)
+        if fit:
+            assert widest < cell
