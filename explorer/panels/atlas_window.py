@@ -32,6 +32,7 @@ from explorer.widgets.atlas_table import AtlasTableModel, head_label
 from explorer.widgets.cell_axis import CellAxis, head_cells, layer_cells
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.point_labels import PointLabels
+from explorer.widgets.scale_bar import blank_axes
 from explorer.widgets.window_size import bring_forward, open_sized
 from models.config import InputError
 from models.reads.atlas import Atlas, read_atlas
@@ -119,6 +120,7 @@ class AtlasPanel(QWidget):
         self._follow_form(self.pane.form)
         self.pane.form_changed.connect(self._follow_form)
         self.pane.status_changed.connect(self._show_status)
+        blank_axes(self, True)  # no numbers on the empty map and scatter before an atlas (read −0.5 … 0.5)
 
     def _follow_form(self, form: AtlasForm) -> None:
         """Show the pane's form: the combos (a column this atlas lacks is not offered: the form takes
@@ -221,6 +223,7 @@ class AtlasPanel(QWidget):
         return self.atlas.difference(self.other)
 
     def _show(self) -> None:
+        blank_axes(self, False)
         shown = self.shown
         corpus = self._corpus(self.atlas)
         what = f"{self.atlas.model}: {self.atlas.layers} layers × {self.atlas.heads} heads over " \

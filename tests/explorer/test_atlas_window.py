@@ -145,3 +145,27 @@ def test_a_session_remembers_the_atlas_corpus_and_its_checksum(make_window, sett
     assert window.sessions.open_session(str(path))
     settle(window)
     assert "has changed since" in window.status_line.plain_text()
+
+
+def test_the_empty_map_and_scatter_show_no_numbers_before_an_atlas(qtbot):
+    """Issue 44 point 14, in a real window: File → Head atlas… before a run drew the map's and the
+    scatter's axes −0.5 … 0.5, numbers of nothing (the Generate window had been mended, not this one)."""
+    import pyqtgraph as pg
+    from test_gui_pictures import drawn_specs
+
+    panel = AtlasPanel()
+    qtbot.addWidget(panel)
+    panel.resize(800, 600)
+    panel.show()
+    qtbot.waitExposed(panel)
+
+    def numbers() -> list[str]:
+        axes = [item for plot in (panel.map_plot, panel.scatter_plot) for item in plot.scene().items()
+                if isinstance(item, pg.AxisItem)]  # fmt: skip
+        return [text for axis in axes if axis.isVisible() for _rect, _flags, text in drawn_specs(axis)]
+
+    assert numbers() == []
+    panel.set_atlas(fake_atlas(0))
+    panel.views.setCurrentIndex(1)
+    qtbot.wait(50)
+    assert "L0" in numbers() or "0" in numbers()  # an atlas shown: its axes are numbered again
