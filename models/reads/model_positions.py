@@ -100,14 +100,20 @@ def describe(mp: ModelPositions, name: str) -> str:
             text += f" Layers {', '.join(map(str, mp.unrotated))} turn nothing: they use no positions (NoPE)."
         return text
     if mp.kind == "learned":
-        return (f"{name} uses learned positions: a trained row per position added to X. Shown: the rows its "
-                f"{mp.n} positions read (table rows {mp.first_row}…{mp.first_row + mp.n - 1}) and how alike they are.")
+        return (
+            f"{name} uses learned positions: a trained row per position added to X. Shown: the rows its "
+            f"{mp.n} positions read (table rows {mp.first_row}…{mp.first_row + mp.n - 1}) and how alike they are."
+        )
     if mp.kind == "sinusoidal":
-        return (f"{name} adds fixed sinusoidal position rows to X (not trained). Shown: the rows its {mp.n} "
-                "positions read and how alike they are.")
+        return (
+            f"{name} adds fixed sinusoidal position rows to X (not trained). Shown: the rows its {mp.n} "
+            "positions read and how alike they are."
+        )
     if mp.kind == "relative":
-        return (f"{name} adds no position to the tokens: a learned bias per head and relative distance bucket "
-                f"({mp.about}) is added to the scores (stage 'biased'). There is no position vector to show.")
+        return (
+            f"{name} adds no position to the tokens: a learned bias per head and relative distance bucket "
+            f"({mp.about}) is added to the scores (stage 'biased'). There is no position vector to show."
+        )
     return f"{name} has no positional encoding of its own to show."
 
 

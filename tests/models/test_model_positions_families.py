@@ -47,7 +47,7 @@ def table_reference(model, ids, kind) -> tuple[np.ndarray, str] | None:
     for hook in hooks:
         hook.remove()
     out, name = caught[0]  # the encoder's (or the only) table, for the sentence
-    return out.reshape(-1, out.shape[-1])[-ids.shape[1]:].double().numpy(), name
+    return out.reshape(-1, out.shape[-1])[-ids.shape[1] :].double().numpy(), name
 
 
 @pytest.mark.parametrize("case", list(ZOO))
