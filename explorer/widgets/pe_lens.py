@@ -58,7 +58,10 @@ class PeLens(QWidget):
         layout.addStretch(0)  # with the plots hidden (T5's buckets), the sentence stays at the top
         self.curves = self.plots.addPlot(row=0, col=0, colspan=2)
         self.legend = pg.LegendItem(labelTextColor=(30, 30, 30))  # its own column: never on the curves
-        self.plots.addItem(self.legend, row=0, col=2)
+        beside = self.plots.addLayout(row=0, col=2)  # the legend at the top of its column, its rows packed
+        beside.addItem(self.legend, row=0, col=0)
+        beside.layout.setRowStretchFactor(1, 1)
+        beside.addLabel("", row=1, col=0)
         self.shown: dict[str, np.ndarray] = {}  # what the curves and the heatmap plot (tests compare)
         self.controls = [self.delta_label, self.delta, self.error]
         self.curves.setLabel("bottom", "position i")
