@@ -165,9 +165,7 @@ class PairStore(HeadOutputs):
     def _variant(self, head: int, sink: bool = True) -> Variant:
         """The one function's description of this head's steps (the mask is the store's own, built
         per block by :class:`MaskSpec` and handed over as ``hidden``)."""
-        s = self.spec
-        sinks = None if s.sinks is None or not sink else s.sinks[head : head + 1]
-        return replace(s.variant.with_mask(MaskSpec()), sinks=sinks, bias=None)  # the bias: sliced per block
+        return replace(self.spec.variant.with_mask(MaskSpec()).head(head, sink), bias=None)  # bias: sliced per block
 
     def ready(self, head: int | None = None, values: bool = False) -> None:
         """Q and K (and V, if ``values``) of ``head`` (None: of every head) computed: a long input's are
