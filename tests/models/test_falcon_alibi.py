@@ -22,6 +22,8 @@ from models.engine import attend as attend_module
 from models.engine import pairs
 from models.generate import GenerateSettings, generate
 from models.pretrained import load_model
+from models.reads.explain import explain
+from models.reads.params import pretrained_params
 
 transformers = pytest.importorskip("transformers")
 
@@ -88,6 +90,11 @@ def test_every_layer_and_hidden_state_equals_transformers(falcon, monkeypatch):
         want = (slopes.view(HEADS, 1, n) / math.sqrt(64 // HEADS)).expand(HEADS, n, n).numpy()
         np.testing.assert_allclose(bias, want, atol=1e-5, rtol=0)
         assert "m_h · j" in trace["biased"].formula
+        cell = (HEADS - 1, n - 1, 2)
+        derived = explain(trace, pretrained_params(model, layer, n), "biased", cell)
+        assert derived.value == pytest.approx(float(trace["biased"].array[cell]), abs=1e-6)
+        assert sum(t.value for t in derived.sum_of) == pytest.approx(derived.value, abs=1e-5)
+        assert derived.sum_of[1].value == pytest.approx(float(want[cell]), abs=1e-5) and "ALiBi" in derived.title
     with torch.no_grad():
         out = ref(torch.tensor([ids]), output_hidden_states=True)
     for mine, want in zip(model.hidden_states(PROMPT), out.hidden_states, strict=True):
