@@ -41,7 +41,7 @@ def _alibi(ctx: Context, src: str, before: float) -> Derivation:
     steps = [f"Head {h} adds its fixed slope m_{h} times the key's position {j} (ALiBi, scaled with the scores). "
              f"Query {i}'s own m_{h} · {i} would cancel in its softmax, so only the distance counts: every step "
              "back costs the same m_h, the model's only position signal.",
-             "The slopes fall geometrically over the heads (2^(−8k/h)): some heads look far, others only near."]
+             "The slopes fall geometrically over the heads (2^(−8k/h)): some look far, some near."]  # fmt: skip
     terms = [Term(f"{src}[{h},{i},{j}]", before), Term(f"m_{h} · {j} (ALiBi)", bias)]
     return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Position-biased score (ALiBi)"), formula, ctx.value,
                       sum_of=terms, steps=steps, details={"before": before, "bias": bias, "distance": j - i},

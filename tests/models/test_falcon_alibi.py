@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from generate_refs import NEW_TOKENS, PROMPT, make_tokenizer
+from generate_refs import NEW_TOKENS, PROMPT, make_tokenizer, save_random
 
 from models.engine import attend as attend_module
 from models.engine import pairs
@@ -42,14 +42,7 @@ def build(folder, layout: str, impl: str = "sdpa"):
                                        num_attention_heads=HEADS, alibi=True, max_position_embeddings=40,
                                        initializer_range=0.2, bias=True, **LAYOUTS[layout])  # fmt: skip
     config.eos_token_id = tok.get_vocab_size() + 5  # never met: generation runs its full length
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=impl).eval()
-    with torch.no_grad():  # biases and norm weights start at 0 or 1: make them bite
-        for param in model.parameters():
-            if param.dim() == 1:
-                param.add_(0.1 * torch.randn_like(param))
-    model.save_pretrained(folder)
-    tok.save(str(folder / "tokenizer.json"))
-    return transformers.AutoModelForCausalLM.from_pretrained(folder, attn_implementation=impl).eval()
+    return save_random(transformers, folder, config, tok, impl)
 
 
 def reference_weights(ref, ids: list[int], monkeypatch) -> list[np.ndarray]:
@@ -81,7 +74,8 @@ def test_every_layer_and_hidden_state_equals_transformers(falcon, monkeypatch):
     n = len(ids)
     theirs = reference_weights(ref, ids, monkeypatch)
     assert len(theirs) == model.num_layers
-    slopes = transformers.models.falcon.modeling_falcon.build_alibi_tensor(torch.ones(1, n, dtype=torch.long), HEADS, torch.float32)
+    falcon_module = transformers.models.falcon.modeling_falcon  # the slopes · positions as Falcon builds them
+    slopes = falcon_module.build_alibi_tensor(torch.ones(1, n, dtype=torch.long), HEADS, torch.float32)
     for layer in range(model.num_layers):
         trace = model.trace(PROMPT, layer)
         assert trace.config["pe"] == "alibi" and "q_rotated" not in trace
