@@ -12,7 +12,8 @@ queries against encoder keys.
 The steps, each a function of :mod:`models.engine.attention` and each a stage of the catalogue:
 
 ``scores = q kᵀ`` → ``scaled`` (× scale, or ÷ divisor) → ``biased`` (+ an additive position
-bias, T5) → ``softcapped`` (c·tanh(x/c)) → ``masked`` (−∞ where hidden) → [sink column] →
+bias: T5's table, ALiBi's slope × key position) → ``softcapped`` (c·tanh(x/c)) → ``masked`` (−∞ where
+hidden) → [sink column] →
 ``weights = softmax(masked / T)`` → ``head_output = weights · v``.
 
 Without weights wanted (the layers below the traced one) the same step runs in torch's fused
@@ -24,6 +25,7 @@ blocks of keys by :func:`merge_statistics`; models/engine/long_rows.py), so that
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -39,6 +41,36 @@ from models.engine.masks import MaskSpec
 # where the variant needs them taken apart (soft-cap, sinks). Blocks of 64 MiB took 5–10× longer (a window of
 # 2,048 with sinks, 2 heads, 32,768 tokens: 19.5 s against 2.0 s; 1 and 2 MiB no faster at 16 heads).
 BLOCK_CELLS = 1 << 20
+
+
+def alibi_slopes(heads: int) -> Tensor:
+    """ALiBi's slope of each head ``(heads,)`` (Press et al.; transformers' ``build_alibi_tensor``):
+    ``2^(−8i/c)`` for i = 1..c, c the largest power of two ≤ heads, then the odd powers of ``2^(−4/c)``."""
+    c = 2 ** math.floor(math.log2(heads))
+    slopes = torch.pow(torch.tensor(2 ** (-(2 ** -(math.log2(c) - 3)))), torch.arange(1, 1 + c, dtype=torch.int32))
+    if c != heads:
+        extra = torch.tensor(2 ** (-(2 ** -(math.log2(2 * c) - 3))))
+        slopes = torch.cat([slopes, torch.pow(extra, torch.arange(1, 1 + 2 * min(c, heads - c), 2, dtype=torch.int32))])
+    return slopes
+
+
+@dataclass(frozen=True, eq=False)
+class Alibi:
+    """ALiBi (BLOOM, Falcon-RW): ``biased = scaled + scale · round(slope_h · j)`` for key position j (the
+    row's own position drops out of its softmax, so the key's alone is added, as transformers does)."""
+
+    slopes: Tensor  # (h,)
+    scale: float = 1.0  # Falcon adds the bias before its 1/√d_k: here after it, times the same factor
+    dtype: torch.dtype = torch.float32  # the product's precision (Falcon rounds it to bfloat16)
+
+    def bias(self, k0: int, n_k: int, device: torch.device) -> Tensor:
+        """``(h, 1, n_k)`` for the keys at positions ``k0 .. k0 + n_k − 1``."""
+        j = torch.arange(k0, k0 + n_k, device=device)
+        product = self.slopes.to(device, self.dtype)[:, None] * j  # (h, n_k), in the model's precision
+        return (product.to(torch.float32) * self.scale)[:, None, :]
+
+    def head(self, i: int) -> Alibi:
+        return replace(self, slopes=self.slopes[i : i + 1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +91,7 @@ class Variant:
     pads: tuple[int, ...] = ()  # key positions hidden from every query
     custom: np.ndarray | None = None  # (n_q, n_k) bool, True = hidden (a painted mask, a what-if edit)
     bias: Tensor | None = None  # (h, n_q, n_k) added after the scale: a position bias (T5), stage "biased"
+    alibi: Alibi | None = None  # a bias from the key positions (BLOOM, Falcon-RW), stage "biased"
     score: str = "dot"  # "dot" (also scaled), "general" (W_g) or "additive" (W_1, W_2, w): the toy's kinds
     score_params: dict | None = None  # the general or additive score's weights
 
@@ -68,6 +101,17 @@ class Variant:
         if self.scale is None:
             return 1.0
         return 1.0 / self.scale if self.divide else self.scale
+
+    @property
+    def biased(self) -> bool:
+        """Whether a position bias joins the scores (stage "biased")."""
+        return self.bias is not None or self.alibi is not None
+
+    def head(self, i: int, sink: bool = True) -> Variant:
+        """The variant of head ``i`` alone (its sink's logit, its slope; ``sink=False``: no sink column)."""
+        sinks = None if self.sinks is None or not sink else self.sinks[i : i + 1]
+        alibi = None if self.alibi is None else self.alibi.head(i)
+        return replace(self, sinks=sinks, alibi=alibi, bias=None if self.bias is None else self.bias[i : i + 1])
 
     @cached_property
     def mask(self) -> MaskSpec:
@@ -145,6 +189,9 @@ def after_scores(
     else:
         x = scores / variant.scale if variant.divide else scores * variant.factor
     stages = {"scaled": x}
+    if variant.alibi is not None:
+        alibi = variant.alibi.bias(k0, n_k, x.device)  # (h, 1, n_k)
+        bias = alibi if bias is None else bias + alibi
     if bias is not None and upto != "scaled":
         x = stages["biased"] = x + bias
     if variant.softcap is not None and upto not in ("scaled", "biased"):
@@ -235,7 +282,7 @@ def attend(
     k_all, v_all = repeat_kv(k, h), repeat_kv(v, h)  # (h, n_k, d), (h, n_k, d_v): head i reads i // rep
     fusable = (
         not weights and record is None and variant.softcap is None and variant.sinks is None
-        and variant.temperature == 1.0 and bias is None
+        and variant.temperature == 1.0 and bias is None and variant.alibi is None
     )  # fmt: skip
     if fusable:
         mask = _hidden(variant, q0, k0, n_q, n_k, q.device, hidden)
@@ -267,7 +314,8 @@ def attend_blocks(q: Tensor, k: Tensor, v: Tensor, variant: Variant, keys: MaskS
     h, n, _ = q.shape
     variant = replace(variant, causal=keys.causal)
     plain = (variant.window is None and variant.band is None and not keys.pads and keys.custom is None
-             and variant.softcap is None and variant.sinks is None and variant.temperature == 1.0)  # fmt: skip
+             and variant.softcap is None and variant.sinks is None and variant.temperature == 1.0
+             and not variant.biased)  # fmt: skip
     if plain:
         scale = variant.factor
         k_all, v_all = repeat_kv(k, h), repeat_kv(v, h)  # (h, n, d): the CPU kernel has no grouped heads

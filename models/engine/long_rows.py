@@ -89,7 +89,7 @@ class LongRows:
         for a in range(v0 // size * size, v1, size):
             a, b = max(v0, a), min(v1, a + size)
             cells = (e - s) * (b - a)  # the scores in one reused buffer, the softmax's output in another
-            x = store._chain("masked", head, s, e, a, b, sink=False, out=scores[:cells].view(e - s, b - a))
+            x = store.masked(head, s, e, a, b, out=scores[:cells].view(e - s, b - a))
             x = x.to(torch.float32)  # (r, b − a), on the trace's device
             if width:
                 _column_peaks(out, x, a, kc)
@@ -135,7 +135,7 @@ class LongRows:
         a, b = max(c0, v0), min(c1, v1)  # the visible keys asked for
         t = store.spec.temperature
         if b > a:
-            x = store._chain("masked", head, r0, r1, a, b, sink=False).to(torch.float32)
+            x = store.masked(head, r0, r1, a, b).to(torch.float32)
             out[:, a - c0 : b - c0] = torch.exp(log_weights(x, m, lse, t))
         if store.n_k > store.n_keys and c1 > store.n_keys:  # the sink's column
             sink = self._sink(head, r1 - r0)[:, None]
@@ -155,7 +155,7 @@ class LongRows:
                 if col >= store.n_keys:  # the sink's logit, the same for every row
                     x = self._sink(head, store.n_q)[:, None]
                 else:
-                    x = store._chain("masked", head, 0, store.n_q, col, col + 1).to(torch.float32)[:, :1]
+                    x = store.masked(head, 0, store.n_q, col, col + 1).to(torch.float32)
                 w = torch.exp(log_weights(x, m, lse, store.spec.temperature))[:, 0]
             out[known] = w[known]
         return to_numpy(out)
@@ -200,7 +200,7 @@ class LongRows:
         v0, v1 = store.spec.mask.visible_columns(s, e, store.n_keys)
         a, b = max(c0, v0), min(c1, v1)
         if b > a:
-            x = store._chain("masked", head, s, e, a, b, sink=False).to(torch.float32)
+            x = store.masked(head, s, e, a, b).to(torch.float32)
             _column_peaks(out, x, a - c0, kc)
         if store.n_k > store.n_keys and c1 > store.n_keys:  # the sink's column
             col = (store.n_keys - c0) // kc

@@ -83,7 +83,7 @@ class PairSpec:
             for n, present in (
                 ("scores", True),
                 ("scaled", self.scale is not None),
-                ("biased", self.bias is not None),
+                ("biased", self.variant.biased),
                 ("softcapped", self.softcap is not None),
                 ("masked", self.mask.hides_anything or self.always_masked),
                 ("weights", True),

@@ -162,12 +162,15 @@ class PairStore(HeadOutputs):
         return after_scores(x, self._variant(head, sink), q0=r0, k0=c0, hidden=hidden, hidden_from=h0 - c0, bias=bias,
                             upto=name, own=True)[0]  # fmt: skip
 
+    def masked(self, head: int, r0: int, r1: int, c0: int, c1: int, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The masked scores of ``head``, rows ``r0:r1``, keys ``c0:c1`` (no sink column), ``(r, c)`` on the
+        trace's device, computed and not kept: the long rows' read (``out``: as :meth:`_chain`'s)."""
+        return self._chain("masked", head, r0, r1, c0, c1, sink=False, out=out)
+
     def _variant(self, head: int, sink: bool = True) -> Variant:
         """The one function's description of this head's steps (the mask is the store's own, built
         per block by :class:`MaskSpec` and handed over as ``hidden``)."""
-        s = self.spec
-        sinks = None if s.sinks is None or not sink else s.sinks[head : head + 1]
-        return replace(s.variant.with_mask(MaskSpec()), sinks=sinks, bias=None)  # the bias: sliced per block
+        return replace(self.spec.variant.with_mask(MaskSpec()).head(head, sink), bias=None)  # bias: sliced per block
 
     def ready(self, head: int | None = None, values: bool = False) -> None:
         """Q and K (and V, if ``values``) of ``head`` (None: of every head) computed: a long input's are

@@ -72,7 +72,7 @@ class Context:
     mask: str = "none"  # none, causal, padding, custom
     pad_positions: tuple[int, ...] = ()
     window: int | None = None  # sliding-window attention: a query sees at most this many keys
-    pe: str = "none"  # none, sinusoidal, learned, rotary
+    pe: str = "none"  # none, sinusoidal, learned, rotary, alibi
     rotary_dim: int | None = None  # partial rotary: only this many features rotate
     embedding_source: str = WORD_VECTORS
     input_title: str = "Input"
@@ -248,6 +248,11 @@ def describe(name: str, c: Context) -> StageText:
              "saturate as d_k grows." + (" The sink column is not scaled: s_h enters the softmax as it is."
              if c.sinks else ""), _sink_shapes(n_q, dk, n_k) if c.sinks else
              f"({_d(n_q, dk)})·({_d(dk, n_k)}) → {_d(n_q, n_k)}", *pair)  # fmt: skip
+    elif name == "biased" and c.pe == "alibi":
+        t = ("Position-biased scores (ALiBi)", "s_ij ← s_ij + m_h · j", "Each head adds its own slope m_h times "
+             "the key's position (ALiBi): within a row this is a penalty growing with the distance i − j, since "
+             "the row's own m_h · i drops out of its softmax. This is the model's only position signal.",
+             f"→ {_d(n_q, n_k)}", *pair)  # fmt: skip
     elif name == "biased":
         t = ("Position-biased scores", "s_ij ← s_ij + B_h[bucket(j − i)]", "A learned number per head and "
              "relative-distance bucket is added to every score (T5's relative position bias): near distances "

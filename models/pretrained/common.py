@@ -22,7 +22,7 @@ from models.checks import short
 from models.config import InputError
 from models.engine import attention as att
 from models.engine import pairs
-from models.engine.attend import Variant, attend, attend_blocks
+from models.engine.attend import Alibi, Variant, attend, attend_blocks
 from models.engine.masks import MaskSpec
 from models.pretrained.batching import folded_linear, in_batch
 from models.pretrained.checkpoint import Weights  # noqa: F401 - the families import it from here
@@ -233,7 +233,8 @@ class AttentionParams:
        only the first ``rotary_dim`` features of each head rotate, the rest pass unchanged; the
        rotated pairs are (j, j + r/2), or (2j, 2j + 1) with ``rope_interleaved``.
     4. grouped-query: key/value head ``g = i // (h / kv)`` serves query head i (``head_groups``).
-    5. ``scores = q kᵀ`` ``(h, n, n)``; ``scaled = scores · scale``.
+    5. ``scores = q kᵀ`` ``(h, n, n)``; ``scaled = scores · scale``; with ALiBi (``alibi``)
+       ``biased = scaled + scale · slope_h · j`` for key position j (stage ``biased``).
     6. ``softcapped = c · tanh(scaled / c)`` when ``softcap = c`` is given (stage ``softcapped``).
     7. ``masked``: −∞ where the mask hides a key, the mask being the given one (causal/padding)
        OR'ed with the sliding window (``i − j ≥ sliding_window`` hidden) when given, or with the
@@ -267,6 +268,7 @@ class AttentionParams:
     rope_interleaved: bool = False  # step 3: rotate pairs (2j, 2j+1) (Cohere), not (j, j + r/2)
     band: int | None = None  # step 7, two-sided: query i sees keys j with |i − j| ≤ band
     sinks: Tensor | None = None  # step 8: (h,) learned sink logits, one extra softmax column
+    alibi: Alibi | None = None  # step 5: biased = scaled + slope_h · key position (ALiBi)
 
     @property
     def head_groups(self) -> tuple[int, ...]:
@@ -283,7 +285,14 @@ class AttentionParams:
             window = window if window is not None and window < n else None
             band = band if band is not None and band < n - 1 else None
         return Variant(scale=float(self.scale), softcap=self.softcap, causal=causal, window=window, band=band,
-                       pads=tuple(pads), sinks=self.sinks)  # fmt: skip
+                       pads=tuple(pads), sinks=self.sinks, alibi=self.alibi)  # fmt: skip
+
+    def pe(self, rotary_family: bool) -> str:
+        """How positions reach this layer's scores: "rotary", "alibi", "none" (a rotary family's layer
+        without it, SmolLM3's NoPE) or "learned" (added to the embeddings)."""
+        if self.rope is not None or self.alibi is not None:
+            return "rotary" if self.rope is not None else "alibi"
+        return "none" if rotary_family else "learned"
 
     @property
     def rotary_dim(self) -> int | None:

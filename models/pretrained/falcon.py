@@ -1,4 +1,4 @@
-"""Falcon decoders (model_type "falcon"), with rotary positions (ALiBi is refused).
+"""Falcon decoders (model_type "falcon"), with rotary positions or ALiBi (``alibi: true``, Falcon-RW).
 
 q, k and v come from one fused ``query_key_value`` matrix laid out in one of three ways:
 
@@ -13,6 +13,9 @@ q, k and v come from one fused ``query_key_value`` matrix laid out in one of thr
 Without the new architecture, ``parallel_attn`` runs both branches on one ``input_layernorm``
 (else sequential, with ``post_attention_layernorm``). The MLP is ``dense_4h_to_h(gelu(dense_h_to_4h(x)))``
 and a final ``ln_f`` follows the last block.
+
+With ``alibi`` q and k are not rotated: each head adds ``slope_h · j`` (rounded to bfloat16, as Falcon
+computes it) to its scores before the ``1/√d_k``, the one function's ALiBi (:class:`Alibi`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from torch import Tensor
 
 from models.checks import config_bool, config_float, config_str
 from models.config import InputError
+from models.engine.attend import Alibi, alibi_slopes
 from models.pretrained.architecture import Architecture, Wiring
 from models.pretrained.common import (
     AttentionParams,
@@ -49,8 +53,8 @@ class Falcon(Architecture):
     )
 
     def __init__(self, cfg: dict, w: Weights) -> None:
-        if config_bool(cfg, "alibi", False):
-            raise InputError("falcon model: alibi positions are not supported (only rotary Falcon models)")
+        self.alibi = config_bool(cfg, "alibi", False)
+        self.rotary = not self.alibi
         d = self.hidden_size = config_int(cfg, "hidden_size")
         h = self.num_heads = config_int(cfg, "num_attention_heads", "n_head")
         if d % h:
@@ -76,8 +80,10 @@ class Falcon(Architecture):
         self.ffn = config_int(cfg, "ffn_hidden_size", default=4 * d)
         self.eps = config_float(cfg, "layer_norm_epsilon", 1e-5)
         self.act = activation(config_str(cfg, "activation", "gelu"))
-        rd = rotary_dim(cfg, dk)
-        self.rotary_table = Rotary(rope_inv_freq(cfg, rd, self.model_type).to(w.device))
+        if self.alibi:
+            self.slopes = Alibi(alibi_slopes(h), scale=dk**-0.5, dtype=torch.bfloat16)
+        else:
+            self.rotary_table = Rotary(rope_inv_freq(cfg, rotary_dim(cfg, dk), self.model_type).to(w.device))
 
         self.word_embeddings = w.table("word_embeddings.weight", self.vocab_size, d)  # GGUF: by rows
         self.ln_f = (w.take("ln_f.weight", d), w.take("ln_f.bias", d))
@@ -129,6 +135,8 @@ class Falcon(Architecture):
         return layer_norm(h, *self.layers[i]["ln_attn"], self.eps)
 
     def attention_params(self, i: int, n: int) -> AttentionParams:
+        if self.alibi:
+            return self.layer_params(self.layers[i], alibi=self.slopes)
         return self.layer_params(self.layers[i], rope=self.rotary_table(n))
 
     def mlp(self, L: dict, x: Tensor) -> Tensor:

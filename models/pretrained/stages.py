@@ -55,7 +55,7 @@ def build_trace(
     variant = p.variant(causal=mode == "causal", pads=pads if mode != "none" else (), n=n)
     window, band = variant.window, variant.band  # None where the layer's hides nothing in n tokens
     norm = p.q_norm or p.k_norm
-    pe = "rotary" if p.rope is not None else ("none" if arch.rotary else "learned")
+    pe = p.pe(arch.rotary)
     biases = frozenset(name for name, b in (("q", p.b_q), ("k", p.b_k), ("v", p.b_v), ("o", p.b_o)) if b is not None)
     own = "" if mode == model.default_mask else f"(The model's own mask is {model.default_mask}.)"
     if arch.rotary and p.rope is None:  # SmolLM3's NoPE layers

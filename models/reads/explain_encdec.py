@@ -1,4 +1,4 @@
-"""The derivation of T5's position-biased scores (stage ``biased``)."""
+"""The derivation of position-biased scores (stage ``biased``): T5's bucket table, or ALiBi's slope."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ def biased(ctx: Context) -> Derivation:
     src = "scaled" if "scaled" in ctx.trace else "scores"
     before = cell_value(ctx.trace, src, ctx.cell)
     extra = ctx.params.extra
+    if ctx.params.pe == "alibi":
+        return _alibi(ctx, src, before)
     if "position_bias" in extra:
         bias = float(np.asarray(extra["position_bias"])[h, i, j])
     else:  # parameters without the table: the difference the trace holds
@@ -30,3 +32,17 @@ def biased(ctx: Context) -> Derivation:
     return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Position-biased score"), formula, ctx.value,
                       sum_of=terms, steps=steps, details={"before": before, "bias": bias, "bucket": bucket,
                       "distance": j - i}, bars=terms, bars_caption="score and bias")  # fmt: skip
+
+
+def _alibi(ctx: Context, src: str, before: float) -> Derivation:
+    h, i, j = ctx.cell
+    bias = float(ctx.value) - before  # the trace's own: slope_h · j (times the layer's scale)
+    formula = f"s_{i},{j} + m_{h} · {j} = {num(before, 6)} + {num(bias, 6)} = {num(before + bias, 6)}"
+    steps = [f"Head {h} adds its fixed slope m_{h} times the key's position {j} (ALiBi, scaled with the scores). "
+             f"Query {i}'s own m_{h} · {i} would cancel in its softmax, so only the distance counts: every step "
+             "back costs the same m_h, the model's only position signal.",
+             "The slopes fall geometrically over the heads (2^(−8k/h)): some look far, some near."]  # fmt: skip
+    terms = [Term(f"{src}[{h},{i},{j}]", before), Term(f"m_{h} · {j} (ALiBi)", bias)]
+    return Derivation(ctx.stage, ctx.cell, ctx.pair_title("Position-biased score (ALiBi)"), formula, ctx.value,
+                      sum_of=terms, steps=steps, details={"before": before, "bias": bias, "distance": j - i},
+                      bars=terms, bars_caption="score and bias")  # fmt: skip

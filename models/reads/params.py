@@ -154,7 +154,7 @@ def pretrained_params(
         W_v=per_head(p.w_v, kv), b_v=bias_per_head(p.b_v, kv),
         W_o=as_f32(p.w_o), b_o=as_f32(p.b_o), head_groups=tuple(p.head_groups),
         score="scaled", scale=float(p.scale), scale_formula=p.scale_formula,
-        rope=rope, pe="rotary" if rope is not None else ("none" if model.arch.rotary else "learned"),
+        rope=rope, pe=p.pe(model.arch.rotary),
         mask=mode, pad_positions=tuple(sorted(set(pad_positions))) if mode != "none" else (),
         vocab_size=model.arch.vocab_size, source="model", query_source="model",
         q_norm=getattr(p, "q_norm", None), k_norm=getattr(p, "k_norm", None),

@@ -46,14 +46,20 @@ def build(transformers, folder, name, eos: int | None = None):
     config = getattr(transformers, cls_name)(vocab_size=vocab, **kwargs)
     config.eos_token_id = vocab + 5 if eos is None else eos  # outside the vocabulary: never met
     config.bos_token_id = 0
-    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    return save_random(transformers, folder, config, tok)
+
+
+def save_random(transformers, folder, config, tok, impl: str = "eager"):
+    """A random causal LM of ``config`` (its 1-d weights moved off 0 and 1) and ``tok`` saved into
+    ``folder``; transformers' model read back from it with attention ``impl``."""
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=impl).eval()
     with torch.no_grad():  # biases and norm weights start at 0 or 1: make them bite
         for param in model.parameters():
             if param.dim() == 1:
                 param.add_(0.1 * torch.randn_like(param))
     model.save_pretrained(folder)
     tok.save(str(folder / "tokenizer.json"))
-    return transformers.AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    return transformers.AutoModelForCausalLM.from_pretrained(folder, attn_implementation=impl).eval()
 
 
 def final_norm(ref):

@@ -120,7 +120,7 @@ CASES = {
                           "unsupported layer type 'chunked_attention'"),
     "phi-qk-text": ("phi-qk-layernorm", dict(qk_layernorm="yes"), "qk_layernorm must be true or false"),
     "opt-act": ("opt-prenorm", dict(activation_function="softplus"), "unsupported activation 'softplus'"),
-    "falcon-alibi": ("falcon-new-gqa", dict(alibi=True), "falcon model: alibi positions are not supported"),
+    "falcon-alibi-text": ("falcon-new-gqa", dict(alibi="yes"), "alibi must be true or false"),
     "falcon-kv": ("falcon-new-gqa", dict(num_kv_heads=3), "4 query heads cannot share 3 key/value heads"),
     "modernbert-types": ("modernbert-local-global", dict(layer_types=["full_attention"]),
                          "layer_types must list 3 layers"),

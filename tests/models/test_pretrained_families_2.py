@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 import torch
 
-from models.config import InputError
 from models.pretrained import load_model
 
 transformers = pytest.importorskip("transformers")
@@ -134,13 +133,3 @@ def check_family_stages(name: str, trace, layer: int, n: int) -> None:
             assert f"|i − j| > {local}" in trace["masked"].formula
         else:
             assert np.all(np.isfinite(masked))
-
-
-def test_falcon_alibi_is_refused_by_name(tmp_path):
-    build(tmp_path, "falcon-multi-query")
-    import json
-
-    cfg = json.loads((tmp_path / "config.json").read_text())
-    (tmp_path / "config.json").write_text(json.dumps({**cfg, "alibi": True}))
-    with pytest.raises(InputError, match="falcon model: alibi"):
-        load_model(tmp_path, device="cpu")
