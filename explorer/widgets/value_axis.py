@@ -25,29 +25,44 @@ ROUND_STEPS = (1.0, 2.0, 5.0)
 
 
 class ValueAxis(pg.AxisItem):
-    """pyqtgraph's AxisItem with the tick levels thinned to what its length holds (:meth:`tickSpacing`)."""
+    """pyqtgraph's AxisItem whose labels are thinned to what its length holds (:meth:`tickSpacing`);
+    its tick marks stay pyqtgraph's."""
+
+    def __init__(self, orientation: str, **kwargs):
+        super().__init__(orientation, **kwargs)
+        self.label_spacing = 0.0  # the least spacing (axis units) of the tick levels that are labelled
 
     def extent(self, minVal: float, maxVal: float, spacing: float) -> float:  # noqa: N803 (pyqtgraph's names)
         """Pixels one label needs along the axis, measured with the axis font."""
         metrics = QFontMetricsF(self.style["tickFont"] or QFont())
         if self.orientation in ("left", "right"):
             return metrics.height() + STACK_GAP_PX
-        texts = self.tickStrings([minVal, maxVal], 1.0, spacing)
+        texts = super().tickStrings([minVal, maxVal], 1.0, spacing)
         return max(metrics.horizontalAdvance(t) for t in texts) + LABEL_GAP_PX
 
     def tickSpacing(self, minVal: float, maxVal: float, size: float):  # noqa: N802, N803
+        """pyqtgraph's levels, labelled only where a level's spacing leaves each label its extent;
+        when not even the first does, a sparser level (1, 2, 5 × 10^k) before them carries the labels."""
         levels = super().tickSpacing(minVal, maxVal, size)
         span = abs(maxVal - minVal)
+        self.label_spacing = 0.0
         if not levels or span == 0 or size <= 0:
             return levels
         per_unit = size / span
-        kept = [level for level in levels if level[0] * per_unit >= self.extent(minVal, maxVal, level[0])]
-        if kept:
-            return kept
+        roomy = [spacing for spacing, _offset in levels if spacing * per_unit >= self.extent(minVal, maxVal, spacing)]
+        if roomy:
+            self.label_spacing = min(roomy)
+            return levels
         spacing = round_spacing(levels[0][0])
         while spacing * per_unit < self.extent(minVal, maxVal, spacing):
             spacing = round_spacing(spacing * 1.0001)
-        return [(spacing, 0)]
+        self.label_spacing = spacing
+        return [(spacing, 0), *levels]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802
+        if spacing < self.label_spacing * (1 - 1e-9):
+            return [None] * len(values)  # a level too dense to label: its tick marks alone (None: no text)
+        return super().tickStrings(values, scale, spacing)
 
 
 def round_spacing(at_least: float) -> float:
