@@ -181,41 +181,30 @@ class TokenAxis(pg.AxisItem):
         return self._font_metrics().horizontalAdvance(f"{max(0, len(self._labels) - 1)} ")
 
     def label_room(self) -> int:
-        """Pixels the longest label (with its position, when many) and the axis title need beside
-        the axis, so a grid can reserve it exactly."""
-        drawn = self._drawn_width()
-        if drawn is not None:
-            room = drawn
-        else:
-            room = max(self._label_widths(), default=0)
-            if len(self._labels) > POSITIONS_ABOVE:
-                room += self._position_px()
+        """Pixels the longest label (its position too, when many) and the title need: a grid reserves it."""
+        room = self._drawn_width()
+        if room is None:
+            positions = self._position_px() if len(self._labels) > POSITIONS_ABOVE else 0
+            room = max(self._label_widths(), default=0) + positions
         title = self.label.boundingRect().height() if self._title else 0
         return int(room + title) + self.style["tickTextOffset"][0] + 10
 
     def _drawn_width(self) -> float | None:
-        """Row labels of a long input (beyond MEASURED_LABELS, whose widths are only bounded): the
-        widest label this axis can draw at any height up to the tallest screen's, its position
-        included, measured; None for fewer labels. Thinned labels sit at multiples of a nice step
-        k (1, 2, 5 × 10^a) no smaller than the tallest axis allows, so at multiples of that step or
-        of the next two (every larger nice step is a multiple of one of them): those are measured,
-        whatever the height (a width that followed the height re-laid out the grid and restarted the
-        picture). Reserving the bound ("W" × 12 characters and the position) left ~100-200 px blank
-        between the drawn labels and the maps."""
+        """Row labels of a long input (beyond MEASURED_LABELS; their widths only bounded, "W" × 12 and the
+        position, ~100-200 px blank before the maps): the widest label drawn at any height up to the
+        tallest screen's, measured. Thinned labels sit at multiples of a nice step no smaller than that
+        screen allows: of it or of the next two (any larger nice step is a multiple of one of them).
+        Whatever the height: a width that followed it re-laid out the grid and restarted the picture."""
         n = len(self._labels)
         if not self.vertical or n <= MEASURED_LABELS:
             return None
         if self._drawable is None or self._drawable[0] != (self._labels, self.style["tickFont"]):
-            screens = QGuiApplication.screens()
-            tallest = max((screen.geometry().height() for screen in screens), default=0) or TALLEST_PX
-            first = nice_step(max(1, math.ceil(self._pitch() * n / tallest)))
-            steps = [first]
-            while len(steps) < 3:
-                steps.append(nice_step(steps[-1] + 1))
-            metrics = self._font_metrics()
-            widths = (metrics.horizontalAdvance(f"{i} {shorten(self._shown[i])}")
-                      for k in steps for i in range(0, n, k))  # fmt: skip
-            self._drawable = ((self._labels, self.style["tickFont"]), max(widths))
+            tallest = max((screen.geometry().height() for screen in QGuiApplication.screens()), default=0)
+            steps = [nice_step(max(1, math.ceil(self._pitch() * n / (tallest or TALLEST_PX))))]
+            steps += [nice_step(steps[0] + 1), nice_step(nice_step(steps[0] + 1) + 1)]
+            advance = self._font_metrics().horizontalAdvance
+            width = max(advance(f"{i} {shorten(self._shown[i])}") for k in steps for i in range(0, n, k))
+            self._drawable = ((self._labels, self.style["tickFont"]), width)
         return self._drawable[1]
 
     def set_title(self, title: str) -> None:
