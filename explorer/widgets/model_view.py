@@ -149,10 +149,13 @@ class ModelView(QWidget):
 
     def hold_room(self, layers: int) -> None:
         """The mosaic's least height: ``layers`` thumbnails of :attr:`least_side` device pixels and
-        their gaps (nothing when least_side is 0); the canvas asks its parents for that room."""
-        rows = layers * (self.least_side + GAP) - GAP if self.least_side and layers else 0
+        their gaps, and the heat table's TABLE_ROW_PX rows; the canvas asks its parents for that room.
+        Nothing when least_side is 0 (the survey and Generate windows: the view fits what it is given)."""
+        if not self.least_side:
+            return
+        rows = layers * (self.least_side + GAP) - GAP if layers else 0
         self.mosaic_plot.getViewBox().setMinimumHeight(rows / self.canvas.devicePixelRatioF())
-        self.table_plot.getViewBox().setMinimumHeight(layers * TABLE_ROW_PX if self.least_side else 0)
+        self.table_plot.getViewBox().setMinimumHeight(layers * TABLE_ROW_PX)
         hold_least_height(self.canvas)
 
     def thumbnails(self, weights: np.ndarray, fit_each: bool | None = None) -> np.ndarray:
