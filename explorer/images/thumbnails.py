@@ -19,6 +19,7 @@ from models.reads.survey import special_token_mask
 
 THUMB = 64
 MIN_SIDE, MAX_SIDE = 8, 256  # a thumbnail's side in device pixels, whatever the view's size
+READABLE_SIDE = 56  # a thumbnail's least side where its view can scroll (the encoder-decoder window)
 GAP = 3  # device pixels between thumbnails
 EMPTY_INDEX = MASKED_INDEX  # gaps between thumbnails and layers not computed yet (weights are never −∞)
 

@@ -14,12 +14,12 @@ import threading
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMainWindow, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
+from explorer.images.thumbnails import READABLE_SIDE
 from explorer.panels.survey_panel import SurveyPanel
 from explorer.panes import SurveyRows
 from explorer.widgets.window_size import bring_forward, open_sized
 from models.files.encdec_survey import BlockSurvey
 
-ROW_HEIGHT = 400  # a row's thumbnails stay readable; three rows taller than the screen scroll
 ROWS = (("encoder", "Encoder self-attention: the source's tokens attend to each other"),
         ("decoder", "Decoder self-attention (causal): each target token attends to the ones before it"),
         ("cross", "Cross-attention: the target's tokens (rows) attend to the source's (columns)"))  # fmt: skip
@@ -40,8 +40,8 @@ class EncoderDecoderSurveyWindow(QMainWindow):
             header.setObjectName(f"{block}Header")
             layout.addWidget(header)
             panel = self.panels[block] = SurveyPanel(pane=getattr(rows, block) if rows is not None else None)
+            panel.model_view.least_side = READABLE_SIDE  # the rows scroll rather than shrink the thumbnails
             layout.addWidget(panel, 1)
-            row.setMinimumHeight(ROW_HEIGHT)
             splitter.addWidget(row)
         splitter.setChildrenCollapsible(False)
         # The rows scroll rather than squeeze their thumbnails or make the window taller than the screen.

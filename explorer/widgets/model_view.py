@@ -20,9 +20,11 @@ from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.frames import debounced
 from explorer.widgets.head_metrics_table import metric_text
 from explorer.widgets.scale_bar import DEFAULT_MIN_SPAN, MIN_SPAN, fit_label, levels_with_span, scale_bar
+from explorer.widgets.splitter_room import hold_least_height
 from explorer.widgets.token_axis import TEXT_RGB
 
 TICK_PX = 4  # axis ticks point out of the mosaic and the table, never over their pixels
+TABLE_ROW_PX = 18  # the heat table's least row height where the thumbnails keep theirs (least_side)
 RESIZE_PAUSE_MS = 150  # thumbnails are made again for the new size once resizing pauses
 EMPTY_RGB = (236, 236, 236)  # gaps and layers not computed yet
 METRIC_MAP = "CET-L17"  # (light) orange -> dark: distinct from the thumbnails' viridis
@@ -104,6 +106,9 @@ class ModelView(QWidget):
         self._lut = _mosaic_lut()
         self.layers = self.heads = 0
         self.side = THUMB  # the largest thumbnail side that fits the view, in device pixels
+        # The least thumbnail side the view's height keeps (0: none, the view fits its room whatever the
+        # side): the encoder-decoder window's rows keep READABLE_SIDE and scroll, its thumbnails were ~30 px.
+        self.least_side = 0
         self.matrix_shape = (0, 0)  # (n_q, n_k) of the heads shown
         self.tile = (THUMB, THUMB)  # thumbnail rows, cols (pixels)
         self.painted_layers = 0  # how many layers arrived since set_shape (for tests and the bench)
@@ -142,6 +147,17 @@ class ModelView(QWidget):
         if self.layers and self.wanted_side() != self.side:
             self.side_changed.emit(self.wanted_side())
 
+    def hold_room(self, layers: int) -> None:
+        """The mosaic's least height: ``layers`` thumbnails of :attr:`least_side` device pixels and
+        their gaps, and the heat table's TABLE_ROW_PX rows; the canvas asks its parents for that room.
+        Nothing when least_side is 0 (the survey and Generate windows: the view fits what it is given)."""
+        if not self.least_side:
+            return
+        rows = layers * (self.least_side + GAP) - GAP if layers else 0
+        self.mosaic_plot.getViewBox().setMinimumHeight(rows / self.canvas.devicePixelRatioF())
+        self.table_plot.getViewBox().setMinimumHeight(layers * TABLE_ROW_PX)
+        hold_least_height(self.canvas)
+
     def thumbnails(self, weights: np.ndarray, fit_each: bool | None = None) -> np.ndarray:
         """``weights (h, n_q, n_k)`` -> this view's thumbnails, at its device-pixel side."""
         fit = self.fit_box.isChecked() if fit_each is None else fit_each
@@ -155,6 +171,7 @@ class ModelView(QWidget):
         from the sizes alone (thumbnail_shape)."""
         self.layers, self.heads, self.painted_layers = layers, heads, 0
         self.matrix_shape = (n_q, n_k)
+        self.hold_room(layers)
         self.side = self.wanted_side() if side is None else side
         self.tile = thumbnail_shape(n_q, n_k, self.side)
         t_q, t_k = self.tile

@@ -20,6 +20,7 @@ from explorer.heads import array_head, head_name
 from explorer.widgets.colormaps import sign_colours
 from explorer.widgets.labels import display_label, rich_safe
 from explorer.widgets.token_axis import TEXT_RGB, TokenAxis, set_axis_title, shorten
+from explorer.widgets.value_axis import ValueAxis
 from models.engine.pixels import enlarge_peaks, reduce_row
 from models.engine.trace import AttentionTrace, query_row
 
@@ -98,6 +99,8 @@ def bar_range(values: np.ndarray) -> tuple[float, float]:
 
 
 TOP_ROOM_PX = 8
+MIN_BARS_PX = 110  # the bars' own height at least, below the header and above the key labels
+CHART_FRAME_PX = 6  # the plot's margins and the view's frame, below and above the bars
 
 
 class QueryFocusPanel(QGroupBox):
@@ -112,13 +115,17 @@ class QueryFocusPanel(QGroupBox):
         self.header.setWordWrap(True)
         self.header.setObjectName("focusHeader")
         self.axis = TokenAxis("bottom")
-        self.chart = pg.PlotWidget(axisItems={"bottom": self.axis}, background="w")
+        # weights' numbers thinned to the chart's height: squeezed by the inspector they overprinted
+        self.chart = pg.PlotWidget(axisItems={"bottom": self.axis, "left": ValueAxis("left")}, background="w")
         self.chart.setMouseEnabled(x=False, y=False)
         self.chart.hideButtons()
         self.chart.setMenuEnabled(False)
         self.chart.setLabel("left", "weight a_ij")
         self.chart.getAxis("left").setTextPen(TEXT_RGB)  # near-black, as the token labels
-        self.chart.setMinimumHeight(180)
+        self.chart.setMinimumHeight(MIN_BARS_PX + 100)
+        # The bars keep MIN_BARS_PX whatever the key labels below them take (upright, 16,384 keys'
+        # positions: ~100 px): with a fixed minimum they were left ~30 px under a long input's labels.
+        self.axis.geometryChanged.connect(self._fit_height)
         # Room above the plot for half a tick label: the top tick's value ("0.35") is never cut in half.
         self.chart.getPlotItem().layout.setContentsMargins(1, TOP_ROOM_PX, 1, 1)
         # No outline: with hundreds of keys the bars are thinner than a pixel and would be all outline.
@@ -201,6 +208,12 @@ class QueryFocusPanel(QGroupBox):
             values = f"the values of key/value head {groups[head]}, shared by heads {sharing}"
         self.sum_text.setText(contributions_html(keys, weights, output, values, len(trace.key_tokens), difference))
         self.sum_text.setToolTip("o_i = [" + ", ".join(str(np.float32(v)) for v in output) + "]")
+
+    def _fit_height(self) -> None:
+        """The chart's minimum: the bars' MIN_BARS_PX plus the key labels' height now and the margins."""
+        wanted = int(MIN_BARS_PX + self.axis.height() + TOP_ROOM_PX + CHART_FRAME_PX)
+        if wanted != self.chart.minimumHeight():
+            self.chart.setMinimumHeight(wanted)
 
     def _keep(self, key: tuple, answer: tuple) -> tuple:
         display = self.state.display

@@ -13,7 +13,10 @@ from explorer.widgets.cell_axis import CellAxis, layer_cells
 from explorer.widgets.colormaps import colour_map
 from explorer.widgets.labels import display_label, rich_safe
 from explorer.widgets.scale_bar import fit_label, scale_bar
+from explorer.widgets.splitter_room import hold_least_height
 from explorer.widgets.token_axis import TokenAxis, shorten
+
+LEAST_PLOT_PX = 72  # the layers × tokens map's and the bars' least height
 
 
 class RolloutView(QWidget):
@@ -53,6 +56,10 @@ class RolloutView(QWidget):
             plot.hideButtons()
             plot.getViewBox().setDefaultPadding(0.0)
         self.bars_plot.hideButtons()
+        # The right-hand plots keep a readable height under their token labels: in the encoder-decoder
+        # window's short rows the layers × tokens map was ~10 px tall and its colour bar's numbers overprinted.
+        for plot in (self.rows_plot, self.bars_plot):
+            plot.getViewBox().setMinimumHeight(LEAST_PLOT_PX)
         self.canvas.ci.layout.setColumnStretchFactor(0, 3)
         self.canvas.ci.layout.setColumnStretchFactor(1, 2)
         cmap = colour_map(True)
@@ -123,6 +130,7 @@ class RolloutView(QWidget):
         read "share (0 to the row's lar", cut."""
         fit_label(self.map_bar, "rollout R (0 to its largest)", "rollout R", "R")
         fit_label(self.rows_bar, "share (0 to the row's largest)", "share", "")
+        hold_least_height(self.canvas)  # the token labels' height changes with the plots' widths
 
     def _paint(self) -> None:
         if self.rollout is None or self.token_box.currentIndex() < 0:
@@ -143,3 +151,4 @@ class RolloutView(QWidget):
         self.bars.setOpts(x=np.arange(n) + 0.5, height=rows[layer], width=0.8)
         self.bars_plot.setTitle(f"'{token}' after layer {layer}", size="9pt")
         self.bars_plot.setXRange(0, n, padding=0)
+        hold_least_height(self.canvas)

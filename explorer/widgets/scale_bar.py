@@ -12,6 +12,7 @@ import pyqtgraph as pg
 from PySide6.QtGui import QFontMetrics
 
 from explorer.widgets.colormaps import TEXT_RGB, colour_map
+from explorer.widgets.value_axis import with_value_axis
 
 # A map of nearly equal numbers looks nearly uniform: its colours span at least this much of the
 # metric's own units (entropy in nats, distance in tokens, the rest are weights in 0..1).
@@ -22,6 +23,7 @@ DEFAULT_MIN_SPAN = 0.05
 def scale_bar(plot: pg.PlotItem, label: str, values: tuple[float, float] = (0.0, 1.0),
               cmap: pg.ColorMap | None = None, image: pg.ImageItem | None = None) -> pg.ColorBarItem:  # fmt: skip
     bar = pg.ColorBarItem(values=values, colorMap=cmap or colour_map(True), interactive=False, width=12)
+    with_value_axis(bar)  # its numbers thinned to the bar's length: a short bar's never overprint
     bar.axis.setTextPen(TEXT_RGB)
     bar.axis.setPen(TEXT_RGB)
     bar.axis.setLabel(label, color=pg.mkColor(TEXT_RGB))  # beside its numbers (the constructor's label

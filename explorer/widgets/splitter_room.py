@@ -69,3 +69,16 @@ class MiddleFirst(QSplitter):
         if wanted > 0:
             lend = wanted * spare[0] // sum(spare)
             self.setSizes([left - lend, middle + wanted, right - (wanted - lend)])
+
+
+def hold_least_height(canvas) -> int:
+    """A pyqtgraph canvas (GraphicsLayoutWidget) at least as tall as its plots' layout needs (each view
+    box's minimum height, its axes and titles): a QGraphicsView never asks its scene's layout, so a
+    canvas in a short row squeezed its plots to a few pixels rather than make the row (and its scroll
+    area) taller. Returns the minimum set."""
+    least = canvas.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize).height()
+    frame = canvas.frameWidth() * 2
+    wanted = int(least + 0.999) + frame
+    if canvas.minimumHeight() != wanted:
+        canvas.setMinimumHeight(wanted)
+    return wanted

@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QGuiApplication
 from PySide6.QtWidgets import QGraphicsItem
 
 from explorer.widgets.colormaps import TEXT_RGB
@@ -76,6 +76,7 @@ def set_axis_title(axis: pg.AxisItem, title: str) -> None:
         axis.setLabel(title)
 
 
+TALLEST_PX = 2160  # the tallest axis when no screen says (offscreen without one)
 MEASURED_LABELS = 512  # beyond this many tokens, label widths are bounded, not measured one by one
 SHARED_PICTURES = 64  # drawn axes kept for axes drawn the same (all heads of a grid share their labels)
 _pictures: OrderedDict[tuple, object] = OrderedDict()
@@ -126,6 +127,7 @@ class TokenAxis(pg.AxisItem):
         self._title = ""  # the axis title set_title shows ("" none)
         self._metrics: tuple[object, QFontMetricsF] | None = None  # (the tick font, its metrics)
         self._chosen: tuple[tuple, range] | None = None  # _choose's last question and answer
+        self._drawable: tuple[tuple, float] | None = None  # ((labels, font), _drawn_width's answer)
         # Kept as a pixmap in device pixels: a repaint of the heatmaps (a new result with the same
         # labels) copies it rather than laying out and drawing every label again (QPicture.play).
         self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
@@ -179,13 +181,31 @@ class TokenAxis(pg.AxisItem):
         return self._font_metrics().horizontalAdvance(f"{max(0, len(self._labels) - 1)} ")
 
     def label_room(self) -> int:
-        """Pixels the longest label (with its position, when many) and the axis title need beside
-        the axis, so a grid can reserve it exactly."""
-        room = max(self._label_widths(), default=0)
-        if len(self._labels) > POSITIONS_ABOVE:
-            room += self._position_px()
+        """Pixels the longest label (its position too, when many) and the title need: a grid reserves it."""
+        room = self._drawn_width()
+        if room is None:
+            positions = self._position_px() if len(self._labels) > POSITIONS_ABOVE else 0
+            room = max(self._label_widths(), default=0) + positions
         title = self.label.boundingRect().height() if self._title else 0
         return int(room + title) + self.style["tickTextOffset"][0] + 10
+
+    def _drawn_width(self) -> float | None:
+        """Row labels of a long input (beyond MEASURED_LABELS; their widths only bounded, "W" × 12 and the
+        position, ~100-200 px blank before the maps): the widest label drawn at any height up to the
+        tallest screen's, measured. Thinned labels sit at multiples of a nice step no smaller than that
+        screen allows: of it or of the next two (any larger nice step is a multiple of one of them).
+        Whatever the height: a width that followed it re-laid out the grid and restarted the picture."""
+        n = len(self._labels)
+        if not self.vertical or n <= MEASURED_LABELS:
+            return None
+        if self._drawable is None or self._drawable[0] != (self._labels, self.style["tickFont"]):
+            tallest = max((screen.geometry().height() for screen in QGuiApplication.screens()), default=0)
+            steps = [nice_step(max(1, math.ceil(self._pitch() * n / (tallest or TALLEST_PX))))]
+            steps += [nice_step(steps[0] + 1), nice_step(nice_step(steps[0] + 1) + 1)]
+            advance = self._font_metrics().horizontalAdvance
+            width = max(advance(f"{i} {shorten(self._shown[i])}") for k in steps for i in range(0, n, k))
+            self._drawable = ((self._labels, self.style["tickFont"]), width)
+        return self._drawable[1]
 
     def set_title(self, title: str) -> None:
         """The axis title (``query i``, ``key j``), in the label colour; "" hides it."""
