@@ -66,6 +66,14 @@ def test_hover_rows_and_a_cells_number_are_notebook_reads(make_window, settle, q
             cell = (h, n - 1, 2) if state.stepper.stage.per_head else (n - 1, 2)
             value = read(notebook, ReadRequest(name, "cell", cell=cell))
             assert value == pytest.approx(view.values.value(name, h, n - 1, 2), rel=1e-5, abs=1e-6)
+    # the focus panel's bars: the focused query's row of weights
+    state.set_stage("weights")
+    state.set_head(1)
+    state.set_query(3)
+    expected = read(notebook, ReadRequest("weights", "rows", heads=(state.focus_head,), region=(3, 4, 0, 0)))[0]
+    panel = window.focus_panel
+    qtbot.waitUntil(lambda: panel.weights_row is not None and len(panel.weights_row) == n
+                    and np.allclose(panel.weights_row, expected, rtol=1e-5, atol=1e-6), timeout=10_000)  # fmt: skip
 
 
 def test_a_zoomed_region_is_a_notebook_read_at_the_plots_pixels(make_window, qtbot):
