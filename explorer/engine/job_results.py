@@ -79,9 +79,9 @@ def first_images(trace: AttentionTrace, first: list[str], focus: str, plots: Plo
     pixels of the plots it will be drawn on, left out where it may not be laid out as the ``plots`` now are
     (the view asks for it once it is); the others, made ahead for stepping, at those pixels or whole up to
     MAX_DISPLAY_SIDE (asked again if they do not fit)."""
-    sides = {n: pixels_for(plots, trace[n]) or (None if n == focus else "whole") for n in first}
-    return {n: read(trace, ReadRequest(n, pixels=None if side == "whole" else tuple(side), scale=fit), should_stop)
-            for n, side in sides.items() if side is not None}  # fmt: skip
+    sides = {n: pixels_for(plots, trace[n]) for n in first}  # None: whole, up to MAX_DISPLAY_SIDE a side
+    return {n: read(trace, ReadRequest(n, pixels=side, scale=fit), should_stop)
+            for n, side in sides.items() if side or n != focus}  # fmt: skip
 
 
 def background_order(todo: list[str], names: list[str], focus: str) -> list[str]:
