@@ -49,8 +49,8 @@ class ReadRequest:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise InputError(f"a read is one of {', '.join(KINDS)}, got {self.kind!r}")
-        if self.kind == "cell" and self.cell is None:
-            raise InputError("a cell read names its cell: cell=(head, row, col)")
+        if self.kind == "cell" and (self.cell is None or len(self.cell) not in (2, 3)):
+            raise InputError("a cell read names its cell: cell=(head, row, col) or (row, col)")
 
 
 def read(trace: Any, request: ReadRequest, should_stop: Callable[[], bool] | None = None) -> Any:
