@@ -46,7 +46,7 @@ except ImportError:  # the layout before models/engine
 from models.config import AttentionConfig, AttentionRequest
 from models.reads.explain import explain
 from models.reads.params import toy_params
-from explorer.engine.stage_render import stage_image
+from models.reads.picture import stage_image
 
 n = int(sys.argv[2])
 sentence = " ".join(f"w{i}" for i in range(n))  # distinct words (issue 45)

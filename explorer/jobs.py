@@ -9,9 +9,9 @@ answers with :meth:`ReadJobs.wait_until_idle`, as napari's slicer does, instead 
 
 An ask made with ``held=True`` (a panel beside the heatmaps: the focus) is not handed over while
 ``busy()`` says a result's heatmaps are on their way to the screen (the window's frame scheduler,
-explorer.widgets.frames): it waits for :meth:`release` (the scheduler idle again) or
-:data:`HOLD_MS`, so that its update never lengthens one of their turns. It is still pending
-meanwhile: ``wait_until_idle`` waits for it.
+explorer.widgets.frames): it waits for :meth:`release` (the scheduler idle again) or the delay
+``"hold answer"`` (frames.DELAYS), so that its update never lengthens one of their turns. It is still
+pending meanwhile: ``wait_until_idle`` waits for it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from explorer.widgets.frames import later, wait_until
 from models.config import InputError
 
 Deliver = Callable[[object], None]
-HOLD_MS = 200  # the longest a held answer waits for release()
 
 
 class ReadJobs(QObject):
@@ -163,7 +162,7 @@ class ReadJobs(QObject):
     def _deliver(self, kind: str, ticket: int, value: object, error: object, holding: bool = True) -> None:
         if holding and kind in self._held_kinds and self.busy is not None and self.busy():
             if not self._held:
-                later(HOLD_MS, self, self.release)  # never held for longer
+                later("hold answer", self, self.release)  # never held for longer
             self._held.append((kind, ticket, value, error))
             return
         with self._lock:

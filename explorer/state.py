@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from psygnal import Signal
 
 from explorer import panes
-from explorer.images.stage_image import StageImage
 from explorer.inputs import DEFAULT_SENTENCE, Inputs, painted_mask, same_computation, settings_problem
 from explorer.panes import InspectedCell, InspectorPane, ShownStage, Status, StatusPane, StepperPane
 from explorer.run import DisplayTrace, FileRequest
 from explorer.snapshot import ALL_HEADS, NO_QUERY, EditHistory, Snapshot
+from models.engine.colour_index import StageImage
 from models.engine.tokenize import tokenize
 from models.engine.trace import STAGE_ORDER, AttentionTrace
 from models.runspec import RunSpec

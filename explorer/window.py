@@ -64,7 +64,6 @@ from models.pretrained import list_models
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 WARM_PLOTS = 12  # heads of BERT-base, GPT-2, MiniLM: heatmaps made ready while such a model loads
 IDLE_PLOTS = 16  # heatmaps built in idle time after start-up, so that a first model shows at once
-PROGRESS_MS = 50  # a model load's progress reaches the status line and bar at most this often
 
 
 def read_examples() -> list[str]:
@@ -134,7 +133,7 @@ class MainWindow(QMainWindow):
         self._lay_out()
         info, error = self.state.status.show_info, self.state.status.show_error
         self.mask_dock = MaskDock(self.state, error, self, off_gui=self.jobs.call)  # issue 9: the painted mask
-        self.why = WhyDock(self.state, self.jobs, self.worker.models, self.frames, self)  # File → Why…, hidden
+        self.why = WhyDock(self.state, self.jobs, self.frames, self)  # File → Why…, hidden
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.why)
         self.why.hide()
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.mask_dock)
@@ -170,8 +169,8 @@ class MainWindow(QMainWindow):
         self.state.settings_error_changed.connect(self._settings_problem)
         self.worker.result_ready.connect(self._on_result)
         self.worker.failed.connect(self._on_failed)
-        # A load reports each tensor: the bar and status line follow at most every PROGRESS_MS (Frames' time).
-        self._progress_soon = throttled(self._on_load_progress, PROGRESS_MS, self)
+        # A load reports each tensor: the bar and status line follow at most every "load progress" ms (frames.DELAYS).
+        self._progress_soon = throttled(self._on_load_progress, "load progress", self)
         self.worker.load_progress.connect(self._load_progress)
         self.model_chooser.open_folder_requested.connect(self.open_model_folder)
         # Building a model's dozen heatmaps takes ~100 ms: do it while the user picks, not after.
@@ -287,7 +286,7 @@ class MainWindow(QMainWindow):
         EXECUTOR.start(lambda: read_tokenizers_ahead(names))
 
     def _load_progress(self, fraction: float, message: str) -> None:
-        """A load's report: the first at once, then at most one every PROGRESS_MS, the end at once."""
+        """A load's report: the first at once, then at most one every "load progress" ms, the end at once."""
         if fraction >= 1.0:
             self._progress_soon.cancel()
         (self._on_load_progress if fraction >= 1.0 else self._progress_soon)(fraction, message)

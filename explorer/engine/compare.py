@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer.engine.edited_runner import stage_delta
-from explorer.engine.stage_render import stage_image
-from explorer.images.stage_image import SEQUENTIAL_STAGES, StageImage
+from models.engine.colour_index import SEQUENTIAL_STAGES, StageImage
 from models.engine.trace import AttentionTrace, Stage
+from models.reads.picture import stage_image
 
 MAX_COMPARE_TOKENS = 2048  # beyond this the panel says so instead of reading two n×n matrices
 COMPARE_SIDE = 512  # before the view is laid out: at most this many pixels a side (peak-keeping reduction)

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer.images.sink_scale import first_key_out_of_scale
-from explorer.images.stage_image import COLOURS, MASKED_INDEX
 from explorer.images.thumbnails import EMPTY_INDEX, THUMB, thumbnail_indices, thumbnail_steps
 from explorer.widgets.labels import visible_whitespace
+from models.engine.colour_index import COLOURS, MASKED_INDEX
 from models.engine.mask_rule import hidden_array
 from models.generate import Generation
 from models.reads.survey import head_metrics

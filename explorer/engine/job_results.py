@@ -10,14 +10,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from explorer.engine.stage_render import stage_image
 from explorer.images.plot_pixels import PlotsOnScreen, pixels_for
-from explorer.images.stage_image import MAX_DISPLAY_SIDE, StageImage
 from models import api
 from models.config import AttentionRequest, Cancelled, InputError
+from models.engine.colour_index import StageImage
 from models.engine.trace import AttentionTrace
 from models.memory import OUT_OF_MEMORY, is_out_of_memory
 from models.reads.params import toy_params
+from models.reads.read import ReadRequest, read
 from models.runspec import RunSpec
 
 
@@ -27,18 +27,27 @@ def leave_a_core_to_the_gui() -> None:
     torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
 
 
-def layer_params(models, request: object, trace: AttentionTrace):
-    """The layer's weights in one form for both engines, for explaining a cell (models.api.layer_params,
-    as a notebook's ``Trace.params``); None if unknown (an edited run: its weights are the unedited ones)."""
-    try:
-        if isinstance(request, AttentionRequest):
-            return toy_params(request)
-        if not isinstance(request, RunSpec) or request.edits or request.difference:
+def shown_run(models, request: object, trace: AttentionTrace) -> api.Trace:
+    """The run as the front door holds it (models.api.Trace, as a notebook's): the trace, the request as
+    traced, the model that made it (the runner's cached one) and the layer's parameters, read here, on the
+    worker, for the inspector (api.layer_params; None for an edited run, whose weights are the unedited
+    ones, or when they cannot be read: the inspector then says it cannot explain)."""
+    spec = request if isinstance(request, RunSpec) else None
+    engine = models.model(spec.model, spec.device, spec.dtype) if spec is not None and spec.uses_model else None
+
+    def params():
+        try:
+            if isinstance(request, AttentionRequest):
+                return toy_params(request)
+            if spec is None or spec.edits or spec.difference:
+                return None
+            return api.layer_params(spec, trace, engine)
+        except Exception:  # noqa: BLE001 - the trace still shows
             return None
-        model = models.model(request.model, request.device, request.dtype) if request.uses_model else None
-        return api.layer_params(request, trace, model)
-    except Exception:  # noqa: BLE001 - the inspector then says it cannot explain; the trace still shows
-        return None
+
+    run = api.Trace(trace, request.as_traced(trace) if spec is not None else request, params, engine)
+    run.params  # noqa: B018 - read now, off the GUI thread
+    return run
 
 
 def small_values(trace: AttentionTrace, focus: str) -> dict[str, list[np.ndarray]]:
@@ -50,8 +59,7 @@ def small_values(trace: AttentionTrace, focus: str) -> dict[str, list[np.ndarray
     limit = stage_rows.PREFETCH_CELLS  # read when asked: a test may change it
     cells = {s.name: int(np.prod(s.shape)) for s in trace.stages}
     names = [n for n in ([focus, "masked"] if focus == "weights" else [focus]) if n in cells and cells[n] <= limit]
-    return {n: [np.array(trace[n].rows(h, 0, trace[n].shape[-2]), np.float32) for h in range(trace[n].heads)]
-            for n in names}  # fmt: skip
+    return {n: [read(trace, ReadRequest(n, "rows", heads=(h,))) for h in range(trace[n].heads)] for n in names}
 
 
 @dataclass(frozen=True)
@@ -71,9 +79,9 @@ def first_images(trace: AttentionTrace, first: list[str], focus: str, plots: Plo
     pixels of the plots it will be drawn on, left out where it may not be laid out as the ``plots`` now are
     (the view asks for it once it is); the others, made ahead for stepping, at those pixels or whole up to
     MAX_DISPLAY_SIDE (asked again if they do not fit)."""
-    sides = {n: pixels_for(plots, trace[n]) or (None if n == focus else MAX_DISPLAY_SIDE) for n in first}
-    return {n: stage_image(trace[n], fit, should_stop=should_stop, max_side=side)
-            for n, side in sides.items() if side is not None}  # fmt: skip
+    sides = {n: pixels_for(plots, trace[n]) for n in first}  # None: whole, up to MAX_DISPLAY_SIDE a side
+    return {n: read(trace, ReadRequest(n, pixels=side, scale=fit), should_stop)
+            for n, side in sides.items() if side or n != focus}  # fmt: skip
 
 
 def background_order(todo: list[str], names: list[str], focus: str) -> list[str]:

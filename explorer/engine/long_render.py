@@ -20,14 +20,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from explorer.engine.stage_render import stage_image
-from explorer.images.stage_image import MAX_DISPLAY_SIDE, StageImage
+from explorer.widgets.frames import DELAYS
+from models.engine.colour_index import MAX_DISPLAY_SIDE, StageImage
 from models.engine.pixels import block_step
 from models.engine.reduce import Reduced, reduce_head
 from models.engine.trace import AttentionTrace, Stage
+from models.reads.picture import stage_image
 
-STREAM_EVERY_MS = 1000  # at most one picture a second while the overview grows (each costs ~10-25 ms a head),
-SHARE = 0.05  # and at most this share of the time spent making them
+SHARE = 0.05  # at most this share of the time spent making its pictures (and one each "stream every": frames.DELAYS)
 
 
 def is_long(trace: AttentionTrace) -> bool:
@@ -54,7 +54,7 @@ class Overviews:
     def next_ask_ms(self) -> int:
         """How long after a picture came the GUI asks for the next: a second, or longer when making one
         took more than SHARE of that."""
-        return max(STREAM_EVERY_MS, round(self.cost_s / SHARE * 1000))
+        return max(DELAYS["stream every"], round(self.cost_s / SHARE * 1000))
 
     def _start(self, trace: AttentionTrace, stage: Stage) -> None:
         n_rows, n_cols = stage.shape[-2:]

@@ -3,7 +3,7 @@
 The GUI thread calls :meth:`ComputeWorker.submit` and returns at once. A job on the executor (explorer/
 executor.py: this worker's own lane, one at a time, in order; holding the shown run's device queue while
 it converts, so that it never computes on a lazy store beside a read) computes the trace, converts the
-stage on screen to uint8 colour indices (explorer.images.stage_image) and emits ``result_ready``. A newer
+stage on screen to uint8 colour indices (models.engine.colour_index) and emits ``result_ready``. A newer
 submit bumps the generation; the running computation sees that at its next stage boundary
 (``should_stop``) and is abandoned. With nothing to do no job runs: an ask, or the GUI going idle,
 starts one. The worker has no clock: its two waits for the GUI end when the GUI is idle
@@ -32,21 +32,20 @@ from explorer.engine.job_results import (
     failure_kind,
     failure_message,
     first_images,
-    layer_params,
     leave_a_core_to_the_gui,
+    shown_run,
     small_values,
 )
 from explorer.engine.long_render import Overviews, is_long
 from explorer.engine.pretrained_runner import PretrainedRunner
-from explorer.engine.stage_render import stage_image
 from explorer.executor import EXECUTOR
 from explorer.images.plot_pixels import PlotsOnScreen, pixels_for
-from explorer.images.stage_image import MAX_DISPLAY_SIDE
 from explorer.run import DisplayTrace
 from explorer.widgets.frames import later
 from models.config import AttentionRequest, Cancelled, InputError
 from models.engine import pipeline
 from models.engine.trace import AttentionTrace
+from models.reads.read import ReadRequest, read
 from models.run_engine import toy_request
 from models.runspec import RunSpec
 
@@ -57,15 +56,13 @@ CONVERT_ALL_BELOW = 4_000_000
 # The GUI says when it is busy (explorer.widgets.frames: a change's phases still to come), the one
 # signal this worker consults, through set_gui_busy. Two things wait for it, each at most so long
 # (a frames.later on the GUI thread ends the wait: the worker has no clock of its own):
-# - reading a model (WAIT_FOR_GUI_MS): reading the tokenizer holds the interpreter lock for ~40 ms,
+# - reading a model ("wait for gui"): reading the tokenizer holds the interpreter lock for ~40 ms,
 #   and the GUI thread, laying out and repainting the panels after a model is chosen, waited for
 #   it (a 50-100 ms stall on choosing a model, for ~25 ms of the GUI's own work);
-# - converting the other stages after a result (QUIET_AFTER_RESULT_MS): converting takes the lock in
+# - converting the other stages after a result ("quiet after result"): converting takes the lock in
 #   short bursts, and each burst the GUI thread waits for (up to sys.getswitchinterval(), 5 ms) is
 #   multiplied by the hundred Python calls of one paint, which doubled the window's longest stall.
 #   Handing over a result makes the GUI busy until it says otherwise (it has painted the result).
-WAIT_FOR_GUI_MS = 100
-QUIET_AFTER_RESULT_MS = 250
 
 
 class ComputeWorker(QObject):
@@ -153,7 +150,7 @@ class ComputeWorker(QObject):
     def set_gui_busy(self, busy: bool) -> None:
         """The GUI is busy showing a change, or no longer (explorer.widgets.frames.Frames.busy_changed,
         on the GUI thread): while it is, a model is not read and stages are not converted in the
-        background (see WAIT_FOR_GUI_MS and QUIET_AFTER_RESULT_MS)."""
+        background (see the delays "wait for gui" and "quiet after result", frames.DELAYS)."""
         with self._cond:
             self._gui_busy = bool(busy)
             self._cond.notify_all()
@@ -164,10 +161,10 @@ class ComputeWorker(QObject):
     gui_busy = property(lambda self: self._gui_busy)
 
     def _limit_quiet(self, generation: int) -> None:  # GUI thread: the quiet period's time limit, by Frames
-        later(QUIET_AFTER_RESULT_MS, self, lambda: self._end_wait("_quiet_over", max(self._quiet_over, generation)))
+        later("quiet after result", self, lambda: self._end_wait("_quiet_over", max(self._quiet_over, generation)))
 
     def _limit_load_wait(self) -> None:  # GUI thread: the load's wait for the GUI ends by then at the latest
-        later(WAIT_FOR_GUI_MS, self, lambda: self._end_wait("_go_ahead", True))
+        later("wait for gui", self, lambda: self._end_wait("_go_ahead", True))
 
     def _end_wait(self, name: str, value: object) -> None:
         with self._cond:
@@ -322,11 +319,11 @@ class ComputeWorker(QObject):
         for head, (generation, name, region, levels, pixels) in regions.items():
             if generation == current.generation and name in current.trace:
                 stage = current.trace[name]
-                side = tuple(pixels) if pixels else MAX_DISPLAY_SIDE
+                side = tuple(pixels) if pixels else None
                 image = self._long.region(current.trace, stage, fit, head, region, levels, pixels)
                 if image is None:
-                    image = stage_image(stage, fit, region=region, heads=[head], should_stop=stale,
-                                        levels=levels, max_side=side)  # fmt: skip
+                    asked = ReadRequest(name, heads=(head,), region=region, pixels=side, scale=fit, levels=levels)
+                    image = read(current.trace, asked, stale)
                 ready.append((head, image))
         if ready:
             self.regions_ready.emit(current.generation, ready)
@@ -336,8 +333,8 @@ class ComputeWorker(QObject):
         stage is laid out alike; else, ahead of being shown, MAX_DISPLAY_SIDE); a long input's weights
         streamed (explorer.engine.long_render), the regions asked meanwhile answered between its blocks."""
         if not stage.streamed:
-            side = pixels or pixels_for(self._plots, stage) or MAX_DISPLAY_SIDE
-            return stage_image(stage, fit, should_stop=should_stop, max_side=side)
+            side = pixels or pixels_for(self._plots, stage)
+            return read(current.trace, ReadRequest(stage.name, pixels=side and tuple(side), scale=fit), should_stop)
 
         def serve() -> None:
             with self._cond:
@@ -365,14 +362,12 @@ class ComputeWorker(QObject):
             total = sum(s.nbytes // 4 for s in trace.stages)  # shapes only: lazy stages stay uncomputed
             first = names if total <= CONVERT_ALL_BELOW else [] if is_long(trace) else [focus]
             images = first_images(trace, first, focus, job.plots, job.fit_colours, is_stale)
-            shown = job.request.as_traced(trace) if isinstance(job.request, RunSpec) else job.request
-            display = DisplayTrace(job.generation, trace, images, shown)
-            display.values = small_values(trace, focus) if total <= CONVERT_ALL_BELOW else {}
+            values = small_values(trace, focus) if total <= CONVERT_ALL_BELOW else {}
+            display = DisplayTrace(job.generation, shown_run(self.models, job.request, trace), images, values=values)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status-bar message
             if not is_stale():  # a stale job's failure (Cancelled included) interests no one
                 self.failed.emit(job.generation, failure_message(exc), failure_kind(exc))
             return None
-        display.params = layer_params(self.models, job.request, trace)
         display.worker_ms = (time.perf_counter() - t0) * 1000.0
         if is_stale():
             return None

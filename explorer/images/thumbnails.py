@@ -4,7 +4,7 @@ A thumbnail is at most ``side`` pixels a side: the device pixels one thumbnail g
 view (:func:`tile_side`, again after every resize), ``THUMB`` where no view is known. Larger
 matrices are reduced as every view reduces them (models.engine.pixels: each pixel its block's largest
 weight, peaks enlarged to 3 × 3 pixels), and coloured with the one index layout of
-explorer.images.stage_image (0..126 the colour map, 254 NaN), so the model view's thumbnails paint
+models.engine.colour_index (0..126 the colour map, 254 NaN), so the model view's thumbnails paint
 exactly as the stepper's heatmaps.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from explorer.images.sink_scale import first_key_out_of_scale
-from explorer.images.stage_image import MASKED_INDEX, to_indices
+from models.engine.colour_index import MASKED_INDEX, to_indices
 from models.engine.pixels import block_peaks, block_step, enlarge_peaks
 from models.reads.survey import special_token_mask
 

@@ -18,12 +18,12 @@ TITLE_BUTTONS = 70  # px: a dock title's float and close buttons and margins
 
 
 class WhyDock(QDockWidget):
-    def __init__(self, state, jobs, models, frames, parent: QWidget | None = None) -> None:
-        """``models``: the worker's loaded models (``models.model(name, device)``, explorer.engine);
-        ``frames``: the window's scheduler (its width is fitted after the window's layout has run)."""
+    def __init__(self, state, jobs, frames, parent: QWidget | None = None) -> None:
+        """``frames``: the window's scheduler (its width is fitted after the window's layout has run); the
+        model that made a run is its own (``display.run.engine``, models.api.Trace)."""
         super().__init__("Why does this head attend here?", parent)
         self.setObjectName("whyDock")
-        self.state, self.models, self.frames = state, models, frames
+        self.state, self.frames = state, frames
         self.panel = WhyPanel(jobs=jobs)
         self.setWidget(self.panel)
         # Narrowed with its window, never below its whole title and buttons (it was ~100 px: "Why doe…").
@@ -106,11 +106,9 @@ class WhyDock(QDockWidget):
             self.panel.show_cell(display, stage, head, row, col, self.model_of(display))
 
     def model_of(self, display):
-        """The loaded model that made ``display`` (from the worker's cache); None: the toy."""
-        spec = getattr(display, "request", None)
-        if spec is None or not getattr(spec, "model", None):
-            return None
-        return lambda: self.models.model(spec.model, spec.device, getattr(spec, "dtype", "float32"))
+        """The loaded model that made ``display`` (its run's, models.api.Trace.engine); None: the toy."""
+        engine = getattr(getattr(display, "run", None), "engine", None)
+        return None if engine is None else lambda: engine
 
     def open_head(self, layer: int, head: int, position: int, side: str = "query") -> None:
         """Show ``head`` of ``layer``: its weights, its row at ``position`` focused (a click on a head source

@@ -32,7 +32,6 @@ MAX_FONT_PX = 12.0
 MIN_FONT_PX = 10.0  # the smallest font the numbers are written in (digits ~7 px high)
 CANDIDATE_PX = 3.0  # texts this much narrower than the widest at one size may be the widest at a smaller one
 CHOICES = [(MIN_FONT_PX, d) for d in DIGITS]  # (smallest font, digits), tried in turn
-DEBOUNCE_MS = 40
 LIGHT_LUMA = 140.0  # above this the cell is light: black text, else white
 BLACK, WHITE = QColor(0, 0, 0), QColor(255, 255, 255)
 
@@ -147,7 +146,7 @@ class CellNumbers:
         self._say_why("")
         self.checkbox.toggled.connect(lambda _on: self.update())
         view.add_control(self.checkbox)
-        self._soon = debounced(self.update, DEBOUNCE_MS, view)  # once a zoom or resize pauses
+        self._soon = debounced(self.update, "numbers pause", view)  # once a zoom or resize pauses
 
     @property
     def enabled(self) -> bool:

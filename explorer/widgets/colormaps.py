@@ -1,6 +1,6 @@
 """The two colour maps and their 256-entry lookup tables (index 255 = masked grey).
 
-See explorer/images/stage_image.py for the index layout; the LUTs are built once on the GUI thread.
+See models/engine/colour_index.py for the index layout; the LUTs are built once on the GUI thread.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import functools
 import numpy as np
 import pyqtgraph as pg
 
-from explorer.images.stage_image import COLOURS, MASKED_INDEX, MIXED_OFFSET, NAN_INDEX
+from models.engine.colour_index import COLOURS, MASKED_INDEX, MIXED_OFFSET, NAN_INDEX
 
 DIVERGING = "CET-D1"  # blue - near white - red: signed values, white is 0
 SEQUENTIAL = "viridis"  # dark - yellow: weights in 0..1

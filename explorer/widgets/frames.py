@@ -41,8 +41,35 @@ from superqt.utils import qthrottled
 
 from explorer.widgets.debounce import Debounced
 
-TURN_MS = 1  # a phase's timer: it fires after the events its asking turn posted
-EVENT_LIMIT_MS = 200  # the longest a begun phase keeps the GUI busy when its event never comes
+# Every wait of the window, by name, in milliseconds (issue 46): :func:`later`, :func:`debounced`,
+# :func:`throttled`, :meth:`Ticker.start` and :meth:`Frames.begin` take a name of this table (read when
+# called: a test changes a delay with ``monkeypatch.setitem(frames.DELAYS, name, ms)``) or a number.
+DELAYS: dict[str, int] = {
+    "turn": 1,  # a phase's timer: it fires after the events its asking turn posted
+    "event limit": 200,  # the longest a begun phase keeps the GUI busy when its event never comes
+    "typing pause": 150,  # the sentence is recomputed once the typist pauses: a blink, not every keystroke
+    "zoom pause": 120,  # zooming and panning ask the worker once they pause
+    "numbers pause": 40,  # the numbers in the cells are laid out again once a zoom or resize pauses
+    "resize pause": 150,  # thumbnails are made again for the new size once resizing pauses
+    "shrink after": 400,  # the left column follows a narrower minimum once it has held this long
+    "load progress": 50,  # a model load's progress reaches the status line and bar at most this often
+    # The compute worker's two waits for the GUI end when the GUI is idle or, at the latest, after these
+    # (explorer/engine/worker.py says why): before reading a model, and before converting the other
+    # stages of a result in the background.
+    "wait for gui": 100,
+    "quiet after result": 250,
+    "hold answer": 200,  # the longest a side panel's answer is held while a result's heatmaps are shown
+    "hold for image": 250,  # a paint held for a stage's picture is released after this if it has not come
+    "zoom patience": 30_000,  # a zoomed region's answer that never came stops counting as pending
+    # a long overview: at most one picture this often while it grows (each costs ~10-25 ms a head)
+    "stream every": 1000,
+    "idle build": 5,  # spare heatmaps built in idle time: at most one per this many ms
+}
+
+
+def delay(ms: int | str) -> int:
+    """``ms``, or the delay named ``ms`` in :data:`DELAYS`."""
+    return DELAYS[ms] if isinstance(ms, str) else ms
 
 
 class Turn:
@@ -53,7 +80,7 @@ class Turn:
         self.name, self._frames, self._slot = name, frames, slot
         self._timer = QTimer(frames)
         self._timer.setSingleShot(True)
-        self._timer.setInterval(TURN_MS)
+        self._timer.setInterval(delay("turn"))
         self._timer.timeout.connect(self._run)
         self.pending = False
 
@@ -132,7 +159,7 @@ class Frames(QObject):
             slots.append(slot)
         turn.request()
 
-    def begin(self, name: str, limit_ms: int = EVENT_LIMIT_MS) -> None:
+    def begin(self, name: str, limit_ms: int | str = "event limit") -> None:
         """A phase that ends on an event (:meth:`end`), or after ``limit_ms`` at the latest."""
         timer = self._limits.get(name)
         if timer is None:
@@ -140,7 +167,7 @@ class Frames(QObject):
             timer.setSingleShot(True)
             timer.timeout.connect(lambda: self.end(name))
         self._begun.add(name)
-        timer.start(limit_ms)
+        timer.start(delay(limit_ms))
         self.check()
 
     def end(self, name: str) -> None:
@@ -200,21 +227,21 @@ def wait_until(done: Callable[[], bool], timeout: float = 10.0) -> bool:
     return done()
 
 
-def debounced(func: Callable[..., object], ms: int, parent: QObject) -> Debounced:
+def debounced(func: Callable[..., object], ms: int | str, parent: QObject) -> Debounced:
     """``func(*args)`` once, ``ms`` milliseconds after the last of a burst of calls (``pending``,
     ``flush()``, ``cancel()``): typing, a zoom or a resize that pauses."""
-    return Debounced(func, ms, parent)
+    return Debounced(func, delay(ms), parent)
 
 
-def throttled(func: Callable[..., object], ms: int, parent: QObject):
+def throttled(func: Callable[..., object], ms: int | str, parent: QObject):
     """``func(*args)`` at once, then at most once every ``ms`` milliseconds with the latest arguments
     of the calls meanwhile (``cancel()`` forgets a waiting call, ``flush()`` makes it now)."""
-    return qthrottled(func, timeout=ms, parent=parent)
+    return qthrottled(func, timeout=delay(ms), parent=parent)
 
 
-def later(ms: int, parent: QObject, slot: Callable[[], None]) -> None:
+def later(ms: int | str, parent: QObject, slot: Callable[[], None]) -> None:
     """``slot()`` once, ``ms`` milliseconds from now (0: in a later turn), unless ``parent`` is gone."""
-    QTimer.singleShot(ms, parent, slot)
+    QTimer.singleShot(delay(ms), parent, slot)
 
 
 class Ticker:
@@ -225,8 +252,8 @@ class Ticker:
         self._timer.setSingleShot(single_shot)
         self._timer.timeout.connect(slot)
 
-    def start(self, ms: int = 0) -> None:
-        self._timer.start(ms)
+    def start(self, ms: int | str = 0) -> None:
+        self._timer.start(delay(ms))
 
     def stop(self) -> None:
         self._timer.stop()

@@ -13,11 +13,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from explorer.images.stage_image import MASKED_INDEX as MASKED
 from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.labels import rich_safe
 from explorer.widgets.scale_bar import scale_bar
 from explorer.widgets.token_axis import TokenAxis
+from models.engine.colour_index import MASKED_INDEX as MASKED
 
 BOUNDARY_PEN = dict(color=(255, 255, 255), width=2, style=Qt.PenStyle.DashLine)
 

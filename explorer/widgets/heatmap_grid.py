@@ -17,7 +17,6 @@ from explorer.widgets.token_axis import EDGE_OVERHANG_PX, axis_title
 
 GRID_SPACING = 6
 COLOUR_BAR_PX = 75  # until the colour bar has been laid out once
-IDLE_BUILD_MS = 5  # spare heatmaps built in idle time: at most one per this many ms
 PLOT_OVERHEAD_PX = 56  # a plot's title, token labels underneath and spacing, heightwise
 TITLE_ROW_PX = 26  # a plot's title and spacing alone
 # Images shorter than this with every plot's key labels: only the bottom plot of each column keeps them
@@ -221,7 +220,7 @@ class HeatmapGrid:
         if len(self.pool) < self._target:
             # A result waiting for its plots: one per turn. Else a few ms apart, so that one build
             # and not two shares a turn with whatever else comes (a repaint, a result).
-            self.pool_timer.start(0 if self.waiting_for else IDLE_BUILD_MS)
+            self.pool_timer.start(0 if self.waiting_for else "idle build")
 
     def build_now(self) -> None:
         """The plots a grid waits for, built at once (tests and exports)."""

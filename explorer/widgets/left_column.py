@@ -15,14 +15,13 @@ from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 from explorer.widgets.frames import debounced
 
 MARGIN = 6  # px around the column's panels
-SHRINK_AFTER_MS = 400  # a narrower minimum is followed once it has held this long
 
 
 class PanelScroll(QScrollArea):
     """Scrolls its panels up and down, never sideways: its minimum width is theirs (with the scroll
     bar's), followed as they change (a model's longer texts), so no panel is ever cut at the right.
 
-    A wider minimum is followed at once; a narrower one once it has held for SHRINK_AFTER_MS. A model's
+    A wider minimum is followed at once; a narrower one once it has held for the "shrink after" delay. A model's
     texts go and come back as models are switched ("Loading…", then its facts): followed both ways at
     once, the whole window was laid out again twice per change, heatmaps included (a step of the
     training timeline: 35 -> 60 ms at the window's least width)."""
@@ -34,7 +33,7 @@ class PanelScroll(QScrollArea):
         self.setFrameShape(QScrollArea.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._told = 0  # the least width last given to the layouts
-        self._shrink = debounced(self._follow, SHRINK_AFTER_MS, self)
+        self._shrink = debounced(self._follow, "shrink after", self)
         inner.installEventFilter(self)
 
     def _least(self) -> int:

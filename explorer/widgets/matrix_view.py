@@ -17,7 +17,6 @@ from superqt.utils import signals_blocked
 
 from explorer.heads import clicked_query_head, head_title, heads_shown
 from explorer.images.plot_pixels import cells
-from explorer.images.stage_image import SEQUENTIAL_STAGES
 from explorer.widgets.cell_numbers import CellNumbers
 from explorer.widgets.cell_selection import CellSelection
 from explorer.widgets.colormaps import colour_map, lookup_table, range_legend
@@ -32,6 +31,7 @@ from explorer.widgets.range_line import READOUT_ONE_LINE, RangeLine
 from explorer.widgets.stage_rows import StageRows
 from explorer.widgets.token_axis import axis_title, set_axis_title
 from explorer.widgets.zoom_regions import ZoomRegions, device_pixels, visible_region
+from models.engine.colour_index import SEQUENTIAL_STAGES
 from models.engine.pixels import ENLARGE, block_step
 from models.engine.trace import Stage
 

@@ -25,7 +25,6 @@ from explorer.widgets.token_axis import TEXT_RGB
 
 TICK_PX = 4  # axis ticks point out of the mosaic and the table, never over their pixels
 TABLE_ROW_PX = 18  # the heat table's least row height where the thumbnails keep theirs (least_side)
-RESIZE_PAUSE_MS = 150  # thumbnails are made again for the new size once resizing pauses
 EMPTY_RGB = (236, 236, 236)  # gaps and layers not computed yet
 METRIC_MAP = "CET-L17"  # (light) orange -> dark: distinct from the thumbnails' viridis
 UNITS = {"entropy": "entropy (nats)", "distance": "distance (tokens)"}  # the rest: weights, 0 to 1
@@ -117,7 +116,7 @@ class ModelView(QWidget):
         self.metric_box.currentTextChanged.connect(lambda _name: self._paint_table())
         self.canvas.scene().sigMouseMoved.connect(self._hover)
         self.canvas.scene().sigMouseClicked.connect(self._clicked)
-        self._resized = debounced(self._check_side, RESIZE_PAUSE_MS, self)
+        self._resized = debounced(self._check_side, "resize pause", self)
         self.mosaic_plot.getViewBox().sigResized.connect(lambda *_a: self._resized())
         for bar in (self.mosaic_bar, self.colour_bar):
             bar.geometryChanged.connect(self._label_bars)

@@ -15,7 +15,6 @@ LONG_TEXT = 20_000  # characters: longer (File → Open text…, --text-file), t
 PREVIEW = 2_000  # characters of a long text shown (a line edit lays out all of its text on every change)
 MAX_TEXT = (1 << 31) - 1  # QLineEdit's own default is 32,767 characters, silently cut
 
-TYPING_PAUSE_MS = 150  # recompute once the typist pauses: a blink, not every keystroke
 EXAMPLES_PROMPT = "Examples…"
 CROSS_TIP = "The second sentence asks (queries); the first answers (keys, values)"
 CROSS_MODEL_TIP = ("Not with a decoder or encoder model: its layers attend within one sentence (self-attention); "
@@ -66,8 +65,8 @@ class SentencePanel(QGroupBox):
         layout.addWidget(self.cross_edit)
 
         # The pause restarts on every key; the text goes in once it has lasted (frames.debounced).
-        self._sentence_pause = debounced(self._push_sentence, TYPING_PAUSE_MS, self)
-        self._cross_pause = debounced(self._push_cross, TYPING_PAUSE_MS, self)
+        self._sentence_pause = debounced(self._push_sentence, "typing pause", self)
+        self._cross_pause = debounced(self._push_cross, "typing pause", self)
         self.sentence_edit.textChanged.connect(lambda _text: self._sentence_pause())
         self.sentence_edit.textChanged.connect(lambda _text: self._name_unseen())
         self.cross_edit.textChanged.connect(lambda _text: self._name_unseen())

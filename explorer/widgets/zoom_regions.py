@@ -23,10 +23,6 @@ from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.frames import debounced, later
 from models.engine.pixels import block_step
 
-PAUSE_MS = 120  # zooming and panning ask the worker once they pause
-PATIENCE_MS = 30_000  # an answer that never came stops counting as pending after this (a frames.later)
-HOLD_FOR_IMAGE_MS = 250  # a paint held for a stage's picture is released after this if it has not come
-
 
 def device_pixels(plot, ratio: float = 1.0) -> tuple[int, int]:
     """(rows, cols) of device pixels the plot's matrix area covers."""
@@ -53,8 +49,8 @@ class ZoomRegions:
     def __init__(self, view) -> None:
         self.view = view  # the MatrixView: its plots, shown stage and regions_wanted signal
         self._zoomed: set[int] = set()  # ids of plots whose range or size changed since the last ask
-        self._asked: dict[int, tuple] = {}  # head -> what was asked, until it comes (or PATIENCE_MS passed)
-        self._soon = debounced(self.ask, PAUSE_MS, view)  # once a zoom, pan or resize pauses
+        self._asked: dict[int, tuple] = {}  # head -> what was asked, until it comes (or the "zoom patience" passed)
+        self._soon = debounced(self.ask, "zoom pause", view)  # once a zoom, pan or resize pauses
         self.superseded = False  # a newer request is on its way: the picture on screen is outgoing
         self._stage_asked: tuple | None = None  # the last whole stage asked for (ask_stage)
 
@@ -111,13 +107,13 @@ class ZoomRegions:
     def ask_stage(self, display, stage, cells: tuple[int, int] | None = None) -> None:
         """Ask the worker for ``stage``'s whole picture at the plots' device pixels (laid out for its
         ``cells``; by default the ones on screen), once: not again while it is on its way. A paint held
-        for it is released after HOLD_FOR_IMAGE_MS if it has not come: the canvas is never frozen."""
+        for it is released after the "hold for image" delay if it has not come: the canvas is never frozen."""
         view = self.view
         asked = (display.generation, stage.name, view.state.fit_colours, self.plots_on_screen(cells))
         if asked != self._stage_asked:
             self._stage_asked = asked
             view.image_missing.emit(*asked)
-            later(HOLD_FOR_IMAGE_MS, view, lambda: self._stage_late(asked))
+            later("hold for image", view, lambda: self._stage_late(asked))
 
     def _stage_late(self, asked: tuple) -> None:
         display = self.view.state.display
@@ -137,7 +133,7 @@ class ZoomRegions:
         return self._soon.pending or bool(self._asked)
 
     def _give_up(self, head: int, key: tuple) -> None:
-        """``key``'s answer never came (PATIENCE_MS): it stops counting as pending."""
+        """``key``'s answer never came ("zoom patience"): it stops counting as pending."""
         if self._asked.get(head) == key:
             del self._asked[head]
 
@@ -176,7 +172,7 @@ class ZoomRegions:
             if plot.painted_key == key or self._asked.get(plot.head) == key:
                 continue  # on screen already, or on its way
             self._asked[plot.head] = key
-            later(PATIENCE_MS, view, lambda head=plot.head, key=key: self._give_up(head, key))
+            later("zoom patience", view, lambda head=plot.head, key=key: self._give_up(head, key))
             asks.append((plot.head, region, tuple(image.levels), pixels))
         if asks:  # asked together, answered together: one repaint for all the plots
             view.regions_wanted.emit(display.generation, stage.name, asks)

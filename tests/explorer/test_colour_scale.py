@@ -5,10 +5,10 @@ from mouse import hover
 
 from explorer.engine.worker import ComputeWorker
 from explorer.files.persistence import load_fit_colours
-from explorer.images.stage_image import COLOURS
 from explorer.state import ALL_HEADS, Inputs, default_query
 from explorer.widgets.matrix_view import format_value
 from models.config import AttentionRequest
+from models.engine.colour_index import COLOURS
 from models.engine.pipeline import run
 
 LONG = Inputs(sentence=" ".join(["the cat sat on a mat while dogs ran far"] * 4), heads=2, d_model=8)

@@ -47,7 +47,7 @@ def test_the_encoder_decoder_window_keeps_readable_thumbnails_and_plots(qtbot, m
     for panel in panels.values():
         panel.tabs.setCurrentWidget(panel.rollout_view)
     qtbot.waitUntil(lambda: all(p.model_view.settled() for p in panels.values()), timeout=30_000)
-    qtbot.wait(400)  # the resize pause (model_view.RESIZE_PAUSE_MS) and the thumbnails made again
+    qtbot.wait(400)  # the resize pause (frames.DELAYS["resize pause"]) and the thumbnails made again
     qtbot.waitUntil(lambda: all(p.model_view.settled() and not p.busy for p in panels.values()), timeout=30_000)
     for block, panel in panels.items():
         view = panel.model_view

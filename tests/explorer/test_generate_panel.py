@@ -151,8 +151,8 @@ def test_step_thumbnails_equal_the_rows_so_far(n, sink_out, side):
     # Drawn with the model view's own reduction and colours (explorer.images.thumbnails): the strongest
     # weight of a head is the top colour, never the NaN pink of a borrowed table.
     from explorer.engine.generation_view import GenerationView
-    from explorer.images.stage_image import COLOURS, NAN_INDEX
     from explorer.images.thumbnails import EMPTY_INDEX, thumbnail_indices, thumbnail_shape
+    from models.engine.colour_index import COLOURS, NAN_INDEX
 
     rng = np.random.default_rng(1)
     a = np.tril(rng.random((2, 3, n, n))).astype(np.float32)

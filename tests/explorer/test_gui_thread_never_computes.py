@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt
 
 from explorer.state import Inputs
 from explorer.widgets.cell_numbers import DIGITS, cell_text
+from explorer.widgets.frames import DELAYS
 from explorer.widgets.hover_readout import WAITING
 from explorer.widgets.stage_rows import StageRows
 from models.pretrained import list_models
@@ -189,10 +190,9 @@ def test_rows_answered_for_a_trace_no_longer_shown_are_dropped():
 
 
 def test_held_answers_wait_for_the_paint_and_the_latest_still_wins(qapp, monkeypatch):
-    import explorer.jobs
     from explorer.jobs import ReadJobs
 
-    monkeypatch.setattr(explorer.jobs, "HOLD_MS", 60_000)  # only release() hands them over here
+    monkeypatch.setitem(DELAYS, "hold answer", 60_000)  # only release() hands them over here
     jobs, got = ReadJobs(), []
     busy = [True]  # a result's heatmaps on their way
     jobs.busy = lambda: busy[0]

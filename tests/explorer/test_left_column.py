@@ -1,11 +1,12 @@
 """The left column's least width follows its panels: at once when they need more, once it has held
-for SHRINK_AFTER_MS when they need less (a model's texts go and come back within a switch)."""
+for the "shrink after" delay when they need less (a model's texts go and come back within a switch)."""
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
 
-from explorer.widgets.left_column import SHRINK_AFTER_MS, left_column
+from explorer.widgets.frames import DELAYS
+from explorer.widgets.left_column import left_column
 
 
 def test_the_column_widens_at_once_and_narrows_once_the_narrower_minimum_has_held(qtbot):
@@ -28,4 +29,4 @@ def test_the_column_widens_at_once_and_narrows_once_the_narrower_minimum_has_hel
     qtbot.wait(10)
     assert host.minimumSizeHint().width() == wide
     # once the narrower minimum has held, the window may be narrowed again (it stayed wide for good)
-    qtbot.waitUntil(lambda: host.minimumSizeHint().width() == narrow, timeout=SHRINK_AFTER_MS + 2000)
+    qtbot.waitUntil(lambda: host.minimumSizeHint().width() == narrow, timeout=DELAYS["shrink after"] + 2000)

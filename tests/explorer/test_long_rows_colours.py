@@ -6,8 +6,8 @@ from pixels import device_rect, grab
 from PySide6.QtCore import QRectF
 
 from explorer.files.persistence import load_fit_colours
-from explorer.images.stage_image import LOG_ABOVE_KEYS
 from explorer.state import Inputs
+from models.engine.colour_index import LOG_ABOVE_KEYS
 
 LONG = Inputs(sentence=" ".join(f"w{i}" for i in range(512)), heads=1, d_model=8, mask="causal")
 SHORT = Inputs(sentence="The cat sat on the mat.", heads=1, d_model=8)
@@ -49,7 +49,7 @@ def test_the_persons_own_choice_is_kept(qtbot, make_window, settings):
 
 
 def test_on_the_log_scale_a_weight_of_one_is_the_top_colour_even_when_all_weights_are_alike():
-    from explorer.images.stage_image import COLOURS, colour_levels, to_indices
+    from models.engine.colour_index import COLOURS, colour_levels, to_indices
     from models.engine.trace import Stage
 
     stage = Stage("weights", "", "", "", np.zeros((1, 2, 2), np.float32), ("a", "b"), ("a", "b"), per_head=True)

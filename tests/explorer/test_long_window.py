@@ -5,10 +5,10 @@ isolated strong weights among 65,536 tokens seen where they are (the pixel harne
 import numpy as np
 from pixels import cell_centre, grab, square_of
 
-from explorer.images.stage_image import COLOURS
 from explorer.state import Inputs
 from explorer.widgets.colormaps import lookup_table
 from explorer.widgets.sentence_panel import LONG_TEXT
+from models.engine.colour_index import COLOURS
 from models.run_engine import toy_request
 
 TOP = tuple(int(v) for v in lookup_table(True)[COLOURS - 1])
@@ -70,9 +70,10 @@ def test_two_strong_weights_among_65536_tokens_are_seen_where_they_are(qtbot, se
 def test_a_long_overview_sends_a_picture_only_when_the_gui_asks(monkeypatch):
     """Issue 32: the stream keeps no clock. The first block's picture goes at once; the next only
     once the GUI asked (``want``: a frames.later after the last came), after the block then done."""
-    from explorer.engine.long_render import STREAM_EVERY_MS, Overviews
-    from explorer.images.stage_image import MAX_DISPLAY_SIDE
+    from explorer.engine.long_render import Overviews
+    from explorer.widgets.frames import DELAYS
     from models.engine import pairs, pipeline
+    from models.engine.colour_index import MAX_DISPLAY_SIDE
     from models.runspec import RunSpec
 
     monkeypatch.setattr(pairs, "LONG_CELLS", 0)  # the long path: an overview streamed, 2 × 2 cells a pixel
@@ -88,7 +89,7 @@ def test_a_long_overview_sends_a_picture_only_when_the_gui_asks(monkeypatch):
 
     final = overviews.stream(trace, stage, False, lambda: False, lambda image: sent.append(blocks[0]), serve)
     assert sent == [1, 3] and blocks[0] > 3 and final.progress == 1.0
-    assert overviews.next_ask_ms() >= STREAM_EVERY_MS
+    assert overviews.next_ask_ms() >= DELAYS["stream every"]
 
 
 def test_eight_heads_of_16384_tokens_fill_the_window_with_their_sink_share_plots(qtbot, settings):

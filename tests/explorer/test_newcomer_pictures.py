@@ -123,9 +123,9 @@ def test_the_focused_row_is_outlined_outside_its_cells(qtbot, make_window, tmp_p
     from pixels import device_rect, grab, near
     from PySide6.QtCore import QRectF
 
-    from explorer.images.stage_image import COLOURS
     from explorer.state import Inputs
     from explorer.widgets.colormaps import lookup_table
+    from models.engine.colour_index import COLOURS
 
     top = tuple(int(v) for v in lookup_table(True)[COLOURS - 1])
     n = 16

@@ -10,11 +10,11 @@ from pixels import count_colour, device_rect, grab, mosaic_tiles
 from PySide6.QtCore import QRectF
 
 from explorer.engine.generation_view import GenerationView
-from explorer.images.stage_image import COLOURS
 from explorer.images.thumbnails import EMPTY_INDEX, GAP, thumbnail_shape, tile_side
 from explorer.panels.generate_panel import GeneratePanel
 from explorer.widgets.colormaps import lookup_table
-from explorer.widgets.model_view import RESIZE_PAUSE_MS
+from explorer.widgets.frames import DELAYS
+from models.engine.colour_index import COLOURS
 from models.generate import GenerateSettings, generate
 from models.pretrained import load_model
 from tests.explorer.test_generate_panel import PROMPT, decoder  # noqa: F401 - the shared decoder fixture
@@ -37,7 +37,7 @@ def settled(qtbot, panel) -> None:
     """The step shown, its thumbnails at the side the view's laid-out pixels ask for (the first
     layout after a new mosaic can change them once: the axes' labels take their room)."""
     assert panel.wait_until_shown()
-    qtbot.wait(RESIZE_PAUSE_MS + 50)  # no other resize pending
+    qtbot.wait(DELAYS["resize pause"] + 50)  # no other resize pending
     assert panel.wait_until_shown() and panel.model_view.side == panel.model_view.wanted_side()
 
 

@@ -7,9 +7,9 @@ import pytest
 from pixels import cell_centre, count_colour, device_rect, grab, near, square_of
 from PySide6.QtCore import QRectF
 
-from explorer.images.stage_image import COLOURS
 from explorer.state import Inputs
 from explorer.widgets.colormaps import lookup_table
+from models.engine.colour_index import COLOURS
 
 TOP = tuple(int(v) for v in lookup_table(True)[COLOURS - 1])
 BOTTOM = tuple(int(v) for v in lookup_table(True)[0])

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from pixels import cell_centre, count_colour, grab, near
 
-from explorer.images.stage_image import COLOURS, NAN_INDEX
 from explorer.images.thumbnails import thumbnail_indices
 from explorer.widgets.colormaps import NAN_RGB, lookup_table
 from explorer.widgets.model_view import ModelView
+from models.engine.colour_index import COLOURS, NAN_INDEX
 
 TOP = tuple(int(v) for v in lookup_table(True)[COLOURS - 1])  # viridis' yellow
 BOTTOM = tuple(int(v) for v in lookup_table(True)[0])  # viridis' dark purple
@@ -112,7 +112,7 @@ def test_thumbnails_are_made_at_the_views_device_pixels_and_again_after_a_resize
 def test_all_heads_at_once_equal_each_head_alone(n):
     # Every head is converted in one call with its own top (speed: the Generate window's steps);
     # each must equal that head converted alone by stage_image.to_indices, the one colour layout.
-    from explorer.images.stage_image import to_indices
+    from models.engine.colour_index import to_indices
     from models.engine.pixels import block_peaks, enlarge_peaks
 
     rng = np.random.default_rng(3)

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from explorer.engine.stage_render import stage_image
-from explorer.images.stage_image import COLOURS, MASKED_INDEX, MAX_DISPLAY_SIDE, MIXED_OFFSET, NAN_INDEX
+from models.engine.colour_index import COLOURS, MASKED_INDEX, MAX_DISPLAY_SIDE, MIXED_OFFSET, NAN_INDEX
 from models.engine.trace import Stage
+from models.reads.picture import stage_image
 
 TOP = COLOURS - 1
 

@@ -9,6 +9,7 @@ import pytest
 
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, EditHistory, ExplorerState, Inputs, Snapshot
+from models.api import Trace
 from models.engine.edits import Edit, hide_key
 from models.engine.pipeline import run
 from models.run_engine import toy_request
@@ -34,7 +35,7 @@ def _listen(state):
 def _shown(state, generation=1):
     """Compute the state's request as the worker would and show it."""
     request = state.request()
-    display = DisplayTrace(generation, run(toy_request(request)), request=request)
+    display = DisplayTrace(generation, Trace(run(toy_request(request)), request, lambda: None))
     state.show_trace(display)
     return display
 

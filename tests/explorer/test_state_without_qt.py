@@ -11,6 +11,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from explorer.run import DisplayTrace
 from explorer.state import ALL_HEADS, ExplorerState, Inputs
+from models.api import Trace
 from models.engine.pipeline import run
 from models.run_engine import toy_request
 
@@ -21,7 +22,7 @@ state.stage_changed.connect(lambda name: events.append(("stage", name)))
 state.trace_changed.connect(lambda display: events.append(("trace", display.generation)))
 state.update_inputs(mask="causal")
 request = state.request()
-state.show_trace(DisplayTrace(1, run(toy_request(request)), request=request))
+state.show_trace(DisplayTrace(1, Trace(run(toy_request(request)), request, lambda: None)))
 state.step(-1)
 state.set_head(1)
 assert events == [("inputs", "causal"), ("trace", 1), ("stage", "masked")], events
@@ -59,6 +60,7 @@ def test_edits_pins_notices_and_sessions_work_without_qt_or_torch_loaded():
     # Difference checkbox, the pinned run, the notices, a session's rollback) needs neither.
     script = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from types import SimpleNamespace\n"
         "from explorer.run import DisplayTrace\n"
         "from explorer.state import ExplorerState, Inputs\n"
         "from explorer.files.session_io import session_of\n"
@@ -71,7 +73,7 @@ def test_edits_pins_notices_and_sessions_work_without_qt_or_torch_loaded():
         "state.add_edits([Cell('q', (0, 0, 0), 1.0)]); state.undo(); state.redo(); state.set_difference(True)\n"
         "before = state.snapshot()\n"
         "state.update_inputs(sentence='three four')  # clears the edits, with a notice\n"
-        "state.pin(DisplayTrace(1, None, request=state.request()))\n"
+        "state.pin(DisplayTrace(1, SimpleNamespace(raw=None, spec=state.request(), params=None)))\n"
         "state.apply(before)\n"
         "assert state.snapshot() == before and state.pinned is None and state.request().difference\n"
         "assert session_of(before).run.edits == before.edits\n"
@@ -90,6 +92,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from explorer.run import DisplayTrace
 from explorer.state import ExplorerState, Inputs
+from models.api import Trace
 from models.engine.pipeline import run
 from models.run_engine import toy_request
 
@@ -98,7 +101,7 @@ events = []
 state.stepper.shown_changed.connect(events.append)
 assert state.stepper.shown is None and state.stepper.stage is None and state.stepper.generation == 0
 request = state.request()
-state.show_trace(DisplayTrace(1, run(toy_request(request)), request=request))
+state.show_trace(DisplayTrace(1, Trace(run(toy_request(request)), request, lambda: None)))
 state.set_stage("q")  # asked for, not yet drawn: the shown stage lags until the view has set its images
 assert events == [] and state.stepper.stage is None
 q = state.display.trace["q"]

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
-from explorer.images.stage_image import COLOURS
 from explorer.images.thumbnails import thumbnail_indices
 from explorer.panels.survey_panel import SurveyPanel, open_attention_window
+from models.engine.colour_index import COLOURS
 from models.engine.pixels import block_peaks
 from models.pretrained import load_model
 from models.reads.survey import METRIC_NAMES, head_metrics

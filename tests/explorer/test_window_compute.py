@@ -5,9 +5,9 @@ import random
 import numpy as np
 from PySide6.QtCore import Qt
 
-from explorer.engine.stage_render import stage_image
 from explorer.state import ALL_HEADS
 from models.engine.pipeline import run
+from models.reads.picture import stage_image
 from models.run_engine import toy_request
 
 

@@ -9,6 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from explorer.engine.worker import ComputeWorker
+from explorer.widgets.frames import DELAYS
 from models.config import AttentionConfig, AttentionRequest, InputError
 from models.engine.pipeline import run
 
@@ -173,9 +174,8 @@ def test_stages_of_the_shown_trace_still_arrive_after_a_failed_request(qtbot, mo
 
 def test_background_conversion_waits_until_the_result_is_painted(qtbot, lazy_worker, monkeypatch):
     """Converting takes the interpreter lock in bursts: not while the GUI paints the result."""
-    import explorer.engine.worker as worker_module
 
-    monkeypatch.setattr(worker_module, "QUIET_AFTER_RESULT_MS", 60_000)  # only the GUI's "idle" ends it
+    monkeypatch.setitem(DELAYS, "quiet after result", 60_000)  # only the GUI's "idle" ends it
     worker, arrived = lazy_worker, lazy_worker.arrived
     with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
         worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")
@@ -195,8 +195,9 @@ def test_a_stage_asked_for_interrupts_a_background_conversion(qtbot, lazy_worker
     import threading
 
     import explorer.engine.worker as worker_module
+    import models.reads.read as read_module  # every picture the worker makes is a read (issue 46)
 
-    real = worker_module.stage_image
+    real = read_module.stage_image
     in_background, interrupted = threading.Event(), []
 
     def slow_scaled(stage, fit, should_stop=None, **kwargs):
@@ -209,7 +210,7 @@ def test_a_stage_asked_for_interrupts_a_background_conversion(qtbot, lazy_worker
                 time.sleep(0.005)
         return real(stage, fit, should_stop=should_stop, **kwargs)
 
-    monkeypatch.setattr(worker_module, "stage_image", slow_scaled)
+    monkeypatch.setattr(read_module, "stage_image", slow_scaled)
     worker, arrived = lazy_worker, lazy_worker.arrived
     with qtbot.waitSignal(worker.result_ready, timeout=10_000) as blocker:
         worker.submit(_request("one two three", heads=2, d_model=8), focus_stage="scores")

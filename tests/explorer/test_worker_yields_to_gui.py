@@ -8,15 +8,14 @@ thinned by the window's Frames to a few per second (a small model reports each o
 from PySide6.QtCore import Qt
 
 import explorer.engine.pretrained_runner as pretrained_runner
-import explorer.engine.worker as worker_module
-import explorer.window as window_module
 import models.pretrained.loader as loader
 from explorer.engine.worker import ComputeWorker
+from explorer.widgets.frames import DELAYS
 from models.runspec import RunSpec
 
 
 def test_a_model_is_read_only_once_the_gui_has_finished_its_turn(qtbot, monkeypatch):
-    monkeypatch.setattr(worker_module, "WAIT_FOR_GUI_MS", 30_000)  # never the timeout here
+    monkeypatch.setitem(DELAYS, "wait for gui", 30_000)  # never the timeout here
     started = []
     load_model = pretrained_runner.load_model
     monkeypatch.setattr(pretrained_runner, "load_model", lambda *a, **k: started.append(1) or load_model(*a, **k))
@@ -73,10 +72,10 @@ def test_the_window_thins_load_progress_and_shows_its_end_at_once(qtbot, make_wi
     assert len(said) == 1 and "tensor 0" in said[0]  # the first at once, the rest held
     window.worker.load_progress.emit(1.0, "Loaded")
     assert len(said) == 2 and said[-1].startswith("Loaded")
-    qtbot.wait(3 * window_module.PROGRESS_MS)
+    qtbot.wait(3 * DELAYS["load progress"])
     assert len(said) == 2 and not window.load_bar.isVisible()
     window.worker.load_progress.emit(0.5, "a later load")
-    qtbot.wait(3 * window_module.PROGRESS_MS)
+    qtbot.wait(3 * DELAYS["load progress"])
     assert "a later load" in said[-1]
 
 

@@ -4,9 +4,10 @@ the focus panel keeps the one big weight among thousands of keys."""
 import numpy as np
 import pytest
 
-from explorer.images.stage_image import COLOURS
 from explorer.state import Inputs
+from explorer.widgets.frames import DELAYS
 from models.config import AttentionConfig, AttentionRequest
+from models.engine.colour_index import COLOURS
 from models.engine.pipeline import run
 from models.engine.pixels import enlarge_peaks
 
@@ -54,7 +55,7 @@ def test_the_focus_panel_keeps_the_one_big_weight_among_2048_keys(make_window):
 
 def test_a_previous_token_head_is_found_in_the_painted_pixels():
     # The engine with weights shaped like a previous-token head: softmax of a large score on (i, i−1).
-    from explorer.engine.stage_render import stage_image
+    from models.reads.picture import stage_image
 
     cfg = AttentionConfig(heads=1, d_model=4, mask="causal")
     trace = run(AttentionRequest(config=cfg, sentence=SENTENCE))
@@ -106,7 +107,7 @@ def test_a_region_for_the_outgoing_picture_is_not_painted(qtbot, make_window, se
     its way, is not painted (at 512 tokens each such paint was a repaint of the whole grid on the
     GUI thread, three per change while the worker computed); after the new result regions paint
     again, and after a failed request the picture that stays asks for its regions again."""
-    from explorer.engine.stage_render import stage_image
+    from models.reads.picture import stage_image
 
     window = make_window(Inputs(sentence=" ".join(f"w{i}" for i in range(600)), heads=2, d_model=8),
                          stage="weights")  # fmt: skip
@@ -168,7 +169,7 @@ def test_a_stage_larger_than_its_plot_is_reduced_and_painted_once_per_change(qtb
     """Issue 32 (napari's slicer): the view asks for its stage at its plots' device pixels, with the
     request; the worker reduces each head once, to them, and each plot paints it once. Each stage was
     reduced to 1024 pixels and painted, then asked again at the plot's pixels, reduced and painted again."""
-    import explorer.engine.stage_render as stage_render
+    import models.reads.picture as stage_render
     from explorer.widgets.zoom_regions import device_pixels
 
     window = make_window(Inputs(sentence=" ".join(f"w{i}" for i in range(600)), heads=4, d_model=16),
@@ -210,11 +211,10 @@ def test_the_first_result_and_a_new_grid_are_reduced_and_painted_once(qtbot, set
     Issue 44: under load the GUI laid the grid out after the worker's quiet period (250 ms) had run out,
     and the worker converted the shown stage in the background, at 1,024 pixels, before the view asked
     (each head reduced twice): ``quiet_ms=0`` is a GUI slower than any quiet period."""
-    import explorer.engine.stage_render as stage_render
-    import explorer.engine.worker as worker
+    import models.reads.picture as stage_render
 
     if quiet_ms is not None:
-        monkeypatch.setattr(worker, "QUIET_AFTER_RESULT_MS", quiet_ms)
+        monkeypatch.setitem(DELAYS, "quiet after result", quiet_ms)
     from explorer.widgets.heatmap_plot import HeatmapPlot
     from explorer.widgets.zoom_regions import device_pixels
     from explorer.window import MainWindow
@@ -255,10 +255,9 @@ def test_the_first_result_and_a_new_grid_are_reduced_and_painted_once(qtbot, set
 
 
 def test_a_region_whose_answer_never_comes_stops_being_pending(qtbot, long_window, monkeypatch):
-    """Issue 32: the zoom keeps no clock: a frames.later gives up on an answer after PATIENCE_MS."""
-    import explorer.widgets.zoom_regions as zoom_regions
+    """Issue 32: the zoom keeps no clock: a frames.later gives up on an answer after the "zoom patience" delay."""
 
-    monkeypatch.setattr(zoom_regions, "PATIENCE_MS", 300)
+    monkeypatch.setitem(DELAYS, "zoom patience", 300)
     window = long_window
     view, state = window.matrix_view, window.state
     qtbot.waitUntil(lambda: getattr(state.stepper.stage, "name", None) == "weights" and window.is_settled(),

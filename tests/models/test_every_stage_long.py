@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EVERY_STAGE = """
 from models.io.heap import map_large_blocks
 map_large_blocks()  # as main.py does
-from explorer.engine.stage_render import stage_image
+from models.reads.picture import stage_image
 from models.config import AttentionConfig, AttentionRequest
 from models.engine.pipeline import run
 n = 16384

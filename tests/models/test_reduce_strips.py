@@ -98,7 +98,7 @@ STRIP = """
 import sys
 from models.config import AttentionConfig, AttentionRequest
 from models.engine.pipeline import run
-from explorer.engine.stage_render import stage_image
+from models.reads.picture import stage_image
 from tests.models.test_reduce_strips import distinct_words
 trace = run(AttentionRequest(config=AttentionConfig(heads=1, d_model=8, mask="causal"),
                              sentence=distinct_words(16_384)))

@@ -1,4 +1,5 @@
-"""Stage -> :class:`StageImage` on the worker thread: reduce every head (models.engine.reduce), then colour it.
+"""Stage -> :class:`StageImage`: reduce every head (models.engine.reduce), then colour it (models.engine.colour_index).
+The window's pictures and a notebook's are this one function (models.reads.read.read).
 
 When cells are smaller than a pixel, each pixel holds its block's peak and every peak is enlarged
 to 3 × 3 pixels (models.engine.reduce.enlarge_peaks): one weight of 1 among a million is still seen."""
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.images.stage_image import (
+from models.engine.colour_index import (
     MAX_DISPLAY_SIDE,
     SEQUENTIAL_STAGES,
     StageImage,

@@ -2,7 +2,7 @@
 
 Stage -> uint8 colour indices at display resolution, the form a heatmap paints in well under a millisecond.
 
-Runs on the worker thread, so the GUI thread never touches the float matrices except to read one
+Made off the GUI thread (models.reads.picture), so the GUI thread never touches the float matrices except to read one
 value under the mouse. A matrix larger than the screen is reduced by blocks that keep every peak
 (models.engine.reduce), never by striding; a zoomed region is reduced again from the exact values.
 
