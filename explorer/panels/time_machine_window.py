@@ -89,7 +89,7 @@ class TimeMachineWindow(QWidget):
         side_column.addWidget(QLabel("Events: a head takes (or leaves) a role between two steps"))
         side_column.addWidget(self.events, 1)
         top.addWidget(side)
-        top.setSizes([500, 500])
+        top.setSizes([620, 380])  # the grid, its colour bar and its numbers
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
         split.addWidget(self.why_plot)
@@ -106,7 +106,7 @@ class TimeMachineWindow(QWidget):
     def _build_grid(self) -> None:
         L, h = self.tm.history.detectors["previous"].shape[1:]
         axes = {"bottom": CellAxis("bottom"), "left": CellAxis("left")}  # thinned to what fits (30 layers)
-        plot = self.grid.addPlot(row=0, col=0, title="Each head's similarity to its match at the previous step",
+        plot = self.grid.addPlot(row=0, col=0, title="Each head's similarity to its previous match",
                                  axisItems=axes)  # fmt: skip
         plot.setMouseEnabled(False, False)
         plot.hideButtons()
@@ -146,8 +146,8 @@ class TimeMachineWindow(QWidget):
         for row in self.cell_texts:
             for item in row:
                 item.setVisible(fits)
-        title = "Each head's similarity to its match at the previous step"
-        title += "" if fits else " (colour only: the cells are too small for their values)"
+        title = "Each head's similarity to its previous match"  # short: a plot's title sets its least width
+        title += "" if fits else " (colours only)"
         if self.grid_plot.titleLabel.text != title:
             self.grid_plot.setTitle(title)
 

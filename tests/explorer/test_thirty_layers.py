@@ -143,4 +143,4 @@ def test_the_time_machine_grid_at_thirty_layers(qtbot, tmp_path):
     left = layer_labels(window.grid_plot.getAxis("left"))
     assert left[0] == "L0" and 2 <= len(left) < LAYERS  # thinned, not dropped
     assert layer_labels(window.grid_plot.getAxis("bottom"))[0] == "H0"
-    assert not window.texts_shown and "colour only" in window.grid_plot.titleLabel.text
+    assert not window.texts_shown and "colours only" in window.grid_plot.titleLabel.text
