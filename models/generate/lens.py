@@ -93,10 +93,10 @@ class Lens:
             li, pi = layer[a : a + step], pos[a : a + step]
             at = torch.from_numpy(li).to(self._states.device), torch.from_numpy(pi).to(self._states.device)
             logits = self._head.logits(self._states[at])  # (rows, vocab)
-            total = torch.logsumexp(logits, dim=-1, keepdim=True)  # the softmax's normaliser
+            probs = torch.softmax(logits, dim=-1)  # torch's own (a float32 sum of exp(x - max) lost 1e-5)
             top = torch.topk(logits, k, dim=-1)
-            top_prob = to_numpy(torch.exp(top.values - total))
-            prob = to_numpy(torch.exp(logits.gather(1, self._next[at[1], None]) - total)[:, 0])
+            top_prob = to_numpy(probs.gather(1, top.indices))
+            prob = to_numpy(probs.gather(1, self._next[at[1], None])[:, 0])
             refuse_nonfinite(top_prob, "the logit lens", LOGITS, ("cell", "rank"))
             refuse_nonfinite(prob, "the logit lens", LOGITS, ("cell",))
             self._top_ids[li, pi] = to_numpy(top.indices)
