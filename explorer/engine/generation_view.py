@@ -185,20 +185,31 @@ class GenerationView:
         p = self.last_row(step) + 1
         return self.attention[:, :, :p, :p]
 
-    def lens_label(self, layer: int, position: int) -> str:
-        return self.lens_tokens.get(int(self.gen.lens_ids[layer, position]), "?")
+    def token_name(self, i: int) -> str:
+        """A token id's text: the generation's own names, else the lens' tokenizer's."""
+        return self.lens_tokens.get(i) or self.gen.lens.token(i)
 
-    def lens_labels(self) -> list[list[str]]:
-        return [[self.lens_label(layer, p) for p in range(self.gen.n)] for layer in range(self.gen.num_layers)]
+    def lens_map(self) -> tuple[np.ndarray, list[list[str]]]:
+        """Every cell of the lens map: ``(L, n)`` the next token's probability and each cell's top token.
+        The lens computes them here (every cell in one product: models.generate.lens): called on the
+        read thread once the generation is on screen."""
+        g = self.gen
+        top_ids, _, prob = g.lens.whole()
+        labels = [[self.token_name(int(i)) for i in row] for row in top_ids[..., 0]]
+        return prob, labels
 
     def lens_hover(self, layer: int, position: int) -> str:
         g = self.gen
-        top = ", ".join(f"{quoted(self.lens_tokens.get(int(i), '?'))} {p:.3f}"
-                        for i, p in zip(g.lens_top_ids[layer, position], g.lens_top_prob[layer, position]))  # fmt: skip
+        where = f"L{layer}, position {position} {quoted(self.tokens[position])}"
+        if not g.lens.has(layer, position):  # being computed on the read thread: never waited for here
+            return f"{where}: the logit lens is being computed…"
+        ids, probs = g.lens.top(layer, position)
+        top = ", ".join(f"{quoted(self.token_name(int(i)))} {p:.3f}"
+                        for i, p in zip(ids, probs))  # fmt: skip
         after = ""
         if position + 1 < g.n:
-            after = f"; the next token {quoted(self.tokens[position + 1])} has {g.lens_prob[layer, position]:.3f}"
-        return f"L{layer}, position {position} {quoted(self.tokens[position])}: top-5 {top}{after}"
+            after = f"; the next token {quoted(self.tokens[position + 1])} has {g.lens.prob(layer, position):.3f}"
+        return f"{where}: top-5 {top}{after}"
 
 
 def quoted(token: str) -> str:

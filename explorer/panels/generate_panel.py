@@ -218,14 +218,18 @@ class GeneratePanel(QWidget):
         self.lens.describe = view.lens_hover
         self.model_view.set_shape(L, h, g.n, g.n)
         self.model_view.set_metrics(view.metrics)
-        self.lens.set_lens(g.lens_prob, view.lens_labels(), view.tokens, g.prompt_length,
-                           "the next token" if view.causal else "the last layer's top token")  # fmt: skip
+        target = "the next token" if view.causal else "the last layer's top token"
+        self.lens.set_waiting(L, view.tokens, g.prompt_length, target)  # filled in below, off this thread
         self.matrix.set_sequence(view.tokens, g.prompt_length, view.causal)
         self.slider.setEnabled(True)
         self.open_button.setEnabled(True)
         if not self.pane.update_view(step=view.steps - 1, layer=min(self.pane.view.layer, L - 1),
                                      head=min(self.pane.view.head, h - 1)):  # fmt: skip
             self._follow_view(self.pane.view)  # the same view asked: its frame of this generation
+        # The lens of every cell (models.generate.lens computes it when read): on the read thread beside the
+        # step frames (in_order False), once the generation is on screen.
+        self.jobs.ask("lens", view.lens_map, lambda m: view is self.view and self.lens.set_lens(
+            m[0], m[1], view.tokens, g.prompt_length, target), in_order=False)  # fmt: skip
 
     # --- showing a step --------------------------------------------------------------------
     def choose_head(self, layer: int, head: int) -> None:

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QSlider, QSplitt
 import explorer.widgets  # noqa: F401 - pyqtgraph's text near black (explorer/widgets/__init__.py)
 from explorer.engine.time_machine_data import TimeMachine
 from explorer.panels.timeline_window import head_colour
+from explorer.widgets.cell_axis import CellAxis, head_cells, layer_cells
 
 TERMS_SHOWN = 6  # the why plot's largest terms; the rest summed as "others"
 
@@ -88,7 +89,7 @@ class TimeMachineWindow(QWidget):
         side_column.addWidget(QLabel("Events: a head takes (or leaves) a role between two steps"))
         side_column.addWidget(self.events, 1)
         top.addWidget(side)
-        top.setSizes([500, 500])
+        top.setSizes([620, 380])  # the grid, its colour bar and its numbers
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
         split.addWidget(self.why_plot)
@@ -104,16 +105,17 @@ class TimeMachineWindow(QWidget):
     # --- the heads' grid ---------------------------------------------------------------------
     def _build_grid(self) -> None:
         L, h = self.tm.history.detectors["previous"].shape[1:]
-        plot = self.grid.addPlot(row=0, col=0, title="Each head's similarity to its match at the previous step")
+        axes = {"bottom": CellAxis("bottom"), "left": CellAxis("left")}  # thinned to what fits (30 layers)
+        plot = self.grid.addPlot(row=0, col=0, title="Each head's similarity to its previous match",
+                                 axisItems=axes)  # fmt: skip
         plot.setMouseEnabled(False, False)
         plot.hideButtons()
         plot.invertY(True)
         plot.setAspectLocked(False)
         self.image = pg.ImageItem(axisOrder="row-major")
         plot.addItem(self.image)
-        plot.getAxis("bottom").setTicks([[(i + 0.5, f"H{i}") for i in range(h)], []])
-        plot.getAxis("left").setTicks([[(i + 0.5, f"L{i}") for i in range(L)], []])
-        plot.getAxis("left").enableAutoSIPrefix(False)
+        axes["bottom"].set_cells(head_cells(h))
+        axes["left"].set_cells(layer_cells(L))
         plot.setXRange(0, h, padding=0)
         plot.setYRange(0, L, padding=0)
         self.bar = pg.ColorBarItem(values=(0, 1), colorMap=pg.colormap.get("viridis"), interactive=False,
@@ -127,6 +129,27 @@ class TimeMachineWindow(QWidget):
                 plot.addItem(self.cell_texts[layer][head])
         self.image.mouseClickEvent = self._grid_clicked
         self.grid_plot = plot
+        plot.getViewBox().sigResized.connect(lambda *_a: self._fit_texts())
+
+    @property
+    def texts_shown(self) -> bool:
+        """True when the grid's cells carry their texts (similarity, "was H2"): only when every text fits its cell."""
+        return self.cell_texts[0][0].isVisible()
+
+    def _fit_texts(self) -> None:
+        """Each cell's text only when every one fits its cell at the grid's size now (30 layers × 9 heads:
+        the colours alone, the title says so)."""
+        L, h = len(self.cell_texts), len(self.cell_texts[0])
+        box = self.grid_plot.getViewBox()
+        rects = [item.textItem.boundingRect() for row in self.cell_texts for item in row]
+        fits = all(r.width() <= box.width() / h and r.height() <= box.height() / L for r in rects)
+        for row in self.cell_texts:
+            for item in row:
+                item.setVisible(fits)
+        title = "Each head's similarity to its previous match"  # short: a plot's title sets its least width
+        title += "" if fits else " (colours only)"
+        if self.grid_plot.titleLabel.text != title:
+            self.grid_plot.setTitle(title)
 
     def _grid_clicked(self, event) -> None:
         pos = event.pos()
@@ -190,6 +213,7 @@ class TimeMachineWindow(QWidget):
                 was = int(follows[layer, head])
                 text = f"{sim[layer, head]:.2f}" + ("" if was == head else f"\nwas H{was}")
                 item.setText(text, color="#ffffff" if sim[layer, head] < 0.6 else "#000000")
+        self._fit_texts()
         same = tm.history.integrity.duplicate_of(tm.steps[index])
         note = "" if same is None else f" (same weights as step {same})"
         self.step_label.setText(f"{tm.steps[index]}{note}")

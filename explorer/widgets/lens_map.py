@@ -47,6 +47,7 @@ class LensMap(QWidget):
         self.hover_label.setWordWrap(True)
         self.hover_label.setTextFormat(Qt.TextFormat.PlainText)
         self.shape = (0, 0)
+        self.waiting = False  # set_waiting: the cells are being computed
         self.target = "the next token"
         self.plot.getViewBox().sigResized.connect(lambda *_a: self._fit_texts())
         layout = QVBoxLayout(self)
@@ -54,6 +55,24 @@ class LensMap(QWidget):
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.hover_label)
         self.plot.scene().sigMouseMoved.connect(self._hover)
+
+    def set_waiting(self, layers: int, tokens, prompt_length: int, target: str = "the next token") -> None:
+        """The map's shape and axes, its cells empty, while they are computed (:meth:`set_lens` fills them)."""
+        n = len(tokens)
+        self.shape, self.target, self.waiting = (layers, n), target, True
+        self.image.clear()
+        self._axes(tokens, prompt_length)
+        self._fit_texts()
+
+    def _axes(self, tokens, prompt_length: int) -> None:
+        L, n = self.shape
+        self.bottom.set_labels(tuple(tokens))
+        self.plot.getAxis("left").set_cells(layer_cells(L))
+        self.boundary.setValue(prompt_length)
+        for item in self.texts:
+            self.plot.removeItem(item)
+        self.texts = []
+        self.plot.setRange(xRange=(0, n), yRange=(0, L), padding=0)
 
     def set_lens(self, prob: np.ndarray, labels: list[list[str]], tokens, prompt_length: int,
                  target: str = "the next token") -> None:  # fmt: skip
@@ -63,12 +82,8 @@ class LensMap(QWidget):
         indices = np.rint(np.clip(np.nan_to_num(prob), 0, 1) * (COLOURS - 1)).astype(np.uint8)
         self.image.setImage(indices, autoLevels=False, levels=(0, 255), lut=lookup_table(True))
         self.image.setRect(QRectF(0, 0, n, L))
-        self.bottom.set_labels(tuple(tokens))
-        self.plot.getAxis("left").set_cells(layer_cells(L))
-        self.boundary.setValue(prompt_length)
-        for item in self.texts:
-            self.plot.removeItem(item)
-        self.texts = []
+        self.waiting = False
+        self._axes(tokens, prompt_length)
         if L * n <= MAX_TEXT_CELLS:
             for layer in range(L):
                 for p in range(n):
@@ -78,7 +93,6 @@ class LensMap(QWidget):
                     item.setPos(p + 0.5, layer + 0.5)
                     self.plot.addItem(item)
                     self.texts.append(item)
-        self.plot.setRange(xRange=(0, n), yRange=(0, L), padding=0)
         self.target = target
         self._fit_texts()
 
@@ -101,6 +115,8 @@ class LensMap(QWidget):
             item.setVisible(fits)
         text = "text = that layer's top token" if fits else "hover a cell for that layer's top 5 tokens"
         title = f"Logit lens: colour = probability of {rich_safe(self.target)} after each layer; {text}"
+        if self.waiting:
+            title = f"Logit lens: computing the probability of {rich_safe(self.target)} after each layer…"
         if self.plot.getPlotItem().titleLabel.text != title:
             self.plot.setTitle(title, size="9pt")
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 from models.engine.finite import refuse_nonfinite
+from models.generate.lens import LOGITS
 from models.generate.result import Generation
 
 SCORES = "the queries and keys are too large for their dot products"
-LOGITS = "the model's activations are too large (its logits overflow)"
+__all__ = ["LOGITS", "SCORES", "check_generation"]
 
 
 def check_generation(gen: Generation) -> Generation:
@@ -21,6 +22,4 @@ def check_generation(gen: Generation) -> Generation:
     for s, step in enumerate(gen.steps):
         probs = np.asarray([*step.top_probs, *([] if step.chosen_prob is None else [step.chosen_prob])], np.float64)
         refuse_nonfinite(probs, f"the next-token probabilities of step {s}", LOGITS)
-    refuse_nonfinite(gen.lens_prob, "the logit lens", LOGITS, ("layer", "position"))
-    refuse_nonfinite(gen.lens_top_prob, "the logit lens", LOGITS, ("layer", "position", "rank"))
-    return gen
+    return gen  # the lens' cells are checked as they are computed (models.generate.lens)

@@ -4,8 +4,9 @@ new token per step through the cache (:mod:`models.pretrained.kv_cache`).
 What a family provides is what tracing already needs plus three things, all on the shared pieces:
 ``block(i, h, hidden, cache=...)`` (the attention of :mod:`models.pretrained.common`), ``final``
 (its last norm) and the head (:mod:`models.generate.head`). Per step the loop keeps the new
-token's attention row for every layer × head, the top next tokens, and the logit lens of the new
-position: the residual stream after each layer through the final norm and the unembedding.
+token's attention row for every layer × head, the top next tokens, and the residual stream after each
+layer at the new position: what the logit lens reads (final norm and unembedding) for the cells a view
+or a command asks for, never all of them during generation (:mod:`models.generate.lens`).
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from torch import Tensor
 from models.config import Cancelled, InputError
 from models.engine.host import to_numpy
 from models.generate.head import OutputHead, load_head
-from models.generate.result import LENS_TOP, Generation, Step
+from models.generate.lens import LENS_CHUNK_BYTES, LENS_TOP, Lens
+from models.generate.result import Generation, Step
 from models.generate.sampling import Chooser, GenerateSettings
 from models.memory import MARGIN, check_memory
 from models.pretrained.kv_cache import new_cache
 from models.pretrained.registry import read_config
 
 F32 = 4
-LENS_CHUNK_BYTES = 64 << 20  # logits of this many bytes at a time while reading the lens
 _HEADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -78,13 +79,11 @@ class _Run:
 
     def __init__(self, model, head: OutputHead, settings: GenerateSettings, n_max: int) -> None:
         self.model, self.arch, self.head, self.settings = model, model.arch, head, settings
-        L, k = self.arch.num_layers, LENS_TOP
+        L = self.arch.num_layers
         self.cache = new_cache(L, n_max)
         self.rows: list[np.ndarray] = []
-        self.lens_ids = np.zeros((L, n_max), np.int64)
-        self.lens_prob = np.zeros((L, n_max), np.float32)
-        self.lens_top_ids = np.zeros((L, n_max, k), np.int64)
-        self.lens_top_prob = np.zeros((L, n_max, k), np.float32)
+        rows = n_max if settings.lens else 0  # each layer's residual at each position: what the lens reads
+        self.states = torch.zeros(L, rows, self.arch.hidden_size, dtype=torch.float32, device=model.device)
 
     def feed(self, ids: list[int], start: int) -> list[Tensor]:
         """Run tokens at positions ``start..`` through every layer; the residual after each."""
@@ -99,38 +98,12 @@ class _Run:
             self.rows.append(weights[:, :, a, : start + a + 1])
         return states
 
-    def lens(self, states: list[Tensor], start: int, ids: list[int]) -> Tensor:
-        """The logit lens of the new positions ``start..`` after every layer (all layers in one
-        product with the unembedding, so the head is read once per chunk of rows, not once per
-        layer); ``ids``: the sequence so far. The last position's next token is not known yet:
-        returns its logits at every layer ``(L, vocab)``, and :meth:`lens_next` fills it in."""
-        if not self.settings.lens:  # the model's own output only
-            return self.head.logits(states[-1][-1:])  # (1, vocab)
-        L, m = len(states), states[0].shape[0]
-        x = torch.stack(states).reshape(L * m, -1)  # (L·m, d): layer-major rows
-        last = torch.empty(L, self.head.vocab_size, dtype=torch.float32, device=x.device)
-        known = torch.tensor(ids[start + 1 :] + [0], dtype=torch.long, device=x.device)  # (m,): the next tokens
-        step = max(1, LENS_CHUNK_BYTES // (F32 * self.head.vocab_size))
-        for r0 in range(0, L * m, step):
-            r = torch.arange(r0, min(r0 + step, L * m), device=x.device)
-            logits = self.head.logits(x[r])  # (rows, vocab)
-            probs = torch.softmax(logits, dim=-1)
-            top = torch.topk(probs, min(LENS_TOP, probs.shape[-1]), dim=-1)
-            layer, pos = to_numpy(r // m), to_numpy(r % m)
-            k = top.indices.shape[1]
-            self.lens_top_ids[layer, start + pos, :k] = to_numpy(top.indices)
-            self.lens_top_prob[layer, start + pos, :k] = to_numpy(top.values)
-            self.lens_prob[layer, start + pos] = to_numpy(probs.gather(1, known[r % m, None])[:, 0])
-            ends = (r % m) == m - 1
-            last[r[ends] // m] = logits[ends]
-        self.lens_ids[:, start : start + m] = self.lens_top_ids[:, start : start + m, 0]
-        return last
-
-    def lens_next(self, last: Tensor, position: int, nxt: int) -> None:
-        """The lens probability of the token that follows ``position`` (known only now)."""
-        if not self.settings.lens:
-            return
-        self.lens_prob[:, position] = to_numpy(torch.softmax(last, dim=-1)[:, nxt])
+    def record(self, states: list[Tensor], start: int) -> Tensor:
+        """Keep each layer's residual at the new positions ``start..`` for the lens (read later, for the
+        cells asked: :class:`~models.generate.lens.Lens`); the model's next-token logits ``(vocab,)``."""
+        if self.settings.lens:
+            self.states[:, start : start + states[0].shape[0]] = torch.stack(states)
+        return self.head.logits(states[-1][-1:])[0]
 
     def step(self, logits: Tensor, position: int, chosen: int | None) -> Step:
         probs = torch.softmax(logits, dim=-1)
@@ -184,8 +157,7 @@ def generate(
             t0 = time.perf_counter()
             states = run.feed(new, fed)
             fed = len(ids)
-            last = run.lens(states, fed - len(new), ids)  # (L, vocab) at the newest position
-            logits = last[-1]  # the last layer's: the model's own next-token logits
+            logits = run.record(states, fed - len(new))  # the model's own next-token logits
             done = len(ids) - n_p
             if done and ids[-1] in eos:
                 chosen, stopped = None, "eos"
@@ -194,7 +166,6 @@ def generate(
                 stopped = "max positions" if max_new < s.max_new_tokens else "length"
             else:
                 chosen = choose(logits)
-            run.lens_next(last, fed - 1, int(torch.argmax(logits)) if chosen is None else chosen)
             steps.append(run.step(logits, fed - 1, chosen))
             if done:
                 step_ms.append((time.perf_counter() - t0) * 1000)
@@ -208,14 +179,14 @@ def generate(
                 on_step(done + 1, max_new)
     n = len(ids)
     tok = model.tokenizer
-    named = set(np.unique(run.lens_top_ids[:, :n]).tolist()) | set(ids)
-    named |= {i for step in steps for i in step.top_ids}
+    named = set(ids) | {i for step in steps for i in step.top_ids}  # the lens names its own (Lens.token)
+    nexts = [*ids[1:], steps[-1].top_ids[0]]  # each position's next token; the last one's: the model's top
+    lens = Lens(head, run.states[:, :n], nexts, tok.token) if s.lens else Lens.unread(arch.num_layers, n, tok.token)
     return Generation(
         model=model.name, model_type=model.model_type, num_layers=arch.num_layers,
         num_heads=arch.num_heads, ids=ids, tokens=[tok.token(i) for i in ids], prompt_length=n_p,
         text=tok.decode(ids[n_p:]), steps=steps, rows=run.rows,
-        lens_ids=run.lens_ids[:, :n], lens_prob=run.lens_prob[:, :n],
-        lens_top_ids=run.lens_top_ids[:, :n], lens_top_prob=run.lens_top_prob[:, :n],
+        lens=lens,
         stopped=stopped, settings=dataclasses.asdict(s),
         head_source=head.source, device=model.device_label, notices=notices,
         elapsed_ms=(time.perf_counter() - start_time) * 1000, step_ms=step_ms,

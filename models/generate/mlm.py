@@ -22,7 +22,7 @@ from torch import Tensor
 from models.checks import config_bool
 from models.config import InputError
 from models.engine.host import to_numpy
-from models.generate.result import LENS_TOP, Generation, Step
+from models.generate.result import LENS_TOP, Generation, Lens, Step
 from models.memory import check_memory, estimate_tensors_read
 from models.pretrained.checkpoint import Weights
 from models.pretrained.common import layer_norm
@@ -127,8 +127,9 @@ class MaskedResult:
         steps = [Step(m.position, m.top_ids, m.top_tokens, m.top_probs, None, None) for m in self.masks]
         return Generation(
             model=self.model, model_type=self.model_type, num_layers=L, num_heads=h, ids=list(self.ids),
-            tokens=list(self.tokens), prompt_length=n, text="", steps=steps, rows=[], lens_ids=self.lens_ids,
-            lens_prob=self.lens_prob, lens_top_ids=self.lens_top_ids, lens_top_prob=self.lens_top_prob,
+            tokens=list(self.tokens), prompt_length=n, text="", steps=steps, rows=[],
+            lens=Lens.computed(self.lens_top_ids, self.lens_top_prob, self.lens_prob,
+                               lambda i: self.token_names.get(i, "?")),
             stopped="masks predicted", settings={}, head_source=self.head_source, notices=list(self.notices),
             token_names=dict(self.token_names),
         )  # fmt: skip

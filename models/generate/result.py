@@ -1,5 +1,6 @@
 """The result of one generation: the tokens, each step's next-token choices, every attention row
-and the logit lens. Plain numpy; what the files (files.py) and the Generate panel show.
+and the logit lens (computed for the cells read: models.generate.lens). Plain numpy; what the files
+(files.py) and the Generate panel show.
 
 Positions ``0..n-1`` are the prompt (``0..prompt_length-1``) then the generated tokens. Every token
 has been fed, the last one too, so position p's attention row (over keys ``0..p``) exists for
@@ -14,7 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-LENS_TOP = 5  # the lens' most likely tokens kept per (layer, position): the hover's list
+from models.generate.lens import LENS_TOP, Lens
+
+__all__ = ["LENS_TOP", "Generation", "Lens", "Step"]
 
 
 @dataclass(frozen=True)
@@ -39,10 +42,7 @@ class Generation:
     text: str  # the generated tokens decoded (the prompt not included)
     steps: list[Step]
     rows: list[np.ndarray]  # rows[p]: (L, h, p + 1), position p's attention over keys 0..p
-    lens_ids: np.ndarray  # (L, n) int64: the top token after each layer
-    lens_prob: np.ndarray  # (L, n) float32: probability of the next token of the sequence
-    lens_top_ids: np.ndarray  # (L, n, LENS_TOP) int64
-    lens_top_prob: np.ndarray  # (L, n, LENS_TOP) float32
+    lens: Lens  # the logit lens, computed for the cells asked (models.generate.lens)
     stopped: str  # "eos", "length" or "max positions"
     settings: dict
     head_source: str  # where the unembedding came from
@@ -53,6 +53,26 @@ class Generation:
     token_names: dict[int, str] = field(default_factory=dict)  # id -> token, for every id named here
     weights: str = ""  # how the layers were held: "weights resident, 4.9 GB" / "12 of 32 layers read ..."
     sequence_text: str = ""  # prompt and generated tokens decoded, special tokens left out
+
+    @property
+    def lens_ids(self) -> np.ndarray:
+        """``(L, n)`` int64: the top token after each layer (every cell computed)."""
+        return self.lens.whole()[0][..., 0]
+
+    @property
+    def lens_prob(self) -> np.ndarray:
+        """``(L, n)`` float32: the lens' probability of the sequence's next token (every cell computed)."""
+        return self.lens.whole()[2]
+
+    @property
+    def lens_top_ids(self) -> np.ndarray:
+        """``(L, n, LENS_TOP)`` int64: each cell's most likely tokens."""
+        return self.lens.whole()[0]
+
+    @property
+    def lens_top_prob(self) -> np.ndarray:
+        """``(L, n, LENS_TOP)`` float32: their probabilities."""
+        return self.lens.whole()[1]
 
     @property
     def n(self) -> int:

@@ -1,7 +1,8 @@
 """Views of a model with SmolLM2's shape, 30 layers × 9 heads (issue 47): no two labels an axis draws
 overlap (their rectangles as pyqtgraph lays them out, ``AxisItem.generateDrawSpecs``), in the Generate
 window (a random 30-layer word-level LLaMA, generated for real), the model view, the rollout and the
-atlas map; the logit lens's title promises per-cell text only when its cells show it."""
+atlas map and the time machine's grid; the logit lens's title (and the time machine's) promises per-cell text
+only when its cells show it."""
 
 from __future__ import annotations
 
@@ -14,10 +15,15 @@ import pytest
 from PySide6.QtCore import QRectF
 from test_gui_pictures import drawn_specs
 
+from explorer.engine.time_machine_data import TimeMachine
 from explorer.panels.generate_panel import GeneratePanel
+from explorer.panels.time_machine_window import TimeMachineWindow
 from explorer.widgets.lens_map import LensMap
 from explorer.widgets.model_view import ModelView
 from explorer.widgets.rollout_view import RolloutView
+from models.history.heads import HeadMatch
+from models.history.integrity import Integrity
+from models.history.table import History
 from models.pretrained import load_model
 
 LAYERS, HEADS = 30, 9
@@ -114,3 +120,27 @@ def test_the_lens_writes_text_only_in_cells_it_fits(qtbot):
     lens.resize(900, 60)  # cells shorter than a line: the text goes, and the title says hover
     qtbot.waitUntil(lambda: not lens.texts_shown, timeout=2_000)
     assert "hover" in lens.plot.getPlotItem().titleLabel.text
+
+
+def test_the_time_machine_grid_at_thirty_layers(qtbot, tmp_path):
+    """Its L/H labels were setTicks: all 30 layer labels printed over each other; now thinned, and the
+    cells' values (two lines where a head was renumbered) only where they fit."""
+    rng = np.random.default_rng(0)
+    steps = [100, 200, 300]
+    match = np.tile(np.arange(HEADS), (LAYERS, 1))
+    match[:, [0, 1]] = match[:, [1, 0]]  # heads 0 and 1 renumbered in every layer: "was H1"
+    history = History(folder=tmp_path, steps=steps, integrity=Integrity({s: f"h{s}" for s in steps}, []), losses={},
+                      detectors={"previous": rng.random((3, LAYERS, HEADS))},
+                      matches=[HeadMatch(match, rng.random((LAYERS, HEADS)), "maps") for _ in steps[1:]])  # fmt: skip
+    tm = TimeMachine(history, [tmp_path] * 3, "thirty", "a b c", layer=0, why_error="no cell")
+    window = TimeMachineWindow(tm)
+    qtbot.addWidget(window)
+    window.resize(1100, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.wait(50)
+    assert assert_no_overlap(window.grid.scene()) > 0
+    left = layer_labels(window.grid_plot.getAxis("left"))
+    assert left[0] == "L0" and 2 <= len(left) < LAYERS  # thinned, not dropped
+    assert layer_labels(window.grid_plot.getAxis("bottom"))[0] == "H0"
+    assert not window.texts_shown and "colours only" in window.grid_plot.titleLabel.text

@@ -107,3 +107,23 @@ def test_stops_at_the_end_token(tmp_path):
         out = ref.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False,
                            max_new_tokens=NEW_TOKENS, eos_token_id=eos, pad_token_id=0)  # fmt: skip
     assert gen.ids == out[0].tolist()
+
+
+def test_the_lens_is_computed_for_the_cells_read_only(family):
+    """Issue 47: generating computes no cell of the lens (it records each layer's residual stream); a
+    cell read is computed then, once, and equals the lens of every cell (whose values the test above
+    holds to transformers') to 1e-5."""
+    _, _, model, whole = family
+    gen = generate(model, PROMPT, GenerateSettings(max_new_tokens=NEW_TOKENS))
+    L, last = model.num_layers, gen.n - 1
+    assert gen.lens.computed_cells == 0
+    top_ids, prob = gen.lens.column(last)  # what the window shows first: the newest position, every layer
+    assert gen.lens.computed_cells == L
+    np.testing.assert_allclose(prob, whole.lens_prob[:, last], atol=1e-5, rtol=0)
+    ids, top = gen.lens.top(0, 1)
+    assert gen.lens.computed_cells == L + 1 and gen.lens.has(0, 1) and not gen.lens.has(1, 1)
+    np.testing.assert_allclose(top, whole.lens_top_prob[0, 1], atol=1e-5, rtol=0)
+    gen.lens.column(last)  # memoised: nothing computed again
+    assert gen.lens.computed_cells == L + 1
+    np.testing.assert_allclose(gen.lens_top_prob, whole.lens_top_prob, atol=1e-5, rtol=0)
+    assert gen.lens.computed_cells == L * gen.n
