@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from models.errors import InputError
-from models.limits import MAX_SEED, RANGES, in_bounds  # noqa: F401 - MAX_SEED re-exported
+from models.limits import RANGES, in_bounds
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
