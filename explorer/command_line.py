@@ -18,6 +18,7 @@ from models.command_fields import NEW_TOKENS
 from models.config import InputError
 from models.engine.trace import STAGE_ORDER
 from models.fields import Field, OneLineParser, add_arguments, check_text
+from models.limits import RANGES, in_bounds, said
 from models.runspec import FIELDS, check_applicable, check_command, check_ranges, given_values
 
 PROMPT = Field("generate", "generate", "model", "with --model: open the Generate window on this prompt (with "
@@ -122,8 +123,8 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     if args.layer is not None:
         if not base.uses_model:
             raise UsageError("--layer needs --model (the toy model has a single layer)")
-        if args.layer < 0:
-            raise UsageError("--layer must be 0 or more (the first layer is 0)")
+        if not in_bounds("layer", args.layer):
+            raise UsageError(f"--layer must be {RANGES['layer'][0]} or more (the first layer is 0)")
         base = dataclasses.replace(base, layer=args.layer)
     # Every other option the form holds as it is (a new row of FIELDS included), given or not.
     special = {"model", "layer", "block", "cross_sentence", "pe", "pad_positions"}
@@ -156,8 +157,8 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
     if args.pad_positions is not None:
         changes["pad_positions"] = args.pad_positions
     for name in ("d_k", "d_v"):  # 0 would mean "auto" in the window; on the command line it is an error
-        if name in changes and changes[name] < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be a positive integer")
+        if name in changes and not in_bounds(name, changes[name]):
+            raise UsageError(f"--{name.replace('_', '-')} must be {said(name)}")
     try:  # what the window's boxes show (models/fields.py: Field.shown): refused, never clamped
         check_ranges(args, window=True)
     except InputError as exc:

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from models.errors import InputError
+from models.limits import RANGES, in_bounds
 
-MAX_SEED = 2**63 - 1  # torch.manual_seed takes 64 bits; the weights use seed + 1
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -24,8 +24,9 @@ def short(value: Any, limit: int = 60) -> str:
 
 
 def check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise InputError(f"seed must be an integer from 0 to 2**63-1 ({MAX_SEED}), got {short(seed)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not in_bounds("seed", seed):
+        low, high = RANGES["seed"]  # models/limits.py
+        raise InputError(f"seed must be an integer from {low} to 2**63-1 ({high}), got {short(seed)}")
     return seed
 
 

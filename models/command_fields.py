@@ -8,8 +8,8 @@ works wherever ``--model`` does. Torch-free: the window's command line reads the
 
 from __future__ import annotations
 
-from models.checks import MAX_SEED
 from models.fields import MODEL_OPTIONS, Field, rows
+from models.limits import bounds
 
 MAX_NEW_TOKENS = 4096  # models/generate/sampling.py checks a GenerateSettings against the same
 MAX_SHOWN = 50
@@ -32,7 +32,7 @@ GENERATE_ROWS: tuple[Field, ...] = (
     Field("top_p", "generate", "model", "sampling: keep the most likely tokens up to this mass (default: all)",
           type=float),
     Field("seed", "generate", "model", "sampling: the random seed (same seed, same tokens)", type=int, default=0,
-          low=0, high=MAX_SEED),
+          **bounds("seed")),
     Field("top", "generate", "model", "next tokens kept per step", type=int, default=10, low=1, high=MAX_SHOWN,
           metavar="K"),
     OUT,
@@ -53,7 +53,7 @@ ATLAS_ROWS: tuple[Field, ...] = (
           "ADDRESS (pip install '.[ray]')", const="local", metavar="ADDRESS"),
     Field("workers", "scale", "model", "Ray workers, each loading the model once (default: the cluster's CPUs)",
           type=int, low=1, high=100_000, metavar="N"),
-    Field("seed", "atlas", "model", "the detectors' probes", type=int, default=0, low=0, high=MAX_SEED),
+    Field("seed", "atlas", "model", "the detectors' probes", type=int, default=0, **bounds("seed")),
     Field("no_detectors", "atlas", "model", "leave the detector columns empty (empty cells in heads.csv)",
           type=None, flag=True, default=False),
     Field("quiet", "output", "both", "no progress bar", type=None, flag=True, default=False),

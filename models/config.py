@@ -9,13 +9,21 @@ from typing import Any
 import numpy as np
 
 from models.errors import Cancelled, InputError  # noqa: F401 - re-exported: most callers import them from here
+from models.limits import (  # noqa: F401 - re-exported: callers import them from here
+    CHOICES,
+    DEFAULT_MAX_TOKENS,
+    DEVICES,
+    DTYPES,
+    MASKS,
+    POSITIONAL,
+    POSITIVE,
+    SCORES,
+    in_bounds,
+    said,
+)
 
-MASKS = ("none", "causal", "padding", "custom")
-SCORES = ("dot", "scaled", "additive", "general")
-POSITIONAL = ("none", "sinusoidal")
-DEVICES = ("auto", "cpu", "cuda")
-DTYPES = ("float32", "bfloat16", "float16")  # --dtype: a model's layers below the traced one, generation
-DEFAULT_MAX_TOKENS = 131072  # issue 34: the toy and decoders whose positions reach it; memory is checked first
+# What each choice is called in a message ("unknown positional encoding 'x'; choose one of …").
+_CALLED = {"pe": "positional encoding"}
 
 
 @dataclass(frozen=True)
@@ -53,31 +61,25 @@ class AttentionConfig:
 
     def validate(self) -> AttentionConfig:
         """Raise :class:`InputError` naming the first problem; return self when valid."""
-        for name in ("heads", "d_model", "max_tokens"):
+        for name in ("heads", "d_model", "max_tokens", "d_k", "d_v", "d_out"):  # models/limits.py: RANGES
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise InputError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("d_k", "d_v", "d_out"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise InputError(f"{name} must be a positive integer, got {value!r}")
+            if value is None and name in ("d_k", "d_v", "d_out"):
+                continue  # derived (head_dim_k, …)
+            if not isinstance(value, int) or not in_bounds(name, value):  # isinstance: True is taken as 1
+                raise InputError(f"{name} must be {said(name)}, got {value!r}")
         if self.d_k is None and self.d_model % self.heads:
             raise InputError(
                 f"d_model={self.d_model} is not divisible by heads={self.heads}; "
                 f"choose another head count or set d_k explicitly"
             )
-        if self.mask not in MASKS:
-            raise InputError(f"unknown mask {self.mask!r}; choose one of {', '.join(MASKS)}")
-        if self.score not in SCORES:
-            raise InputError(f"unknown score {self.score!r}; choose one of {', '.join(SCORES)}")
-        if self.pe not in POSITIONAL:
-            raise InputError(
-                f"unknown positional encoding {self.pe!r}; choose one of {', '.join(POSITIONAL)}"
-            )
-        if self.device not in DEVICES:
-            raise InputError(f"unknown device {self.device!r}; choose one of {', '.join(DEVICES)}")
-        if not (np.isfinite(self.temperature) and self.temperature > 0):
-            raise InputError(f"temperature must be a positive number, got {self.temperature!r}")
+        for name in ("mask", "score", "pe", "device"):  # models/limits.py: CHOICES
+            value, choices = getattr(self, name), CHOICES[name]
+            if value not in choices:
+                raise InputError(f"unknown {_CALLED.get(name, name)} {value!r}; choose one of {', '.join(choices)}")
+        for name in POSITIVE:
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise InputError(f"{name} must be a positive number, got {value!r}")
         from models.checks import check_seed
 
         check_seed(self.seed)  # torch takes 64 bits; refuse rather than overflow

@@ -4,7 +4,8 @@ From it come the command-line options of ``export``, ``explain`` and the window
 (:func:`add_input_arguments`), the fields of :class:`models.runspec.RunSpec` and their JSON, and
 the lists of what applies to the toy engine and what to a model (:data:`TOY_ONLY`,
 :data:`MODEL_ONLY`) with the one check that refuses an option that would be ignored
-(:func:`check_applicable`), and each option's ranges, in one place: ``Field.low`` / ``Field.high``,
+(:func:`check_applicable`), and each option's ranges: ``Field.low`` / ``Field.high`` (read from
+:mod:`models.limits`, which AttentionConfig.validate reads too),
 what every reader accepts (``export`` and ``explain`` through :meth:`RunSpec.validate
 <models.runspec.RunSpec.validate>`, a RunSpec's JSON through :meth:`Field.from_json`), and
 ``Field.shown``, the narrower range the window's boxes offer (so its command line and its saved
@@ -20,9 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from models.checks import MAX_SEED
-from models.config import DEFAULT_MAX_TOKENS, DEVICES, DTYPES, MASKS, POSITIONAL, SCORES
 from models.errors import InputError
+from models.limits import CHOICES, DEFAULT_MAX_TOKENS, bounds
 
 DEFAULT_MASK = "default"  # a model's own mask: padding for encoders, causal for decoders
 MODEL_MASKS = (DEFAULT_MASK, "none", "causal", "padding")  # with a model: its own, or one to compare
@@ -170,45 +170,46 @@ FIELDS: tuple[Field, ...] = (
     Field("step", "input", "model", "with --model: a training step ('first', 'last' (default) or a number)",
           metavar="S"),
     Field("layer", "input", "model", "the model layer to trace, from 0 (with --model)", type=int, default=0,
-          low=0, shown=(0, MAX_LAYER)),
+          **bounds("layer"), shown=(0, MAX_LAYER)),
     Field("block", "input", "model", "with an encoder-decoder --model: which attention (default: cross)",
           choices=("encoder", "decoder", "cross")),
     Field("all_layers", "input", "model", "with --model: every layer and head, rollout and head metrics",
           type=None, flag=True, default=False, stored=False, commands=("export",)),
-    Field("heads", "attention", "toy", "number of attention heads h", type=int, default=2, low=1,
-          shown=(1, MAX_HEADS)),
+    Field("heads", "attention", "toy", "number of attention heads h", type=int, default=2,
+          **bounds("heads"), shown=(1, MAX_HEADS)),
     Field("d_model", "attention", "toy", "width of each token's vector (embeddings and output)", type=int,
-          default=16, low=1, shown=(1, MAX_D_MODEL)),
+          default=16, **bounds("d_model"), shown=(1, MAX_D_MODEL)),
     Field("d_k", "attention", "toy", "width of each head's queries and keys (default d_model / heads)", type=int,
-          low=1, shown=(1, MAX_HEAD_DIM)),
-    Field("d_v", "attention", "toy", "width of each head's values (default d_k)", type=int, low=1,
-          shown=(1, MAX_HEAD_DIM)),
-    Field("d_out", "attention", "toy", "width of the output projection (default d_model)", type=int, low=1),
+          **bounds("d_k"), shown=(1, MAX_HEAD_DIM)),
+    Field("d_v", "attention", "toy", "width of each head's values (default d_k)", type=int,
+          **bounds("d_v"), shown=(1, MAX_HEAD_DIM)),
+    Field("d_out", "attention", "toy", "width of the output projection (default d_model)", type=int,
+          **bounds("d_out")),
     Field("mask", "attention", "both", "which keys each query may see (default: none; a model's own with --model)",
-          choices=MASKS, toy_choices=("custom",), own_shape=True),
+          choices=CHOICES["mask"], toy_choices=("custom",), own_shape=True),
     Field("pad_positions", "attention", "both", "key positions the padding mask hides, from 0", type=positions,
           default=(), metavar="3,4", own_shape=True),
     Field("mask_file", "attention", "toy", "boolean n_q × n_k matrix for --mask custom (True = hidden)",
           metavar="M.npy", array="mask"),
     Field("score", "attention", "toy", "how a query meets a key: dot, scaled dot (÷ √d_k), additive or general",
-          choices=SCORES, default="scaled"),
-    Field("pe", "attention", "toy", "positional encoding added to the embeddings", choices=POSITIONAL,
+          choices=CHOICES["score"], default="scaled"),
+    Field("pe", "attention", "toy", "positional encoding added to the embeddings", choices=CHOICES["pe"],
           default="none", own_shape=True),
     Field("temperature", "attention", "toy", "softmax temperature T: weights = softmax(scores / T)", type=float,
-          default=1.0, shown=TEMPERATURES),  # any above 0 (AttentionConfig.validate): 1e-45 gives one-hot weights
-    Field("seed", "attention", "toy", "seed of the random embeddings and weights", type=int, default=0, low=0,
-          high=MAX_SEED),
+          default=1.0, shown=TEMPERATURES),  # above 0 (models/limits.py: POSITIVE): 1e-45 gives one-hot weights
+    Field("seed", "attention", "toy", "seed of the random embeddings and weights", type=int, default=0,
+          **bounds("seed")),
     Field("bias", "attention", "toy", "random biases (a weights file has its own)", type=None, flag=True,
           default=False),
     Field("weights", "attention", "toy", "projection weights (.npz, see docs/formats.md)", metavar="W.npz",
           array="weights"),
-    Field("device", "attention", "both", "where torch computes (auto: CUDA when present)", choices=DEVICES,
+    Field("device", "attention", "both", "where torch computes (auto: CUDA when present)", choices=CHOICES["device"],
           default="auto", commands=HEADLESS),
     Field("dtype", "attention", "model", "what a model's layers are held in, and the layers below the traced one "
-          "and generation compute in (the traced layer is float32 whatever it is)", choices=DTYPES,
+          "and generation compute in (the traced layer is float32 whatever it is)", choices=CHOICES["dtype"],
           default="float32"),
     Field("max_tokens", "attention", "both", "refuse inputs longer than this", type=int,
-          default=DEFAULT_MAX_TOKENS, low=1, commands=HEADLESS),
+          default=DEFAULT_MAX_TOKENS, **bounds("max_tokens"), commands=HEADLESS),
 )  # fmt: skip
 
 

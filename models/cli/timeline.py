@@ -16,6 +16,7 @@ from pathlib import Path
 from models.config import Cancelled, InputError
 from models.fields import OneLineParser
 from models.io.atomic import check_target
+from models.limits import CHOICES
 
 
 def build_timeline_parser() -> OneLineParser:
@@ -28,7 +29,7 @@ def build_timeline_parser() -> OneLineParser:
     p.add_argument("--corpus", metavar="FILE.txt", help="one text per line: every head's metrics over it, per step")
     p.add_argument("--limit", type=int, metavar="N", help="read at most N texts of the corpus")
     p.add_argument("--steps", default="all", help="'all' (default) or a comma list: first,583,last")
-    p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"))
+    p.add_argument("--device", default="cpu", choices=CHOICES["device"])
     p.add_argument("--out", required=True, metavar="DIR", help="folder to create (steps.csv, events.csv)")
     p.add_argument("--force", action="store_true", help="replace a previous timeline (never other files)")
     p.add_argument("--quiet", action="store_true", help="no progress line")

@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 
 from models.config import DEFAULT_MAX_TOKENS, InputError
+from models.limits import in_bounds
 from models.memory import F32, check_memory
 
 
@@ -18,7 +19,7 @@ def matrix_check(what: str, path: str, max_tokens: int | None = None,
                  d_model: int | None = None) -> Callable[[tuple[int, ...]], None]:  # fmt: skip
     """``check(shape)`` for :func:`models.io.read_npy`: one InputError line naming the file. ``d_model``:
     the run's width, which an embeddings matrix's columns must be (None: not known here)."""
-    limit = max_tokens if type(max_tokens) is int and max_tokens > 0 else DEFAULT_MAX_TOKENS
+    limit = max_tokens if type(max_tokens) is int and in_bounds("max_tokens", max_tokens) else DEFAULT_MAX_TOKENS
 
     def check(shape: tuple[int, ...]) -> None:
         if len(shape) != 2:
