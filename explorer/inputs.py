@@ -256,7 +256,7 @@ def painted_mask(spec: RunSpec, painted: tuple) -> np.ndarray:
     return mask if mask.shape == (n_q, n_k) else np.zeros((n_q, n_k), bool)
 
 
-# The toy's numeric options (heads, sizes, temperature, seed): the rows a validation message may name
+# The toy's numeric options (its rows of type int or float): the ones a validation message may name
 TOY_NUMBERS = tuple(f.dest for f in FIELDS if f.applies == "toy" and f.type in (int, float))
 
 
