@@ -256,6 +256,10 @@ def painted_mask(spec: RunSpec, painted: tuple) -> np.ndarray:
     return mask if mask.shape == (n_q, n_k) else np.zeros((n_q, n_k), bool)
 
 
+# The toy's numeric options (its rows of type int or float): the ones a validation message may name
+TOY_NUMBERS = tuple(f.dest for f in FIELDS if f.applies == "toy" and f.type in (int, float))
+
+
 def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
     """``(message, names of the offending fields)``; ``("", ())`` when the settings are valid."""
     if inputs.uses_model:  # the model sets every size; the toy settings wait, unchecked
@@ -264,7 +268,7 @@ def settings_problem(inputs: Inputs) -> tuple[str, tuple[str, ...]]:
         inputs.config().validate()  # the files are read and checked on the worker (explorer.run.FileRequest)
     except InputError as exc:
         message = str(exc)
-        fields = tuple(f for f in ("heads", "d_model", "d_k", "d_v", "temperature") if f in message)
+        fields = tuple(f for f in TOY_NUMBERS if f in message)
         return message, fields
     return "", ()
 

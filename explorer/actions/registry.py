@@ -52,6 +52,7 @@ class Action:
     checkable: bool = False
     checked_when: Callable[[], bool] | None = None
     tooltip: str = ""
+    enabled_text: str = ""  # enabled_when in words: the "enabled when" column of docs/architecture.md
 
     @property
     def shortcuts(self) -> tuple[Shortcut, ...]:

@@ -94,14 +94,16 @@ def window_actions(w: Commands) -> list[Action]:
         Action("stage.pin", "Pin this run", lambda: w.compare.pin(), "Ctrl+K", menu="stage", group="2_pin",
                tooltip=PIN_TIP),
         Action("stage.unpin", "Unpin", lambda: w.compare.unpin(), menu="stage", group="2_pin",
-               enabled_when=lambda: w.compare.pinned is not None),
+               enabled_when=lambda: w.compare.pinned is not None, enabled_text="a run is pinned"),
         # Edit: what-if edits
         Action("edit.undo", "Undo edit", lambda: w.experiment.undo(), ("Ctrl+Z", StandardKey.UNDO), menu="edit",
-               enabled_when=lambda: w.state.history.can_undo),
+               enabled_when=lambda: w.state.history.can_undo, enabled_text="there are edits"),
         Action("edit.redo", "Redo edit", lambda: w.experiment.redo(), ("Ctrl+Shift+Z", StandardKey.REDO),
-               menu="edit", enabled_when=lambda: w.state.history.can_redo),
+               menu="edit", enabled_when=lambda: w.state.history.can_redo,
+               enabled_text="an edit was undone"),
         Action("edit.reset", "Reset edits", lambda: w.experiment.reset(), menu="edit",
-               enabled_when=lambda: w.state.history.can_undo or w.state.history.can_redo),
+               enabled_when=lambda: w.state.history.can_undo or w.state.history.can_redo,
+               enabled_text="there are edits or undone ones"),
     ]  # fmt: skip
 
 

@@ -51,15 +51,18 @@ def make_tokenizer(encoder: bool) -> Tokenizer:
 FAMILIES = table("test_pretrained_families")  # name: zoo Case (tests/models/zoo.py)
 
 
-def build(folder, name):
-    model_type, cls_name, kwargs, _ = FAMILIES[name]
+def build(folder, name, families=FAMILIES):
+    """A random model of zoo case ``name`` saved in ``folder`` with a tokenizer, and transformers' model of it."""
+    model_type, cls_name, kwargs, _ = families[name]
     torch.manual_seed(0)
     tok = make_tokenizer(family_kind(model_type) == "encoder")
     config = getattr(transformers, cls_name)(vocab_size=tok.get_vocab_size(), **kwargs)
     model = transformers.AutoModel.from_config(config, attn_implementation="eager").eval()
     with torch.no_grad():  # biases and norm weights start at 0 or 1: make them bite
-        for param in model.parameters():
-            if param.dim() == 1:
+        for key, param in model.named_parameters():
+            if key.endswith("sinks"):  # large sinks: they take a real share of every row
+                param.copy_(2.0 * torch.randn_like(param))
+            elif param.dim() == 1 or key.endswith("_bias"):
                 param.add_(0.1 * torch.randn_like(param))
     model.save_pretrained(folder)
     tok.save(str(folder / "tokenizer.json"))

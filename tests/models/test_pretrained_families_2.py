@@ -18,35 +18,16 @@ import torch
 from models.pretrained import load_model
 
 transformers = pytest.importorskip("transformers")
-from test_pretrained_families import SENTENCE, make_tokenizer  # noqa: E402
+from test_pretrained_families import SENTENCE, build  # noqa: E402
 from zoo import WINDOW, table  # noqa: E402
 
-from models.pretrained.loader import family_kind  # noqa: E402
-
 FAMILIES = table("test_pretrained_families_2")  # name: zoo Case (tests/models/zoo.py)
-
-
-def build(folder, name):
-    model_type, cls_name, kwargs, _ = FAMILIES[name]
-    torch.manual_seed(0)
-    tok = make_tokenizer(family_kind(model_type) == "encoder")
-    config = getattr(transformers, cls_name)(vocab_size=tok.get_vocab_size(), **kwargs)
-    model = transformers.AutoModel.from_config(config, attn_implementation="eager").eval()
-    with torch.no_grad():  # biases and norm weights start at 0 or 1: make them bite
-        for key, param in model.named_parameters():
-            if key.endswith("sinks"):  # large sinks: they take a real share of every row
-                param.copy_(2.0 * torch.randn_like(param))
-            elif param.dim() == 1 or key.endswith("_bias"):
-                param.add_(0.1 * torch.randn_like(param))
-    model.save_pretrained(folder)
-    tok.save(str(folder / "tokenizer.json"))
-    return transformers.AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
 
 
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_family_matches_transformers(tmp_path, name):
     model_type = FAMILIES[name][0]
-    ref = build(tmp_path, name)
+    ref = build(tmp_path, name, FAMILIES)
     model = load_model(tmp_path, device="cpu")
     assert model.model_type == model_type and model.num_layers == 3
     _, ids = model.tokenize(SENTENCE)
