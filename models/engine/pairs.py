@@ -173,9 +173,11 @@ class PairStore(HeadOutputs):
         if name == "weighted_norms":  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖; a sink has no value
             a = self._chain("weights", head, r0, r1, c0, c1, out=out)  # (r, c [+ 1])
             norms = self.value_norms()[head, c0:c1].to(a.dtype)
+            if out is not None and s.sinks is None:  # a streamed pass's tile, its own: in place
+                return a.mul_(norms)
             return a * (norms if s.sinks is None else torch.cat([norms, a.new_zeros(1)]))
         if name == "weights" and self.long is not None:  # exp((masked − m) / T − l), never a softmax here
-            w = self.long.weights(head, r0, r1, c0, c1, out)
+            w = self.long.weights(head, r0, r1, c0, c1, scratch=out)
             return w if s.sinks is None else torch.cat([w, self.long.weights(head, r0, r1, self.n_keys, self.n_k)], 1)
         x = self._scores(head, r0, r1, c0, c1, out)  # (1, r, c)
         if name == "scores":
