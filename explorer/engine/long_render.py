@@ -23,7 +23,7 @@ import numpy as np
 from explorer.widgets.frames import DELAYS
 from models.engine.colour_index import MAX_DISPLAY_SIDE, StageImage
 from models.engine.pixels import block_step
-from models.engine.reduce import Reduced, reduce_head
+from models.engine.reduce import Reduced
 from models.engine.trace import AttentionTrace, Stage
 from models.reads.picture import stage_image
 
@@ -76,13 +76,21 @@ class Overviews:
     def stream(self, trace: AttentionTrace, stage: Stage, fit, should_stop, emit: Callable[[StageImage], None],
                serve: Callable[[], None]) -> StageImage:  # fmt: skip
         """Every head's overview, head after head; ``emit`` gets the picture so far now and then,
-        ``serve`` is called between blocks of rows (the regions asked meanwhile)."""
-        self._start(trace, stage)
+        ``serve`` is called between blocks of rows (the regions asked meanwhile). An overview of this
+        stage interrupted (another stage asked for, then this one again) goes on from the pixel rows it
+        had done: at 65,536 tokens the neighbours' strips, asked near its end, made it start again from
+        the top, and the screenshot's deadline saw no progress (issue 50, point 1)."""
+        if self._stage is not stage or self._of != (id(trace), stage.name):  # (the stage held: its id not reused)
+            self._start(trace, stage)
         heads = list(range(stage.heads))
         self.wanted = True  # the first block of rows is sent at once
+        n_rows, n_cols = stage.shape[-2:]
+        kr = self.step[0]
 
-        def grew(head: int, rows: int, peak: np.ndarray) -> None:
-            self.peaks[head], self.rows_done[head] = peak, rows
+        def grew(head: int, base: int, rows: int, peak: np.ndarray) -> None:
+            done = self.rows_done[head] - base  # whole pixel rows of ``peak`` copied already
+            self.peaks[head][base + done : base + rows] = peak[done:rows]
+            self.rows_done[head] = base + rows
             serve()
             if self.wanted:
                 self.wanted = False
@@ -91,8 +99,13 @@ class Overviews:
                 self.cost_s = time.perf_counter() - t0
 
         for head in heads:
-            reduce_head(stage, head, MAX_DISPLAY_SIDE, signed=False, should_stop=should_stop,
-                        on_rows=lambda rows, peak, head=head: grew(head, rows, peak))  # fmt: skip
+            base = self.rows_done[head]
+            if base >= self.peaks[head].shape[0]:
+                continue
+            region = (base * kr, n_rows, 0, n_cols)  # the pixel rows not done yet, at the same step
+            peak = stage.store.long.overview(head, region, self.step, should_stop,
+                                             lambda rows, peak, head=head, base=base: grew(head, base, rows, peak))
+            grew(head, base, peak.shape[0], peak)  # fmt: skip
         return stage_image(stage, fit, reduced=self._reduced(heads))
 
     def region(self, trace: AttentionTrace, stage: Stage, fit, head: int, region, levels, pixels) -> StageImage | None:

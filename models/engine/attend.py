@@ -245,10 +245,15 @@ def merge_statistics(m: Tensor, lse: Tensor, temperature: float = 1.0) -> tuple[
     return top, total.masked_fill_(dead, float("-inf"))
 
 
-def log_weights(masked: Tensor, m: Tensor, lse: Tensor, temperature: float = 1.0) -> Tensor:
+def log_weights(masked: Tensor, m: Tensor, lse: Tensor, temperature: float = 1.0, own: bool = False) -> Tensor:
     """``temper(masked − m) − l``: each weight's log for ``masked (r, c)`` and the rows' ``m, l (r,)``
-    (−∞ where hidden; a dead row: −∞ everywhere, its weights 0)."""
-    z = att.temper(masked - m.masked_fill(torch.isneginf(m), 0.0)[:, None], temperature) - lse[:, None]
+    (−∞ where hidden; a dead row: −∞ everywhere, its weights 0). ``own``: the caller hands ``masked``
+    over (a tile of a streamed pass): the same steps done in place, no fresh pages."""
+    shift = m.masked_fill(torch.isneginf(m), 0.0)[:, None]
+    if own:
+        z = att.temper(masked.sub_(shift), temperature).sub_(lse[:, None])
+        return torch.nan_to_num_(z, nan=float("-inf"), neginf=float("-inf"))
+    z = att.temper(masked - shift, temperature) - lse[:, None]
     return torch.nan_to_num_(z, nan=float("-inf"), neginf=float("-inf"))  # a dead row: −∞ − (−∞)
 
 

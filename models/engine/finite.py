@@ -33,10 +33,11 @@ def may_overflow(spec) -> bool:  # spec: a models.engine.pairs.PairSpec (pairs i
     return not (math.isfinite(bound) and max(bound, edits) < FLOAT32_MAX / 2)
 
 
-def check_pair_block(spec, name: str, head: int, r0: int, block: torch.Tensor) -> None:
+def check_pair_block(spec, name: str, head: int, r0: int, block: torch.Tensor, c0: int = 0) -> None:
     """Refuse a block of an n×n stage holding NaN or ±∞ (−∞ in "masked" is the mask), naming
     the stage, the layer and the cause: the queries and keys whose dot products overflow. Looked at
-    where the block is (the trace's device): only the cell named crosses to the host."""
+    where the block is (the trace's device): only the cell named crosses to the host. ``c0``: the block's
+    first key (a tile of a streamed pass)."""
     bad = ~torch.isfinite(block)
     if name == "masked":
         bad &= block != float("-inf")
@@ -48,8 +49,8 @@ def check_pair_block(spec, name: str, head: int, r0: int, block: torch.Tensor) -
     k = float(spec.k.abs().max()) if spec.k.numel() else 0.0
     sizes = f"largest |input| {spec.largest_input:.3g}, " if spec.largest_input is not None else ""
     raise InputError(
-        f"stage '{name}'{where} overflows float32 ({float(block[i, j])!r} at [{head}, {r0 + i}, {j}]): the queries "
-        f"and keys are too large for their dot products ({sizes}largest |q| {q:.3g}, |k| {k:.3g}); scale the "
+        f"stage '{name}'{where} overflows float32 ({float(block[i, j])!r} at [{head}, {r0 + i}, {c0 + j}]): the "
+        f"queries and keys are too large for their dot products ({sizes}largest |q| {q:.3g}, |k| {k:.3g}); scale the "
         f"inputs or weights down"
     )
 

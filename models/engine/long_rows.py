@@ -125,18 +125,27 @@ class LongRows:
             return self.m[head, r0:r1].clone(), self.lse[head, r0:r1].clone()
 
     # --- exact reads ----------------------------------------------------------------------------
-    def weights(self, head: int, r0: int, r1: int, c0: int, c1: int) -> torch.Tensor:
+    def weights(self, head: int, r0: int, r1: int, c0: int, c1: int,
+                scratch: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
         """Weights of rows ``r0:r1``, columns ``c0:c1`` (a sink's column is the last, ``n_keys``),
-        ``(r, c)`` float32: ``exp(temper(masked − m) − l)``; keys no row sees are exactly 0."""
+        ``(r, c)`` float32: ``exp(temper(masked − m) − l)``; keys no row sees are exactly 0. ``scratch``: a
+        contiguous float32 buffer of at least ``r × c`` cells the scores may be computed in (a streamed pass's)."""
         store = self.store
         m, lse = self.stats(head, r0, r1)
-        out = torch.zeros((r1 - r0, c1 - c0), dtype=torch.float32, device=self.device)
         v0, v1 = store.spec.mask.visible_columns(r0, r1, store.n_keys)
         a, b = max(c0, v0), min(c1, v1)  # the visible keys asked for
         t = store.spec.temperature
+        cells = (r1 - r0) * (b - a)
+        if b > a and scratch is not None and scratch.is_contiguous() and scratch.numel() >= cells:
+            into = scratch.view(-1)[:cells].view(r1 - r0, b - a)
+            x = store.masked(head, r0, r1, a, b, out=into)
+            if (a, b) == (c0, c1):  # a streamed pass's tile, every key seen: in its buffer, no fresh pages
+                return log_weights(x.to(torch.float32), m, lse, t, own=True).exp_()
+        out = torch.zeros((r1 - r0, c1 - c0), dtype=torch.float32, device=self.device)
         if b > a:
-            x = store.masked(head, r0, r1, a, b).to(torch.float32)
-            out[:, a - c0 : b - c0] = torch.exp(log_weights(x, m, lse, t))
+            if scratch is None or scratch.numel() < cells or not scratch.is_contiguous():
+                x = store.masked(head, r0, r1, a, b)
+            out[:, a - c0 : b - c0] = torch.exp(log_weights(x.to(torch.float32), m, lse, t))
         if store.n_k > store.n_keys and c1 > store.n_keys:  # the sink's column
             sink = self._sink(head, r1 - r0)[:, None]
             out[:, store.n_keys - c0 :] = torch.exp(log_weights(sink, m, lse, t))

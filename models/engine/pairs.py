@@ -41,7 +41,7 @@ LONG_CELLS = 1 << 27
 StopCheck = Callable[[], bool] | None
 
 
-_SCORE_STAGES = ("scores", "scaled", "biased", "softcapped")  # before the mask: −∞ is an overflow, not a hidden key
+SCORE_STAGES = ("scores", "scaled", "biased", "softcapped")  # before the mask: −∞ is an overflow, not a hidden key
 
 
 class PairStore(HeadOutputs):
@@ -72,6 +72,7 @@ class PairStore(HeadOutputs):
         self._value_norms: torch.Tensor | None = None
         self._lock = threading.RLock()
         self._may_overflow = may_overflow(spec) if spec.ready is None else None  # projected when read: per head
+        self._head_overflows: dict[int, bool] = {}  # ... each head's bound, made once (a pass has 512 tiles a head)
         if long is None:
             long = self.n_q * self.n_k > LONG_CELLS
         self.long = LongRows(self) if long else None
@@ -80,19 +81,42 @@ class PairStore(HeadOutputs):
         """``array`` (rows ``r0:`` of one head), refused when it holds NaN or ±∞ (−∞ is the mask):
         every reader (export, window, explain, survey, comparison) gets the same one line. Only
         looked at when the scores can overflow at all (:func:`may_overflow`): free otherwise."""
-        may = self._may_overflow
-        if may is None:  # Q and K of a long input, projected head by head: this head's bound
-            g = self.spec.head_groups[head]
-            self.ready(head)
-            may = may_overflow(replace(self.spec, q=self.spec.q[head : head + 1], k=self.spec.k[g : g + 1]))
-            if may:
-                self.ready()  # the message names the largest |q| and |k| of every head
-        if may:
+        if self._overflows(head):
             check_pair_block(self.spec, name, head, r0, array)
-            if name not in _SCORE_STAGES:  # a score overflowing to −∞ looks hidden from the mask on
-                pre = [n for n in self.names if n in _SCORE_STAGES][-1]
+            if name not in SCORE_STAGES:  # a score overflowing to −∞ looks hidden from the mask on
+                pre = [n for n in self.names if n in SCORE_STAGES][-1]
                 self.rows(pre, head, r0, r0 + array.shape[0], keep=self.fits)  # checked by block()
         return array
+
+    def _overflows(self, head: int) -> bool:
+        """Whether a score of ``head`` may leave float32's range (:func:`may_overflow`): its blocks are looked at."""
+        may = self._may_overflow
+        if may is None:  # Q and K of a long input, projected head by head: this head's bound, once
+            may = self._head_overflows.get(head)
+            if may is None:
+                g = self.spec.head_groups[head]
+                self.ready(head)
+                may = may_overflow(replace(self.spec, q=self.spec.q[head : head + 1], k=self.spec.k[g : g + 1]))
+                self._head_overflows[head] = may
+            if may:
+                self.ready()  # the message names the largest |q| and |k| of every head
+        return may
+
+    def check_tile(self, name: str, head: int, r0: int, c0: int, tile: torch.Tensor) -> None:
+        """The check of a block (:meth:`block_tensor`) for a tile of stage ``name``, rows ``r0:`` and keys
+        ``c0:`` (a streamed pass's, models.engine.long_stages), and of the scores under it from the mask on."""
+        if self._overflows(head):
+            check_pair_block(self.spec, name, head, r0, tile, c0)
+            if name not in SCORE_STAGES and c0 < self.n_keys:
+                pre = [n for n in self.names if n in SCORE_STAGES][-1]
+                r1, c1 = r0 + tile.shape[0], min(self.n_keys, c0 + tile.shape[1])
+                with torch.no_grad():
+                    check_pair_block(self.spec, pre, head, r0, self._chain(pre, head, r0, r1, c0, c1, sink=False), c0)
+
+    @property
+    def score_stages(self) -> tuple[str, ...]:
+        """This store's stages before the mask (−∞ there is an overflow, not a hidden key)."""
+        return tuple(n for n in self.names if n in SCORE_STAGES)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -113,7 +137,7 @@ class PairStore(HeadOutputs):
         """Rows ``r0:r1`` of a block and the keys ``c0:c1`` computed for them: every key before
         the mask, from the mask on only those some query of the block may see."""
         r0, r1 = block * self.block_rows, min(self.n_q, (block + 1) * self.block_rows)
-        if name in _SCORE_STAGES:
+        if name in SCORE_STAGES:
             return r0, r1, 0, self.n_keys
         c0, c1 = self.spec.mask.visible_columns(r0, r1, self.n_keys)  # the keys (a sink is always seen)
         return r0, r1, c0, c1
@@ -147,11 +171,13 @@ class PairStore(HeadOutputs):
         (a streamed pass: fresh pages for every block of scores made it 2.5× slower)."""
         s = self.spec
         if name == "weighted_norms":  # ‖α_ij f_h(x_j)‖ = α_ij ‖f_h(x_j)‖; a sink has no value
-            a = self._chain("weights", head, r0, r1, c0, c1)  # (r, c [+ 1])
+            a = self._chain("weights", head, r0, r1, c0, c1, out=out)  # (r, c [+ 1])
             norms = self.value_norms()[head, c0:c1].to(a.dtype)
+            if out is not None and s.sinks is None:  # a streamed pass's tile, its own: in place
+                return a.mul_(norms)
             return a * (norms if s.sinks is None else torch.cat([norms, a.new_zeros(1)]))
         if name == "weights" and self.long is not None:  # exp((masked − m) / T − l), never a softmax here
-            w = self.long.weights(head, r0, r1, c0, c1)
+            w = self.long.weights(head, r0, r1, c0, c1, scratch=out)
             return w if s.sinks is None else torch.cat([w, self.long.weights(head, r0, r1, self.n_keys, self.n_k)], 1)
         x = self._scores(head, r0, r1, c0, c1, out)  # (1, r, c)
         if name == "scores":
@@ -166,6 +192,12 @@ class PairStore(HeadOutputs):
         """The masked scores of ``head``, rows ``r0:r1``, keys ``c0:c1`` (no sink column), ``(r, c)`` on the
         trace's device, computed and not kept: the long rows' read (``out``: as :meth:`_chain`'s)."""
         return self._chain("masked", head, r0, r1, c0, c1, sink=False, out=out)
+
+    def region_block(self, name: str, head: int, r0: int, r1: int, c0: int, c1: int, sink: bool = True,
+              out: torch.Tensor | None = None) -> torch.Tensor:
+        """Stage ``name`` of ``head``, rows ``r0:r1``, keys ``c0:c1`` (then the sink's column if ``sink``),
+        on the trace's device, computed and not kept: the long stages' read (``out``: as :meth:`_chain`'s)."""
+        return self._chain(name, head, r0, r1, c0, c1, sink=sink, out=out)
 
     def _variant(self, head: int, sink: bool = True) -> Variant:
         """The one function's description of this head's steps (the mask is the store's own, built

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from models.engine.host import to_numpy
+from models.engine.long_stages import reduce_tiles
 from models.engine.pixels import block_max, block_step
 from models.engine.trace import Stage
 
@@ -179,6 +180,8 @@ def reduce_head(
         peak = store.long.overview(head, (r0, r1, c0, c1), (kr, kc), should_stop, on_rows)
         top = float(peak.max()) if peak.size else float("nan")
         return Reduced(peak, None, (r0, r1, c0, c1), (kr, kc), (float("nan"), top))
+    if store is not None and store.long is not None and stage.name in store.names:  # as the weights: by tiles
+        return _from_tiles(stage, head, (r0, r1, c0, c1), (kr, kc), signed, should_stop)
     if kr * (c1 - c0) > BAND_CELLS:  # a pixel row taller than a band (a strip of 1 × 246 px): folded
         return _tall(stage, head, (r0, r1, c0, c1), (kr, kc), signed, should_stop)
     band_rows = max(kr, (BAND_CELLS // max(1, c1 - c0)) // kr * kr)
@@ -222,6 +225,33 @@ def reduce_head(
         return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), (float("nan"), top))
     finite_range = (lo, hi) if lo <= hi else (float("nan"), float("nan"))
     return Reduced(peak.astype(np.float32, copy=False), masked, (r0, r1, c0, c1), (kr, kc), finite_range)
+
+
+def _from_tiles(stage: Stage, head: int, region: tuple[int, int, int, int], step: tuple[int, int], signed: bool,
+                should_stop=None) -> Reduced:  # fmt: skip
+    """:func:`reduce_head` of a long store's stage other than its weights (models.engine.long_stages):
+    the same pixels, the same range, from tiles of Q and K."""
+    (r0, r1, c0, c1), (kr, kc) = region, step
+    want_low = signed or (r1 - r0) * (c1 - c0) <= 1 << 22  # as reduce_head
+    # weights and their like are never −∞ (0 where hidden): no masked share for an unsigned stage
+    top, low, hidden = reduce_tiles(stage.store, stage.name, head, region, step, want_low, signed, should_stop)
+    hi = float(_finite_extremes(top[None], largest=True)[0])
+    lo = float(_finite_extremes(low[None], largest=False)[0]) if want_low else float("nan")
+    peak = top
+    if signed:
+        peak = torch.where(torch.isneginf(top), top, torch.where(low.abs() > top.abs(), low, top))
+    masked = None
+    if hidden is not None and bool(hidden.any()):
+        rows = torch.full((top.shape[0],), float(kr), dtype=torch.float64, device=top.device)
+        rows[-1] = (r1 - r0) - (top.shape[0] - 1) * kr
+        cols = torch.full((top.shape[1],), float(kc), dtype=torch.float64, device=top.device)
+        cols[-1] = (c1 - c0) - (top.shape[1] - 1) * kc
+        masked = to_numpy(hidden / (rows[:, None] * cols[None, :]), torch.float32)
+    if not want_low:  # a large matrix of an unsigned stage: its maximum only
+        finite_range = (float("nan"), hi if np.isfinite(hi) else float("nan"))
+    else:
+        finite_range = (lo, hi) if lo <= hi else (float("nan"), float("nan"))
+    return Reduced(to_numpy(peak).astype(np.float32, copy=False), masked, region, step, finite_range)
 
 
 def _columns(x: torch.Tensor, kc: int, width: int, fill: float) -> torch.Tensor:

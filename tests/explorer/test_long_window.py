@@ -3,6 +3,7 @@ start without laying out all of it), the weights' overview streamed in with its 
 isolated strong weights among 65,536 tokens seen where they are (the pixel harness)."""
 
 import numpy as np
+import pytest
 from pixels import cell_centre, grab, square_of
 
 from explorer.state import Inputs
@@ -114,3 +115,41 @@ def test_eight_heads_of_16384_tokens_fill_the_window_with_their_sink_share_plots
         assert plot.plot.vb.width() >= 120 and plot.plot.vb.height() >= 60, (plot.head, plot.plot.vb.size())
         right = overlay.view.mapRectToScene(overlay.view.boundingRect()).right()
         assert right <= canvas and overlay.view.width() >= SIDE_PX - 2
+
+
+def test_an_interrupted_overview_goes_on_from_the_rows_it_had_done(monkeypatch):
+    """Issue 50, point 1: at 65,536 tokens the neighbours' strips, asked near the overview's end,
+    interrupted it and it began again from the top (the screenshot's deadline then saw no progress:
+    "timed out"). Asked again, it computes the rows it had not done, and its pixels are those of an
+    overview never interrupted."""
+    from explorer.engine.long_render import Overviews
+    from explorer.images.stage_image import MAX_DISPLAY_SIDE
+    from models.config import Cancelled
+    from models.engine import pairs, pipeline
+    from models.runspec import RunSpec
+
+    monkeypatch.setattr(pairs, "LONG_CELLS", 0)  # the long path: an overview streamed, 2 × 2 cells a pixel
+    sentence = " ".join(f"w{i % 50}" for i in range(2 * MAX_DISPLAY_SIDE))
+    trace = pipeline.run(toy_request(RunSpec(sentence=sentence, heads=2, d_model=12, mask="causal")))
+    stage, overviews = trace["weights"], Overviews()
+    long = stage.store.long
+    starts = []
+    overview = long.overview
+    monkeypatch.setattr(long, "overview", lambda head, region, *a: starts.append((head, region[0])) or
+                        overview(head, region, *a))  # fmt: skip
+    bands = [0]
+
+    def stop() -> bool:  # another stage asked for in the second head's overview
+        bands[0] += 1
+        return bands[0] == 8 + 3  # 2,048 rows: 8 bands of 256 a head
+
+    with pytest.raises(Cancelled):
+        overviews.stream(trace, stage, False, stop, lambda image: None, lambda: None)
+    done = list(overviews.rows_done)
+    assert done[0] == overviews.peaks[0].shape[0] and 0 < done[1] < overviews.peaks[1].shape[0]
+    starts.clear()
+    final = overviews.stream(trace, stage, False, lambda: False, lambda image: None, lambda: None)
+    assert starts == [(1, done[1] * overviews.step[0])]  # head 0 not again, head 1 from where it was
+    again = Overviews().stream(trace, stage, False, lambda: False, lambda image: None, lambda: None)
+    np.testing.assert_array_equal(final.indices, again.indices)
+    assert final.progress == 1.0

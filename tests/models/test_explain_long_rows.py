@@ -26,9 +26,9 @@ def counted(monkeypatch):
         rows.append(e - s)
         return passes(self, head, s, e, *args)
 
-    def spy_weights(self, head, r0, r1, c0, c1):
+    def spy_weights(self, head, r0, r1, c0, c1, scratch=None):
         rows.append(r1 - r0)
-        return weights(self, head, r0, r1, c0, c1)
+        return weights(self, head, r0, r1, c0, c1, scratch)
 
     def spy_compute(self, name, head, block):
         rows.append(self.block_rows)

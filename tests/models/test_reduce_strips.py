@@ -68,7 +68,8 @@ def test_the_neighbour_strips_read_bounded_blocks_of_rows_not_the_whole_head(mon
         asked.clear()
         out = R.reduce_heads(trace[name], [0, 1], (1, 246), signed=name != "weights")
         assert out[0].peak.shape == (1, 241) and out[0].step == (n, 17)  # one pixel row over every query
-        assert asked and max(asked) <= bound < n, (name, max(asked))
+        # a long store's stages are reduced from tiles of Q and K (models.engine.long_stages): no rows read
+        assert (not asked if long else asked) and max(asked, default=0) <= bound < n, (name, asked[:3])
 
 
 @pytest.mark.parametrize("side", [(1, 37), (3, 50), (7, 301), (2, 5)])
