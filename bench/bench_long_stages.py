@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from explorer.engine.stage_render import stage_image  # noqa: E402
 from models.config import AttentionConfig, AttentionRequest  # noqa: E402
 from models.engine import pipeline  # noqa: E402
 from models.io.heap import map_large_blocks  # noqa: E402
+from models.reads.picture import stage_image  # noqa: E402
 
 
 def main() -> None:
