@@ -122,9 +122,8 @@ def test_an_interrupted_overview_goes_on_from_the_rows_it_had_done(monkeypatch):
     interrupted it and it began again from the top (the screenshot's deadline then saw no progress:
     "timed out"). Asked again, it computes the rows it had not done, and its pixels are those of an
     overview never interrupted."""
-    from explorer.images.stage_image import MAX_DISPLAY_SIDE
-
     from explorer.engine.long_render import Overviews
+    from models.engine.colour_index import MAX_DISPLAY_SIDE
     from models.config import Cancelled
     from models.engine import pairs, pipeline
     from models.runspec import RunSpec
