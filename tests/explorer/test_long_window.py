@@ -123,9 +123,9 @@ def test_an_interrupted_overview_goes_on_from_the_rows_it_had_done(monkeypatch):
     "timed out"). Asked again, it computes the rows it had not done, and its pixels are those of an
     overview never interrupted."""
     from explorer.engine.long_render import Overviews
-    from models.engine.colour_index import MAX_DISPLAY_SIDE
     from models.config import Cancelled
     from models.engine import pairs, pipeline
+    from models.engine.colour_index import MAX_DISPLAY_SIDE
     from models.runspec import RunSpec
 
     monkeypatch.setattr(pairs, "LONG_CELLS", 0)  # the long path: an overview streamed, 2 × 2 cells a pixel
