@@ -270,9 +270,7 @@ def _resolve(trace_or_inputs, params, model, source):
     if not isinstance(trace_or_inputs, RunSpec):
         trace = trace_or_inputs
         if model is None and trace.config.get("source") == "pretrained":  # the model that made it, from its folder
-            from models.pretrained import load_model
-
-            model = load_model(trace.config["path"], device="cpu")
+            model = model_of(trace)
         return trace, params, model, source
     spec = trace_or_inputs
     if spec.uses_model:
@@ -286,6 +284,16 @@ def _resolve(trace_or_inputs, params, model, source):
 
     req = toy_request(spec)
     return run(req), toy_params(req), None, None
+
+
+def model_of(trace):
+    """The model that made a pretrained ``trace``, read again from its folder on the trace's device
+    (a trace made on a card is split on a card) with its layers in the trace's ``--dtype``, so the
+    layers below the traced one give its input again (the traced layer is float32 either way)."""
+    from models.pretrained import load_model
+
+    device = "cuda" if str(trace.config.get("device", "cpu")).startswith("cuda") else "cpu"
+    return load_model(trace.config["path"], device=device, dtype=trace.meta.get("layers_dtype", "float32"))
 
 
 def _visible(trace, head: int, row: int) -> tuple[int, ...]:
