@@ -115,6 +115,7 @@ def generation_rows(folder: Path, device, s: dict, clock: Clock) -> list[tuple]:
     theirs_ms = statistics.median((b - a) * 1000 for a, b in zip(stamps, stamps[1:]))
     theirs_ids = out[0, len(ids) :].tolist()
     del ref
+    free(device)  # its card memory given back before ours sizes its layer budget from what is free
     reads = [0]
     read = Checkpoint.read
 
@@ -169,6 +170,7 @@ def trace_rows(folder: Path, device, s: dict, clock: Clock) -> list[tuple]:
             ref(ids[:, :16], output_attentions=eager)  # warm up
             theirs_s, _ = clock(lambda ref=ref, ids=ids, eager=eager: ref(ids, output_attentions=eager))
         ref = None  # freed before the next size
+        free(device)
         what = "transformers eager forward, every layer's attention" if eager else "transformers sdpa forward"
         rows.append((f"one layer's trace, {ids.shape[1]:,} tokens (s)", what, theirs_s, 1.0, "–"))
         rows.append(("", "ours: the last layer, its weights handed over", ours_s, ours_s / theirs_s, ""))
