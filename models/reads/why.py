@@ -218,15 +218,22 @@ def sides_for(trace, params, head: int, row: int, cols, model=None, source=None)
             raise InputError("why: a toy trace needs its LayerParams (models.reads.params.toy_params(request)); "
                              "or pass the RunSpec")  # fmt: skip
         return toy_sides(trace, params, head, row, cols)
-    if trace.config.get("encoder_decoder"):
-        from models.reads.why_encdec import encdec_sides
+    try:
+        if trace.config.get("encoder_decoder"):
+            from models.reads.why_encdec import encdec_sides
 
-        if isinstance(source, str):  # the source sentence: its token ids, as the trace read them
-            source = model.encode(source, trace.config.get("max_tokens"), "encoder").ids
-        return encdec_sides(model, trace, head, row, cols, source)
-    from models.reads.why_stream import pretrained_sides
+            if isinstance(source, str):  # the source sentence: its token ids, as the trace read them
+                source = model.encode(source, trace.config.get("max_tokens"), "encoder").ids
+            return encdec_sides(model, trace, head, row, cols, source)
+        from models.reads.why_stream import pretrained_sides
 
-    return pretrained_sides(model, trace, head, row, cols)
+        return pretrained_sides(model, trace, head, row, cols)
+    except InputError as exc:
+        low = trace.meta.get("layers_dtype", "float32")
+        if low == "float32" or isinstance(exc, TooManySources):
+            raise
+        raise InputError(f"{exc} (the layers below ran in {low}: the split adds up exactly only to a trace "
+                         f"made with --dtype float32)") from None  # fmt: skip
 
 
 def why(trace_or_inputs, head: int, row: int, col: int, *, model=None, params=None, with_row: bool = False,

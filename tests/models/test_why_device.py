@@ -10,6 +10,7 @@ import pytest
 import torch
 from zoo import build_own, cases
 
+from models.config import InputError
 from models.pretrained import load_model
 from models.reads.why import model_of, why
 
@@ -41,3 +42,14 @@ def test_a_split_without_the_model_equals_one_with_it(tmp_path, device):
     assert read["query_sources"] == given["query_sources"]
     np.testing.assert_allclose(read["table"], given["table"], rtol=0, atol=1e-6 * np.abs(given["table"]).max())
     assert abs(np.sum(read["table"]) - read["score"]) <= 1e-5 * np.abs(read["table"]).sum()
+
+
+def test_a_bfloat16_trace_is_refused_with_its_reason(tmp_path):
+    """The split is exact in float64 on the float32 weights; the layers below a ``--dtype bfloat16``
+    trace ran in bfloat16, so its input is not their sum: refused, saying so (before: only "the layers
+    below do not give this trace's input")."""
+    build_own(tmp_path, cases("decoder")[0])
+    model = load_model(tmp_path, device="cpu", dtype="bfloat16")
+    trace = model.trace(SENTENCE, model.num_layers - 1)
+    with pytest.raises(InputError, match="ran in bfloat16.*--dtype float32"):
+        why(trace, 0, 3, 1)
