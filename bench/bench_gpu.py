@@ -17,7 +17,12 @@ Rows (each timed after a warm-up, the card synchronised around every timing):
   head's weights reduced to 1024 × 1024 keeping every peak (``models.engine.reduce.reduce_heads``), against
   ``F.scaled_dot_product_attention`` in float32 on the same Q, K, V;
 - the atlas: texts per second over 64 texts of ~64 tokens (``api.Model.atlas``, detectors off), against
-  ``transformers``' eager forward with attentions, text by text.
+  ``transformers``' eager forward with attentions, text by text;
+- an 8B-shape LLaMA in bfloat16 (Llama-3.1-8B's config, its 32 layers: a 16 GB checkpoint written to a
+  temporary folder): its last layer traced and 2 tokens generated, against ``transformers``-bf16's ids, and
+  its residency on a 24 GB budget (bench/bench_llama8b.py).
+
+A row that fails prints its error in the table and the next one runs. Imports no Qt (the GPU box has none).
 
 No figure was measured on a GPU yet (docs/gpu.md); a GPU session runs this as is and fills that page in.
 """
@@ -110,6 +115,7 @@ def generation_rows(folder: Path, device, s: dict, clock: Clock) -> list[tuple]:
     theirs_ms = statistics.median((b - a) * 1000 for a, b in zip(stamps, stamps[1:]))
     theirs_ids = out[0, len(ids) :].tolist()
     del ref
+    free(device)  # its card memory given back before ours sizes its layer budget from what is free
     reads = [0]
     read = Checkpoint.read
 
@@ -164,6 +170,7 @@ def trace_rows(folder: Path, device, s: dict, clock: Clock) -> list[tuple]:
             ref(ids[:, :16], output_attentions=eager)  # warm up
             theirs_s, _ = clock(lambda ref=ref, ids=ids, eager=eager: ref(ids, output_attentions=eager))
         ref = None  # freed before the next size
+        free(device)
         what = "transformers eager forward, every layer's attention" if eager else "transformers sdpa forward"
         rows.append((f"one layer's trace, {ids.shape[1]:,} tokens (s)", what, theirs_s, 1.0, "–"))
         rows.append(("", "ours: the last layer, its weights handed over", ours_s, ours_s / theirs_s, ""))
@@ -223,6 +230,7 @@ def main() -> None:
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny sizes on the CPU: only checks that it runs")
     parser.add_argument("--device", default="cuda", help="the card (default cuda)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the CPU's share)")
+    parser.add_argument("--llama8b-layers", type=int, default=32, help="layers of the 8B shape built (default all 32)")
     args = parser.parse_args()
     import torch
     from transformers.utils import logging
@@ -236,21 +244,64 @@ def main() -> None:
     smoke = "CPU (smoke sizes: the figures mean nothing)"
     card = torch.cuda.get_device_name(device) if device.type == "cuda" else smoke
     clock = Clock(device)
+    rows: list[tuple] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        params = write_llama(folder, s)
-        print(f"{card}; torch {torch.__version__}; LLaMA {s['layers']} layers, d_model {s['d']}, "
-              f"{s['heads']}/{s['kv']} heads, MLP {s['ffn']}, vocabulary {s['vocab']}: "
-              f"{params / 1e9:.2f} B parameters\n")  # fmt: skip
-        rows = generation_rows(folder, device, s, clock)
-        rows += trace_rows(folder, device, s, clock)
-        rows += overview_rows(device, s, clock)
-        rows += atlas_rows(folder, device, s, clock)
+        try:
+            params = write_llama(folder, s)
+            print(f"{card}; torch {torch.__version__}; LLaMA {s['layers']} layers, d_model {s['d']}, "
+                  f"{s['heads']}/{s['kv']} heads, MLP {s['ffn']}, vocabulary {s['vocab']}: "
+                  f"{params / 1e9:.2f} B parameters\n")  # fmt: skip
+        except Exception as exc:  # noqa: BLE001 - the rows that need it say so, the others run
+            rows.append(failed("the 1.2B-shape LLaMA", exc))
+        sections = (("generation (ms per token)", lambda: generation_rows(folder, device, s, clock)),
+                    ("one layer's trace", lambda: trace_rows(folder, device, s, clock)),
+                    ("overview", lambda: overview_rows(device, s, clock)),
+                    ("atlas (texts per second)", lambda: atlas_rows(folder, device, s, clock)),
+                    ("8B-shape LLaMA, bfloat16", lambda: llama8b_rows(device, args, s is SMOKE)))  # fmt: skip
+        for name, section in sections:
+            try:
+                rows += section()
+            except Exception as exc:  # noqa: BLE001 - a row that fails prints its error, the table goes on
+                rows.append(failed(name, exc))
+            free(device)
     print("| figure | what | value | time ÷ the reference's | notes |")
     print("|---|---|---:|---:|---|")
     for figure, what, value, ratio, notes in rows:
-        print(f"| {figure} | {what} | {value:.4g} | {ratio:.2f}× | {notes} |")
+        shown = f"{value:.4g}" if isinstance(value, float) and value == value else "–"
+        times = f"{ratio:.2f}×" if isinstance(ratio, float) and ratio == ratio else "–"
+        print(f"| {figure} | {what} | {shown} | {times} | {notes} |")
 
+
+def failed(name: str, exc: BaseException) -> tuple:
+    """A row saying what failed, in one line."""
+    text = str(exc).strip().splitlines()
+    return (name, "FAILED", float("nan"), float("nan"), f"{type(exc).__name__}: {text[0] if text else ''}")
+
+
+def free(device) -> None:
+    """What a section left behind, freed before the next one (the card's cache too)."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def llama8b_rows(device, args, smoke: bool) -> list[tuple]:
+    """Issue 45's target row: an 8B-shape LLaMA in bfloat16, traced and generated on the card against
+    transformers-bf16 (bench/bench_llama8b.py: the whole 32 layers unless ``--llama8b-layers``)."""
+    import bench_llama8b
+
+    config = bench_llama8b.SMOKE if smoke else bench_llama8b.LLAMA_31_8B
+    t0 = time.perf_counter()
+    lines = bench_llama8b.run(config, 2 if smoke else args.llama8b_layers, device.type)
+    seconds = time.perf_counter() - t0
+    rows = [("8B-shape LLaMA, bfloat16 (s, all of it)", "built, saved, transformers-bf16 and ours", seconds,
+             float("nan"), "")]  # fmt: skip
+    return rows + [("", what, float("nan"), float("nan"), value) for what, value in lines]
 
 if __name__ == "__main__":
     main()

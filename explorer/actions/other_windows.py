@@ -64,7 +64,8 @@ class OtherWindows:
     def _model_positions(self, lens: PeLens, config: dict, n: int) -> None:
         name = str(config.get("model", "this model"))
         try:
-            arch = self.models.model(self.state.inputs.model).arch  # loaded for the run shown: cached
+            spec = self.state.inputs.to_runspec()  # the run's model, device and --dtype: cached, never a second copy
+            arch = self.models.model(spec.model, spec.device, spec.dtype).arch
         except Exception as exc:  # noqa: BLE001 - the lens says why rather than failing the window
             lens.set_model_positions(ModelPositions("none", n), name)
             lens.set_about(f"{name}: its positions could not be read ({exc}).")

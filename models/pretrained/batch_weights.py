@@ -109,11 +109,12 @@ def _run_batch(arch, step, h: Tensor) -> tuple[Tensor, dict[str, Tensor], Tensor
 
 def batch_layer_weights(model, encs: Sequence[Encoded], on_weights: OnWeights,
                         should_stop: Callable[[], bool] | None = None,
-                        on_layer: Callable[[int], None] | None = None) -> int:  # fmt: skip
+                        on_layer: Callable[[int], None] | None = None, on_device: bool = False) -> int:  # fmt: skip
     """Call ``on_weights(layer, indices, weights)`` for every layer and batch of ``encs`` (texts of
     one length, ``weights`` ``(len(indices), h, n, n)`` float32, the real keys' columns), layer by
     layer, and ``on_layer(layer)`` once a layer is done for every text; ``should_stop()`` is polled
-    before each batch. Returns the number of batches.
+    before each batch. Returns the number of batches. ``on_device``: ``weights`` is the tensor on
+    the model's device (what reads it there hands the host only its results), not a numpy copy.
     A model that is not a decoder-only or encoder-only PretrainedModel runs text by text."""
     from models.pretrained.model import PretrainedModel
 
@@ -121,9 +122,9 @@ def batch_layer_weights(model, encs: Sequence[Encoded], on_weights: OnWeights,
         return 0
     if not isinstance(model, PretrainedModel):
         for i, enc in enumerate(encs):
-            weights = model.layer_weights(enc, should_stop=should_stop)[1]
+            weights = model.layer_weights(enc, should_stop=should_stop)[1]  # numpy (an encoder-decoder's)
             for layer in range(weights.shape[0]):
-                on_weights(layer, [i], weights[layer][None])
+                on_weights(layer, [i], torch.from_numpy(weights[layer][None]) if on_device else weights[layer][None])
         if on_layer is not None:
             on_layer(model.num_layers - 1)
         return len(encs)
@@ -158,7 +159,8 @@ def batch_layer_weights(model, encs: Sequence[Encoded], on_weights: OnWeights,
                                      f"weights are too large")  # fmt: skip
                 check_recorded(record, f"layer {layer}")
                 n = x.shape[1]
-                weights = to_numpy(record["weights"][..., :n])  # (b, h, n, n)
+                weights = record["weights"][..., :n]  # (b, h, n, n)
+                weights = weights if on_device else to_numpy(weights)
                 del record, x
                 on_weights(layer, g, weights)
             if on_layer is not None:

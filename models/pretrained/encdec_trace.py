@@ -20,6 +20,7 @@ from models.engine import pairs, stages
 from models.engine.trace import AttentionTrace, Stage
 from models.pretrained.common import linear, split_heads
 from models.pretrained.encdec import EncDecParams
+from models.pretrained.layer_store import dtype_name
 from models.pretrained.loaded import LoadedModel
 from models.pretrained.stages import to_numpy
 from models.pretrained.tokenizer import Encoded
@@ -111,7 +112,7 @@ def build_block_trace(model: LoadedModel, block: str, layer: int, q_enc: Encoded
     meta = {
         "model": model.name, "block": block, "layer": layer, "tokens": list(k_tokens), "token_ids": list(k_enc.ids),
         "query_tokens": list(q_tokens), "query_token_ids": list(q_enc.ids), "notices": list(notices),
-        "weights": model.arch.layers.residency_text(),
+        "weights": model.arch.layers.residency_text(), "layers_dtype": dtype_name(model.arch.layers.dtype),
     }  # fmt: skip
     return AttentionTrace(stages=tuple(built), query_tokens=q_tokens, key_tokens=k_tokens, config=config,
                           device=model.device_label, elapsed_ms=elapsed_ms, meta=meta)  # fmt: skip

@@ -16,6 +16,7 @@ from models.engine.host import to_numpy as host_numpy
 from models.engine.trace import AttentionTrace, Stage
 from models.pretrained.common import AttentionParams, linear
 from models.pretrained.edits import LayerEdits
+from models.pretrained.layer_store import dtype_name
 from models.pretrained.loaded import LoadedModel
 from models.pretrained.tokenizer import Encoded
 
@@ -161,6 +162,7 @@ def build_trace(
         "token_ids": list(enc.ids),
         "notices": list(notices),
         "weights": arch.layers.residency_text(),  # "weights resident, 4.9 GB" (the status line)
+        "layers_dtype": dtype_name(arch.layers.dtype),  # --dtype of the layers below (the traced one: float32)
     }
     if edits is not None:
         meta["edits"] = [e.to_json() for e in edits.edits]

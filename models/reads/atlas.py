@@ -37,7 +37,7 @@ from models.reads.corpora import MAX_TEXT_CHARS as MAX_TEXT_CHARS  # models.api'
 from models.reads.corpora import corpus_identity, corpus_lines, count_texts
 from models.reads.detectors import DEFINITIONS as DETECTOR_DEFINITIONS
 from models.reads.detectors import DETECTORS, PROBE_SEED, PROBES_PER_KIND
-from models.reads.survey import DEFINITIONS, METRIC_NAMES, METRICS_VERSION, head_metrics
+from models.reads.survey import DEFINITIONS, METRIC_NAMES, METRICS_VERSION
 
 FORMAT = "attention-explorer-atlas/1"
 HEADS_FILE = "heads.csv"
@@ -88,17 +88,23 @@ def chunk_metrics(model, encs, should_stop=None, on_layer: Callable[[int], None]
                   ) -> tuple[dict[str, np.ndarray], int]:  # fmt: skip
     """Every head's metrics ``{metric: (texts, L, h)}`` of the encoded texts ``encs``, those of one
     length run as one batch (models/pretrained/batch_weights.py); ``on_layer(layer)`` after each
-    layer. Returns the metrics and the number of batches run."""
+    layer. Returns the metrics and the number of batches run. The metrics are computed in torch where
+    the weights are (models/reads/atlas_metrics.py) and cross to the host once for all the texts."""
+    import torch
+
+    from models.engine.host import to_numpy
     from models.pretrained.batch_weights import batch_layer_weights
+    from models.reads.atlas_metrics import metrics_tensor
 
-    shape = (len(encs), model.num_layers, model.num_heads)
-    out = {m: np.full(shape, np.nan) for m in METRIC_NAMES}
+    held = torch.full((len(METRIC_NAMES), len(encs), model.num_layers, model.num_heads), float("nan"),
+                      dtype=torch.float64, device=getattr(model, "device", "cpu"))  # fmt: skip
 
-    def add(layer: int, indices, weights: np.ndarray) -> None:  # weights (b, h, n, n)
-        for m, values in head_metrics(weights).items():  # (b, h) each
-            out[m][indices, layer] = values
+    def add(layer: int, indices, weights) -> None:  # weights (b, h, n, n), on the model's device
+        held[:, list(indices), layer] = metrics_tensor(weights).to(held.device)
 
-    return out, batch_layer_weights(model, encs, add, should_stop, on_layer)
+    ran = batch_layer_weights(model, encs, add, should_stop, on_layer, on_device=True)
+    values = to_numpy(held)
+    return {m: values[i] for i, m in enumerate(METRIC_NAMES)}, ran
 
 
 def blocks(texts, size: int | None = None, limit: int | None = None) -> Iterator[tuple[int, list]]:

@@ -188,15 +188,23 @@ def detect(model, seed: int = PROBE_SEED, should_stop: Callable[[], bool] | None
     for probe in probes:
         for name in detectors_on(probe.kind):
             counts[name] += 1
-    if weights_of is None:
+    if weights_of is None:  # in torch where the weights are (models/reads/atlas_metrics.py), one copy at the end
+        import torch
+
+        from models.engine.host import to_numpy
         from models.pretrained.batch_weights import batch_layer_weights
+        from models.reads.atlas_metrics import detector_scores
 
-        def add(layer: int, indices, weights: np.ndarray) -> None:  # weights (b, h, n, n)
+        held = torch.zeros((len(DETECTORS), *shape), dtype=torch.float64, device=getattr(model, "device", "cpu"))
+        patterns = [{name: make(p.ids) for name, (k, make) in PATTERNS.items() if k == p.kind} for p in probes]
+
+        def add(layer: int, indices, weights) -> None:  # weights (b, h, n, n), on the model's device
             for i, a in zip(indices, weights, strict=True):
-                for name, score in scores_on(probes[i].kind, a, probes[i]).items():
-                    sums[name][layer] += score
+                for name, score in detector_scores(probes[i].kind, a, probes[i], patterns[i]).items():
+                    held[DETECTORS.index(name), layer] += score.to(held.device)
 
-        batch_layer_weights(model, [model.encode_ids(p.ids) for p in probes], add, should_stop)
+        batch_layer_weights(model, [model.encode_ids(p.ids) for p in probes], add, should_stop, on_device=True)
+        sums = dict(zip(DETECTORS, to_numpy(held), strict=True))
     else:
         for probe in probes:
             for name, score in scores_on(probe.kind, weights_of(probe), probe).items():

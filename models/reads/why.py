@@ -218,15 +218,22 @@ def sides_for(trace, params, head: int, row: int, cols, model=None, source=None)
             raise InputError("why: a toy trace needs its LayerParams (models.reads.params.toy_params(request)); "
                              "or pass the RunSpec")  # fmt: skip
         return toy_sides(trace, params, head, row, cols)
-    if trace.config.get("encoder_decoder"):
-        from models.reads.why_encdec import encdec_sides
+    try:
+        if trace.config.get("encoder_decoder"):
+            from models.reads.why_encdec import encdec_sides
 
-        if isinstance(source, str):  # the source sentence: its token ids, as the trace read them
-            source = model.encode(source, trace.config.get("max_tokens"), "encoder").ids
-        return encdec_sides(model, trace, head, row, cols, source)
-    from models.reads.why_stream import pretrained_sides
+            if isinstance(source, str):  # the source sentence: its token ids, as the trace read them
+                source = model.encode(source, trace.config.get("max_tokens"), "encoder").ids
+            return encdec_sides(model, trace, head, row, cols, source)
+        from models.reads.why_stream import pretrained_sides
 
-    return pretrained_sides(model, trace, head, row, cols)
+        return pretrained_sides(model, trace, head, row, cols)
+    except InputError as exc:
+        low = trace.meta.get("layers_dtype", "float32")
+        if low == "float32" or isinstance(exc, TooManySources):
+            raise
+        raise InputError(f"{exc} (the layers below ran in {low}: the split adds up exactly only to a trace "
+                         f"made with --dtype float32)") from None  # fmt: skip
 
 
 def why(trace_or_inputs, head: int, row: int, col: int, *, model=None, params=None, with_row: bool = False,
@@ -270,9 +277,7 @@ def _resolve(trace_or_inputs, params, model, source):
     if not isinstance(trace_or_inputs, RunSpec):
         trace = trace_or_inputs
         if model is None and trace.config.get("source") == "pretrained":  # the model that made it, from its folder
-            from models.pretrained import load_model
-
-            model = load_model(trace.config["path"], device="cpu")
+            model = model_of(trace)
         return trace, params, model, source
     spec = trace_or_inputs
     if spec.uses_model:
@@ -286,6 +291,16 @@ def _resolve(trace_or_inputs, params, model, source):
 
     req = toy_request(spec)
     return run(req), toy_params(req), None, None
+
+
+def model_of(trace):
+    """The model that made a pretrained ``trace``, read again from its folder on the trace's device
+    (a trace made on a card is split on a card) with its layers in the trace's ``--dtype``, so the
+    layers below the traced one give its input again (the traced layer is float32 either way)."""
+    from models.pretrained import load_model
+
+    device = "cuda" if str(trace.config.get("device", "cpu")).startswith("cuda") else "cpu"
+    return load_model(trace.config["path"], device=device, dtype=trace.meta.get("layers_dtype", "float32"))
 
 
 def _visible(trace, head: int, row: int) -> tuple[int, ...]:

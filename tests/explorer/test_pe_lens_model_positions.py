@@ -37,12 +37,23 @@ def test_a_rotary_model_shows_its_own_angles(qtbot, make_window, settle):
     config = AutoConfig.from_pretrained(resolve_model("induction"))
     inv_freq = LlamaRotaryEmbedding(config).inv_freq  # transformers' own, for the same config
     angles = np.arange(n)[:, None] * inv_freq.double().numpy()[None, :]  # (n, pairs)
+    assert "heatmap" in lens.shown, lens.about.text()
     assert lens.shown["heatmap"].shape == angles.shape
     np.testing.assert_allclose(lens.shown["heatmap"], np.cos(angles), atol=1e-5)
     curves = [v for k, v in lens.shown.items() if k.startswith("pair ")]
     assert curves and all(np.all(np.abs(c) <= np.pi + 1e-9) for c in curves)
     assert "rotary" in lens.about.text() and "illustration" not in lens.about.text()
     assert not lens.delta.isVisibleTo(lens)
+
+
+def test_the_lens_reads_the_model_the_run_loaded_not_a_second_copy(qtbot, make_window, settle):
+    """With a --dtype other than the default the lens asked the models' cache for the float32 model:
+    a second copy read from disk (a second 16 GB for an 8B model). Failed before (2 loads)."""
+    window = make_window(Inputs(sentence=SENTENCE, heads=2, d_model=16))
+    window.state.update_inputs(dtype="bfloat16")
+    lens, _ = _lens(window, settle, "induction")
+    qtbot.addWidget(lens)
+    assert window.worker.models.loads == 1 and "rotary" in lens.about.text()
 
 
 def test_a_learned_model_shows_its_checkpoint_rows(qtbot, make_window, settle):

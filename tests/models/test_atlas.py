@@ -116,14 +116,14 @@ def test_bad_input_is_one_line_and_nothing_is_written(tmp_path, capsys):
 
 
 def test_ctrl_c_writes_nothing_and_force_replaces_an_atlas(tmp_path, capsys, monkeypatch):
-    import models.reads.atlas as atlas_mod
+    import models.reads.atlas_metrics as atlas_mod  # the metrics, in torch where the weights are
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(t for t in TEXTS if t.strip()))
     out = tmp_path / "atlas"
     argv = ["atlas", "--model", "minilm", "--corpus", str(corpus), "--out", str(out), "--quiet", "--no-detectors"]
     calls = []
-    real = atlas_mod.head_metrics
+    real = atlas_mod.metrics_tensor
 
     def interrupted(a):
         calls.append(1)
@@ -131,11 +131,11 @@ def test_ctrl_c_writes_nothing_and_force_replaces_an_atlas(tmp_path, capsys, mon
             raise KeyboardInterrupt
         return real(a)
 
-    monkeypatch.setattr(atlas_mod, "head_metrics", interrupted)
+    monkeypatch.setattr(atlas_mod, "metrics_tensor", interrupted)
     assert main(argv) == 130
     assert "nothing written" in capsys.readouterr().err and not out.exists()
     assert not list(tmp_path.glob(".atlas*"))  # no temporary folder left behind
-    monkeypatch.setattr(atlas_mod, "head_metrics", real)
+    monkeypatch.setattr(atlas_mod, "metrics_tensor", real)
     assert main(argv + ["--limit", "2"]) == 0 and read_atlas(out).texts == 2
     assert main(argv + ["--limit", "3", "--force"]) == 0 and read_atlas(out).texts == 3
 

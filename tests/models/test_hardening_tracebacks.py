@@ -11,6 +11,7 @@ from encdec_refs import build as build_encdec
 from test_pretrained_loader import write_tiny_gpt2
 
 import models.reads.atlas as atlas_mod
+import models.reads.atlas_metrics as atlas_metrics
 from models.cli.atlas import atlas_main
 from models.cli.train import train_main
 from models.config import InputError
@@ -80,7 +81,8 @@ def test_ctrl_c_in_atlas_is_an_error_line(tmp_path, capsys, monkeypatch, gpt2):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(atlas_mod, "head_metrics", interrupted)
+    monkeypatch.setattr(atlas_metrics, "detector_scores", interrupted)  # the detectors run first, in torch
+    monkeypatch.setattr(atlas_metrics, "metrics_tensor", interrupted)
     out = tmp_path / "a"
     line = _one_line(capsys, atlas_main(["--model", str(gpt2), "--out", str(out), "--quiet"]), code=130)
     assert "interrupted by SIGINT" in line and not out.exists()
