@@ -18,16 +18,22 @@ import torch
 from models.pretrained import load_model
 
 transformers = pytest.importorskip("transformers")
-from test_pretrained_families import SENTENCE, build  # noqa: E402
+from test_pretrained_families import SENTENCE  # noqa: E402
+from test_pretrained_families import build as build_case  # noqa: E402
 from zoo import WINDOW, table  # noqa: E402
 
 FAMILIES = table("test_pretrained_families_2")  # name: zoo Case (tests/models/zoo.py)
 
 
+def build(folder, name, families=FAMILIES):
+    """A random model of this table's case ``name`` in ``folder`` (test_families_2_explain builds with it)."""
+    return build_case(folder, name, families)
+
+
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_family_matches_transformers(tmp_path, name):
     model_type = FAMILIES[name][0]
-    ref = build(tmp_path, name, FAMILIES)
+    ref = build(tmp_path, name)
     model = load_model(tmp_path, device="cpu")
     assert model.model_type == model_type and model.num_layers == 3
     _, ids = model.tokenize(SENTENCE)
