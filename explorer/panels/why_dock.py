@@ -15,6 +15,7 @@ from explorer.widgets.window_size import available_size, keep_on_screen
 
 OPEN_WIDTH = 560  # px: the table of a 2-layer, 4-head model readable at once
 TITLE_BUTTONS = 70  # px: a dock title's float and close buttons and margins
+ROOM_AGAIN = 40  # px: moved below the columns, it goes back beside them with this much more than its least room
 
 
 class WhyDock(QDockWidget):
@@ -26,8 +27,11 @@ class WhyDock(QDockWidget):
         self.state, self.frames = state, frames
         self.panel = WhyPanel(jobs=jobs)
         self.setWidget(self.panel)
-        # Narrowed with its window, never below its whole title and buttons (it was ~100 px: "Why doe…").
-        self.setMinimumWidth(self.fontMetrics().horizontalAdvance(self.windowTitle()) + TITLE_BUTTONS)
+        # Beside the columns never below its whole title and buttons (it was ~100 px: "Why doe…"); not a
+        # minimum of the window's, which a 960 px window could not honour (the columns' 748 px and this
+        # added up to 1,023-1,169 px, the inspector cut): below them when it does not fit (``_fit``).
+        self.least_width = self.fontMetrics().horizontalAdvance(self.windowTitle()) + TITLE_BUTTONS
+        self.below = False  # moved below the columns by ``_fit``, for want of room beside them
         self.clicked: tuple | None = None  # the last clicked cell: (display, stage, head, row, col)
         self.visibilityChanged.connect(lambda shown: shown and self.split_clicked())
         state.trace_changed.connect(lambda _display: self.panel.clear())  # its numbers are gone
@@ -68,8 +72,20 @@ class WhyDock(QDockWidget):
     def _remember(self) -> None:
         """The dock's width now, and the window's columns', are the ones to keep (opened, or dragged)."""
         window = self.parentWidget()
-        if window is not None and self.isVisible() and not self.isFloating():
-            self._chosen = (self.width(), window.centralWidget().width())
+        if window is not None and self.isVisible() and not self.isFloating() and not self.below:
+            if self.width() < self.least_width:  # dragged narrower than its title
+                self._resize_to(self.least_width)
+            self._chosen = (max(self.width(), self.least_width), window.centralWidget().width())
+
+    def _move(self, below: bool) -> None:
+        """Below the columns (the window's whole width, a third of its height), or beside them again."""
+        window = self.parentWidget()
+        self.below = below
+        area = Qt.DockWidgetArea.BottomDockWidgetArea if below else Qt.DockWidgetArea.RightDockWidgetArea
+        window.addDockWidget(area, self)
+        self.show()
+        if below:
+            window.resizeDocks([self], [window.height() // 3], Qt.Orientation.Vertical)
 
     def _fit(self) -> None:
         """The window resized: the dock gives way first, down to its least width, so that the columns
@@ -79,8 +95,13 @@ class WhyDock(QDockWidget):
         if self._chosen is None or window is None or not self.isVisible() or self.isFloating():
             return
         dock, columns = self._chosen
-        spare = window.width() - columns - window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
-        width = max(self.minimumWidth(), min(dock, spare))
+        separator = window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
+        beside = window.centralWidget().minimumSizeHint().width() + separator + self.least_width  # the least room
+        if self.below != (window.width() < beside + (ROOM_AGAIN if self.below else 0)):
+            self._move(not self.below)
+        if self.below:
+            return
+        width = max(self.least_width, min(dock, window.width() - columns - separator))
         if width != self.width():
             self._resize_to(width)
 
