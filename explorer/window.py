@@ -41,7 +41,7 @@ from explorer.files.persistence import (
 )
 from explorer.jobs import ReadJobs
 from explorer.panels.atlas_extras import atlas_corpus
-from explorer.panels.inspector_panel import InspectorPanel
+from explorer.panels.inspector_panel import InspectorPanel, InspectorScroll
 from explorer.panels.mask_dock import MaskDock
 from explorer.panels.why_dock import WhyDock
 from explorer.run import DisplayTrace
@@ -222,7 +222,7 @@ class MainWindow(QMainWindow):
         right.addWidget(self.focus_panel)
         # A long derivation scrolls: its height never becomes the window's minimum (a click on a
         # cell made the window 1,106 px tall, past the bottom of a laptop's screen).
-        self.inspector_scroll = inspector_scroll = QScrollArea()
+        self.inspector_scroll = inspector_scroll = InspectorScroll()
         inspector_scroll.setWidget(self.inspector)
         inspector_scroll.setWidgetResizable(True)
         inspector_scroll.setFrameShape(QScrollArea.Shape.NoFrame)

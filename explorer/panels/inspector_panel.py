@@ -8,8 +8,8 @@ whole for it above :data:`EXPLAIN_LIMIT` cells (the command line's ``explain`` h
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QSize, Signal
+from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from explorer.heads import array_head
 from explorer.widgets.cell_inspector import CellInspector
@@ -18,6 +18,7 @@ from models.config import InputError
 from models.reads.explain import explain
 
 EXPLAIN_LIMIT = 16_000_000  # cells of one n×n stage (all heads) the window derives a cell from
+LEAST_CAP = 320  # px: the most the derivation's least width asks of the window (a wider formula scrolls)
 PROMPT = "Click any cell of any stage: it is derived here from its inputs, with the real numbers."
 
 
@@ -102,3 +103,20 @@ class InspectorPanel(QWidget):
         self.indices.hide()
         self.note.setText(text)
         self.note.show()
+
+
+class InspectorScroll(QScrollArea):
+    """The panel's scroll area, never narrower than the derivation's least width (a 960 px window gave it
+    200 px for 210: a horizontal scroll bar), up to :data:`LEAST_CAP`."""
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        hint = super().minimumSizeHint()
+        if self.widget() is None:
+            return hint
+        least = self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+        return QSize(max(hint.width(), min(least, LEAST_CAP)), hint.height())
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.LayoutRequest:  # the derivation's least width may have changed
+            self.updateGeometry()
+        return super().event(event)

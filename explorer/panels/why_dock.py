@@ -14,7 +14,9 @@ from explorer.panels.why_panel import WhyPanel
 from explorer.widgets.window_size import available_size, keep_on_screen
 
 OPEN_WIDTH = 560  # px: the table of a 2-layer, 4-head model readable at once
+TABLE_LEAST = 380  # px: the least width the dock keeps beside the columns (an 18-key table, ~12 px a column)
 TITLE_BUTTONS = 70  # px: a dock title's float and close buttons and margins
+ROOM_AGAIN = 40  # px: floated for want of room, it docks beside the columns with this much more than its least
 
 
 class WhyDock(QDockWidget):
@@ -26,8 +28,14 @@ class WhyDock(QDockWidget):
         self.state, self.frames = state, frames
         self.panel = WhyPanel(jobs=jobs)
         self.setWidget(self.panel)
-        # Narrowed with its window, never below its whole title and buttons (it was ~100 px: "Why doe…").
-        self.setMinimumWidth(self.fontMetrics().horizontalAdvance(self.windowTitle()) + TITLE_BUTTONS)
+        self.panel.setMinimumWidth(TITLE_BUTTONS)  # its table's least width is not the window's either
+        # Beside the columns never below its whole title and buttons (it was ~100 px: "Why doe…"); not a
+        # minimum of the window's, which a 960 px window could not honour (the columns' 748 px and this
+        # added up to 1,023-1,169 px, the inspector cut): floated beside it when it does not fit (``_fit``).
+        # and its table readable (at its title's 269 px an 18-column table was ~5 px wide)
+        self.least_width = max(self.fontMetrics().horizontalAdvance(self.windowTitle()) + TITLE_BUTTONS, TABLE_LEAST)
+        self.floated = False  # floated by ``_fit``, for want of room beside the columns
+        self.topLevelChanged.connect(lambda floating: floating or setattr(self, "floated", False))  # docked by hand
         self.clicked: tuple | None = None  # the last clicked cell: (display, stage, head, row, col)
         self.visibilityChanged.connect(lambda shown: shown and self.split_clicked())
         state.trace_changed.connect(lambda _display: self.panel.clear())  # its numbers are gone
@@ -69,18 +77,37 @@ class WhyDock(QDockWidget):
         """The dock's width now, and the window's columns', are the ones to keep (opened, or dragged)."""
         window = self.parentWidget()
         if window is not None and self.isVisible() and not self.isFloating():
-            self._chosen = (self.width(), window.centralWidget().width())
+            if self.width() < self.least_width:  # dragged narrower than its title
+                self._resize_to(self.least_width)
+            self._chosen = (max(self.width(), self.least_width), window.centralWidget().width())
+
+    def _float(self, floated: bool) -> None:
+        """Floated beside the window (as where it opens without room), or docked beside the columns again."""
+        window = self.parentWidget()
+        self.floated = floated
+        self.setFloating(floated)
+        if floated:
+            self.resize(OPEN_WIDTH, window.height())
+            frame = window.frameGeometry()
+            self.move(frame.x() + frame.width(), frame.y())
+            keep_on_screen(self)
+        self.show()
 
     def _fit(self) -> None:
         """The window resized: the dock gives way first, down to its least width, so that the columns
         keep the width they had (narrowed back from 1,918 to 1,400 px the dock kept its 560 px and the
         inspector went down to 200, behind a scroll bar); widened, it gets its width back first."""
         window = self.parentWidget()
-        if self._chosen is None or window is None or not self.isVisible() or self.isFloating():
+        if self._chosen is None or window is None or not self.isVisible() or (self.isFloating() and not self.floated):
             return
         dock, columns = self._chosen
-        spare = window.width() - columns - window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
-        width = max(self.minimumWidth(), min(dock, spare))
+        separator = window.style().pixelMetric(QStyle.PixelMetric.PM_DockWidgetSeparatorExtent)
+        beside = window.centralWidget().minimumSizeHint().width() + separator + self.least_width  # the least room
+        if self.floated != (window.width() < beside + (ROOM_AGAIN if self.floated else 0)):
+            self._float(not self.floated)
+        if self.floated:
+            return
+        width = max(self.least_width, min(dock, window.width() - columns - separator))
         if width != self.width():
             self._resize_to(width)
 
