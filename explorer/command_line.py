@@ -17,7 +17,7 @@ from explorer.usage import UsageError
 from models.command_fields import NEW_TOKENS
 from models.config import InputError
 from models.engine.trace import STAGE_ORDER
-from models.fields import Field, OneLineParser, add_arguments, check_text
+from models.fields import BY_DEST, TOY_ONLY, Field, OneLineParser, add_arguments, check_text
 from models.limits import RANGES, in_bounds, said
 from models.runspec import FIELDS, check_applicable, check_command, check_ranges, given_values
 
@@ -116,6 +116,14 @@ def inputs_from_args(args: argparse.Namespace, base: Inputs) -> Inputs:
             base = dataclasses.replace(base, cross_sentence="")
     elif args.step is not None:
         raise UsageError("--step needs --model (a model with training checkpoints)")
+    elif base.uses_model and (toy := [BY_DEST[d].option for d in TOY_ONLY
+                                      if getattr(args, d, None) not in (None, False)]):  # fmt: skip
+        # the model restored from the last session does not take the toy's options given now: the toy does
+        print(f"note: {', '.join(toy)} {'is' if len(toy) == 1 else 'are'} the toy's: starting on the toy, not the "
+              f"last session's model {base.model} (--model chooses one)", file=sys.stderr)  # fmt: skip
+        default = type(base)()
+        base = dataclasses.replace(base, model=default.model, layer=default.layer, block=default.block,
+                                   model_mask=default.model_mask, pad_positions=())  # fmt: skip
     if args.block is not None:
         if not base.uses_model or not is_encoder_decoder(base.model):
             raise UsageError("--block needs an encoder-decoder --model (t5, mt5, bart, marian)")

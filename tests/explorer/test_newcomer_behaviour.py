@@ -82,3 +82,17 @@ def test_make_run_names_the_xcb_plugins_missing_libraries_and_the_apt_line():
     run = makefile[makefile.index("\nrun:"):makefile.index("\ntest:")]
     assert run.index("explorer.xcb_check") < run.index("main.py")
     assert "sudo apt install libxcb-icccm4 libxcb-keysyms1" in (root / "README.md").read_text()
+
+
+def test_toy_options_after_a_session_on_a_model_start_the_toy(capsys):
+    """A window started with toy options and no --model (``--heads 8 --mask causal``) after a session on a
+    model restored that model from the settings and was refused ("bart model: only the model's own
+    masks…", or "--heads does not apply with --model"): the options given say the toy, and it says so."""
+    restored = Inputs(model="minilm", layer=3)
+    args = build_parser().parse_args(["--heads", "8", "--mask", "causal", "--sentence", "The cat sat."])
+    inputs = inputs_from_args(args, restored)
+    assert not inputs.uses_model and inputs.heads == 8 and inputs.mask == "causal"
+    assert inputs.layer == Inputs().layer
+    assert "starting on the toy, not the last session's model minilm" in capsys.readouterr().err
+    same = inputs_from_args(build_parser().parse_args(["--sentence", "The cat sat."]), restored)
+    assert same.model == "minilm" and same.layer == 3  # no toy option given: the restored model stays
