@@ -7,9 +7,13 @@ does not say) reads the embedding matrix; otherwise the head's own tensor (``lm_
 GPT-NeoX's ``embed_out.weight``) is read from the checkpoint. A base model without a head (e.g.
 ``LlamaModel`` saved alone) cannot predict tokens: a one-line refusal.
 
-Big checkpoints: the head stays in its stored dtype (bf16 stays bf16, like the embedding matrix)
-and is converted to float32 one block of vocabulary rows at a time while the logits are computed;
-float32 conversion of bf16/fp16 is exact, so the logits equal those of a whole float32 matrix.
+Big checkpoints: the head stays in its stored dtype (bf16 stays bf16, like the embedding matrix).
+A run in bfloat16/float16 (``--dtype``) computes the logits of such a head as transformers does in that
+dtype: one product in the weight's dtype (the normed residuals cast to it, the bias added in it), the
+scaling and soft-cap in that dtype too, then float32. No float32 copy of the head is made (issue 45:
+converting Llama-3.1-8B's 128,256 × 4,096 head at every token was most of a step). A float32 run
+converts such a head to float32 one block of vocabulary rows at a time while the logits are computed;
+float32 conversion of bf16/fp16 is exact, so those logits equal those of a whole float32 matrix.
 
 A GGUF file's head (its tied token embeddings or its own ``output.weight``) is a ``RowTable``, read by rows.
 It is dequantized once and kept when the model's layers all stay resident and it fits the layer budget
@@ -31,8 +35,9 @@ from models.pretrained.checkpoint import Weights
 from models.pretrained.registry import read_config
 
 FEW_ROWS = 64  # up to this many rows the logits are computed as W xᵀ (measured faster for a step)
-VOCAB_BLOCK = 8192  # vocabulary rows converted to float32 at a time (a stored bf16/fp16 head)
+VOCAB_BLOCK = 8192  # vocabulary rows converted to float32 at a time (a bf16/fp16 head in a float32 run)
 TABLE_BLOCK_BYTES = 32 << 20  # float32 bytes of the rows of a GGUF head dequantized at a time
+HALF = (torch.bfloat16, torch.float16)
 
 
 class OutputHead:
@@ -48,12 +53,15 @@ class OutputHead:
 
     def unembed(self, x: Tensor) -> Tensor:
         """Normed residuals ``(r, d)`` -> logits ``(r, vocab)``, soft-capped when the family does."""
-        w = self.weight
+        w, bias = self.weight, self.bias
         if not isinstance(w, Tensor):  # a GGUF file's RowTable: a block of rows dequantized at a time
             logits = torch.empty(x.shape[0], w.shape[0], dtype=torch.float32, device=x.device)
             block = max(1, TABLE_BLOCK_BYTES // (4 * w.shape[1]))
             for a in range(0, w.shape[0], block):
                 logits[:, a : a + block] = F.linear(x, w[a : a + block])
+        elif w.dtype in HALF and self.arch.layers.dtype in HALF:  # a bf16/fp16 run: as transformers' lm_head,
+            logits = F.linear(x.to(w.dtype), w, None if bias is None else bias.to(w.dtype))  # in the head's dtype
+            bias = None  # added in the product (nn.Linear); what follows stays in that dtype until .float()
         elif w.dtype == torch.float32 and x.shape[0] <= FEW_ROWS:
             logits = (w @ x.T).T.contiguous()  # a few rows (a step): 2-3x faster than F.linear here
         elif w.dtype == torch.float32:
@@ -62,15 +70,15 @@ class OutputHead:
             logits = torch.empty(x.shape[0], w.shape[0], dtype=torch.float32, device=x.device)
             for a in range(0, w.shape[0], VOCAB_BLOCK):
                 logits[:, a : a + VOCAB_BLOCK] = F.linear(x, w[a : a + VOCAB_BLOCK].to(torch.float32))
-        if self.bias is not None:  # Phi's head has a bias
-            logits = logits + self.bias
+        if bias is not None:  # Phi's head has a bias
+            logits = logits + bias
         if self.arch.logits_scaling != 1.0:  # Granite divides its logits
             logits = logits / self.arch.logits_scaling
         if self.arch.logit_scale != 1.0:  # Cohere multiplies them
             logits = logits * self.arch.logit_scale
         if self.softcap is not None:
             logits = torch.tanh(logits / self.softcap) * self.softcap
-        return logits
+        return logits.float()  # a half-precision run's logits read in float32, as transformers' sampling does
 
     def logits(self, h: Tensor) -> Tensor:
         """The logit lens of residual stream states ``(r, d)``: final norm, then :meth:`unembed`."""
