@@ -136,15 +136,14 @@ class LongRows:
         a, b = max(c0, v0), min(c1, v1)  # the visible keys asked for
         t = store.spec.temperature
         cells = (r1 - r0) * (b - a)
-        if b > a and scratch is not None and scratch.is_contiguous() and scratch.numel() >= cells:
-            into = scratch.view(-1)[:cells].view(r1 - r0, b - a)
+        fits = scratch is not None and scratch.is_contiguous() and scratch.numel() >= cells
+        if b > a:
+            into = scratch.view(-1)[:cells].view(r1 - r0, b - a) if fits else None
             x = store.masked(head, r0, r1, a, b, out=into)
-            if (a, b) == (c0, c1):  # a streamed pass's tile, every key seen: in its buffer, no fresh pages
+            if fits and (a, b) == (c0, c1):  # a streamed pass's tile, every key seen: in its buffer, no fresh pages
                 return log_weights(x.to(torch.float32), m, lse, t, own=True).exp_()
         out = torch.zeros((r1 - r0, c1 - c0), dtype=torch.float32, device=self.device)
         if b > a:
-            if scratch is None or scratch.numel() < cells or not scratch.is_contiguous():
-                x = store.masked(head, r0, r1, a, b)
             out[:, a - c0 : b - c0] = torch.exp(log_weights(x.to(torch.float32), m, lse, t))
         if store.n_k > store.n_keys and c1 > store.n_keys:  # the sink's column
             sink = self._sink(head, r1 - r0)[:, None]
